@@ -1,0 +1,137 @@
+/// How well a backend supports one feature. The bridge reads this to decide, per feature, whether to
+/// relay natively or apply the route's fallback, and counts every downgrade.
+public enum SupportLevel: String, Hashable, Sendable, Codable, Comparable {
+    /// Native, as the neutral model describes it.
+    case full
+    /// Native with restrictions stated in `Capabilities.notes`.
+    case partial
+    /// Not native; the adapter carries it by a documented substitute (stated in `notes`).
+    case fallback
+    /// Accepted and silently not carried (the call succeeds, nothing reaches users).
+    case dropped
+    /// Refused: the opt-in call throws `IMError(.unsupported)`.
+    case rejected
+
+    private var rank: Int {
+        switch self {
+        case .full: 0
+        case .partial: 1
+        case .fallback: 2
+        case .dropped: 3
+        case .rejected: 4
+        }
+    }
+    public static func < (lhs: SupportLevel, rhs: SupportLevel) -> Bool { lhs.rank < rhs.rank }
+
+    /// Whether the backend performs the operation itself (full or partial).
+    public var isNative: Bool { self == .full || self == .partial }
+}
+
+/// The features a backend may have beyond plain sending.
+public enum Feature: String, Hashable, Sendable, Codable, CaseIterable {
+    case customContent = "custom_content"
+    case mentions, replies, commands
+    case recall, edit, expansion, reactions
+    case readReceipts = "read_receipts"
+    case media
+    case conversationList = "conversation_list"
+    case userProvisioning = "user_provisioning"
+    case history
+    /// Sending as any user (puppets). Where rejected, only a relay/admin account can send.
+    case sendAsAnyUser = "send_as_any_user"
+}
+
+/// A documented API rate limit: `requests` per `perMs`, and how long the vendor blocks on excess.
+public struct RateLimit: Hashable, Sendable, Codable {
+    public var api: String
+    public var requests: Int
+    public var perMs: Int64
+    public var blockMs: Int64?
+    public init(api: String, requests: Int, perMs: Int64, blockMs: Int64? = nil) {
+        self.api = api
+        self.requests = requests
+        self.perMs = perMs
+        self.blockMs = blockMs
+    }
+    public var perSecond: Double { Double(requests) * 1000 / Double(perMs) }
+}
+
+/// How text length is counted against `textMaxLength`.
+public enum LengthUnit: String, Hashable, Sendable, Codable {
+    case characters, utf8Bytes = "utf8_bytes"
+}
+
+/// What a backend can do, as a value. Presets for the four vendors carry the figures of the vendor
+/// docs (`shared/vendors/*.md`); an adapter may adjust them from its configuration (a NIM console can
+/// raise the recall window, for instance).
+public struct Capabilities: Hashable, Sendable, Codable {
+    public var vendor: String
+    public var features: [Feature: SupportLevel]
+    public var textMaxLength: Int
+    public var textLengthUnit: LengthUnit
+    /// nil: no time limit.
+    public var recallWindowMs: Int64?
+    public var recallBySenderOnly: Bool
+    public var editWindowMs: Int64?
+    public var editBySenderOnly: Bool
+    /// nil when the backend has no expansions.
+    public var expansionLimits: ExpansionLimits?
+    /// Who issues expansion changes through this backend (client SDK or server API limits).
+    public var expansionCaller: ExpansionLimits.Caller
+    public var rateLimits: [RateLimit]
+    public var contentKinds: Set<ContentKind>
+    /// Human notes per feature: the restriction behind `partial`, the substitute behind `fallback`.
+    public var notes: [Feature: String]
+
+    public init(vendor: String, features: [Feature: SupportLevel], textMaxLength: Int, textLengthUnit: LengthUnit = .characters,
+                recallWindowMs: Int64?, recallBySenderOnly: Bool = true, editWindowMs: Int64? = nil,
+                editBySenderOnly: Bool = true, expansionLimits: ExpansionLimits?, expansionCaller: ExpansionLimits.Caller = .server,
+                rateLimits: [RateLimit] = [], contentKinds: Set<ContentKind> = Set(ContentKind.allCases),
+                notes: [Feature: String] = [:]) {
+        self.vendor = vendor
+        self.features = features
+        self.textMaxLength = textMaxLength
+        self.textLengthUnit = textLengthUnit
+        self.recallWindowMs = recallWindowMs
+        self.recallBySenderOnly = recallBySenderOnly
+        self.editWindowMs = editWindowMs
+        self.editBySenderOnly = editBySenderOnly
+        self.expansionLimits = expansionLimits
+        self.expansionCaller = expansionCaller
+        self.rateLimits = rateLimits
+        self.contentKinds = contentKinds
+        self.notes = notes
+    }
+
+    /// The support level of a feature; features a preset does not list are `rejected`.
+    public func support(_ feature: Feature) -> SupportLevel { features[feature] ?? .rejected }
+
+    /// Throws `unsupported` unless the feature is native (full or partial).
+    public func require(_ feature: Feature) throws {
+        let level = support(feature)
+        guard level.isNative else {
+            throw IMError(.unsupported, "\(vendor) does not support \(feature.rawValue) (\(level.rawValue))"
+                          + (notes[feature].map { ": \($0)" } ?? ""), details: ["feature": feature.rawValue])
+        }
+    }
+
+    /// The length of `text` as this backend counts it.
+    public func length(of text: String) -> Int {
+        textLengthUnit == .characters ? text.count : text.utf8.count
+    }
+
+    /// Checks a content against the text limit and the content kinds this backend carries.
+    public func check(_ content: MessageContent) throws {
+        guard contentKinds.contains(content.kind) else {
+            throw IMError(.unsupported, "\(vendor) cannot carry \(content.kind.rawValue) content",
+                          details: ["kind": content.kind.rawValue])
+        }
+        if case .text(let text) = content, length(of: text.text) > textMaxLength {
+            throw IMError(.limitExceeded, "text is \(length(of: text.text)) \(textLengthUnit.rawValue); \(vendor) allows \(textMaxLength)",
+                          details: ["limit": "text_length"])
+        }
+        try content.validate()
+    }
+
+    public func rateLimit(for api: String) -> RateLimit? { rateLimits.first { $0.api == api } }
+}

@@ -1,0 +1,93 @@
+/// The four vendors' capabilities, with figures from `shared/vendors/*.md`.
+///
+/// Where the vendors differ, the rule chosen is written next to the figure.
+extension Capabilities {
+    private static let minute: Int64 = 60_000
+    private static let second: Int64 = 1_000
+
+    /// WuKongIM + its companion business server. Edit, revoke, reactions, read receipts and the remote
+    /// `extra` dictionary (our expansion) live in the business server. Neither documents a recall/edit
+    /// window or expansion limits: no window, and expansion limits are ours (keys ≤ 64 characters of any
+    /// kind, values ≤ 4096, ≤ 100 keys per change, ≤ 300 per message) so a WuKong ⇄ RongCloud bridge
+    /// rarely meets a refusal on one side only.
+    public static let wukong = Capabilities(
+        vendor: "wukong",
+        features: [.customContent: .full, .mentions: .full, .replies: .full, .commands: .full, .recall: .full,
+                   .edit: .full, .expansion: .full, .reactions: .full, .readReceipts: .full, .media: .partial,
+                   .conversationList: .full, .userProvisioning: .full, .history: .full, .sendAsAnyUser: .full],
+        textMaxLength: 10_000,
+        recallWindowMs: nil,
+        expansionLimits: ExpansionLimits(maxKeyLength: 64, extraKeyCharacters: nil, maxValueLength: 4096,
+                                         maxKeysPerClientChange: 100, maxKeysPerServerCall: 100, maxKeysPerMessage: 300),
+        rateLimits: [],
+        notes: [.media: "WuKongIM stores no files: attachments travel as URLs (links); upload is the app's file service",
+                .expansion: "mapped onto the business server's remote `extra` dictionary, versioned by extra_version"])
+
+    /// RongCloud classic Server API. Recall has no time limit and is for the sender's own messages;
+    /// there is no edit or reaction API for private/group messages; expansion limits are the documented
+    /// ones; rate limits per endpoint as documented (1008 / HTTP 429 on excess).
+    public static let rongCloud = Capabilities(
+        vendor: "rongcloud",
+        features: [.customContent: .full, .mentions: .full, .replies: .full, .commands: .full, .recall: .full,
+                   .edit: .rejected, .expansion: .full, .reactions: .rejected, .readReceipts: .partial, .media: .partial,
+                   .conversationList: .rejected, .userProvisioning: .full, .history: .partial, .sendAsAnyUser: .full],
+        textMaxLength: 128 * 1024, textLengthUnit: .utf8Bytes,
+        recallWindowMs: nil,
+        expansionLimits: .rongCloud,
+        rateLimits: [RateLimit(api: "message/private/publish", requests: 6000, perMs: minute),
+                     RateLimit(api: "message/group/publish", requests: 20, perMs: second),
+                     RateLimit(api: "message/recall", requests: 100, perMs: second),
+                     RateLimit(api: "message/expansion", requests: 100, perMs: second),
+                     RateLimit(api: "user/getToken", requests: 200, perMs: second)],
+        notes: [.media: "the Server API has no upload: media travel as URLs",
+                .readReceipts: "RC:ReadNtf signalling only; no server-side read state",
+                .history: "per-conversation query API; hourly log files otherwise"])
+
+    /// NetEase Yunxin server API v1. Recall window 2 minutes by default (the console can raise it; set
+    /// `recallWindowMs`); no edits and no key/value expansions in v1: expansion changes are carried as a
+    /// type-100 custom message the NIM adapter recognises on the way back in (`fallback`).
+    public static let nim = Capabilities(
+        vendor: "nim",
+        features: [.customContent: .full, .mentions: .partial, .replies: .partial, .commands: .partial, .recall: .full,
+                   .edit: .rejected, .expansion: .fallback, .reactions: .rejected, .readReceipts: .rejected, .media: .full,
+                   .conversationList: .rejected, .userProvisioning: .full, .history: .full, .sendAsAnyUser: .full],
+        textMaxLength: 5000,
+        recallWindowMs: 2 * minute,
+        expansionLimits: .rongCloud,
+        rateLimits: [RateLimit(api: "msg/sendMsg", requests: 100, perMs: second, blockMs: 10 * second),
+                     RateLimit(api: "msg/recall", requests: 100, perMs: second, blockMs: 10 * second),
+                     RateLimit(api: "msg/sendBatchMsg", requests: 120, perMs: minute)],
+        notes: [.expansion: "carried as a type-100 custom message recognised by the NIM adapter",
+                .mentions: "via the forcepush option only",
+                .replies: "quoted id and digest carried in `ext`",
+                .commands: "custom system notifications, not stored"])
+
+    /// JMessage REST v1 + report v2. Retract within 3 minutes by the sender; only an admin can send over
+    /// REST (relay mode); no expansions, edits, reactions or read receipts over REST; message body ≤ 4096
+    /// bytes; 600 calls/min on the free plan.
+    public static let jMessage = Capabilities(
+        vendor: "jmessage",
+        features: [.customContent: .full, .mentions: .rejected, .replies: .fallback, .commands: .rejected, .recall: .full,
+                   .edit: .rejected, .expansion: .rejected, .reactions: .rejected, .readReceipts: .rejected, .media: .full,
+                   .conversationList: .rejected, .userProvisioning: .full, .history: .partial, .sendAsAnyUser: .rejected],
+        textMaxLength: 4096, textLengthUnit: .utf8Bytes,
+        recallWindowMs: 3 * minute,
+        expansionLimits: nil,
+        rateLimits: [RateLimit(api: "*", requests: 600, perMs: minute)],
+        contentKinds: Set(ContentKind.allCases).subtracting([.command]),
+        notes: [.sendAsAnyUser: "REST sends as an admin; the bridge writes in relay mode with from_name",
+                .replies: "quoted digest carried in extras",
+                .history: "report v2: 7-day windows, cursor valid 120 s, 60 days kept"])
+
+    public static func preset(named name: String) -> Capabilities? {
+        switch name.lowercased() {
+        case "wukong", "wk": .wukong
+        case "rongcloud", "rc": .rongCloud
+        case "nim", "netease", "yunxin": .nim
+        case "jmessage", "jm": .jMessage
+        default: nil
+        }
+    }
+
+    public static let allPresets: [Capabilities] = [.wukong, .rongCloud, .nim, .jMessage]
+}

@@ -1,0 +1,56 @@
+/// A position in one conversation's history. Seq-based backends use the per-conversation sequence
+/// (`HistoryCursor(seq:)`); time-based ones (NIM, JMessage) encode time and id in `rawValue`.
+public struct HistoryCursor: Hashable, Sendable, Codable, CustomStringConvertible {
+    public var rawValue: String
+    public init(_ rawValue: String) { self.rawValue = rawValue }
+    public init(seq: Int64) { self.rawValue = String(seq) }
+    public var seq: Int64? { Int64(rawValue) }
+    public var description: String { rawValue }
+}
+
+/// Where a history page starts, after seed 000's `pullLastMessages` / `pullDown` / `pullUp` / `pullAround`:
+/// - `latest`: the newest `limit` messages;
+/// - `oldest`: the first `limit` messages (what migration reads first);
+/// - `before(c)`: the `limit` messages just older than `c`, excluding `c` (pull down: from 100 with
+///   limit 10 → 90…99);
+/// - `after(c)`: the `limit` messages just newer than `c`, excluding `c` (pull up: 101…110);
+/// - `around(c)`: `c` itself with `(limit − 1) / 2` older and the rest newer (20 with limit 10 → 16…25);
+///   when one side runs short the other side fills the page.
+public enum HistoryAnchor: Hashable, Sendable, Codable {
+    case latest
+    case oldest
+    case before(HistoryCursor)
+    case after(HistoryCursor)
+    case around(HistoryCursor)
+}
+
+public struct HistoryQuery: Hashable, Sendable, Codable {
+    public var conversation: ConversationRef
+    public var anchor: HistoryAnchor
+    public var limit: Int
+    /// Whose view (some vendors keep per-user history); nil for the server's view.
+    public var viewer: UserID?
+    public init(conversation: ConversationRef, anchor: HistoryAnchor = .latest, limit: Int = 20, viewer: UserID? = nil) {
+        self.conversation = conversation
+        self.anchor = anchor
+        self.limit = limit
+        self.viewer = viewer
+    }
+}
+
+/// One page, oldest → newest. `olderCursor`/`newerCursor` continue in either direction; `hasOlder` and
+/// `hasNewer` say whether anything is there.
+public struct HistoryPage: Hashable, Sendable, Codable {
+    public var messages: [Message]
+    public var olderCursor: HistoryCursor?
+    public var newerCursor: HistoryCursor?
+    public var hasOlder: Bool
+    public var hasNewer: Bool
+    public init(messages: [Message], olderCursor: HistoryCursor?, newerCursor: HistoryCursor?, hasOlder: Bool, hasNewer: Bool) {
+        self.messages = messages
+        self.olderCursor = olderCursor
+        self.newerCursor = newerCursor
+        self.hasOlder = hasOlder
+        self.hasNewer = hasNewer
+    }
+}

@@ -1,0 +1,105 @@
+/// The narrow interface every backend implements: identity, capabilities, sending, an event stream and
+/// paged history. Everything else is an opt-in protocol below; callers check `capabilities` (or cast)
+/// before using one.
+///
+/// Contract:
+/// - `send` validates the content against `capabilities` (kinds, text length, `validate()`) before any
+///   I/O and returns the stored message with the backend's id and time.
+/// - `events()` returns a new subscription each call; events arrive in the order the backend observed
+///   them, and a redelivered vendor callback yields an event with the same `eventID`.
+/// - `history` pages one conversation; messages in a page are ordered oldest → newest.
+public protocol IMBackend: Sendable {
+    var id: BackendID { get }
+    var capabilities: Capabilities { get }
+    func send(_ message: OutgoingMessage) async throws -> Message
+    func events() -> AsyncStream<IMEvent>
+    func history(_ query: HistoryQuery) async throws -> HistoryPage
+}
+
+/// Taking a message back. Rules (window, who may recall) come from `Capabilities`.
+public protocol Recalling: IMBackend {
+    func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws
+}
+
+/// Replacing a message's content; only the latest edit is kept.
+public protocol Editing: IMBackend {
+    func edit(_ message: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) async throws
+}
+
+/// Key/value expansions on messages sent with expansion enabled.
+public protocol ExpansionUpdating: IMBackend {
+    /// Applies a change and returns what changed; refused whole when a limit is broken.
+    func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
+                         _ change: ExpansionChange) async throws -> ExpansionDelta
+    func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion
+}
+
+/// Emoji reactions: the same user adding the same emoji again removes it.
+public protocol Reacting: IMBackend {
+    /// Returns true when the reaction was added, false when it was removed.
+    func toggleReaction(_ emoji: String, on message: MessageID, in conversation: ConversationRef,
+                        by user: UserID) async throws -> Bool
+    func reactions(on message: MessageID, in conversation: ConversationRef) async throws -> [Reaction]
+}
+
+/// Read state.
+public protocol ReadReceipting: IMBackend {
+    /// Marks everything in the conversation up to and including `message` read for `user`.
+    func markRead(_ conversation: ConversationRef, by user: UserID, upTo message: MessageID) async throws
+    func readCounts(of message: MessageID, in conversation: ConversationRef) async throws -> ReadCounts
+}
+
+/// Moving media in and out of the backend's file store.
+public protocol MediaTransferring: IMBackend {
+    /// Uploads an attachment in `needsUpload` state; returns it `uploaded` with its remote URL.
+    func upload(_ attachment: Attachment) async throws -> Attachment
+    /// Fetches an attachment in `needsDownload` state into `directory`; returns it `downloaded`.
+    func download(_ attachment: Attachment, into directory: String) async throws -> Attachment
+}
+
+/// One row of a user's conversation list.
+public struct ConversationSummary: Hashable, Sendable, Codable {
+    public var conversation: ConversationRef
+    public var lastMessage: Message?
+    public var unreadCount: Int
+    public var isMuted: Bool
+    /// Time of the last message (or of creation), milliseconds; the list is sorted by it, newest first.
+    public var updatedAt: Int64
+    public var mentionsMe: Bool
+    public init(conversation: ConversationRef, lastMessage: Message?, unreadCount: Int, isMuted: Bool, updatedAt: Int64,
+                mentionsMe: Bool = false) {
+        self.conversation = conversation
+        self.lastMessage = lastMessage
+        self.unreadCount = unreadCount
+        self.isMuted = isMuted
+        self.updatedAt = updatedAt
+        self.mentionsMe = mentionsMe
+    }
+}
+
+/// Per-user conversation lists and unread counts.
+public protocol ConversationListing: IMBackend {
+    /// Newest first.
+    func conversations(for user: UserID) async throws -> [ConversationSummary]
+    func unreadCount(in conversation: ConversationRef, for user: UserID) async throws -> Int
+    /// Sum of unread counts over conversations the user has not muted.
+    func totalUnread(for user: UserID) async throws -> Int
+    func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws
+}
+
+/// A user as the backend should know them.
+public struct UserProfile: Hashable, Sendable, Codable {
+    public var id: UserID
+    public var name: String?
+    public var avatar: String?
+    public init(id: UserID, name: String? = nil, avatar: String? = nil) {
+        self.id = id
+        self.name = name
+        self.avatar = avatar
+    }
+}
+
+/// Creating users on demand (bridge puppets). Creating an existing user is not an error.
+public protocol UserProvisioning: IMBackend {
+    func ensureUser(_ profile: UserProfile) async throws
+}

@@ -1,0 +1,66 @@
+/// Something that happened on a backend, as the backend's event stream delivers it.
+///
+/// `eventID` is stable across redelivery: a vendor that posts the same callback twice produces two
+/// events with one `eventID`, and the bridge's ledger keeps one. Adapters derive it from the vendor's
+/// own ids (message id, recall of message id, expansion version …), never from arrival time.
+public struct IMEvent: Hashable, Sendable, Codable {
+    public enum Kind: Hashable, Sendable, Codable {
+        /// A new stored message.
+        case message(Message)
+        /// A message's content was replaced; `content` is the latest.
+        case edited(messageID: MessageID, conversation: ConversationRef, by: UserID, content: MessageContent, at: Int64)
+        case recalled(messageID: MessageID, conversation: ConversationRef, by: UserID, at: Int64)
+        /// Only the keys that changed (see `ExpansionDelta`).
+        case expansionChanged(messageID: MessageID, conversation: ConversationRef, by: UserID?, delta: ExpansionDelta)
+        /// `added` false when the same user's same emoji was toggled off.
+        case reaction(messageID: MessageID, conversation: ConversationRef, user: UserID, emoji: String, added: Bool, at: Int64)
+        /// `user` has read everything in `conversation` up to and including `upTo`.
+        case read(conversation: ConversationRef, user: UserID, upTo: MessageID, at: Int64)
+        /// A transient signalling message (never stored).
+        case command(conversation: ConversationRef, sender: UserID, content: CommandContent, at: Int64)
+    }
+
+    public var eventID: EventID
+    public var backend: BackendID
+    public var kind: Kind
+
+    public init(eventID: EventID, backend: BackendID, kind: Kind) {
+        self.eventID = eventID
+        self.backend = backend
+        self.kind = kind
+    }
+
+    public var conversation: ConversationRef {
+        switch kind {
+        case .message(let message): message.conversation
+        case .edited(_, let conversation, _, _, _), .recalled(_, let conversation, _, _),
+             .expansionChanged(_, let conversation, _, _), .reaction(_, let conversation, _, _, _, _),
+             .read(let conversation, _, _, _), .command(let conversation, _, _, _):
+            conversation
+        }
+    }
+
+    /// The message the event is about (nil for `command`).
+    public var messageID: MessageID? {
+        switch kind {
+        case .message(let message): message.id
+        case .edited(let id, _, _, _, _), .recalled(let id, _, _, _), .expansionChanged(let id, _, _, _),
+             .reaction(let id, _, _, _, _, _), .read(_, _, let id, _):
+            id
+        case .command: nil
+        }
+    }
+
+    /// A short name for logs and metrics: message, edited, recalled, expansion, reaction, read, command.
+    public var kindName: String {
+        switch kind {
+        case .message: "message"
+        case .edited: "edited"
+        case .recalled: "recalled"
+        case .expansionChanged: "expansion"
+        case .reaction: "reaction"
+        case .read: "read"
+        case .command: "command"
+        }
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import IMCore
+
+/// An in-memory `IMBackend` with every opt-in protocol, keeping the rules of the capabilities preset it
+/// was made with (see `MemoryWorld` for the list). Use it to unit-test app logic against the neutral
+/// API with a vendor's limits, recall window and expansion rules, driven by a `TestClock`.
+///
+/// Several backends on one `MemoryWorld` share its state: give each a `viewer` to see only that user's
+/// conversations, or none to see everything (the server's view). Features the preset does not mark
+/// native are refused with `IMError(.unsupported)` — the adapter-specific substitutes (`fallback`) are
+/// not simulated here. Sending as any user is always allowed (the memory backend models users' clients).
+public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdating, Reacting, ReadReceipting,
+    MediaTransferring, ConversationListing, UserProvisioning {
+    public let id: BackendID
+    public let world: MemoryWorld
+    public let viewer: UserID?
+
+    public var capabilities: Capabilities { world.capabilities }
+
+    public init(id: BackendID, world: MemoryWorld, viewer: UserID? = nil) {
+        self.id = id
+        self.world = world
+        self.viewer = viewer
+    }
+
+    /// A backend with its own world.
+    public convenience init(id: BackendID = "memory", capabilities: Capabilities = .rongCloud, clock: any IMClock = TestClock()) {
+        self.init(id: id, world: MemoryWorld(capabilities: capabilities, clock: clock))
+    }
+
+    public func send(_ message: OutgoingMessage) async throws -> Message { try world.send(message) }
+
+    public func events() -> AsyncStream<IMEvent> { world.subscribe(backend: id, viewer: viewer) }
+
+    public func history(_ query: HistoryQuery) async throws -> HistoryPage {
+        var query = query
+        if query.viewer == nil { query.viewer = viewer }
+        return try world.history(query)
+    }
+
+    public func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
+        try world.recall(message, in: conversation, by: user)
+    }
+
+    public func edit(_ message: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) async throws {
+        try world.edit(message, in: conversation, by: user, content: content)
+    }
+
+    public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
+                                _ change: ExpansionChange) async throws -> ExpansionDelta {
+        try world.updateExpansion(message, in: conversation, by: user, change)
+    }
+
+    public func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
+        try world.expansion(of: message, in: conversation)
+    }
+
+    public func toggleReaction(_ emoji: String, on message: MessageID, in conversation: ConversationRef,
+                               by user: UserID) async throws -> Bool {
+        try world.toggleReaction(emoji, on: message, in: conversation, by: user)
+    }
+
+    public func reactions(on message: MessageID, in conversation: ConversationRef) async throws -> [Reaction] {
+        try capabilities.require(.reactions)
+        return try world.message(message, in: conversation).reactions
+    }
+
+    public func markRead(_ conversation: ConversationRef, by user: UserID, upTo message: MessageID) async throws {
+        try world.markRead(conversation, by: user, upTo: message)
+    }
+
+    public func readCounts(of message: MessageID, in conversation: ConversationRef) async throws -> ReadCounts {
+        try world.readCounts(of: message, in: conversation)
+    }
+
+    /// Reads the file at `localPath` and keeps its bytes under a `memory://` URL.
+    public func upload(_ attachment: Attachment) async throws -> Attachment {
+        try capabilities.require(.media)
+        guard let path = attachment.pathForUploading else {
+            throw IMError(.invalidArgument, "attachment is \(attachment.transferState.rawValue); only needs_upload attachments upload")
+        }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw IMError(.notFound, "no file at \(path)")
+        }
+        let url = world.state.withLock { state in
+            let url = "memory://media/\(state.media.count + 1)/\((path as NSString).lastPathComponent)"
+            state.media[url] = Array(data)
+            return url
+        }
+        var uploaded = attachment
+        try uploaded.markUploaded(url: url)
+        if uploaded.size == nil { uploaded.size = Int64(data.count) }
+        return uploaded
+    }
+
+    /// Writes the bytes behind a `memory://` URL into `directory`.
+    public func download(_ attachment: Attachment, into directory: String) async throws -> Attachment {
+        try capabilities.require(.media)
+        guard attachment.needsDownload, let url = attachment.remoteURL else {
+            throw IMError(.invalidArgument, "attachment is \(attachment.transferState.rawValue); only needs_download attachments download")
+        }
+        guard let bytes = world.state.withLock({ $0.media[url] }) else { throw IMError(.notFound, "no media at \(url)") }
+        let path = (directory as NSString).appendingPathComponent((url as NSString).lastPathComponent)
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes)) else {
+            throw IMError(.unavailable, "cannot write \(path)", isRetryable: false)
+        }
+        var downloaded = attachment
+        try downloaded.markDownloaded(to: path)
+        return downloaded
+    }
+
+    public func conversations(for user: UserID) async throws -> [ConversationSummary] {
+        try capabilities.require(.conversationList)
+        return world.conversations(for: user)
+    }
+
+    public func unreadCount(in conversation: ConversationRef, for user: UserID) async throws -> Int {
+        try capabilities.require(.conversationList)
+        return world.unreadCount(in: conversation, for: user)
+    }
+
+    public func totalUnread(for user: UserID) async throws -> Int {
+        try capabilities.require(.conversationList)
+        return world.totalUnread(for: user)
+    }
+
+    public func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws {
+        try capabilities.require(.conversationList)
+        world.setMuted(muted, conversation: conversation, for: user)
+    }
+
+    public func ensureUser(_ profile: UserProfile) async throws {
+        try capabilities.require(.userProvisioning)
+        world.ensureUser(profile)
+    }
+}

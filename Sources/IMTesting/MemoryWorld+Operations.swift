@@ -1,0 +1,171 @@
+import IMCore
+
+extension MemoryWorld {
+    func recall(_ id: MessageID, in conversation: ConversationRef, by user: UserID) throws {
+        try capabilities.require(.recall)
+        let now = clock.nowMs()
+        try state.withLock { state in
+            let message = try state.message(id, in: conversation)
+            if message.isRecalled { throw IMError(.alreadyRecalled, "message \(id) is already recalled") }
+            if capabilities.recallBySenderOnly, message.sender != user {
+                throw IMError(.permissionDenied, "only the sender \(message.sender) may recall \(id); \(user) tried")
+            }
+            if let window = capabilities.recallWindowMs, now - message.sentAt > window {
+                throw IMError(.recallWindowExpired, "message \(id) is \((now - message.sentAt) / 1000) s old; \(capabilities.vendor) allows recall within \(window / 1000) s",
+                              details: ["window_ms": String(window)])
+            }
+            state.update(id) { $0.recall = RecallState(by: user, at: now) }
+            Self.publish("recall:\(id)", .recalled(messageID: id, conversation: conversation, by: user, at: now), in: &state)
+        }
+    }
+
+    func edit(_ id: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) throws {
+        try capabilities.require(.edit)
+        try capabilities.check(content)
+        let now = clock.nowMs()
+        try state.withLock { state in
+            let message = try state.message(id, in: conversation)
+            if message.isRecalled { throw IMError(.alreadyRecalled, "message \(id) is recalled and cannot be edited") }
+            if capabilities.editBySenderOnly, message.sender != user {
+                throw IMError(.permissionDenied, "only the sender \(message.sender) may edit \(id); \(user) tried")
+            }
+            if let window = capabilities.editWindowMs, now - message.sentAt > window {
+                throw IMError(.editWindowExpired, "message \(id) can no longer be edited")
+            }
+            state.update(id) { $0.edit = EditState(content: content, editedAt: now) }
+            Self.publish("edit:\(id):\(now):\(state.nextEventNumber())",
+                         .edited(messageID: id, conversation: conversation, by: user, content: content, at: now), in: &state)
+        }
+    }
+
+    func updateExpansion(_ id: MessageID, in conversation: ConversationRef, by user: UserID,
+                         _ change: ExpansionChange) throws -> ExpansionDelta {
+        try capabilities.require(.expansion)
+        return try state.withLock { state in
+            let message = try state.message(id, in: conversation)
+            guard var expansion = message.expansion else {
+                throw IMError(.expansionNotEnabled, "message \(id) was sent without expansion; it cannot be extended")
+            }
+            try (capabilities.expansionLimits ?? .rongCloud).validate(change, current: expansion, caller: capabilities.expansionCaller)
+            let delta = expansion.apply(change)
+            guard !delta.isEmpty else { return delta }
+            state.update(id) { $0.expansion = expansion }
+            Self.publish("exp:\(id):\(delta.version)",
+                         .expansionChanged(messageID: id, conversation: conversation, by: user, delta: delta), in: &state)
+            return delta
+        }
+    }
+
+    func expansion(of id: MessageID, in conversation: ConversationRef) throws -> Expansion {
+        try capabilities.require(.expansion)
+        let message = try message(id, in: conversation)
+        guard let expansion = message.expansion else {
+            throw IMError(.expansionNotEnabled, "message \(id) was sent without expansion")
+        }
+        return expansion
+    }
+
+    func toggleReaction(_ emoji: String, on id: MessageID, in conversation: ConversationRef, by user: UserID) throws -> Bool {
+        try capabilities.require(.reactions)
+        guard !emoji.isEmpty else { throw IMError(.invalidArgument, "emoji must not be empty") }
+        let now = clock.nowMs()
+        return try state.withLock { state in
+            let message = try state.message(id, in: conversation)
+            if message.isRecalled { throw IMError(.alreadyRecalled, "message \(id) is recalled") }
+            let added = !message.reactions.contains { $0.user == user && $0.emoji == emoji }
+            state.update(id) { message in
+                if added {
+                    message.reactions.append(Reaction(user: user, emoji: emoji, at: now))
+                } else {
+                    message.reactions.removeAll { $0.user == user && $0.emoji == emoji }
+                }
+            }
+            Self.publish("react:\(id):\(user):\(emoji):\(state.nextEventNumber())",
+                         .reaction(messageID: id, conversation: conversation, user: user, emoji: emoji, added: added, at: now),
+                         in: &state)
+            return added
+        }
+    }
+
+    func markRead(_ conversation: ConversationRef, by user: UserID, upTo id: MessageID) throws {
+        try capabilities.require(.readReceipts)
+        let now = clock.nowMs()
+        try state.withLock { state in
+            let target = try state.message(id, in: conversation)
+            let previous = state.readMarks[conversation]?[user] ?? 0
+            guard let seq = target.seq, seq > previous else { return }
+            state.readMarks[conversation, default: [:]][user] = seq
+            let members = state.members(of: conversation)
+            let marks = state.readMarks[conversation] ?? [:]
+            for message in state.conversations[conversation] ?? []
+            where message.readCounts != nil && message.sender != user && message.seq! > previous && message.seq! <= seq {
+                let readers = members.filter { $0 != message.sender && (marks[$0] ?? 0) >= message.seq! }
+                let counts = ReadCounts(read: readers.count, unread: members.count - 1 - readers.count)
+                state.update(message.id) { $0.readCounts = counts }
+            }
+            Self.publish("read:\(conversation):\(user):\(seq)",
+                         .read(conversation: conversation, user: user, upTo: id, at: now), in: &state)
+        }
+    }
+
+    func readCounts(of id: MessageID, in conversation: ConversationRef) throws -> ReadCounts {
+        try capabilities.require(.readReceipts)
+        let message = try message(id, in: conversation)
+        guard let counts = message.readCounts else {
+            throw IMError(.invalidArgument, "message \(id) was sent without a read receipt request")
+        }
+        return counts
+    }
+
+    // MARK: conversation lists
+
+    func conversations(for user: UserID) -> [ConversationSummary] {
+        state.withLock { state in
+            state.conversations.compactMap { conversation, messages -> ConversationSummary? in
+                guard let last = messages.last, state.members(of: conversation).contains(user) else { return nil }
+                let unread = state.unread(in: conversation, for: user)
+                return ConversationSummary(
+                    conversation: conversation, lastMessage: last, unreadCount: unread.count,
+                    isMuted: state.muted[user]?.contains(conversation) ?? false, updatedAt: last.sentAt,
+                    mentionsMe: unread.contains { $0.mentions.mentions(user) })
+            }
+            .sorted { ($0.updatedAt, $0.lastMessage?.seq ?? 0, $0.conversation.description) > ($1.updatedAt, $1.lastMessage?.seq ?? 0, $1.conversation.description) }
+        }
+    }
+
+    func unreadCount(in conversation: ConversationRef, for user: UserID) -> Int {
+        state.withLock { $0.unread(in: conversation, for: user).count }
+    }
+
+    func totalUnread(for user: UserID) -> Int {
+        state.withLock { state in
+            state.conversations.keys
+                .filter { !(state.muted[user]?.contains($0) ?? false) && state.members(of: $0).contains(user) }
+                .reduce(0) { $0 + state.unread(in: $1, for: user).count }
+        }
+    }
+
+    func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) {
+        state.withLock { state in
+            if muted {
+                state.muted[user, default: []].insert(conversation)
+            } else {
+                state.muted[user]?.remove(conversation)
+            }
+        }
+    }
+}
+
+extension MemoryWorld.State {
+    mutating func nextEventNumber() -> Int {
+        eventCounter += 1
+        return eventCounter
+    }
+
+    func unread(in conversation: ConversationRef, for user: UserID) -> [Message] {
+        let mark = readMarks[conversation]?[user] ?? 0
+        return (conversations[conversation] ?? []).filter {
+            $0.sender != user && $0.options.countUnread && !$0.isRecalled && ($0.seq ?? 0) > mark
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import IMCore
+import Synchronization
+
+/// One in-memory IM system with one vendor's rules: the state that several `MemoryBackend`s share, so
+/// that users connected through each see each other's messages.
+///
+/// Rules (all from the `Capabilities` it is configured with, checked before any state changes):
+/// - contents are checked against the content kinds and the text limit; commands are delivered but
+///   never stored; `persist: false` messages are delivered but not stored;
+/// - a direct message's sender must be one of its two users;
+/// - a repeated `clientMessageID` returns the first message and emits nothing (idempotent send);
+/// - every stored message gets the next per-conversation `seq`, from 1;
+/// - recall: within `recallWindowMs`, by the sender only when `recallBySenderOnly`, once;
+/// - edit: by the sender only when `editBySenderOnly`, within `editWindowMs`, never on a recalled message;
+/// - expansion: only on messages sent with one, within `expansionLimits` for `expansionCaller`;
+///   events carry only the changed keys;
+/// - reactions toggle: the same user and emoji again removes the reaction;
+/// - unread: messages from others with `countUnread` above the user's read mark, not recalled; the
+///   total skips conversations the user muted; the conversation list is newest first.
+/// A feature the capabilities do not mark native (full/partial) is refused with `unsupported`.
+public final class MemoryWorld: Sendable {
+    public let capabilities: Capabilities
+    public let clock: any IMClock
+    let state = Mutex(State())
+
+    struct Subscriber {
+        var backend: BackendID
+        var viewer: UserID?
+        var continuation: AsyncStream<IMEvent>.Continuation
+    }
+
+    struct State {
+        var conversations: [ConversationRef: [Message]] = [:]
+        var locations: [MessageID: (conversation: ConversationRef, index: Int)] = [:]
+        var nextSeq: [ConversationRef: Int64] = [:]
+        var groupMembers: [GroupID: Set<UserID>] = [:]
+        var readMarks: [ConversationRef: [UserID: Int64]] = [:]
+        var muted: [UserID: Set<ConversationRef>] = [:]
+        var clientIDs: [ClientMessageID: MessageID] = [:]
+        var users: [UserID: UserProfile] = [:]
+        var media: [String: [UInt8]] = [:]
+        var subscribers: [Int: Subscriber] = [:]
+        var nextSubscriber = 0
+        var nextMessageNumber = 0
+        var eventCounter = 0
+    }
+
+    public init(capabilities: Capabilities, clock: any IMClock = SystemClock()) {
+        self.capabilities = capabilities
+        self.clock = clock
+    }
+
+    // MARK: membership and users
+
+    /// Adds users to a group; group members count unread and see the group's events.
+    public func addMembers(_ users: [UserID], to group: GroupID) {
+        state.withLock { $0.groupMembers[group, default: []].formUnion(users) }
+    }
+
+    public func members(of conversation: ConversationRef) -> Set<UserID> {
+        state.withLock { $0.members(of: conversation) }
+    }
+
+    public var knownUsers: [UserProfile] { state.withLock { $0.users.values.sorted { $0.id < $1.id } } }
+
+    func ensureUser(_ profile: UserProfile) {
+        state.withLock { $0.users[profile.id] = profile }
+    }
+
+    /// Every stored message of every conversation (test introspection).
+    public var allMessages: [Message] {
+        state.withLock { $0.conversations.values.flatMap { $0 }.sorted { ($0.sentAt, $0.id) < ($1.sentAt, $1.id) } }
+    }
+
+    // MARK: events
+
+    func subscribe(backend: BackendID, viewer: UserID?) -> AsyncStream<IMEvent> {
+        let (stream, continuation) = AsyncStream<IMEvent>.makeStream()
+        let key = state.withLock { state in
+            let key = state.nextSubscriber
+            state.nextSubscriber += 1
+            state.subscribers[key] = Subscriber(backend: backend, viewer: viewer, continuation: continuation)
+            return key
+        }
+        continuation.onTermination = { [weak self] _ in
+            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
+        }
+        return stream
+    }
+
+    /// Delivers an event to every subscriber allowed to see its conversation. Called with the lock held
+    /// so that events leave in the order the state changed.
+    static func publish(_ eventID: String, _ kind: IMEvent.Kind, in state: inout State) {
+        let conversation = IMEvent(eventID: EventID(eventID), backend: "", kind: kind).conversation
+        let members = state.members(of: conversation)
+        for subscriber in state.subscribers.values {
+            if let viewer = subscriber.viewer, !members.contains(viewer) { continue }
+            subscriber.continuation.yield(IMEvent(eventID: EventID(eventID), backend: subscriber.backend, kind: kind))
+        }
+    }
+
+    // MARK: lookups
+
+    func message(_ id: MessageID, in conversation: ConversationRef) throws -> Message {
+        try state.withLock { try $0.message(id, in: conversation) }
+    }
+}
+
+extension MemoryWorld.State {
+    func members(of conversation: ConversationRef) -> Set<UserID> {
+        switch conversation.kind {
+        case .direct:
+            return Set(conversation.participants)
+        case .group:
+            var members = groupMembers[GroupID(conversation.id)] ?? []
+            for message in conversations[conversation] ?? [] { members.insert(message.sender) }
+            return members
+        default:
+            return Set((conversations[conversation] ?? []).map(\.sender))
+        }
+    }
+
+    func message(_ id: MessageID, in conversation: ConversationRef) throws -> Message {
+        guard let location = locations[id], location.conversation == conversation else {
+            throw IMError(.notFound, "message \(id) not found in \(conversation)")
+        }
+        return conversations[conversation]![location.index]
+    }
+
+    mutating func update(_ id: MessageID, _ body: (inout Message) -> Void) {
+        guard let location = locations[id] else { return }
+        body(&conversations[location.conversation]![location.index])
+    }
+}
