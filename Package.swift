@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "IMCore", targets: ["IMCore"]),
         .library(name: "IMTesting", targets: ["IMTesting"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
+        // RongCloud adapter
+        .library(name: "RongCloud", targets: ["RongCloud"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -28,6 +30,12 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // RongCloud adapter
+        .target(name: "RongCloud", dependencies: [
+            "IMCore",
+            .product(name: "Crypto", package: "swift-crypto"),
+        ], path: "adapters/RongCloud"),
+        .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMTesting"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
     ],
