@@ -10,6 +10,7 @@ let package = Package(
         .library(name: "IMTesting", targets: ["IMTesting"]),
         .library(name: "IMHTTP", targets: ["IMHTTP"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
+        .library(name: "IMStore", targets: ["IMStore"]),
         // adapters: add library products here
     ],
     dependencies: [
@@ -19,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -32,6 +34,7 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP"]),
+        .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .executableTarget(name: "imbridge", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -41,6 +44,7 @@ let package = Package(
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
+        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
         // adapter test targets here
     ],
     swiftLanguageModes: [.v6]
