@@ -1,3 +1,4 @@
+import IMHTTP
 import IMCore
 import IMTesting
 import Testing
@@ -9,8 +10,8 @@ struct InboundTests {
     let inbound = RongCloudInbound(backend: "rc", appKey: "K", appSecret: "S", clock: TestClock(startMs: Self.now))
 
     func signedQuery(nonce: String = "0.7940742792184153", timestamp: String = "1795258879", secret: String = "S",
-                     appKey: String? = "K") -> WireForm {
-        var query = WireForm()
+                     appKey: String? = "K") -> FormBody {
+        var query = FormBody()
         query.append("appKey", appKey)
         query.append("nonce", nonce)
         query.append("timestamp", timestamp)
@@ -19,7 +20,7 @@ struct InboundTests {
     }
 
     func routed(_ objectName: String, _ content: String, uid: String = "BRGM-DEN2-01E4-BN66", channel: String = "PERSON",
-                at time: Int64 = 1_795_258_878_000) -> WireForm {
+                at time: Int64 = 1_795_258_878_000) -> FormBody {
         WireRoutedMessage(fromUserId: "u1", toUserId: "u2", objectName: objectName, content: content, channelType: channel,
                           msgTimestamp: time, msgUID: uid, source: "Android").form
     }
@@ -37,7 +38,7 @@ struct InboundTests {
     @Test func signatureInRCHeadersIsAccepted() throws {
         let headers = [("RC-Nonce", "n1"), ("rc-timestamp", "1795258879"),
                        ("RC-Signature", RongCloudSignature.sign(secret: "S", nonce: "n1", timestamp: "1795258879"))]
-        #expect(try inbound.events(query: WireForm(), headers: headers, body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
+        #expect(try inbound.events(query: FormBody(), headers: headers, body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
     }
 
     @Test(arguments: [
@@ -55,7 +56,7 @@ struct InboundTests {
     }
 
     @Test func unsignedCallbackIsRefused() {
-        #expect(throws: IMError.self) { try inbound.events(query: WireForm(), headers: [], body: routed("RC:TxtMsg", #"{"content":"hi"}"#)) }
+        #expect(throws: IMError.self) { try inbound.events(query: FormBody(), headers: [], body: routed("RC:TxtMsg", #"{"content":"hi"}"#)) }
     }
 
     @Test func malformedBodiesAreRefusedWithoutEvents() {

@@ -49,7 +49,7 @@ struct MessageCodecTests {
         #expect(form.pushContent == "lunch" && form.expansion == true && form.extraContent == #"{"votes":"0"}"#)
         #expect(form.msgRandom == 42)
         #expect(try JSONValue.parse(form.content) == ["content": "@all lunch", "mentionedInfo": ["type": 1]])
-        let items = form.form.pairs
+        let items = form.form.items
         #expect(items.contains { $0 == ("isCounted", "0") } && items.contains { $0 == ("disablePush", "true") })
         #expect(items.contains { $0 == ("isIncludeSender", "1") } && items.contains { $0 == ("expansion", "true") })
         #expect(!items.contains { $0.0 == "isPersisted" })
@@ -59,7 +59,7 @@ struct MessageCodecTests {
         let (_, form) = try codec.publish(OutgoingMessage(conversation: .direct("u1", "u2"), sender: "u1",
                                                           content: .text("hi"), expansion: [:]))
         #expect(form.expansion == true && form.extraContent == nil)
-        #expect(!form.form.pairs.contains { $0.0 == "extraContent" })
+        #expect(!form.form.items.contains { $0.0 == "extraContent" })
     }
 
     @Test func foreignContentsGetTheFieldsRongCloudNeeds() throws {

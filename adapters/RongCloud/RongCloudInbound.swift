@@ -1,3 +1,4 @@
+import IMHTTP
 import IMCore
 
 /// The receiving side of RongCloud's 全量消息路由 (message routing) callback (vendor doc §7).
@@ -47,15 +48,14 @@ public struct RongCloudInbound: Sendable {
     }
 
     /// Checks the callback's signature (see the type's contract).
-    public func verify(query: WireForm, headers: [(String, String)]) throws {
-        func value(_ name: String) -> String? {
-            query[name] ?? RongCloudSignature.header(name, in: headers.filter { $0.0.lowercased().hasPrefix("rc-") })
-        }
+    public func verify(query: FormBody, headers: [(name: String, value: String)]) throws {
+        let prefixed = headers.filter { $0.name.lowercased().hasPrefix("rc-") }
+        func value(_ name: String) -> String? { query[name] ?? RongCloudSignature.header(name, in: prefixed) }
         guard let nonce = value("nonce"), let timestamp = value("timestamp") ?? query["signTimestamp"],
               let signature = value("signature") else {
             throw refusal("the callback carries no nonce/timestamp/signature")
         }
-        if let key = query["appKey"] ?? RongCloudSignature.header("App-Key", in: headers.filter { $0.0.lowercased().hasPrefix("rc-") }),
+        if let key = query["appKey"] ?? RongCloudSignature.header("App-Key", in: prefixed),
            key != appKey {
             throw refusal("the callback is for app key '\(key)', not ours")
         }
@@ -69,14 +69,20 @@ public struct RongCloudInbound: Sendable {
         }
     }
 
+    /// Verifies and parses one received callback request into events (see the type's contract).
+    public func events(from request: HTTPRequestData) throws -> [IMEvent] {
+        guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
+        return try events(query: FormBody(items: request.query), headers: request.headers, body: request.form)
+    }
+
     /// Verifies and parses one callback (query + headers + decoded form body) into events.
-    public func events(query: WireForm, headers: [(String, String)], body: WireForm) throws -> [IMEvent] {
+    public func events(query: FormBody, headers: [(name: String, value: String)], body: FormBody) throws -> [IMEvent] {
         try verify(query: query, headers: headers)
         return try events(from: body)
     }
 
     /// Parses an already verified form body.
-    public func events(from body: WireForm) throws -> [IMEvent] {
+    public func events(from body: FormBody) throws -> [IMEvent] {
         let routed: WireRoutedMessage
         do {
             routed = try WireRoutedMessage(form: body)

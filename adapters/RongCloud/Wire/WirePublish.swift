@@ -1,3 +1,4 @@
+import IMHTTP
 /// The form of `/message/private/publish.json` and `/message/group/publish.json` (vendor doc §3.1).
 ///
 /// Field rules kept here: `toUserId` (private, ≤ 1000) and `toGroupId` (group, ≤ 3) repeat;
@@ -53,8 +54,8 @@ public struct WirePublishForm: Hashable, Sendable {
         self.msgRandom = msgRandom
     }
 
-    public var form: WireForm {
-        var form = WireForm()
+    public var form: FormBody {
+        var form = FormBody()
         form.append("fromUserId", fromUserId)
         for user in toUserIds { form.append("toUserId", user) }
         for group in toGroupIds { form.append("toGroupId", group) }
@@ -76,11 +77,11 @@ public struct WirePublishForm: Hashable, Sendable {
     }
 
     /// Reads a received form leniently (booleans in any spelling); nil when a required field is missing.
-    public init?(form: WireForm) {
+    public init?(form: FormBody) {
         guard let from = form["fromUserId"], let objectName = form["objectName"], let content = form["content"] else {
             return nil
         }
-        self.init(fromUserId: from, toUserIds: form.all("toUserId"), toGroupIds: form.all("toGroupId"),
+        self.init(fromUserId: from, toUserIds: form.values("toUserId"), toGroupIds: form.values("toGroupId"),
                   objectName: objectName, content: content, pushContent: form["pushContent"], pushData: form["pushData"],
                   pushExt: form["pushExt"], isPersisted: form.bool("isPersisted"), isCounted: form.bool("isCounted"),
                   isIncludeSender: form.bool("isIncludeSender"), isMentioned: form.bool("isMentioned"),
@@ -113,8 +114,8 @@ public struct WireRecallForm: Hashable, Sendable {
         self.extra = extra
     }
 
-    public var form: WireForm {
-        var form = WireForm()
+    public var form: FormBody {
+        var form = FormBody()
         form.append("fromUserId", fromUserId)
         form.append("conversationType", String(conversationType))
         form.append("targetId", targetId)
@@ -149,8 +150,8 @@ public struct WireExpansionForm: Hashable, Sendable {
         self.isSyncSender = isSyncSender
     }
 
-    public var form: WireForm {
-        var form = WireForm()
+    public var form: FormBody {
+        var form = FormBody()
         form.append("msgUID", msgUID)
         form.append("userId", userId)
         form.append("conversationType", String(conversationType))

@@ -1,3 +1,4 @@
+import IMHTTP
 /// One message as the 全量消息路由 (message routing) callback posts it: a form body (vendor doc §7.2).
 ///
 /// `toUserId` is the recipient for `PERSON`, the group for `GROUP`, the chatroom for `TEMPGROUP`.
@@ -34,8 +35,8 @@ public struct WireRoutedMessage: Hashable, Sendable {
         self.groupUserIds = groupUserIds
     }
 
-    public var form: WireForm {
-        var form = WireForm()
+    public var form: FormBody {
+        var form = FormBody()
         form.append("fromUserId", fromUserId)
         form.append("toUserId", toUserId)
         form.append("objectName", objectName)
@@ -55,7 +56,7 @@ public struct WireRoutedMessage: Hashable, Sendable {
     public static let requiredFields = ["fromUserId", "toUserId", "objectName", "content", "channelType", "msgTimestamp", "msgUID"]
 
     /// Reads a routed form; throws naming the first missing or malformed field.
-    public init(form: WireForm) throws(WireFieldError) {
+    public init(form: FormBody) throws(WireFieldError) {
         for field in Self.requiredFields where (form[field] ?? "").isEmpty && field != "content" {
             throw WireFieldError(field: field, problem: "is missing")
         }
@@ -67,7 +68,7 @@ public struct WireRoutedMessage: Hashable, Sendable {
                   content: content, channelType: form["channelType"]!, msgTimestamp: timestamp, msgUID: form["msgUID"]!,
                   originalMsgUID: form["originalMsgUID"].flatMap { $0.isEmpty ? nil : $0 },
                   sensitiveType: form.int64("sensitiveType").map { Int($0) }, source: form["source"],
-                  busChannel: form["busChannel"].flatMap { $0.isEmpty ? nil : $0 }, groupUserIds: form.all("groupUserIds"))
+                  busChannel: form["busChannel"].flatMap { $0.isEmpty ? nil : $0 }, groupUserIds: form.values("groupUserIds"))
     }
 }
 
