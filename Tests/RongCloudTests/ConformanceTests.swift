@@ -101,6 +101,11 @@ import Testing
         let stream = rig.backend.events()
         #expect(rig.backend.callbackResponse(for: request(secret: "forged")).status == 401)
         #expect(rig.backend.callbackResponse(for: request(secret: "S")).status == 200)
+        var truncated = request(secret: "S")
+        truncated.body = Array("fromUserId=bob&objectName=RC:TxtMsg".utf8)
+        #expect(rig.backend.callbackResponse(for: truncated).status == 400)
+        let outcome = try await rig.backend.receiveCallback(request(secret: "S"))
+        #expect(outcome.response.bodyString == "ok" && outcome.events.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001"])
         let again = try rig.backend.receive(request(secret: "S"))
         #expect(again.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001"], "redelivery returns the same event id")
         let marker = WireRoutedMessage(fromUserId: "bob", toUserId: "alice", objectName: "RC:TxtMsg", content: #"{"content":"end"}"#,

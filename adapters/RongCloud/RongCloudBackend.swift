@@ -12,12 +12,12 @@ import IMHTTP
 /// - Events come from the message-routing callback only: the bridge (or a test harness) hands each
 ///   received HTTP request to `receive(_:)`, which verifies, parses and returns the events and also
 ///   yields them on every `events()` stream (a redelivered callback returns its events again but is
-///   not yielded twice; see `RongCloudEventHub`). `callbackResponse(for:)` wraps it as the HTTP answer
-///   RongCloud expects (200 `ok`; 401 forged/stale; 400 malformed).
+///   not yielded twice; see `RongCloudEventHub`). It is also the `CallbackReceiving` entry point;
+///   `callbackResponse(for:)` wraps it as the HTTP answer (200 `ok`; 401 forged/stale; 400 malformed).
 /// - Opt-in protocols: `Recalling` (sender only, no window), `ExpansionUpdating` (server-call limits,
 ///   validated with `ExpansionLimits.validate` before any call), `UserProvisioning` (`getToken`).
 ///   No edit, reaction, read-state or conversation-list API exists for private/group messages.
-public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning {
+public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning, CallbackReceiving {
     public struct Configuration: Sendable {
         public var id: BackendID
         public var appKey: String
@@ -114,15 +114,22 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         return events
     }
 
-    /// `receive` as the answer RongCloud expects: 200 `ok`, or 401/400 with the reason.
+    /// `CallbackReceiving`: `receive`, answered with RongCloud's success body `ok`. The routing
+    /// callback implies no follow-up fetch.
+    public func receiveCallback(_ request: HTTPRequestData) async throws -> CallbackOutcome {
+        CallbackOutcome(events: try receive(request), response: .text("ok"))
+    }
+
+    /// `receive` as the answer RongCloud expects: 200 `ok`, or 401/400 with the reason
+    /// (`callbackFailureResponse`).
     public func callbackResponse(for request: HTTPRequestData) -> HTTPResponseData {
         do {
             try receive(request)
             return .text("ok")
         } catch let error as IMError {
-            return .text(error.message, status: RongCloudInbound.httpStatus(for: error))
+            return callbackFailureResponse(for: error)
         } catch {
-            return .text("\(error)", status: 400)
+            return callbackFailureResponse(for: IMError(.malformedPayload, "\(error)"))
         }
     }
 

@@ -42,11 +42,6 @@ public struct RongCloudInbound: Sendable {
     /// Signalling types that produce no event.
     public static let ignoredSignals: Set<String> = ["RC:TypSts", "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg", "RC:chrmKVNotiMsg"]
 
-    /// The status to answer a refused callback with: 401 for a bad signature, 400 for a bad body.
-    public static func httpStatus(for error: IMError) -> Int {
-        error.code == .authenticationFailed ? 401 : 400
-    }
-
     /// Checks the callback's signature (see the type's contract).
     public func verify(query: FormBody, headers: [(name: String, value: String)]) throws {
         let prefixed = headers.filter { $0.name.lowercased().hasPrefix("rc-") }
