@@ -44,7 +44,7 @@ enum SandboxVendors {
     typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
 
     static let factories: [String: Factory] = [
-        "rongcloud": { RongCloudSandbox.server($0) },
+        "rongcloud": { try RongCloudSandbox.server($0) },
     ]
 
     static var names: [String] { factories.keys.sorted() }

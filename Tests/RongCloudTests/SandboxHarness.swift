@@ -27,7 +27,7 @@ final class SandboxHarness: Sendable {
         self.receiver = receiver
     }
 
-    static func start(extra: [String: String] = [:]) async throws -> SandboxHarness {
+    static func start(extra: [String: String] = [:], statePath: String? = nil) async throws -> SandboxHarness {
         let box = Mutex<SandboxHarness?>(nil)
         let receiver = HTTPServer { request in
             guard let harness = box.withLock({ $0 }) else { return .text("not ready", status: 503) }
@@ -39,15 +39,31 @@ final class SandboxHarness: Sendable {
             return refuse ? .text("busy", status: 500) : .text("ok")
         }
         let port = try await receiver.start()
-        let server = RongCloudSandbox.server(SandboxOptions(appKey: appKey, appSecret: secret,
-                                                            callbackURL: "http://127.0.0.1:\(port)/rc/route", extra: extra))
+        let server = try RongCloudSandbox.server(SandboxOptions(appKey: appKey, appSecret: secret,
+                                                            callbackURL: "http://127.0.0.1:\(port)/rc/route",
+                                                                statePath: statePath, extra: extra))
         try await server.start()
         let harness = SandboxHarness(server: server, receiver: receiver)
         box.withLock { $0 = harness }
         return harness
     }
 
+    /// Starts a harness, runs `body`, then stops it (after pending deliveries, so nothing is in flight).
+    static func with(extra: [String: String] = [:], statePath: String? = nil,
+                     _ body: (SandboxHarness) async throws -> Void) async throws {
+        let harness = try await start(extra: extra, statePath: statePath)
+        do {
+            try await body(harness)
+        } catch {
+            await harness.stop()
+            throw error
+        }
+        await harness.stop()
+    }
+
     func stop() async {
+        _ = await sandbox.waitForDeliveries(timeoutMs: 2000)
+        await sandbox.stopDeliveries()
         await server.stop()
         await receiver.stop()
     }

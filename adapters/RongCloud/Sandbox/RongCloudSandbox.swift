@@ -26,10 +26,12 @@ public final class RongCloudSandbox: SandboxVendor {
     let deliverer: CallbackDeliverer<WireRoutedMessage>?
     let codec = RongCloudContentCodec()
 
-    public init(options: SandboxOptions, clock: any IMClock) {
+    /// Throws when `options.statePath` names a state file that cannot be opened or read.
+    public init(options: SandboxOptions, clock: any IMClock) throws {
         self.appKey = options.appKey
         self.appSecret = options.appSecret
-        self.store = RongCloudSandboxStore(clock: clock, routeServerMessages: Lenient.bool(options.extra["route_server_messages"]) ?? true)
+        self.store = try RongCloudSandboxStore(clock: clock, routeServerMessages: Lenient.bool(options.extra["route_server_messages"]) ?? true,
+                                               stateFile: options.statePath.map(SandboxStateFile.init(path:)))
         if let url = options.callbackURL {
             let (key, secret) = (options.appKey, options.appSecret)
             deliverer = CallbackDeliverer { batch in Self.callbackRequest(url: url, appKey: key, secret: secret, clock: clock, batch[0]) }
@@ -40,15 +42,21 @@ public final class RongCloudSandbox: SandboxVendor {
 
     /// A sandbox server for `imbridge sandbox rongcloud` and tests. `--option route_server_messages=false`
     /// stops routing messages sent through the Server API (the vendor's default).
-    public static func server(_ options: SandboxOptions) -> SandboxServer {
+    /// `--state FILE` keeps the state in that SQLite file across restarts.
+    public static func server(_ options: SandboxOptions) throws -> SandboxServer {
         let clock = SandboxClock()
-        return SandboxServer(vendor: RongCloudSandbox(options: options, clock: clock), clock: clock,
+        return SandboxServer(vendor: try RongCloudSandbox(options: options, clock: clock), clock: clock,
                              host: options.host, port: options.port)
     }
 
     /// Waits until every routed message so far was delivered (tests).
     public func waitForDeliveries(timeoutMs: Int64 = 10_000) async -> Bool {
         await deliverer?.waitUntilIdle(timeoutMs: timeoutMs) ?? true
+    }
+
+    /// Stops delivering callbacks (undelivered ones are dropped); for shutting a sandbox down.
+    public func stopDeliveries() async {
+        await deliverer?.stop()
     }
 
     static func callbackRequest(url: String, appKey: String, secret: String, clock: any IMClock,

@@ -13,7 +13,7 @@ extension RongCloudSandboxStore {
             throw .parameter("conversationType must be 1, 3, 4, 6 or 10")
         }
         let now = clock.nowMs()
-        return try state.withLock { state throws(RongCloudSandboxError) -> WireRoutedMessage? in
+        return try mutate { (state: inout State) throws(RongCloudSandboxError) -> WireRoutedMessage? in
             var message = try state.message(uid)
             guard message.fromUserId == from else { throw .parameter("\(RongCloudRefusal.notSender): \(uid)") }
             try Self.checkTarget(message, type: type, targetId: targetId, user: from)
@@ -71,7 +71,7 @@ extension RongCloudSandboxStore {
             change = .set(try Self.stringObject(try Self.required(form, "extraKeyVal"), field: "extraKeyVal"))
         }
         let now = clock.nowMs()
-        return try state.withLock { state throws(RongCloudSandboxError) -> WireRoutedMessage? in
+        return try mutate { (state: inout State) throws(RongCloudSandboxError) -> WireRoutedMessage? in
             var message = try state.message(uid)
             try Self.checkTarget(message, type: type, targetId: targetId, user: user)
             guard message.expansionEnabled else { throw .parameter("\(RongCloudRefusal.notExtensible): \(uid)") }

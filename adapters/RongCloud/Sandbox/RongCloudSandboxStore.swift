@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMSandbox
 import Synchronization
 
 /// A refusal the sandbox answers with the vendor envelope `{"code","errorMessage"}`.
@@ -14,7 +15,7 @@ public struct RongCloudSandboxError: Error, Hashable, Sendable {
 }
 
 /// One message the sandbox keeps (one per recipient of a private publish, one per group).
-public struct RongCloudStoredMessage: Hashable, Sendable {
+public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     public var msgUID: String
     public var fromUserId: String
     public var conversationType: RCConversationType
@@ -60,23 +61,42 @@ public struct RongCloudStoredMessage: Hashable, Sendable {
 ///   change stamps the keys it changed with the change's time as `ts` and routes an `RC:MsgExMsg`
 ///   carrying only the changed keys (none when nothing changed).
 public final class RongCloudSandboxStore: Sendable {
-    struct State {
-        var users: [String: (name: String, portrait: String?)] = [:]
-        var messages: [RongCloudStoredMessage] = []
-        var index: [String: Int] = [:]
-        var lastTime: Int64 = 0
-        var counter: Int64 = 0
+    struct User: Codable, Hashable {
+        var name: String
+        var portrait: String?
     }
 
-    let state = Mutex(State())
+    /// Everything the sandbox knows; the `index` is rebuilt on load, the rest is the saved snapshot.
+    struct State: Codable {
+        var users: [String: User] = [:]
+        var messages: [RongCloudStoredMessage] = []
+        var lastTime: Int64 = 0
+        var counter: Int64 = 0
+        var index: [String: Int] = [:]
+
+        enum CodingKeys: String, CodingKey { case users, messages, lastTime, counter }
+
+        mutating func reindex() {
+            index = Dictionary(uniqueKeysWithValues: messages.enumerated().map { ($0.element.msgUID, $0.offset) })
+        }
+    }
+
+    let state: Mutex<State>
     public let clock: any IMClock
     /// Whether messages sent through the Server API are routed (a console switch at the vendor; on here).
     public let routeServerMessages: Bool
+    /// Where state is saved after every change (`--state`); nil keeps it in memory only.
+    let stateFile: SandboxStateFile?
     let limits = ExpansionLimits.rongCloud
+    static let snapshotName = "rongcloud"
 
-    public init(clock: any IMClock = SystemClock(), routeServerMessages: Bool = true) {
+    public init(clock: any IMClock = SystemClock(), routeServerMessages: Bool = true, stateFile: SandboxStateFile? = nil) throws {
         self.clock = clock
         self.routeServerMessages = routeServerMessages
+        self.stateFile = stateFile
+        var initial = try stateFile?.load(State.self, name: Self.snapshotName) ?? State()
+        initial.reindex()
+        self.state = Mutex(initial)
     }
 
     public var messages: [RongCloudStoredMessage] { state.withLock { $0.messages } }
@@ -84,7 +104,25 @@ public final class RongCloudSandboxStore: Sendable {
         state.withLock { $0.users.map { (id: $0.key, name: $0.value.name, portrait: $0.value.portrait) }.sorted { $0.id < $1.id } }
     }
 
-    public func reset() { state.withLock { $0 = State() } }
+    public func reset() {
+        _ = try? mutate { (state: inout State) throws(RongCloudSandboxError) in state = State() }
+    }
+
+    /// Runs a change under the lock and saves the result before the change is answered; a failed save
+    /// is answered as a server error (1000).
+    func mutate<T>(_ body: (inout State) throws(RongCloudSandboxError) -> T) throws(RongCloudSandboxError) -> T {
+        try state.withLock { state throws(RongCloudSandboxError) -> T in
+            let result = try body(&state)
+            if let stateFile {
+                do {
+                    try stateFile.save(state, name: Self.snapshotName)
+                } catch {
+                    throw RongCloudSandboxError(RongCloudErrorCode.serverError, "sandbox state was not saved: \(error)")
+                }
+            }
+            return result
+        }
+    }
 
     // MARK: users
 
@@ -94,8 +132,8 @@ public final class RongCloudSandboxStore: Sendable {
             throw .parameter("userId must be at most 64 characters of A-Z a-z 0-9 + = - _")
         }
         guard let name, !name.isEmpty else { throw .parameter("name is required") }
-        let token = state.withLock { state -> String in
-            state.users[userId] = (name, portraitUri)
+        let token = try mutate { (state: inout State) throws(RongCloudSandboxError) -> String in
+            state.users[userId] = User(name: name, portrait: portraitUri)
             state.counter += 1
             return "sandbox-token/\(userId)/\(state.counter)"
         }
@@ -126,7 +164,7 @@ public final class RongCloudSandboxStore: Sendable {
         }
         let expansion = try initialExpansion(form)
         let persisted = (form.isPersisted ?? true) && !Self.transient(form.objectName)
-        return state.withLock { state in
+        return try mutate { (state: inout State) throws(RongCloudSandboxError) in
             var entries: [WireMessageUIDEntry] = []
             var routed: [WireRoutedMessage] = []
             for target in targets {
