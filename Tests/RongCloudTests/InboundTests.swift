@@ -19,6 +19,12 @@ struct InboundTests {
         return query
     }
 
+    /// The callback as the HTTP request the receiver gets.
+    func events(query: FormBody, headers: [(name: String, value: String)], body: FormBody) throws -> [IMEvent] {
+        try inbound.events(from: HTTPRequestData(method: "POST", path: "/rongcloud", rawQuery: query.encoded, headers: headers,
+                                                 body: Array(body.encoded.utf8)))
+    }
+
     func routed(_ objectName: String, _ content: String, uid: String = "BRGM-DEN2-01E4-BN66", channel: String = "PERSON",
                 at time: Int64 = 1_795_258_878_000) -> FormBody {
         WireRoutedMessage(fromUserId: "u1", toUserId: "u2", objectName: objectName, content: content, channelType: channel,
@@ -27,8 +33,8 @@ struct InboundTests {
 
     @Test func signedMessageBecomesOneMessageEventAndRedeliveryKeepsItsID() throws {
         let body = routed("RC:TxtMsg", #"{"content":"hi"}"#)
-        let first = try inbound.events(query: signedQuery(), headers: [], body: body)
-        let again = try inbound.events(query: signedQuery(nonce: "other", timestamp: "1795258880000"), headers: [], body: body)
+        let first = try events(query: signedQuery(), headers: [], body: body)
+        let again = try events(query: signedQuery(nonce: "other", timestamp: "1795258880000"), headers: [], body: body)
         #expect(first.count == 1 && again.count == 1)
         #expect(first[0].eventID == "msg:BRGM-DEN2-01E4-BN66" && again[0].eventID == first[0].eventID)
         guard case .message(let message) = first[0].kind else { Issue.record("not a message"); return }
@@ -36,9 +42,9 @@ struct InboundTests {
     }
 
     @Test func signatureInRCHeadersIsAccepted() throws {
-        let headers = [("RC-Nonce", "n1"), ("rc-timestamp", "1795258879"),
+        let headers: [(name: String, value: String)] = [("RC-Nonce", "n1"), ("rc-timestamp", "1795258879"),
                        ("RC-Signature", RongCloudSignature.sign(secret: "S", nonce: "n1", timestamp: "1795258879"))]
-        #expect(try inbound.events(query: FormBody(), headers: headers, body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
+        #expect(try events(query: FormBody(), headers: headers, body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
     }
 
     @Test(arguments: [
@@ -48,30 +54,30 @@ struct InboundTests {
     ])
     func forgedOrStaleCallbacksAreRefused(_ why: String, secret: String, appKey: String, timestamp: String) {
         let error = #expect(throws: IMError.self, "\(why)") {
-            try inbound.events(query: signedQuery(timestamp: timestamp, secret: secret, appKey: appKey), headers: [],
+            try events(query: signedQuery(timestamp: timestamp, secret: secret, appKey: appKey), headers: [],
                                body: routed("RC:TxtMsg", #"{"content":"hi"}"#))
         }
         #expect(error?.code == .authenticationFailed)
     }
 
     @Test func unsignedCallbackIsRefused() {
-        #expect(throws: IMError.self) { try inbound.events(query: FormBody(), headers: [], body: routed("RC:TxtMsg", #"{"content":"hi"}"#)) }
+        #expect(throws: IMError.self) { try events(query: FormBody(), headers: [], body: routed("RC:TxtMsg", #"{"content":"hi"}"#)) }
     }
 
     @Test func malformedBodiesAreRefusedWithoutEvents() {
         var missing = routed("RC:TxtMsg", #"{"content":"hi"}"#)
         missing.items.removeAll { $0.name == "msgUID" }
-        let error = #expect(throws: IMError.self) { try inbound.events(query: signedQuery(), headers: [], body: missing) }
+        let error = #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: missing) }
         #expect(error?.code == .malformedPayload && error?.details["field"] == "msgUID")
-        #expect(throws: IMError.self) { try inbound.events(query: signedQuery(), headers: [], body: routed("RC:RcCmd", "{}")) }
-        #expect(throws: IMError.self) { try inbound.events(query: signedQuery(), headers: [], body: routed("RC:MsgExMsg", #"{"put":{}}"#)) }
-        #expect(throws: IMError.self) { try inbound.events(query: signedQuery(), headers: [], body: routed("RC:TxtMsg", "nope")) }
+        #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: routed("RC:RcCmd", "{}")) }
+        #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: routed("RC:MsgExMsg", #"{"put":{}}"#)) }
+        #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: routed("RC:TxtMsg", "nope")) }
     }
 
     @Test func recallCommandBecomesRecalled() throws {
         let body = routed("RC:RcCmd", #"{"messageUId":"AAAA-BBBB-CCCC-DDDD","conversationType":1,"targetId":"u2","sentTime":1,"isAdmin":0,"isDelete":0}"#,
                           uid: "RCMD-0000-0000-0001")
-        let events = try inbound.events(query: signedQuery(), headers: [], body: body)
+        let events = try events(query: signedQuery(), headers: [], body: body)
         #expect(events.map(\.eventID) == ["recall:AAAA-BBBB-CCCC-DDDD"])
         #expect(events.first?.kind == .recalled(messageID: "AAAA-BBBB-CCCC-DDDD", conversation: .direct("u1", "u2"), by: "u1",
                                                 at: 1_795_258_878_000))
@@ -80,7 +86,7 @@ struct InboundTests {
     @Test func expansionSignalBecomesExpansionChangedWithTheRoutedTimeAsVersion() throws {
         let body = routed("RC:MsgExMsg", #"{"mid":"AAAA-BBBB-CCCC-DDDD","put":{"votes":"3"},"del":["old"]}"#,
                           uid: "EXPN-0000-0000-0001", channel: "GROUP", at: 1_795_258_878_500)
-        let events = try inbound.events(query: signedQuery(), headers: [], body: body)
+        let events = try events(query: signedQuery(), headers: [], body: body)
         #expect(events.map(\.eventID) == ["exp:EXPN-0000-0000-0001"])
         #expect(events.first?.kind == .expansionChanged(
             messageID: "AAAA-BBBB-CCCC-DDDD", conversation: .group("u2"), by: "u1",

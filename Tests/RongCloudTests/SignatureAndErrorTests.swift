@@ -18,15 +18,6 @@ struct SignatureAndErrorTests {
         #expect(!RongCloudSignature.isValid(String(good.dropLast()), secret: "Y1W2MeFwwwRxa0", nonce: "14314", timestamp: "1408710653000"))
     }
 
-    @Test func headerNamesMatchPlainOrPrefixedInAnyCase() {
-        let headers = [("rc-app-key", "k1"), ("rc-nonce", "0.7940742792184153"), ("TIMESTAMP", "1795258879")]
-        #expect(RongCloudSignature.header("App-Key", in: headers) == "k1")
-        #expect(RongCloudSignature.header("Nonce", in: headers) == "0.7940742792184153")
-        #expect(RongCloudSignature.header("Timestamp", in: headers) == "1795258879")
-        #expect(RongCloudSignature.header("Signature", in: headers) == nil)
-        #expect(RongCloudSignature.header("Nonce", in: [("Nonce", "plain"), ("RC-Nonce", "prefixed")]) == "plain")
-    }
-
     @Test func timestampsInSecondsOrMilliseconds() {
         #expect(RongCloudSignature.timestampMs("1795258879") == 1_795_258_879_000)
         #expect(RongCloudSignature.timestampMs("1408710653000") == 1_408_710_653_000)

@@ -63,7 +63,6 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         self.configuration = configuration
         var capabilities = Capabilities.rongCloud
         capabilities.features[.readReceipts] = .rejected
-        capabilities.features[.history] = .partial
         capabilities.notes[.readReceipts] = "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)"
         capabilities.notes[.replies] = "RC:ReferenceMsg quotes with a text body; a reply with other content is sent without the quote"
         self.capabilities = capabilities

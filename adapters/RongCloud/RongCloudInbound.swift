@@ -43,15 +43,15 @@ public struct RongCloudInbound: Sendable {
     public static let ignoredSignals: Set<String> = ["RC:TypSts", "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg", "RC:chrmKVNotiMsg"]
 
     /// Checks the callback's signature (see the type's contract).
-    public func verify(query: FormBody, headers: [(name: String, value: String)]) throws {
-        let prefixed = headers.filter { $0.name.lowercased().hasPrefix("rc-") }
-        func value(_ name: String) -> String? { query[name] ?? RongCloudSignature.header(name, in: prefixed) }
-        guard let nonce = value("nonce"), let timestamp = value("timestamp") ?? query["signTimestamp"],
-              let signature = value("signature") else {
+    public func verify(_ request: HTTPRequestData) throws {
+        let query = FormBody(items: request.query)
+        func value(_ name: String, header: String) -> String? { query[name] ?? request.header(header) }
+        guard let nonce = value("nonce", header: "RC-Nonce"),
+              let timestamp = value("timestamp", header: "RC-Timestamp") ?? query["signTimestamp"],
+              let signature = value("signature", header: "RC-Signature") else {
             throw refusal("the callback carries no nonce/timestamp/signature")
         }
-        if let key = query["appKey"] ?? RongCloudSignature.header("App-Key", in: prefixed),
-           key != appKey {
+        if let key = value("appKey", header: "RC-App-Key"), key != appKey {
             throw refusal("the callback is for app key '\(key)', not ours")
         }
         guard RongCloudSignature.isValid(signature, secret: appSecret, nonce: nonce, timestamp: timestamp) else {
@@ -67,13 +67,8 @@ public struct RongCloudInbound: Sendable {
     /// Verifies and parses one received callback request into events (see the type's contract).
     public func events(from request: HTTPRequestData) throws -> [IMEvent] {
         guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
-        return try events(query: FormBody(items: request.query), headers: request.headers, body: request.form)
-    }
-
-    /// Verifies and parses one callback (query + headers + decoded form body) into events.
-    public func events(query: FormBody, headers: [(name: String, value: String)], body: FormBody) throws -> [IMEvent] {
-        try verify(query: query, headers: headers)
-        return try events(from: body)
+        try verify(request)
+        return try events(from: request.form)
     }
 
     /// Parses an already verified form body.

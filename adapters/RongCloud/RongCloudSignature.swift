@@ -28,12 +28,4 @@ public enum RongCloudSignature {
         [("App-Key", appKey), ("Nonce", nonce), ("Timestamp", timestamp),
          ("Signature", sign(secret: secret, nonce: nonce, timestamp: timestamp))]
     }
-
-    /// Looks a signing header up by its name or its `RC-` prefixed name, ignoring case.
-    /// `headers` may hold any spelling; the unprefixed name wins when both are present.
-    public static func header(_ name: String, in headers: [(name: String, value: String)]) -> String? {
-        let plain = name.lowercased()
-        let prefixed = "rc-" + plain
-        return headers.first { $0.name.lowercased() == plain }?.value ?? headers.first { $0.name.lowercased() == prefixed }?.value
-    }
 }

@@ -34,30 +34,21 @@ public struct RongCloudCodec: Sendable {
         }
     }
 
-    /// The routed `channelType` and `toUserId` of a conversation as `sender` sees it.
-    public static func channel(of conversation: ConversationRef, sender: UserID) throws -> (channelType: RCChannelType, target: String) {
+    /// `conversationType` (1 private, 3 group) and `targetId` of a conversation as `user` addresses it:
+    /// the peer for a direct conversation, the group id for a group. The only kinds this backend
+    /// publishes, recalls and extends in; others are `unsupported`.
+    public static func target(of conversation: ConversationRef, for user: UserID) throws -> (type: RCConversationType, targetId: String) {
         switch conversation.kind {
         case .direct:
-            guard let peer = conversation.peer(of: sender) else {
-                throw IMError(.invalidArgument, "\(sender) is not a user of \(conversation)")
+            guard let peer = conversation.peer(of: user) else {
+                throw IMError(.invalidArgument, "\(user) is not a user of \(conversation)")
             }
-            return (.person, peer.rawValue)
-        case .group: return (.group, conversation.id)
-        case .chatroom: return (.tempGroup, conversation.id)
+            return (.private, peer.rawValue)
+        case .group:
+            return (.group, conversation.id)
         default:
-            throw IMError(.unsupported, "RongCloud publishing covers direct and group conversations, not \(conversation.kind)",
+            throw IMError(.unsupported, "RongCloud's Server API calls here cover direct and group conversations, not \(conversation.kind)",
                           details: ["conversation": conversation.description])
-        }
-    }
-
-    /// `conversationType` (1 private, 3 group) and `targetId` for recall and expansion calls made by `user`.
-    public static func target(of conversation: ConversationRef, for user: UserID) throws -> (type: RCConversationType, targetId: String) {
-        let channel = try channel(of: conversation, sender: user)
-        switch channel.channelType {
-        case .person: return (.private, channel.target)
-        case .group: return (.group, channel.target)
-        default:
-            throw IMError(.unsupported, "RongCloud recall and expansion calls cover private and group conversations only")
         }
     }
 
@@ -104,15 +95,12 @@ public struct RongCloudCodec: Sendable {
     /// always sent so the sender's own clients see what the bridge sent in their name. `msgRandom`
     /// carries a numeric `clientMessageID` (the vendor's idempotency key is a Long).
     public func publish(_ outgoing: OutgoingMessage) throws -> (path: String, form: WirePublishForm) {
-        let channel = try Self.channel(of: outgoing.conversation, sender: outgoing.sender)
-        guard channel.channelType == .person || channel.channelType == .group else {
-            throw IMError(.unsupported, "RongCloud publishing covers direct and group conversations, not \(outgoing.conversation.kind)")
-        }
+        let target = try Self.target(of: outgoing.conversation, for: outgoing.sender)
         let leftovers = outgoing.vendorExtras[RongCloudContent.leftoversKey]?.objectValue
         let wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply, leftovers: leftovers)
-        let isGroup = channel.channelType == .group
+        let isGroup = target.type == .group
         var form = WirePublishForm(fromUserId: outgoing.sender.rawValue,
-                                   toUserIds: isGroup ? [] : [channel.target], toGroupIds: isGroup ? [channel.target] : [],
+                                   toUserIds: isGroup ? [] : [target.targetId], toGroupIds: isGroup ? [target.targetId] : [],
                                    objectName: wire.objectName, content: wire.content)
         let options = outgoing.options
         form.pushContent = options.pushText

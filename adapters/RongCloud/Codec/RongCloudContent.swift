@@ -38,7 +38,7 @@ public struct RongCloudWireContent: Hashable, Sendable {
 
 /// Reading mapped fields out of a content object while collecting what is left.
 struct ContentFields {
-    private(set) var remaining: [String: JSONValue]
+    var remaining: [String: JSONValue]
 
     init(_ object: [String: JSONValue]) { remaining = object }
 

@@ -94,9 +94,8 @@ public struct RongCloudContentCodec: Sendable {
                                             noticeType: RCObjectName.infoNotification))
         case RCObjectName.recallNotification:
             // Everything stays in the leftovers: the notice is written back exactly as received.
-            let operatorID = object["operatorId"]?.stringValue ?? ""
-            content = .notice(NoticeContent(text: "\(operatorID) 撤回了一条消息".trimmingPrefixSpace,
-                                            noticeType: RCObjectName.recallNotification))
+            let text = object["operatorId"]?.stringValue.map { "\($0) 撤回了一条消息" } ?? "撤回了一条消息"
+            content = .notice(NoticeContent(text: text, noticeType: RCObjectName.recallNotification))
         case RCObjectName.card:
             content = .card(CardContent(userID: UserID(try fields.requireString("userId", in: objectName)),
                                         name: fields.string("name") ?? "", avatar: fields.string("portraitUri")))
@@ -117,7 +116,7 @@ public struct RongCloudContentCodec: Sendable {
         guard case .object(var info)? = fields.take("mentionedInfo") else { return Mentions() }
         let type = info.removeValue(forKey: "type")?.int64Value ?? 0
         let users = (info.removeValue(forKey: "userIdList")?.arrayValue ?? []).compactMap(\.stringValue).map(UserID.init)
-        if !info.isEmpty { fields.keep("mentionedInfo", .object(info)) }
+        if !info.isEmpty { fields.remaining["mentionedInfo"] = .object(info) }
         return Mentions(all: type == 1, users: type == 1 ? [] : users)
     }
 
@@ -134,16 +133,4 @@ public struct RongCloudContentCodec: Sendable {
         }
         return ReplyRef(messageID: MessageID(uid), sender: sender, digest: digest)
     }
-}
-
-extension ContentFields {
-    mutating func keep(_ key: String, _ value: JSONValue) {
-        var copy = remaining
-        copy[key] = value
-        self = ContentFields(copy)
-    }
-}
-
-extension String {
-    var trimmingPrefixSpace: String { hasPrefix(" ") ? String(dropFirst()) : self }
 }

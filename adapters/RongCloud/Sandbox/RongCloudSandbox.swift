@@ -86,11 +86,10 @@ public final class RongCloudSandbox: SandboxVendor {
     }
 
     func authenticated(_ request: HTTPRequestData) -> Bool {
-        let headers = request.headers
-        guard let key = RongCloudSignature.header("App-Key", in: headers), key == appKey,
-              let nonce = RongCloudSignature.header("Nonce", in: headers),
-              let timestamp = RongCloudSignature.header("Timestamp", in: headers), Lenient.epochMs(timestamp) != nil,
-              let signature = RongCloudSignature.header("Signature", in: headers) else { return false }
+        func header(_ name: String) -> String? { request.header(anyOf: [name, "RC-" + name]) }
+        guard let key = header("App-Key"), key == appKey, let nonce = header("Nonce"),
+              let timestamp = header("Timestamp"), Lenient.epochMs(timestamp) != nil,
+              let signature = header("Signature") else { return false }
         return RongCloudSignature.isValid(signature, secret: appSecret, nonce: nonce, timestamp: timestamp)
     }
 
@@ -132,19 +131,19 @@ public final class RongCloudSandbox: SandboxVendor {
 
     static let ok = HTTPResponseData.json(WireErrorEnvelope(code: 200, errorMessage: nil))
 
-    static func error(_ error: RongCloudSandboxError) -> HTTPResponseData {
-        let status = error.code == 404 ? 404 : RongCloudErrorCode.httpStatus(for: error.code)
+    /// The vendor envelope with the code's HTTP status (or `status` when given); 429 adds `Retry-After: 1`.
+    static func error(_ error: RongCloudSandboxError, status: Int? = nil) -> HTTPResponseData {
+        let status = status ?? (error.code == 404 ? 404 : RongCloudErrorCode.httpStatus(for: error.code))
         var response = HTTPResponseData.json(WireErrorEnvelope(code: error.code, errorMessage: error.message), status: status)
         if status == 429 { response.headers.append(("Retry-After", "1")) }
         return response
     }
 
+    /// An injected fault: the given status with `vendorCode`, or the code that status stands for.
     public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
         let code = vendorCode ?? (status == 429 ? RongCloudErrorCode.rateLimited
             : status >= 500 ? RongCloudErrorCode.serverError : status == 401 ? RongCloudErrorCode.signatureError : RongCloudErrorCode.parameterError)
-        var response = HTTPResponseData.json(WireErrorEnvelope(code: code, errorMessage: RongCloudErrorCode.text(for: code)), status: status)
-        if status == 429 { response.headers.append(("Retry-After", "1")) }
-        return response
+        return Self.error(RongCloudSandboxError(code, RongCloudErrorCode.text(for: code)), status: status)
     }
 
     public func messages() async -> [SandboxMessageRecord] { store.messages.map(record) }

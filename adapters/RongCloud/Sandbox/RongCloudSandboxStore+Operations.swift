@@ -27,7 +27,7 @@ extension RongCloudSandboxStore {
                                             sentTime: message.msgTime, isAdmin: form.bool("isAdmin") ?? false,
                                             isDelete: message.recallDeleted)
             return WireRoutedMessage(fromUserId: from, toUserId: message.targetId, objectName: RCObjectName.recallCommand,
-                                     content: command.json.jsonString(), channelType: message.routed.channelType,
+                                     content: command.json.jsonString(), channelType: message.channelType,
                                      msgTimestamp: time, msgUID: state.nextUID(time), sensitiveType: 0, source: "Server")
         }
     }
@@ -93,7 +93,7 @@ extension RongCloudSandboxStore {
             state.messages[state.index[uid]!] = message
             let to = type == .group ? message.targetId : (message.fromUserId == user ? message.targetId : message.fromUserId)
             return WireRoutedMessage(fromUserId: user, toUserId: to, objectName: RCObjectName.expansionSignal,
-                                     content: signal.json.jsonString(), channelType: message.routed.channelType,
+                                     content: signal.json.jsonString(), channelType: message.channelType,
                                      msgTimestamp: time, msgUID: state.nextUID(time), sensitiveType: 0, source: "Server")
         }
     }

@@ -36,11 +36,13 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     /// Whether `user` is one of the two users of this private message.
     func involves(_ user: String) -> Bool { fromUserId == user || targetId == user }
 
+    /// The routing callback's `channelType` of this message's conversation.
+    var channelType: String { conversationType == .group ? RCChannelType.group.rawValue : RCChannelType.person.rawValue }
+
     /// The routed form of this message, as the routing callback posts it.
     var routed: WireRoutedMessage {
         WireRoutedMessage(fromUserId: fromUserId, toUserId: targetId, objectName: objectName, content: content,
-                          channelType: conversationType == .group ? RCChannelType.group.rawValue : RCChannelType.person.rawValue,
-                          msgTimestamp: msgTime, msgUID: msgUID, sensitiveType: 0, source: "Server")
+                          channelType: channelType, msgTimestamp: msgTime, msgUID: msgUID, sensitiveType: 0, source: "Server")
     }
 }
 
