@@ -1,6 +1,8 @@
 import Foundation
 import IMCore
 import IMHTTP
+import IMTesting
+import IMSandbox
 import Testing
 @testable import RongCloud
 
@@ -187,5 +189,30 @@ import Testing
             #expect(await h.sandbox.waitForDeliveries())
             #expect(h.received.withLock { $0.isEmpty })
         }
+    }
+
+    @Test func documentedRateLimitsWhenEnabled() async throws {
+        let clock = TestClock()
+        let vendor = try RongCloudSandbox(options: SandboxOptions(appKey: SandboxHarness.appKey, appSecret: SandboxHarness.secret,
+                                                                 extra: ["rate_limits": "true"]), clock: clock)
+        let server = SandboxServer(vendor: vendor, clock: SandboxClock())
+        try await server.start()
+        let http = HTTPClientWrapper(timeoutSeconds: 5)
+        func publish(_ groups: [String]) async throws -> HTTPResponseData {
+            let targets = groups.map { "toGroupId=\($0)" }.joined(separator: "&")
+            let body = "fromUserId=u1&\(targets)&objectName=RC:TxtMsg&content=\(Self.e(#"{"content":"x"}"#))"
+            return try await http.send(OutboundRequest(url: server.baseURL + RongCloudPaths.groupPublish,
+                                                       headers: SandboxHarness.signedHeaders() + [("Content-Type", "application/x-www-form-urlencoded")],
+                                                       body: Array(body.utf8)))
+        }
+        var statuses: [Int] = []
+        for _ in 0..<7 { statuses.append(try await publish(["g1", "g2", "g3"]).status) }
+        #expect(statuses == [200, 200, 200, 200, 200, 200, 429], "20 group messages per second; each group counts")
+        #expect(try await publish(["g1", "g2"]).status == 200)
+        let limited = try await publish(["g1"])
+        #expect(limited.status == 429 && limited.json["code"] == 1008 && limited.header("Retry-After") == "1")
+        clock.advance(byMs: 1000)
+        #expect(try await publish(["g1"]).status == 200)
+        await server.stop()
     }
 }

@@ -15,6 +15,7 @@ import IMSandbox
 ///   ignored; anything else is 404 `{"code":404,…}`. Rules: see `RongCloudSandboxStore`.
 /// - Errors: the vendor envelope `{"code","errorMessage"}` with the status of
 ///   `RongCloudErrorCode.httpStatus(for:)`.
+/// - Rate limits (`--option rate_limits=true`): the documented per-endpoint rates, see `RongCloudRateLimiter`.
 /// - Routing callback: with a callback URL, every routed message (published messages, `RC:RcCmd` on
 ///   recall, `RC:MsgExMsg` on expansion changes) is POSTed in order as a form to
 ///   `<url>?appKey=…&nonce=…&timestamp=<ms>&signature=…`, signed afresh on each attempt, retried until
@@ -24,6 +25,8 @@ public final class RongCloudSandbox: SandboxVendor {
     public let appSecret: String
     public let store: RongCloudSandboxStore
     let deliverer: CallbackDeliverer<WireRoutedMessage>?
+    /// Set by `--option rate_limits=true`.
+    let rateLimiter: RongCloudRateLimiter?
     let codec = RongCloudContentCodec()
 
     /// Throws when `options.statePath` names a state file that cannot be opened or read.
@@ -32,6 +35,7 @@ public final class RongCloudSandbox: SandboxVendor {
         self.appSecret = options.appSecret
         self.store = try RongCloudSandboxStore(clock: clock, routeServerMessages: Lenient.bool(options.extra["route_server_messages"]) ?? true,
                                                stateFile: options.statePath.map(SandboxStateFile.init(path:)))
+        rateLimiter = Lenient.bool(options.extra["rate_limits"]) == true ? RongCloudRateLimiter(clock: clock) : nil
         if let url = options.callbackURL {
             let (key, secret) = (options.appKey, options.appSecret)
             deliverer = CallbackDeliverer { batch in Self.callbackRequest(url: url, appKey: key, secret: secret, clock: clock, batch[0]) }
@@ -73,6 +77,13 @@ public final class RongCloudSandbox: SandboxVendor {
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
         guard authenticated(request) else {
             return Self.error(RongCloudSandboxError(RongCloudErrorCode.signatureError, RongCloudErrorCode.text(for: 1004)))
+        }
+        if let rateLimiter,
+           let waitMs = rateLimiter.admit(path: request.normalizedPath, cost: RongCloudRateLimiter.cost(path: request.normalizedPath, form: request.form)) {
+            var response = Self.error(RongCloudSandboxError(RongCloudErrorCode.rateLimited, RongCloudErrorCode.text(for: 1008)))
+            response.headers.removeAll { $0.name == "Retry-After" }
+            response.headers.append(("Retry-After", String(max(1, (waitMs + 999) / 1000))))
+            return response
         }
         do {
             let routed = try route(request)
