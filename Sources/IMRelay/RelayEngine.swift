@@ -240,6 +240,7 @@ public actor RelayEngine {
         let target = entry.lane.backend.rawValue
         do {
             let payload = try OutboxPayload.decode(entry.payload)
+            try store.transaction { try $0.claim(entry.id) }
             let created = try await execute(payload, entry: entry)
             let now = clock.nowMs()
             try store.transaction { tx in
@@ -254,7 +255,7 @@ public actor RelayEngine {
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
             return true
         } catch let error as IMError where error.isRetryable {
-            let delay = retry.delayMs(attempt: entry.attempts, retryAfterMs: error.retryAfterMs)
+            let delay = retry.delayMs(attempt: max(0, entry.attempts), retryAfterMs: error.retryAfterMs)
             try? store.transaction { try $0.reschedule(entry.id, at: clock.nowMs() + delay, error: "\(error)") }
             health.failed(entry.lane.backend, error: error, at: clock.nowMs())
             metrics.increment("imbridge_retries_total", ["target": target])
