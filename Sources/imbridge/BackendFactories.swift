@@ -1,6 +1,7 @@
 import IMCore
 import IMRelay
 import IMStore
+import RongCloud
 
 /// What an adapter factory gets besides its own settings.
 struct BackendContext: Sendable {
@@ -13,7 +14,15 @@ struct BackendContext: Sendable {
 enum BackendFactories {
     typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
 
-    static let factories: [String: Factory] = [:]
+    static let factories: [String: Factory] = [
+        "rongcloud": { config, context in
+            do {
+                return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry))
+            } catch let error as IMError {
+                throw config.error(error.details["key"] ?? "adapter", error.message)
+            }
+        },
+    ]
 
     static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {
         guard let factory = factories[config.adapter] else {

@@ -66,6 +66,7 @@ import Testing
             _ = try await rig.backend.updateExpansion(of: sent.id, in: chat, by: "bob",
                                                       .set(Dictionary(uniqueKeysWithValues: (100..<150).map { ("k\($0)", "v") })))
             #expect(try await rig.backend.expansion(of: sent.id, in: chat).count == 150)
+            #expect(await (rig.sandbox.vendor as? RongCloudSandbox)?.waitForDeliveries() == true, "earlier signals are out of the way")
             let stream = rig.backend.events()
             let cleared = try await rig.backend.updateExpansion(of: sent.id, in: chat, by: "bob", .clear)
             #expect(cleared.cleared && cleared.removed.count == 150)
