@@ -36,19 +36,9 @@ public enum RongCloudExpansionCodec {
         return Expansion(entries: entries)
     }
 
-    /// The query shape of an expansion (what the sandbox serves and history rows carry).
-    public static func queryShape(_ expansion: Expansion) -> [String: WireExpansionValue] {
-        expansion.entries.mapValues { WireExpansionValue(v: $0.value, ts: $0.version) }
-    }
-
     /// The delta an `RC:MsgExMsg` announces, at the routed message's time.
     public static func delta(from signal: WireExpansionSignal, version: Int64) -> ExpansionDelta {
         ExpansionDelta(version: version, set: signal.put, removed: signal.del, cleared: signal.clear)
-    }
-
-    /// The `RC:MsgExMsg` announcing a delta on `messageID` (only the changed keys).
-    public static func signal(for delta: ExpansionDelta, on messageID: MessageID) -> WireExpansionSignal {
-        WireExpansionSignal(mid: messageID.rawValue, put: delta.set, del: delta.cleared ? [] : delta.removed, clear: delta.cleared)
     }
 
     /// `extraKeyVal` of a set call: `{"k":"v"}`.

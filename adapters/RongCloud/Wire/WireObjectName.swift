@@ -49,18 +49,4 @@ public enum RCChannelType: String, Sendable, Codable, CaseIterable {
     case mc = "MC"
     case mp = "MP"
     case ultragroup = "ULTRAGROUP"
-
-    /// The numeric `conversationType` of the same conversation kind.
-    public var conversationType: RCConversationType? {
-        switch self {
-        case .person: .private
-        case .persons: .discussion
-        case .group: .group
-        case .tempGroup: .chatroom
-        case .customerService: .customerService
-        case .notify: .system
-        case .ultragroup: .ultragroup
-        case .mc, .mp: nil
-        }
-    }
 }
