@@ -136,7 +136,9 @@ struct ContentCodecTests {
         let encoded = try codec.encode(.custom(CustomContent(OrderCard(orderId: "B2", amount: 1))))
         #expect(encoded.objectName == "App:OrderMsg")
         #expect(try JSONValue.parse(encoded.content) == ["orderId": "B2", "amount": 1])
-        #expect(throws: IMError.self) { try codec.decode(objectName: "App:OrderMsg", content: #"{"orderId":"A1","amount":-1}"#) }
+        let invalid = try codec.decode(objectName: "App:OrderMsg", content: #"{"orderId":"A1","amount":-1}"#)
+        #expect(invalid.content == .custom(CustomContent(raw: "order_card", payload: #"{"orderId":"A1","amount":-1}"#)))
+        if case .custom(let raw) = invalid.content { #expect(!raw.isRegistered, "an invalid payload stays raw") }
     }
 
     @Test func malformedBuiltInPayloadsAreRefused() {

@@ -12,7 +12,7 @@ import IMCore
 ///   `RC:CardMsg` (IMKit's contact card) ⇄ card.
 /// - `mentionedInfo` (any built-in type): `type` 1 = @all, 2 = the users in `userIdList`.
 /// - An objectName without the `RC:` prefix is an app type: typed through the `ContentRegistry` when
-///   registered, raw `.custom` (payload kept byte for byte) otherwise. Custom names map through
+///   registered and valid, raw `.custom` (payload kept byte for byte) otherwise. Custom names map through
 ///   `objectNames` (neutral `contentType` → objectName), identity by default.
 /// - Any other `RC:` type (`RC:CombineMsg`, `RC:GrpNtf`, …, and the signals `RC:RcCmd`/`RC:MsgExMsg`
 ///   when read as content) is `.unsupported` with the exact content text, written back unchanged.
@@ -31,10 +31,14 @@ public struct RongCloudContentCodec: Sendable {
 
     // MARK: decoding
 
+    /// Throws `malformed_payload` when a modelled built-in type's content is not its JSON shape.
     public func decode(objectName: String, content text: String) throws -> RongCloudContent {
         guard RCObjectName.isBuiltIn(objectName) else {
             let typeName = objectNames.first { $0.value == objectName }?.key ?? objectName
-            return RongCloudContent(content: .custom(try registry.decode(typeName: typeName, payload: text)))
+            // A registered type whose payload does not decode or validate stays raw: the message still
+            // arrives (refusing it would only make the vendor redeliver it forever).
+            let custom = (try? registry.decode(typeName: typeName, payload: text)) ?? CustomContent(raw: typeName, payload: text)
+            return RongCloudContent(content: .custom(custom))
         }
         guard Self.modelled.contains(objectName) else {
             return RongCloudContent(content: .unsupported(UnsupportedContent(vendor: Self.vendor, vendorType: objectName, raw: text)))
