@@ -28,6 +28,17 @@ struct MessageCodecTests {
         #expect(try JSONValue.parse(form.content) == JSONValue.parse(Self.routedText.content))
     }
 
+    @Test func routedExtensibleMessageCarriesItsInitialKeys() throws {
+        var routed = Self.routedText
+        routed.expansion = true
+        routed.extraContent = #"{"status":"new"}"#
+        let message = try codec.message(from: WireRoutedMessage(form: routed.form))
+        #expect(message.expansion?.entries == ["status": ExpansionEntry(value: "new", version: 1_700_000_000_123)])
+        routed.extraContent = nil
+        #expect(try codec.message(from: routed).expansion == Expansion())
+        #expect(try codec.message(from: Self.routedText).expansion == nil)
+    }
+
     @Test(arguments: [
         ("PERSON", ConversationRef.direct("a", "b")), ("GROUP", .group("b")), ("TEMPGROUP", .chatroom("b")),
         ("NOTIFY", .system("a")), ("ULTRAGROUP", .other("ultragroup", "b")), ("PERSONS", .other("discussion", "b")),
@@ -117,5 +128,7 @@ struct MessageCodecTests {
         #expect(WireExpansionSignal(json: #"{"mid":"m","put":["k"]}"#) == nil)
         let recall = try #require(WireRecallCommand(json: #"{"messageUId":"M1","conversationType":"6","isAdmin":1}"#))
         #expect(recall.conversationType == 6 && recall.isAdmin == true)
+        let command = #"{"messageUId":"BRGM-DEN2-01E4-BN66","conversationType":1,"targetId":"u2","sentTime":1700000000000,"isAdmin":0,"isDelete":0}"#
+        #expect(try WireRecallCommand(json: command).map { $0.json } == JSONValue.parse(command), "RC:RcCmd round-trips exactly")
     }
 }

@@ -45,7 +45,9 @@ import Testing
 
             let callbacks = try await h.callbacks(atLeast: 3)
             #expect(callbacks.count == 3, "message + one signal per real change, none for the no-op")
-            let put = SandboxHarness.fields(callbacks[1])
+            let routedMessage = SandboxHarness.fields(callbacks[0])
+        #expect(routedMessage["expansion"] == "true" && routedMessage["extraContent"] == #"{"owner":"u1","status":"pending"}"#)
+        let put = SandboxHarness.fields(callbacks[1])
             #expect(put["objectName"] == "RC:MsgExMsg" && put["fromUserId"] == "u2" && put["toUserId"] == "u1")
             #expect(try JSONValue.parse(put["content"] ?? "") == ["mid": .string(uid), "put": ["status": "paid", "paid_at": "1700000000"]])
             #expect(put["msgTimestamp"].flatMap(Int64.init) == paidTs, "the signal's time is the change's ts")

@@ -68,6 +68,7 @@ import Testing
                 #expect(fields["msgUID"] == uid && fields["fromUserId"] == "u1" && fields["channelType"] == "PERSON")
                 #expect(fields["objectName"] == "RC:TxtMsg" && fields["content"] == #"{"content":"hello","extra":"helloExtra"}"#)
                 #expect(fields["msgTimestamp"].flatMap(Int64.init) != nil)
+            #expect(fields["expansion"] == nil && fields["extraContent"] == nil, "not extensible")
             }
             #expect(callbacks.map { SandboxHarness.fields($0)["toUserId"] } == ["u2", "u3"])
 

@@ -55,7 +55,8 @@ public struct RongCloudCodec: Sendable {
     // MARK: inbound
 
     /// A routed message as a neutral `Message` (signals `RC:RcCmd`/`RC:MsgExMsg` are not messages: see
-    /// `RongCloudInbound`).
+    /// `RongCloudInbound`). `expansion=true` makes the message extensible with the `extraContent` keys,
+    /// versioned at `msgTimestamp`; without it the message has no expansion.
     public func message(from routed: WireRoutedMessage) throws -> Message {
         let decoded = try content.decode(objectName: routed.objectName, content: routed.content)
         var extras: [String: JSONValue] = [RongCloudContent.leftoversKey: .object(decoded.leftovers)]
@@ -66,10 +67,17 @@ public struct RongCloudCodec: Sendable {
         var options = MessageOptions()
         if case .command = decoded.content { options = MessageOptions(persist: false, countUnread: false) }
         if case .notice = decoded.content { options.countUnread = false }
+        var expansion: Expansion?
+        if routed.expansion == true {
+            let parsed = try RongCloudExpansionCodec.expansion(fromHistoryText: routed.extraContent)
+            expansion = Expansion(entries: parsed.entries.mapValues {
+                $0.version == 0 ? ExpansionEntry(value: $0.value, version: routed.msgTimestamp) : $0
+            })
+        }
         return Message(id: MessageID(routed.msgUID),
                        conversation: Self.conversation(channelType: routed.channelType, from: routed.fromUserId, to: routed.toUserId),
                        sender: UserID(routed.fromUserId), sentAt: routed.msgTimestamp, content: decoded.content,
-                       mentions: decoded.mentions, reply: decoded.reply, options: options, vendorExtras: extras)
+                       mentions: decoded.mentions, reply: decoded.reply, options: options, expansion: expansion, vendorExtras: extras)
     }
 
     /// A history row as a neutral `Message`. `extraContent` (present when `expansion` is true) becomes

@@ -40,9 +40,12 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     var channelType: String { conversationType == .group ? RCChannelType.group.rawValue : RCChannelType.person.rawValue }
 
     /// The routed form of this message, as the routing callback posts it.
+    /// An extensible message carries `expansion=true` and its keys as `extraContent` (see `WireRoutedMessage`).
     var routed: WireRoutedMessage {
         WireRoutedMessage(fromUserId: fromUserId, toUserId: targetId, objectName: objectName, content: content,
-                          channelType: channelType, msgTimestamp: msgTime, msgUID: msgUID, sensitiveType: 0, source: "Server")
+                          channelType: channelType, msgTimestamp: msgTime, msgUID: msgUID, sensitiveType: 0, source: "Server",
+                          expansion: expansionEnabled ? true : nil,
+                          extraContent: expansionEnabled ? RongCloudExpansionCodec.setText(expansion.mapValues(\.v)) : nil)
     }
 }
 

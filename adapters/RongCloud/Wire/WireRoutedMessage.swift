@@ -3,7 +3,9 @@ import IMHTTP
 ///
 /// `toUserId` is the recipient for `PERSON`, the group for `GROUP`, the chatroom for `TEMPGROUP`.
 /// `msgTimestamp` is the server's receive time in milliseconds (sent as a string). `groupUserIds`
-/// repeats and is present only for directed group messages.
+/// repeats and is present only for directed group messages. `expansion` / `extraContent` (the initial
+/// keys as `{"k":"v"}`) are not in the vendor's field list: UNCONFIRMED whether the real server sends
+/// them; the sandbox does for extensible messages and the receiver reads them when present.
 public struct WireRoutedMessage: Hashable, Sendable {
     public var fromUserId: String
     public var toUserId: String
@@ -17,10 +19,13 @@ public struct WireRoutedMessage: Hashable, Sendable {
     public var source: String?
     public var busChannel: String?
     public var groupUserIds: [String]
+    public var expansion: Bool?
+    public var extraContent: String?
 
     public init(fromUserId: String, toUserId: String, objectName: String, content: String, channelType: String,
                 msgTimestamp: Int64, msgUID: String, originalMsgUID: String? = nil, sensitiveType: Int? = nil,
-                source: String? = nil, busChannel: String? = nil, groupUserIds: [String] = []) {
+                source: String? = nil, busChannel: String? = nil, groupUserIds: [String] = [], expansion: Bool? = nil,
+                extraContent: String? = nil) {
         self.fromUserId = fromUserId
         self.toUserId = toUserId
         self.objectName = objectName
@@ -33,6 +38,8 @@ public struct WireRoutedMessage: Hashable, Sendable {
         self.source = source
         self.busChannel = busChannel
         self.groupUserIds = groupUserIds
+        self.expansion = expansion
+        self.extraContent = extraContent
     }
 
     public var form: FormBody {
@@ -49,6 +56,8 @@ public struct WireRoutedMessage: Hashable, Sendable {
         form.append("source", source)
         form.append("busChannel", busChannel)
         for user in groupUserIds { form.append("groupUserIds", user) }
+        form.append("expansion", expansion)
+        form.append("extraContent", extraContent)
         return form
     }
 
@@ -68,7 +77,8 @@ public struct WireRoutedMessage: Hashable, Sendable {
                   content: content, channelType: form["channelType"]!, msgTimestamp: timestamp, msgUID: form["msgUID"]!,
                   originalMsgUID: form["originalMsgUID"].flatMap { $0.isEmpty ? nil : $0 },
                   sensitiveType: form.int64("sensitiveType").map { Int($0) }, source: form["source"],
-                  busChannel: form["busChannel"].flatMap { $0.isEmpty ? nil : $0 }, groupUserIds: form.values("groupUserIds"))
+                  busChannel: form["busChannel"].flatMap { $0.isEmpty ? nil : $0 }, groupUserIds: form.values("groupUserIds"),
+                  expansion: form.bool("expansion"), extraContent: form["extraContent"].flatMap { $0.isEmpty ? nil : $0 })
     }
 }
 
