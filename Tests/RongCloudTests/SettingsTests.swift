@@ -7,7 +7,7 @@ struct SettingsTests {
     @Test func fullSettingsAreRead() throws {
         let configuration = try RongCloudBackend.Configuration(
             id: "rc",
-            settings: ["app_key": "k", "app_secret": "s", "base_urls": "https://a.example, https://b.example",
+            settings: ["app_key": "k", "app_secret": "s", "api_url": "https://a.example, https://b.example",
                        "timeout_seconds": "5", "history_viewer": "bot", "object_names": "order_card=App:OrderMsg",
                        "callback_max_skew_ms": "0"],
             registry: ContentRegistry())
@@ -22,7 +22,7 @@ struct SettingsTests {
     @Test(arguments: [
         (["app_secret": "s"], "app_key"),
         (["app_key": "k", "app_secret": "s", "appkey": "typo"], "appkey"),
-        (["app_key": "k", "app_secret": "s", "base_urls": "ftp://x"], "base_urls"),
+        (["app_key": "k", "app_secret": "s", "api_url": "ftp://x"], "api_url"),
         (["app_key": "k", "app_secret": "s", "timeout_seconds": "soon"], "timeout_seconds"),
         (["app_key": "k", "app_secret": "s", "object_names": "order_card=RC:Order"], "object_names"),
     ])

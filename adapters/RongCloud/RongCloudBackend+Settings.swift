@@ -3,13 +3,13 @@ import IMCore
 
 extension RongCloudBackend.Configuration {
     /// The settings keys a bridge configuration may give a `rongcloud` backend.
-    public static let settingKeys: Set<String> = ["app_key", "app_secret", "base_urls", "timeout_seconds", "history_viewer",
+    public static let settingKeys: Set<String> = ["app_key", "app_secret", "api_url", "timeout_seconds", "history_viewer",
                                                   "object_names", "callback_max_skew_ms"]
 
     /// Reads a bridge configuration's flat settings (`backends.<name>.*` in `bridge.yaml`):
     ///
     /// - `app_key`, `app_secret` (required);
-    /// - `base_urls`: comma-separated, tried in order (default: the China primary and backup hosts);
+    /// - `api_url`: one URL, or several comma-separated tried in order (default: the China primary and backup hosts);
     /// - `timeout_seconds` (default 10); `history_viewer`: whose view group history reads;
     /// - `object_names`: comma-separated `contentType=objectName` pairs for custom types;
     /// - `callback_max_skew_ms`: routing-callback freshness window, `0` disables (default 3600000).
@@ -34,9 +34,9 @@ extension RongCloudBackend.Configuration {
         func list(_ key: String) -> [String] {
             (settings[key] ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
-        let urls = list("base_urls")
+        let urls = list("api_url")
         for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-            throw refuse("base_urls", "'\(url)' is not an http(s) URL")
+            throw refuse("api_url", "'\(url)' is not an http(s) URL")
         }
         var objectNames: [String: String] = [:]
         for pair in list("object_names") {
