@@ -129,4 +129,17 @@ import Testing
             #expect(await rig.sandbox.vendor.users() == [["userId": "alice", "name": "Alice", "portraitUri": "https://x/a.png"]])
         }
     }
+
+    @Test func callbacksStayFreshWhenTheSandboxClockMovesAhead() async throws {
+        try await ConformanceTests.withRig { rig in
+            rig.sandbox.clock.advance(byMs: 2 * 3_600_000)
+            let stream = rig.backend.events()
+            let sent = try await rig.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("later")))
+            let received = await events(rig, stream, count: 1)
+            #expect(received.first?.messageID == sent.id, "signed with wall-clock time, so not refused as stale")
+            guard case .message(let message)? = received.first?.kind else { return }
+            #expect(message.sentAt >= sent.sentAt + 2 * 3_600_000 - 60_000, "msgTimestamp is sandbox time")
+        }
+    }
 }
+

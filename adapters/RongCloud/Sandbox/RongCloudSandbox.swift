@@ -38,7 +38,7 @@ public final class RongCloudSandbox: SandboxVendor {
         rateLimiter = Lenient.bool(options.extra["rate_limits"]) == true ? RongCloudRateLimiter(clock: clock) : nil
         if let url = options.callbackURL {
             let (key, secret) = (options.appKey, options.appSecret)
-            deliverer = CallbackDeliverer { batch in Self.callbackRequest(url: url, appKey: key, secret: secret, clock: clock, batch[0]) }
+            deliverer = CallbackDeliverer { batch in Self.callbackRequest(url: url, appKey: key, secret: secret, batch[0]) }
         } else {
             deliverer = nil
         }
@@ -63,10 +63,12 @@ public final class RongCloudSandbox: SandboxVendor {
         await deliverer?.stop()
     }
 
-    static func callbackRequest(url: String, appKey: String, secret: String, clock: any IMClock,
-                                _ message: WireRoutedMessage) -> OutboundRequest {
+    /// One signed routing POST. The signature's timestamp is wall-clock time, not the sandbox clock: a
+    /// test that moves the sandbox clock forward (recall windows) must not make its callbacks look stale
+    /// to the receiver; `msgTimestamp` in the body stays sandbox time.
+    static func callbackRequest(url: String, appKey: String, secret: String, _ message: WireRoutedMessage) -> OutboundRequest {
         let nonce = String(UInt64.random(in: 0..<UInt64(1e12)))
-        let timestamp = String(clock.nowMs())
+        let timestamp = String(SystemClock().nowMs())
         let query = FormBody(items: [("appKey", appKey), ("nonce", nonce), ("timestamp", timestamp),
                                      ("signature", RongCloudSignature.sign(secret: secret, nonce: nonce, timestamp: timestamp))])
         return .form(url + (url.contains("?") ? "&" : "?") + query.encoded, message.form)
