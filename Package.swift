@@ -8,6 +8,8 @@ let package = Package(
         .library(name: "IMCore", targets: ["IMCore"]),
         .library(name: "IMTesting", targets: ["IMTesting"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
+        // adapter: WuKong
+        .library(name: "WuKong", targets: ["WuKong"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -28,6 +30,9 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // adapter: WuKong
+        .target(name: "WuKong", dependencies: ["IMCore"], path: "adapters/WuKong"),
+        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMTesting"]),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
     ],
