@@ -74,7 +74,7 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
     }
 
     /// Reads the file at `localPath` and keeps its bytes under a `memory://` URL.
-    public func upload(_ attachment: Attachment) async throws -> Attachment {
+    public func upload(_ attachment: MediaAttachment) async throws -> MediaAttachment {
         try capabilities.require(.media)
         guard let path = attachment.pathForUploading else {
             throw IMError(.invalidArgument, "attachment is \(attachment.transferState.rawValue); only needs_upload attachments upload")
@@ -94,7 +94,7 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
     }
 
     /// Writes the bytes behind a `memory://` URL into `directory`.
-    public func download(_ attachment: Attachment, into directory: String) async throws -> Attachment {
+    public func download(_ attachment: MediaAttachment, into directory: String) async throws -> MediaAttachment {
         try capabilities.require(.media)
         guard attachment.needsDownload, let url = attachment.remoteURL else {
             throw IMError(.invalidArgument, "attachment is \(attachment.transferState.rawValue); only needs_download attachments download")

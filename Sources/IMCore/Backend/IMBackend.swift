@@ -52,9 +52,9 @@ public protocol ReadReceipting: IMBackend {
 /// Moving media in and out of the backend's file store.
 public protocol MediaTransferring: IMBackend {
     /// Uploads an attachment in `needsUpload` state; returns it `uploaded` with its remote URL.
-    func upload(_ attachment: Attachment) async throws -> Attachment
+    func upload(_ attachment: MediaAttachment) async throws -> MediaAttachment
     /// Fetches an attachment in `needsDownload` state into `directory`; returns it `downloaded`.
-    func download(_ attachment: Attachment, into directory: String) async throws -> Attachment
+    func download(_ attachment: MediaAttachment, into directory: String) async throws -> MediaAttachment
 }
 
 /// One row of a user's conversation list.

@@ -6,28 +6,28 @@ public struct TextContent: Hashable, Sendable, Codable {
 
 /// A picture. `attachment.width/height` are pixels.
 public struct ImageContent: Hashable, Sendable, Codable {
-    public var attachment: Attachment
-    public init(_ attachment: Attachment) { self.attachment = attachment }
+    public var attachment: MediaAttachment
+    public init(_ attachment: MediaAttachment) { self.attachment = attachment }
 }
 
 /// An animated picture (WuKong type 3, RongCloud `RC:GIFMsg`). Seed 001's GIF defaults a missing
 /// width/height to 100 when decoding; that default lives in the codec/mapping, not here.
 public struct GIFContent: Hashable, Sendable, Codable {
-    public var attachment: Attachment
-    public init(_ attachment: Attachment) { self.attachment = attachment }
+    public var attachment: MediaAttachment
+    public init(_ attachment: MediaAttachment) { self.attachment = attachment }
 }
 
 /// A voice clip; `attachment.durationMs` is its length.
 public struct VoiceContent: Hashable, Sendable, Codable {
-    public var attachment: Attachment
-    public init(_ attachment: Attachment) { self.attachment = attachment }
+    public var attachment: MediaAttachment
+    public init(_ attachment: MediaAttachment) { self.attachment = attachment }
 }
 
 /// A video with an optional cover picture.
 public struct VideoContent: Hashable, Sendable, Codable {
-    public var attachment: Attachment
-    public var cover: Attachment?
-    public init(_ attachment: Attachment, cover: Attachment? = nil) {
+    public var attachment: MediaAttachment
+    public var cover: MediaAttachment?
+    public init(_ attachment: MediaAttachment, cover: MediaAttachment? = nil) {
         self.attachment = attachment
         self.cover = cover
     }
@@ -35,9 +35,9 @@ public struct VideoContent: Hashable, Sendable, Codable {
 
 /// A file; `name` is what the user sees.
 public struct FileContent: Hashable, Sendable, Codable {
-    public var attachment: Attachment
+    public var attachment: MediaAttachment
     public var name: String
-    public init(_ attachment: Attachment, name: String) {
+    public init(_ attachment: MediaAttachment, name: String) {
         self.attachment = attachment
         self.name = name
     }

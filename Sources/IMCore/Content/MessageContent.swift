@@ -76,7 +76,7 @@ public enum MessageContent: Hashable, Sendable, Codable {
     }
 
     /// Media this content carries, in a stable order (for custom contents, the order the type lists them).
-    public var attachments: [Attachment] {
+    public var attachments: [MediaAttachment] {
         switch self {
         case .image(let content): [content.attachment]
         case .gif(let content): [content.attachment]

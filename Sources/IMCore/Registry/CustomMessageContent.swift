@@ -16,15 +16,15 @@ public protocol CustomMessageContent: Codable, Sendable, Hashable {
     var digest: String { get }
     var searchableText: String { get }
     func validate() throws
-    var attachments: [Attachment] { get }
-    func replacingAttachments(_ attachments: [Attachment]) -> Self
+    var attachments: [MediaAttachment] { get }
+    func replacingAttachments(_ attachments: [MediaAttachment]) -> Self
 }
 
 extension CustomMessageContent {
     public var searchableText: String { digest }
     public func validate() throws {}
-    public var attachments: [Attachment] { [] }
-    public func replacingAttachments(_ attachments: [Attachment]) -> Self { self }
+    public var attachments: [MediaAttachment] { [] }
+    public func replacingAttachments(_ attachments: [MediaAttachment]) -> Self { self }
 }
 
 /// A custom content as it travels: its type name, its payload text, and — when the type is registered —
@@ -76,17 +76,17 @@ public struct CustomContent: Hashable, Sendable, Codable {
     /// The registered type's digest; `[<typeName>]` for an unregistered one.
     public var digest: String { value?.digest ?? "[\(typeName)]" }
     public var searchableText: String { value?.searchableText ?? "" }
-    public var attachments: [Attachment] { value?.attachments ?? [] }
+    public var attachments: [MediaAttachment] { value?.attachments ?? [] }
 
     public func validate() throws { try value?.validate() }
 
     /// The same content with its media replaced (see `CustomMessageContent.replacingAttachments`).
-    public func replacingAttachments(_ attachments: [Attachment]) -> CustomContent {
+    public func replacingAttachments(_ attachments: [MediaAttachment]) -> CustomContent {
         guard let value else { return self }
         return Self.rewrap(value, attachments)
     }
 
-    private static func rewrap<T: CustomMessageContent>(_ value: T, _ attachments: [Attachment]) -> CustomContent {
+    private static func rewrap<T: CustomMessageContent>(_ value: T, _ attachments: [MediaAttachment]) -> CustomContent {
         CustomContent(value.replacingAttachments(attachments))
     }
 

@@ -5,7 +5,7 @@
 /// the remote URL is set (`updateAttachmentURL:`) and it is `uploaded`. A received attachment
 /// `needsDownload` from `remoteURL`; once fetched to `localPath` it is `downloaded`.
 /// Only the transitions below are allowed, so a bridge can tell what still has to move.
-public struct Attachment: Hashable, Sendable, Codable {
+public struct MediaAttachment: Hashable, Sendable, Codable {
     public enum TransferState: String, Hashable, Sendable, Codable {
         case needsUpload = "needs_upload"
         case uploaded
@@ -45,13 +45,13 @@ public struct Attachment: Hashable, Sendable, Codable {
     }
 
     /// A remote attachment as a codec sees it on the wire.
-    public static func remote(_ url: String, mimeType: String? = nil, size: Int64? = nil) -> Attachment {
-        Attachment(remoteURL: url, mimeType: mimeType, size: size, transferState: .needsDownload)
+    public static func remote(_ url: String, mimeType: String? = nil, size: Int64? = nil) -> MediaAttachment {
+        MediaAttachment(remoteURL: url, mimeType: mimeType, size: size, transferState: .needsDownload)
     }
 
     /// A local file that has to be uploaded before the message can be sent.
-    public static func local(_ path: String, mimeType: String? = nil, size: Int64? = nil) -> Attachment {
-        Attachment(localPath: path, mimeType: mimeType, size: size, transferState: .needsUpload)
+    public static func local(_ path: String, mimeType: String? = nil, size: Int64? = nil) -> MediaAttachment {
+        MediaAttachment(localPath: path, mimeType: mimeType, size: size, transferState: .needsUpload)
     }
 
     public var needsUpload: Bool { transferState == .needsUpload }
@@ -80,7 +80,7 @@ public struct Attachment: Hashable, Sendable, Codable {
 
     /// The same media, re-hosted at another URL (what a bridge does with `media: rehost`); it is then
     /// a received attachment again from the target's point of view.
-    public func rehosted(at url: String) -> Attachment {
+    public func rehosted(at url: String) -> MediaAttachment {
         var copy = self
         copy.remoteURL = url
         copy.localPath = nil
