@@ -3,12 +3,15 @@ import PackageDescription
 
 let package = Package(
     name: "IMBridge",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
+        .executable(name: "imbridge", targets: ["imbridge"]),
         .library(name: "IMCore", targets: ["IMCore"]),
         .library(name: "IMTesting", targets: ["IMTesting"]),
+        .library(name: "IMHTTP", targets: ["IMHTTP"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
-        // adapter: WuKong
+        .library(name: "IMStore", targets: ["IMStore"]),
+        // adapters: add library products here
         .library(name: "WuKong", targets: ["WuKong"]),
     ],
     dependencies: [
@@ -16,25 +19,37 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
-        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .target(name: "IMCore"),
         .target(name: "IMTesting", dependencies: ["IMCore"]),
-        .target(name: "IMSandbox", dependencies: [
+        .target(name: "IMHTTP", dependencies: [
             "IMCore",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "AsyncHTTPClient", package: "async-http-client"),
             .product(name: "Crypto", package: "swift-crypto"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        // adapter: WuKong
-        .target(name: "WuKong", dependencies: ["IMCore"], path: "adapters/WuKong"),
-        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMTesting"]),
+        .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP"]),
+        .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .executableTarget(name: "imbridge", dependencies: [
+            "IMCore", "IMHTTP", "IMSandbox",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            // adapters: add "<Name>" here
+            "WuKong",
+        ]),
+        // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
+        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/WuKong"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
+        .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
+        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
+        // adapter test targets here
+        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

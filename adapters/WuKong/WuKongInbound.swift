@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 
 /// A raw HTTP request as the bridge's HTTP server received it.
 public struct WuKongWebhookRequest: Sendable {
@@ -55,7 +56,7 @@ public struct WuKongInbound: Sendable {
         let query = Self.parseQuery(request.query)
         if let secret {
             let given = query[Self.secretQueryKey] ?? request.header(Self.secretHeader) ?? ""
-            guard Self.constantTimeEqual(given, secret) else {
+            guard Hashing.constantTimeEquals(given, secret) else {
                 throw IMError(.authenticationFailed, "WuKong webhook: missing or wrong shared secret",
                               details: ["http_status": "401"])
             }
@@ -98,14 +99,5 @@ public struct WuKongInbound: Sendable {
             if result[key] == nil { result[key] = value }
         }
         return result
-    }
-
-    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
-        let x = Array(a.utf8), y = Array(b.utf8)
-        var diff = UInt8(x.count == y.count ? 0 : 1)
-        for i in 0..<max(x.count, y.count) {
-            diff |= (i < x.count ? x[i] : 0) ^ (i < y.count ? y[i] : 0)
-        }
-        return diff == 0
     }
 }

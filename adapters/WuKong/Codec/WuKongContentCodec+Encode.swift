@@ -4,8 +4,7 @@ import IMCore
 extension WuKongContentCodec {
     /// The payload JSON object for a content plus the common keys; `extras` are a message's
     /// `vendorExtras` (only `entities`, `payload_fields` and `reply` are read).
-    /// Throws `unsupported` for another vendor's unsupported payload and `unknown_content_type` for a
-    /// custom type with no WuKong type number.
+    /// Throws `unsupported` for another vendor's unsupported payload.
     public func encode(_ content: MessageContent, mentions: Mentions = Mentions(), reply: ReplyRef? = nil,
                        extras: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
         var object: [String: JSONValue]
@@ -20,8 +19,9 @@ extension WuKongContentCodec {
             return raw
         case .custom(let custom):
             guard let type = customTypes.first(where: { $0.value == custom.typeName })?.key else {
-                throw IMError(.unknownContentType, "custom type '\(custom.typeName)' has no WuKong type number; add it to customTypes",
-                              details: ["content_type": custom.typeName])
+                object = ["type": .int(Int64(WKContentType.imbridgeCustom)), "content_type": .string(custom.typeName),
+                          "data": .string(custom.payload)]
+                break
             }
             guard case .object(let fields)? = custom.json else {
                 throw IMError(.invalidContent, "payload of '\(custom.typeName)' must be a JSON object to travel on WuKong")
@@ -69,7 +69,7 @@ extension WuKongContentCodec {
     }
 
     static func encodeBuiltin(_ content: MessageContent) throws -> [String: JSONValue] {
-        func media(_ type: Int, _ a: Attachment) -> [String: JSONValue] {
+        func media(_ type: Int, _ a: MediaAttachment) -> [String: JSONValue] {
             var o: [String: JSONValue] = ["type": .int(Int64(type)), "url": .string(a.remoteURL ?? "")]
             if let width = a.width { o["width"] = .int(Int64(width)) }
             if let height = a.height { o["height"] = .int(Int64(height)) }

@@ -6,8 +6,10 @@ import IMCore
 /// Rules:
 /// - Types 1–8, 99 and 1000–2000 map to the neutral built-ins (seconds → milliseconds for voice and
 ///   video durations). 11, 12, 13 and the app's `customTypes` become `.custom` through the
-///   `ContentRegistry` (payload = the JSON without `type`/`mention`/`reply`, sorted keys). Anything
-///   else is `.unsupported` keeping the received payload text, written back byte for byte.
+///   `ContentRegistry` (payload = the JSON without `type`/`mention`/`reply`, sorted keys). Custom
+///   types with no number travel as type 10000 `{"content_type":name,"data":"<payload text>"}`, so
+///   their payload text survives byte for byte. Anything else is `.unsupported` keeping the received
+///   payload text, written back byte for byte.
 /// - Common keys: `mention` ⇄ `Mentions`, `reply` ⇄ `ReplyRef`; `entities` and any key the neutral
 ///   model has no home for are kept in `vendorExtras` (`entities`, `payload_fields`, `reply`) and
 ///   written back, so wire → neutral → wire is exact.
@@ -49,7 +51,12 @@ public struct WuKongContentCodec: Sendable {
         var extras: [String: JSONValue] = [:]
         let reply = try replyJSON.flatMap { try decodeReply($0, extras: &extras) }
         let content: MessageContent
-        if let name = customTypes[type] {
+        if type == WKContentType.imbridgeCustom, let name = rest["content_type"]?.stringValue,
+           let data = rest["data"]?.stringValue {
+            content = .custom(try registry.decode(typeName: name, payload: data))
+            rest["content_type"] = nil
+            rest["data"] = nil
+        } else if let name = customTypes[type] {
             content = .custom(try registry.decode(typeName: name, payload: JSONValue.object(rest).jsonString()))
             rest = [:]
         } else if let builtin = try Self.decodeBuiltin(type, &rest) {
@@ -90,8 +97,8 @@ public struct WuKongContentCodec: Sendable {
         func take(_ key: String) -> JSONValue? { rest.removeValue(forKey: key) }
         func string(_ key: String) -> String? { take(key)?.stringValue }
         func int(_ key: String) -> Int64? { take(key)?.int64Value }
-        func media() -> Attachment {
-            var attachment = Attachment.remote(string("url") ?? "")
+        func media() -> MediaAttachment {
+            var attachment = MediaAttachment.remote(string("url") ?? "")
             attachment.width = int("width").map(Int.init)
             attachment.height = int("height").map(Int.init)
             return attachment
@@ -104,14 +111,14 @@ public struct WuKongContentCodec: Sendable {
         case WKContentType.gif:
             return .gif(GIFContent(media()))
         case WKContentType.voice:
-            var attachment = Attachment.remote(string("url") ?? "")
+            var attachment = MediaAttachment.remote(string("url") ?? "")
             attachment.durationMs = int("timeTrad").map { $0 * 1000 }
             return .voice(VoiceContent(attachment))
         case WKContentType.video:
             var attachment = media()
             attachment.size = int("size")
             attachment.durationMs = int("second").map { $0 * 1000 }
-            let cover = string("cover").map { Attachment.remote($0) }
+            let cover = string("cover").map { MediaAttachment.remote($0) }
             return .video(VideoContent(attachment, cover: cover))
         case WKContentType.location:
             guard let lat = (take("lat") ?? take("latitude"))?.doubleValue,
@@ -123,7 +130,7 @@ public struct WuKongContentCodec: Sendable {
         case WKContentType.card:
             return .card(CardContent(userID: UserID(string("uid") ?? ""), name: string("name") ?? "", avatar: string("avatar")))
         case WKContentType.file:
-            var attachment = Attachment.remote(string("url") ?? "")
+            var attachment = MediaAttachment.remote(string("url") ?? "")
             attachment.size = int("size")
             return .file(FileContent(attachment, name: string("name") ?? ""))
         case WKContentType.cmd:

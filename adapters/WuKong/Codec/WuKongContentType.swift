@@ -17,6 +17,10 @@ public enum WKContentType {
     /// The plain tip notice, used for notices from other vendors.
     public static let tip = 2000
 
+    /// IMBridge's carrier for custom types that have no WuKong number of their own (IMBridge's choice):
+    /// `{"type":10000,"content_type":"<name>","data":"<exact payload text>"}`.
+    public static let imbridgeCustom = 10000
+
     /// WuKong types the codec carries as `.custom` under these names by default (an app may register
     /// a `CustomMessageContent` with the same `contentType` to get typed values).
     public static let defaultCustomTypes: [Int: String] = [

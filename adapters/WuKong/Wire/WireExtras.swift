@@ -19,6 +19,9 @@ public struct WKMessageExtra: Codable, Hashable, Sendable {
     public var voiceStatus: Int?
     public var readed: Int?
     public var readedCount: Int?
+    /// Members who have not read it yet. Read by the SDKs, not in the TSDD struct (UNCONFIRMED);
+    /// IMBridge's sandbox sends it.
+    public var unreadCount: Int?
     public var readedAt: Int64?
     public var isMutualDeleted: Int?
     public var isPinned: Int?
@@ -36,7 +39,7 @@ public struct WKMessageExtra: Codable, Hashable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case messageID = "message_id", messageIDStr = "message_id_str", messageSeq = "message_seq", revoke, revoker
-        case voiceStatus = "voice_status", readed, readedCount = "readed_count", readedAt = "readed_at"
+        case voiceStatus = "voice_status", readed, readedCount = "readed_count", unreadCount = "unread_count", readedAt = "readed_at"
         case isMutualDeleted = "is_mutual_deleted", isPinned = "is_pinned", contentEdit = "content_edit"
         case editedAt = "edited_at", extraVersion = "extra_version", extra
     }
@@ -55,6 +58,7 @@ public struct WKMessageExtra: Codable, Hashable, Sendable {
         voiceStatus = (try c.lenientInt64(.voiceStatus)).map { Int($0) }
         readed = (try c.lenientInt64(.readed)).map { Int($0) }
         readedCount = (try c.lenientInt64(.readedCount)).map { Int($0) }
+        unreadCount = (try c.lenientInt64(.unreadCount)).map { Int($0) }
         readedAt = try c.lenientInt64(.readedAt)
         isMutualDeleted = (try c.lenientInt64(.isMutualDeleted)).map { Int($0) }
         isPinned = (try c.lenientInt64(.isPinned)).map { Int($0) }
@@ -80,6 +84,7 @@ public struct WKMessageExtra: Codable, Hashable, Sendable {
         try c.encodeNonZero(voiceStatus.map(Int64.init), forKey: .voiceStatus)
         try c.encodeNonZero(readed.map(Int64.init), forKey: .readed)
         try c.encodeNonZero(readedCount.map(Int64.init), forKey: .readedCount)
+        try c.encodeIfPresent(unreadCount, forKey: .unreadCount)
         try c.encodeNonZero(readedAt, forKey: .readedAt)
         try c.encodeNonZero(isMutualDeleted.map(Int64.init), forKey: .isMutualDeleted)
         try c.encodeNonZero(isPinned.map(Int64.init), forKey: .isPinned)

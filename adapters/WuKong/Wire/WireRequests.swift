@@ -279,3 +279,26 @@ public struct WKStatus: Codable, Hashable, Sendable {
         msg = try c.lenientString(.msg)
     }
 }
+
+/// `POST /messages`: look messages up by seq, id or client number; reply shaped like messagesync.
+public struct WKLookupRequest: Codable, Hashable, Sendable {
+    public var loginUID: String?
+    public var channelID: String
+    public var channelType: UInt8
+    public var messageSeqs: [UInt64]?
+    public var messageIDs: [Int64]?
+    public var clientMsgNos: [String]?
+    public init(loginUID: String?, channelID: String, channelType: UInt8, messageSeqs: [UInt64]? = nil,
+                messageIDs: [Int64]? = nil, clientMsgNos: [String]? = nil) {
+        self.loginUID = loginUID
+        self.channelID = channelID
+        self.channelType = channelType
+        self.messageSeqs = messageSeqs
+        self.messageIDs = messageIDs
+        self.clientMsgNos = clientMsgNos
+    }
+    enum CodingKeys: String, CodingKey {
+        case loginUID = "login_uid", channelID = "channel_id", channelType = "channel_type", messageSeqs = "message_seqs"
+        case messageIDs = "message_ids", clientMsgNos = "client_msg_nos"
+    }
+}

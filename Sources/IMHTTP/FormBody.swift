@@ -1,0 +1,111 @@
+import Foundation
+
+/// `application/x-www-form-urlencoded` bodies and query strings.
+///
+/// Parsing is lenient, as vendor SDKs in the wild need: `+` is a space, malformed `%` escapes are kept
+/// literally, keys without `=` have an empty value, empty pairs are skipped, repeated keys are kept in
+/// order. Encoding is strict (RFC 3986 unreserved characters only, space as `%20`).
+public struct FormBody: Sendable {
+    public var items: [(name: String, value: String)]
+
+    public init(items: [(name: String, value: String)] = []) {
+        self.items = items
+    }
+
+    /// The first value of `name`.
+    public subscript(name: String) -> String? { items.first { $0.name == name }?.value }
+
+    /// The first value of any key equal to `name` ignoring case (NIM's `pushcontent` / `pushContent`).
+    public func value(caseInsensitive name: String) -> String? {
+        items.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+    }
+
+    /// Every value of a repeated key (`toUserId=a&toUserId=b`).
+    public func values(_ name: String) -> [String] { items.filter { $0.name == name }.map(\.value) }
+
+    public mutating func append(_ name: String, _ value: String) { items.append((name, value)) }
+
+    public mutating func append(_ name: String, _ value: String?) {
+        if let value { items.append((name, value)) }
+    }
+
+    public var encoded: String { Self.encode(items) }
+
+    public static func parse(_ text: String) -> [(name: String, value: String)] {
+        text.split(separator: "&", omittingEmptySubsequences: true).map { pair in
+            if let equals = pair.firstIndex(of: "=") {
+                return (decode(pair[..<equals]), decode(pair[pair.index(after: equals)...]))
+            }
+            return (decode(pair[...]), "")
+        }
+    }
+
+    public static func encode(_ items: [(name: String, value: String)]) -> String {
+        items.map { "\(escape($0.name))=\(escape($0.value))" }.joined(separator: "&")
+    }
+
+    private static let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+    public static func escape(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    static func decode(_ part: Substring) -> String {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(part.utf8.count)
+        var iterator = Array(part.utf8)[...]
+        while let byte = iterator.popFirst() {
+            switch byte {
+            case UInt8(ascii: "+"):
+                bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                if iterator.count >= 2, let high = hexValue(iterator[iterator.startIndex]),
+                   let low = hexValue(iterator[iterator.startIndex + 1]) {
+                    bytes.append(high << 4 | low)
+                    iterator = iterator.dropFirst(2)
+                } else {
+                    bytes.append(byte)
+                }
+            default:
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+/// Lenient readings of values vendors spell in several ways.
+public enum Lenient {
+    /// `true`/`True`/`TRUE`/`1`/`yes` → true; `false`/`False`/`0`/`no` → false; anything else → nil.
+    public static func bool(_ text: String?) -> Bool? {
+        guard let text = text?.trimmingCharacters(in: .whitespaces).lowercased() else { return nil }
+        switch text {
+        case "true", "1", "yes": return true
+        case "false", "0", "no": return false
+        default: return nil
+        }
+    }
+
+    /// An integer from `"42"`, `"42.0"` or `" 42 "`; nil otherwise.
+    public static func int64(_ text: String?) -> Int64? {
+        guard let text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        if let value = Int64(text) { return value }
+        if let double = Double(text), double == double.rounded() { return Int64(exactly: double) }
+        return nil
+    }
+
+    /// A Unix time given in seconds (10 digits) or milliseconds (13 digits), as milliseconds.
+    public static func epochMs(_ text: String?) -> Int64? {
+        guard let value = int64(text) else { return nil }
+        return value < 100_000_000_000 ? value * 1000 : value
+    }
+}

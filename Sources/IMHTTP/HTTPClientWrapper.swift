@@ -1,0 +1,63 @@
+import AsyncHTTPClient
+import Foundation
+import IMCore
+import NIOCore
+import NIOHTTP1
+
+/// An outgoing request as plain values.
+public struct OutboundRequest: Sendable {
+    public var method: String
+    public var url: String
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]?
+
+    public init(method: String = "POST", url: String, headers: [(name: String, value: String)] = [], body: [UInt8]? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
+
+    /// A form POST (`application/x-www-form-urlencoded; charset=utf-8`).
+    public static func form(_ url: String, _ form: FormBody, headers: [(name: String, value: String)] = []) -> OutboundRequest {
+        OutboundRequest(url: url, headers: headers + [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")],
+                        body: Array(form.encoded.utf8))
+    }
+
+    /// A JSON POST.
+    public static func json(_ url: String, _ body: Data, headers: [(name: String, value: String)] = []) -> OutboundRequest {
+        OutboundRequest(url: url, headers: headers + [("Content-Type", "application/json; charset=utf-8")], body: Array(body))
+    }
+}
+
+/// Sends requests over AsyncHTTPClient and returns plain responses.
+///
+/// Contract: an HTTP answer of any status is returned, not thrown (the adapter maps vendor envelopes);
+/// a transport failure (connection refused, reset, timeout) throws a retryable `IMError(.unavailable)`
+/// or `.timeout`. The shared AsyncHTTPClient instance is used; nothing to shut down.
+public struct HTTPClientWrapper: Sendable {
+    public var timeout: TimeAmount
+    public var maxResponseBytes: Int
+
+    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20) {
+        self.timeout = .seconds(timeoutSeconds)
+        self.maxResponseBytes = maxResponseBytes
+    }
+
+    public func send(_ request: OutboundRequest) async throws -> HTTPResponseData {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        do {
+            let response = try await HTTPClient.shared.execute(outgoing, timeout: timeout)
+            let body = try await response.body.collect(upTo: maxResponseBytes)
+            return HTTPResponseData(status: Int(response.status.code),
+                                    headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
+            throw IMError(.timeout, "\(request.method) \(request.url) timed out", isRetryable: true)
+        } catch {
+            throw IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true)
+        }
+    }
+}

@@ -1,0 +1,29 @@
+import Crypto
+import Foundation
+
+/// The digests vendors sign with, as lowercase hex.
+public enum Hashing {
+    public static func sha1Hex(_ text: String) -> String { hex(Insecure.SHA1.hash(data: Array(text.utf8))) }
+    public static func sha1Hex(_ bytes: [UInt8]) -> String { hex(Insecure.SHA1.hash(data: bytes)) }
+    public static func md5Hex(_ bytes: [UInt8]) -> String { hex(Insecure.MD5.hash(data: bytes)) }
+    public static func md5Hex(_ text: String) -> String { md5Hex(Array(text.utf8)) }
+    public static func sha256Hex(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
+
+    public static func hmacSHA256Hex(key: String, _ text: String) -> String {
+        let code = HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: SymmetricKey(data: Array(key.utf8)))
+        return hex(code)
+    }
+
+    /// Compares two signatures in time independent of where they differ.
+    public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
+        let x = Array(a.utf8), y = Array(b.utf8)
+        guard x.count == y.count else { return false }
+        var difference: UInt8 = 0
+        for index in x.indices { difference |= x[index] ^ y[index] }
+        return difference == 0
+    }
+
+    static func hex(_ digest: some Sequence<UInt8>) -> String {
+        digest.map { String(format: "%02x", $0) }.joined()
+    }
+}

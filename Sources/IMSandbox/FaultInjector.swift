@@ -1,0 +1,73 @@
+import Foundation
+import IMCore
+import Synchronization
+
+/// Injected failures (`POST /_sandbox/faults`): the next `count` requests whose path starts with
+/// `path_prefix` fail with `status` (and `vendor_code` in the vendor's envelope); `latency_ms` delays
+/// every vendor request. Rules apply in the order they were added; `DELETE /_sandbox/faults` clears all.
+public final class FaultInjector: Sendable {
+    public struct Rule: Codable, Sendable, Equatable {
+        public var status: Int
+        public var vendorCode: Int?
+        public var count: Int
+        public var pathPrefix: String?
+        public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil) {
+            self.status = status
+            self.vendorCode = vendorCode
+            self.count = count
+            self.pathPrefix = pathPrefix
+        }
+        enum CodingKeys: String, CodingKey {
+            case status, count
+            case vendorCode = "vendor_code"
+            case pathPrefix = "path_prefix"
+        }
+    }
+
+    private let state = Mutex<(rules: [Rule], latencyMs: Int64, injected: Int)>(([], 0, 0))
+
+    public init() {}
+
+    /// Adds what a `POST /_sandbox/faults` body asks for: a rule (`status` present) and/or a latency.
+    public func configure(_ body: JSONValue) throws {
+        let latency = body["latency_ms"]?.int64Value
+        var rule: Rule?
+        if let status = body["status"]?.int64Value {
+            guard (100...599).contains(status) else { throw IMError(.invalidArgument, "status \(status) is not an HTTP status") }
+            let count = body["count"]?.int64Value ?? 1
+            guard count > 0 else { throw IMError(.invalidArgument, "count must be positive") }
+            rule = Rule(status: Int(status), vendorCode: body["vendor_code"]?.int64Value.map { Int($0) }, count: Int(count),
+                        pathPrefix: body["path_prefix"]?.stringValue)
+        }
+        guard rule != nil || latency != nil else {
+            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix) or `latency_ms`")
+        }
+        state.withLock { state in
+            if let rule { state.rules.append(rule) }
+            if let latency { state.latencyMs = max(0, latency) }
+        }
+    }
+
+    public func add(_ rule: Rule) { state.withLock { $0.rules.append(rule) } }
+
+    public func clear() { state.withLock { $0 = ([], 0, $0.injected) } }
+
+    /// Consumes one matching rule for `path`, if any.
+    public func take(for path: String) -> Rule? {
+        state.withLock { state in
+            guard let index = state.rules.firstIndex(where: { path.hasPrefix($0.pathPrefix ?? "") }) else { return nil }
+            let rule = state.rules[index]
+            state.rules[index].count -= 1
+            if state.rules[index].count == 0 { state.rules.remove(at: index) }
+            state.injected += 1
+            return rule
+        }
+    }
+
+    public var latencyMs: Int64 { state.withLock { $0.latencyMs } }
+
+    /// Faults injected so far.
+    public var injectedCount: Int { state.withLock { $0.injected } }
+
+    public var pendingRules: [Rule] { state.withLock { $0.rules } }
+}

@@ -1,0 +1,95 @@
+import IMCore
+import IMHTTP
+
+/// Settings every sandbox takes (`imbridge sandbox <vendor> …`). `extra` carries vendor-specific
+/// `--option key=value` pairs (a WuKong manager token, a webhook secret …).
+public struct SandboxOptions: Sendable {
+    public var host: String
+    public var port: Int
+    public var appKey: String
+    public var appSecret: String
+    public var callbackURL: String?
+    /// A SQLite file to keep state in; nil keeps it in memory.
+    public var statePath: String?
+    public var extra: [String: String]
+
+    public init(host: String = "127.0.0.1", port: Int = 0, appKey: String = "sandbox-app-key",
+                appSecret: String = "sandbox-app-secret", callbackURL: String? = nil, statePath: String? = nil,
+                extra: [String: String] = [:]) {
+        self.host = host
+        self.port = port
+        self.appKey = appKey
+        self.appSecret = appSecret
+        self.callbackURL = callbackURL
+        self.statePath = statePath
+        self.extra = extra
+    }
+}
+
+/// One vendor's emulated server API. `SandboxServer` serves it and adds the `/_sandbox/` namespace
+/// (introspection, faults, clock) in front of it, so a vendor only implements its own API.
+public protocol SandboxVendor: Sendable {
+    /// Handles a request to the vendor's API (never one under `/_sandbox/`).
+    func handle(_ request: HTTPRequestData) async -> HTTPResponseData
+    /// Every stored message in order (`GET /_sandbox/messages`).
+    func messages() async -> [SandboxMessageRecord]
+    /// Known users as JSON objects (`GET /_sandbox/users`).
+    func users() async -> [JSONValue]
+    /// Forgets all state (`POST /_sandbox/reset`).
+    func reset() async
+    /// The vendor's own error answer for an injected fault: the HTTP status and, if given, the vendor code
+    /// in the vendor's envelope (RongCloud `{"code":1008,…}` with 429, NIM `{"code":416}` with 200 …).
+    func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData
+    /// Vendor-specific introspection under `/_sandbox/` (nil: not found).
+    func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData?
+}
+
+extension SandboxVendor {
+    public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? { nil }
+}
+
+/// A stored message as `GET /_sandbox/messages` shows it (ADAPTER-CONTRACT §2): the same fields for
+/// every vendor, so tests and migration checks compare sandboxes without knowing their wire formats.
+public struct SandboxMessageRecord: Codable, Hashable, Sendable {
+    public var id: String
+    /// `direct`, `group` or `chatroom`.
+    public var conversationType: String
+    /// For direct: the two users sorted and comma-joined (as `ConversationRef.direct`); else the group/room id.
+    public var conversationID: String
+    public var from: String
+    public var to: String
+    public var sentAtMs: Int64
+    /// text, image, gif, voice, video, file, location, card, custom, notice, command.
+    public var kind: String
+    /// The text, or the digest for other kinds.
+    public var text: String
+    public var recalled: Bool
+    public var edited: Bool
+    public var expansion: [String: String]
+    /// The vendor-shaped stored object.
+    public var raw: JSONValue
+
+    public init(id: String, conversationType: String, conversationID: String, from: String, to: String, sentAtMs: Int64,
+                kind: String, text: String, recalled: Bool = false, edited: Bool = false, expansion: [String: String] = [:],
+                raw: JSONValue) {
+        self.id = id
+        self.conversationType = conversationType
+        self.conversationID = conversationID
+        self.from = from
+        self.to = to
+        self.sentAtMs = sentAtMs
+        self.kind = kind
+        self.text = text
+        self.recalled = recalled
+        self.edited = edited
+        self.expansion = expansion
+        self.raw = raw
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case id, from, to, kind, text, recalled, edited, expansion, raw
+        case conversationType = "conversation_type"
+        case conversationID = "conversation_id"
+        case sentAtMs = "sent_at_ms"
+    }
+}

@@ -1,0 +1,10 @@
+import ArgumentParser
+
+@main
+struct IMBridgeCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "imbridge",
+        abstract: "One neutral API over WuKongIM, RongCloud, NetEase NIM and JMessage; bridges and sandboxes for them.",
+        version: "0.1.0",
+        subcommands: [SandboxCommand.self])
+}

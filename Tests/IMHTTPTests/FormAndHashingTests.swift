@@ -1,0 +1,52 @@
+import IMHTTP
+import Testing
+
+@Suite struct FormBodyTests {
+    @Test func parsesRepeatedKeysAndLenientEscapes() {
+        let form = FormBody(items: FormBody.parse("toUserId=a&toUserId=b&content=%7B%22x%22%3A1%7D&name=hello+world&bad=100%&flag&&k=%E4%B8%AD"))
+        #expect(form.values("toUserId") == ["a", "b"])
+        #expect(form["content"] == #"{"x":1}"#)
+        #expect(form["name"] == "hello world")
+        #expect(form["bad"] == "100%")
+        #expect(form["flag"] == "")
+        #expect(form["k"] == "中")
+        #expect(form.value(caseInsensitive: "NAME") == "hello world")
+    }
+
+    @Test func encodesStrictlyAndRoundTrips() {
+        let items = [("content", #"{"a":"b c&d=e+f"}"#), ("to", "u 1"), ("to", "中")]
+        let encoded = FormBody.encode(items)
+        #expect(!encoded.contains(" ") && !encoded.contains("+") && encoded.hasPrefix("content=%7B%22a%22"))
+        let back = FormBody.parse(encoded)
+        #expect(back.map(\.name) == items.map(\.0) && back.map(\.value) == items.map(\.1))
+    }
+
+    @Test(arguments: [("true", true), ("True", true), ("1", true), ("FALSE", false), ("0", false)])
+    func lenientBooleans(text: String, value: Bool) {
+        #expect(Lenient.bool(text) == value)
+    }
+
+    @Test func lenientNumbersAndEpochs() {
+        #expect(Lenient.bool("maybe") == nil)
+        #expect(Lenient.int64(" 42 ") == 42)
+        #expect(Lenient.int64("42.0") == 42)
+        #expect(Lenient.int64("4.5") == nil)
+        #expect(Lenient.epochMs("1408710653") == 1_408_710_653_000)
+        #expect(Lenient.epochMs("1408710653000") == 1_408_710_653_000)
+    }
+}
+
+@Suite struct HashingTests {
+    /// RongCloud's documented signature example (secret + nonce + timestamp).
+    @Test func sha1MatchesTheVendorTestVectors() {
+        #expect(Hashing.sha1Hex("Y1W2MeFwwwRxa0" + "14314" + "1408710653000") == "30be0bbca9c9b2e27578701e9fda2358a814c88f")
+        #expect(Hashing.sha1Hex("secret" + "95493253" + "1795258879") == "5c772994e494a96a6f14c4427dd7ae820f4ac41e")
+    }
+
+    @Test func md5AndConstantTimeCompare() {
+        #expect(Hashing.md5Hex("") == "d41d8cd98f00b204e9800998ecf8427e")
+        #expect(Hashing.constantTimeEquals("abc", "abc"))
+        #expect(!Hashing.constantTimeEquals("abc", "abd"))
+        #expect(!Hashing.constantTimeEquals("abc", "abcd"))
+    }
+}

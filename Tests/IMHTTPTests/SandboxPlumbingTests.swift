@@ -1,0 +1,124 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+import Synchronization
+import Testing
+
+/// A toy vendor: `POST /send` with a form `text` stores a message; errors use `{"err":N}`.
+final class EchoVendor: SandboxVendor {
+    let stored = Mutex<[SandboxMessageRecord]>([])
+    let clock: SandboxClock
+    init(clock: SandboxClock) { self.clock = clock }
+
+    func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
+        guard request.normalizedPath == "/send", let text = request.form["text"] else { return .json(["err": 404], status: 404) }
+        let record = stored.withLock { list in
+            let record = SandboxMessageRecord(id: "e\(list.count + 1)", conversationType: "group", conversationID: "g", from: "u",
+                                              to: "g", sentAtMs: clock.nowMs(), kind: "text", text: text, raw: ["text": .string(text)])
+            list.append(record)
+            return record
+        }
+        return .json(["id": record.id])
+    }
+    func messages() async -> [SandboxMessageRecord] { stored.withLock { $0 } }
+    func users() async -> [JSONValue] { [["id": "u"]] }
+    func reset() async { stored.withLock { $0.removeAll() } }
+    func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData { .json(["err": vendorCode ?? status], status: status) }
+}
+
+@Suite struct SandboxPlumbingTests {
+    let http = HTTPClientWrapper(timeoutSeconds: 5)
+
+    func post(_ url: String, form: [(String, String)] = [], json: String? = nil, method: String = "POST") async throws -> HTTPResponseData {
+        if let json { return try await http.send(.json(url, Data(json.utf8))) }
+        var request = OutboundRequest.form(url, FormBody(items: form))
+        request.method = method
+        return try await http.send(request)
+    }
+
+    @Test func servesTheVendorAndTheSandboxNamespace() async throws {
+        let clock = SandboxClock()
+        let server = SandboxServer(vendor: EchoVendor(clock: clock), clock: clock)
+        let port = try await server.start()
+        #expect(port > 0 && server.baseURL == "http://127.0.0.1:\(port)")
+        let base = server.baseURL
+        let sent = try await post(base + "/send/", form: [("text", "你好 world")])
+        #expect(sent.status == 200 && sent.bodyString == #"{"id":"e1"}"#)
+        let listed = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages"))
+        let messages = try JSONValue.parse(Data(listed.body))["messages"]?.arrayValue
+        #expect(messages?.count == 1)
+        #expect(messages?.first?["text"] == "你好 world" && messages?.first?["conversation_type"] == "group")
+        #expect(messages?.first?["recalled"] == false && messages?.first?["expansion"] == .object([:]))
+
+        #expect(try await post(base + "/_sandbox/faults", json: #"{"status":429,"vendor_code":1008,"count":2,"path_prefix":"/send"}"#).status == 200)
+        let first = try await post(base + "/send", form: [("text", "x")])
+        let second = try await post(base + "/send", form: [("text", "x")])
+        let third = try await post(base + "/send", form: [("text", "x")])
+        #expect([first.status, second.status, third.status] == [429, 429, 200] as [Int])
+        #expect(first.bodyString == #"{"err":1008}"#)
+        #expect(server.faults.injectedCount == 2)
+        #expect(try await post(base + "/_sandbox/faults", json: #"{"count":2}"#).status == 400)
+
+        let before = clock.nowMs()
+        let moved = try await post(base + "/_sandbox/clock", json: #"{"advance_ms":180000}"#)
+        #expect(moved.status == 200 && clock.nowMs() - before >= 180_000)
+        #expect(try await post(base + "/_sandbox/reset").status == 200)
+        let empty = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages"))
+        #expect(empty.bodyString == #"{"messages":[]}"#)
+        #expect(try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/nothing")).status == 404)
+        await server.stop()
+        await #expect(throws: IMError.self) { _ = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/users")) }
+    }
+
+    @Test func transportFailuresAreRetryableErrors() async throws {
+        let server = HTTPServer { _ in .text("x") }
+        let port = try await server.start()
+        await server.stop()
+        do {
+            _ = try await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/"))
+            Issue.record("a stopped server answered")
+        } catch let error as IMError {
+            #expect(error.isRetryable && (error.code == .unavailable || error.code == .timeout))
+        }
+    }
+}
+
+@Suite struct CallbackDelivererTests {
+    @Test func retriesUntilTwoHundredInOrderAndBatches() async throws {
+        let seen = Mutex<[String]>([])
+        let attempts = Mutex(0)
+        let receiver = HTTPServer { request in
+            let n = attempts.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            seen.withLock { $0.append(request.bodyString) }
+            return n <= 2 ? .text("no", status: 500) : .text("ok")
+        }
+        let port = try await receiver.start()
+        let deliverer = CallbackDeliverer<Int>(maxBatch: 3, intervalMs: 20, retryBaseMs: 5, retryMaxMs: 20) { batch in
+            .json("http://127.0.0.1:\(port)/hook", Data("\(batch)".utf8))
+        }
+        await deliverer.enqueue([1, 2, 3, 4, 5])
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 5000))
+        let bodies = seen.withLock { $0 }
+        #expect(bodies == ["[1, 2, 3]", "[1, 2, 3]", "[1, 2, 3]", "[4, 5]"], "the refused batch is sent again before later items")
+        let stats = await deliverer.currentStats
+        #expect(stats.delivered == 5 && stats.failures == 2 && stats.attempts == 4 && stats.pending == 0)
+        await deliverer.stop()
+        await receiver.stop()
+    }
+
+    @Test func anUnreachableReceiverKeepsItemsPending() async throws {
+        // AsyncHTTPClient keeps retrying a refused connection until the request deadline (1 s here).
+        let deliverer = CallbackDeliverer<Int>(retryBaseMs: 5, retryMaxMs: 10, timeoutSeconds: 1) { _ in
+            .json("http://127.0.0.1:9/hook", Data("[]".utf8))
+        }
+        await deliverer.enqueue(1)
+        #expect(await !deliverer.waitUntilIdle(timeoutMs: 2500))
+        let stats = await deliverer.currentStats
+        #expect(stats.pending == 1 && stats.delivered == 0 && stats.failures >= 1)
+        await deliverer.stop()
+    }
+}
