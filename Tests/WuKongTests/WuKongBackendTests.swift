@@ -137,3 +137,40 @@ import Testing
         #expect(stored?.reactions.map(\.emoji) == ["❤️"] && stored?.expansion?.values == [:])
     }
 }
+
+@Suite struct WuKongEndToEndRedeliveryTests {
+    /// The receiver processes a batch but answers 500 (a bridge that crashed before its 200): the
+    /// sandbox redelivers, the backend returns the same event ids again, `events()` yields once.
+    @Test func redeliveryAfterNon200GivesTheSameEventIDs() async throws {
+        final class Slot: Sendable {
+            let backend = Mutex<WuKongBackend?>(nil)
+            let answers = Mutex<[[EventID]]>([])
+        }
+        let slot = Slot()
+        let receiver = HTTPServer { request in
+            guard let backend = slot.backend.withLock({ $0 }) else { return .text("not ready", status: 503) }
+            let raw = WuKongWebhookRequest(method: request.method, query: request.rawQuery ?? "", headers: request.headers,
+                                           body: Data(request.body))
+            guard let events = try? await backend.receive(raw), !events.isEmpty else { return .json(["status": 200]) }
+            let first = slot.answers.withLock { answers in
+                answers.append(events.map(\.eventID))
+                return answers.count == 1
+            }
+            return first ? .text("crashed", status: 500) : .json(["status": 200])
+        }
+        try await receiver.start()
+        let h = try await SandboxHarness.start(callbackURL: receiver.baseURL + "/wukong", intervalMs: 10)
+        defer { Task { await h.server.stop(); await receiver.stop() } }
+        let backend = WuKongBackend(configuration: .init(imURL: h.base))
+        slot.backend.withLock { $0 = backend }
+        let collector = WuKongBackendTests.Collector(backend.events())
+        let id = try await h.sendText("once", from: "r1", to: "r2")
+        let deadline = Date().addingTimeInterval(5)
+        while Date() < deadline, slot.answers.withLock({ $0.count }) < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
+        let answers = slot.answers.withLock { $0 }
+        #expect(answers.count == 2)
+        #expect(answers.first == [EventID("msg:\(id)")] && answers.last == answers.first)
+        let events = await collector.wait { !$0.isEmpty }
+        #expect(events.map(\.eventID) == [EventID("msg:\(id)")])
+    }
+}

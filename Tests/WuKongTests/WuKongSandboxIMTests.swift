@@ -155,3 +155,34 @@ import Testing
         #expect(next.status == 200)
     }
 }
+
+@Suite struct WuKongSandboxLookupTests {
+    @Test func lookupsChannelInfoBanAndDelete() async throws {
+        let h = try await SandboxHarness.start()
+        defer { Task { await h.server.stop() } }
+        let first = try await h.sendText("a", from: "u1", to: "g5", type: 2)
+        try await h.sendText("b", from: "u1", to: "g5", type: 2)
+        let byID = try await h.post("/messages", #"{"login_uid":"u1","channel_id":"g5","channel_type":2,"message_ids":[\#(first)]}"#)
+        #expect(byID.body["messages"]?.arrayValue?.compactMap { $0["message_seq"]?.int64Value } == [1])
+        let bySeq = try await h.post("/messages", #"{"login_uid":"u1","channel_id":"g5","channel_type":2,"message_seqs":[2]}"#)
+        #expect(bySeq.body["messages"]?.arrayValue?.count == 1 && bySeq.body["more"] == 0)
+        // Banned channel: only the system uid may send.
+        #expect(try await h.post("/channel/info", #"{"channel_id":"g5","channel_type":2,"ban":1}"#).body == ["status": 200])
+        let p = SandboxHarness.b64(#"{"type":1,"content":"x"}"#)
+        #expect(try await h.post("/message/send", #"{"from_uid":"u1","channel_id":"g5","channel_type":2,"payload":"\#(p)"}"#).status == 400)
+        #expect(try await h.post("/message/send", #"{"from_uid":"","channel_id":"g5","channel_type":2,"payload":"\#(p)"}"#).status == 200)
+        // Delete: the messages go, unknown channels still answer 200.
+        #expect(try await h.post("/channel/delete", #"{"channel_id":"g5","channel_type":2}"#).body == ["status": 200])
+        #expect(try await h.post("/channel/delete", #"{"channel_id":"nope","channel_type":2}"#).body == ["status": 200])
+        #expect(try await h.sync(#"{"login_uid":"u1","channel_id":"g5","channel_type":2,"limit":5}"#).seqs == [])
+        #expect(try await h.get("/health") == ["status": "ok"])
+    }
+
+    @Test func systemSenderRendersAsEmptyFromUID() async throws {
+        let h = try await SandboxHarness.start()
+        defer { Task { await h.server.stop() } }
+        try await h.sendText("tip", from: "", to: "g6", type: 2)
+        let sync = try await h.sync(#"{"login_uid":"u1","channel_id":"g6","channel_type":2,"limit":5}"#)
+        #expect(sync.messages.first?["from_uid"] == "")
+    }
+}

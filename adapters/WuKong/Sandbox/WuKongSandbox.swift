@@ -86,6 +86,11 @@ public final class WuKongSandbox: SandboxVendor {
         }
     }
 
+    deinit {
+        notifyFeed.finish()
+        offlineFeed.finish()
+    }
+
     public convenience init(options: SandboxOptions, clock: any IMClock) {
         self.init(configuration: Configuration(options: options), clock: clock)
     }
