@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "IMHTTP", targets: ["IMHTTP"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
         .library(name: "IMStore", targets: ["IMStore"]),
+        .library(name: "IMRelay", targets: ["IMRelay"]),
         // adapters: add library products here
         .library(name: "WuKong", targets: ["WuKong"]),
     ],
@@ -36,6 +37,7 @@ let package = Package(
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP"]),
         .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore"]),
         .executableTarget(name: "imbridge", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -48,6 +50,7 @@ let package = Package(
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
         // adapter test targets here
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
     ],
