@@ -162,16 +162,29 @@ public final class WuKongBackend: IMBackend, Sendable {
     /// `receive` as an HTTP exchange: 200 `{"status":200}` after the events are published; the
     /// refusal's status (401 secret, 400 malformed) or 500 when a sync failed (WuKongIM retries).
     public func webhookResponse(to request: HTTPRequestData) async -> HTTPResponseData {
+        do {
+            return try await receiveCallback(request).response
+        } catch let error as IMError {
+            return callbackFailureResponse(for: error)
+        } catch {
+            return callbackFailureResponse(for: IMError(.unavailable, "\(error)"))
+        }
+    }
+}
+
+/// The bridge's entry point (`/callbacks/<backend>`): WuKongIM wants exactly HTTP 200 on success.
+extension WuKongBackend: CallbackReceiving {
+    public func receiveCallback(_ request: HTTPRequestData) async throws -> CallbackOutcome {
         let raw = WuKongWebhookRequest(method: request.method, query: request.rawQuery ?? "", headers: request.headers,
                                        body: Data(request.body))
-        do {
-            _ = try await receive(raw)
-            return .json(WKStatus.ok)
-        } catch let error as IMError {
-            let status = error.details["http_status"].flatMap(Int.init) ?? 500
-            return .json(WKStatus(status: status, msg: error.message), status: status)
-        } catch {
-            return .json(WKStatus(status: 500, msg: "\(error)"), status: 500)
-        }
+        return CallbackOutcome(events: try await receive(raw), response: .json(WKStatus.ok))
+    }
+
+    /// 401 for a wrong shared secret, 400 for a malformed request, 500 otherwise (WuKongIM redelivers
+    /// `msg.notify` on anything but 200), each with WuKong's `{"msg","status"}` body.
+    public func callbackFailureResponse(for error: IMError) -> HTTPResponseData {
+        let status = error.details["http_status"].flatMap(Int.init) ?? (error.code == .authenticationFailed ? 401
+            : error.code == .malformedPayload ? 400 : 500)
+        return .json(WKStatus(status: status, msg: error.message), status: status)
     }
 }
