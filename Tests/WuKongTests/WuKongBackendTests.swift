@@ -112,6 +112,17 @@ import Testing
         _ = first
     }
 
+    @Test func groupMembershipDrivesConversationLists() async throws {
+        let rig = try await WuKongRig.start()
+        defer { Task { await rig.stop() } }
+        try await rig.backend.ensureGroup("team", members: ["g1"])
+        try await rig.backend.setMembers(["g2"], of: "team", present: true)
+        _ = try await rig.backend.send(OutgoingMessage(conversation: .group("team"), sender: "g1", content: .text("hi team")))
+        #expect(try await rig.backend.conversations(for: "g2").map(\.conversation) == [.group("team")])
+        try await rig.backend.setMembers(["g2"], of: "team", present: false)
+        #expect(try await rig.backend.conversations(for: "g2").isEmpty)
+    }
+
     @Test func extrasChangesArriveAsEventsThroughTheWebhook() async throws {
         let rig = try await WuKongRig.start()
         defer { Task { await rig.stop() } }

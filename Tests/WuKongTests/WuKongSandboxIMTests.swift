@@ -186,3 +186,26 @@ import Testing
         #expect(sync.messages.first?["from_uid"] == "")
     }
 }
+
+@Suite struct WuKongToleranceTests {
+    @Test func sandboxAcceptsWhatSDKsSend() async throws {
+        let h = try await SandboxHarness.start()
+        defer { Task { await h.server.stop() } }
+        // Trailing slash, booleans for flags, numbers as strings.
+        let p = SandboxHarness.b64(#"{"type":1,"content":"x"}"#)
+        let reply = try await h.post("/message/send/", #"{"header":{"red_dot":true,"no_persist":false},"from_uid":"u1","channel_id":"u2","channel_type":"1","payload":"\#(p)"}"#)
+        #expect(reply.status == 200)
+        let sync = try await h.sync(#"{"login_uid":"u1","channel_id":"u2","channel_type":1,"limit":"5"}"#)
+        #expect(sync.seqs == [1] && sync.messages.first?["header"]?["red_dot"] == 1)
+    }
+
+    @Test func decoderAcceptsStringIdsAndMissingFields() throws {
+        let json = #"{"message_id":"1729183029123457024","from_uid":"a","channel_id":"b","channel_type":1,"timestamp":1,"payload":"eyJ0eXBlIjoxLCJjb250ZW50IjoieCJ9"}"#
+        let wire = try WuKongJSON.decode(WKMessage.self, from: Data(json.utf8))
+        #expect(wire.messageID == 1_729_183_029_123_457_024 && wire.messageIDStr == "1729183029123457024")
+        #expect(wire.header == WKHeader() && wire.messageSeq == 0)
+        #expect(try WuKongJSON.decode(WKStatus.self, from: Data(#"{"status":"ok"}"#.utf8)).status == 200)
+        let extra = try WuKongJSON.decode(WKMessageExtra.self, from: Data(#"{"message_id_str":"9","content_edit":"{\"type\":1,\"content\":\"e\"}","extra_version":"3"}"#.utf8))
+        #expect(extra.messageID == 9 && extra.extraVersion == 3 && extra.contentEdit == ["type": 1, "content": "e"])
+    }
+}

@@ -115,6 +115,12 @@ extension WuKongBackend: Recalling, Editing, ExpansionUpdating, Reacting, ReadRe
         _ = try await session(profile.id)
     }
 
+    /// Adds or removes group subscribers (`/channel/subscriber_add`, `/channel/subscriber_remove`).
+    public func setMembers(_ members: [UserID], of group: GroupID, present: Bool) async throws {
+        let request = WKChannelRequest(channelID: group.rawValue, channelType: WKChannelType.group, subscribers: members.map(\.rawValue))
+        if present { try await client.addSubscribers(request) } else { try await client.removeSubscribers(request) }
+    }
+
     /// Creates or updates a group channel with these subscribers (`/channel`).
     public func ensureGroup(_ group: GroupID, members: [UserID]) async throws {
         try await client.createChannel(WKChannelRequest(channelID: group.rawValue, channelType: WKChannelType.group,
