@@ -23,6 +23,9 @@ import Testing
          .image(ImageContent(remote("https://f.example/a.jpg", width: 640, height: 480)))),
         ("gif", #"{"type":3,"url":"https://f.example/a.gif","width":100,"height":100}"#,
          .gif(GIFContent(remote("https://f.example/a.gif", width: 100, height: 100)))),
+        ("gif-extended", #"{"type":3,"url":"https://f.example/b.gif","width":64,"height":48,"thumbnail":"https://f.example/b.jpg","duration":1.5,"file_size":2048}"#,
+         .gif(GIFContent({ var a = remote("https://f.example/b.gif", width: 64, height: 48, size: 2048, durationMs: 1500)
+                           a.thumbnail = "https://f.example/b.jpg"; return a }()))),
         ("voice", #"{"type":4,"url":"https://f.example/v.aac","timeTrad":3,"waveform":"AAEC"}"#,
          .voice(VoiceContent(remote("https://f.example/v.aac", durationMs: 3000)))),
         ("video", #"{"type":5,"url":"https://f.example/v.mp4","cover":"https://f.example/c.jpg","size":90000,"second":5,"width":320,"height":240}"#,
@@ -102,6 +105,11 @@ import Testing
         #expect(custom.as(Order.self)?.id == "A7")
         #expect(decoded.content.digest == "[订单] A7")
         #expect(try JSONValue.parse(codec.encodePayload(decoded.content)) == ["type": 101, "id": "A7"])
+    }
+
+    @Test func gifWithoutSizeDecodesAs100LikeTheSDK() throws {
+        let decoded = try codec.decode(payload: Data(#"{"type":3,"url":"u"}"#.utf8))
+        #expect(decoded.content == .gif(GIFContent(Self.remote("u", width: 100, height: 100))))
     }
 
     @Test func locationAcceptsLatitudeLongitudeKeys() throws {

@@ -82,7 +82,13 @@ extension WuKongContentCodec {
         case .image(let image):
             return media(WKContentType.image, image.attachment)
         case .gif(let gif):
-            return media(WKContentType.gif, gif.attachment)
+            var o = media(WKContentType.gif, gif.attachment)
+            o["thumbnail"] = gif.attachment.thumbnail.map { .string($0) }
+            if let ms = gif.attachment.durationMs, ms > 0 {
+                o["duration"] = ms % 1000 == 0 ? .int(ms / 1000) : .double(Double(ms) / 1000)
+            }
+            if let size = gif.attachment.size, size > 0 { o["file_size"] = .int(size) }
+            return o
         case .voice(let voice):
             var o: [String: JSONValue] = ["type": 4, "url": .string(voice.attachment.remoteURL ?? "")]
             o["timeTrad"] = seconds(voice.attachment.durationMs)

@@ -109,7 +109,15 @@ public struct WuKongContentCodec: Sendable {
         case WKContentType.image:
             return .image(ImageContent(media()))
         case WKContentType.gif:
-            return .gif(GIFContent(media()))
+            // Seeds 000/001 (`WKGIFContent`): a missing width/height decodes as 100; the extended
+            // form adds `thumbnail`, `duration` (seconds) and `file_size`.
+            var attachment = media()
+            attachment.width = attachment.width ?? 100
+            attachment.height = attachment.height ?? 100
+            attachment.thumbnail = string("thumbnail")
+            attachment.durationMs = take("duration")?.doubleValue.map { Int64(($0 * 1000).rounded()) }
+            attachment.size = int("file_size")
+            return .gif(GIFContent(attachment))
         case WKContentType.voice:
             var attachment = MediaAttachment.remote(string("url") ?? "")
             attachment.durationMs = int("timeTrad").map { $0 * 1000 }
