@@ -19,7 +19,7 @@ final class WebhookRecorder: Sendable {
     let store: Store
     let server: HTTPServer
 
-    init(failFirst: Int = 0, forward: (@Sendable (HTTPRequestData) async -> HTTPResponseData)? = nil) {
+    init(failFirst: Int = 0, failStatus: Int = 500, forward: (@Sendable (HTTPRequestData) async -> HTTPResponseData)? = nil) {
         let store = Store(failFirst: failFirst)
         self.store = store
         server = HTTPServer { request in
@@ -30,7 +30,7 @@ final class WebhookRecorder: Sendable {
                 state.failuresLeft -= 1
                 return true
             }
-            if fail { return .text("boom", status: 500) }
+            if fail { return HTTPResponseData(status: failStatus) }
             if let forward { return await forward(request) }
             return .json(["status": 200])
         }

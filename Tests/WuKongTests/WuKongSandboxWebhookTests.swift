@@ -49,6 +49,16 @@ import Testing
         #expect(recorder.all.count == 3, "nothing after the 200")
     }
 
+    @Test func onlyExactly200EndsRedelivery() async throws {
+        let recorder = WebhookRecorder(failFirst: 1, failStatus: 204)
+        try await recorder.server.start()
+        let h = try await SandboxHarness.start(callbackURL: recorder.server.baseURL, intervalMs: 10)
+        defer { Task { await h.server.stop(); await recorder.server.stop() } }
+        try await h.sendText("204 is not 200", from: "u1", to: "u2")
+        let got = await recorder.wait { $0.count >= 2 }
+        #expect(got.count == 2 && got[0].body == got[1].body)
+    }
+
     @Test func businessRoutesNeedASession() async throws {
         let h = try await SandboxHarness.start(managerToken: "mgr")
         defer { Task { await h.server.stop() } }

@@ -12,8 +12,8 @@ import Synchronization
 ///   with `/user/token` (401 `{"msg":…}` otherwise), which stands in for the business server's login
 ///   session.
 /// - Webhook: `POST <callbackURL>?event=msg.notify` with a JSON array of rendered messages, batches of
-///   ≤ 100 every `notifyIntervalMs` (default 500), redelivered until the receiver answers 2xx (the
-///   real server wants exactly 200 and drops a message after 5 failures; the sandbox keeps trying so
+///   ≤ 100 every `notifyIntervalMs` (default 500), redelivered until the receiver answers exactly
+///   HTTP 200 (the real server also drops a message after 5 failures; the sandbox keeps trying so
 ///   tests can see redelivery). `no_persist` messages (the business server's sync CMDs) go out once
 ///   each as `msg.offline` (one object, `to_uids`, no retry), as WuKongIM does for users without a
 ///   master connection — nobody is connected to a sandbox.
@@ -69,7 +69,8 @@ public final class WuKongSandbox: SandboxVendor {
         let headers = configuration.webhookSecret.map { [(name: WuKongInbound.secretHeader, value: $0)] } ?? []
         let notifier = CallbackDeliverer<WKMessage>(
             maxBatch: configuration.notifyBatchSize, intervalMs: configuration.notifyIntervalMs,
-            retryBaseMs: configuration.retryBaseMs, retryMaxMs: max(configuration.retryBaseMs, 5000)) { batch in
+            retryBaseMs: configuration.retryBaseMs, retryMaxMs: max(configuration.retryBaseMs, 5000),
+            isSuccess: { $0 == 200 }) { batch in
             let body = (try? WuKongJSON.encode(batch.map(WuKongSandboxState.render))) ?? Data("[]".utf8)
             return OutboundRequest.json("\(url)?event=msg.notify", body, headers: headers)
         }
