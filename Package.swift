@@ -35,7 +35,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
-        .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP"]),
+        .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "IMRelay", dependencies: ["IMCore", "IMStore"]),
         .executableTarget(name: "imbridge", dependencies: [

@@ -44,7 +44,7 @@ enum SandboxVendors {
     typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
 
     static let factories: [String: Factory] = [
-        "wukong": { options in WuKongSandbox.server(options: options) },
+        "wukong": { options in try WuKongSandbox.server(options: options) },
     ]
 
     static var names: [String] { factories.keys.sorted() }

@@ -58,10 +58,11 @@ struct SandboxHarness {
     var base: String { server.baseURL }
 
     static func start(managerToken: String? = nil, callbackURL: String? = nil, secret: String? = nil,
-                      intervalMs: Int64 = 20) async throws -> SandboxHarness {
+                      intervalMs: Int64 = 20, statePath: String? = nil) async throws -> SandboxHarness {
         let clock = SandboxClock()
-        let sandbox = WuKongSandbox(configuration: .init(managerToken: managerToken, callbackURL: callbackURL, webhookSecret: secret,
-                                                         notifyIntervalMs: intervalMs, retryBaseMs: 20), clock: clock)
+        let sandbox = try WuKongSandbox(configuration: .init(managerToken: managerToken, callbackURL: callbackURL, webhookSecret: secret,
+                                                             notifyIntervalMs: intervalMs, retryBaseMs: 20), clock: clock,
+                                        stateFile: try statePath.map(SandboxStateFile.init(path:)))
         let server = SandboxServer(vendor: sandbox, clock: clock)
         try await server.start()
         return SandboxHarness(server: server, sandbox: sandbox)

@@ -33,7 +33,7 @@ final class WuKongRig: Sendable {
         try await receiver.start()
         let clock = SandboxClock()
         // The secret travels in the query, as a WuKongIM `webhook.httpAddr` would carry it.
-        let vendor = WuKongSandbox(configuration: .init(managerToken: managerToken, callbackURL: receiver.baseURL + "/wukong?secret=\(secret)",
+        let vendor = try WuKongSandbox(configuration: .init(managerToken: managerToken, callbackURL: receiver.baseURL + "/wukong?secret=\(secret)",
                                                         notifyIntervalMs: 10, retryBaseMs: 20), clock: clock)
         let sandbox = SandboxServer(vendor: vendor, clock: clock)
         try await sandbox.start()

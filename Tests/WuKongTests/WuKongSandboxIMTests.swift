@@ -209,3 +209,25 @@ import Testing
         #expect(extra.messageID == 9 && extra.extraVersion == 3 && extra.contentEdit == ["type": 1, "content": "e"])
     }
 }
+
+@Suite struct WuKongSandboxStateFileTests {
+    @Test func stateSurvivesARestartWithStateFile() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("wk-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let first = try await SandboxHarness.start(statePath: path)
+        try await first.post("/user/token", #"{"uid":"u1","token":"t1"}"#)
+        let id = try await first.sendText("kept", from: "u1", to: "u2")
+        try await first.post("/v1/message/revoke?message_id=\(id)&channel_id=u2&channel_type=1", "", headers: [("token", "t1")])
+        await first.server.stop()
+
+        let second = try await SandboxHarness.start(statePath: path)
+        defer { Task { await second.server.stop() } }
+        let sync = try await second.sync(#"{"login_uid":"u2","channel_id":"u1","channel_type":1,"limit":5}"#)
+        #expect(sync.seqs == [1] && sync.messages.first?["message_id"]?.int64Value == id)
+        let next = try await second.sendText("after restart", from: "u2", to: "u1")
+        #expect(next > id)
+        let extras = try await second.post("/v1/message/extra/sync", #"{"channel_id":"u2","channel_type":1,"extra_version":0}"#,
+                                           headers: [("token", "t1")])
+        #expect(extras.body.arrayValue?.first?["revoke"] == 1, "business state and sessions are kept too")
+    }
+}

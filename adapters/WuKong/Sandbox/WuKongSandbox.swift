@@ -54,10 +54,17 @@ public final class WuKongSandbox: SandboxVendor {
     private let notifyFeed: AsyncStream<WKMessage>.Continuation
     private let offlineFeed: AsyncStream<WKMessage>.Continuation
     public let notifier: CallbackDeliverer<WKMessage>?
+    let stateFile: SandboxStateFile?
+    static let stateName = "wukong"
 
-    public init(configuration: Configuration, clock: any IMClock = SystemClock()) {
+    /// With a `stateFile`, the state is loaded from it and saved after every request that changes it.
+    public init(configuration: Configuration, clock: any IMClock = SystemClock(), stateFile: SandboxStateFile? = nil) throws {
         self.configuration = configuration
         self.clock = clock
+        self.stateFile = stateFile
+        if let saved = try stateFile?.load(WuKongSandboxState.self, name: Self.stateName) {
+            state.withLock { $0 = saved }
+        }
         let (notifyStream, notifyFeed) = AsyncStream<WKMessage>.makeStream()
         let (offlineStream, offlineFeed) = AsyncStream<WKMessage>.makeStream()
         self.notifyFeed = notifyFeed
@@ -92,14 +99,21 @@ public final class WuKongSandbox: SandboxVendor {
         offlineFeed.finish()
     }
 
-    public convenience init(options: SandboxOptions, clock: any IMClock) {
-        self.init(configuration: Configuration(options: options), clock: clock)
+    public convenience init(options: SandboxOptions, clock: any IMClock) throws {
+        try self.init(configuration: Configuration(options: options), clock: clock,
+                      stateFile: try options.statePath.map(SandboxStateFile.init(path:)))
     }
 
     /// A `SandboxServer` serving this vendor on `host:port` (port 0 = a free port).
-    public static func server(options: SandboxOptions) -> SandboxServer {
+    public static func server(options: SandboxOptions) throws -> SandboxServer {
         let clock = SandboxClock()
-        return SandboxServer(vendor: WuKongSandbox(options: options, clock: clock), clock: clock, host: options.host, port: options.port)
+        return SandboxServer(vendor: try WuKongSandbox(options: options, clock: clock), clock: clock, host: options.host, port: options.port)
+    }
+
+    /// Saves the state when a state file is configured (under the lock, so saves keep their order).
+    func persist() {
+        guard let stateFile else { return }
+        state.withLock { try? stateFile.save($0, name: Self.stateName) }
     }
 
     /// Hands a message to the webhook: stored ones to `msg.notify`, `no_persist` ones to `msg.offline`
@@ -120,11 +134,16 @@ public final class WuKongSandbox: SandboxVendor {
 
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
         let path = request.normalizedPath
-        if path.hasPrefix("/v1/") { return handleBusiness(request, path: path) }
-        if let token = configuration.managerToken, !token.isEmpty, request.header("token") != token {
+        let response: HTTPResponseData
+        if path.hasPrefix("/v1/") {
+            response = handleBusiness(request, path: path)
+        } else if let token = configuration.managerToken, !token.isEmpty, request.header("token") != token {
             return HTTPResponseData(status: 401)
+        } else {
+            response = handleIM(request, path: path)
         }
-        return handleIM(request, path: path)
+        if request.method != "GET" && response.status == 200 { persist() }
+        return response
     }
 
     public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
@@ -134,6 +153,7 @@ public final class WuKongSandbox: SandboxVendor {
 
     public func reset() async {
         state.withLock { $0 = WuKongSandboxState() }
+        persist()
     }
 
     // MARK: envelopes

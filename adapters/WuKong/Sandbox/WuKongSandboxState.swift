@@ -11,15 +11,15 @@ import IMCore
 ///   (beyond JavaScript's safe range, like the real snowflake ids);
 /// - stored messages keep `from_uid` as sent (the system uid as `____system`) and are rendered per
 ///   request (`render`).
-struct WuKongSandboxState {
-    struct ChannelKey: Hashable, Comparable {
+struct WuKongSandboxState: Codable {
+    struct ChannelKey: Hashable, Comparable, Codable {
         var id: String
         var type: UInt8
         static func < (a: ChannelKey, b: ChannelKey) -> Bool { (a.type, a.id) < (b.type, b.id) }
         var isCmd: Bool { id.hasSuffix(WuKongChannel.cmdSuffix) }
     }
 
-    struct Channel {
+    struct Channel: Codable {
         var ban = 0
         var disband = 0
         var sendBan = 0
