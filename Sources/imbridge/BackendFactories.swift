@@ -1,6 +1,7 @@
 import IMCore
 import IMRelay
 import IMStore
+import WuKong
 
 /// What an adapter factory gets besides its own settings.
 struct BackendContext: Sendable {
@@ -13,7 +14,15 @@ struct BackendContext: Sendable {
 enum BackendFactories {
     typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
 
-    static let factories: [String: Factory] = [:]
+    static let factories: [String: Factory] = [
+        "wukong": { config, context in
+            do {
+                return WuKongBackend(configuration: try .init(id: config.name, settings: config.settings), registry: context.registry)
+            } catch let error as IMError {
+                throw config.error(error.details["setting"] ?? "adapter", error.message)
+            }
+        },
+    ]
 
     static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {
         guard let factory = factories[config.adapter] else {

@@ -148,3 +148,33 @@ import Testing
         if status == 400 { #expect(error?.vendorMessage == "payload不能为空！") }
     }
 }
+
+@Suite struct WuKongSettingsTests {
+    @Test func parsesBridgeYAMLSettings() throws {
+        let config = try WuKongBackend.Configuration(id: "wk", settings: [
+            "adapter": "wukong", "im_url": "http://wk:5001", "business_url": "http://tsdd:8090", "manager_token": "m",
+            "webhook_secret": "s", "custom_types": "101=order_card, 102=invoice", "session_tokens": "u1=t1", "timeout_seconds": "7",
+        ])
+        #expect(config.imURL == "http://wk:5001" && config.businessURL == "http://tsdd:8090" && config.managerToken == "m")
+        #expect(config.customTypes == [101: "order_card", 102: "invoice"] && config.sessionTokens == ["u1": "t1"])
+        #expect(config.timeoutSeconds == 7 && config.webhookSecret == "s")
+        #expect(try WuKongBackend.Configuration(id: "wk", settings: ["im_url": "http://a"]).businessURL == "http://a")
+    }
+
+    @Test(arguments: [
+        (["business_url": "http://b"], "im_url"),
+        (["im_url": "http://a", "imurl": "x"], "imurl"),
+        (["im_url": "http://a", "custom_types": "x=1"], "custom_types"),
+        (["im_url": "http://a", "timeout_seconds": "-1"], "timeout_seconds"),
+    ])
+    func refusesBadSettingsNamingTheKey(settings: [String: String], key: String) {
+        do {
+            _ = try WuKongBackend.Configuration(id: "wk", settings: settings)
+            Issue.record("accepted \(settings)")
+        } catch let error as IMError {
+            #expect(error.details["setting"] == key && error.code == .invalidArgument)
+        } catch {
+            Issue.record("\(error)")
+        }
+    }
+}
