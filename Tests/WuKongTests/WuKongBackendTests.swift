@@ -112,6 +112,21 @@ import Testing
         _ = first
     }
 
+    @Test func commandsArriveAsCommandEventsAndAreNotStored() async throws {
+        let rig = try await WuKongRig.start()
+        defer { Task { await rig.stop() } }
+        let collector = Collector(rig.backend.events())
+        let dm = ConversationRef.direct("c1", "c2")
+        _ = try await rig.backend.send(OutgoingMessage(conversation: dm, sender: "c1",
+                                                       content: .command(CommandContent(name: "typing", data: ["on": true]))))
+        let events = await collector.wait { $0.contains { $0.kindName == "command" } }
+        guard case .command(let conversation, let sender, let content, _)? = events.first(where: { $0.kindName == "command" })?.kind else {
+            Issue.record("no command event: \(events.map(\.kindName))"); return
+        }
+        #expect(conversation == dm && sender == "c1" && content == CommandContent(name: "typing", data: ["on": true]))
+        #expect(try await rig.backend.history(HistoryQuery(conversation: dm)).messages.isEmpty)
+    }
+
     @Test func groupMembershipDrivesConversationLists() async throws {
         let rig = try await WuKongRig.start()
         defer { Task { await rig.stop() } }
