@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "IMRelay", targets: ["IMRelay"]),
         // adapters: add library products here
         .library(name: "RongCloud", targets: ["RongCloud"]),
+        .library(name: "WuKong", targets: ["WuKong"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -44,9 +45,11 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             // adapters: add "<Name>" here
             "RongCloud",
+            "WuKong",
         ]),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/RongCloud"),
+        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/WuKong"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
@@ -54,6 +57,7 @@ let package = Package(
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
         // adapter test targets here
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
+        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

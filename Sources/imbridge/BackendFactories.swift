@@ -2,6 +2,7 @@ import IMCore
 import IMRelay
 import IMStore
 import RongCloud
+import WuKong
 
 /// What an adapter factory gets besides its own settings.
 struct BackendContext: Sendable {
@@ -19,7 +20,14 @@ enum BackendFactories {
             do {
                 return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry))
             } catch let error as IMError {
-                throw config.error(error.details["key"] ?? "adapter", error.message)
+                throw config.error(error.details["setting"] ?? "adapter", error.message)
+            }
+        },
+        "wukong": { config, context in
+            do {
+                return WuKongBackend(configuration: try .init(id: config.name, settings: config.settings), registry: context.registry)
+            } catch let error as IMError {
+                throw config.error(error.details["setting"] ?? "adapter", error.message)
             }
         },
     ]

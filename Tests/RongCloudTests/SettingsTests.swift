@@ -30,6 +30,6 @@ struct SettingsTests {
         let error = #expect(throws: IMError.self) {
             try RongCloudBackend.Configuration(id: "rc", settings: settings, registry: ContentRegistry())
         }
-        #expect(error?.code == .invalidArgument && error?.details["key"] == key)
+        #expect(error?.code == .invalidArgument && error?.details["setting"] == key)
     }
 }

@@ -14,10 +14,10 @@ extension RongCloudBackend.Configuration {
     /// - `object_names`: comma-separated `contentType=objectName` pairs for custom types;
     /// - `callback_max_skew_ms`: routing-callback freshness window, `0` disables (default 3600000).
     ///
-    /// An unknown key or a bad value throws `invalid_argument` with `details["key"]` naming the setting.
+    /// An unknown key or a bad value throws `invalid_argument` with `details["setting"]` naming it.
     public init(id: BackendID, settings: [String: String], registry: ContentRegistry, clock: any IMClock = SystemClock()) throws {
         func refuse(_ key: String, _ message: String) -> IMError {
-            IMError(.invalidArgument, message, details: ["key": key])
+            IMError(.invalidArgument, message, details: ["setting": key])
         }
         if let unknown = settings.keys.sorted().first(where: { !Self.settingKeys.contains($0) }) {
             throw refuse(unknown, "unknown rongcloud setting (known: \(Self.settingKeys.sorted().joined(separator: ", ")))")
