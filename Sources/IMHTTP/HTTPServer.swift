@@ -2,6 +2,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import ServiceLifecycle
 import Synchronization
 
 /// A small HTTP/1.1 server over Hummingbird that hands every request to one handler as plain values.
@@ -16,7 +17,7 @@ public final class HTTPServer: Sendable {
     private let requestedPort: Int
     private let maxBodyBytes: Int
     private let handler: Handler
-    private let state = Mutex<(task: Task<Void, Never>?, port: Int?)>((nil, nil))
+    private let state = Mutex<(task: Task<Void, Never>?, group: ServiceGroup?, port: Int?)>((nil, nil, nil))
 
     public init(host: String = "127.0.0.1", port: Int = 0, maxBodyBytes: Int = 32 << 20, handler: @escaping Handler) {
         self.host = host
@@ -64,9 +65,10 @@ public final class HTTPServer: Sendable {
                 continuation.finish()
             },
             logger: logger)
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: logger))
         let task = Task {
             do {
-                try await app.run()
+                try await group.run()
             } catch {
                 logger.error("server stopped: \(error)")
             }
@@ -77,17 +79,18 @@ public final class HTTPServer: Sendable {
             task.cancel()
             throw IMHTTPError.bindFailed("could not listen on \(host):\(requestedPort)")
         }
-        state.withLock { $0 = (task, port) }
+        state.withLock { $0 = (task, group, port) }
         return port
     }
 
-    /// Stops serving; returns when the listener is closed.
+    /// Stops accepting connections, lets requests in flight finish, and returns when the listener is
+    /// closed (a graceful shutdown, not a cancellation: handlers are never cut off mid-response).
     public func stop() async {
-        let task = state.withLock { state -> Task<Void, Never>? in
-            defer { state.task = nil }
-            return state.task
+        let (task, group) = state.withLock { state -> (Task<Void, Never>?, ServiceGroup?) in
+            defer { state.task = nil; state.group = nil }
+            return (state.task, state.group)
         }
-        task?.cancel()
+        await group?.triggerGracefulShutdown()
         await task?.value
     }
 }
