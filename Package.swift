@@ -11,6 +11,7 @@ let package = Package(
         .library(name: "IMHTTP", targets: ["IMHTTP"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
         // adapters: add library products here
+        .library(name: "NIM", targets: ["NIM"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -36,12 +37,15 @@ let package = Package(
             "IMCore", "IMHTTP", "IMSandbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             // adapters: add "<Name>" here
+            "NIM",
         ]),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/NIM"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
         // adapter test targets here
+        .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )
