@@ -5,26 +5,30 @@ import IMSandbox
 import NIM
 import Synchronization
 
-/// Records every callback request it receives and answers 200 (or what `status` says).
+/// Records every callback request it receives and answers 200 (or 503 while `failuresToAnswer` > 0).
 final class CallbackSink: Sendable {
-    let received = Mutex<[HTTPRequestData]>([])
-    let failuresToAnswer = Mutex(0)
+    final class Store: Sendable {
+        let received = Mutex<[HTTPRequestData]>([])
+        let failuresToAnswer = Mutex(0)
+    }
+    let store = Store()
     let server: HTTPServer
+    func failNext(_ count: Int) { store.failuresToAnswer.withLock { $0 = count } }
 
     init() {
-        let received = self.received, failures = self.failuresToAnswer
+        let store = self.store
         server = HTTPServer { request in
-            let fail = failures.withLock { count -> Bool in
+            let fail = store.failuresToAnswer.withLock { count -> Bool in
                 guard count > 0 else { return false }
                 count -= 1
                 return true
             }
-            received.withLock { $0.append(request) }
+            store.received.withLock { $0.append(request) }
             return fail ? .text("busy", status: 503) : .json(JSONValue.object(["code": 200]).jsonData())
         }
     }
 
-    var requests: [HTTPRequestData] { received.withLock { $0 } }
+    var requests: [HTTPRequestData] { store.received.withLock { $0 } }
 
     /// Waits (bounded) until at least `count` requests arrived.
     func waitFor(_ count: Int, timeoutMs: Int = 5000) async -> [HTTPRequestData] {

@@ -43,7 +43,7 @@ struct NIMHistoryPager: Sendable {
         var result: [NIMHistoryMessage] = [], seen: Set<Int64> = []
         var bound = key ?? NIMHistoryKey(time: horizon, msgid: .max)
         var exclude = key?.msgid
-        while result.count < count {
+        while result.count < count, bound.time > 0 {
             let got = try await fetch(0, bound.time, Self.batch, false, exclude)
             let fresh = got.filter { NIMHistoryKey(time: $0.sendtime, msgid: $0.msgid) < bound && !seen.contains($0.msgid) }
                 .sorted { NIMHistoryKey(time: $0.sendtime, msgid: $0.msgid) > NIMHistoryKey(time: $1.sendtime, msgid: $1.msgid) }

@@ -128,11 +128,11 @@ extension NIMSandbox {
         let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
             guard let position = state.index[msgid] else { return .failure(NIMSandboxRefusal(404, "msg not found")) }
             let message = state.messages[position]
+            guard message.from == from else { return .failure(NIMSandboxRefusal(403, "not allow!")) }
             guard message.sendtime == timetag, message.ope == (type == 7 ? 0 : 1),
                   message.to.lowercased() == to.lowercased() else {
                 return .failure(NIMSandboxRefusal(414, "timetag, type or to does not match the message"))
             }
-            guard message.from == from else { return .failure(NIMSandboxRefusal(403, "not allow!")) }
             if message.recalled { return .failure(NIMSandboxRefusal(417, "msg already recalled")) }
             guard now - message.sendtime <= window else { return .failure(NIMSandboxRefusal(508, "msg recall timeout")) }
             state.messages[position].recalled = true
