@@ -44,7 +44,7 @@ enum SandboxVendors {
     typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
 
     static let factories: [String: Factory] = [
-        "nim": { NIMSandbox.server($0) },
+        "nim": { try NIMSandbox.server($0) },
     ]
 
     static var names: [String] { factories.keys.sorted() }

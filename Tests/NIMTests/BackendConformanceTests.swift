@@ -22,7 +22,7 @@ struct WiredBackend {
             return await backend.callbackHandler(request)
         }
         let receiverPort = try await receiver.start()
-        let sandbox = NIMSandbox.server(SandboxOptions(appKey: "k", appSecret: "s",
+        let sandbox = try NIMSandbox.server(SandboxOptions(appKey: "k", appSecret: "s",
                                                        callbackURL: "http://127.0.0.1:\(receiverPort)/receiveMsg.action"))
         try await sandbox.start()
         let backend = NIMBackend(id: "nim", config: NIMConfig(baseURL: sandbox.baseURL + "/nimserver", appKey: "k", appSecret: "s"),
@@ -31,7 +31,20 @@ struct WiredBackend {
         return WiredBackend(backend: backend, sandbox: sandbox, receiver: receiver, registry: registry)
     }
 
+    /// Runs `body` against a freshly wired backend and always stops the servers afterwards.
+    static func with(registry: ContentRegistry = ContentRegistry(), _ body: (WiredBackend) async throws -> Void) async throws {
+        let wired = try await start(registry: registry)
+        do {
+            try await body(wired)
+        } catch {
+            await wired.stop()
+            throw error
+        }
+        await wired.stop()
+    }
+
     func stop() async {
+        _ = await (sandbox.vendor as! NIMSandbox).waitForCallbacks(timeoutMs: 2000)
         await sandbox.stop()
         await receiver.stop()
     }
@@ -63,95 +76,95 @@ final class WiredList: Sendable {
     }
 
     @Test func sendUploadsPendingCustomMediaAndHistoryReadsItBack() async throws {
-        let wired = try await WiredBackend.start(registry: try ContentRegistry([PhotoCard.self]))
-        defer { Task { await wired.stop() } }
-        let path = NSTemporaryDirectory() + "nim-photo-\(UUID().uuidString).jpg"
-        FileManager.default.createFile(atPath: path, contents: Data("jpeg bytes".utf8))
-        let card = PhotoCard(title: "T", subTitle: "S", photo: .local(path, mimeType: "image/jpeg"))
-        let sent = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice",
-                                                                content: .custom(CustomContent(card))))
-        guard case .custom(let custom) = sent.content, let photo = custom.as(PhotoCard.self)?.photo else {
-            Issue.record("sent content is \(sent.content)")
-            return
+        try await WiredBackend.with(registry: try ContentRegistry([PhotoCard.self])) { wired in
+            let path = NSTemporaryDirectory() + "nim-photo-\(UUID().uuidString).jpg"
+            #expect(FileManager.default.createFile(atPath: path, contents: Data("jpeg bytes".utf8)))
+            let card = PhotoCard(title: "T", subTitle: "S", photo: .local(path, mimeType: "image/jpeg"))
+            let sent = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice",
+                                                                    content: .custom(CustomContent(card))))
+            guard case .custom(let custom) = sent.content, let photo = custom.as(PhotoCard.self)?.photo else {
+                Issue.record("sent content is \(sent.content)")
+                return
+            }
+            #expect(photo.transferState == .uploaded && photo.remoteURL?.contains("/_sandbox/media/") == true)
+            #expect(photo.checksum == Hashing.md5Hex(Array("jpeg bytes".utf8)))
+            let page = try await wired.backend.history(HistoryQuery(conversation: .direct("bob", "alice"), limit: 5))
+            guard case .custom(let stored)? = page.messages.last?.content, let storedPhoto = stored.as(PhotoCard.self)?.photo else {
+                Issue.record("history has \(page.messages)")
+                return
+            }
+            #expect(storedPhoto.remoteURL == photo.remoteURL)
+            let downloaded = try await wired.backend.download(storedPhoto.rehosted(at: photo.remoteURL!), into: NSTemporaryDirectory())
+            #expect(downloaded.transferState == .downloaded)
+            #expect(FileManager.default.contents(atPath: downloaded.localPath!) == Data("jpeg bytes".utf8))
         }
-        #expect(photo.transferState == .uploaded && photo.remoteURL?.contains("/_sandbox/media/") == true)
-        #expect(photo.checksum == Hashing.md5Hex(Array("jpeg bytes".utf8)))
-        let page = try await wired.backend.history(HistoryQuery(conversation: .direct("bob", "alice"), limit: 5))
-        guard case .custom(let stored)? = page.messages.last?.content, let storedPhoto = stored.as(PhotoCard.self)?.photo else {
-            Issue.record("history has \(page.messages)")
-            return
-        }
-        #expect(storedPhoto.remoteURL == photo.remoteURL)
-        let downloaded = try await wired.backend.download(storedPhoto.rehosted(at: photo.remoteURL!), into: NSTemporaryDirectory())
-        #expect(downloaded.transferState == .downloaded)
-        #expect(FileManager.default.contents(atPath: downloaded.localPath!) == Data("jpeg bytes".utf8))
     }
 
     @Test func historyPagesAcrossManyMessagesWithoutGapsOrRepeats() async throws {
-        let wired = try await WiredBackend.start()
-        defer { Task { await wired.stop() } }
-        var ids: [MessageID] = []
-        for n in 0..<23 {
-            ids.append(try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: n % 3 == 0 ? "bob" : "alice",
-                                                                    content: .text("n\(n)"))).id)
+        try await WiredBackend.with { wired in
+            var ids: [MessageID] = []
+            for n in 0..<23 {
+                ids.append(try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: n % 3 == 0 ? "bob" : "alice",
+                                                                        content: .text("n\(n)"))).id)
+            }
+            var collected: [MessageID] = []
+            var page = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .latest, limit: 5))
+            collected = page.messages.map(\.id)
+            while page.hasOlder, let cursor = page.olderCursor {
+                page = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .before(cursor), limit: 5))
+                collected = page.messages.map(\.id) + collected
+            }
+            #expect(collected == ids)
+            let around = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"),
+                                                                      anchor: .around(NIMHistoryKey(time: 0, msgid: 0).cursor), limit: 4))
+            #expect(around.messages.map(\.id) == Array(ids[0..<4]))
+            var forward = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .oldest, limit: 7))
+            var ascending = forward.messages.map(\.id)
+            while forward.hasNewer, let cursor = forward.newerCursor {
+                forward = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .after(cursor), limit: 7))
+                ascending += forward.messages.map(\.id)
+            }
+            #expect(ascending == ids)
         }
-        var collected: [MessageID] = []
-        var page = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .latest, limit: 5))
-        collected = page.messages.map(\.id)
-        while page.hasOlder, let cursor = page.olderCursor {
-            page = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .before(cursor), limit: 5))
-            collected = page.messages.map(\.id) + collected
-        }
-        #expect(collected == ids)
-        let around = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"),
-                                                                  anchor: .around(NIMHistoryKey(time: 0, msgid: 0).cursor), limit: 4))
-        #expect(around.messages.map(\.id) == Array(ids[0..<4]))
-        var forward = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .oldest, limit: 7))
-        var ascending = forward.messages.map(\.id)
-        while forward.hasNewer, let cursor = forward.newerCursor {
-            forward = try await wired.backend.history(HistoryQuery(conversation: .direct("alice", "bob"), anchor: .after(cursor), limit: 7))
-            ascending += forward.messages.map(\.id)
-        }
-        #expect(ascending == ids)
     }
 
     @Test func expansionFallbackAndCommandsTravelAsEvents() async throws {
-        let wired = try await WiredBackend.start()
-        defer { Task { await wired.stop() } }
-        let stream = wired.backend.events()
-        let target = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("order")))
-        await #expect(throws: IMError.self) {
-            _ = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice",
-                                                             content: .text("x"), expansion: ["k": "v"]))
+        try await WiredBackend.with { wired in
+            let stream = wired.backend.events()
+            let target = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("order")))
+            await #expect(throws: IMError.self) {
+                _ = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice",
+                                                                 content: .text("x"), expansion: ["k": "v"]))
+            }
+            let delta = ExpansionDelta(version: 3, set: ["status": "paid"], removed: ["owner"])
+            try await wired.backend.sendExpansionChange(delta, of: target.id, in: .direct("alice", "bob"), by: "bob")
+            _ = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "bob",
+                                                             content: .command(CommandContent(name: "typing", data: ["on": true]))))
+            var kinds: [IMEvent.Kind] = []
+            for await event in stream {
+                kinds.append(event.kind)
+                if kinds.count == 3 { break }
+            }
+            #expect(kinds[1] == .expansionChanged(messageID: target.id, conversation: .direct("alice", "bob"), by: "bob", delta: delta))
+            #expect(kinds[2] == .command(conversation: .direct("alice", "bob"), sender: "bob",
+                                         content: CommandContent(name: "typing", data: ["on": true]), at: {
+                                             if case .command(_, _, _, let at) = kinds[2] { return at } else { return 0 } }()))
         }
-        let delta = ExpansionDelta(version: 3, set: ["status": "paid"], removed: ["owner"])
-        try await wired.backend.sendExpansionChange(delta, of: target.id, in: .direct("alice", "bob"), by: "bob")
-        _ = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "bob",
-                                                         content: .command(CommandContent(name: "typing", data: ["on": true]))))
-        var kinds: [IMEvent.Kind] = []
-        for await event in stream {
-            kinds.append(event.kind)
-            if kinds.count == 3 { break }
-        }
-        #expect(kinds[1] == .expansionChanged(messageID: target.id, conversation: .direct("alice", "bob"), by: "bob", delta: delta))
-        #expect(kinds[2] == .command(conversation: .direct("alice", "bob"), sender: "bob",
-                                     content: CommandContent(name: "typing", data: ["on": true]), at: {
-                                         if case .command(_, _, _, let at) = kinds[2] { return at } else { return 0 } }()))
     }
 
     @Test func rateLimitsSurfaceAsRetryableErrors() async throws {
-        let wired = try await WiredBackend.start()
-        defer { Task { await wired.stop() } }
-        try await wired.backend.ensureUser(UserProfile(id: "alice"))
-        try await wired.backend.ensureUser(UserProfile(id: "alice"))
-        wired.sandbox.faults.add(.init(status: 200, vendorCode: 416, count: 1, pathPrefix: "/nimserver/msg/sendMsg"))
-        do {
-            _ = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("x")))
-            Issue.record("not rate limited")
-        } catch let error as IMError {
-            #expect(error.code == .rateLimited && error.isRetryable && error.retryAfterMs == 10_000 && error.vendorCode == "416")
+        try await WiredBackend.with { wired in
+            try await wired.backend.ensureUser(UserProfile(id: "alice"))
+            try await wired.backend.ensureUser(UserProfile(id: "alice"))
+            wired.sandbox.faults.add(.init(status: 200, vendorCode: 416, count: 1, pathPrefix: "/nimserver/msg/sendMsg"))
+            do {
+                _ = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("x")))
+                Issue.record("not rate limited")
+            } catch let error as IMError {
+                #expect(error.code == .rateLimited && error.isRetryable && error.retryAfterMs == 10_000 && error.vendorCode == "416")
+            }
+            let retried = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("x")))
+            #expect(!retried.id.rawValue.isEmpty)
         }
-        let retried = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("x")))
-        #expect(!retried.id.rawValue.isEmpty)
     }
 }

@@ -54,13 +54,26 @@ struct SandboxHarness {
     static func start(callbacks: Bool = true) async throws -> SandboxHarness {
         let sink = CallbackSink()
         let sinkPort = try await sink.server.start()
-        let server = NIMSandbox.server(SandboxOptions(appKey: appKey, appSecret: appSecret,
+        let server = try NIMSandbox.server(SandboxOptions(appKey: appKey, appSecret: appSecret,
                                                       callbackURL: callbacks ? "http://127.0.0.1:\(sinkPort)/receiveMsg.action" : nil))
         try await server.start()
         return SandboxHarness(sink: sink, server: server)
     }
 
+    /// Runs `body` against a fresh sandbox and always stops it (and its callback sink) afterwards.
+    static func with(callbacks: Bool = true, _ body: (SandboxHarness) async throws -> Void) async throws {
+        let sandbox = try await start(callbacks: callbacks)
+        do {
+            try await body(sandbox)
+        } catch {
+            await sandbox.stop()
+            throw error
+        }
+        await sandbox.stop()
+    }
+
     func stop() async {
+        _ = await vendor.waitForCallbacks(timeoutMs: 2000)
         await server.stop()
         await sink.server.stop()
     }

@@ -82,6 +82,8 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
             return existing
         }
         var outgoing = outgoing
+        let pendingMedia = outgoing.content.attachments.contains(where: \.needsUpload)
+        if case .command = outgoing.content {} else if !pendingMedia { try Self.checkBody(try codec.sendForm(for: outgoing)) }
         outgoing.content = try await uploadPendingMedia(in: outgoing.content)
         try await ensureParties(of: outgoing)
         if case .command(let command) = outgoing.content {
@@ -92,10 +94,7 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
                            content: outgoing.content, options: outgoing.options)
         }
         let form = try codec.sendForm(for: outgoing)
-        guard form.body.count <= 5000 else {
-            throw IMError(.limitExceeded, "the NIM body is \(form.body.count) characters; NIM allows 5000",
-                          details: ["limit": "body_length"])
-        }
+        try Self.checkBody(form)
         let result = try await client.sendMessage(form)
         var extras = outgoing.vendorExtras
         if let ext = form.ext { extras[NIMMessageCodec.extKey] = .string(ext) }
@@ -105,6 +104,14 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
                               options: outgoing.options, vendorExtras: extras)
         remember(message)
         return message
+    }
+
+    /// NIM refuses bodies over 5000 characters (the text limit counts the text, the body its JSON).
+    static func checkBody(_ form: NIMSendMessageForm) throws {
+        guard form.body.count <= 5000 else {
+            throw IMError(.limitExceeded, "the NIM body is \(form.body.count) characters; NIM allows 5000",
+                          details: ["limit": "body_length"])
+        }
     }
 
     /// Creates the sender and, for a direct message, the peer, once per process (puppets on demand).

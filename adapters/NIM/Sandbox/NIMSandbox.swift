@@ -49,7 +49,11 @@ public final class NIMSandbox: SandboxVendor {
     }
 
     /// A ready-to-start server for `imbridge sandbox nim` (`--option recall_window_ms=N` sets the window).
-    public static func server(_ options: SandboxOptions) -> SandboxServer {
+    /// `--state` is refused: this sandbox keeps its state in memory only.
+    public static func server(_ options: SandboxOptions) throws -> SandboxServer {
+        if let path = options.statePath {
+            throw IMError(.unsupported, "the NIM sandbox keeps state in memory only; --state \(path) is not supported")
+        }
         let clock = SandboxClock()
         let window = options.extra["recall_window_ms"].flatMap { Int64($0) } ?? 120_000
         let vendor = NIMSandbox(appKey: options.appKey, appSecret: options.appSecret, callbackURL: options.callbackURL,
