@@ -10,6 +10,8 @@ let package = Package(
         .library(name: "IMTesting", targets: ["IMTesting"]),
         .library(name: "IMHTTP", targets: ["IMHTTP"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
+        .library(name: "IMStore", targets: ["IMStore"]),
+        .library(name: "IMRelay", targets: ["IMRelay"]),
         // adapters: add library products here
         .library(name: "NIM", targets: ["NIM"]),
     ],
@@ -20,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -33,8 +37,10 @@ let package = Package(
             .product(name: "HTTPTypes", package: "swift-http-types"),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP"]),
+        .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", .product(name: "Yams", package: "Yams")]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             // adapters: add "<Name>" here
             "NIM",
@@ -44,6 +50,8 @@ let package = Package(
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
+        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
         // adapter test targets here
         .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
     ],

@@ -10,7 +10,7 @@ import IMCore
 /// native are refused with `IMError(.unsupported)` — the adapter-specific substitutes (`fallback`) are
 /// not simulated here. Sending as any user is always allowed (the memory backend models users' clients).
 public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdating, Reacting, ReadReceipting,
-    MediaTransferring, ConversationListing, UserProvisioning {
+    MediaTransferring, ConversationListing, UserProvisioning, ClientIDLookup {
     public let id: BackendID
     public let world: MemoryWorld
     public let viewer: UserID?
@@ -127,6 +127,14 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
     public func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws {
         try capabilities.require(.conversationList)
         world.setMuted(muted, conversation: conversation, for: user)
+    }
+
+    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
+        world.state.withLock { state in
+            guard let messageID = state.clientIDs[id], let location = state.locations[messageID],
+                  location.conversation == conversation else { return nil }
+            return state.conversations[conversation]?[location.index]
+        }
     }
 
     public func ensureUser(_ profile: UserProfile) async throws {

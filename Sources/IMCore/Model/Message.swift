@@ -149,7 +149,7 @@ public struct Message: Hashable, Sendable, Codable {
 /// `[:]` enables it with no initial keys. `sentAt` asks for a timestamp (history migration) where
 /// the backend lets a server set one; elsewhere the backend's clock wins and the original time
 /// travels in `vendorExtras`.
-public struct OutgoingMessage: Hashable, Sendable {
+public struct OutgoingMessage: Hashable, Sendable, Codable {
     public var conversation: ConversationRef
     public var sender: UserID
     public var content: MessageContent

@@ -1,0 +1,35 @@
+import IMCore
+
+/// One unit of work for a lane, stored as the outbox payload (JSON). Message references name the
+/// **source** message; the executor resolves them through the id map when it runs, so an edit queued
+/// behind its original's send finds the id the send produced.
+public enum RelayAction: Sendable, Hashable, Codable {
+    /// Send a translated message and map it to `source`. `replyToSource` is resolved at send time.
+    case send(outgoing: OutgoingMessage, source: MessageID, replyToSource: MessageID?)
+    /// Send a fallback notice (not mapped).
+    case notice(outgoing: OutgoingMessage, replyToSource: MessageID?)
+    case edit(source: MessageID, by: UserID, content: MessageContent)
+    case recall(source: MessageID, by: UserID)
+    case expansion(source: MessageID, by: UserID, delta: ExpansionDelta)
+    case reaction(source: MessageID, by: UserID, emoji: String, added: Bool)
+    case read(upToSource: MessageID, by: UserID)
+
+    public var kindName: String {
+        switch self {
+        case .send: "send"
+        case .notice: "notice"
+        case .edit: "edit"
+        case .recall: "recall"
+        case .expansion: "expansion"
+        case .reaction: "reaction"
+        case .read: "read"
+        }
+    }
+}
+
+/// What translation decided for one leg: the actions to queue and the fallbacks it applied.
+struct Planned: Sendable {
+    var actions: [RelayAction] = []
+    /// (feature name, policy): a `Feature` raw value, or `text_length` for cut texts.
+    var fallbacks: [(feature: String, policy: FallbackPolicy)] = []
+}

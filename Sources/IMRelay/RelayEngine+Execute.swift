@@ -1,0 +1,85 @@
+import IMCore
+import IMStore
+
+extension RelayEngine {
+    /// Performs one action on the target; returns the created message for a `send`.
+    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry) async throws -> Message? {
+        guard let backend = backends[entry.lane.backend] else {
+            throw IMError(.notFound, "backend \(entry.lane.backend) is not configured", isRetryable: false)
+        }
+        let conversation = entry.lane.conversation
+        switch payload.action {
+        case .send(var outgoing, _, let replyTo):
+            let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+            outgoing.clientMessageID = clientID
+            outgoing.reply = try replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
+            if entry.attempts > 0, let lookup = backend as? any ClientIDLookup,
+               let existing = try await lookup.message(withClientID: clientID, in: conversation) {
+                return existing   // an earlier attempt got through before we could record it
+            }
+            try await provision(outgoing.sender, on: backend)
+            return try await backend.send(outgoing)
+        case .notice(var outgoing, let replyTo):
+            outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+            outgoing.reply = try replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
+            try await provision(outgoing.sender, on: backend)
+            _ = try await backend.send(outgoing)
+            return nil
+        case .edit(let source, let by, let content):
+            let target = try mapped(source, entry: entry)
+            try await capability(backend, as: (any Editing).self, .edit).edit(target, in: conversation, by: by, content: content)
+        case .recall(let source, let by):
+            let target = try mapped(source, entry: entry)
+            do {
+                try await capability(backend, as: (any Recalling).self, .recall).recall(target, in: conversation, by: by)
+            } catch let error as IMError where error.code == .alreadyRecalled {
+                return nil
+            }
+        case .expansion(let source, let by, let delta):
+            let target = try mapped(source, entry: entry)
+            let updater = try capability(backend, as: (any ExpansionUpdating).self, .expansion)
+            for change in delta.asChanges {
+                _ = try await updater.updateExpansion(of: target, in: conversation, by: by, change)
+            }
+        case .reaction(let source, let by, let emoji, let added):
+            let target = try mapped(source, entry: entry)
+            let reacting = try capability(backend, as: (any Reacting).self, .reactions)
+            let present = try await reacting.reactions(on: target, in: conversation).contains { $0.user == by && $0.emoji == emoji }
+            if present != added { _ = try await reacting.toggleReaction(emoji, on: target, in: conversation, by: by) }
+        case .read(let source, let by):
+            let target = try mapped(source, entry: entry)
+            try await capability(backend, as: (any ReadReceipting).self, .readReceipts).markRead(conversation, by: by, upTo: target)
+        }
+        return nil
+    }
+
+    nonisolated func mapped(_ source: MessageID, entry: OutboxEntry) throws -> MessageID {
+        guard let mapping = try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) else {
+            throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) has no counterpart on \(entry.lane.backend) (it was never relayed)",
+                          isRetryable: false)
+        }
+        return mapping.toMessage
+    }
+
+    nonisolated func replyRef(_ source: MessageID?, quoted: ReplyRef?, entry: OutboxEntry, backend: any IMBackend) throws -> ReplyRef? {
+        guard let source, backend.capabilities.support(.replies).isNative,
+              let mapping = try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) else { return nil }
+        return ReplyRef(messageID: mapping.toMessage, sender: nil, digest: quoted?.digest ?? "")
+    }
+
+    nonisolated func capability<P>(_ backend: any IMBackend, as type: P.Type, _ feature: Feature) throws -> P {
+        guard let typed = backend as? P else {
+            throw IMError(.unsupported, "\(backend.id) does not offer \(feature.rawValue)", isRetryable: false)
+        }
+        return typed
+    }
+
+    /// Creates a puppet on targets that need users to exist, once per process.
+    nonisolated func provision(_ user: UserID, on backend: any IMBackend) async throws {
+        guard let provisioning = backend as? any UserProvisioning, backend.capabilities.support(.userProvisioning).isNative else { return }
+        let key = "\(backend.id)/\(user)"
+        guard !provisioned.withLock({ $0.contains(key) }) else { return }
+        try await provisioning.ensureUser(UserProfile(id: user, name: user.rawValue))
+        provisioned.withLock { _ = $0.insert(key) }
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import IMCore
+
+/// Turns a source event into actions for one route leg, applying the target's capabilities and the
+/// route's fallback policies. Pure: no I/O, no store.
+///
+/// Rules:
+/// - contents the target cannot carry (kind not in its `contentKinds`, or custom content where custom is
+///   not native) become text: the digest, plus the media URL where there is one (counted as a `media`
+///   or `custom_content` fallback);
+/// - text longer than the target allows is cut to fit with a trailing `…` (counted);
+/// - mentions are re-mapped to target users, or dropped where the target has none (counted);
+/// - a message sent with an expansion is sent with one where the target has expansions, so later
+///   changes can follow; the current key/values travel with it;
+/// - edits, recalls, expansion changes and reactions use the target's native operation, or the route's
+///   fallback (`notice`: a short message replying to the mapped original; `drop`);
+/// - read state relays natively or is dropped; commands relay natively or are dropped.
+struct Translator: Sendable {
+    let capabilities: Capabilities
+
+    func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
+        var planned = Planned()
+        switch event.kind {
+        case .message(let message):
+            planned.actions.append(.send(outgoing: outgoing(for: message, leg: leg, planned: &planned), source: message.id,
+                                         replyToSource: message.reply?.messageID))
+        case .edited(let id, _, let by, let content, _):
+            if capabilities.support(.edit).isNative {
+                planned.actions.append(.edit(source: id, by: leg.targetUser(by), content: fit(content, planned: &planned)))
+            } else {
+                fallback(.edit, leg, id, text: "✎ \(content.digest)", by: by, planned: &planned)
+            }
+        case .recalled(let id, _, let by, _):
+            if capabilities.support(.recall).isNative {
+                planned.actions.append(.recall(source: id, by: leg.targetUser(by)))
+            } else {
+                fallback(.recall, leg, id, text: "[消息已撤回]", by: by, planned: &planned)
+            }
+        case .expansionChanged(let id, _, let by, let delta):
+            let actor = by ?? "bridge"
+            if capabilities.support(.expansion).isNative {
+                planned.actions.append(.expansion(source: id, by: leg.targetUser(actor), delta: delta))
+            } else {
+                fallback(.expansion, leg, id, text: Self.describe(delta), by: actor, planned: &planned)
+            }
+        case .reaction(let id, _, let user, let emoji, let added, _):
+            if capabilities.support(.reactions).isNative {
+                planned.actions.append(.reaction(source: id, by: leg.targetUser(user), emoji: emoji, added: added))
+            } else {
+                fallback(.reactions, leg, id, text: added ? "\(emoji) +1" : "\(emoji) −1", by: user, planned: &planned)
+            }
+        case .read(_, let user, let upTo, _):
+            if capabilities.support(.readReceipts).isNative {
+                planned.actions.append(.read(upToSource: upTo, by: leg.targetUser(user)))
+            } else {
+                planned.fallbacks.append((Feature.readReceipts.rawValue, .drop))
+            }
+        case .command(_, let sender, let command, let at):
+            if capabilities.support(.commands).isNative && capabilities.contentKinds.contains(.command) {
+                let outgoing = OutgoingMessage(conversation: leg.targetConversation, sender: leg.targetUser(sender),
+                                               content: .command(command), sentAt: at)
+                planned.actions.append(.notice(outgoing: outgoing, replyToSource: nil))
+            } else {
+                planned.fallbacks.append((Feature.commands.rawValue, .drop))
+            }
+        }
+        return planned
+    }
+
+    func outgoing(for message: Message, leg: RouteLeg, planned: inout Planned) -> OutgoingMessage {
+        var content = fit(message.currentContent, planned: &planned)
+        if case .relay(_, let format) = leg.users, case .text(let text) = content {
+            content = .text(fitText(Self.render(format, user: message.sender) + text.text, planned: &planned))
+        }
+        var mentions = Mentions()
+        if !message.mentions.isEmpty {
+            if capabilities.support(.mentions).isNative {
+                mentions = Mentions(all: message.mentions.all, users: message.mentions.users.map(leg.targetUser))
+            } else {
+                planned.fallbacks.append((Feature.mentions.rawValue, .drop))
+            }
+        }
+        var expansion: [String: String]?
+        if let source = message.expansion {
+            if capabilities.support(.expansion).isNative {
+                expansion = source.values
+            } else if !source.values.isEmpty {
+                planned.fallbacks.append((Feature.expansion.rawValue, leg.route.fallback(for: .expansion)))
+            }
+        }
+        var reply: ReplyRef?
+        if let quoted = message.reply {
+            if capabilities.support(.replies).isNative {
+                reply = quoted
+            } else {
+                planned.fallbacks.append((Feature.replies.rawValue, .drop))
+            }
+        }
+        var extras = message.vendorExtras
+        extras["imbridge_source_sender"] = .string(message.sender.rawValue)
+        extras["imbridge_source_sent_at"] = .int(message.sentAt)
+        var options = message.options
+        options.receiptRequested = options.receiptRequested && capabilities.support(.readReceipts).isNative
+        return OutgoingMessage(conversation: leg.targetConversation, sender: leg.targetUser(message.sender), content: content,
+                               mentions: mentions, reply: reply, options: options, expansion: expansion, sentAt: message.sentAt,
+                               vendorExtras: extras)
+    }
+
+    /// Makes a content fit the target (kind and length), counting what it changed.
+    func fit(_ content: MessageContent, planned: inout Planned) -> MessageContent {
+        var carried = capabilities.contentKinds.contains(content.kind)
+        if content.kind == .custom, !capabilities.support(.customContent).isNative { carried = false }
+        if !carried {
+            planned.fallbacks.append(((content.kind == .custom ? Feature.customContent : Feature.media).rawValue, .notice))
+            let url = content.attachments.first?.remoteURL.map { " \($0)" } ?? ""
+            return .text(fitText(content.digest + url, planned: &planned))
+        }
+        if case .text(let text) = content { return .text(fitText(text.text, planned: &planned)) }
+        return content
+    }
+
+    func fitText(_ text: String, planned: inout Planned) -> String {
+        guard capabilities.length(of: text) > capabilities.textMaxLength else { return text }
+        planned.fallbacks.append(("text_length", .notice))
+        var cut = text
+        while capabilities.length(of: cut + "…") > capabilities.textMaxLength, !cut.isEmpty { cut.removeLast(max(1, cut.count / 20)) }
+        return cut + "…"
+    }
+
+    func fallback(_ feature: Feature, _ leg: RouteLeg, _ id: MessageID, text: String, by user: UserID, planned: inout Planned) {
+        let policy = leg.route.fallback(for: feature)
+        planned.fallbacks.append((feature.rawValue, policy))
+        guard policy == .notice else { return }
+        let content: MessageContent = capabilities.contentKinds.contains(.notice) ? .notice(NoticeContent(text: text)) : .text(text)
+        let outgoing = OutgoingMessage(conversation: leg.targetConversation, sender: leg.targetUser(user), content: content,
+                                       options: MessageOptions(persist: true, countUnread: false, push: false))
+        planned.actions.append(.notice(outgoing: outgoing, replyToSource: capabilities.support(.replies).isNative ? id : nil))
+    }
+
+    static func describe(_ delta: ExpansionDelta) -> String {
+        var parts = delta.set.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value)" }
+        parts += delta.removed.map { "\($0) ✕" }
+        if delta.cleared && parts.isEmpty { parts.append("✕ all") }
+        return parts.joined(separator: ", ")
+    }
+
+    static func render(_ format: String, user: UserID) -> String {
+        format.replacingOccurrences(of: "{user}", with: user.rawValue).replacingOccurrences(of: "{name}", with: user.rawValue)
+    }
+}

@@ -1,0 +1,55 @@
+import GRDB
+
+/// Versioned schema. Append migrations; never edit one that shipped.
+enum StoreSchema {
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1-ledger-outbox-idmap") { db in
+            try db.execute(sql: """
+                CREATE TABLE ledger (
+                    backend TEXT NOT NULL,
+                    event_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    PRIMARY KEY (backend, event_id)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE outbox (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    lane TEXT NOT NULL,
+                    target_backend TEXT NOT NULL,
+                    source_backend TEXT NOT NULL,
+                    source_event_id TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    state TEXT NOT NULL DEFAULT 'pending',
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL DEFAULT 0,
+                    last_error TEXT,
+                    created_at INTEGER NOT NULL,
+                    finished_at INTEGER
+                );
+                CREATE INDEX outbox_pending ON outbox (lane, id) WHERE state = 'pending';
+                CREATE INDEX outbox_state ON outbox (state, id);
+
+                CREATE TABLE id_map (
+                    from_backend TEXT NOT NULL,
+                    from_message TEXT NOT NULL,
+                    to_backend TEXT NOT NULL,
+                    to_message TEXT NOT NULL,
+                    to_conversation TEXT NOT NULL,
+                    bridge_created INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (from_backend, from_message, to_backend)
+                ) WITHOUT ROWID;
+
+                CREATE TABLE checkpoints (
+                    name TEXT PRIMARY KEY NOT NULL,
+                    value TEXT NOT NULL,
+                    updated_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import IMCore
+import IMRelay
+import IMStore
+import IMTesting
+import Synchronization
+
+/// Two in-memory backends (WuKong and RongCloud rules) joined by a group route, over a real SQLite store.
+struct RelayHarness {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString).sqlite").path
+    let clock = SystemClock()
+    let wk: MemoryBackend
+    let rc: any IMBackend
+    let rcMemory: MemoryBackend
+    let store: BridgeStore
+    let routes: [Route]
+
+    init(rcWrapper: ((MemoryBackend) -> any IMBackend)? = nil, routes: [Route]? = nil) throws {
+        wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        rcMemory = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: SystemClock())
+        rc = rcWrapper?(rcMemory) ?? rcMemory
+        store = try BridgeStore(path: path)
+        self.routes = try routes ?? [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "rc:group:*"))]
+    }
+
+    func engine(retry: RetryPolicy = RetryPolicy(baseMs: 5, maxMs: 50), store: BridgeStore? = nil) -> RelayEngine {
+        RelayEngine(store: store ?? self.store, backends: [wk, rc], routes: routes, retry: retry)
+    }
+
+    func history(_ backend: any IMBackend, _ group: String) async throws -> [Message] {
+        try await backend.history(HistoryQuery(conversation: .group(GroupID(group)), anchor: .latest, limit: 1000)).messages
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass.
+func eventually(_ seconds: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(nanoseconds: 10_000_000)
+    }
+    return try await condition()
+}
+
+/// A RongCloud-rules backend that answers 429 to sends in chosen conversations while `failing` says so.
+final class FlakyBackend: IMBackend, Recalling, ExpansionUpdating {
+    let inner: MemoryBackend
+    let failing = Mutex<[ConversationRef: Int]>([:])
+    let permanent = Mutex<Set<String>>([])
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+
+    func send(_ message: OutgoingMessage) async throws -> Message {
+        if case .text(let text) = message.content, permanent.withLock({ $0.contains(text.text) }) {
+            throw IMError(.invalidArgument, "refused for good", vendorCode: "1002")
+        }
+        let fail = failing.withLock { table -> Bool in
+            guard let left = table[message.conversation], left > 0 else { return false }
+            table[message.conversation] = left - 1
+            return true
+        }
+        if fail { throw IMError(.rateLimited, "slow down", vendorCode: "1008", retryAfterMs: 5) }
+        return try await inner.send(message)
+    }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
+    func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
+        try await inner.recall(message, in: conversation, by: user)
+    }
+    func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
+                         _ change: ExpansionChange) async throws -> ExpansionDelta {
+        try await inner.updateExpansion(of: message, in: conversation, by: user, change)
+    }
+    func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
+        try await inner.expansion(of: message, in: conversation)
+    }
+}
