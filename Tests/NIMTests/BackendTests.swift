@@ -15,7 +15,7 @@ import Testing
                                          headers: [("AppKey", "k"), ("CurTime", "1"), ("MD5", md5), ("CheckSum", Hashing.sha1Hex("wrong" + md5 + "1"))],
                                          body: body)
             let refused = await wired.backend.callbackHandler(forged)
-            #expect(refused.status == 403)
+            #expect(refused.status == 401)
             let good = HTTPRequestData(method: "POST", path: "/receiveMsg.action",
                                        headers: [("AppKey", "k"), ("CurTime", "1"), ("MD5", md5), ("CheckSum", Hashing.sha1Hex("s" + md5 + "1"))],
                                        body: body)
@@ -80,6 +80,19 @@ import Testing
             }
             #expect(await wired.sandbox.vendor.messages().isEmpty)
             #expect(await wired.sandbox.vendor.users().isEmpty)
+        }
+    }
+}
+
+@Suite(.serialized) struct ClientIDLookupTests {
+    @Test func aRestartedBackendFindsAMessageByItsClientID() async throws {
+        try await WiredBackend.with { wired in
+            let sent = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("x"),
+                                                                    clientMessageID: "bridge-77"))
+            let fresh = NIMBackend(config: wired.backend.client.config, teamQueryAccid: "alice", clock: wired.sandbox.clock)
+            let found = try await fresh.message(withClientID: "bridge-77", in: .group("1001"))
+            #expect(found?.id == sent.id)
+            #expect(try await fresh.message(withClientID: "bridge-78", in: .group("1001")) == nil)
         }
     }
 }

@@ -16,9 +16,9 @@ import Synchronization
 ///   sendMsg has no idempotency key; the id also travels in `ext` for echo detection).
 /// - Inbound: `receive(_:)` verifies and parses one message-copy request, publishes the events on every
 ///   `events()` stream and returns them, so a bridge can commit them before answering 200
-///   (`NIMBackend.response(for:)`). Redelivery gives the same `eventID`s.
+///   (`CallbackReceiving`). Redelivery gives the same `eventID`s.
 /// - `history` pages NIM's time windows (cursor `"<ms>:<msgid>"`, see `NIMHistoryPager`).
-public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProvisioning {
+public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProvisioning, CallbackReceiving, ClientIDLookup {
     public let id: BackendID
     public let capabilities: Capabilities
     public let client: NIMClient
@@ -171,22 +171,20 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
         return events
     }
 
-    /// The answer for a callback: 200 `{"code":200}` when `receive` succeeded, else the refusal's status.
-    public static func response(for result: Result<[IMEvent], any Error>) -> HTTPResponseData {
-        switch result {
-        case .success:
-            return .json(JSONValue.object(["code": 200]).jsonData())
-        case .failure(let error):
-            let status = (error as? IMError)?.details["http_status"].flatMap { Int($0) } ?? 500
-            return .json(JSONValue.object(["code": .int(Int64(status)), "desc": .string("\(error)")]).jsonData(), status: status)
-        }
-    }
+    /// The answer NIM expects for a delivered copy: HTTP 200 `{"code":200}`.
+    public static var acknowledgement: HTTPResponseData { .json(JSONValue.object(["code": 200]).jsonData()) }
 
-    /// A request handler for `IMHTTP.HTTPServer` that feeds `receive` and answers NIM.
+    /// A request handler for `IMHTTP.HTTPServer` that feeds `receiveCallback` and answers NIM.
     public var callbackHandler: HTTPServer.Handler {
         { [weak self] request in
             guard let self else { return .text("gone", status: 503) }
-            return Self.response(for: Result { try self.receive(request) })
+            do {
+                return try await self.receiveCallback(request).response
+            } catch let error as IMError {
+                return self.callbackFailureResponse(for: error)
+            } catch {
+                return .text("error: \(error)", status: 503)
+            }
         }
     }
 
