@@ -1,6 +1,7 @@
 import IMCore
 import IMRelay
 import IMStore
+import NIM
 
 /// What an adapter factory gets besides its own settings.
 struct BackendContext: Sendable {
@@ -13,7 +14,16 @@ struct BackendContext: Sendable {
 enum BackendFactories {
     typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
 
-    static let factories: [String: Factory] = [:]
+    static let factories: [String: Factory] = [
+        "nim": { config, context in
+            do {
+                return try NIMSettings.makeBackend(id: config.name, settings: config.settings, registry: context.registry)
+            } catch let error as IMError {
+                guard let key = error.details["setting"] else { throw error }
+                throw config.error(key, error.message)
+            }
+        },
+    ]
 
     static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {
         guard let factory = factories[config.adapter] else {

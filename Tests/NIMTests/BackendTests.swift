@@ -96,3 +96,25 @@ import Testing
         }
     }
 }
+
+@Suite struct SettingsTests {
+    @Test func settingsBuildTheBackendAndNameBadKeys() throws {
+        let backend = try NIMSettings.makeBackend(id: "yx", settings: ["app_key": "k", "app_secret": "s", "recall_window_ms": "600000",
+                                                                       "custom_aliases": "1=order_card, 2=photo_card",
+                                                                       "team_query_accid": "bot"], registry: ContentRegistry())
+        #expect(backend.id == "yx" && backend.capabilities.recallWindowMs == 600_000 && backend.teamQueryAccid == "bot")
+        #expect(backend.codec.content.customFormat.aliases == ["1": "order_card", "2": "photo_card"])
+        #expect(backend.client.config.baseURL == "https://api-cn.yunxinapi.com/nimserver")
+        for (settings, key) in [(["app_key": "k"], "app_secret"),
+                                (["app_key": "k", "app_secret": "s", "recall_window_ms": "x"], "recall_window_ms"),
+                                (["app_key": "k", "app_secret": "s", "create_users": "maybe"], "create_users"),
+                                (["app_key": "k", "app_secret": "s", "custom_aliases": "1"], "custom_aliases")] {
+            do {
+                _ = try NIMSettings.makeBackend(id: "yx", settings: settings, registry: ContentRegistry())
+                Issue.record("\(settings) accepted")
+            } catch let error as IMError {
+                #expect(error.details["setting"] == key)
+            }
+        }
+    }
+}
