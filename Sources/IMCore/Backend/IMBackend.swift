@@ -110,3 +110,8 @@ public protocol UserProvisioning: IMBackend {
 public protocol ClientIDLookup: IMBackend {
     func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message?
 }
+
+/// Listing every conversation a backend holds (server view), for `imbridge migrate --all`.
+public protocol ConversationDiscovery: IMBackend {
+    func allConversations() async throws -> [ConversationRef]
+}
