@@ -166,4 +166,20 @@ import Testing
             #expect(try await sandbox.sendText(from: "a", to: "b", "x")["code"] == 414)
         }
     }
+
+    @Test func customSystemNotificationsAreCopiedNotStored() async throws {
+        try await SandboxHarness.with { sandbox in
+            try await sandbox.createUsers("alice", "bob")
+            let answer = try await sandbox.call("/msg/sendAttachMsg.action", [("from", "alice"), ("msgtype", "0"), ("to", "bob"),
+                                                                              ("attach", #"{"name":"typing","data":{}}"#), ("save", "1")])
+            #expect(answer.json == ["code": 200])
+            #expect(try await sandbox.call("/msg/sendAttachMsg.action", [("from", "alice"), ("msgtype", "3"), ("to", "bob"),
+                                                                          ("attach", "{}")]).json["code"] == 414)
+            let copies = await sandbox.sink.waitFor(1)
+            let copy = try JSONValue.parse(Data(copies[0].body))
+            #expect(copy["convType"] == "CUSTOM_PERSON" && copy["msgType"] == "CUSTOM_P2P_MSG" && copy["customSafeFlag"] == "0")
+            #expect(copy["attach"] == #"{"name":"typing","data":{}}"#)
+            #expect(await sandbox.vendor.messages().isEmpty)
+        }
+    }
 }
