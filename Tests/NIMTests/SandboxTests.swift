@@ -1,6 +1,8 @@
 import Foundation
 import IMCore
 import IMHTTP
+import IMSandbox
+import IMTesting
 import NIM
 import Testing
 
@@ -181,5 +183,25 @@ import Testing
             #expect(copy["attach"] == #"{"name":"typing","data":{}}"#)
             #expect(await sandbox.vendor.messages().isEmpty)
         }
+    }
+
+    /// The documented 100/s with a 10 s block, on a sandbox clock that only moves when told to.
+    @Test func rateLimitsBlockForTenSeconds() async throws {
+        let clock = SandboxClock(base: TestClock())
+        let vendor = NIMSandbox(appKey: "k", appSecret: "s", callbackURL: nil, clock: clock, rateLimits: Capabilities.nim.rateLimits)
+        let server = SandboxServer(vendor: vendor, clock: clock)
+        try await server.start()
+        let sandbox = SandboxHarness(sink: CallbackSink(), server: server)
+        func send() async throws -> JSONValue {
+            try await sandbox.call("/msg/sendMsg.action", [("from", "a"), ("ope", "0"), ("to", "b"), ("type", "0"), ("body", #"{"msg":"x"}"#)],
+                                   appKey: "k", secret: "s").json
+        }
+        for _ in 0..<100 { #expect(try await send()["code"] == 414) }
+        #expect(try await send() == ["code": 416, "desc": "frequency control"])
+        clock.advance(byMs: 9_000)
+        #expect(try await send()["code"] == 416)
+        clock.advance(byMs: 1_001)
+        #expect(try await send()["code"] == 414)
+        await server.stop()
     }
 }

@@ -25,12 +25,14 @@ public final class NIMSandbox: SandboxVendor {
     public let recallWindowMs: Int64
     let state = Mutex(NIMSandboxState())
     let deliverer: CallbackDeliverer<NIMCopyEvent>?
+    let rateLimiter: NIMSandboxRateLimiter?
 
     public static let thirtyDaysMs: Int64 = 30 * 86_400_000
     static let signatureWindowMs: Int64 = 5 * 60_000
 
     public init(appKey: String, appSecret: String, callbackURL: String?, clock: SandboxClock,
-                recallWindowMs: Int64 = 120_000) {
+                recallWindowMs: Int64 = 120_000, rateLimits: [RateLimit]? = nil) {
+        self.rateLimiter = rateLimits.map(NIMSandboxRateLimiter.init(limits:))
         self.appKey = appKey
         self.appSecret = appSecret
         self.clock = clock
@@ -48,7 +50,8 @@ public final class NIMSandbox: SandboxVendor {
         }
     }
 
-    /// A ready-to-start server for `imbridge sandbox nim` (`--option recall_window_ms=N` sets the window).
+    /// A ready-to-start server for `imbridge sandbox nim`: `--option recall_window_ms=N` sets the window,
+    /// `--option rate_limits=on` enforces the documented rate limits (`Capabilities.nim.rateLimits`).
     /// `--state` is refused: this sandbox keeps its state in memory only.
     public static func server(_ options: SandboxOptions) throws -> SandboxServer {
         if let path = options.statePath {
@@ -56,8 +59,9 @@ public final class NIMSandbox: SandboxVendor {
         }
         let clock = SandboxClock()
         let window = options.extra["recall_window_ms"].flatMap { Int64($0) } ?? 120_000
+        let limits = Lenient.bool(options.extra["rate_limits"]) == true ? Capabilities.nim.rateLimits : nil
         let vendor = NIMSandbox(appKey: options.appKey, appSecret: options.appSecret, callbackURL: options.callbackURL,
-                                clock: clock, recallWindowMs: window)
+                                clock: clock, recallWindowMs: window, rateLimits: limits)
         return SandboxServer(vendor: vendor, clock: clock, host: options.host, port: options.port)
     }
 
@@ -85,6 +89,7 @@ public final class NIMSandbox: SandboxVendor {
         if path.hasPrefix("/nimserver/") { path.removeFirst("/nimserver".count) }
         guard request.method == "POST" else { return Self.fail(414, "method not allowed, use POST") }
         if let refusal = authenticate(request) { return refusal }
+        if let rateLimiter, !rateLimiter.admit(path: path, now: clock.nowMs()) { return Self.fail(416, "frequency control") }
         let form = NIMForm(request.form)
         switch path {
         case "/user/create.action": return createUser(form)
@@ -121,6 +126,7 @@ public final class NIMSandbox: SandboxVendor {
 
     public func reset() async {
         state.withLock { $0 = NIMSandboxState() }
+        rateLimiter?.reset()
     }
 
     public func users() async -> [JSONValue] {
