@@ -15,15 +15,15 @@ struct WiredBackend {
     let receiver: HTTPServer
     let registry: ContentRegistry
 
-    static func start(registry: ContentRegistry = ContentRegistry()) async throws -> WiredBackend {
+    static func start(registry: ContentRegistry = ContentRegistry(), frozenClock: Bool = false) async throws -> WiredBackend {
         let slot = BackendSlot()
         let receiver = HTTPServer { request in
             guard let backend = slot.backend.withLock({ $0 }) else { return .text("not ready", status: 503) }
             return await backend.callbackHandler(request)
         }
         let receiverPort = try await receiver.start()
-        let sandbox = try NIMSandbox.server(SandboxOptions(appKey: "k", appSecret: "s",
-                                                       callbackURL: "http://127.0.0.1:\(receiverPort)/receiveMsg.action"))
+        let sandbox = try SandboxHarness.makeServer(appKey: "k", appSecret: "s", callbackURL: "http://127.0.0.1:\(receiverPort)/receiveMsg.action",
+                                                    frozenClock: frozenClock)
         try await sandbox.start()
         let backend = NIMBackend(id: "nim", config: NIMConfig(baseURL: sandbox.baseURL + "/nimserver", appKey: "k", appSecret: "s"),
                                  registry: registry, teamQueryAccid: "alice", clock: sandbox.clock)
@@ -32,8 +32,9 @@ struct WiredBackend {
     }
 
     /// Runs `body` against a freshly wired backend and always stops the servers afterwards.
-    static func with(registry: ContentRegistry = ContentRegistry(), _ body: (WiredBackend) async throws -> Void) async throws {
-        let wired = try await start(registry: registry)
+    static func with(registry: ContentRegistry = ContentRegistry(), frozenClock: Bool = false,
+                     _ body: (WiredBackend) async throws -> Void) async throws {
+        let wired = try await start(registry: registry, frozenClock: frozenClock)
         do {
             try await body(wired)
         } catch {
@@ -100,8 +101,9 @@ final class WiredList: Sendable {
         }
     }
 
-    @Test func historyPagesAcrossManyMessagesWithoutGapsOrRepeats() async throws {
-        try await WiredBackend.with { wired in
+    @Test(arguments: [false, true])
+    func historyPagesAcrossManyMessagesWithoutGapsOrRepeats(frozenClock: Bool) async throws {
+        try await WiredBackend.with(frozenClock: frozenClock) { wired in
             var ids: [MessageID] = []
             for n in 0..<23 {
                 ids.append(try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: n % 3 == 0 ? "bob" : "alice",

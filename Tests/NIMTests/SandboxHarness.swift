@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMSandbox
+import IMTesting
 import NIM
 import Synchronization
 
@@ -51,18 +52,27 @@ struct SandboxHarness {
     var vendor: NIMSandbox { server.vendor as! NIMSandbox }
     var baseURL: String { server.baseURL }
 
-    static func start(callbacks: Bool = true) async throws -> SandboxHarness {
+    /// `frozenClock`: the sandbox clock stands still unless advanced, so every message shares one millisecond.
+    static func start(callbacks: Bool = true, frozenClock: Bool = false) async throws -> SandboxHarness {
         let sink = CallbackSink()
         let sinkPort = try await sink.server.start()
-        let server = try NIMSandbox.server(SandboxOptions(appKey: appKey, appSecret: appSecret,
-                                                      callbackURL: callbacks ? "http://127.0.0.1:\(sinkPort)/receiveMsg.action" : nil))
+        let callbackURL = callbacks ? "http://127.0.0.1:\(sinkPort)/receiveMsg.action" : nil
+        let server = try makeServer(appKey: appKey, appSecret: appSecret, callbackURL: callbackURL, frozenClock: frozenClock)
         try await server.start()
         return SandboxHarness(sink: sink, server: server)
     }
 
     /// Runs `body` against a fresh sandbox and always stops it (and its callback sink) afterwards.
-    static func with(callbacks: Bool = true, _ body: (SandboxHarness) async throws -> Void) async throws {
-        let sandbox = try await start(callbacks: callbacks)
+    static func makeServer(appKey: String, appSecret: String, callbackURL: String?, frozenClock: Bool) throws -> SandboxServer {
+        guard frozenClock else {
+            return try NIMSandbox.server(SandboxOptions(appKey: appKey, appSecret: appSecret, callbackURL: callbackURL))
+        }
+        let clock = SandboxClock(base: TestClock())
+        return SandboxServer(vendor: NIMSandbox(appKey: appKey, appSecret: appSecret, callbackURL: callbackURL, clock: clock), clock: clock)
+    }
+
+    static func with(callbacks: Bool = true, frozenClock: Bool = false, _ body: (SandboxHarness) async throws -> Void) async throws {
+        let sandbox = try await start(callbacks: callbacks, frozenClock: frozenClock)
         do {
             try await body(sandbox)
         } catch {

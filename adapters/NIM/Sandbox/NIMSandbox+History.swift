@@ -5,8 +5,10 @@ extension NIMSandbox {
     /// `/history/querySessionMsg.action` (`from`, `to`: both directions) and `/history/queryTeamMsg.action`
     /// (`tid`, `accid`). Rules: `begintime` < `endtime`, both bounds inclusive (UNCONFIRMED, vendor doc
     /// §12); `limit` 1…100; `reverse` 1 ascending / 2 descending (default); order is by send time, then
-    /// msgid; `excludeMsgid` drops that one message (the anchor already seen when several share a
-    /// millisecond); `type` filters by a comma list; recalled messages and `option.history=false` ones are
+    /// msgid; `excludeMsgid` is the anchor already seen: it is dropped, and when it lies on the bound
+    /// the walk comes from (`endtime` descending, `begintime` ascending) so is everything at that time
+    /// on its seen side (UNCONFIRMED: NIM may drop only the one message; the adapter copes with both);
+    /// `type` filters by a comma list; recalled messages and `option.history=false` ones are
     /// not returned. Answer: `{"code":200,"size":N,"msgs":[…]}` with `body` as the original JSON string.
     func history(_ form: NIMForm, team: Bool) -> HTTPResponseData {
         let first = team ? form["accid"]?.lowercased() : form["from"]?.lowercased()
@@ -29,9 +31,16 @@ extension NIMSandbox {
         }
         let exclude = form.int("excludeMsgid")
         let matches: [NIMStoredMessage] = state.withLock { state in
-            state.messages.filter { message in
+            // The anchor: when it sits on the bound the walk comes from, everything at that time on the
+            // already-seen side of it is skipped too (a cursor, so equal timestamps page without repeats).
+            let anchor = exclude.flatMap { state.index[$0] }.map { state.messages[$0] }
+            return state.messages.filter { message in
                 guard !message.recalled, message.storedInHistory, message.sendtime >= begin, message.sendtime <= end,
                       message.msgid != exclude, types?.contains(message.type) ?? true else { return false }
+                if let anchor, message.sendtime == anchor.sendtime {
+                    if reverse == 2, anchor.sendtime == end, message.msgid > anchor.msgid { return false }
+                    if reverse == 1, anchor.sendtime == begin, message.msgid < anchor.msgid { return false }
+                }
                 return team ? (message.ope == 1 && message.to == second) : message.isBetween(first, second)
             }
         }
