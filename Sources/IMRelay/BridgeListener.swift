@@ -1,28 +1,44 @@
 import Foundation
 import IMCore
 import IMHTTP
+import Synchronization
 
 /// The bridge's HTTP side: vendor callbacks at `POST /callbacks/<backend>`, `GET /healthz`, `GET /metrics`.
 ///
 /// A callback is answered with the vendor's success response only after `RelayEngine.ingest` committed
 /// its events; a store failure answers 503 so the vendor redelivers, a forged or malformed callback gets
 /// the adapter's refusal and produces nothing.
+///
+/// The listener can start before the engine exists (`init(host:port:)` then `attach`), so that its
+/// callback URLs are known when the backends (or sandboxes) that post to it are created; until
+/// `attach`, every request gets 503 and vendors redeliver.
 public final class BridgeListener: Sendable {
-    let engine: RelayEngine
-    let receivers: [String: any CallbackReceiving]
-    let backendNames: [String]
+    final class Slot: Sendable {
+        let handler = Mutex<Handler?>(nil)
+    }
+    let slot = Slot()
     let server: HTTPServer
 
-    public init(engine: RelayEngine, backends: [any IMBackend], host: String, port: Int) {
-        self.engine = engine
+    public init(host: String, port: Int) {
+        let slot = self.slot
+        self.server = HTTPServer(host: host, port: port) { request in
+            guard let current = slot.handler.withLock({ $0 }) else { return .text("bridge starting", status: 503) }
+            return await current.handle(request)
+        }
+    }
+
+    public convenience init(engine: RelayEngine, backends: [any IMBackend], host: String, port: Int) {
+        self.init(host: host, port: port)
+        attach(engine: engine, backends: backends)
+    }
+
+    /// Starts answering with `engine`, receiving callbacks for the backends that take them.
+    public func attach(engine: RelayEngine, backends: [any IMBackend]) {
         var receivers: [String: any CallbackReceiving] = [:]
         for backend in backends {
             if let receiver = backend as? any CallbackReceiving { receivers[backend.id.rawValue] = receiver }
         }
-        self.receivers = receivers
-        self.backendNames = backends.map(\.id.rawValue)
-        let box = Handler(engine: engine, receivers: receivers)
-        self.server = HTTPServer(host: host, port: port) { request in await box.handle(request) }
+        slot.handler.withLock { $0 = Handler(engine: engine, receivers: receivers) }
     }
 
     @discardableResult

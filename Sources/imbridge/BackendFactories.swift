@@ -2,6 +2,7 @@ import IMCore
 import IMRelay
 import IMStore
 import NIM
+import WuKong
 
 /// What an adapter factory gets besides its own settings.
 struct BackendContext: Sendable {
@@ -21,6 +22,13 @@ enum BackendFactories {
             } catch let error as IMError {
                 guard let key = error.details["setting"] else { throw error }
                 throw config.error(key, error.message)
+            }
+        },
+        "wukong": { config, context in
+            do {
+                return WuKongBackend(configuration: try .init(id: config.name, settings: config.settings), registry: context.registry)
+            } catch let error as IMError {
+                throw config.error(error.details["setting"] ?? "adapter", error.message)
             }
         },
     ]

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IMSandbox
 import NIM
+import WuKong
 
 /// `imbridge sandbox <vendor> --port P [--host H] [--app-key K] [--app-secret S] [--callback-url U]
 /// [--state FILE] [--option key=value …]`: serves one vendor's emulated server API until SIGINT/SIGTERM.
@@ -44,6 +45,7 @@ enum SandboxVendors {
     typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
 
     static let factories: [String: Factory] = [
+        "wukong": { options in try WuKongSandbox.server(options: options) },
         "nim": { try NIMSandbox.server($0) },
     ]
 
