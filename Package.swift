@@ -15,6 +15,7 @@ let package = Package(
         // adapters: add library products here
         .library(name: "RongCloud", targets: ["RongCloud"]),
         .library(name: "WuKong", targets: ["WuKong"]),
+        .library(name: "NIM", targets: ["NIM"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -48,10 +49,12 @@ let package = Package(
             // adapters: add "<Name>" here
             "RongCloud",
             "WuKong",
+            "NIM",
         ]),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/RongCloud"),
         .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/WuKong"),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/NIM"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
@@ -60,6 +63,7 @@ let package = Package(
         // adapter test targets here
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
+        .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

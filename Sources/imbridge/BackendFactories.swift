@@ -2,6 +2,7 @@ import IMCore
 import IMRelay
 import IMStore
 import RongCloud
+import NIM
 import WuKong
 
 /// What an adapter factory gets besides its own settings.
@@ -21,6 +22,14 @@ enum BackendFactories {
                 return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry))
             } catch let error as IMError {
                 throw config.error(error.details["setting"] ?? "adapter", error.message)
+            }
+        },
+        "nim": { config, context in
+            do {
+                return try NIMSettings.makeBackend(id: config.name, settings: config.settings, registry: context.registry)
+            } catch let error as IMError {
+                guard let key = error.details["setting"] else { throw error }
+                throw config.error(key, error.message)
             }
         },
         "wukong": { config, context in

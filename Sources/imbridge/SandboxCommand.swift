@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IMSandbox
 import RongCloud
+import NIM
 import WuKong
 
 /// `imbridge sandbox <vendor> --port P [--host H] [--app-key K] [--app-secret S] [--callback-url U]
@@ -47,6 +48,7 @@ enum SandboxVendors {
     static let factories: [String: Factory] = [
         "rongcloud": { try RongCloudSandbox.server($0) },
         "wukong": { options in try WuKongSandbox.server(options: options) },
+        "nim": { try NIMSandbox.server($0) },
     ]
 
     static var names: [String] { factories.keys.sorted() }

@@ -1,0 +1,203 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+
+extension NIMSandbox {
+    static let accidCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789_@.-")
+    static let sendableTypes: Set<Int> = [0, 1, 2, 3, 4, 6, 10, 100]
+
+    func createUser(_ form: NIMForm) -> HTTPResponseData {
+        guard let raw = form["accid"], !raw.isEmpty, raw.count <= 32 else { return Self.fail(414, "accid is required, ≤32 chars") }
+        let accid = raw.lowercased()
+        guard accid.allSatisfy(Self.accidCharacters.contains) else { return Self.fail(414, "accid has illegal characters") }
+        let token = form["token"] ?? NIMSignature.sha1Hex(accid + appSecret).prefix(32).description
+        return state.withLock { state in
+            if state.users[accid] != nil { return Self.fail(414, "already register") }
+            state.users[accid] = NIMStoredUser(accid: accid, name: form["name"], icon: form["icon"], token: token)
+            state.userOrder.append(accid)
+            var info: [String: JSONValue] = ["accid": .string(accid), "token": .string(token)]
+            if let name = form["name"] { info["name"] = .string(name) }
+            return Self.ok(["info": .object(info)])
+        }
+    }
+
+    /// Validates the common message fields; returns the parsed option or a refusal.
+    func validateMessage(type: Int64?, body: String?) -> HTTPResponseData? {
+        guard let type, Self.sendableTypes.contains(Int(type)) else { return Self.fail(414, "type is not a sendable message type") }
+        guard let body, !body.isEmpty else { return Self.fail(414, "body is required") }
+        guard body.count <= 5000 else { return Self.fail(414, "body is longer than 5000") }
+        guard (try? JSONValue.parse(body))?.objectValue != nil else { return Self.fail(414, "body is not a JSON object") }
+        return nil
+    }
+
+    func store(from: String, ope: Int, to: String, type: Int, body: String, ext: String?, option: NIMSendOption,
+               in state: inout NIMSandboxState) -> NIMStoredMessage {
+        let msgid = state.nextMsgid
+        state.nextMsgid += 1
+        let message = NIMStoredMessage(msgid: msgid, msgidclient: NIMSignature.md5Hex(Array("\(msgid)\(appKey)".utf8)),
+                                       from: from, ope: ope, to: to, type: type, body: body, ext: ext, option: option,
+                                       sendtime: clock.nowMs())
+        state.index[msgid] = state.messages.count
+        state.messages.append(message)
+        return message
+    }
+
+    func sendMessage(_ form: NIMForm) async -> HTTPResponseData {
+        guard let from = form["from"]?.lowercased(), let to = form["to"], !to.isEmpty else { return Self.fail(414, "from and to are required") }
+        guard let ope = form.int("ope"), ope == 0 || ope == 1 else { return Self.fail(414, "ope must be 0 or 1") }
+        if let refusal = validateMessage(type: form.int("type"), body: form["body"]) { return refusal }
+        let option = NIMSendOption(parsing: form["option"].flatMap { try? JSONValue.parse($0) } ?? .null)
+        let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
+            guard state.users[from] != nil else { return .failure(NIMSandboxRefusal(414, "from accid not registered")) }
+            if ope == 0, state.users[to.lowercased()] == nil { return .failure(NIMSandboxRefusal(414, "to accid not registered")) }
+            return .success(store(from: from, ope: Int(ope), to: ope == 0 ? to.lowercased() : to, type: Int(form.int("type")!),
+                                  body: form["body"]!, ext: form["ext"], option: option, in: &state))
+        }
+        switch result {
+        case .failure(let refusal): return Self.fail(refusal.code, refusal.desc)
+        case .success(let message):
+            if option.route ?? true { await enqueue(message.copy) }
+            return Self.ok(["data": ["msgid": .int(message.msgid), "timetag": .int(message.sendtime), "antispam": false]])
+        }
+    }
+
+    func sendBatch(_ form: NIMForm) async -> HTTPResponseData {
+        guard let from = form["fromAccid"]?.lowercased() else { return Self.fail(414, "fromAccid is required") }
+        guard let list = form["toAccids"].flatMap({ try? JSONValue.parse($0) })?.arrayValue?.compactMap(\.stringValue),
+              !list.isEmpty, list.count <= 500 else { return Self.fail(414, "toAccids must be a JSON array of 1…500 accids") }
+        if let refusal = validateMessage(type: form.int("type"), body: form["body"]) { return refusal }
+        let option = NIMSendOption(parsing: form["option"].flatMap { try? JSONValue.parse($0) } ?? .null)
+        let returnIDs = Lenient.bool(form["returnMsgid"]) ?? false
+        if returnIDs, list.count > 100 { return Self.fail(414, "returnMsgid allows at most 100 recipients") }
+        let outcome: (sent: [NIMStoredMessage], unregistered: [String])? = state.withLock { state in
+            guard state.users[from] != nil else { return nil }
+            var sent: [NIMStoredMessage] = [], unregistered: [String] = []
+            for accid in list.map({ $0.lowercased() }) {
+                guard state.users[accid] != nil else { unregistered.append(accid); continue }
+                sent.append(store(from: from, ope: 0, to: accid, type: Int(form.int("type")!), body: form["body"]!,
+                                  ext: form["ext"], option: option, in: &state))
+            }
+            return (sent, unregistered)
+        }
+        guard let outcome else { return Self.fail(414, "fromAccid not registered") }
+        if option.route ?? true { for message in outcome.sent { await enqueue(message.copy) } }
+        var payload: [String: JSONValue] = [
+            "unregister": .string(JSONValue.array(outcome.unregistered.map { .string($0) }).jsonString()),
+            "timetag": .int(outcome.sent.first?.sendtime ?? clock.nowMs()),
+        ]
+        if returnIDs {
+            payload["msgids"] = .object(Dictionary(uniqueKeysWithValues: outcome.sent.map { ($0.to, JSONValue.int($0.msgid)) }))
+        }
+        return Self.ok(payload)
+    }
+
+    /// Custom system notification: delivered (copied), never stored.
+    func sendAttach(_ form: NIMForm) async -> HTTPResponseData {
+        guard let from = form["from"]?.lowercased(), let to = form["to"], let attach = form["attach"], !attach.isEmpty else {
+            return Self.fail(414, "from, to and attach are required")
+        }
+        guard let type = form.int("msgtype"), type == 0 || type == 1 else { return Self.fail(414, "msgtype must be 0 or 1") }
+        guard attach.count <= 4096 else { return Self.fail(414, "attach is longer than 4096") }
+        let known = state.withLock { $0.users[from] != nil }
+        guard known else { return Self.fail(414, "from accid not registered") }
+        let copy = NIMCopyEvent(fields: [
+            "eventType": "1", "convType": .string(type == 0 ? "CUSTOM_PERSON" : "CUSTOM_TEAM"), "to": .string(to),
+            "fromAccount": .string(from), "fromClientType": "REST",
+            "msgType": .string(type == 0 ? "CUSTOM_P2P_MSG" : "CUSTOM_TEAM_MSG"), "attach": .string(attach),
+            "msgTimestamp": .string(String(clock.nowMs())),
+            "customSafeFlag": .string(form["save"] == "1" ? "0" : "1"),
+        ])
+        if NIMSendOption(parsing: form["option"].flatMap { try? JSONValue.parse($0) } ?? .null).route ?? true { await enqueue(copy) }
+        return Self.ok()
+    }
+
+    func recall(_ form: NIMForm) async -> HTTPResponseData {
+        guard let msgid = form.int("deleteMsgid"), let timetag = form.int("timetag"), let type = form.int("type"),
+              let from = form["from"]?.lowercased(), let to = form["to"] else {
+            return Self.fail(414, "deleteMsgid, timetag, type, from and to are required")
+        }
+        guard type == 7 || type == 8 else { return Self.fail(414, "type must be 7 or 8") }
+        var ignoreTime = false
+        if let flag = form["ignoreTime"] {
+            guard flag == "1" else { return Self.fail(414, "ignoreTime may only be 1") }
+            ignoreTime = true
+        }
+        let now = clock.nowMs()
+        let window = ignoreTime ? Self.thirtyDaysMs : recallWindowMs
+        let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
+            guard let position = state.index[msgid] else { return .failure(NIMSandboxRefusal(404, "msg not found")) }
+            let message = state.messages[position]
+            guard message.from == from else { return .failure(NIMSandboxRefusal(403, "not allow!")) }
+            guard message.sendtime == timetag, message.ope == (type == 7 ? 0 : 1),
+                  message.to.lowercased() == to.lowercased() else {
+                return .failure(NIMSandboxRefusal(414, "timetag, type or to does not match the message"))
+            }
+            if message.recalled { return .failure(NIMSandboxRefusal(417, "msg already recalled")) }
+            guard now - message.sendtime <= window else { return .failure(NIMSandboxRefusal(508, "msg recall timeout")) }
+            state.messages[position].recalled = true
+            state.messages[position].recallTime = now
+            return .success(message)
+        }
+        switch result {
+        case .failure(let refusal): return Self.fail(refusal.code, refusal.desc)
+        case .success(let message):
+            var fields: [String: JSONValue] = [
+                "eventType": .string(type == 7 ? "7" : "8"), "clientId": .string(message.msgidclient),
+                "deleteTime": .string(String(now)), "from": .string(message.from), "fromClientType": "REST",
+                "msgId": .string(String(message.msgid)), "selfMsg": .string(form["msg"] ?? "撤回了一条消息"),
+                "sendTime": .string(String(message.sendtime)), "to": .string(message.to),
+            ]
+            if let attach = form["attach"] { fields["attach"] = .string(attach) }
+            await enqueue(NIMCopyEvent(fields: fields))
+            return Self.ok()
+        }
+    }
+
+    func upload(_ form: NIMForm, host: String?) -> HTTPResponseData {
+        guard let content = form["content"], let bytes = Data(base64Encoded: content) else {
+            return Self.fail(414, "content must be base64")
+        }
+        guard bytes.count <= 15 << 20 else { return Self.fail(414, "content is larger than 15 MB") }
+        let ext = form["type"].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ".")) }.flatMap { $0.isEmpty ? nil : $0 } ?? "bin"
+        let name = state.withLock { state in
+            let name = "\(state.nextMedia).\(ext)"
+            state.nextMedia += 1
+            state.media[name] = Array(bytes)
+            return name
+        }
+        return Self.ok(["url": .string("http://\(host ?? "127.0.0.1")/_sandbox/media/\(name)")])
+    }
+
+    public func messages() async -> [SandboxMessageRecord] {
+        let codec = NIMContentCodec()
+        return state.withLock { state in
+            state.messages.map { message in
+                let content = try? codec.decode(type: message.type, body: message.body)
+                let kind = content.map { $0.kind == .unsupported ? "custom" : $0.kind.rawValue } ?? "custom"
+                let text: String = if case .text(let text)? = content { text.text } else { content?.digest ?? "" }
+                var raw = message.historyEntry.json
+                if case .object(var object) = raw {
+                    object["ope"] = .int(Int64(message.ope))
+                    object["to"] = .string(message.to)
+                    object["option"] = (try? JSONValue.parse(message.option.json)) ?? .null
+                    raw = .object(object)
+                }
+                return SandboxMessageRecord(
+                    id: String(message.msgid), conversationType: message.ope == 0 ? "direct" : "group",
+                    conversationID: message.ope == 0 ? [message.from, message.to].sorted().joined(separator: ",") : message.to,
+                    from: message.from, to: message.to, sentAtMs: message.sendtime, kind: kind, text: text,
+                    recalled: message.recalled, raw: raw)
+            }
+        }
+    }
+}
+
+struct NIMSandboxRefusal: Error {
+    var code: Int
+    var desc: String
+    init(_ code: Int, _ desc: String) {
+        self.code = code
+        self.desc = desc
+    }
+}

@@ -1,0 +1,163 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+import Synchronization
+
+/// The NIM server API v1, emulated over real HTTP with in-memory state (vendor doc §1–§6, §12).
+///
+/// Served paths (POST, form-encoded, field names matched case-insensitively, trailing slashes and an
+/// optional `/nimserver` prefix accepted): `/user/create.action`, `/msg/sendMsg.action`,
+/// `/msg/sendBatchMsg.action`, `/msg/sendAttachMsg.action`, `/msg/recall.action`, `/msg/upload.action`,
+/// `/history/querySessionMsg.action`, `/history/queryTeamMsg.action`. Uploaded media are served at
+/// `GET /_sandbox/media/<n>.<ext>`.
+///
+/// Rules: every call is authenticated like NIM (AppKey, Nonce ≤ 128, CurTime within 5 minutes,
+/// CheckSum = SHA1(secret + Nonce + CurTime)); every answer is HTTP 200 with `{"code":200,…}` or
+/// `{"code":<4xx/5xx>,"desc":…}`. Senders must exist (create them first); teams are not modelled (any
+/// tid is a team everybody is in). Recall: by the original sender within `recallWindowMs` (default 2 min,
+/// `ignoreTime=1` → 30 days); a recalled message leaves history. Message copies (eventType 1, 7/8,
+/// custom notifications) go to the callback URL in order, signed with MD5 + CheckSum, retried until 2xx.
+public final class NIMSandbox: SandboxVendor {
+    public let appKey: String
+    public let appSecret: String
+    public let clock: SandboxClock
+    public let recallWindowMs: Int64
+    let state = Mutex(NIMSandboxState())
+    let deliverer: CallbackDeliverer<NIMCopyEvent>?
+    let rateLimiter: NIMSandboxRateLimiter?
+
+    public static let thirtyDaysMs: Int64 = 30 * 86_400_000
+    static let signatureWindowMs: Int64 = 5 * 60_000
+
+    public init(appKey: String, appSecret: String, callbackURL: String?, clock: SandboxClock,
+                recallWindowMs: Int64 = 120_000, rateLimits: [RateLimit]? = nil) {
+        self.rateLimiter = rateLimits.map(NIMSandboxRateLimiter.init(limits:))
+        self.appKey = appKey
+        self.appSecret = appSecret
+        self.clock = clock
+        self.recallWindowMs = recallWindowMs
+        if let callbackURL {
+            self.deliverer = CallbackDeliverer<NIMCopyEvent>(retryBaseMs: 100, retryMaxMs: 2000) { [appKey, appSecret, clock] batch in
+                let body = batch[0].jsonData
+                let headers = NIMSignature.callbackHeaders(appKey: appKey, appSecret: appSecret, body: body, curTimeMs: clock.nowMs())
+                return OutboundRequest(url: callbackURL,
+                                       headers: headers.map { (name: $0.0, value: $0.1) } + [("Content-Type", "application/json")],
+                                       body: body)
+            }
+        } else {
+            self.deliverer = nil
+        }
+    }
+
+    /// A ready-to-start server for `imbridge sandbox nim`: `--option recall_window_ms=N` sets the window,
+    /// `--option rate_limits=on` enforces the documented rate limits (`Capabilities.nim.rateLimits`).
+    /// `--state` is refused: this sandbox keeps its state in memory only.
+    public static func server(_ options: SandboxOptions) throws -> SandboxServer {
+        if let path = options.statePath {
+            throw IMError(.unsupported, "the NIM sandbox keeps state in memory only; --state \(path) is not supported")
+        }
+        let clock = SandboxClock()
+        let window = options.extra["recall_window_ms"].flatMap { Int64($0) } ?? 120_000
+        let limits = Lenient.bool(options.extra["rate_limits"]) == true ? Capabilities.nim.rateLimits : nil
+        let vendor = NIMSandbox(appKey: options.appKey, appSecret: options.appSecret, callbackURL: options.callbackURL,
+                                clock: clock, recallWindowMs: window, rateLimits: limits)
+        return SandboxServer(vendor: vendor, clock: clock, host: options.host, port: options.port)
+    }
+
+    /// Returns once every callback enqueued so far was delivered (tests).
+    public func waitForCallbacks(timeoutMs: Int64 = 10_000) async -> Bool {
+        await deliverer?.waitUntilIdle(timeoutMs: timeoutMs) ?? true
+    }
+
+    // MARK: envelopes
+
+    static func ok(_ payload: [String: JSONValue] = [:]) -> HTTPResponseData {
+        var object = payload
+        object["code"] = 200
+        return .json(JSONValue.object(object).jsonData())
+    }
+
+    static func fail(_ code: Int, _ desc: String) -> HTTPResponseData {
+        .json(JSONValue.object(["code": .int(Int64(code)), "desc": .string(desc)]).jsonData())
+    }
+
+    // MARK: SandboxVendor
+
+    public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
+        var path = request.normalizedPath
+        if path.hasPrefix("/nimserver/") { path.removeFirst("/nimserver".count) }
+        guard request.method == "POST" else { return Self.fail(414, "method not allowed, use POST") }
+        if let refusal = authenticate(request) { return refusal }
+        if let rateLimiter, !rateLimiter.admit(path: path, now: clock.nowMs()) { return Self.fail(416, "frequency control") }
+        let form = NIMForm(request.form)
+        switch path {
+        case "/user/create.action": return createUser(form)
+        case "/msg/sendMsg.action": return await sendMessage(form)
+        case "/msg/sendBatchMsg.action": return await sendBatch(form)
+        case "/msg/sendAttachMsg.action": return await sendAttach(form)
+        case "/msg/recall.action": return await recall(form)
+        case "/msg/upload.action": return upload(form, host: request.header("Host"))
+        case "/history/querySessionMsg.action": return history(form, team: false)
+        case "/history/queryTeamMsg.action": return history(form, team: true)
+        default: return Self.fail(404, "no such api \(path)")
+        }
+    }
+
+    /// NIM's request authentication; nil when the request passes.
+    func authenticate(_ request: HTTPRequestData) -> HTTPResponseData? {
+        guard let key = request.header("AppKey"), key == appKey else { return Self.fail(414, "appkey") }
+        guard let nonce = request.header("Nonce"), !nonce.isEmpty, nonce.count <= 128,
+              let curTime = request.header("CurTime"), let seconds = Int64(curTime),
+              let checkSum = request.header("CheckSum") else { return Self.fail(414, "checksum") }
+        let expected = NIMSignature.requestCheckSum(appSecret: appSecret, nonce: nonce, curTime: curTime)
+        guard NIMSignature.equalHex(checkSum, expected) else { return Self.fail(414, "checksum") }
+        let signedMs = seconds * 1000
+        let fresh = [clock.nowMs(), SystemClock().nowMs()].contains { abs($0 - signedMs) <= Self.signatureWindowMs }
+        return fresh ? nil : Self.fail(414, "CurTime is expired")
+    }
+
+    public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
+        let code = vendorCode ?? (status == 429 ? 416 : status)
+        let response = Self.fail(code, code == 416 ? "frequency control" : "injected fault")
+        guard vendorCode == nil, status != 200, status != 429 else { return response }
+        return HTTPResponseData(status: status, headers: response.headers, body: response.body)
+    }
+
+    public func reset() async {
+        state.withLock { $0 = NIMSandboxState() }
+        rateLimiter?.reset()
+    }
+
+    public func users() async -> [JSONValue] {
+        state.withLock { state in
+            state.userOrder.compactMap { state.users[$0] }.map { user in
+                var object: [String: JSONValue] = ["accid": .string(user.accid), "token": .string(user.token)]
+                if let name = user.name { object["name"] = .string(name) }
+                if let icon = user.icon { object["icon"] = .string(icon) }
+                return .object(object)
+            }
+        }
+    }
+
+    public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? {
+        let path = request.normalizedPath
+        guard request.method == "GET", path.hasPrefix("/_sandbox/media/") else { return nil }
+        let name = String(path.dropFirst("/_sandbox/media/".count))
+        guard let bytes = state.withLock({ $0.media[name] }) else { return .text("no media \(name)", status: 404) }
+        let mime = NIMMediaTypes.fileExtension(ofName: name).flatMap(NIMMediaTypes.mime(forExtension:)) ?? "application/octet-stream"
+        return HTTPResponseData(status: 200, headers: [("Content-Type", mime)], body: bytes)
+    }
+
+    func enqueue(_ copy: NIMCopyEvent) async {
+        await deliverer?.enqueue(copy)
+    }
+}
+
+/// A received form with NIM's case-insensitive field names.
+struct NIMForm {
+    let form: FormBody
+    init(_ form: FormBody) { self.form = form }
+    subscript(name: String) -> String? { form.value(caseInsensitive: name) }
+    func int(_ name: String) -> Int64? { Lenient.int64(self[name]) }
+}
