@@ -43,13 +43,16 @@ let package = Package(
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", .product(name: "Yams", package: "Yams")]),
-        .executableTarget(name: "imbridge", dependencies: [
+        .target(name: "IMBridgeApp", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
             // adapters: add "<Name>" here
             "RongCloud",
             "WuKong",
             "NIM",
+        ]),
+        .executableTarget(name: "imbridge", dependencies: [
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/RongCloud"),

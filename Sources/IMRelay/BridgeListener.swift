@@ -45,6 +45,8 @@ public final class BridgeListener: Sendable {
     public func start() async throws -> Int { try await server.start() }
     public func stop() async { await server.stop() }
     public var baseURL: String { server.baseURL }
+    /// The bound port once started.
+    public var port: Int? { server.port }
 
     /// The URL a vendor (or sandbox) should deliver `backend`'s callbacks to.
     public func callbackURL(for backend: BackendID) -> String { "\(server.baseURL)/callbacks/\(backend)" }

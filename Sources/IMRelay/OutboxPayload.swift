@@ -8,6 +8,9 @@ struct OutboxPayload: Codable, Sendable {
     var route: Route
     var eventTimeMs: Int64
     var sourceConversation: ConversationRef?
+    /// How often this action was put back at the end of its lane because the message it refers to was
+    /// not relayed yet (vendors may deliver a change before the message itself).
+    var requeues: Int?
 
     init(action: RelayAction, route: Route, eventTimeMs: Int64, sourceConversation: ConversationRef? = nil) {
         self.action = action

@@ -56,7 +56,7 @@ extension RelayEngine {
     nonisolated func mapped(_ source: MessageID, entry: OutboxEntry) throws -> MessageID {
         guard let mapping = try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) else {
             throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) has no counterpart on \(entry.lane.backend) (it was never relayed)",
-                          isRetryable: false)
+                          isRetryable: false, details: ["unmapped": source.rawValue])
         }
         return mapping.toMessage
     }

@@ -128,7 +128,8 @@ public actor RelayEngine {
                 result.accepted += 1
                 for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                     guard let target = backends[leg.target] else { continue }
-                    let planned = Translator(capabilities: target.capabilities).plan(event, leg: leg)
+                    let planned = Translator(capabilities: target.capabilities,
+                                             sourceCapabilities: backends[event.backend]?.capabilities).plan(event, leg: leg)
                     fallbacks += planned.fallbacks
                     for action in planned.actions {
                         let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
@@ -235,6 +236,32 @@ public actor RelayEngine {
         await laneFinished(lane)
     }
 
+    /// A change that refers to a message not relayed yet goes back to the end of its lane (after the
+    /// message, if that is queued behind it), with a growing pause; after `maxRequeues` it is a dead letter.
+    private nonisolated func requeueOrBury(_ entry: OutboxEntry, _ error: IMError) -> Bool {
+        let now = clock.nowMs()
+        do {
+            var payload = try OutboxPayload.decode(entry.payload)
+            let count = (payload.requeues ?? 0) + 1
+            guard count <= Self.maxRequeues else { throw error }
+            payload.requeues = count
+            try store.transaction { tx in
+                try tx.complete(entry.id, at: now)
+                let id = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: entry.sourceEventID,
+                                        kind: entry.kind, payload: payload.encoded(), at: now)
+                try tx.reschedule(id, at: now + min(2000, 50 * Int64(count)), error: "waiting for the message it refers to")
+            }
+            metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
+        } catch {
+            try? store.transaction { try $0.markDead(entry.id, error: "\(error)", at: now) }
+            metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
+        }
+        return true
+    }
+
+    /// How many times a change may wait for its message (≈ 2 minutes in all with the pauses above).
+    static let maxRequeues = 80
+
     /// Runs one entry and records the outcome; false when the lane must wait (retry scheduled).
     private nonisolated func process(_ entry: OutboxEntry) async -> Bool {
         let target = entry.lane.backend.rawValue
@@ -254,6 +281,8 @@ public actor RelayEngine {
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
             return true
+        } catch let error as IMError where error.details["unmapped"] != nil {
+            return requeueOrBury(entry, error)
         } catch let error as IMError where error.isRetryable {
             let delay = retry.delayMs(attempt: max(0, entry.attempts), retryAfterMs: error.retryAfterMs)
             try? store.transaction { try $0.reschedule(entry.id, at: clock.nowMs() + delay, error: "\(error)") }

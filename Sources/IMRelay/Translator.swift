@@ -11,12 +11,16 @@ import IMCore
 /// - text longer than the target allows is cut to fit with a trailing `…` (counted);
 /// - mentions are re-mapped to target users, or dropped where the target has none (counted);
 /// - a message sent with an expansion is sent with one where the target has expansions, so later
-///   changes can follow; the current key/values travel with it;
+///   changes can follow; the current key/values travel with it; so is every message from a source
+///   where any message can be extended later (`expansionOnAnyMessage`, WuKong);
 /// - edits, recalls, expansion changes and reactions use the target's native operation, or the route's
 ///   fallback (`notice`: a short message replying to the mapped original; `drop`);
 /// - read state relays natively or is dropped; commands relay natively or are dropped.
 struct Translator: Sendable {
+    /// The target's.
     let capabilities: Capabilities
+    /// The source's (nil when unknown).
+    var sourceCapabilities: Capabilities? = nil
 
     func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
         var planned = Planned()
@@ -87,6 +91,8 @@ struct Translator: Sendable {
             } else if !source.values.isEmpty {
                 planned.fallbacks.append((Feature.expansion.rawValue, leg.route.fallback(for: .expansion)))
             }
+        } else if sourceCapabilities?.expansionOnAnyMessage == true && capabilities.support(.expansion).isNative {
+            expansion = [:]   // the source may extend it later: keep the copy extensible
         }
         var reply: ReplyRef?
         if let quoted = message.reply {

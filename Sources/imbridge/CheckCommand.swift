@@ -1,4 +1,5 @@
 import ArgumentParser
+import IMBridgeApp
 import Foundation
 import IMCore
 import IMRelay

@@ -1,9 +1,7 @@
 import ArgumentParser
+import IMBridgeApp
 import Foundation
 import IMSandbox
-import RongCloud
-import NIM
-import WuKong
 
 /// `imbridge sandbox <vendor> --port P [--host H] [--app-key K] [--app-secret S] [--callback-url U]
 /// [--state FILE] [--option key=value …]`: serves one vendor's emulated server API until SIGINT/SIGTERM.
@@ -41,15 +39,3 @@ struct SandboxCommand: AsyncParsableCommand {
     }
 }
 
-/// The sandboxes this build knows, by vendor name. Each adapter adds its entry.
-enum SandboxVendors {
-    typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
-
-    static let factories: [String: Factory] = [
-        "rongcloud": { try RongCloudSandbox.server($0) },
-        "wukong": { options in try WuKongSandbox.server(options: options) },
-        "nim": { try NIMSandbox.server($0) },
-    ]
-
-    static var names: [String] { factories.keys.sorted() }
-}

@@ -78,6 +78,10 @@ public struct Capabilities: Hashable, Sendable, Codable {
     public var expansionLimits: ExpansionLimits?
     /// Who issues expansion changes through this backend (client SDK or server API limits).
     public var expansionCaller: ExpansionLimits.Caller
+    /// True where every message can get expansion keys later (WuKong's `extra` dictionary has no
+    /// send-time switch); false where it must be enabled at send time (RongCloud). The bridge then
+    /// sends copies of such messages with expansion enabled, so later changes can follow.
+    public var expansionOnAnyMessage: Bool = false
     public var rateLimits: [RateLimit]
     public var contentKinds: Set<ContentKind>
     /// Human notes per feature: the restriction behind `partial`, the substitute behind `fallback`.

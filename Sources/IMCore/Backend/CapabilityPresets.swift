@@ -10,7 +10,13 @@ extension Capabilities {
     /// window or expansion limits: no window, and expansion limits are ours (keys ≤ 64 characters of any
     /// kind, values ≤ 4096, ≤ 100 keys per change, ≤ 300 per message) so a WuKong ⇄ RongCloud bridge
     /// rarely meets a refusal on one side only.
-    public static let wukong = Capabilities(
+    public static let wukong: Capabilities = {
+        var capabilities = wukongBase
+        capabilities.expansionOnAnyMessage = true
+        return capabilities
+    }()
+
+    private static let wukongBase = Capabilities(
         vendor: "wukong",
         features: [.customContent: .full, .mentions: .full, .replies: .full, .commands: .full, .recall: .full,
                    .edit: .full, .expansion: .full, .reactions: .full, .readReceipts: .full, .media: .partial,

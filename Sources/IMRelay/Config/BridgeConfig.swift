@@ -10,6 +10,14 @@ public struct BackendConfig: Sendable {
     /// Line of each setting, for errors.
     public var lines: [String: Int]
 
+    public init(name: BackendID, adapter: String, settings: [String: String], file: String = "(code)", lines: [String: Int] = [:]) {
+        self.name = name
+        self.adapter = adapter
+        self.settings = settings
+        self.file = file
+        self.lines = lines
+    }
+
     /// An error about one of this backend's settings, naming `backends.<name>.<key>` and its line.
     public func error(_ key: String, _ message: String) -> IMError {
         let line = lines[key].map { ":\($0)" } ?? ""

@@ -90,7 +90,7 @@ public actor Migrator {
         let route = Route(from: RouteEndpoint(backend: plan.source, kind: from.kind, id: from.id),
                           to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users)
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
-        let translator = Translator(capabilities: target.capabilities)
+        let translator = Translator(capabilities: target.capabilities, sourceCapabilities: source.capabilities)
         var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
         let started = Date()
         var done = 0

@@ -6,17 +6,17 @@ import NIM
 import WuKong
 
 /// What an adapter factory gets besides its own settings.
-struct BackendContext: Sendable {
-    var store: BridgeStore
-    var registry: ContentRegistry
+public struct BackendContext: Sendable {
+    public var store: BridgeStore
+    public var registry: ContentRegistry
 }
 
 /// Builds configured backends by adapter name. Each adapter adds its entry; `imbridge check` uses the
 /// same factories, so a setting an adapter needs is validated before anything runs.
-enum BackendFactories {
-    typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
+public enum BackendFactories {
+    public typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
 
-    static let factories: [String: Factory] = [
+    public static let factories: [String: Factory] = [
         "rongcloud": { config, context in
             do {
                 return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry))
@@ -41,7 +41,7 @@ enum BackendFactories {
         },
     ]
 
-    static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {
+    public static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {
         guard let factory = factories[config.adapter] else {
             throw config.error("adapter", "adapter '\(config.adapter)' is not built into this imbridge yet (available: \(factories.keys.sorted().joined(separator: ", ")))")
         }

@@ -1,0 +1,42 @@
+import IMCore
+import IMRelay
+import IMStore
+
+/// A configured bridge: store, backends, engine and listener, started and stopped together.
+public struct Bridge: Sendable {
+    public let config: BridgeConfig
+    public let store: BridgeStore
+    public let backends: [any IMBackend]
+    public let engine: RelayEngine
+    public let listener: BridgeListener
+
+    public static func open(configPath: String) async throws -> Bridge {
+        let config = try BridgeConfig.load(path: configPath)
+        return try await open(config: config)
+    }
+
+    public static func open(config: BridgeConfig, registry: ContentRegistry = ContentRegistry(), listener existing: BridgeListener? = nil) async throws -> Bridge {
+        let store = try BridgeStore(path: config.store)
+        var backends: [any IMBackend] = []
+        for backend in config.backends {
+            backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry)))
+        }
+        let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry)
+        let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
+        listener.attach(engine: engine, backends: backends)
+        return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener)
+    }
+
+    /// Starts listening (unless the listener was started beforehand) and relaying.
+    public func start() async throws {
+        if listener.port == nil { try await listener.start() }
+        await engine.start()
+    }
+
+    /// Stops intake first (the listener), then lets the lanes finish what they hold.
+    public func stop() async {
+        await listener.stop()
+        await engine.stop()
+    }
+}
+

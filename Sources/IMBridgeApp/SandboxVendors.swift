@@ -1,0 +1,17 @@
+import IMSandbox
+import NIM
+import RongCloud
+import WuKong
+
+/// The sandboxes this build knows, by vendor name. Each adapter adds its entry.
+public enum SandboxVendors {
+    public typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
+
+    public static let factories: [String: Factory] = [
+        "rongcloud": { try RongCloudSandbox.server($0) },
+        "wukong": { options in try WuKongSandbox.server(options: options) },
+        "nim": { try NIMSandbox.server($0) },
+    ]
+
+    public static var names: [String] { factories.keys.sorted() }
+}
