@@ -42,9 +42,14 @@ public final class HTTPServer: Sendable {
             } catch {
                 return Response(status: .contentTooLarge)
             }
+            var requestHeaders = request.headers.map { (name: $0.name.rawName, value: $0.value) }
+            // HTTP/1 `Host` arrives as the `:authority` pseudo-header; keep it visible as `Host`.
+            if let authority = request.head.authority, !requestHeaders.contains(where: { $0.name.lowercased() == "host" }) {
+                requestHeaders.append((name: "Host", value: authority))
+            }
             let data = HTTPRequestData(
                 method: request.method.rawValue, path: request.uri.path, rawQuery: request.uri.query,
-                headers: request.headers.map { ($0.name.rawName, $0.value) }, body: Array(buffer: body))
+                headers: requestHeaders, body: Array(buffer: body))
             let reply = await handler(data)
             var headers = HTTPFields()
             for (name, value) in reply.headers {
