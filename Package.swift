@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "IMStore", targets: ["IMStore"]),
         .library(name: "IMRelay", targets: ["IMRelay"]),
         // adapters: add library products here
+        .library(name: "JMessage", targets: ["JMessage"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -41,14 +42,17 @@ let package = Package(
             "IMCore", "IMHTTP", "IMSandbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             // adapters: add "<Name>" here
+            "JMessage",
         ]),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/JMessage"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
         // adapter test targets here
+        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IMSandbox
+import JMessage
 
 /// `imbridge sandbox <vendor> --port P [--host H] [--app-key K] [--app-secret S] [--callback-url U]
 /// [--state FILE] [--option key=value …]`: serves one vendor's emulated server API until SIGINT/SIGTERM.
@@ -42,7 +43,9 @@ struct SandboxCommand: AsyncParsableCommand {
 enum SandboxVendors {
     typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
 
-    static let factories: [String: Factory] = [:]
+    static let factories: [String: Factory] = [
+        "jmessage": { try await JMessageSandbox.makeServer($0) },
+    ]
 
     static var names: [String] { factories.keys.sorted() }
 }
