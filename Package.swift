@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -37,9 +38,9 @@ let package = Package(
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP"]),
         .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore"]),
+        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", .product(name: "Yams", package: "Yams")]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             // adapters: add "<Name>" here
             "JMessage",

@@ -10,8 +10,13 @@ extension RelayEngine {
         let conversation = entry.lane.conversation
         switch payload.action {
         case .send(var outgoing, _, let replyTo):
-            outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+            let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+            outgoing.clientMessageID = clientID
             outgoing.reply = try replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
+            if entry.attempts > 0, let lookup = backend as? any ClientIDLookup,
+               let existing = try await lookup.message(withClientID: clientID, in: conversation) {
+                return existing   // an earlier attempt got through before we could record it
+            }
             try await provision(outgoing.sender, on: backend)
             return try await backend.send(outgoing)
         case .notice(var outgoing, let replyTo):

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 import IMStore
 import Synchronization
 
@@ -24,6 +25,7 @@ public actor RelayEngine {
 
     public nonisolated let store: BridgeStore
     public nonisolated let metrics: RelayMetrics
+    public nonisolated let health: HealthBoard
     nonisolated let backends: [BackendID: any IMBackend]
     nonisolated let routes: RouteTable
     nonisolated let clock: any IMClock
@@ -45,6 +47,7 @@ public actor RelayEngine {
         self.routes = RouteTable(routes)
         self.clock = clock
         self.metrics = metrics
+        self.health = HealthBoard(backends: backends.map(\.id))
         self.retry = retry
         self.maxConcurrentLanes = maxConcurrentLanes
         (bell, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -52,13 +55,14 @@ public actor RelayEngine {
 
     // MARK: lifecycle
 
-    /// Starts the lane scheduler and, when `pumpEvents`, a task per backend that ingests its `events()`.
-    /// (Backends whose callbacks arrive over HTTP call `ingest` from the receiver instead.)
+    /// Starts the lane scheduler and, when `pumpEvents`, a task per backend that ingests its `events()` —
+    /// except backends that receive HTTP callbacks (`CallbackReceiving`): `BridgeListener` ingests those
+    /// before answering the vendor.
     public func start(pumpEvents: Bool = true) {
         guard scheduler == nil else { return }
         stopping = false
         if pumpEvents {
-            for backend in backends.values {
+            for backend in backends.values where !(backend is any CallbackReceiving) {
                 let stream = backend.events()
                 pumps.append(Task { [weak self] in
                     for await event in stream {
@@ -236,6 +240,7 @@ public actor RelayEngine {
         let target = entry.lane.backend.rawValue
         do {
             let payload = try OutboxPayload.decode(entry.payload)
+            try store.transaction { try $0.claim(entry.id) }
             let created = try await execute(payload, entry: entry)
             let now = clock.nowMs()
             try store.transaction { tx in
@@ -245,12 +250,14 @@ public actor RelayEngine {
                 }
                 try tx.complete(entry.id, at: now)
             }
+            health.succeeded(entry.lane.backend, at: now)
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
             return true
         } catch let error as IMError where error.isRetryable {
-            let delay = retry.delayMs(attempt: entry.attempts, retryAfterMs: error.retryAfterMs)
+            let delay = retry.delayMs(attempt: max(0, entry.attempts), retryAfterMs: error.retryAfterMs)
             try? store.transaction { try $0.reschedule(entry.id, at: clock.nowMs() + delay, error: "\(error)") }
+            health.failed(entry.lane.backend, error: error, at: clock.nowMs())
             metrics.increment("imbridge_retries_total", ["target": target])
             return false
         } catch {

@@ -98,19 +98,25 @@ public struct StoreTransaction {
                          arguments: [lane.description]).flatMap(Self.entry)
     }
 
+    /// Notes that an attempt is starting (before the call leaves the process), so that after a crash
+    /// the entry is known to have possibly reached the target.
+    public func claim(_ id: Int64) throws {
+        try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
+    }
+
     public func complete(_ id: Int64, at now: Int64) throws {
-        try db.execute(sql: "UPDATE outbox SET state = 'done', finished_at = ?, attempts = attempts + 1, payload = x'' WHERE id = ?",
+        try db.execute(sql: "UPDATE outbox SET state = 'done', finished_at = ?, payload = x'' WHERE id = ?",
                        arguments: [now, id])
     }
 
     public func reschedule(_ id: Int64, at next: Int64, error: String) throws {
-        try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1, next_attempt_at = ?, last_error = ? WHERE id = ?",
+        try db.execute(sql: "UPDATE outbox SET next_attempt_at = ?, last_error = ? WHERE id = ?",
                        arguments: [next, error, id])
     }
 
     /// Moves an entry to the dead letters; its lane goes on with the next entry.
     public func markDead(_ id: Int64, error: String, at now: Int64) throws {
-        try db.execute(sql: "UPDATE outbox SET state = 'dead', attempts = attempts + 1, last_error = ?, finished_at = ? WHERE id = ?",
+        try db.execute(sql: "UPDATE outbox SET state = 'dead', last_error = ?, finished_at = ? WHERE id = ?",
                        arguments: [error, now, id])
     }
 

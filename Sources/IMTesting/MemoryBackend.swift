@@ -10,7 +10,7 @@ import IMCore
 /// native are refused with `IMError(.unsupported)` — the adapter-specific substitutes (`fallback`) are
 /// not simulated here. Sending as any user is always allowed (the memory backend models users' clients).
 public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdating, Reacting, ReadReceipting,
-    MediaTransferring, ConversationListing, UserProvisioning {
+    MediaTransferring, ConversationListing, UserProvisioning, ClientIDLookup, ConversationDiscovery {
     public let id: BackendID
     public let world: MemoryWorld
     public let viewer: UserID?
@@ -127,6 +127,19 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
     public func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws {
         try capabilities.require(.conversationList)
         world.setMuted(muted, conversation: conversation, for: user)
+    }
+
+    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
+        world.state.withLock { state in
+            guard let messageID = state.clientIDs[id], let location = state.locations[messageID],
+                  location.conversation == conversation else { return nil }
+            return state.conversations[conversation]?[location.index]
+        }
+    }
+
+    /// Every conversation with stored messages, in a stable order.
+    public func allConversations() async throws -> [ConversationRef] {
+        world.state.withLock { $0.conversations.keys.sorted { $0.description < $1.description } }
     }
 
     public func ensureUser(_ profile: UserProfile) async throws {

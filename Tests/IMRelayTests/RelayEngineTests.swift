@@ -133,4 +133,22 @@ import Testing
         #expect(try await h.history(h.rc, "g").map(\.content) == (1...20).map { .text("\($0)") })
         await second.stop()
     }
+
+    @Test func aCrashBetweenTheTargetsAcceptAndOurCommitWritesNothingTwice() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        let message = Message(id: "w1", conversation: .group("g"), sender: "alice", sentAt: 1, content: .text("only once"))
+        try engine.ingest([IMEvent(eventID: "msg:w1", backend: "wk", kind: .message(message))])
+        // What a killed bridge leaves behind: the entry claimed, the target holding the message, no commit.
+        let entry = try #require(try h.store.read { try $0.head(of: LaneKey(backend: "rc", conversation: .group("g"))) })
+        try h.store.transaction { try $0.claim(entry.id) }
+        _ = try await h.rc.send(OutgoingMessage(conversation: .group("g"), sender: "wk_alice", content: .text("only once"),
+                                                clientMessageID: ClientMessageID("imb-\(entry.id)")))
+        let restarted = h.engine(store: try BridgeStore(path: h.path))
+        await restarted.start(pumpEvents: false)
+        #expect(await restarted.waitUntilIdle())
+        #expect(try await h.history(h.rc, "g").map(\.content) == [.text("only once")])
+        #expect(try h.store.read { try $0.mapped("w1", from: "wk", to: "rc") } != nil, "the id map learned the earlier copy")
+        await restarted.stop()
+    }
 }

@@ -43,7 +43,10 @@ import Testing
         }
         var due = try store.read { try $0.dueLanes(at: 10) }
         #expect(due.map(\.id) == [ids[0], ids[1], ids[3]], "one head per lane, oldest first")
-        try store.transaction { try $0.reschedule(ids[0], at: 100, error: "429") }
+        try store.transaction { tx in
+            try tx.claim(ids[0])
+            try tx.reschedule(ids[0], at: 100, error: "429")
+        }
         due = try store.read { try $0.dueLanes(at: 10) }
         #expect(due.map(\.id) == [ids[1], ids[3]], "lane a waits, its second entry does not overtake")
         #expect(try store.read { try $0.nextWakeUp() } == 0)

@@ -103,3 +103,15 @@ public struct UserProfile: Hashable, Sendable, Codable {
 public protocol UserProvisioning: IMBackend {
     func ensureUser(_ profile: UserProfile) async throws
 }
+
+/// Finding a message by the idempotency key it was sent with (WuKong `GET /message/byclientmsgno`).
+/// The bridge asks before re-sending something whose earlier attempt may have reached the vendor
+/// (a crash between the vendor's accept and our commit), so that it is never written twice.
+public protocol ClientIDLookup: IMBackend {
+    func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message?
+}
+
+/// Listing every conversation a backend holds (server view), for `imbridge migrate --all`.
+public protocol ConversationDiscovery: IMBackend {
+    func allConversations() async throws -> [ConversationRef]
+}

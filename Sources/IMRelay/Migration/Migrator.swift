@@ -1,0 +1,214 @@
+import Foundation
+import IMCore
+import IMStore
+
+/// What to migrate.
+public struct MigrationPlan: Sendable {
+    public var source: BackendID
+    public var target: BackendID
+    /// Source conversation → target conversation.
+    public var conversations: [(ConversationRef, ConversationRef)]
+    public var sinceMs: Int64?
+    public var untilMs: Int64?
+    public var dryRun: Bool
+    /// How senders appear on the target (the route's user mode).
+    public var users: UserMode
+    public var pageSize: Int
+
+    public init(source: BackendID, target: BackendID, conversations: [(ConversationRef, ConversationRef)], sinceMs: Int64? = nil,
+                untilMs: Int64? = nil, dryRun: Bool = false, users: UserMode? = nil, pageSize: Int = 100) {
+        self.source = source
+        self.target = target
+        self.conversations = conversations
+        self.sinceMs = sinceMs
+        self.untilMs = untilMs
+        self.dryRun = dryRun
+        self.users = users ?? .puppet(prefix: "\(source)_")
+        self.pageSize = pageSize
+    }
+}
+
+/// Progress as it happens: `done` messages handled of `total` when known.
+public struct MigrationProgress: Sendable {
+    public var conversation: String
+    public var done: Int
+    public var total: Int?
+    public var startedAt: Date
+}
+
+/// Copies history from one backend to another, oldest → newest, through the target's send API.
+///
+/// Contract:
+/// - Idempotent: every copied message gets an id-map row in the same transaction as its conversation's
+///   checkpoint; a rerun skips mapped messages, and before re-sending a message whose earlier attempt may
+///   have reached the target it asks the target by client id (`ClientIDLookup`) where it can.
+/// - Resumable: the checkpoint per (source conversation → target conversation) is the history cursor
+///   after the last page copied without a failure; a rerun starts there (and retries what failed).
+/// - Writes silently (`MessageOptions.silent`: stored, no unread, no push) with the original time and
+///   sender in `vendorExtras` (and `sentAt` where the target can set it); the final state travels:
+///   edits as the latest content, expansions as current key/values, a recall as the target's recall
+///   (or, where it has none, a `[消息已撤回]` notice instead of the content).
+/// - Rate-limited to the target's documented send rate; retryable failures (429, vendor rate codes,
+///   5xx) back off and retry; permanent ones are counted with their vendor code and the run goes on.
+public actor Migrator {
+    let store: BridgeStore
+    let source: any IMBackend
+    let target: any IMBackend
+    let retry: RetryPolicy
+    let limiter: RateLimiter?
+    let clock: any IMClock
+    let progress: @Sendable (MigrationProgress) -> Void
+
+    public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
+                sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
+                progress: @escaping @Sendable (MigrationProgress) -> Void = { _ in }) {
+        self.store = store
+        self.source = source
+        self.target = target
+        self.retry = retry
+        let rate = sendsPerSecond ?? RateLimiter.sendRate(of: target.capabilities)
+        self.limiter = rate.map { RateLimiter(perSecond: $0) }
+        self.clock = clock
+        self.progress = progress
+    }
+
+    public func run(_ plan: MigrationPlan) async throws -> MigrationReport {
+        var report = MigrationReport(source: plan.source.rawValue, target: plan.target.rawValue, dryRun: plan.dryRun)
+        for (from, to) in plan.conversations {
+            report.conversations.append(try await migrate(from, to, plan))
+        }
+        return report
+    }
+
+    static func checkpointName(_ plan: MigrationPlan, _ from: ConversationRef, _ to: ConversationRef) -> String {
+        "migrate:\(plan.source):\(from)->\(plan.target):\(to)"
+    }
+
+    func migrate(_ from: ConversationRef, _ to: ConversationRef, _ plan: MigrationPlan) async throws -> MigrationReport.Conversation {
+        var result = MigrationReport.Conversation(source: "\(plan.source):\(from)", target: "\(plan.target):\(to)")
+        let checkpoint = Self.checkpointName(plan, from, to)
+        let route = Route(from: RouteEndpoint(backend: plan.source, kind: from.kind, id: from.id),
+                          to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users)
+        let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
+        let translator = Translator(capabilities: target.capabilities)
+        var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
+        let started = Date()
+        var done = 0
+        pages: while true {
+            let query = HistoryQuery(conversation: from, anchor: anchor, limit: plan.pageSize)
+            let page = try await withRetry { try await self.source.history(query) }
+            for message in page.messages {
+                done += 1
+                if let since = plan.sinceMs, message.sentAt < since {
+                    result.counts.skipped["before_since", default: 0] += 1
+                    continue
+                }
+                if let until = plan.untilMs, message.sentAt > until { break pages }
+                await copy(message, leg: leg, translator: translator, plan: plan, into: &result)
+            }
+            progress(MigrationProgress(conversation: "\(from)", done: done, total: nil, startedAt: started))
+            guard page.hasNewer, let next = page.newerCursor else { break }
+            // The checkpoint only moves past pages that copied completely, so a rerun retries failures.
+            if !plan.dryRun && result.failures.isEmpty {
+                try store.transaction { try $0.setCheckpoint(checkpoint, next.rawValue, at: clock.nowMs()) }
+            }
+            anchor = .after(next)
+        }
+        return result
+    }
+
+    func copy(_ message: Message, leg: RouteLeg, translator: Translator, plan: MigrationPlan,
+              into result: inout MigrationReport.Conversation) async {
+        do {
+            if try store.read({ try $0.mapped(message.id, from: plan.source, to: plan.target) }) != nil {
+                result.counts.skipped["already_copied", default: 0] += 1
+                return
+            }
+            var planned = Planned()
+            var outgoing = translator.outgoing(for: message, leg: leg, planned: &planned)
+            outgoing.options = .silent
+            outgoing.vendorExtras["imbridge_source_id"] = .string(message.id.rawValue)
+            outgoing.clientMessageID = ClientMessageID("imm-\(Self.stableHash("\(plan.source)/\(message.id)"))")
+            var fellBack = !planned.fallbacks.isEmpty && planned.fallbacks.contains { $0.policy == .notice }
+            let recallNatively = message.isRecalled && target.capabilities.support(.recall).isNative && target is any Recalling
+            if message.isRecalled && !recallNatively {
+                outgoing.content = .notice(NoticeContent(text: "[消息已撤回]"))
+                outgoing.expansion = outgoing.expansion.map { _ in [:] }
+                fellBack = true
+            }
+            if let reply = outgoing.reply {
+                let mapped = try store.read { try $0.mapped(reply.messageID, from: plan.source, to: plan.target) }
+                outgoing.reply = mapped.map { ReplyRef(messageID: $0.toMessage, digest: reply.digest) }
+            }
+            let converted = !planned.fallbacks.isEmpty || message.edit != nil || outgoing.content != message.currentContent
+            if plan.dryRun {
+                tally(message, converted: converted, fellBack: fellBack, into: &result)
+                return
+            }
+            let sent = try await deliver(outgoing, to: leg.targetConversation)
+            try store.transaction { tx in
+                try tx.map(source: (plan.source, message.id, message.conversation), target: (plan.target, sent.id, sent.conversation),
+                           at: clock.nowMs())
+            }
+            if recallNatively, let recaller = target as? any Recalling {
+                let sender = outgoing.sender
+                try await withRetry { try await recaller.recall(sent.id, in: sent.conversation, by: sender) }
+            }
+            tally(message, converted: converted, fellBack: fellBack, into: &result)
+        } catch {
+            let code = (error as? IMError).map { $0.vendorCode ?? $0.code.rawValue } ?? "error"
+            result.counts.failed[code, default: 0] += 1
+            result.failures.append("\(message.id): \(error)")
+        }
+    }
+
+    func tally(_ message: Message, converted: Bool, fellBack: Bool, into result: inout MigrationReport.Conversation) {
+        if fellBack {
+            result.counts.fellBack += 1
+        } else if converted {
+            result.counts.converted += 1
+        } else {
+            result.counts.copied += 1
+        }
+        result.counts.byKind[message.currentContent.kind.rawValue, default: 0] += 1
+    }
+
+    /// Sends once: asks the target first when an earlier attempt may have got through.
+    func deliver(_ outgoing: OutgoingMessage, to conversation: ConversationRef) async throws -> Message {
+        let sender = outgoing.sender
+        if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID,
+           let existing = try await lookup.message(withClientID: id, in: conversation) {
+            return existing
+        }
+        if let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative {
+            try await withRetry { try await provisioning.ensureUser(UserProfile(id: sender, name: sender.rawValue)) }
+        }
+        return try await withRetry {
+            await self.limiter?.acquire()
+            return try await self.target.send(outgoing)
+        }
+    }
+
+    func withRetry<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        var attempt = 0
+        while true {
+            do {
+                return try await body()
+            } catch let error as IMError where error.isRetryable && attempt < 50 {
+                let delay = retry.delayMs(attempt: attempt, retryAfterMs: error.retryAfterMs)
+                attempt += 1
+                try await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000)
+            }
+        }
+    }
+
+    /// FNV-1a, 64-bit, as hex: a stable client id from a source message id.
+    static func stableHash(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+}

@@ -1,0 +1,107 @@
+import ArgumentParser
+import Foundation
+import IMCore
+import IMRelay
+import IMStore
+import Synchronization
+
+/// `imbridge migrate --config FILE --from A --to B (--conversation KIND:ID[=KIND:ID] … | --all)
+/// [--since ISO8601] [--until ISO8601] [--dry-run] [--report FILE.json]`
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Copy conversation history from one backend to another (resumable, idempotent).")
+
+    @Option(name: .long, help: "The bridge configuration (YAML): backends and the store.") var config: String
+    @Option(name: .long, help: "Source backend name.") var from: String
+    @Option(name: .long, help: "Target backend name.") var to: String
+    @Option(name: .long, help: "KIND:ID, or KIND:ID=KIND:ID to rename on the target (repeatable).") var conversation: [String] = []
+    @Flag(name: .long, help: "Every conversation the source can list.") var all = false
+    @Option(name: .long, help: "Only messages sent at or after this time (ISO 8601).") var since: String?
+    @Option(name: .long, help: "Only messages sent at or before this time (ISO 8601).") var until: String?
+    @Flag(name: .customLong("dry-run"), help: "Write nothing; report what would happen.") var dryRun = false
+    @Option(name: .long, help: "Write the report as JSON to this file.") var report: String?
+    @Option(name: .customLong("users-prefix"), help: "Puppet prefix for senders on the target (default: '<from>_').") var usersPrefix: String?
+
+    func validate() throws {
+        if conversation.isEmpty && !all { throw ValidationError("name at least one --conversation, or --all") }
+        if !conversation.isEmpty && all { throw ValidationError("--conversation and --all exclude each other") }
+    }
+
+    func run() async throws {
+        let bridge = try await Bridge.open(configPath: config)
+        guard let source = bridge.backends.first(where: { $0.id.rawValue == from }) else { throw ValidationError("--from: no backend '\(from)' in \(config)") }
+        guard let target = bridge.backends.first(where: { $0.id.rawValue == to }) else { throw ValidationError("--to: no backend '\(to)' in \(config)") }
+        var pairs: [(ConversationRef, ConversationRef)] = []
+        if all {
+            guard let discovery = source as? any ConversationDiscovery else {
+                throw ValidationError("--all: \(source.capabilities.vendor) cannot list its conversations; name them with --conversation")
+            }
+            pairs = try await discovery.allConversations().map { ($0, $0) }
+        } else {
+            for text in conversation {
+                let sides = text.split(separator: "=", maxSplits: 1).map(String.init)
+                do {
+                    let left = try ConversationRef(parsing: sides[0])
+                    pairs.append((left, sides.count == 2 ? try ConversationRef(parsing: sides[1]) : left))
+                } catch let error as IMError {
+                    throw ValidationError("--conversation \(text): \(error.message)")
+                }
+            }
+        }
+        let plan = MigrationPlan(source: source.id, target: target.id, conversations: pairs, sinceMs: try Self.parseTime(since, "--since"),
+                                 untilMs: try Self.parseTime(until, "--until"), dryRun: dryRun,
+                                 users: .puppet(prefix: usersPrefix ?? "\(from)_"))
+        let display = ProgressDisplay()
+        let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry,
+                                progress: { display.show($0) })
+        let result = try await migrator.run(plan)
+        display.finish()
+        FileHandle.standardOutput.write(Data((result.summary + "\n").utf8))
+        if let report { try result.json().write(to: URL(fileURLWithPath: report)) }
+        if result.total.failedTotal > 0 { throw ExitCode(2) }
+    }
+
+    static func parseTime(_ text: String?, _ flag: String) throws -> Int64? {
+        guard let text else { return nil }
+        let formatter = ISO8601DateFormatter()
+        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime], [.withInternetDateTime, .withFractionalSeconds], [.withFullDate]] {
+            formatter.formatOptions = options
+            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
+        }
+        throw ValidationError("\(flag): '\(text)' is not ISO 8601 (e.g. 2026-01-31T08:00:00Z)")
+    }
+}
+
+/// A one-line progress bar on a terminal (done, rate, ETA when the total is known); a log line every
+/// 5 seconds otherwise.
+final class ProgressDisplay: Sendable {
+    let isTerminal = isatty(STDERR_FILENO) == 1
+    let lastLine = Mutex<Date>(.distantPast)
+
+    func show(_ progress: MigrationProgress) {
+        let elapsed = max(0.001, Date().timeIntervalSince(progress.startedAt))
+        let rate = Double(progress.done) / elapsed
+        var text = "\(progress.conversation): \(progress.done)"
+        if let total = progress.total, total > 0 {
+            let width = 30, filled = min(width, width * progress.done / total)
+            let eta = rate > 0 ? Int(Double(total - progress.done) / rate) : 0
+            text = "[\(String(repeating: "#", count: filled))\(String(repeating: ".", count: width - filled))] \(text)/\(total) ETA \(eta)s"
+        }
+        text += String(format: " %.0f msg/s", rate)
+        if isTerminal {
+            FileHandle.standardError.write(Data("\r\u{1B}[K\(text)".utf8))
+        } else {
+            let now = Date()
+            let due = lastLine.withLock { last -> Bool in
+                guard now.timeIntervalSince(last) >= 5 else { return false }
+                last = now
+                return true
+            }
+            if due { FileHandle.standardError.write(Data("migrate: \(text)\n".utf8)) }
+        }
+    }
+
+    func finish() {
+        if isTerminal { FileHandle.standardError.write(Data("\n".utf8)) }
+    }
+}

@@ -1,0 +1,88 @@
+import IMCore
+import IMRelay
+import Testing
+
+@Suite struct BridgeConfigTests {
+    static let valid = """
+        store: /tmp/imbridge.sqlite
+        listen: 127.0.0.1:8090
+        backends:
+          wk:
+            adapter: wukong
+            api_url: http://127.0.0.1:5001
+            token: ${WK_TOKEN}
+          rc:
+            adapter: rongcloud
+            api_url: http://127.0.0.1:5002
+            app_key: key
+            app_secret: ${RC_SECRET}
+        routes:
+          - from: wk:group:*
+            to: rc:group:*
+            users: puppet
+            puppet_prefix: "wk-"
+            fallbacks:
+              edit: drop
+              reactions: notice
+          - from: wk:group:ops
+            to: rc:group:ops-room
+            direction: forward
+            users: relay
+            relay_account: bridge_bot
+            name_format: "{name}: "
+        retry:
+          base_ms: 100
+          max_ms: 5000
+        """
+
+    let env = ["WK_TOKEN": "t0k", "RC_SECRET": "s3cret"]
+
+    @Test func parsesEveryKey() throws {
+        let config = try BridgeConfig.parse(Self.valid, environment: env)
+        #expect(config.store == "/tmp/imbridge.sqlite" && config.listenHost == "127.0.0.1" && config.listenPort == 8090)
+        #expect(config.backends.map(\.name) == ["wk", "rc"])
+        #expect(config.backends[0].settings == ["api_url": "http://127.0.0.1:5001", "token": "t0k"])
+        #expect(config.backends[1].settings["app_secret"] == "s3cret")
+        #expect(config.routes.count == 2)
+        #expect(config.routes[0].usersOnTarget == .puppet(prefix: "wk-") && config.routes[0].usersOnSource == .puppet(prefix: "rc_"))
+        #expect(config.routes[0].fallback(for: .edit) == .drop && config.routes[0].fallback(for: .reactions) == .notice)
+        #expect(config.routes[0].fallback(for: .readReceipts) == .drop)
+        #expect(config.routes[1].direction == .forward && config.routes[1].usersOnTarget == .relay(account: "bridge_bot", nameFormat: "{name}: "))
+        #expect(config.retry.baseMs == 100 && config.retry.maxMs == 5000)
+    }
+
+    func failure(_ yaml: String) -> String {
+        do {
+            _ = try BridgeConfig.parse(yaml, file: "b.yaml", environment: env)
+            return "parsed"
+        } catch {
+            return (error as? IMError)?.message ?? "\(error)"
+        }
+    }
+
+    @Test(arguments: [
+        ("adapter: wukong", "adapter: wukongg", "b.yaml:5: backends.wk.adapter: unknown adapter 'wukongg'"),
+        ("to: rc:group:*", "to: xx:group:*", "routes[0].to: backend 'xx' is not configured"),
+        ("from: wk:group:*", "from: wk-group", "routes[0].from: route endpoint 'wk-group' is not BACKEND:KIND:ID"),
+        ("users: puppet", "users: ghost", "routes[0].users: expected puppet or relay"),
+        ("edit: drop", "edit: maybe", "routes[0].fallbacks.edit: expected notice or drop"),
+        ("reactions: notice", "reaktions: notice", "routes[0].fallbacks.reaktions: unknown feature"),
+        ("direction: forward", "direciton: forward", "routes[1].direciton: unknown key"),
+        ("listen: 127.0.0.1:8090", "listen: localhost", "listen: expected HOST:PORT"),
+        ("token: ${WK_TOKEN}", "token: ${NOPE}", "backends.wk.token: environment variable NOPE is not set"),
+        ("relay_account: bridge_bot", "relay_acount: bridge_bot", "routes[1].relay_acount: unknown key"),
+        ("store: /tmp/imbridge.sqlite", "stor: /tmp/x", "stor: unknown key"),
+    ])
+    func errorsNameTheKey(original: String, broken: String, expected: String) {
+        let message = failure(Self.valid.replacingOccurrences(of: original, with: broken))
+        #expect(message.contains(expected), "got: \(message)")
+    }
+
+    @Test func missingPiecesAreNamed() {
+        #expect(failure(Self.valid.replacingOccurrences(of: "store: /tmp/imbridge.sqlite\n", with: "")).contains("store: is required"))
+        #expect(failure("store: x\nbackends: {}\nroutes: []").contains("backends: at least one backend"))
+        #expect(failure("store: x\nbackends:\n  a: {adapter: nim}\n  b: {adapter: jmessage}\nroutes: []").contains("routes: at least one route"))
+        #expect(failure("store: x\nbackends:\n  a: {adapter: nim}\nroutes:\n  - {from: 'a:group:*', to: 'a:group:*'}").contains("two different backends"))
+        #expect(failure("store: [unclosed").contains("not valid YAML"))
+    }
+}
