@@ -13,7 +13,9 @@ struct BackendContext: Sendable {
 enum BackendFactories {
     typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
 
-    static let factories: [String: Factory] = [:]
+    static let factories: [String: Factory] = [
+        "jmessage": { try await JMessageBackendFactory.make($0, $1) },
+    ]
 
     static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {
         guard let factory = factories[config.adapter] else {

@@ -108,4 +108,18 @@ final class Running: Sendable {
         #expect(second?.kindName == "recalled", "the push's copy of the message was not published twice")
         await running.stopAll()
     }
+
+    @Test func findsMessagesByClientIDAndListsConversations() async throws {
+        let running = Running()
+        let (_, backend, group) = try await running.make(pollIntervalMs: nil)
+        let direct = ConversationRef.direct("alice", "bobby")
+        let sent = try await backend.send(OutgoingMessage(conversation: direct, sender: "bobby", content: .text("once"), clientMessageID: "imb-7"))
+        _ = try await backend.send(OutgoingMessage(conversation: .group(group), sender: "carol", content: .text("g"), clientMessageID: "imb-8"))
+        let found = try await backend.message(withClientID: "imb-7", in: direct)
+        #expect(found?.id == sent.id && found?.sender == "bobby" && found?.clientMessageID == "imb-7")
+        #expect(try await backend.message(withClientID: "imb-8", in: direct) == nil, "another conversation's client id is not found here")
+        #expect(try await backend.message(withClientID: "imb-9", in: .group(group)) == nil)
+        #expect(try await backend.allConversations() == [direct, .group(group)])
+        await running.stopAll()
+    }
 }

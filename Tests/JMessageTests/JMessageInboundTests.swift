@@ -5,8 +5,8 @@ import JMessage
 import Testing
 
 @Suite struct JMessageInboundTests {
-    let backend = JMessageBackend(id: "jm", config: JMessageConfig(appKey: appKey, masterSecret: masterSecret, apiBaseURL: "http://127.0.0.1:9",
-                                                                   reportBaseURL: "http://127.0.0.1:9", admin: "bridge_admin"))
+    let backend = JMessagePushBackend(JMessageBackend(id: "jm", config: JMessageConfig(
+        appKey: appKey, masterSecret: masterSecret, apiBaseURL: "http://127.0.0.1:9", reportBaseURL: "http://127.0.0.1:9", admin: "bridge_admin")))
 
     func push(_ body: String, authorization: String? = "Basic " + Data("\(appKey):\(masterSecret)".utf8).base64EncodedString()) -> HTTPRequestData {
         HTTPRequestData(method: "POST", path: "/callbacks/jm", headers: authorization.map { [("Authorization", $0), ("Content-Type", "application/json; charset=utf-8")] } ?? [],

@@ -8,12 +8,14 @@ import Synchronization
 /// - **Sending** is always as the configured admin (JMessage REST allows nothing else); a neutral
 ///   sender other than the admin is carried as `from_name` + `extras.imbridge_sender` and restored on
 ///   read (`sendAsAnyUser: fallback`, see `JMessageCodec`).
-/// - **Events** come from the report v2 poller (`start(pollIntervalMs:)`) and, when the app has it,
-///   from the routing push (`receiveCallback`); both give a message the id `jmessage:msg:<msgid>`.
+/// - **Events** come from the report v2 poller (`start(pollIntervalMs:)`) on `events()`. When the app
+///   has bought the routing push, wrap the backend in `JMessagePushBackend` (the `CallbackReceiving`
+///   face the bridge feeds from `/callbacks/<backend>`); both paths name a message `jmessage:msg:<msgid>`.
+///   The bridge pumps `events()` only of backends that are not `CallbackReceiving`, hence two faces.
 ///   Retracts made through this backend emit `recalled` events; report v2 does not report retracts.
 /// - **History** reads report v2 (`/v2/users/{u}/messages` for both users of a direct conversation,
 ///   `/v2/groups/{gid}/messages`, `/v2/chatrooms/{id}/messages`) in ≤ 7-day windows, at most 60 days back.
-public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, UserProvisioning, CallbackReceiving {
+public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, UserProvisioning {
     public let id: BackendID
     public let capabilities: Capabilities
     public let client: JMessageClient
@@ -112,6 +114,7 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     // MARK: routing push
 
     /// Verifies and parses a routing push, publishes its events and answers HTTP 200 with an empty body.
+    /// A forged push throws `authentication_failed`, a malformed one `malformed_payload` (no event).
     public func receiveCallback(_ request: HTTPRequestData) async throws -> CallbackOutcome {
         let events = try inbound.parse(request)
         hub.publish(events)
