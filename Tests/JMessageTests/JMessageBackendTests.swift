@@ -92,6 +92,12 @@ final class Running: Sendable {
         let running = Running()
         let (sandbox, backend, _) = try await running.make(pollIntervalMs: nil)
         let stream = backend.events()
+        let collector = Task { () -> [IMEvent] in
+            var iterator = stream.makeAsyncIterator()
+            var seen: [IMEvent] = []
+            while seen.count < 2, let event = await iterator.next() { seen.append(event) }
+            return seen
+        }
         let sent = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("once")))
         try await backend.poller.pollOnce()
         let raw = try await sandbox.call("GET", "/_sandbox/messages")
@@ -100,12 +106,35 @@ final class Running: Sendable {
                                    body: Array(JSONValue.object(["total": 1, "messages": [wire]]).jsonData()))
         let outcome = try await backend.receiveCallback(push)
         #expect(outcome.events.map(\.eventID) == [JMessageCodec.messageEventID(Int64(sent.id.rawValue)!)])
-        var iterator = stream.makeAsyncIterator()
-        let first = await iterator.next()
-        #expect(first?.messageID == sent.id)
         try await backend.recall(sent.id, in: sent.conversation, by: "alice")
-        let second = await iterator.next()
-        #expect(second?.kindName == "recalled", "the push's copy of the message was not published twice")
+        let events = await collector.value
+        #expect(events.first?.messageID == sent.id)
+        #expect(events.last?.kindName == "recalled", "the push's copy of the message was not published twice")
+        await running.stopAll()
+    }
+
+    @Test func thePollerSavesItsPositionOnlyAfterTheSubscriberPulled() async throws {
+        let running = Running()
+        let (_, backend, _) = try await running.make(pollIntervalMs: nil)
+        let stream = backend.events()
+        _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("one")))
+        _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "bobby", content: .text("two")))
+        let (gate, open) = AsyncStream<Void>.makeStream()
+        let sink = Sink()
+        let consumer = Task {
+            for await event in stream {
+                sink.events.withLock { $0.append(event) }
+                if sink.events.withLock({ $0.count }) == 2 { for await _ in gate { break } }
+            }
+        }
+        let polling = Task { try await backend.poller.pollPage() }
+        for _ in 0..<500 where sink.events.withLock({ $0.count }) < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(sink.texts == ["one", "two"])
+        #expect(try await backend.poller.currentPosition().seen.isEmpty, "nothing is saved while the subscriber holds an unconsumed event")
+        open.yield()
+        _ = try await polling.value
+        #expect(try await backend.poller.currentPosition().seen.count == 2, "saved once the subscriber pulled again")
+        consumer.cancel()
         await running.stopAll()
     }
 

@@ -44,7 +44,7 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     public init(id: BackendID, config: JMessageConfig, registry: ContentRegistry = ContentRegistry(),
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
                 pollerSettings: JMessagePoller.Settings = .init(), capabilities: Capabilities = .jMessage,
-                puppetPassword: String? = nil) {
+                puppetPassword: String? = nil, ackTimeoutMs: Int64 = 30_000) {
         self.id = id
         self.capabilities = capabilities
         self.clock = clock
@@ -52,21 +52,30 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
         self.codec = JMessageCodec(identity: JMessageIdentity(appKey: config.appKey, admin: config.admin), registry: registry)
         self.inbound = JMessageInbound(appKey: config.appKey, masterSecret: config.masterSecret, codec: codec, backend: id)
         self.puppetPassword = puppetPassword ?? Hashing.sha256Hex(Array("\(config.appKey):\(config.masterSecret):puppet".utf8)).prefix(24).description
-        let hub = EventHub()
+        let hub = EventHub(ackTimeoutMs: ackTimeoutMs)
         self.hub = hub
         self.poller = JMessagePoller(client: client, codec: codec, backend: id, storage: checkpoints, clock: clock,
-                                     settings: pollerSettings) { events in _ = hub.publish(events) }
+                                     settings: pollerSettings) { events in
+            let published = hub.publish(events)
+            await hub.waitUntilConsumed(upTo: published.lastSeq)
+        }
     }
 
     /// Registers the admin (when a password is configured) and starts polling report v2 every
     /// `pollIntervalMs` (nil: no polling, e.g. when only the routing push is used).
+    ///
+    /// Durability: the poller polls only while someone subscribes to `events()`, and saves its position
+    /// only after every subscriber has pulled the page's events (see `EventHub`), so a consumer that
+    /// stores each event before pulling the next (the bridge's pump does) loses nothing across a crash;
+    /// a subscriber that stops reading without cancelling delays the save by at most `ackTimeoutMs`.
     public func start(pollIntervalMs: Int64? = 2000) async throws {
         if let password = client.config.adminPassword {
             try await client.registerAdmin(username: client.config.admin, password: password)
         }
         guard let interval = pollIntervalMs else { return }
         let poller = self.poller
-        let task = Task { await poller.run(intervalMs: interval) }
+        let hub = self.hub
+        let task = Task { await poller.run(intervalMs: interval, before: { await hub.waitForSubscriber() }) }
         let previous = state.withLock { state -> Task<Void, Never>? in
             defer { state.pollTask = task }
             return state.pollTask
@@ -81,8 +90,8 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
             return state.pollTask
         }
         task?.cancel()
-        await task?.value
         hub.finish()
+        await task?.value
     }
 
     public func events() -> AsyncStream<IMEvent> { hub.stream() }

@@ -133,10 +133,13 @@ public actor JMessagePoller {
         }
     }
 
-    /// Polls every `intervalMs` until the task is cancelled; failures back off up to 30 s.
-    public func run(intervalMs: Int64) async {
+    /// Polls every `intervalMs` until the task is cancelled; failures back off up to 30 s. `before`
+    /// runs ahead of each round (the backend waits there for a subscriber).
+    public func run(intervalMs: Int64, before: @Sendable () async -> Void = {}) async {
         var failures = 0
         while !Task.isCancelled {
+            await before()
+            if Task.isCancelled { return }
             do {
                 try await pollOnce()
                 failures = 0
