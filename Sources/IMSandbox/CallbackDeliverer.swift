@@ -11,6 +11,7 @@ import IMHTTP
 /// - A batch that gets a non-2xx answer or a transport failure is retried (backoff from `retryBase`
 ///   doubling up to `retryMax`) and blocks the items behind it — the same batch is sent again, rendered
 ///   afresh (new timestamp and signature), which is what makes receivers dedupe.
+/// - `isSuccess` decides which answer status ends the retries (default: any 2xx; WuKongIM: exactly 200).
 /// - `render` turns a batch into the HTTP request (the vendor's path, body and signature headers).
 public actor CallbackDeliverer<Item: Sendable> {
     public typealias Render = @Sendable ([Item]) -> OutboundRequest
@@ -28,6 +29,7 @@ public actor CallbackDeliverer<Item: Sendable> {
     private let retryBaseMs: Int64
     private let retryMaxMs: Int64
     private let client: HTTPClientWrapper
+    private let isSuccess: @Sendable (Int) -> Bool
     private var queue: [Item] = []
     private var inFlight = 0
     private var stats = Stats()
@@ -36,7 +38,9 @@ public actor CallbackDeliverer<Item: Sendable> {
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
     public init(maxBatch: Int = 1, intervalMs: Int64 = 0, retryBaseMs: Int64 = 100, retryMaxMs: Int64 = 5000,
-                timeoutSeconds: Int64 = 5, render: @escaping Render) {
+                timeoutSeconds: Int64 = 5, isSuccess: @escaping @Sendable (Int) -> Bool = { (200..<300).contains($0) },
+                render: @escaping Render) {
+        self.isSuccess = isSuccess
         self.render = render
         self.maxBatch = max(1, maxBatch)
         self.intervalMs = intervalMs
@@ -127,7 +131,7 @@ public actor CallbackDeliverer<Item: Sendable> {
     private func deliver(_ batch: [Item]) async -> Bool {
         do {
             let response = try await client.send(render(batch))
-            return (200..<300).contains(response.status)
+            return isSuccess(response.status)
         } catch {
             return false
         }

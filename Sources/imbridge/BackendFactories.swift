@@ -1,6 +1,8 @@
 import IMCore
 import IMRelay
 import IMStore
+import RongCloud
+import WuKong
 
 /// What an adapter factory gets besides its own settings.
 struct BackendContext: Sendable {
@@ -15,6 +17,20 @@ enum BackendFactories {
 
     static let factories: [String: Factory] = [
         "jmessage": { try await JMessageBackendFactory.make($0, $1) },
+        "rongcloud": { config, context in
+            do {
+                return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry))
+            } catch let error as IMError {
+                throw config.error(error.details["setting"] ?? "adapter", error.message)
+            }
+        },
+        "wukong": { config, context in
+            do {
+                return WuKongBackend(configuration: try .init(id: config.name, settings: config.settings), registry: context.registry)
+            } catch let error as IMError {
+                throw config.error(error.details["setting"] ?? "adapter", error.message)
+            }
+        },
     ]
 
     static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {

@@ -2,6 +2,8 @@ import ArgumentParser
 import Foundation
 import IMSandbox
 import JMessage
+import RongCloud
+import WuKong
 
 /// `imbridge sandbox <vendor> --port P [--host H] [--app-key K] [--app-secret S] [--callback-url U]
 /// [--state FILE] [--option key=value …]`: serves one vendor's emulated server API until SIGINT/SIGTERM.
@@ -45,6 +47,8 @@ enum SandboxVendors {
 
     static let factories: [String: Factory] = [
         "jmessage": { try await JMessageSandbox.makeServer($0) },
+        "rongcloud": { try RongCloudSandbox.server($0) },
+        "wukong": { options in try WuKongSandbox.server(options: options) },
     ]
 
     static var names: [String] { factories.keys.sorted() }

@@ -1,0 +1,145 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+import Testing
+@testable import RongCloud
+
+/// `RongCloudBackend` against the sandbox, beyond the conformance suite: paging anchors across more
+/// than one API page, expansions cleared in chunks, mentions/replies/commands through the routing
+/// callback, and refusals that must happen before any call.
+@Suite(.serialized) struct BackendTests {
+    typealias Rig = ConformanceTests.Rig
+
+    func events(_ rig: Rig, _ stream: AsyncStream<IMEvent>, count: Int) async -> [IMEvent] {
+        let waiter = Task {
+            var collected: [IMEvent] = []
+            for await event in stream {
+                collected.append(event)
+                if collected.count == count { break }
+            }
+            return collected
+        }
+        let timeout = Task {
+            try? await Task.sleep(nanoseconds: 5_000_000_000)
+            waiter.cancel()
+        }
+        let result = await waiter.value
+        timeout.cancel()
+        return result
+    }
+
+    @Test func historyAnchorsAcrossSeveralAPIPages() async throws {
+        try await ConformanceTests.withRig { rig in
+            let chat = ConversationRef.direct("alice", "bob")
+            var ids: [MessageID] = []
+            for n in 0..<230 {
+                ids.append(try await rig.backend.send(OutgoingMessage(conversation: chat, sender: n % 2 == 0 ? "alice" : "bob",
+                                                                      content: .text("m\(n)"))).id)
+            }
+            func page(_ anchor: HistoryAnchor, _ limit: Int) async throws -> HistoryPage {
+                try await rig.backend.history(HistoryQuery(conversation: chat, anchor: anchor, limit: limit, viewer: "bob"))
+            }
+            let latest = try await page(.latest, 10)
+            #expect(latest.messages.map(\.id) == Array(ids[220..<230]) && latest.hasOlder && !latest.hasNewer)
+            let before = try await page(.before(try #require(latest.olderCursor)), 150)
+            #expect(before.messages.map(\.id) == Array(ids[70..<220]) && before.hasOlder)
+            let oldest = try await page(.oldest, 120)
+            #expect(oldest.messages.map(\.id) == Array(ids[0..<120]) && oldest.hasNewer && !oldest.hasOlder)
+            let after = try await page(.after(try #require(oldest.newerCursor)), 200)
+            #expect(after.messages.map(\.id) == Array(ids[120..<230]) && !after.hasNewer)
+            let around = try await page(.around(HistoryReader.cursor(after.messages[0])), 5)
+            #expect(around.messages.map(\.id) == Array(ids[118..<123]))
+            #expect(after.messages.first?.content == .text("m120") && after.messages.first?.sender == "alice")
+            await #expect(throws: IMError.self) { _ = try await page(.before(HistoryCursor("nonsense")), 5) }
+            await #expect(throws: IMError.self) {
+                _ = try await rig.backend.history(HistoryQuery(conversation: .chatroom("r1"), limit: 5))
+            }
+        }
+    }
+
+    @Test func expansionClearDeletesEveryKeyInChunksAndAnnouncesEachChunk() async throws {
+        try await ConformanceTests.withRig { rig in
+            let chat = ConversationRef.group("g1")
+            let initial = Dictionary(uniqueKeysWithValues: (0..<100).map { ("k\($0)", "v") })
+            let sent = try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("poll"), expansion: initial))
+            _ = try await rig.backend.updateExpansion(of: sent.id, in: chat, by: "bob",
+                                                      .set(Dictionary(uniqueKeysWithValues: (100..<150).map { ("k\($0)", "v") })))
+            #expect(try await rig.backend.expansion(of: sent.id, in: chat).count == 150)
+            #expect(await (rig.sandbox.vendor as? RongCloudSandbox)?.waitForDeliveries() == true, "earlier signals are out of the way")
+            let stream = rig.backend.events()
+            let cleared = try await rig.backend.updateExpansion(of: sent.id, in: chat, by: "bob", .clear)
+            #expect(cleared.cleared && cleared.removed.count == 150)
+            #expect(try await rig.backend.expansion(of: sent.id, in: chat).count == 0)
+            let signals = await events(rig, stream, count: 2)
+            let removed = signals.flatMap { event -> [String] in
+                if case .expansionChanged(let id, _, let by, let delta) = event.kind, id == sent.id, by == "bob" { return delta.removed }
+                return []
+            }
+            #expect(Set(removed).count == 150, "two delete calls (100 + 50), each routed with its keys")
+            let none = try await rig.backend.updateExpansion(of: sent.id, in: chat, by: "bob", .remove(["k1"]))
+            #expect(none.isEmpty)
+        }
+    }
+
+    @Test func mentionsRepliesAndCommandsArriveThroughTheCallback() async throws {
+        try await ConformanceTests.withRig { rig in
+            let chat = ConversationRef.group("g1")
+            let stream = rig.backend.events()
+            let question = try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("@bob lunch?"),
+                                                                      mentions: Mentions(users: ["bob"])))
+            let answer = try await rig.backend.send(OutgoingMessage(
+                conversation: chat, sender: "bob", content: .text("yes"),
+                reply: ReplyRef(messageID: question.id, sender: "alice", digest: "@bob lunch?")))
+            _ = try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "bob",
+                                                           content: .command(CommandContent(name: "typing", data: "1"))))
+            let received = await events(rig, stream, count: 3)
+            #expect(received.count == 3)
+            guard received.count == 3, case .message(let first) = received[0].kind, case .message(let second) = received[1].kind,
+                  case .command(_, let sender, let command, _) = received[2].kind else {
+                Issue.record("unexpected events \(received)")
+                return
+            }
+            #expect(first.id == question.id && first.mentions == Mentions(users: ["bob"]) && first.conversation == chat)
+            #expect(second.id == answer.id && second.reply?.messageID == question.id && second.reply?.digest == "@bob lunch?")
+            #expect(sender == "bob" && command == CommandContent(name: "typing", data: "1"))
+            let stored = try await rig.backend.history(HistoryQuery(conversation: chat, limit: 10))
+            #expect(stored.messages.map(\.id) == [question.id, answer.id], "the command is not stored")
+        }
+    }
+
+    @Test func refusalsBeforeAnyCall() async throws {
+        try await ConformanceTests.withRig { rig in
+            let backend = rig.backend
+            await #expect(throws: IMError.self) {
+                _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice",
+                                                           content: .text("x"), expansion: ["bad key": "v"]))
+            }
+            await #expect(throws: IMError.self) {
+                _ = try await backend.send(OutgoingMessage(conversation: .chatroom("r1"), sender: "alice", content: .text("x")))
+            }
+            await #expect(throws: IMError.self) {
+                _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice",
+                                                           content: .image(ImageContent(.local("/tmp/x.png")))))
+            }
+            await #expect(throws: IMError.self) { try await backend.recall("M1", in: .direct("bob", "carol"), by: "alice") }
+            let messages = await rig.sandbox.vendor.messages()
+            #expect(messages.isEmpty, "nothing reached the sandbox")
+            try await backend.ensureUser(UserProfile(id: "alice", name: "Alice", avatar: "https://x/a.png"))
+            #expect(await rig.sandbox.vendor.users() == [["userId": "alice", "name": "Alice", "portraitUri": "https://x/a.png"]])
+        }
+    }
+
+    @Test func callbacksStayFreshWhenTheSandboxClockMovesAhead() async throws {
+        try await ConformanceTests.withRig { rig in
+            rig.sandbox.clock.advance(byMs: 2 * 3_600_000)
+            let stream = rig.backend.events()
+            let sent = try await rig.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("later")))
+            let received = await events(rig, stream, count: 1)
+            #expect(received.first?.messageID == sent.id, "signed with wall-clock time, so not refused as stale")
+            guard case .message(let message)? = received.first?.kind else { return }
+            #expect(message.sentAt >= sent.sentAt + 2 * 3_600_000 - 60_000, "msgTimestamp is sandbox time")
+        }
+    }
+}
+

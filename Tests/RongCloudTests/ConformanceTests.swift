@@ -1,0 +1,137 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+import IMTesting
+import Synchronization
+import Testing
+@testable import RongCloud
+
+/// `RongCloudBackend` against its sandbox over loopback: the sandbox routes every message, recall and
+/// expansion change to a callback listener that hands each request to `RongCloudBackend.receive`.
+@Suite(.serialized) struct ConformanceTests {
+    /// One sandbox + listener + backend; `stop` closes both servers.
+    final class Rig: Sendable {
+        let sandbox: SandboxServer
+        let listener: HTTPServer
+        let backend: RongCloudBackend
+        init(sandbox: SandboxServer, listener: HTTPServer, backend: RongCloudBackend) {
+            self.sandbox = sandbox
+            self.listener = listener
+            self.backend = backend
+        }
+        func stop() async {
+            if let vendor = sandbox.vendor as? RongCloudSandbox {
+                _ = await vendor.waitForDeliveries(timeoutMs: 2000)
+                await vendor.stopDeliveries()
+            }
+            await sandbox.stop()
+            await listener.stop()
+        }
+    }
+
+    static func rig(registry: ContentRegistry = ContentRegistry()) async throws -> Rig {
+        let box = Mutex<RongCloudBackend?>(nil)
+        let listener = HTTPServer { request in
+            guard let backend = box.withLock({ $0 }) else { return .text("starting", status: 503) }
+            return backend.callbackResponse(for: request)
+        }
+        let listenerPort = try await listener.start()
+        let sandbox = try RongCloudSandbox.server(SandboxOptions(appKey: "K", appSecret: "S", callbackURL: "http://127.0.0.1:\(listenerPort)/rongcloud"))
+        try await sandbox.start()
+        let backend = RongCloudBackend(.init(id: "rc", appKey: "K", appSecret: "S", baseURLs: [sandbox.baseURL], timeoutSeconds: 5,
+                                             registry: registry, historyViewer: "alice"))
+        box.withLock { $0 = backend }
+        return Rig(sandbox: sandbox, listener: listener, backend: backend)
+    }
+
+    static func withRig(_ body: (Rig) async throws -> Void) async throws {
+        let rig = try await rig()
+        do {
+            try await body(rig)
+        } catch {
+            await rig.stop()
+            throw error
+        }
+        await rig.stop()
+    }
+
+    @Test func conformanceSuitePasses() async throws {
+        let rigs = Mutex<[Rig]>([])
+        let suite = ConformanceSuite {
+            let registry = ContentRegistry()
+            let rig = try await Self.rig(registry: registry)
+            rigs.withLock { $0.append(rig) }
+            let sandbox = rig.sandbox
+            return ConformanceSubject(backend: rig.backend, users: ["alice", "bob", "carol"], group: "g1",
+                                      advanceClock: { ms in sandbox.clock.advance(byMs: ms) }, registry: registry)
+        }
+        let report = await suite.run()
+        for rig in rigs.withLock({ $0 }) { await rig.stop() }
+        #expect(report.failures.isEmpty, "\(report)")
+        #expect(report.passed.count >= 15, "\(report)")
+        print(report)
+    }
+
+    @Test func clientErrorsCarryVendorCodesAndRetryability() async throws {
+        try await Self.withRig { rig in
+            rig.sandbox.faults.add(FaultInjector.Rule(status: 429, vendorCode: 1008, count: 1, pathPrefix: "/message"))
+            let limited = await #expect(throws: IMError.self) {
+                _ = try await rig.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("x")))
+            }
+            #expect(limited?.code == .rateLimited && limited?.vendorCode == "1008" && limited?.isRetryable == true)
+            #expect(limited?.retryAfterMs == 1000)
+            let forged = RongCloudBackend(.init(appKey: "K", appSecret: "wrong", baseURLs: [rig.sandbox.baseURL]))
+            let denied = await #expect(throws: IMError.self) { try await forged.ensureUser(UserProfile(id: "alice")) }
+            #expect(denied?.code == .authenticationFailed && denied?.vendorCode == "1004" && denied?.isRetryable == false)
+            rig.sandbox.faults.add(FaultInjector.Rule(status: 500, count: 1))
+            let down = await #expect(throws: IMError.self) { try await rig.backend.ensureUser(UserProfile(id: "alice", name: "Alice")) }
+            #expect(down?.code == .unavailable && down?.isRetryable == true)
+            try await rig.backend.ensureUser(UserProfile(id: "alice", name: "Alice"))
+        }
+    }
+
+    @Test func backupHostIsUsedWhenThePrimaryIsDown() async throws {
+        try await Self.withRig { rig in
+            let dead = HTTPServer { _ in .text("x") }
+            let deadPort = try await dead.start()
+            await dead.stop()
+            let backend = RongCloudBackend(.init(appKey: "K", appSecret: "S", baseURLs: ["http://127.0.0.1:\(deadPort)", rig.sandbox.baseURL]))
+            let sent = try await backend.send(OutgoingMessage(conversation: .group("g1"), sender: "alice", content: .text("via backup")))
+            #expect(!sent.id.rawValue.isEmpty)
+        }
+    }
+
+    @Test func forgedCallbacksAreRefusedAndRedeliveryIsYieldedOnce() async throws {
+        try await Self.withRig { rig in
+            let body = WireRoutedMessage(fromUserId: "bob", toUserId: "alice", objectName: "RC:TxtMsg", content: #"{"content":"hi"}"#,
+                                         channelType: "PERSON", msgTimestamp: 1, msgUID: "AAAA-BBBB-CCCC-0001").form.encoded
+            func request(secret: String) -> HTTPRequestData {
+                let nonce = "n\(Int.random(in: 0..<1_000_000))", timestamp = String(SystemClock().nowMs())
+                let signature = Hashing.sha1Hex(secret + nonce + timestamp)
+                return HTTPRequestData(method: "POST", path: "/rongcloud", rawQuery: "nonce=\(nonce)&timestamp=\(timestamp)&signature=\(signature)",
+                                       headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8))
+            }
+            let stream = rig.backend.events()
+            #expect(rig.backend.callbackResponse(for: request(secret: "forged")).status == 401)
+            #expect(rig.backend.callbackResponse(for: request(secret: "S")).status == 200)
+            var truncated = request(secret: "S")
+            truncated.body = Array("fromUserId=bob&objectName=RC:TxtMsg".utf8)
+            #expect(rig.backend.callbackResponse(for: truncated).status == 400)
+            let outcome = try await rig.backend.receiveCallback(request(secret: "S"))
+            #expect(outcome.response.bodyString == "ok" && outcome.events.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001"])
+            let again = try rig.backend.receive(request(secret: "S"))
+            #expect(again.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001"], "redelivery returns the same event id")
+            let marker = WireRoutedMessage(fromUserId: "bob", toUserId: "alice", objectName: "RC:TxtMsg", content: #"{"content":"end"}"#,
+                                           channelType: "PERSON", msgTimestamp: 2, msgUID: "AAAA-BBBB-CCCC-0002")
+            try rig.backend.receive(HTTPRequestData(method: "POST", path: "/", rawQuery: request(secret: "S").rawQuery,
+                                                    body: Array(marker.form.encoded.utf8)))
+            var seen: [EventID] = []
+            for await event in stream {
+                seen.append(event.eventID)
+                if event.eventID == "msg:AAAA-BBBB-CCCC-0002" { break }
+            }
+            #expect(seen == ["msg:AAAA-BBBB-CCCC-0001", "msg:AAAA-BBBB-CCCC-0002"])
+        }
+    }
+}

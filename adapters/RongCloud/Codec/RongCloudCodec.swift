@@ -1,0 +1,142 @@
+import IMCore
+
+/// Pure translation between RongCloud messages (routed callback forms, history rows, publish forms)
+/// and neutral `Message`s. No I/O.
+///
+/// Conversations: `PERSON` ⇄ `direct(fromUserId, toUserId)`, `GROUP` ⇄ `group(toUserId)`, `TEMPGROUP`
+/// → `chatroom`, `NOTIFY` → `system(fromUserId)`, `ULTRAGROUP` → `other("ultragroup")`, any other
+/// channel → `other(<channelType lowercased>)`. Only direct and group conversations are published.
+///
+/// `vendorExtras` keys written on decode: `rongcloud.content` (content leftovers, see
+/// `RongCloudContent`), `rongcloud.source`, `rongcloud.sensitiveType`, `rongcloud.busChannel`,
+/// `rongcloud.groupUserIds`.
+public struct RongCloudCodec: Sendable {
+    public let content: RongCloudContentCodec
+
+    public init(content: RongCloudContentCodec = RongCloudContentCodec()) { self.content = content }
+
+    public static let sourceKey = "rongcloud.source"
+    public static let sensitiveTypeKey = "rongcloud.sensitiveType"
+    public static let busChannelKey = "rongcloud.busChannel"
+    public static let groupUserIdsKey = "rongcloud.groupUserIds"
+
+    // MARK: conversations
+
+    public static func conversation(channelType: String, from: String, to: String) -> ConversationRef {
+        switch RCChannelType(rawValue: channelType.uppercased()) {
+        case .person: .direct(UserID(from), UserID(to))
+        case .group: .group(GroupID(to))
+        case .tempGroup: .chatroom(to)
+        case .notify: .system(from)
+        case .ultragroup: .other("ultragroup", to)
+        case .persons: .other("discussion", to)
+        default: .other(channelType.lowercased(), to)
+        }
+    }
+
+    /// `conversationType` (1 private, 3 group) and `targetId` of a conversation as `user` addresses it:
+    /// the peer for a direct conversation, the group id for a group. The only kinds this backend
+    /// publishes, recalls and extends in; others are `unsupported`.
+    public static func target(of conversation: ConversationRef, for user: UserID) throws -> (type: RCConversationType, targetId: String) {
+        switch conversation.kind {
+        case .direct:
+            guard let peer = conversation.peer(of: user) else {
+                throw IMError(.invalidArgument, "\(user) is not a user of \(conversation)")
+            }
+            return (.private, peer.rawValue)
+        case .group:
+            return (.group, conversation.id)
+        default:
+            throw IMError(.unsupported, "RongCloud's Server API calls here cover direct and group conversations, not \(conversation.kind)",
+                          details: ["conversation": conversation.description])
+        }
+    }
+
+    // MARK: inbound
+
+    /// A routed message as a neutral `Message` (signals `RC:RcCmd`/`RC:MsgExMsg` are not messages: see
+    /// `RongCloudInbound`). `expansion=true` makes the message extensible with the `extraContent` keys,
+    /// versioned at `msgTimestamp`; without it the message has no expansion.
+    public func message(from routed: WireRoutedMessage) throws -> Message {
+        let decoded = try content.decode(objectName: routed.objectName, content: routed.content)
+        var extras: [String: JSONValue] = [RongCloudContent.leftoversKey: .object(decoded.leftovers)]
+        if let source = routed.source { extras[Self.sourceKey] = .string(source) }
+        if let sensitive = routed.sensitiveType { extras[Self.sensitiveTypeKey] = .int(Int64(sensitive)) }
+        if let channel = routed.busChannel { extras[Self.busChannelKey] = .string(channel) }
+        if !routed.groupUserIds.isEmpty { extras[Self.groupUserIdsKey] = .array(routed.groupUserIds.map { .string($0) }) }
+        var options = MessageOptions()
+        if case .command = decoded.content { options = MessageOptions(persist: false, countUnread: false) }
+        if case .notice = decoded.content { options.countUnread = false }
+        var expansion: Expansion?
+        if routed.expansion == true {
+            let parsed = try RongCloudExpansionCodec.expansion(fromHistoryText: routed.extraContent)
+            expansion = Expansion(entries: parsed.entries.mapValues {
+                $0.version == 0 ? ExpansionEntry(value: $0.value, version: routed.msgTimestamp) : $0
+            })
+        }
+        return Message(id: MessageID(routed.msgUID),
+                       conversation: Self.conversation(channelType: routed.channelType, from: routed.fromUserId, to: routed.toUserId),
+                       sender: UserID(routed.fromUserId), sentAt: routed.msgTimestamp, content: decoded.content,
+                       mentions: decoded.mentions, reply: decoded.reply, options: options, expansion: expansion, vendorExtras: extras)
+    }
+
+    /// A history row as a neutral `Message`. `extraContent` (present when `expansion` is true) becomes
+    /// the expansion; each key's version is its `ts` (see `RongCloudExpansionCodec`).
+    public func message(from row: WireHistoryMessage, conversation: ConversationRef) throws -> Message {
+        let decoded = try content.decode(objectName: row.objectName, content: row.content)
+        var extras: [String: JSONValue] = [RongCloudContent.leftoversKey: .object(decoded.leftovers)]
+        if let channel = row.busChannel { extras[Self.busChannelKey] = .string(channel) }
+        var expansion: Expansion?
+        if row.expansion == true {
+            expansion = try RongCloudExpansionCodec.expansion(fromHistoryText: row.extraContent)
+        }
+        return Message(id: MessageID(row.messageUID), conversation: conversation, sender: UserID(row.fromUserId),
+                       sentAt: row.msgTime, content: decoded.content, mentions: decoded.mentions, reply: decoded.reply,
+                       expansion: expansion, vendorExtras: extras)
+    }
+
+    // MARK: outbound
+
+    /// The publish path and form for a neutral outgoing message.
+    ///
+    /// Flags are written only where they differ from the server's defaults, except `isIncludeSender=1`,
+    /// always sent so the sender's own clients see what the bridge sent in their name. `msgRandom`
+    /// carries a numeric `clientMessageID` (the vendor's idempotency key is a Long).
+    public func publish(_ outgoing: OutgoingMessage) throws -> (path: String, form: WirePublishForm) {
+        let target = try Self.target(of: outgoing.conversation, for: outgoing.sender)
+        let leftovers = outgoing.vendorExtras[RongCloudContent.leftoversKey]?.objectValue
+        let wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply, leftovers: leftovers)
+        let isGroup = target.type == .group
+        var form = WirePublishForm(fromUserId: outgoing.sender.rawValue,
+                                   toUserIds: isGroup ? [] : [target.targetId], toGroupIds: isGroup ? [target.targetId] : [],
+                                   objectName: wire.objectName, content: wire.content)
+        let options = outgoing.options
+        form.pushContent = options.pushText
+        if !options.persist { form.isPersisted = false }
+        if !options.countUnread { form.isCounted = false }
+        if !options.push { form.disablePush = true }
+        if options.receiptRequested { form.needReadReceipt = true }
+        form.isIncludeSender = true
+        if isGroup, !outgoing.mentions.isEmpty { form.isMentioned = true }
+        if let initial = outgoing.expansion {
+            form.expansion = true
+            if !initial.isEmpty { form.extraContent = JSONValue.object(initial.mapValues { .string($0) }).jsonString() }
+        }
+        form.msgRandom = outgoing.clientMessageID.flatMap { Int64($0.rawValue) }
+        let path = isGroup ? RongCloudPaths.groupPublish : RongCloudPaths.privatePublish
+        return (path, form)
+    }
+}
+
+/// The Server API paths the adapter calls and the sandbox serves.
+public enum RongCloudPaths {
+    public static let getToken = "/user/getToken.json"
+    public static let privatePublish = "/message/private/publish.json"
+    public static let groupPublish = "/message/group/publish.json"
+    public static let recall = "/message/recall.json"
+    public static let expansionSet = "/message/expansion/set.json"
+    public static let expansionDelete = "/message/expansion/delete.json"
+    public static let expansionQuery = "/message/expansion/query.json"
+    public static let privateHistory = "/v3/message/private/query.json"
+    public static let groupHistory = "/v3/message/group/query.json"
+}

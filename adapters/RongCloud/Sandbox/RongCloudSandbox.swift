@@ -1,0 +1,173 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+
+/// The RongCloud Server API emulated over HTTP (served by `SandboxServer`, which adds `/_sandbox/`).
+///
+/// - Authentication exactly like the vendor: `App-Key`, `Nonce`, `Timestamp`, `Signature` or their
+///   `RC-` names in any case; `Signature` = hex SHA1(secret + nonce + timestamp); timestamps in seconds
+///   or milliseconds; any nonce characters. Missing or wrong → HTTP 401 `{"code":1004,…}`; an unknown
+///   app key is answered the same way. No freshness window is enforced (UNCONFIRMED at the vendor).
+/// - Endpoints: `/user/getToken.json`, `/message/{private,group}/publish.json`, `/message/recall.json`,
+///   `/message/expansion/{set,delete,query}.json` (forms, lenient) and
+///   `/v3/message/{private,group}/query.json` (JSON, typed or all-string values); trailing slashes are
+///   ignored; anything else is 404 `{"code":404,…}`. Rules: see `RongCloudSandboxStore`.
+/// - Errors: the vendor envelope `{"code","errorMessage"}` with the status of
+///   `RongCloudErrorCode.httpStatus(for:)`.
+/// - Rate limits (`--option rate_limits=true`): the documented per-endpoint rates, see `RongCloudRateLimiter`.
+/// - Routing callback: with a callback URL, every routed message (published messages, `RC:RcCmd` on
+///   recall, `RC:MsgExMsg` on expansion changes) is POSTed in order as a form to
+///   `<url>?appKey=…&nonce=…&timestamp=<ms>&signature=…`, signed afresh on each attempt, retried until
+///   the receiver answers 2xx.
+public final class RongCloudSandbox: SandboxVendor {
+    public let appKey: String
+    public let appSecret: String
+    public let store: RongCloudSandboxStore
+    let deliverer: CallbackDeliverer<WireRoutedMessage>?
+    /// Set by `--option rate_limits=true`.
+    let rateLimiter: RongCloudRateLimiter?
+    let codec = RongCloudContentCodec()
+
+    /// Throws when `options.statePath` names a state file that cannot be opened or read.
+    public init(options: SandboxOptions, clock: any IMClock) throws {
+        self.appKey = options.appKey
+        self.appSecret = options.appSecret
+        self.store = try RongCloudSandboxStore(clock: clock, routeServerMessages: Lenient.bool(options.extra["route_server_messages"]) ?? true,
+                                               stateFile: options.statePath.map(SandboxStateFile.init(path:)))
+        rateLimiter = Lenient.bool(options.extra["rate_limits"]) == true ? RongCloudRateLimiter(clock: clock) : nil
+        if let url = options.callbackURL {
+            let (key, secret) = (options.appKey, options.appSecret)
+            deliverer = CallbackDeliverer { batch in Self.callbackRequest(url: url, appKey: key, secret: secret, batch[0]) }
+        } else {
+            deliverer = nil
+        }
+    }
+
+    /// A sandbox server for `imbridge sandbox rongcloud` and tests. `--option route_server_messages=false`
+    /// stops routing messages sent through the Server API (the vendor's default).
+    /// `--state FILE` keeps the state in that SQLite file across restarts.
+    public static func server(_ options: SandboxOptions) throws -> SandboxServer {
+        let clock = SandboxClock()
+        return SandboxServer(vendor: try RongCloudSandbox(options: options, clock: clock), clock: clock,
+                             host: options.host, port: options.port)
+    }
+
+    /// Waits until every routed message so far was delivered (tests).
+    public func waitForDeliveries(timeoutMs: Int64 = 10_000) async -> Bool {
+        await deliverer?.waitUntilIdle(timeoutMs: timeoutMs) ?? true
+    }
+
+    /// Stops delivering callbacks (undelivered ones are dropped); for shutting a sandbox down.
+    public func stopDeliveries() async {
+        await deliverer?.stop()
+    }
+
+    /// One signed routing POST. The signature's timestamp is wall-clock time, not the sandbox clock: a
+    /// test that moves the sandbox clock forward (recall windows) must not make its callbacks look stale
+    /// to the receiver; `msgTimestamp` in the body stays sandbox time.
+    static func callbackRequest(url: String, appKey: String, secret: String, _ message: WireRoutedMessage) -> OutboundRequest {
+        let nonce = String(UInt64.random(in: 0..<UInt64(1e12)))
+        let timestamp = String(SystemClock().nowMs())
+        let query = FormBody(items: [("appKey", appKey), ("nonce", nonce), ("timestamp", timestamp),
+                                     ("signature", RongCloudSignature.sign(secret: secret, nonce: nonce, timestamp: timestamp))])
+        return .form(url + (url.contains("?") ? "&" : "?") + query.encoded, message.form)
+    }
+
+    // MARK: SandboxVendor
+
+    public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
+        guard authenticated(request) else {
+            return Self.error(RongCloudSandboxError(RongCloudErrorCode.signatureError, RongCloudErrorCode.text(for: 1004)))
+        }
+        if let rateLimiter,
+           let waitMs = rateLimiter.admit(path: request.normalizedPath, cost: RongCloudRateLimiter.cost(path: request.normalizedPath, form: request.form)) {
+            var response = Self.error(RongCloudSandboxError(RongCloudErrorCode.rateLimited, RongCloudErrorCode.text(for: 1008)))
+            response.headers.removeAll { $0.name == "Retry-After" }
+            response.headers.append(("Retry-After", String(max(1, (waitMs + 999) / 1000))))
+            return response
+        }
+        do {
+            let routed = try route(request)
+            if let deliverer, !routed.messages.isEmpty { await deliverer.enqueue(routed.messages) }
+            return routed.response
+        } catch let error as RongCloudSandboxError {
+            return Self.error(error)
+        } catch {
+            return Self.error(.parameter("\(error)"))
+        }
+    }
+
+    func authenticated(_ request: HTTPRequestData) -> Bool {
+        func header(_ name: String) -> String? { request.header(anyOf: [name, "RC-" + name]) }
+        guard let key = header("App-Key"), key == appKey, let nonce = header("Nonce"),
+              let timestamp = header("Timestamp"), Lenient.epochMs(timestamp) != nil,
+              let signature = header("Signature") else { return false }
+        return RongCloudSignature.isValid(signature, secret: appSecret, nonce: nonce, timestamp: timestamp)
+    }
+
+    private func route(_ request: HTTPRequestData) throws -> (response: HTTPResponseData, messages: [WireRoutedMessage]) {
+        let path = request.normalizedPath
+        guard request.method == "POST" else {
+            throw RongCloudSandboxError(404, "\(request.method) \(path) is not an API; every call is a POST")
+        }
+        if path == RongCloudPaths.privateHistory || path == RongCloudPaths.groupHistory {
+            let query: WireHistoryQuery
+            do {
+                query = try JSONDecoder().decode(WireHistoryQuery.self, from: Data(request.body))
+            } catch {
+                throw RongCloudSandboxError.parameter("the body must be JSON with userId, targetId, startTime, endTime: \(error)")
+            }
+            return (.json(try store.history(query, group: path == RongCloudPaths.groupHistory)), [])
+        }
+        guard !request.body.isEmpty else { throw RongCloudSandboxError(RongCloudErrorCode.noPostData, RongCloudErrorCode.text(for: 1003)) }
+        let form = request.form
+        switch path {
+        case RongCloudPaths.getToken:
+            return (.json(try store.getToken(userId: form["userId"], name: form["name"], portraitUri: form["portraitUri"])), [])
+        case RongCloudPaths.privatePublish, RongCloudPaths.groupPublish:
+            guard let publish = WirePublishForm(form: form) else {
+                throw RongCloudSandboxError.parameter("fromUserId, objectName and content are required")
+            }
+            let result = try store.publish(publish, group: path == RongCloudPaths.groupPublish)
+            return (.json(WirePublishResponse(messageUIDs: result.entries)), result.routed)
+        case RongCloudPaths.recall:
+            return (Self.ok, try store.recall(form).map { [$0] } ?? [])
+        case RongCloudPaths.expansionSet, RongCloudPaths.expansionDelete:
+            return (Self.ok, try store.updateExpansion(form, delete: path == RongCloudPaths.expansionDelete).map { [$0] } ?? [])
+        case RongCloudPaths.expansionQuery:
+            return (.json(try store.queryExpansion(form)), [])
+        default:
+            throw RongCloudSandboxError(404, "no API at \(path)")
+        }
+    }
+
+    static let ok = HTTPResponseData.json(WireErrorEnvelope(code: 200, errorMessage: nil))
+
+    /// The vendor envelope with the code's HTTP status (or `status` when given); 429 adds `Retry-After: 1`.
+    static func error(_ error: RongCloudSandboxError, status: Int? = nil) -> HTTPResponseData {
+        let status = status ?? (error.code == 404 ? 404 : RongCloudErrorCode.httpStatus(for: error.code))
+        var response = HTTPResponseData.json(WireErrorEnvelope(code: error.code, errorMessage: error.message), status: status)
+        if status == 429 { response.headers.append(("Retry-After", "1")) }
+        return response
+    }
+
+    /// An injected fault: the given status with `vendorCode`, or the code that status stands for.
+    public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
+        let code = vendorCode ?? (status == 429 ? RongCloudErrorCode.rateLimited
+            : status >= 500 ? RongCloudErrorCode.serverError : status == 401 ? RongCloudErrorCode.signatureError : RongCloudErrorCode.parameterError)
+        return Self.error(RongCloudSandboxError(code, RongCloudErrorCode.text(for: code)), status: status)
+    }
+
+    public func messages() async -> [SandboxMessageRecord] { store.messages.map(record) }
+
+    public func users() async -> [JSONValue] {
+        store.users.map { user in
+            var object: [String: JSONValue] = ["userId": .string(user.id), "name": .string(user.name)]
+            if let portrait = user.portrait { object["portraitUri"] = .string(portrait) }
+            return .object(object)
+        }
+    }
+
+    public func reset() async { store.reset() }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import IMCore
+import IMSandbox
+import Synchronization
+
+/// A refusal the sandbox answers with the vendor envelope `{"code","errorMessage"}`.
+public struct RongCloudSandboxError: Error, Hashable, Sendable {
+    public var code: Int
+    public var message: String
+    public init(_ code: Int, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+    static func parameter(_ message: String) -> RongCloudSandboxError { RongCloudSandboxError(RongCloudErrorCode.parameterError, message) }
+}
+
+/// One message the sandbox keeps (one per recipient of a private publish, one per group).
+public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
+    public var msgUID: String
+    public var fromUserId: String
+    public var conversationType: RCConversationType
+    /// The recipient (private) or the group id (group).
+    public var targetId: String
+    public var objectName: String
+    public var content: String
+    public var msgTime: Int64
+    public var persisted: Bool
+    public var expansionEnabled: Bool
+    public var expansion: [String: WireExpansionValue]
+    public var recalledBy: String?
+    public var recalledAt: Int64?
+    public var recallDeleted: Bool
+
+    public var isRecalled: Bool { recalledAt != nil }
+
+    /// Whether `user` is one of the two users of this private message.
+    func involves(_ user: String) -> Bool { fromUserId == user || targetId == user }
+
+    /// The routing callback's `channelType` of this message's conversation.
+    var channelType: String { conversationType == .group ? RCChannelType.group.rawValue : RCChannelType.person.rawValue }
+
+    /// The routed form of this message, as the routing callback posts it.
+    /// An extensible message carries `expansion=true` and its keys as `extraContent` (see `WireRoutedMessage`).
+    var routed: WireRoutedMessage {
+        WireRoutedMessage(fromUserId: fromUserId, toUserId: targetId, objectName: objectName, content: content,
+                          channelType: channelType, msgTimestamp: msgTime, msgUID: msgUID, sensitiveType: 0, source: "Server",
+                          expansion: expansionEnabled ? true : nil,
+                          extraContent: expansionEnabled ? RongCloudExpansionCodec.setText(expansion.mapValues(\.v)) : nil)
+    }
+}
+
+/// The RongCloud sandbox's state and rules, without HTTP: what each endpoint does, which refusals it
+/// answers, and which routed messages it produces for the callback.
+///
+/// Rules kept (vendor doc §3–§8, UNCONFIRMED points as decided in docs/adapters/rongcloud.md):
+/// - msgUIDs look like the vendor's (`XXXX-XXXX-XXXX-XXXX`, uppercase base 36) and are unique;
+///   every message and expansion change gets a server time strictly greater than the previous one
+///   (`max(now, last + 1)`), so history order and expansion `ts` are total.
+/// - `RC:CmdMsg`, `RC:MsgExMsg`, status/typing signals and `isPersisted=0` messages are routed but not
+///   stored in history.
+/// - Recall: only the sender (`notSender`); a second recall of the same message succeeds without a
+///   second `RC:RcCmd`; `isDelete=1` also removes the message from history; otherwise history shows
+///   it as the `RC:RcNtf` clients display.
+/// - Expansions: only on messages published with `expansion=true`, conversation types 1 and 3, ≤ 100
+///   keys per call, ≤ 300 per message, keys ≤ 32 of `A-Za-z0-9+=-_`, values ≤ 4096; each applied
+///   change stamps the keys it changed with the change's time as `ts` and routes an `RC:MsgExMsg`
+///   carrying only the changed keys (none when nothing changed).
+public final class RongCloudSandboxStore: Sendable {
+    struct User: Codable, Hashable {
+        var name: String
+        var portrait: String?
+    }
+
+    /// Everything the sandbox knows; the `index` is rebuilt on load, the rest is the saved snapshot.
+    struct State: Codable {
+        var users: [String: User] = [:]
+        var messages: [RongCloudStoredMessage] = []
+        var lastTime: Int64 = 0
+        var counter: Int64 = 0
+        var index: [String: Int] = [:]
+
+        enum CodingKeys: String, CodingKey { case users, messages, lastTime, counter }
+
+        mutating func reindex() {
+            index = Dictionary(uniqueKeysWithValues: messages.enumerated().map { ($0.element.msgUID, $0.offset) })
+        }
+    }
+
+    let state: Mutex<State>
+    public let clock: any IMClock
+    /// Whether messages sent through the Server API are routed (a console switch at the vendor; on here).
+    public let routeServerMessages: Bool
+    /// Where state is saved after every change (`--state`); nil keeps it in memory only.
+    let stateFile: SandboxStateFile?
+    let limits = ExpansionLimits.rongCloud
+    static let snapshotName = "rongcloud"
+
+    public init(clock: any IMClock = SystemClock(), routeServerMessages: Bool = true, stateFile: SandboxStateFile? = nil) throws {
+        self.clock = clock
+        self.routeServerMessages = routeServerMessages
+        self.stateFile = stateFile
+        var initial = try stateFile?.load(State.self, name: Self.snapshotName) ?? State()
+        initial.reindex()
+        self.state = Mutex(initial)
+    }
+
+    public var messages: [RongCloudStoredMessage] { state.withLock { $0.messages } }
+    public var users: [(id: String, name: String, portrait: String?)] {
+        state.withLock { $0.users.map { (id: $0.key, name: $0.value.name, portrait: $0.value.portrait) }.sorted { $0.id < $1.id } }
+    }
+
+    public func reset() {
+        _ = try? mutate { (state: inout State) throws(RongCloudSandboxError) in state = State() }
+    }
+
+    /// Runs a change under the lock and saves the result before the change is answered; a failed save
+    /// is answered as a server error (1000).
+    func mutate<T>(_ body: (inout State) throws(RongCloudSandboxError) -> T) throws(RongCloudSandboxError) -> T {
+        try state.withLock { state throws(RongCloudSandboxError) -> T in
+            let result = try body(&state)
+            if let stateFile {
+                do {
+                    try stateFile.save(state, name: Self.snapshotName)
+                } catch {
+                    throw RongCloudSandboxError(RongCloudErrorCode.serverError, "sandbox state was not saved: \(error)")
+                }
+            }
+            return result
+        }
+    }
+
+    // MARK: users
+
+    public func getToken(userId: String?, name: String?, portraitUri: String?) throws(RongCloudSandboxError) -> WireTokenResponse {
+        guard let userId, !userId.isEmpty else { throw .parameter("userId is required") }
+        guard userId.utf8.count <= 64, userId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+=-_".contains($0)) }) else {
+            throw .parameter("userId must be at most 64 characters of A-Z a-z 0-9 + = - _")
+        }
+        guard let name, !name.isEmpty else { throw .parameter("name is required") }
+        let token = try mutate { (state: inout State) throws(RongCloudSandboxError) -> String in
+            state.users[userId] = User(name: name, portrait: portraitUri)
+            state.counter += 1
+            return "sandbox-token/\(userId)/\(state.counter)"
+        }
+        return WireTokenResponse(userId: userId, token: token)
+    }
+
+    // MARK: publishing
+
+    /// `/message/{private,group}/publish.json`. Returns the response entries and the routed messages.
+    public func publish(_ form: WirePublishForm, group: Bool) throws(RongCloudSandboxError)
+        -> (entries: [WireMessageUIDEntry], routed: [WireRoutedMessage]) {
+        let targets = group ? form.toGroupIds : form.toUserIds
+        let field = group ? "toGroupId" : "toUserId"
+        let limit = group ? WirePublishForm.maxGroups : WirePublishForm.maxPrivateRecipients
+        guard !form.fromUserId.isEmpty else { throw .parameter("fromUserId is required") }
+        guard !targets.isEmpty, targets.allSatisfy({ !$0.isEmpty }) else { throw .parameter("\(field) is required") }
+        guard targets.count <= limit else {
+            throw RongCloudSandboxError(RongCloudErrorCode.quantityExceeded, "\(field) may name at most \(limit)")
+        }
+        guard !form.objectName.isEmpty, form.objectName.count <= RCObjectName.maxLength else {
+            throw .parameter("objectName is required and at most \(RCObjectName.maxLength) characters")
+        }
+        guard form.content.utf8.count <= WirePublishForm.maxContentBytes else {
+            throw RongCloudSandboxError(RongCloudErrorCode.lengthExceeded, "content exceeds 128 KB")
+        }
+        if RCObjectName.isBuiltIn(form.objectName), (try? JSONValue.parse(form.content))?.objectValue == nil {
+            throw .parameter("content of \(form.objectName) must be a JSON object")
+        }
+        let expansion = try initialExpansion(form)
+        let persisted = (form.isPersisted ?? true) && !Self.transient(form.objectName)
+        return try mutate { (state: inout State) throws(RongCloudSandboxError) in
+            var entries: [WireMessageUIDEntry] = []
+            var routed: [WireRoutedMessage] = []
+            for target in targets {
+                let time = state.nextTime(clock.nowMs())
+                let uid = state.nextUID(time)
+                let message = RongCloudStoredMessage(
+                    msgUID: uid, fromUserId: form.fromUserId, conversationType: group ? .group : .private, targetId: target,
+                    objectName: form.objectName, content: form.content, msgTime: time, persisted: persisted,
+                    expansionEnabled: expansion != nil,
+                    expansion: (expansion ?? [:]).mapValues { WireExpansionValue(v: $0, ts: time) },
+                    recalledBy: nil, recalledAt: nil, recallDeleted: false)
+                state.index[uid] = state.messages.count
+                state.messages.append(message)
+                entries.append(group ? WireMessageUIDEntry(groupId: target, messageUID: uid) : WireMessageUIDEntry(userId: target, messageUID: uid))
+                if routeServerMessages { routed.append(message.routed) }
+            }
+            return (entries, routed)
+        }
+    }
+
+    /// Signalling and status types the vendor does not store.
+    static func transient(_ objectName: String) -> Bool {
+        [RCObjectName.command, RCObjectName.expansionSignal, RCObjectName.recallCommand, "RC:TypSts", "RC:ReadNtf",
+         "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg"].contains(objectName)
+    }
+
+    private func initialExpansion(_ form: WirePublishForm) throws(RongCloudSandboxError) -> [String: String]? {
+        guard form.expansion == true else { return nil }
+        guard let text = form.extraContent, !text.isEmpty else { return [:] }
+        let values = try Self.stringObject(text, field: "extraContent")
+        try check(.set(values), current: Expansion())
+        return values
+    }
+
+    /// Checks an expansion change with the vendor's limits; a refusal is 1002 naming the limit.
+    func check(_ change: ExpansionChange, current: Expansion) throws(RongCloudSandboxError) {
+        do {
+            try limits.validate(change, current: current, caller: .server)
+        } catch {
+            let detail = (error as? IMError).map { "\($0.details["limit"] ?? "limit"): \($0.message)" } ?? "\(error)"
+            throw .parameter("\(RongCloudRefusal.expansionLimit): \(detail)")
+        }
+    }
+
+    static func stringObject(_ text: String, field: String) throws(RongCloudSandboxError) -> [String: String] {
+        guard let object = (try? JSONValue.parse(text))?.objectValue else { throw .parameter("\(field) must be a JSON object") }
+        var values: [String: String] = [:]
+        for (key, value) in object {
+            guard let string = value.stringValue, value.objectValue == nil else { throw .parameter("\(field).\(key) must be a string") }
+            values[key] = string
+        }
+        return values
+    }
+}
+
+extension RongCloudSandboxStore.State {
+    /// A server time strictly after every earlier one.
+    mutating func nextTime(_ now: Int64) -> Int64 {
+        lastTime = max(now, lastTime + 1)
+        return lastTime
+    }
+
+    /// `XXXX-XXXX-XXXX-XXXX` in uppercase base 36: nine digits of the time, seven of a counter.
+    mutating func nextUID(_ time: Int64) -> String {
+        counter += 1
+        func digits(_ value: Int64, _ width: Int) -> String {
+            let text = String(value, radix: 36).uppercased()
+            return String(repeating: "0", count: max(0, width - text.count)) + text.suffix(width)
+        }
+        let chars = Array(digits(time, 9) + digits(counter, 7))
+        return stride(from: 0, to: 16, by: 4).map { String(chars[$0..<$0 + 4]) }.joined(separator: "-")
+    }
+
+    func message(_ uid: String) throws(RongCloudSandboxError) -> RongCloudStoredMessage {
+        guard let position = index[uid] else { throw .parameter("\(RongCloudRefusal.messageNotFound): \(uid)") }
+        return messages[position]
+    }
+}

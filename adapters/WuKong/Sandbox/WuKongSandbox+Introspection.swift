@@ -1,0 +1,54 @@
+import Foundation
+import IMCore
+import IMSandbox
+
+/// `GET /_sandbox/messages` and `/_sandbox/users`: every stored chat message (CMD channels left out) in
+/// `message_id` order, with the business server's revoke/edit/extra state folded in.
+extension WuKongSandbox {
+    public func messages() async -> [SandboxMessageRecord] {
+        let snapshot = state.withLock { state in
+            state.messages.filter { !$0.key.isCmd }.flatMap { key, messages in
+                messages.map { ($0, state.extras[key]?[$0.messageID]) }
+            }
+        }
+        return snapshot.sorted { $0.0.messageID < $1.0.messageID }.map { stored, extra in record(stored, extra: extra) }
+    }
+
+    func record(_ stored: WKMessage, extra: WKMessageExtra?) -> SandboxMessageRecord {
+        let rendered = WuKongSandboxState.render(stored)
+        let message = try? codec.decode(rendered)
+        let conversation = message?.conversation
+            ?? WuKongChannel.conversation(channelID: rendered.channelID, channelType: rendered.channelType, fromUID: stored.fromUID)
+        let type: String = switch conversation.kind {
+        case .direct: "direct"
+        case .group: "group"
+        case .chatroom: "chatroom"
+        default: conversation.kind.description
+        }
+        var content = message?.content ?? .text("")
+        if case .object(let edited)? = extra?.contentEdit, let decoded = try? codec.content.decode(edited) {
+            content = decoded.content
+        }
+        let kind: String = switch content.kind {
+        case .unsupported: "custom"
+        default: content.kind.rawValue
+        }
+        let to = conversation.kind == .direct ? (conversation.peer(of: UserID(stored.fromUID))?.rawValue ?? "") : conversation.id
+        let raw = (try? JSONValue.parse(WuKongJSON.encode(rendered))) ?? .null
+        return SandboxMessageRecord(
+            id: String(stored.messageID), conversationType: type, conversationID: conversation.id,
+            from: stored.fromUID, to: to, sentAtMs: stored.timestamp * 1000, kind: kind,
+            text: content.digest, recalled: extra?.revoke == 1, edited: (extra?.editedAt ?? 0) > 0,
+            expansion: extra?.extra ?? [:], raw: raw)
+    }
+
+    public func users() async -> [JSONValue] {
+        state.withLock { state in
+            state.devices.keys.sorted().map { uid in
+                let devices = (state.devices[uid] ?? [:]).sorted { $0.key < $1.key }
+                    .map { JSONValue.object(["device_flag": .int(Int64($0.key)), "token": .string($0.value)]) }
+                return .object(["uid": .string(uid), "devices": .array(devices)])
+            }
+        }
+    }
+}

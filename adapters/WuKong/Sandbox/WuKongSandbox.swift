@@ -1,0 +1,181 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+import Synchronization
+
+/// The WuKong sandbox: WuKongIM v2.2.5's HTTP API and the companion business server's message-extra
+/// endpoints on one port, with in-memory state and WuKongIM's webhook.
+///
+/// - WuKongIM routes check the `token` manager header when `managerToken` is set (401, empty body).
+///   Business routes (`/v1/…`) authenticate the caller by the `token` header = a token registered
+///   with `/user/token` (401 `{"msg":…}` otherwise), which stands in for the business server's login
+///   session.
+/// - Webhook: `POST <callbackURL>?event=msg.notify` with a JSON array of rendered messages, batches of
+///   ≤ 100 every `notifyIntervalMs` (default 500), redelivered until the receiver answers exactly
+///   HTTP 200 (the real server also drops a message after 5 failures; the sandbox keeps trying so
+///   tests can see redelivery). `no_persist` messages (the business server's sync CMDs) go out once
+///   each as `msg.offline` (one object, `to_uids`, no retry), as WuKongIM does for users without a
+///   master connection — nobody is connected to a sandbox.
+/// - With `webhookSecret` set, every webhook request carries the header `X-IMBridge-Secret`.
+public final class WuKongSandbox: SandboxVendor {
+    public struct Configuration: Sendable {
+        public var managerToken: String?
+        public var callbackURL: String?
+        public var webhookSecret: String?
+        public var notifyIntervalMs: Int64
+        public var notifyBatchSize: Int
+        public var retryBaseMs: Int64
+
+        public init(managerToken: String? = nil, callbackURL: String? = nil, webhookSecret: String? = nil,
+                    notifyIntervalMs: Int64 = 500, notifyBatchSize: Int = 100, retryBaseMs: Int64 = 1000) {
+            self.managerToken = managerToken
+            self.callbackURL = callbackURL
+            self.webhookSecret = webhookSecret
+            self.notifyIntervalMs = notifyIntervalMs
+            self.notifyBatchSize = notifyBatchSize
+            self.retryBaseMs = retryBaseMs
+        }
+
+        /// From `imbridge sandbox wukong … --option manager_token=T --option webhook_secret=S
+        /// --option notify_interval_ms=N`. WuKongIM has no app key/secret; those flags are ignored.
+        public init(options: SandboxOptions) {
+            self.init(managerToken: options.extra["manager_token"], callbackURL: options.callbackURL,
+                      webhookSecret: options.extra["webhook_secret"],
+                      notifyIntervalMs: options.extra["notify_interval_ms"].flatMap { Int64($0) } ?? 500,
+                      retryBaseMs: options.extra["retry_base_ms"].flatMap { Int64($0) } ?? 1000)
+        }
+    }
+
+    public let configuration: Configuration
+    public let clock: any IMClock
+    let codec = WuKongMessageCodec()
+    let state = Mutex(WuKongSandboxState())
+    private let notifyFeed: AsyncStream<WKMessage>.Continuation
+    private let offlineFeed: AsyncStream<WKMessage>.Continuation
+    public let notifier: CallbackDeliverer<WKMessage>?
+    let stateFile: SandboxStateFile?
+    static let stateName = "wukong"
+
+    /// With a `stateFile`, the state is loaded from it and saved after every request that changes it.
+    public init(configuration: Configuration, clock: any IMClock = SystemClock(), stateFile: SandboxStateFile? = nil) throws {
+        self.configuration = configuration
+        self.clock = clock
+        self.stateFile = stateFile
+        if let saved = try stateFile?.load(WuKongSandboxState.self, name: Self.stateName) {
+            state.withLock { $0 = saved }
+        }
+        let (notifyStream, notifyFeed) = AsyncStream<WKMessage>.makeStream()
+        let (offlineStream, offlineFeed) = AsyncStream<WKMessage>.makeStream()
+        self.notifyFeed = notifyFeed
+        self.offlineFeed = offlineFeed
+        guard let url = configuration.callbackURL else {
+            notifier = nil
+            return
+        }
+        let headers = configuration.webhookSecret.map { [(name: WuKongInbound.secretHeader, value: $0)] } ?? []
+        let notifier = CallbackDeliverer<WKMessage>(
+            maxBatch: configuration.notifyBatchSize, intervalMs: configuration.notifyIntervalMs,
+            retryBaseMs: configuration.retryBaseMs, retryMaxMs: max(configuration.retryBaseMs, 5000),
+            isSuccess: { $0 == 200 }) { batch in
+            let body = (try? WuKongJSON.encode(batch.map(WuKongSandboxState.render))) ?? Data("[]".utf8)
+            return OutboundRequest.json("\(url)?event=msg.notify", body, headers: headers)
+        }
+        self.notifier = notifier
+        Task {
+            for await message in notifyStream { await notifier.enqueue(message) }
+        }
+        Task {
+            let client = HTTPClientWrapper(timeoutSeconds: 30)
+            for await message in offlineStream {
+                let body = (try? WuKongJSON.encode(WuKongSandboxState.render(message))) ?? Data("{}".utf8)
+                _ = try? await client.send(OutboundRequest.json("\(url)?event=msg.offline", body, headers: headers))
+            }
+        }
+    }
+
+    deinit {
+        notifyFeed.finish()
+        offlineFeed.finish()
+    }
+
+    public convenience init(options: SandboxOptions, clock: any IMClock) throws {
+        try self.init(configuration: Configuration(options: options), clock: clock,
+                      stateFile: try options.statePath.map(SandboxStateFile.init(path:)))
+    }
+
+    /// A `SandboxServer` serving this vendor on `host:port` (port 0 = a free port).
+    public static func server(options: SandboxOptions) throws -> SandboxServer {
+        let clock = SandboxClock()
+        return SandboxServer(vendor: try WuKongSandbox(options: options, clock: clock), clock: clock, host: options.host, port: options.port)
+    }
+
+    /// Saves the state when a state file is configured (under the lock, so saves keep their order).
+    func persist() {
+        guard let stateFile else { return }
+        state.withLock { try? stateFile.save($0, name: Self.stateName) }
+    }
+
+    /// Hands a message to the webhook: stored ones to `msg.notify`, `no_persist` ones to `msg.offline`
+    /// (with `to_uids`). Called with the state lock held, so messages leave in store order.
+    func publish(_ message: WKMessage, in state: WuKongSandboxState) {
+        guard configuration.callbackURL != nil else { return }
+        if message.header.noPersist == 0 {
+            notifyFeed.yield(message)
+        } else {
+            var offline = message
+            offline.toUIDs = state.members(of: .init(id: message.channelID, type: message.channelType))
+                .filter { $0 != message.fromUID }
+            offlineFeed.yield(offline)
+        }
+    }
+
+    // MARK: SandboxVendor
+
+    public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
+        let path = request.normalizedPath
+        let response: HTTPResponseData
+        if path.hasPrefix("/v1/") {
+            response = handleBusiness(request, path: path)
+        } else if let token = configuration.managerToken, !token.isEmpty, request.header("token") != token {
+            return HTTPResponseData(status: 401)
+        } else {
+            response = handleIM(request, path: path)
+        }
+        if request.method != "GET" && response.status == 200 { persist() }
+        return response
+    }
+
+    public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
+        if status == 401 { return HTTPResponseData(status: 401) }
+        return .json(WKStatus(status: vendorCode ?? status, msg: "sandbox fault"), status: status)
+    }
+
+    public func reset() async {
+        state.withLock { $0 = WuKongSandboxState() }
+        persist()
+    }
+
+    // MARK: envelopes
+
+    static func ok() -> HTTPResponseData { .json(WKStatus.ok) }
+    static func failure(_ message: String) -> HTTPResponseData { .json(WKStatus(status: 400, msg: message), status: 400) }
+    static func statusOnly(_ status: Int) -> HTTPResponseData { .json(WKStatus(status: status)) }
+    static func bare<T: Encodable>(_ value: T) -> HTTPResponseData {
+        .json((try? WuKongJSON.encode(value)) ?? Data("{}".utf8))
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ request: HTTPRequestData) throws -> T {
+        do {
+            return try WuKongJSON.decode(type, from: Data(request.body))
+        } catch {
+            throw SandboxRefusal.badRequest("数据格式有误！")
+        }
+    }
+}
+
+/// A refusal inside a handler, turned into WuKong's 400 envelope.
+enum SandboxRefusal: Error {
+    case badRequest(String)
+    case unauthorized
+}

@@ -1,0 +1,47 @@
+import IMCore
+
+/// The backend's memory of the business server: per conversation, the extras cursor and the last row
+/// seen of each message (to tell what changed), and the reaction cursor. Syncs of one conversation run
+/// one at a time (`serialized`), so two CMDs in a row cannot produce the same change twice.
+actor WuKongSyncState {
+    private var extraCursors: [ConversationRef: Int64] = [:]
+    private var extraRows: [ConversationRef: [String: WKMessageExtra]] = [:]
+    private var reactionCursors: [ConversationRef: Int64] = [:]
+    private var tails: [String: Task<Void, Never>] = [:]
+
+    func extraCursor(_ conversation: ConversationRef) -> Int64 { extraCursors[conversation] ?? 0 }
+    func reactionCursor(_ conversation: ConversationRef) -> Int64 { reactionCursors[conversation] ?? 0 }
+
+    /// Records rows from a sync; returns each with the row seen before it (nil if none).
+    func absorb(_ rows: [WKMessageExtra], in conversation: ConversationRef) -> [(previous: WKMessageExtra?, current: WKMessageExtra)] {
+        var result: [(previous: WKMessageExtra?, current: WKMessageExtra)] = []
+        for row in rows {
+            result.append((extraRows[conversation]?[row.messageIDStr], row))
+            extraRows[conversation, default: [:]][row.messageIDStr] = row
+            extraCursors[conversation] = max(extraCursors[conversation] ?? 0, row.extraVersion)
+        }
+        return result
+    }
+
+    /// Remembers the `extra` a message was sent with, so its first sync is not reported as a change.
+    func seed(extra: [String: String], message: MessageID, in conversation: ConversationRef) {
+        var row = extraRows[conversation]?[message.rawValue] ?? WKMessageExtra(messageID: Int64(message.rawValue) ?? 0, extraVersion: 0)
+        if row.extra == nil { row.extra = extra }
+        extraRows[conversation, default: [:]][message.rawValue] = row
+    }
+
+    func advanceReactions(_ conversation: ConversationRef, to seq: Int64) {
+        reactionCursors[conversation] = max(reactionCursors[conversation] ?? 0, seq)
+    }
+
+    /// Runs `operation` after every earlier operation with the same key has finished.
+    func serialized<T: Sendable>(_ key: String, _ operation: @escaping @Sendable () async throws -> T) async throws -> T {
+        let previous = tails[key]
+        let task = Task<T, any Error> {
+            await previous?.value
+            return try await operation()
+        }
+        tails[key] = Task { _ = try? await task.value }
+        return try await task.value
+    }
+}
