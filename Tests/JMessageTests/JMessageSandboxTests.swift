@@ -142,6 +142,20 @@ import Testing
         #expect(badType.status == 400 && sandbox.errorCode(badType) == 899003)
     }
 
+    @Test func aStateFileSurvivesARestart() async throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("jm-state-\(UUID().uuidString).sqlite").path
+        let first = try await SandboxHarness.start(statePath: path)
+        try await first.seedUsers()
+        let id = try await first.sendText("kept")
+        await first.stop()
+        let second = try await SandboxHarness.start(statePath: path)
+        defer { Task { await second.stop() } }
+        #expect(await second.vendor.messages().map(\.id) == [String(id)])
+        #expect(try await second.call("GET", "/v1/users/alice").status == 200)
+        #expect(try await second.sendText("next") == id + 1, "msg_id keeps increasing across restarts")
+        #expect(try await second.call("POST", "/v1/messages/bridge_admin/\(id)/retract").status == 204)
+    }
+
     @Test func faultsUseTheVendorEnvelope() async throws {
         let sandbox = try await SandboxHarness.start()
         defer { Task { await sandbox.stop() } }

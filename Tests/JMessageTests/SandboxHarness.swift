@@ -14,9 +14,9 @@ struct SandboxHarness {
     let vendor: JMessageSandbox
     let http = HTTPClientWrapper(timeoutSeconds: 10)
 
-    static func start(callbackURL: String? = nil, baseClock: (any IMClock)? = nil) async throws -> SandboxHarness {
+    static func start(callbackURL: String? = nil, baseClock: (any IMClock)? = nil, statePath: String? = nil) async throws -> SandboxHarness {
         let clock = baseClock.map { SandboxClock(base: $0) } ?? SandboxClock()
-        let vendor = JMessageSandbox(options: SandboxOptions(appKey: appKey, appSecret: masterSecret, callbackURL: callbackURL), clock: clock)
+        let vendor = try JMessageSandbox(options: SandboxOptions(appKey: appKey, appSecret: masterSecret, callbackURL: callbackURL, statePath: statePath), clock: clock)
         let server = SandboxServer(vendor: vendor, clock: clock)
         try await server.start()
         return SandboxHarness(server: server, clock: clock, vendor: vendor)

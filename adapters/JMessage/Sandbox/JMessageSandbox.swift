@@ -17,7 +17,8 @@ public final class JMessageSandbox: SandboxVendor {
     let appKey: String
     let masterSecret: String
 
-    public init(options: SandboxOptions, clock: SandboxClock) {
+    /// Throws when `options.statePath` names a state file that cannot be opened or read.
+    public init(options: SandboxOptions, clock: SandboxClock) throws {
         self.appKey = options.appKey
         self.masterSecret = options.appSecret
         var push: CallbackDeliverer<WireHistoryMessage>?
@@ -31,17 +32,15 @@ public final class JMessageSandbox: SandboxVendor {
                                                            ("Content-Type", "application/json; charset=utf-8")], body: Array(body))
             }
         }
-        self.store = JMessageSandboxStore(appKey: options.appKey, clock: clock, push: push)
+        self.store = try JMessageSandboxStore(appKey: options.appKey, clock: clock, push: push,
+                                              stateFile: options.statePath.map(SandboxStateFile.init(path:)))
     }
 
-    /// A server for `imbridge sandbox jmessage …` (not yet started). State is in memory; `--state` is
-    /// not supported by this sandbox yet.
+    /// A server for `imbridge sandbox jmessage …` (not yet started). State is in memory, or in
+    /// `--state FILE` (saved after every change; report cursors are not kept).
     public static func makeServer(_ options: SandboxOptions) async throws -> SandboxServer {
-        if let path = options.statePath {
-            throw IMError(.unsupported, "the jmessage sandbox keeps its state in memory only; --state \(path) is not supported")
-        }
         let clock = SandboxClock()
-        return SandboxServer(vendor: JMessageSandbox(options: options, clock: clock), clock: clock, host: options.host, port: options.port)
+        return SandboxServer(vendor: try JMessageSandbox(options: options, clock: clock), clock: clock, host: options.host, port: options.port)
     }
 
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
@@ -49,16 +48,16 @@ public final class JMessageSandbox: SandboxVendor {
         let path = request.normalizedPath
         let segments = path.split(separator: "/").map { FormBody.parse("x=" + $0).first?.value ?? String($0) }
         switch (request.method, segments.count) {
-        case ("POST", _) where path == "/v1/admins": return await store.registerAdmin(request)
-        case ("POST", _) where path == "/v1/users": return await store.registerUsers(request)
+        case ("POST", _) where path == "/v1/admins": return await store.persist(await store.registerAdmin(request))
+        case ("POST", _) where path == "/v1/users": return await store.persist(await store.registerUsers(request))
         case ("GET", 3) where segments[1] == "users": return await store.user(segments[2])
-        case ("POST", _) where path == "/v1/groups": return await store.createGroup(request)
-        case ("POST", 4) where segments[1] == "groups" && segments[3] == "members": return await store.updateMembers(segments[2], request)
+        case ("POST", _) where path == "/v1/groups": return await store.persist(await store.createGroup(request))
+        case ("POST", 4) where segments[1] == "groups" && segments[3] == "members": return await store.persist(await store.updateMembers(segments[2], request))
         case ("GET", 4) where segments[1] == "groups" && segments[3] == "members": return await store.members(segments[2])
-        case ("POST", _) where path == "/v1/messages": return await store.send(request)
+        case ("POST", _) where path == "/v1/messages": return await store.persist(await store.send(request))
         case ("POST", 5) where segments[1] == "messages" && segments[4] == "retract":
-            return await store.retract(username: segments[2], msgid: segments[3])
-        case ("POST", _) where path == "/v1/resource": return await store.upload(request)
+            return await store.persist(await store.retract(username: segments[2], msgid: segments[3]))
+        case ("POST", _) where path == "/v1/resource": return await store.persist(await store.upload(request))
         case ("GET", _) where path == "/v1/resource": return await store.resource(request)
         case ("GET", _) where segments.first == "v2" && segments.last == "messages": return await store.report(request, segments: segments)
         default:

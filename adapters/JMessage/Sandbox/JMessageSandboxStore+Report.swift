@@ -92,7 +92,7 @@ extension JMessageSandboxStore {
         let id = type == "image" ? "qiniu/image/j/\(digest.uppercased())" : "qiniu/\(type)/j/\(digest.uppercased())"
         let fileName = part.fileName ?? "upload"
         let ext = fileName.split(separator: ".").count > 1 ? fileName.split(separator: ".").last!.lowercased() : (type == "voice" ? "m4a" : "jpg")
-        media[id] = Media(type: type, contentType: part.contentType ?? "application/octet-stream", fileName: fileName, bytes: part.data)
+        media[id] = Media(type: type, contentType: part.contentType ?? "application/octet-stream", fileName: fileName, bytes: Data(part.data))
         let crc = Int64(CRC32.checksum(part.data))
         let hash = Hashing.md5Hex(part.data)
         let size = Int64(part.data.count)
@@ -120,7 +120,7 @@ extension JMessageSandboxStore {
 
     func mediaBytes(_ id: String) -> HTTPResponseData {
         guard let file = media[id] else { return .text("not found", status: 404) }
-        return HTTPResponseData(status: 200, headers: [("Content-Type", file.contentType)], body: file.bytes)
+        return HTTPResponseData(status: 200, headers: [("Content-Type", file.contentType)], body: Array(file.bytes))
     }
 
     /// Width and height from a PNG header; nil for anything else (the sandbox then reports 0×0).

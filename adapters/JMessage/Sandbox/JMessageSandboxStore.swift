@@ -11,24 +11,36 @@ import IMSandbox
 /// JSON (899003); per-type required body fields; `msg_id` increases monotonically; retract only by
 /// `from_id`, once, within 3 minutes (855001–855004).
 public actor JMessageSandboxStore {
-    struct User {
+    struct User: Codable {
         var username: String
         var nickname: String?
         var isAdmin: Bool
         var ctime: Int64
     }
-    struct Group {
+    struct Group: Codable {
         var gid: Int64
         var name: String
         var owner: String
         var members: [String]
     }
-    struct Media {
+    struct Media: Codable {
         var type: String
         var contentType: String
         var fileName: String
-        var bytes: [UInt8]
+        var bytes: Data
     }
+    /// What `--state FILE` keeps (cursors are not kept: they live 120 s).
+    struct Snapshot: Codable {
+        var users: [String: User]
+        var groups: [Int64: Group]
+        var messages: [WireHistoryMessage]
+        var retracted: Set<Int64>
+        var media: [String: Media]
+        var nextMsgID: Int64
+        var nextGid: Int64
+        var counter: Int
+    }
+    static let snapshotName = "jmessage"
     struct Cursor {
         var ids: [Int64]
         var offset: Int
@@ -43,6 +55,7 @@ public actor JMessageSandboxStore {
     let appKey: String
     let clock: SandboxClock
     let push: CallbackDeliverer<WireHistoryMessage>?
+    let stateFile: SandboxStateFile?
     var users: [String: User] = [:]
     var groups: [Int64: Group] = [:]
     var messages: [WireHistoryMessage] = []
@@ -53,10 +66,34 @@ public actor JMessageSandboxStore {
     var nextGid: Int64 = 10_055_201
     var counter = 0
 
-    init(appKey: String, clock: SandboxClock, push: CallbackDeliverer<WireHistoryMessage>?) {
+    /// With a `stateFile`, the state is loaded from it and saved after every request that changes it.
+    init(appKey: String, clock: SandboxClock, push: CallbackDeliverer<WireHistoryMessage>?, stateFile: SandboxStateFile? = nil) throws {
         self.appKey = appKey
         self.clock = clock
         self.push = push
+        self.stateFile = stateFile
+        if let snapshot = try stateFile?.load(Snapshot.self, name: Self.snapshotName) {
+            users = snapshot.users
+            groups = snapshot.groups
+            messages = snapshot.messages
+            retracted = snapshot.retracted
+            media = snapshot.media
+            nextMsgID = snapshot.nextMsgID
+            nextGid = snapshot.nextGid
+            counter = snapshot.counter
+        }
+    }
+
+    /// Saves the state after a successful change; a failed save turns the answer into 500 899000.
+    func persist(_ response: HTTPResponseData) -> HTTPResponseData {
+        guard let stateFile, (200..<300).contains(response.status) else { return response }
+        do {
+            try stateFile.save(Snapshot(users: users, groups: groups, messages: messages, retracted: retracted, media: media,
+                                        nextMsgID: nextMsgID, nextGid: nextGid, counter: counter), name: Self.snapshotName)
+            return response
+        } catch {
+            return JMessageSandbox.error(500, 899000, "sandbox state could not be saved: \(error)")
+        }
     }
 
     func reset() {
@@ -66,6 +103,7 @@ public actor JMessageSandboxStore {
         retracted = []
         media = [:]
         cursors = [:]
+        _ = persist(HTTPResponseData(status: 204))
     }
 
     /// Waits until every routing push so far was delivered (tests).
