@@ -50,14 +50,15 @@ func reportMessage(msgid: Int64 = 43143728109, fromType: String = "user", fromID
     @Test func attributedAdminSendsRoundTrip() throws {
         let outgoing = OutgoingMessage(conversation: .direct("bobby", "alice"), sender: "alice", content: .text("relayed"),
                                        clientMessageID: "imb-1", reply: ReplyRef(messageID: "77", sender: "bobby", digest: "earlier"),
-                                       options: MessageOptions(persist: false, push: false, pushText: "new message"),
+                                       options: MessageOptions(persist: false, push: false, pushText: "new message"), sentAt: 1_600_000_000_000,
                                        vendorExtras: ["jmessage_extras": ["app": "kept"]])
         let request = try codec.encode(outgoing)
         #expect(request.fromType == "admin" && request.fromID == "bridge_admin" && request.fromName == "alice")
         #expect(request.targetType == "single" && request.targetID == "bobby" && request.targetAppKey == nil)
         #expect(request.noOffline == true && request.noNotification == true && request.notification?.alert == "new message")
         #expect(request.msgBody["extras"] == ["app": "kept", "imbridge_sender": "alice", "imbridge_client_id": "imb-1",
-                                             "imbridge_reply_id": "77", "imbridge_reply_sender": "bobby", "imbridge_reply_digest": "earlier"])
+                                             "imbridge_reply_id": "77", "imbridge_reply_sender": "bobby", "imbridge_reply_digest": "earlier",
+                                             "imbridge_sent_at": "1600000000000"])
         let stored = WireHistoryMessage(targetType: request.targetType, targetID: request.targetID, fromType: request.fromType,
                                         fromID: request.fromID, fromName: request.fromName, fromAppKey: appKey, msgType: request.msgType,
                                         msgBody: request.msgBody, createTime: 1, msgCtime: 1000, msgid: 5, noOffline: true, noNotification: true)
@@ -66,6 +67,7 @@ func reportMessage(msgid: Int64 = 43143728109, fromType: String = "user", fromID
         #expect(back.reply == outgoing.reply && back.content == .text("relayed"))
         #expect(back.options.persist == false && back.options.push == false)
         #expect(back.vendorExtras["jmessage_extras"] == ["app": "kept"])
+        #expect(back.vendorExtras["imbridge_original_sent_at"] == 1_600_000_000_000 && back.sentAt == 1000)
     }
 
     @Test func theAdminItselfIsNotAttributed() throws {

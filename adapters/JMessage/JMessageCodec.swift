@@ -10,7 +10,8 @@ import IMCore
 /// poller, routing push) restores that sender. JMessage's own clients show the admin account with
 /// the `from_name`. Messages whose `from_type` is `user` are always attributed to `from_id`.
 ///
-/// Extras keys starting with `imbridge_` are ours (sender, client id, reply, location address); all
+/// Extras keys starting with `imbridge_` are ours (sender, client id, reply, original send time for
+/// migrated messages → `vendorExtras["imbridge_original_sent_at"]`, location address); all
 /// other extras are the app's and travel in `vendorExtras["jmessage_extras"]`, unchanged.
 /// `vendorExtras["jmessage_body"]` keeps the body fields with no neutral home for an exact write-back.
 public struct JMessageCodec: Sendable {
@@ -19,6 +20,8 @@ public struct JMessageCodec: Sendable {
     public static let replyIDKey = "imbridge_reply_id"
     public static let replySenderKey = "imbridge_reply_sender"
     public static let replyDigestKey = "imbridge_reply_digest"
+    /// The time a migrated message was first sent (ms); JMessage stamps its own `msg_ctime`.
+    public static let sentAtKey = "imbridge_sent_at"
     static let ownPrefix = "imbridge_"
     /// The documented `msg_body` limit, in UTF-8 bytes of its JSON.
     public static let maxBodyBytes = 4096
@@ -60,6 +63,7 @@ public struct JMessageCodec: Sendable {
         if let name = wire.fromName, !name.isEmpty { vendorExtras["jmessage_from_name"] = .string(name) }
         if let platform = wire.fromPlatform, !platform.isEmpty { vendorExtras["jmessage_from_platform"] = .string(platform) }
         if let level = wire.msgLevel { vendorExtras["jmessage_msg_level"] = .int(Int64(level)) }
+        if let original = extras[Self.sentAtKey]?.int64Value { vendorExtras["imbridge_original_sent_at"] = .int(original) }
         var options = MessageOptions()
         options.persist = !(wire.noOffline ?? false)
         options.push = !(wire.noNotification ?? false)
@@ -110,6 +114,7 @@ public struct JMessageCodec: Sendable {
         let attributed = outgoing.sender != identity.adminUser
         if attributed { put(Self.senderKey, outgoing.sender.rawValue) }
         put(Self.clientIDKey, outgoing.clientMessageID?.rawValue)
+        put(Self.sentAtKey, outgoing.sentAt.map { String($0) })
         if let reply = outgoing.reply {
             put(Self.replyIDKey, reply.messageID.rawValue)
             put(Self.replySenderKey, reply.sender?.rawValue)
