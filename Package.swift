@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "IMStore", targets: ["IMStore"]),
         .library(name: "IMRelay", targets: ["IMRelay"]),
         // adapters: add library products here
+        .library(name: "JMessage", targets: ["JMessage"]),
         .library(name: "RongCloud", targets: ["RongCloud"]),
         .library(name: "WuKong", targets: ["WuKong"]),
         .library(name: "NIM", targets: ["NIM"]),
@@ -46,6 +47,7 @@ let package = Package(
         .target(name: "IMBridgeApp", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay",
             // adapters: add "<Name>" here
+            "JMessage",
             "RongCloud",
             "WuKong",
             "NIM",
@@ -55,6 +57,7 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/JMessage"),
         .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/RongCloud"),
         .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/WuKong"),
         .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/NIM"),
@@ -64,6 +67,7 @@ let package = Package(
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
         // adapter test targets here
+        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
         .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),

@@ -1,6 +1,7 @@
 import IMCore
 import IMRelay
 import IMStore
+import JMessage
 import RongCloud
 import NIM
 import WuKong
@@ -17,6 +18,7 @@ public enum BackendFactories {
     public typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
 
     public static let factories: [String: Factory] = [
+        "jmessage": { try await JMessageBackendFactory.make($0, $1) },
         "rongcloud": { config, context in
             do {
                 return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry))

@@ -1,4 +1,5 @@
 import IMSandbox
+import JMessage
 import NIM
 import RongCloud
 import WuKong
@@ -8,6 +9,7 @@ public enum SandboxVendors {
     public typealias Factory = @Sendable (SandboxOptions) async throws -> SandboxServer
 
     public static let factories: [String: Factory] = [
+        "jmessage": { try await JMessageSandbox.makeServer($0) },
         "rongcloud": { try RongCloudSandbox.server($0) },
         "wukong": { options in try WuKongSandbox.server(options: options) },
         "nim": { try NIMSandbox.server($0) },

@@ -89,7 +89,7 @@ import Testing
         #expect(Capabilities.rongCloud.recallWindowMs == nil)
         #expect(Capabilities.rongCloud.expansionLimits == .rongCloud)
         #expect(Capabilities.nim.textMaxLength == 5000)
-        #expect(Capabilities.jMessage.support(.sendAsAnyUser) == .rejected)
+        #expect(Capabilities.jMessage.support(.sendAsAnyUser) == .fallback)
         #expect(Capabilities.nim.support(.expansion) == .fallback)
         #expect(Capabilities.nim.rateLimit(for: "msg/sendMsg")?.blockMs == 10_000)
         #expect(Capabilities.rongCloud.rateLimit(for: "message/group/publish")?.perSecond == 20)
@@ -108,8 +108,8 @@ import Testing
         let jm = Capabilities.jMessage
         #expect(jm.length(of: "中文") == 6)
         #expect(Capabilities.nim.length(of: "中文") == 2)
-        #expect { try jm.check(.text(String(repeating: "中", count: 1366))) } throws: { ($0 as? IMError)?.details["limit"] == "text_length" }
-        #expect(throws: Never.self) { try jm.check(.text(String(repeating: "中", count: 1365))) }
+        #expect { try jm.check(.text(String(repeating: "中", count: 1195))) } throws: { ($0 as? IMError)?.details["limit"] == "text_length" }
+        #expect(throws: Never.self) { try jm.check(.text(String(repeating: "中", count: 1194))) }
         #expect { try jm.check(.command(CommandContent(name: "x"))) } throws: { ($0 as? IMError)?.code == .unsupported }
     }
 }

@@ -69,21 +69,26 @@ extension Capabilities {
                 .commands: "custom system notifications, not stored"])
 
     /// JMessage REST v1 + report v2. Retract within 3 minutes by the sender; only an admin can send over
-    /// REST (relay mode); no expansions, edits, reactions or read receipts over REST; message body ≤ 4096
-    /// bytes; 600 calls/min on the free plan.
+    /// REST, so other senders are carried by attribution (admin + `from_name` + `extras.imbridge_sender`,
+    /// `fallback`); no expansions, edits, reactions, mentions, read receipts or transparent commands over
+    /// REST; no card or notice message types. `msg_body` ≤ 4096 bytes: text is capped at 3584 bytes so
+    /// the JSON framing and our extras fit (the adapter still refuses a body over 4096 bytes); 600
+    /// calls/min on the free plan.
     public static let jMessage = Capabilities(
         vendor: "jmessage",
-        features: [.customContent: .full, .mentions: .rejected, .replies: .fallback, .commands: .rejected, .recall: .full,
+        features: [.customContent: .full, .mentions: .rejected, .replies: .fallback, .commands: .rejected, .recall: .partial,
                    .edit: .rejected, .expansion: .rejected, .reactions: .rejected, .readReceipts: .rejected, .media: .full,
-                   .conversationList: .rejected, .userProvisioning: .full, .history: .partial, .sendAsAnyUser: .rejected],
-        textMaxLength: 4096, textLengthUnit: .utf8Bytes,
+                   .conversationList: .rejected, .userProvisioning: .full, .history: .partial, .sendAsAnyUser: .fallback],
+        textMaxLength: 3584, textLengthUnit: .utf8Bytes,
         recallWindowMs: 3 * minute,
         expansionLimits: nil,
         rateLimits: [RateLimit(api: "*", requests: 600, perMs: minute)],
-        contentKinds: Set(ContentKind.allCases).subtracting([.command]),
-        notes: [.sendAsAnyUser: "REST sends as an admin; the bridge writes in relay mode with from_name",
-                .replies: "quoted digest carried in extras",
-                .history: "report v2: 7-day windows, cursor valid 120 s, 60 days kept"])
+        contentKinds: [.text, .image, .gif, .voice, .video, .file, .location, .custom, .unsupported],
+        notes: [.sendAsAnyUser: "REST sends as an admin; other senders travel as from_name + extras.imbridge_sender and are restored on read",
+                .replies: "quoted id, sender and digest carried in extras (imbridge_reply_*); JMessage clients do not render them",
+                .recall: "retract within 3 min; report v2 does not mark retracts, so history shows those made through this backend process",
+                .history: "report v2: 7-day windows, cursor valid 120 s, 60 days kept; direct history reads both users' feeds",
+                .media: "media travel as JMessage media_id (upload via /v1/resource); gif is an image with format gif"])
 
     public static func preset(named name: String) -> Capabilities? {
         switch name.lowercased() {

@@ -1,0 +1,88 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+import JMessage
+import Synchronization
+
+let masterSecret = "2d7b8ea6c2d4e1f0a9b8c7d6"
+
+/// A started JMessage sandbox plus a hand-built HTTP client (independent of `JMessageClient`).
+struct SandboxHarness {
+    let server: SandboxServer
+    let clock: SandboxClock
+    let vendor: JMessageSandbox
+    let http = HTTPClientWrapper(timeoutSeconds: 10)
+
+    static func start(callbackURL: String? = nil, baseClock: (any IMClock)? = nil, statePath: String? = nil) async throws -> SandboxHarness {
+        let clock = baseClock.map { SandboxClock(base: $0) } ?? SandboxClock()
+        let vendor = try JMessageSandbox(options: SandboxOptions(appKey: appKey, appSecret: masterSecret, callbackURL: callbackURL, statePath: statePath), clock: clock)
+        let server = SandboxServer(vendor: vendor, clock: clock)
+        try await server.start()
+        return SandboxHarness(server: server, clock: clock, vendor: vendor)
+    }
+
+    var base: String { server.baseURL }
+    var auth: String { "Basic " + Data("\(appKey):\(masterSecret)".utf8).base64EncodedString() }
+
+    func call(_ method: String, _ path: String, json: String? = nil, authorization: String? = nil,
+              contentType: String = "application/json;charset:utf-8", body: [UInt8]? = nil) async throws -> HTTPResponseData {
+        var headers: [(name: String, value: String)] = [("Authorization", authorization ?? auth)]
+        if json != nil || body != nil { headers.append(("Content-Type", contentType)) }
+        return try await http.send(OutboundRequest(method: method, url: base + path, headers: headers, body: body ?? json.map { Array($0.utf8) }))
+    }
+
+    func json(_ response: HTTPResponseData) throws -> JSONValue { try JSONValue.parse(Data(response.body)) }
+
+    func errorCode(_ response: HTTPResponseData) -> Int64? { (try? json(response))?["error"]?["code"]?.int64Value }
+
+    /// Registers the admin `bridge_admin` and users alice, bobby, carol.
+    func seedUsers() async throws {
+        _ = try await call("POST", "/v1/admins/", json: #"{"username":"bridge_admin","password":"admin-pass"}"#)
+        _ = try await call("POST", "/v1/users/", json: #"[{"username":"alice","password":"pass1"},{"username":"bobby","password":"pass2"},{"username":"carol","password":"pass3"}]"#)
+    }
+
+    /// Sends a text as the admin to `target`; returns msg_id.
+    @discardableResult
+    func sendText(_ text: String, to target: String = "bobby", type: String = "single") async throws -> Int64 {
+        let response = try await call("POST", "/v1/messages", json: """
+            {"version":1,"target_type":"\(type)","target_id":"\(target)","from_type":"admin","from_id":"bridge_admin","msg_type":"text","msg_body":{"text":"\(text)"}}
+            """)
+        guard response.status == 201, let id = try json(response)["msg_id"]?.int64Value else {
+            throw IMError(.vendorError, "send failed: \(response.status) \(response.bodyString)")
+        }
+        return id
+    }
+
+    func stop() async { await server.stop() }
+
+    var config: JMessageConfig {
+        JMessageConfig(appKey: appKey, masterSecret: masterSecret, apiBaseURL: base, reportBaseURL: base + "/", admin: "bridge_admin",
+                       adminPassword: "admin-pass", timeoutSeconds: 10)
+    }
+}
+
+/// A loopback receiver that records every request it gets.
+final class Receiver: Sendable {
+    final class Log: Sendable {
+        let requests = Mutex<[HTTPRequestData]>([])
+    }
+    let server: HTTPServer
+    let log: Log
+
+    init(respond: @escaping @Sendable (HTTPRequestData) async -> HTTPResponseData = { _ in HTTPResponseData(status: 200) }) {
+        let log = Log()
+        self.log = log
+        server = HTTPServer { request in
+            log.requests.withLock { $0.append(request) }
+            return await respond(request)
+        }
+    }
+
+    var requests: [HTTPRequestData] { log.requests.withLock { $0 } }
+
+    func start() async throws -> String {
+        try await server.start()
+        return server.baseURL + "/callbacks/jm"
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+
+/// `POST /v1/messages` and retract.
+extension JMessageSandboxStore {
+    /// Body fields each `msg_type` requires (D-IM; file/location/video after D-PROTO).
+    static let requiredBodyFields: [String: [String]] = [
+        "text": ["text"],
+        "image": ["media_id", "media_crc32", "width", "height", "format", "fsize"],
+        "voice": ["media_id", "media_crc32", "duration", "fsize"],
+        "file": ["media_id", "media_crc32", "fsize", "fname"],
+        "location": ["latitude", "longitude"],
+        "video": ["video"],
+        "custom": [],
+    ]
+
+    func send(_ request: HTTPRequestData) async -> HTTPResponseData {
+        guard let body = try? JSONValue.parse(Data(request.body)), body.objectValue != nil else {
+            return JMessageSandbox.error(899003, "body is not a JSON object")
+        }
+        guard let targetType = body["target_type"]?.stringValue, ["single", "group", "chatroom"].contains(targetType),
+              let targetID = body["target_id"]?.stringValue, !targetID.isEmpty,
+              let fromID = body["from_id"]?.stringValue, let msgType = body["msg_type"]?.stringValue,
+              let msgBody = body["msg_body"], let fields = msgBody.objectValue else {
+            return JMessageSandbox.error(899003, "target_type, target_id, from_type, from_id, msg_type and msg_body are required")
+        }
+        guard body["version"]?.int64Value != nil else { return JMessageSandbox.error(899003, "version is required") }
+        guard Self.messageTypes.contains(msgType) else { return JMessageSandbox.error(899003, "msg_type \(msgType) is invalid") }
+        let missing = (Self.requiredBodyFields[msgType] ?? []).filter { fields[$0] == nil }
+        guard missing.isEmpty else { return JMessageSandbox.error(899003, "msg_body lacks \(missing.joined(separator: ", "))") }
+        if msgType == "text", fields["text"]?.stringValue == nil { return JMessageSandbox.error(899003, "text must be a string") }
+        if let extras = fields["extras"], extras.objectValue == nil { return JMessageSandbox.error(899003, "extras must be an object") }
+        let size = msgBody.jsonData().count
+        guard size <= 4096 else { return JMessageSandbox.error(899003, "msg_body is \(size) bytes, more than 4096") }
+        guard let sender = users[fromID] else { return JMessageSandbox.error(899002, "from_id \(fromID) not exist") }
+        guard body["from_type"]?.stringValue == "admin", sender.isAdmin else {
+            return JMessageSandbox.error(899016, "from_id \(fromID) has no permission to send message")
+        }
+        let targetAppKey = body["target_appkey"]?.stringValue ?? ""
+        let crossApp = !targetAppKey.isEmpty && targetAppKey.caseInsensitiveCompare(appKey) != .orderedSame
+        switch targetType {
+        case "single" where !crossApp:
+            guard users[targetID] != nil else { return JMessageSandbox.error(899002, "target_id \(targetID) not exist") }
+        case "group":
+            guard let gid = Int64(targetID), groups[gid] != nil else { return JMessageSandbox.error(899006, "group \(targetID) not exist") }
+        default:
+            break
+        }
+        let now = clock.nowMs()
+        let msgid = nextMsgID
+        nextMsgID += 1
+        let fromName = body["from_name"]?.stringValue
+        let stored = WireHistoryMessage(
+            targetType: targetType, targetID: targetID, targetName: body["target_name"]?.stringValue ?? "", targetAppKey: targetAppKey,
+            fromType: "admin", fromID: fromID, fromName: fromName ?? "", fromAppKey: appKey, fromPlatform: "api",
+            msgType: msgType, msgBody: msgBody, createTime: now / 1000, msgCtime: now, msgid: msgid, msgLevel: crossApp ? 1 : 0,
+            setFromName: fromName == nil ? 0 : 1,
+            noOffline: body["no_offline"].flatMap(WireHistoryMessage.bool) ?? false,
+            noNotification: body["no_notification"].flatMap(WireHistoryMessage.bool) ?? false)
+        messages.append(stored)
+        await push?.enqueue(stored)
+        return .json(WireSendResult(msgID: msgid, msgCtime: now), status: 201)
+    }
+
+    func retract(username: String, msgid text: String) -> HTTPResponseData {
+        guard let msgid = Int64(text), let message = messages.first(where: { $0.msgid == msgid }) else {
+            return JMessageSandbox.error(855003, "retract message is not exist")
+        }
+        guard message.fromID == username else { return JMessageSandbox.error(855002, "request retract message is not the sender") }
+        guard !retracted.contains(msgid) else { return JMessageSandbox.error(855004, "message had been retracted") }
+        guard clock.nowMs() - message.msgCtime <= Self.retractWindowMs else {
+            return JMessageSandbox.error(855001, "out of retract message time, the effective time is within 3 minutes")
+        }
+        retracted.insert(msgid)
+        return HTTPResponseData(status: 204)
+    }
+
+    // MARK: introspection
+
+    func records() -> [SandboxMessageRecord] {
+        let identity = JMessageIdentity(appKey: appKey, admin: "")
+        return messages.map { wire in
+            let from = identity.userID(username: wire.fromID, appKey: wire.fromAppKey)
+            let peer = identity.userID(username: wire.targetID, appKey: wire.targetAppKey)
+            let (type, conversationID, to): (String, String, String) = switch wire.targetType {
+            case "single": ("direct", ConversationRef.direct(from, peer).id, peer.rawValue)
+            case "group": ("group", wire.targetID, wire.targetID)
+            default: ("chatroom", wire.targetID, wire.targetID)
+            }
+            let decoded = try? JMessageContentCodec().decode(msgType: wire.msgType, body: wire.msgBody)
+            let kind = decoded.map { $0.content.kind == .unsupported ? "custom" : $0.content.kind.rawValue } ?? "custom"
+            let raw = (try? JSONValue.parse(JSONEncoder().encode(wire))) ?? .null
+            return SandboxMessageRecord(id: String(wire.msgid), conversationType: type, conversationID: conversationID, from: from.rawValue,
+                                        to: to, sentAtMs: wire.msgCtime, kind: kind, text: decoded?.content.digest ?? "",
+                                        recalled: retracted.contains(wire.msgid), raw: raw)
+        }
+    }
+}

@@ -1,0 +1,203 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+
+/// The sandbox's in-memory state and the REST v1 rules (users, admins, groups, send, retract).
+///
+/// Rules kept: usernames/passwords 4–128 bytes, usernames start with a letter or digit and use
+/// letters, digits and `_ . - @`; only a registered admin may send (`from_type` must be `admin`,
+/// else 899016); unknown sender/target 899002, unknown group 899006; `msg_body` ≤ 4096 bytes of
+/// JSON (899003); per-type required body fields; `msg_id` increases monotonically; retract only by
+/// `from_id`, once, within 3 minutes (855001–855004).
+public actor JMessageSandboxStore {
+    struct User: Codable {
+        var username: String
+        var nickname: String?
+        var isAdmin: Bool
+        var ctime: Int64
+    }
+    struct Group: Codable {
+        var gid: Int64
+        var name: String
+        var owner: String
+        var members: [String]
+    }
+    struct Media: Codable {
+        var type: String
+        var contentType: String
+        var fileName: String
+        var bytes: Data
+    }
+    /// What `--state FILE` keeps (cursors are not kept: they live 120 s).
+    struct Snapshot: Codable {
+        var users: [String: User]
+        var groups: [Int64: Group]
+        var messages: [WireHistoryMessage]
+        var retracted: Set<Int64>
+        var media: [String: Media]
+        var nextMsgID: Int64
+        var nextGid: Int64
+        var counter: Int
+    }
+    static let snapshotName = "jmessage"
+    struct Cursor {
+        var ids: [Int64]
+        var offset: Int
+        var count: Int
+        var createdAt: Int64
+    }
+
+    static let messageTypes: Set<String> = ["text", "image", "voice", "custom", "file", "location", "video"]
+    static let retractWindowMs: Int64 = 180_000
+    public static let cursorTTLMs: Int64 = 120_000
+
+    let appKey: String
+    let clock: SandboxClock
+    let push: CallbackDeliverer<WireHistoryMessage>?
+    let stateFile: SandboxStateFile?
+    var users: [String: User] = [:]
+    var groups: [Int64: Group] = [:]
+    var messages: [WireHistoryMessage] = []
+    var retracted: Set<Int64> = []
+    var media: [String: Media] = [:]
+    var cursors: [String: Cursor] = [:]
+    var nextMsgID: Int64 = 43_143_728_109
+    var nextGid: Int64 = 10_055_201
+    var counter = 0
+
+    /// With a `stateFile`, the state is loaded from it and saved after every request that changes it.
+    init(appKey: String, clock: SandboxClock, push: CallbackDeliverer<WireHistoryMessage>?, stateFile: SandboxStateFile? = nil) throws {
+        self.appKey = appKey
+        self.clock = clock
+        self.push = push
+        self.stateFile = stateFile
+        if let snapshot = try stateFile?.load(Snapshot.self, name: Self.snapshotName) {
+            users = snapshot.users
+            groups = snapshot.groups
+            messages = snapshot.messages
+            retracted = snapshot.retracted
+            media = snapshot.media
+            nextMsgID = snapshot.nextMsgID
+            nextGid = snapshot.nextGid
+            counter = snapshot.counter
+        }
+    }
+
+    /// Saves the state after a successful change; a failed save turns the answer into 500 899000.
+    func persist(_ response: HTTPResponseData) -> HTTPResponseData {
+        guard let stateFile, (200..<300).contains(response.status) else { return response }
+        do {
+            try stateFile.save(Snapshot(users: users, groups: groups, messages: messages, retracted: retracted, media: media,
+                                        nextMsgID: nextMsgID, nextGid: nextGid, counter: counter), name: Self.snapshotName)
+            return response
+        } catch {
+            return JMessageSandbox.error(500, 899000, "sandbox state could not be saved: \(error)")
+        }
+    }
+
+    func reset() {
+        users = [:]
+        groups = [:]
+        messages = []
+        retracted = []
+        media = [:]
+        cursors = [:]
+        _ = persist(HTTPResponseData(status: 204))
+    }
+
+    /// Waits until every routing push so far was delivered (tests).
+    public func waitForPushes(timeoutMs: Int64 = 5000) async -> Bool {
+        await push?.waitUntilIdle(timeoutMs: timeoutMs) ?? true
+    }
+
+    // MARK: users and groups
+
+    static func validName(_ name: String) -> Bool {
+        let bytes = name.utf8.count
+        guard (4...128).contains(bytes), let first = name.unicodeScalars.first, first.isASCII,
+              CharacterSet.alphanumerics.contains(first) else { return false }
+        return name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-@".unicodeScalars.contains($0)) }
+    }
+
+    func register(_ item: JSONValue, admin: Bool) -> WireErrorEnvelope.Body? {
+        guard let username = item["username"]?.stringValue, Self.validName(username),
+              let password = item["password"]?.stringValue, (4...128).contains(password.utf8.count) else {
+            return .init(code: 899003, message: "username or password invalid")
+        }
+        guard users[username] == nil else { return .init(code: 899001, message: "user exist") }
+        users[username] = User(username: username, nickname: item["nickname"]?.stringValue, isAdmin: admin, ctime: clock.nowMs())
+        return nil
+    }
+
+    func registerAdmin(_ request: HTTPRequestData) -> HTTPResponseData {
+        guard let body = try? JSONValue.parse(Data(request.body)), body.objectValue != nil else {
+            return JMessageSandbox.error(899003, "body is not a JSON object")
+        }
+        if let error = register(body, admin: true) { return JMessageSandbox.error(error.code, error.message) }
+        return HTTPResponseData(status: 201)
+    }
+
+    func registerUsers(_ request: HTTPRequestData) -> HTTPResponseData {
+        guard let items = (try? JSONValue.parse(Data(request.body)))?.arrayValue else {
+            return JMessageSandbox.error(899003, "body is not a JSON array")
+        }
+        guard items.count <= 500 else { return JMessageSandbox.error(899013, "register list larger than 500") }
+        let results = items.map { item in
+            WireUserRegistrationResult(username: item["username"]?.stringValue ?? "", error: register(item, admin: false))
+        }
+        return .json(results, status: 201)
+    }
+
+    func user(_ username: String) -> HTTPResponseData {
+        guard let user = users[username] else { return JMessageSandbox.error(899002, "user not exist") }
+        var object: [String: JSONValue] = ["username": .string(user.username), "ctime": .string(JMessageTime.format(ms: user.ctime)),
+                                           "mtime": .string(JMessageTime.format(ms: user.ctime))]
+        if let nickname = user.nickname { object["nickname"] = .string(nickname) }
+        return .json(JSONValue.object(object))
+    }
+
+    func userList() -> [JSONValue] {
+        users.values.sorted { $0.username < $1.username }.map { user -> JSONValue in
+            JSONValue.object(["username": .string(user.username), "nickname": user.nickname.map { JSONValue.string($0) } ?? .null,
+                              "admin": .bool(user.isAdmin)])
+        }
+    }
+
+    func createGroup(_ request: HTTPRequestData) -> HTTPResponseData {
+        guard let body = try? JSONDecoder().decode(WireGroupCreate.self, from: Data(request.body)) else {
+            return JMessageSandbox.error(899003, "owner_username and name are required")
+        }
+        let members = body.membersUsername ?? []
+        guard users[body.ownerUsername] != nil, members.allSatisfy({ users[$0] != nil }) else {
+            return JMessageSandbox.error(899002, "user not exist")
+        }
+        let gid = nextGid
+        nextGid += 1
+        groups[gid] = Group(gid: gid, name: body.name, owner: body.ownerUsername, members: [body.ownerUsername] + members.filter { $0 != body.ownerUsername })
+        return .json(WireGroupCreated(gid: gid, ownerUsername: body.ownerUsername, name: body.name, membersUsername: members,
+                                      desc: body.desc ?? "", maxMemberCount: 500), status: 201)
+    }
+
+    func updateMembers(_ gidText: String, _ request: HTTPRequestData) -> HTTPResponseData {
+        guard let gid = Int64(gidText), var group = groups[gid] else { return JMessageSandbox.error(899006, "group not exist") }
+        let body = try? JSONValue.parse(Data(request.body))
+        let add = body?["add"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        let remove = body?["remove"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        guard !(add.isEmpty && remove.isEmpty) else { return JMessageSandbox.error(899003, "add or remove is required") }
+        guard add.allSatisfy({ users[$0] != nil }) else { return JMessageSandbox.error(899002, "user not exist") }
+        guard remove.allSatisfy(group.members.contains) else { return JMessageSandbox.error(899014, "user not in group") }
+        if add.contains(where: group.members.contains) { return JMessageSandbox.error(899011, "member already in group") }
+        group.members = group.members.filter { !remove.contains($0) } + add
+        groups[gid] = group
+        return HTTPResponseData(status: 204)
+    }
+
+    func members(_ gidText: String) -> HTTPResponseData {
+        guard let gid = Int64(gidText), let group = groups[gid] else { return JMessageSandbox.error(899006, "group not exist") }
+        let list = group.members.map { name -> JSONValue in
+            JSONValue.object(["username": .string(name), "nickname": .string(users[name]?.nickname ?? ""), "flag": .int(name == group.owner ? 1 : 0)])
+        }
+        return .json(JSONValue.array(list))
+    }
+}
