@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "imbridge", targets: ["imbridge"]),
+        .executable(name: "imbridge-bench", targets: ["imbridge-bench"]),
         .library(name: "IMCore", targets: ["IMCore"]),
         .library(name: "IMTesting", targets: ["IMTesting"]),
         .library(name: "IMHTTP", targets: ["IMHTTP"]),
@@ -28,6 +29,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -56,6 +58,12 @@ let package = Package(
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
+        // Benchmarks: release-only executable, never part of `swift test`.
+        .executableTarget(name: "imbridge-bench", dependencies: [
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp",
+            "WuKong", "RongCloud", "NIM", "JMessage",
+            .product(name: "Histogram", package: "hdrhistogram-swift"),
+        ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/JMessage"),
         .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/RongCloud"),

@@ -1,0 +1,82 @@
+import Foundation
+import IMCore
+import JMessage
+import NIM
+import RongCloud
+import WuKong
+
+/// Encode + decode per second on one core, per vendor and payload kind: neutral content → the vendor's
+/// wire bytes (the payload JSON/string the REST API carries) → neutral content again.
+struct CodecBench {
+    var seconds: Double
+
+    static let samples: [(String, MessageContent)] = [
+        ("text", .text(TextContent("你好，这是一条用于测量编解码速度的消息 #42 — hello from the benchmark"))),
+        ("image", .image(ImageContent(MediaAttachment(remoteURL: "https://cdn.example.com/media/2026/11/a1b2c3d4.jpg", mimeType: "image/jpeg",
+                                                      size: 482_113, width: 1280, height: 960)))),
+        ("custom", .custom(CustomContent(raw: "order_card", payload: #"{"order_id":"A-10042","status":"paid","amount":12900,"items":3}"#))),
+    ]
+
+    /// One round trip for a vendor; returns the decoded content (checked once against the input).
+    static func roundTrip(_ vendor: String) -> @Sendable (MessageContent) throws -> MessageContent {
+        switch vendor {
+        case "wukong":
+            let codec = WuKongContentCodec(customTypes: [101: "order_card"])
+            return { content in try codec.decode(payload: try codec.encodePayload(content)).content }
+        case "rongcloud":
+            let codec = RongCloudContentCodec(objectNames: ["order_card": "App:OrderMsg"])
+            return { content in
+                let wire = try codec.encode(content)
+                return try codec.decode(objectName: wire.objectName, content: wire.content).content
+            }
+        case "nim":
+            let codec = NIMContentCodec()
+            return { content in
+                let wire = try codec.encode(content)
+                return try codec.decode(type: wire.type, body: wire.body)
+            }
+        default:
+            let codec = JMessageContentCodec()
+            return { content in
+                let wire = try codec.encode(content, extras: nil)
+                let bytes = wire.body.jsonData()
+                return try codec.decode(msgType: wire.msgType, body: try JSONValue.parse(bytes)).content
+            }
+        }
+    }
+
+    func run() -> ScenarioResult {
+        var result = ScenarioResult("codec")
+        result.add("measure", "encode to wire bytes + decode, one thread, ≥ \(fmt(seconds, 1)) s per cell", key: "seconds_per_cell", .double(seconds))
+        var cells: [String: JSONValue] = [:]
+        for vendor in ["wukong", "rongcloud", "nim", "jmessage"] {
+            let trip = Self.roundTrip(vendor)
+            var line: [String] = []
+            var vendorJSON: [String: JSONValue] = [:]
+            for (kind, content) in Self.samples {
+                do {
+                    let back = try trip(content)
+                    let faithful = back.kind == content.kind
+                    var count = 0
+                    let start = monotonicSeconds()
+                    var elapsed = 0.0
+                    repeat {
+                        for _ in 0..<1000 { _ = try trip(content) }
+                        count += 1000
+                        elapsed = monotonicSeconds() - start
+                    } while elapsed < seconds
+                    let rate = Double(count) / elapsed
+                    line.append("\(kind) \(fmt(rate))/s\(faithful ? "" : " (decoded as \(back.kind))")")
+                    vendorJSON[kind] = .double(rate)
+                } catch {
+                    line.append("\(kind) error: \(error)")
+                    vendorJSON[kind] = .string("error: \(error)")
+                }
+            }
+            result.rows.append((vendor, line.joined(separator: ", ")))
+            cells[vendor] = .object(vendorJSON)
+        }
+        result.json["msgs_per_s"] = .object(cells)
+        return result
+    }
+}

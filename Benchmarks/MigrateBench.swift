@@ -1,0 +1,72 @@
+import Foundation
+import IMBridgeApp
+import IMCore
+import IMRelay
+
+/// Copies one large WuKong group to RongCloud with the `Migrator` (the engine `imbridge migrate` runs):
+/// history pages from WuKong, silent sends to RongCloud, an id-map row and checkpoint per page in the
+/// durable store. The target's documented send rate (which `imbridge migrate` respects by default) is
+/// lifted here so that the bridge's own cost is what is measured.
+struct MigrateBench {
+    var messages: Int
+    var concurrency: Int
+    var pageSize: Int
+
+    func run() async throws -> ScenarioResult {
+        var result = ScenarioResult("migrate")
+        let wk = try SandboxProcess(vendor: "wukong", callbackURL: nil)
+        let rc = try SandboxProcess(vendor: "rongcloud", callbackURL: nil)
+        defer { wk.stop(); rc.stop() }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+
+        let calls = VendorCalls()
+        let (_, fillSeconds) = try await RelayBench.drive(count: messages, first: 0, conversations: 1, concurrency: concurrency, rate: nil) { _, from, group, text in
+            try await calls.wukongSend(wk.baseURL, from: from, group: "big", text: text)
+        }
+        let yaml = """
+            store: \(directory)/bridge.sqlite
+            listen: 127.0.0.1:0
+            backends:
+              wk:
+                adapter: wukong
+                im_url: "\(wk.baseURL)"
+                webhook_secret: "\(BridgeLab.webhookSecret)"
+                token_secret: "lab-tokens"
+                service_uid: "imbridge"
+              rc:
+                adapter: rongcloud
+                api_url: "\(rc.baseURL)"
+                app_key: "\(BridgeLab.appKey)"
+                app_secret: "\(BridgeLab.appSecret)"
+                history_viewer: "imbridge"
+            routes:
+            \(RelayRig.route)
+            """
+        let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"))
+        guard let source = bridge.backends.first(where: { $0.id == "wk" }), let target = bridge.backends.first(where: { $0.id == "rc" }) else {
+            throw BenchError("backends missing")
+        }
+        let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry, sendsPerSecond: 1e9)
+        let plan = MigrationPlan(source: "wk", target: "rc", conversations: [(.group("big"), .group("big"))], pageSize: pageSize)
+        let start = monotonicSeconds()
+        let report = try await migrator.run(plan)
+        let seconds = monotonicSeconds() - start
+        let copied = report.total.sentTotal
+        let stored = try await calls.storedMessages(rc.baseURL).count
+        let memory = ProcessMemory.read()
+
+        result.add("messages in the source group", "\(messages) (filled at \(fmt(Double(messages) / fillSeconds)) msg/s)",
+                   key: "messages", .int(Int64(messages)))
+        result.add("page size", "\(pageSize)", key: "page_size", .int(Int64(pageSize)))
+        result.add("copied / failed / skipped", "\(copied) / \(report.total.failedTotal) / \(report.total.skippedTotal)",
+                   key: "copied", .int(Int64(copied)))
+        result.json["failed"] = .int(Int64(report.total.failedTotal))
+        result.add("stored on RongCloud", "\(stored)", key: "target_stored", .int(Int64(stored)))
+        result.add("migration", "\(fmt(Double(copied) / seconds)) msg/s (\(fmt(seconds, 1)) s)", key: "migrate_msgs_per_s", .double(Double(copied) / seconds))
+        result.json["seconds"] = .double(seconds)
+        if let memory { result.add("bridge process peak RSS", "\(memory.peakKB / 1024) MiB", key: "peak_rss_kb", .int(Int64(memory.peakKB))) }
+        return result
+    }
+}

@@ -1,0 +1,155 @@
+import Foundation
+import IMCore
+import Synchronization
+
+/// Drives N messages into WuKong (hand-built `/message/send`) and measures the bridge relaying them to
+/// RongCloud: sustained throughput (first send → last relay committed) and latency from source accept
+/// (the WuKong send's answer, wall clock) to target accept (the RongCloud sandbox's stored `msgTime`, ms).
+struct RelayBench {
+    var messages: Int
+    var conversations: Int
+    var concurrency: Int
+    var notifyIntervalMs: Int
+    /// Messages per second offered in the fixed-rate phase, and how many.
+    var rate: Double
+    var rateMessages: Int
+
+    struct Phase {
+        var sent = 0
+        var seconds = 0.0
+        var latency = LatencyRecorder()
+        var missing = 0
+        var perSecond: Double { seconds > 0 ? Double(sent) / seconds : 0 }
+    }
+
+    /// Sends `count` messages numbered from `first`; at `rate` per second when given (open loop: send i
+    /// is due at start + i/rate, however long earlier sends took), else as fast as `concurrency` allows.
+    static func drive(count: Int, first: Int, conversations: Int, concurrency: Int, rate: Double?,
+                      send: @escaping @Sendable (Int, String, String, String) async throws -> Void) async throws -> (accepted: [Int: Int64], seconds: Double) {
+        let next = Ticket()
+        let start = monotonicSeconds()
+        let accepted = try await withThrowingTaskGroup(of: [(Int, Int64)].self) { group in
+            for _ in 0..<max(1, concurrency) {
+                group.addTask {
+                    var local: [(Int, Int64)] = []
+                    while true {
+                        let k = next.take()
+                        if k >= count { break }
+                        if let rate {
+                            let due = start + Double(k) / rate
+                            let wait = due - monotonicSeconds()
+                            if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+                        }
+                        let i = first + k
+                        try await send(i, "u\(i % 10)", "g\(i % conversations)", "b\(i)")
+                        local.append((i, wallMicros()))
+                    }
+                    return local
+                }
+            }
+            var all: [Int: Int64] = [:]
+            for try await part in group { for (i, t) in part { all[i] = t } }
+            return all
+        }
+        return (accepted, monotonicSeconds() - start)
+    }
+
+    /// Latencies of messages `range` from the target's stored copies.
+    static func latencies(accepted: [Int: Int64], stored: [(text: String, atMs: Int64)]) -> (LatencyRecorder, Int) {
+        var recorder = LatencyRecorder()
+        var seen = 0
+        for (text, atMs) in stored where text.hasPrefix("b") {
+            guard let i = Int(text.dropFirst()), let sent = accepted[i] else { continue }
+            recorder.record(microseconds: atMs * 1000 - sent)
+            seen += 1
+        }
+        return (recorder, accepted.count - seen)
+    }
+
+    /// One bridge phase on `rig`: full speed or a fixed rate.
+    func bridgePhase(_ rig: RelayRig, count: Int, first: Int, rate: Double?) async throws -> Phase {
+        let calls = VendorCalls()
+        let before = rig.relayed
+        let start = monotonicSeconds()
+        let (accepted, _) = try await Self.drive(count: count, first: first, conversations: conversations,
+                                                 concurrency: rate == nil ? concurrency : max(concurrency, 64), rate: rate) { _, from, group, text in
+            try await calls.wukongSend(rig.wk.baseURL, from: from, group: group, text: text)
+        }
+        let done = await rig.waitForRelayed(Int(before) + count, timeout: 600)
+        var phase = Phase()
+        phase.sent = count
+        phase.seconds = monotonicSeconds() - start
+        if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed in time") }
+        (phase.latency, phase.missing) = Self.latencies(accepted: accepted, stored: try await calls.storedMessages(rig.rc.baseURL))
+        return phase
+    }
+
+    /// The path the bridge cannot beat: each message sent to WuKong and then to RongCloud by the client
+    /// itself (two REST round trips, no webhook, no bridge). Latency = the RongCloud publish round trip.
+    func baselinePhase(count: Int, rate: Double?) async throws -> Phase {
+        let wk = try SandboxProcess(vendor: "wukong", callbackURL: nil)
+        let rc = try SandboxProcess(vendor: "rongcloud", callbackURL: nil)
+        defer { wk.stop(); rc.stop() }
+        let calls = VendorCalls()
+        let latency = Mutex(LatencyRecorder())
+        let (_, seconds) = try await Self.drive(count: count, first: 0, conversations: conversations,
+                                                concurrency: rate == nil ? concurrency : max(concurrency, 64), rate: rate) { _, from, group, text in
+            try await calls.wukongSend(wk.baseURL, from: from, group: group, text: text)
+            let sent = wallMicros()
+            try await calls.rongCloudPublish(rc.baseURL, from: from, group: group, text: text)
+            let micros = wallMicros() - sent
+            latency.withLock { $0.record(microseconds: micros) }
+        }
+        var phase = Phase()
+        phase.sent = count
+        phase.seconds = seconds
+        phase.latency = latency.withLock { $0 }
+        return phase
+    }
+
+    func run(name: String) async throws -> ScenarioResult {
+        var result = ScenarioResult(name)
+        result.add("messages / conversations", "\(messages) / \(conversations)", key: "messages", .int(Int64(messages)))
+        result.json["conversations"] = .int(Int64(conversations))
+        result.add("sender concurrency", "\(concurrency)", key: "concurrency", .int(Int64(concurrency)))
+        result.add("wukong notify_interval_ms", "\(notifyIntervalMs)", key: "notify_interval_ms", .int(Int64(notifyIntervalMs)))
+
+        let baseline = try await baselinePhase(count: messages, rate: nil)
+        let baselineRated = try await baselinePhase(count: rateMessages, rate: rate)
+
+        let rig = try await RelayRig(notifyIntervalMs: notifyIntervalMs)
+        let warm = min(conversations, 1000) + 200
+        _ = try await bridgePhase(rig, count: warm, first: 10_000_000, rate: nil)   // puppets provisioned, caches warm
+        let full = try await bridgePhase(rig, count: messages, first: 0, rate: nil)
+        let rated = try await bridgePhase(rig, count: rateMessages, first: 20_000_000, rate: rate)
+        let dead = (try? rig.bridge.store.read { try $0.count(state: .dead) }) ?? -1
+        let memory = ProcessMemory.read()
+        await rig.stop()
+
+        result.add("bridge full speed", "\(fmt(full.perSecond)) msg/s", key: "relay_msgs_per_s", .double(full.perSecond))
+        result.add("  latency p50/p99/max", "\(fmt(full.latency.ms(50), 1)) / \(fmt(full.latency.ms(99), 1)) / \(fmt(full.latency.maxMs, 1)) ms",
+                   key: "relay_latency", full.latency.json)
+        result.add("baseline full speed", "\(fmt(baseline.perSecond)) msg/s (WuKong send + RongCloud publish, no bridge)",
+                   key: "baseline_msgs_per_s", .double(baseline.perSecond))
+        let ratio = baseline.perSecond > 0 ? full.perSecond / baseline.perSecond : 0
+        result.add("bridge / baseline", "\(fmt(ratio * 100, 1)) %", key: "ratio_to_baseline", .double(ratio))
+        result.add("bridge at \(fmt(rate)) msg/s offered", "\(fmt(rated.perSecond)) msg/s achieved", key: "rated_msgs_per_s", .double(rated.perSecond))
+        result.json["offered_rate"] = .double(rate)
+        result.add("  latency p50/p99/max", "\(fmt(rated.latency.ms(50), 1)) / \(fmt(rated.latency.ms(99), 1)) / \(fmt(rated.latency.maxMs, 1)) ms",
+                   key: "rated_latency", rated.latency.json)
+        result.add("baseline at \(fmt(rate)) msg/s: RC publish p50/p99",
+                   "\(fmt(baselineRated.latency.ms(50), 1)) / \(fmt(baselineRated.latency.ms(99), 1)) ms", key: "baseline_rated_latency", baselineRated.latency.json)
+        let added = rated.latency.ms(99) - baselineRated.latency.ms(99)
+        result.add("  added p99 by the bridge", "\(fmt(added, 1)) ms", key: "added_p99_ms", .double(added))
+        result.add("messages lost / dead letters", "\(full.missing + rated.missing) / \(dead)", key: "missing", .int(Int64(full.missing + rated.missing)))
+        result.json["dead_letters"] = .int(Int64(dead))
+        if let memory { result.add("bridge process peak RSS", "\(memory.peakKB / 1024) MiB", key: "peak_rss_kb", .int(Int64(memory.peakKB))) }
+        return result
+    }
+}
+
+/// Hands out 0, 1, 2, … to concurrent senders.
+final class Ticket: Sendable {
+    private let value = Atomic<Int>(0)
+    func take() -> Int { value.add(1, ordering: .relaxed).oldValue }
+}

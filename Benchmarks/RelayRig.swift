@@ -1,0 +1,113 @@
+import Foundation
+import IMBridgeApp
+import IMCore
+import IMHTTP
+import IMRelay
+
+/// The relay set-up: a WuKong sandbox and a RongCloud sandbox in child processes, and the bridge (engine,
+/// listener, durable SQLite store in a temporary directory) in this process, relaying `wk:group:*` →
+/// `rc:group:*` with puppet users. WuKong's webhook posts to the bridge every `notifyIntervalMs`.
+final class RelayRig: @unchecked Sendable {
+    let wk: SandboxProcess
+    let rc: SandboxProcess
+    let listener: BridgeListener
+    let bridge: Bridge
+    let directory: String
+
+    static let route = """
+          - from: "wk:group:*"
+            to: "rc:group:*"
+            users: puppet
+
+        """
+
+    init(notifyIntervalMs: Int) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        listener = BridgeListener(host: "127.0.0.1", port: 0)
+        try await listener.start()
+        wk = try SandboxProcess(vendor: "wukong", callbackURL: listener.callbackURL(for: "wk"),
+                                options: ["webhook_secret": BridgeLab.webhookSecret, "notify_interval_ms": "\(notifyIntervalMs)",
+                                          "retry_base_ms": "50"])
+        rc = try SandboxProcess(vendor: "rongcloud", callbackURL: listener.callbackURL(for: "rc"))
+        let yaml = """
+            store: \(directory)/bridge.sqlite
+            listen: 127.0.0.1:\(listener.port ?? 0)
+            retry:
+              base_ms: 50
+              max_ms: 2000
+            backends:
+              wk:
+                adapter: wukong
+                im_url: "\(wk.baseURL)"
+                webhook_secret: "\(BridgeLab.webhookSecret)"
+                token_secret: "lab-tokens"
+                service_uid: "imbridge"
+              rc:
+                adapter: rongcloud
+                api_url: "\(rc.baseURL)"
+                app_key: "\(BridgeLab.appKey)"
+                app_secret: "\(BridgeLab.appSecret)"
+                history_viewer: "imbridge"
+            routes:
+
+            """ + Self.route
+        bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"), listener: listener)
+        try await bridge.start()
+    }
+
+    func stop() async {
+        await bridge.stop()
+        wk.stop()
+        rc.stop()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Relayed sends so far (the engine's own counter).
+    var relayed: Double { bridge.engine.metrics.total("imbridge_relayed_total") }
+
+    /// Waits until `count` sends were relayed (or `timeout` seconds pass); true when they were.
+    func waitForRelayed(_ count: Int, timeout: Double) async -> Bool {
+        let deadline = monotonicSeconds() + timeout
+        while monotonicSeconds() < deadline {
+            if relayed >= Double(count) { return true }
+            try? await Task.sleep(nanoseconds: 2_000_000)
+        }
+        return relayed >= Double(count)
+    }
+}
+
+/// Hand-built vendor REST calls (independent of the adapters): what a user's app server would send.
+struct VendorCalls: Sendable {
+    let client = HTTPClientWrapper(timeoutSeconds: 60, maxResponseBytes: 1 << 30)
+
+    /// `POST /message/send` on WuKongIM: a text message from `from` into group `group`.
+    func wukongSend(_ base: String, from: String, group: String, text: String) async throws {
+        let payload = Data(#"{"type":1,"content":"\#(text)"}"#.utf8).base64EncodedString()
+        let body = #"{"header":{"no_persist":0,"red_dot":1,"sync_once":0},"from_uid":"\#(from)","channel_id":"\#(group)","channel_type":2,"payload":"\#(payload)"}"#
+        let response = try await client.send(.json(base + "/message/send", Data(body.utf8)))
+        guard response.status == 200 else { throw BenchError("wukong send: HTTP \(response.status) \(String(decoding: response.body, as: UTF8.self))") }
+    }
+
+    /// `POST /message/group/publish.json` on RongCloud, signed.
+    func rongCloudPublish(_ base: String, from: String, group: String, text: String) async throws {
+        let nonce = String(UInt64.random(in: 0...UInt64.max))
+        let timestamp = String(Int64(Date().timeIntervalSince1970))
+        let signature = Hashing.sha1Hex(BridgeLab.appSecret + nonce + timestamp)
+        let content = #"{"content":"\#(text)"}"#.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? ""
+        let form = "fromUserId=\(from)&toGroupId=\(group)&objectName=RC%3ATxtMsg&content=\(content)"
+        let request = OutboundRequest(url: base + "/message/group/publish.json",
+                                      headers: [("App-Key", BridgeLab.appKey), ("Nonce", nonce), ("Timestamp", timestamp), ("Signature", signature),
+                                                ("Content-Type", "application/x-www-form-urlencoded")],
+                                      body: Array(form.utf8))
+        let response = try await client.send(request)
+        guard response.status == 200 else { throw BenchError("rongcloud publish: HTTP \(response.status) \(String(decoding: response.body, as: UTF8.self))") }
+    }
+
+    /// `GET /_sandbox/messages`: (text, stored-at ms) of every stored message.
+    func storedMessages(_ base: String) async throws -> [(text: String, atMs: Int64)] {
+        let response = try await client.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages"))
+        let messages = try JSONValue.parse(Data(response.body))["messages"]?.arrayValue ?? []
+        return messages.map { ($0["text"]?.stringValue ?? "", $0["sent_at_ms"]?.int64Value ?? 0) }
+    }
+}

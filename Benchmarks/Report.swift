@@ -1,0 +1,71 @@
+import Foundation
+import Histogram
+import IMCore
+
+/// VmRSS / VmHWM of a process, in kB, from /proc/<pid>/status.
+struct ProcessMemory: Sendable {
+    var rssKB: Int
+    var peakKB: Int
+
+    static func read(pid: Int32? = nil) -> ProcessMemory? {
+        let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        func field(_ name: String) -> Int? {
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return nil }
+            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
+        }
+        guard let rss = field("VmRSS"), let peak = field("VmHWM") else { return nil }
+        return ProcessMemory(rssKB: rss, peakKB: peak)
+    }
+}
+
+/// Latencies in microseconds, kept in an HDR histogram (3 significant digits, up to 10 minutes).
+struct LatencyRecorder {
+    var histogram = Histogram<UInt64>(lowestDiscernibleValue: 1, highestTrackableValue: 600_000_000, numberOfSignificantValueDigits: .three)
+
+    mutating func record(microseconds: Int64) { _ = histogram.record(UInt64(max(1, microseconds))) }
+
+    var count: Int { Int(histogram.totalCount) }
+    func ms(_ percentile: Double) -> Double { Double(histogram.valueAtPercentile(percentile)) / 1000 }
+    var maxMs: Double { Double(histogram.max) / 1000 }
+
+    var json: JSONValue {
+        .object(["count": .int(Int64(count)), "p50_ms": .double(ms(50)), "p99_ms": .double(ms(99)), "max_ms": .double(maxMs)])
+    }
+}
+
+/// One scenario's result: a title, rows for the human table, and the JSON object.
+struct ScenarioResult {
+    var scenario: String
+    var rows: [(String, String)] = []
+    var json: [String: JSONValue] = [:]
+
+    init(_ scenario: String) {
+        self.scenario = scenario
+        json["scenario"] = .string(scenario)
+    }
+
+    mutating func add(_ label: String, _ value: String, key: String? = nil, _ json: JSONValue? = nil) {
+        rows.append((label, value))
+        if let key, let json { self.json[key] = json }
+    }
+
+    func print(asJSON: Bool) {
+        if asJSON {
+            Swift.print(JSONValue.object(json).jsonString())
+        } else {
+            Swift.print("== \(scenario) ==")
+            let width = rows.map(\.0.count).max() ?? 0
+            for (label, value) in rows { Swift.print("  \(label.padding(toLength: width, withPad: " ", startingAt: 0))  \(value)") }
+            Swift.print("")
+        }
+        fflush(nil)
+    }
+}
+
+func fmt(_ value: Double, _ digits: Int = 0) -> String { String(format: "%.\(digits)f", value) }
+
+/// Wall-clock milliseconds and microseconds (the sandboxes stamp messages with wall-clock ms).
+func wallMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+func wallMicros() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000) }
+func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
