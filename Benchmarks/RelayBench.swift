@@ -13,12 +13,15 @@ struct RelayBench {
     /// Messages per second offered in the fixed-rate phase, and how many.
     var rate: Double
     var rateMessages: Int
+    var routeEchoes = true
 
     struct Phase {
         var sent = 0
         var seconds = 0.0
         var latency = LatencyRecorder()
         var missing = 0
+        /// CPU milliseconds per message: this process (bridge + client), the WuKong and RongCloud sandboxes.
+        var cpuMs: (own: Double, wk: Double, rc: Double) = (0, 0, 0)
         var perSecond: Double { seconds > 0 ? Double(sent) / seconds : 0 }
     }
 
@@ -70,6 +73,7 @@ struct RelayBench {
     func bridgePhase(_ rig: RelayRig, count: Int, first: Int, rate: Double?) async throws -> Phase {
         let calls = VendorCalls()
         let before = rig.relayed
+        let cpu = (cpuSeconds(), cpuSeconds(pid: rig.wk.process.processIdentifier), cpuSeconds(pid: rig.rc.process.processIdentifier))
         let start = monotonicSeconds()
         let (accepted, _) = try await Self.drive(count: count, first: first, conversations: conversations,
                                                  concurrency: rate == nil ? concurrency : max(concurrency, 64), rate: rate) { _, from, group, text in
@@ -79,6 +83,9 @@ struct RelayBench {
         var phase = Phase()
         phase.sent = count
         phase.seconds = monotonicSeconds() - start
+        phase.cpuMs = ((cpuSeconds() - cpu.0) * 1000 / Double(count),
+                       (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
+                       (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
         if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed in time") }
         (phase.latency, phase.missing) = Self.latencies(accepted: accepted, stored: try await calls.storedMessages(rig.rc.baseURL))
         return phase
@@ -92,6 +99,8 @@ struct RelayBench {
         defer { wk.stop(); rc.stop() }
         let calls = VendorCalls()
         let latency = Mutex(LatencyRecorder())
+        let cpuOwn: Double? = cpuSeconds()
+        let (cpuWK, cpuRC) = (cpuSeconds(pid: wk.process.processIdentifier), cpuSeconds(pid: rc.process.processIdentifier))
         let (_, seconds) = try await Self.drive(count: count, first: 0, conversations: conversations,
                                                 concurrency: rate == nil ? concurrency : max(concurrency, 64), rate: rate) { _, from, group, text in
             try await calls.wukongSend(wk.baseURL, from: from, group: group, text: text)
@@ -104,6 +113,9 @@ struct RelayBench {
         phase.sent = count
         phase.seconds = seconds
         phase.latency = latency.withLock { $0 }
+        phase.cpuMs = (cpuOwn.map { (cpuSeconds() - $0) * 1000 / Double(count) } ?? 0,
+                       (cpuSeconds(pid: wk.process.processIdentifier) - cpuWK) * 1000 / Double(count),
+                       (cpuSeconds(pid: rc.process.processIdentifier) - cpuRC) * 1000 / Double(count))
         return phase
     }
 
@@ -112,12 +124,13 @@ struct RelayBench {
         result.add("messages / conversations", "\(messages) / \(conversations)", key: "messages", .int(Int64(messages)))
         result.json["conversations"] = .int(Int64(conversations))
         result.add("sender concurrency", "\(concurrency)", key: "concurrency", .int(Int64(concurrency)))
+        result.add("RongCloud routes echoes back", "\(routeEchoes)", key: "echoes_routed", .bool(routeEchoes))
         result.add("wukong notify_interval_ms", "\(notifyIntervalMs)", key: "notify_interval_ms", .int(Int64(notifyIntervalMs)))
 
         let baseline = try await baselinePhase(count: messages, rate: nil)
         let baselineRated = try await baselinePhase(count: rateMessages, rate: rate)
 
-        let rig = try await RelayRig(notifyIntervalMs: notifyIntervalMs)
+        let rig = try await RelayRig(notifyIntervalMs: notifyIntervalMs, routeEchoes: routeEchoes)
         let warm = min(conversations, 1000) + 200
         _ = try await bridgePhase(rig, count: warm, first: 10_000_000, rate: nil)   // puppets provisioned, caches warm
         let full = try await bridgePhase(rig, count: messages, first: 0, rate: nil)
@@ -132,6 +145,11 @@ struct RelayBench {
         result.add("baseline full speed", "\(fmt(baseline.perSecond)) msg/s (WuKong send + RongCloud publish, no bridge)",
                    key: "baseline_msgs_per_s", .double(baseline.perSecond))
         let ratio = baseline.perSecond > 0 ? full.perSecond / baseline.perSecond : 0
+        func cpu(_ phase: Phase) -> String { "\(fmt(phase.cpuMs.own, 3)) / \(fmt(phase.cpuMs.wk, 3)) / \(fmt(phase.cpuMs.rc, 3))" }
+        result.add("CPU ms per message, bridge run", "\(cpu(full)) (bench process = bridge + client / WuKong / RongCloud)", key: "cpu_ms_per_msg",
+                   .object(["bench": .double(full.cpuMs.own), "wukong": .double(full.cpuMs.wk), "rongcloud": .double(full.cpuMs.rc)]))
+        result.add("CPU ms per message, baseline", "\(cpu(baseline)) (client / WuKong / RongCloud)", key: "baseline_cpu_ms_per_msg",
+                   .object(["client": .double(baseline.cpuMs.own), "wukong": .double(baseline.cpuMs.wk), "rongcloud": .double(baseline.cpuMs.rc)]))
         result.add("bridge / baseline", "\(fmt(ratio * 100, 1)) %", key: "ratio_to_baseline", .double(ratio))
         result.add("bridge at \(fmt(rate)) msg/s offered", "\(fmt(rated.perSecond)) msg/s achieved", key: "rated_msgs_per_s", .double(rated.perSecond))
         result.json["offered_rate"] = .double(rate)

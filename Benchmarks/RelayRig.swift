@@ -21,7 +21,7 @@ final class RelayRig: @unchecked Sendable {
 
         """
 
-    init(notifyIntervalMs: Int) async throws {
+    init(notifyIntervalMs: Int, routeEchoes: Bool = true) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         listener = BridgeListener(host: "127.0.0.1", port: 0)
@@ -29,7 +29,10 @@ final class RelayRig: @unchecked Sendable {
         wk = try SandboxProcess(vendor: "wukong", callbackURL: listener.callbackURL(for: "wk"),
                                 options: ["webhook_secret": BridgeLab.webhookSecret, "notify_interval_ms": "\(notifyIntervalMs)",
                                           "retry_base_ms": "50"])
-        rc = try SandboxProcess(vendor: "rongcloud", callbackURL: listener.callbackURL(for: "rc"))
+        // RongCloud routes every message the bridge publishes back to the bridge (an echo it records
+        // and drops), as in a two-way deployment; `--no-echo` turns the routing off to show its cost.
+        rc = try SandboxProcess(vendor: "rongcloud", callbackURL: listener.callbackURL(for: "rc"),
+                                options: ["route_server_messages": routeEchoes ? "true" : "false"])
         let yaml = """
             store: \(directory)/bridge.sqlite
             listen: 127.0.0.1:\(listener.port ?? 0)

@@ -69,3 +69,12 @@ func fmt(_ value: Double, _ digits: Int = 0) -> String { String(format: "%.\(dig
 func wallMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 func wallMicros() -> Int64 { Int64(Date().timeIntervalSince1970 * 1_000_000) }
 func monotonicSeconds() -> Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
+
+/// CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat.
+func cpuSeconds(pid: Int32? = nil) -> Double {
+    let path = pid.map { "/proc/\($0)/stat" } ?? "/proc/self/stat"
+    guard let text = try? String(contentsOfFile: path, encoding: .utf8), let close = text.lastIndex(of: ")") else { return 0 }
+    let fields = text[text.index(after: close)...].split(separator: " ")
+    guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+    return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+}

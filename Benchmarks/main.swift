@@ -5,7 +5,7 @@ import Foundation
 let usage = """
     usage: imbridge-bench <relay|relay-many|migrate|codec|memory|all>… [--json]
            [--messages N] [--rate R] [--rate-messages N] [--concurrency C] [--conversations K]
-           [--notify-interval-ms MS] [--codec-seconds S] [--page-size P]
+           [--notify-interval-ms MS] [--no-echo] [--codec-seconds S] [--page-size P]
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -22,6 +22,8 @@ while index < arguments.count {
     let argument = arguments[index]
     if argument == "--json" {
         json = true
+    } else if argument == "--no-echo" {
+        flags["no-echo"] = "1"
     } else if argument.hasPrefix("--"), index + 1 < arguments.count {
         flags[String(argument.dropFirst(2))] = arguments[index + 1]
         index += 1
@@ -53,11 +55,11 @@ for scenario in scenarios {
             result = CodecBench(seconds: double("codec-seconds", 1)).run()
         case "relay":
             result = try await RelayBench(messages: int("messages", 20_000), conversations: int("conversations", 10), concurrency: concurrency,
-                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000))
+                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000), routeEchoes: options["no-echo"] == nil)
                 .run(name: "relay")
         case "relay-many":
             result = try await RelayBench(messages: int("messages", 20_000), conversations: int("conversations", 1000), concurrency: concurrency,
-                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000))
+                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000), routeEchoes: options["no-echo"] == nil)
                 .run(name: "relay-many")
         case "migrate":
             result = try await MigrateBench(messages: int("messages", 100_000), concurrency: concurrency, pageSize: int("page-size", 100)).run()

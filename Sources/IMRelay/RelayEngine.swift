@@ -38,6 +38,7 @@ public actor RelayEngine {
     private var pumps: [Task<Void, Never>] = []
     private var scheduler: Task<Void, Never>?
     private var stopping = false
+    private var lastDepthGaugeMs: Int64 = .min / 2
     nonisolated let provisioned = Mutex<Set<String>>([])
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
@@ -205,10 +206,16 @@ public actor RelayEngine {
                 let lane = entry.lane
                 laneTasks[lane] = Task { [weak self] in await self?.runLane(lane) }
             }
-            if let depths = try? store.read({ try $0.laneDepths() }) {
+            // The depth gauge scans every pending entry: refresh it at most once a second, not on
+            // every doorbell (under a backlog the bell rings for every callback batch).
+            if now - lastDepthGaugeMs >= 1000, let depths = try? store.read({ try $0.laneDepths() }) {
                 metrics.setGauge("imbridge_lane_depth", depths.mapValues(Double.init), label: "lane")
+                lastDepthGaugeMs = now
             }
-            let next = (try? store.read { try $0.nextWakeUp() }) ?? nil
+            // Only heads waiting for a later time set the timer: a due head is running (its lane rings
+            // the bell when it finishes) or waits for a free lane slot (a finishing lane rings too).
+            // Counting due heads here made the loop rescan the outbox every 5 ms under load.
+            let next = (try? store.read { try $0.nextWakeUp(after: clock.nowMs()) }) ?? nil
             let waitMs = next.map { max(5, min(1000, $0 - clock.nowMs())) } ?? 1000
             let sleeper = Task { [doorbell] in
                 try? await Task.sleep(nanoseconds: UInt64(waitMs) * 1_000_000)

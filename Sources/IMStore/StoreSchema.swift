@@ -50,6 +50,12 @@ enum StoreSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // `isBridgeCreated` runs for every inbound message inside the ingest transaction; without an
+        // index on the target side it scanned the whole id map (two rows per relayed message) while
+        // holding the writer, so relaying slowed down as history grew.
+        migrator.registerMigration("v2-id-map-target-index") { db in
+            try db.execute(sql: "CREATE INDEX id_map_bridge_created ON id_map (to_backend, to_message) WHERE bridge_created = 1")
+        }
         return migrator
     }
 }

@@ -78,7 +78,7 @@ public struct StoreTransaction {
     public func dueLanes(at now: Int64, limit: Int = 10_000) throws -> [OutboxEntry] {
         try Row.fetchAll(db, sql: """
             SELECT o.* FROM outbox o
-            JOIN (SELECT lane, MIN(id) AS head FROM outbox WHERE state = 'pending' GROUP BY lane) h ON o.id = h.head
+            JOIN (\(Self.laneHeads)) h ON o.id = h.head
             WHERE o.next_attempt_at <= ?
             ORDER BY o.id LIMIT ?
             """, arguments: [now, limit]).compactMap(Self.entry)
@@ -88,13 +88,27 @@ public struct StoreTransaction {
     public func nextWakeUp() throws -> Int64? {
         try Int64.fetchOne(db, sql: """
             SELECT MIN(o.next_attempt_at) FROM outbox o
-            JOIN (SELECT lane, MIN(id) AS head FROM outbox WHERE state = 'pending' GROUP BY lane) h ON o.id = h.head
+            JOIN (\(Self.laneHeads)) h ON o.id = h.head
             """)
     }
 
-    /// The first pending entry of a lane.
+    /// The earliest time after `now` a lane head becomes due (nil when no head waits for a later time).
+    /// Heads due already are not counted: the scheduler is woken when the lane running them finishes.
+    public func nextWakeUp(after now: Int64) throws -> Int64? {
+        try Int64.fetchOne(db, sql: """
+            SELECT MIN(o.next_attempt_at) FROM outbox o
+            JOIN (\(Self.laneHeads)) h ON o.id = h.head
+            WHERE o.next_attempt_at > ?
+            """, arguments: [now])
+    }
+
+    /// Each lane's head id. `INDEXED BY` the partial (lane, id) index: without statistics SQLite picks
+    /// `outbox_state` and sorts every pending row into a temporary B-tree instead.
+    static let laneHeads = "SELECT lane, MIN(id) AS head FROM outbox INDEXED BY outbox_pending WHERE state = 'pending' GROUP BY lane"
+
+    /// The first pending entry of a lane (an index search on (lane, id), whatever else is pending).
     public func head(of lane: LaneKey) throws -> OutboxEntry? {
-        try Row.fetchOne(db, sql: "SELECT * FROM outbox WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1",
+        try Row.fetchOne(db, sql: "SELECT * FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1",
                          arguments: [lane.description]).flatMap(Self.entry)
     }
 
@@ -144,7 +158,7 @@ public struct StoreTransaction {
     /// Pending entries per lane.
     public func laneDepths() throws -> [String: Int] {
         var depths: [String: Int] = [:]
-        for row in try Row.fetchAll(db, sql: "SELECT lane, COUNT(*) AS n FROM outbox WHERE state = 'pending' GROUP BY lane") {
+        for row in try Row.fetchAll(db, sql: "SELECT lane, COUNT(*) AS n FROM outbox INDEXED BY outbox_pending WHERE state = 'pending' GROUP BY lane") {
             depths[row["lane"]] = row["n"]
         }
         return depths

@@ -16,7 +16,7 @@ import Testing
         let reopened = try BridgeStore(path: path)
         #expect(try !reopened.transaction { try $0.recordEvent("wk", "msg:1", kind: "message", at: 3) })
         #expect(try reopened.read { try $0.ledgerCount() } == 2)
-        #expect(try reopened.schemaVersion() == 1)
+        #expect(try reopened.schemaVersion() == 2)
     }
 
     @Test func aFailedTransactionLeavesNothing() throws {
@@ -50,11 +50,13 @@ import Testing
         due = try store.read { try $0.dueLanes(at: 10) }
         #expect(due.map(\.id) == [ids[1], ids[3]], "lane a waits, its second entry does not overtake")
         #expect(try store.read { try $0.nextWakeUp() } == 0)
+        #expect(try store.read { try $0.nextWakeUp(after: 10) } == 100, "due heads do not set the timer, the waiting one does")
         try store.transaction { tx in
             try tx.complete(ids[1], at: 11)
             try tx.complete(ids[3], at: 11)
         }
         #expect(try store.read { try $0.nextWakeUp() } == 100)
+        #expect(try store.read { try $0.nextWakeUp(after: 100) } == nil)
         due = try store.read { try $0.dueLanes(at: 100) }
         #expect(due.map(\.id) == [ids[0]] && due[0].attempts == 1 && due[0].lastError == "429")
         #expect(try store.read { try $0.laneDepths() } == ["rc/group:a": 2])

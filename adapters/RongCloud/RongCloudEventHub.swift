@@ -9,14 +9,16 @@ import Synchronization
 final class RongCloudEventHub: Sendable {
     private struct State {
         var subscribers: [UUID: AsyncStream<IMEvent>.Continuation] = [:]
-        var seen: Set<EventID> = []
-        var order: [EventID] = []
+        var seen: RecentSet<EventID>
     }
 
-    private let state = Mutex(State())
+    private let state: Mutex<State>
     let memory: Int
 
-    init(memory: Int = 10_000) { self.memory = memory }
+    init(memory: Int = 10_000) {
+        self.memory = memory
+        state = Mutex(State(seen: RecentSet(capacity: memory)))
+    }
 
     func subscribe() -> AsyncStream<IMEvent> {
         let (stream, continuation) = AsyncStream<IMEvent>.makeStream(bufferingPolicy: .unbounded)
@@ -31,10 +33,6 @@ final class RongCloudEventHub: Sendable {
     func publish(_ events: [IMEvent]) {
         state.withLock { state in
             for event in events where state.seen.insert(event.eventID).inserted {
-                state.order.append(event.eventID)
-                if state.order.count > memory {
-                    state.seen.remove(state.order.removeFirst())
-                }
                 for continuation in state.subscribers.values { continuation.yield(event) }
             }
         }

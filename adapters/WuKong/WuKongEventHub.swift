@@ -8,15 +8,13 @@ final class WuKongEventHub: Sendable {
     private struct State {
         var subscribers: [Int: AsyncStream<IMEvent>.Continuation] = [:]
         var next = 0
-        var recent: Set<EventID> = []
-        var order: [EventID] = []
+        var recent: RecentSet<EventID>
     }
 
-    private let state = Mutex(State())
-    private let memory: Int
+    private let state: Mutex<State>
 
     init(memory: Int = 10_000) {
-        self.memory = memory
+        state = Mutex(State(recent: RecentSet(capacity: memory)))
     }
 
     func subscribe() -> AsyncStream<IMEvent> {
@@ -38,8 +36,6 @@ final class WuKongEventHub: Sendable {
         state.withLock { state in
             var fresh = 0
             for event in events where state.recent.insert(event.eventID).inserted {
-                state.order.append(event.eventID)
-                if state.order.count > memory { state.recent.remove(state.order.removeFirst()) }
                 fresh += 1
                 for subscriber in state.subscribers.values { subscriber.yield(event) }
             }
