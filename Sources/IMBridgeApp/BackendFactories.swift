@@ -10,6 +10,11 @@ import WuKong
 public struct BackendContext: Sendable {
     public var store: BridgeStore
     public var registry: ContentRegistry
+
+    public init(store: BridgeStore, registry: ContentRegistry) {
+        self.store = store
+        self.registry = registry
+    }
 }
 
 /// Builds configured backends by adapter name. Each adapter adds its entry; `imbridge check` uses the

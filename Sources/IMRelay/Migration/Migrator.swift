@@ -58,6 +58,8 @@ public actor Migrator {
     let limiter: RateLimiter?
     let clock: any IMClock
     let progress: @Sendable (MigrationProgress) -> Void
+    /// Senders already created on the target in this run (one `ensureUser` call each, not one per message).
+    var ensuredUsers: Set<UserID> = []
 
     public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
                 sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
@@ -92,6 +94,7 @@ public actor Migrator {
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
         let translator = Translator(capabilities: target.capabilities, sourceCapabilities: source.capabilities)
         var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
+        var pending = try PendingSends(store: store, name: checkpoint + ":pending")
         let started = Date()
         var done = 0
         pages: while true {
@@ -104,7 +107,7 @@ public actor Migrator {
                     continue
                 }
                 if let until = plan.untilMs, message.sentAt > until { break pages }
-                await copy(message, leg: leg, translator: translator, plan: plan, into: &result)
+                await copy(message, leg: leg, translator: translator, plan: plan, pending: &pending, into: &result)
             }
             progress(MigrationProgress(conversation: "\(from)", done: done, total: nil, startedAt: started))
             guard page.hasNewer, let next = page.newerCursor else { break }
@@ -117,10 +120,16 @@ public actor Migrator {
         return result
     }
 
-    func copy(_ message: Message, leg: RouteLeg, translator: Translator, plan: MigrationPlan,
+    func copy(_ message: Message, leg: RouteLeg, translator: Translator, plan: MigrationPlan, pending: inout PendingSends,
               into result: inout MigrationReport.Conversation) async {
         do {
-            if try store.read({ try $0.mapped(message.id, from: plan.source, to: plan.target) }) != nil {
+            if let mapping = try store.read({ try $0.mapped(message.id, from: plan.source, to: plan.target) }) {
+                // A run that stopped between the copy's id map and its recall finishes the recall now.
+                if !plan.dryRun, pending.attempt(of: Self.recallKey(message.id)) != nil, let recaller = target as? any Recalling {
+                    let by = leg.targetUser(message.sender)
+                    try await withRetry { try await recaller.recall(mapping.toMessage, in: leg.targetConversation, by: by) }
+                    try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
+                }
                 result.counts.skipped["already_copied", default: 0] += 1
                 return
             }
@@ -145,14 +154,21 @@ public actor Migrator {
                 tally(message, converted: converted, fellBack: fellBack, into: &result)
                 return
             }
-            let sent = try await deliver(outgoing, to: leg.targetConversation)
+            // Recorded before the send: if the process dies between the target's accept and the id map, the
+            // rerun looks for this message on the target instead of sending it again.
+            let earlierAttempt = pending.attempt(of: message.id)
+            if earlierAttempt == nil { try pending.add(message.id, at: clock.nowMs()) }
+            let sent = try await deliver(outgoing, to: leg.targetConversation, earlierAttemptAt: earlierAttempt)
             try store.transaction { tx in
                 try tx.map(source: (plan.source, message.id, message.conversation), target: (plan.target, sent.id, sent.conversation),
                            at: clock.nowMs())
+                try pending.remove(message.id, in: tx, at: clock.nowMs())
+                if recallNatively { try pending.add(Self.recallKey(message.id), in: tx, at: clock.nowMs()) }
             }
             if recallNatively, let recaller = target as? any Recalling {
                 let sender = outgoing.sender
                 try await withRetry { try await recaller.recall(sent.id, in: sent.conversation, by: sender) }
+                try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
             }
             tally(message, converted: converted, fellBack: fellBack, into: &result)
         } catch {
@@ -173,20 +189,47 @@ public actor Migrator {
         result.counts.byKind[message.currentContent.kind.rawValue, default: 0] += 1
     }
 
-    /// Sends once: asks the target first when an earlier attempt may have got through.
-    func deliver(_ outgoing: OutgoingMessage, to conversation: ConversationRef) async throws -> Message {
+    /// Sends once: when an earlier attempt (at `earlierAttemptAt`) may have got through, finds it on the
+    /// target first — by client id where the target can look one up, else among its newest messages.
+    func deliver(_ outgoing: OutgoingMessage, to conversation: ConversationRef, earlierAttemptAt: Int64?) async throws -> Message {
         let sender = outgoing.sender
-        if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID,
-           let existing = try await lookup.message(withClientID: id, in: conversation) {
+        if let earlierAttemptAt, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: earlierAttemptAt) {
             return existing
         }
-        if let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative {
+        if !ensuredUsers.contains(sender), let provisioning = target as? any UserProvisioning,
+           target.capabilities.support(.userProvisioning).isNative {
             try await withRetry { try await provisioning.ensureUser(UserProfile(id: sender, name: sender.rawValue)) }
+            ensuredUsers.insert(sender)
         }
         return try await withRetry {
             await self.limiter?.acquire()
             return try await self.target.send(outgoing)
         }
+    }
+
+    /// The copy an earlier attempt left on the target without an id-map row, if any: looked up by client id
+    /// where the target can; else the newest message among the target's last 50 that carries our client
+    /// id, or (target without client ids) has the same sender, kind and digest, was stored after the attempt
+    /// started (5 s skew allowed) and is no other message's copy.
+    func findEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
+        if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
+            return try await withRetry { try await lookup.message(withClientID: id, in: conversation) }
+        }
+        let page = try await withRetry {
+            try await self.target.history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 50))
+        }
+        let targetID = target.id
+        for candidate in page.messages.reversed() {
+            if let id = candidate.clientMessageID, let ours = outgoing.clientMessageID {
+                if id == ours { return candidate }
+                continue
+            }
+            guard candidate.sender == outgoing.sender, candidate.sentAt >= attemptAt - 5_000,
+                  candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
+                  try !store.read({ try $0.isBridgeCreated(candidate.id, on: targetID) }) else { continue }
+            return candidate
+        }
+        return nil
     }
 
     func withRetry<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
@@ -201,6 +244,9 @@ public actor Migrator {
             }
         }
     }
+
+    /// The pending entry of a copy whose recall is still to be made.
+    static func recallKey(_ message: MessageID) -> MessageID { MessageID("recall:\(message.rawValue)") }
 
     /// FNV-1a, 64-bit, as hex: a stable client id from a source message id.
     static func stableHash(_ text: String) -> String {
