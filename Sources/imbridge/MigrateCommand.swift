@@ -29,7 +29,7 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bridge = try await Bridge.open(configPath: config)
+        let bridge = try await Bridge.open(configPath: config, requireRoutes: false)
         guard let source = bridge.backends.first(where: { $0.id.rawValue == from }) else { throw ValidationError("--from: no backend '\(from)' in \(config)") }
         guard let target = bridge.backends.first(where: { $0.id.rawValue == to }) else { throw ValidationError("--to: no backend '\(to)' in \(config)") }
         var pairs: [(ConversationRef, ConversationRef)] = []

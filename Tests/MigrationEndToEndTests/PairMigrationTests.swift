@@ -71,9 +71,12 @@ enum Expectation {
             let sender = source == "jm" ? MigrationLab.jmSender(want) ?? want.from : want.from
             check(got.from == sender, "sender \(sender), got \(got.from)")
         }
-        // A recall travels as the target's recall (all four can recall a message just sent).
-        check(got.recalled == want.recalled, "recalled \(want.recalled), got \(got.recalled)")
-        if want.recalled { return problems }
+        // A recall travels as the target's recall (all four can recall a message just sent). JMessage's report
+        // v2 does not mark retracts: a fresh process reads a retracted message as a live one, and it is copied
+        // as such (docs/migration.md, honest limits).
+        let readAsRecalled = want.recalled && source != "jm"
+        check(got.recalled == readAsRecalled, "recalled \(readAsRecalled), got \(got.recalled)")
+        if readAsRecalled { return problems }
         switch want.kind {
         case "text":
             check(got.kind == "text", "kind text, got \(got.kind)")
