@@ -193,6 +193,7 @@ public actor Migrator {
     /// target first — by client id where the target can look one up, else among its newest messages.
     func deliver(_ outgoing: OutgoingMessage, to conversation: ConversationRef, earlierAttemptAt: Int64?) async throws -> Message {
         let sender = outgoing.sender
+        let startedAt = earlierAttemptAt ?? clock.nowMs()
         if let earlierAttemptAt, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: earlierAttemptAt) {
             return existing
         }
@@ -201,9 +202,21 @@ public actor Migrator {
             try await withRetry { try await provisioning.ensureUser(UserProfile(id: sender, name: sender.rawValue)) }
             ensuredUsers.insert(sender)
         }
-        return try await withRetry {
-            await self.limiter?.acquire()
-            return try await self.target.send(outgoing)
+        // A retryable failure may still have committed on the vendor's side (a timeout, a reset after the
+        // accept): look for that copy before each retry, so a retry never writes a second one.
+        var attempt = 0
+        while true {
+            if attempt > 0, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: startedAt) {
+                return existing
+            }
+            do {
+                await limiter?.acquire()
+                return try await target.send(outgoing)
+            } catch let error as IMError where error.isRetryable && attempt < 50 {
+                let delay = retry.delayMs(attempt: attempt, retryAfterMs: error.retryAfterMs)
+                attempt += 1
+                try await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000)
+            }
         }
     }
 
