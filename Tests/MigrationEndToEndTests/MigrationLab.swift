@@ -73,6 +73,27 @@ final class MigrationLab: Sendable {
         }
     }
 
+    /// The `imbridge_origin` object anywhere in a stored vendor object: nested objects, JSON held in strings
+    /// (RongCloud content, NIM ext) and base64 JSON (WuKong payload).
+    static func origin(in value: JSONValue) -> JSONValue? {
+        switch value {
+        case .object(let object):
+            if let origin = object[OutgoingMessage.originKey] { return origin }
+            for nested in object.values { if let found = origin(in: nested) { return found } }
+        case .array(let items):
+            for nested in items { if let found = origin(in: nested) { return found } }
+        case .string(let text) where text.contains(OutgoingMessage.originKey):
+            if let parsed = try? JSONValue.parse(text) { return origin(in: parsed) }
+        case .string(let text) where text.count > 16:
+            if let data = Data(base64Encoded: text), let parsed = try? JSONValue.parse(data), parsed.objectValue != nil {
+                return origin(in: parsed)
+            }
+        default:
+            break
+        }
+        return nil
+    }
+
     static func jmSender(_ record: SandboxMessageRecord) -> String? {
         record.raw["msg_body"]?["extras"]?["imbridge_sender"]?.stringValue
     }

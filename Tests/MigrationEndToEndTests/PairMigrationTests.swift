@@ -71,6 +71,15 @@ enum Expectation {
             let sender = source == "jm" ? MigrationLab.jmSender(want) ?? want.from : want.from
             check(got.from == sender, "sender \(sender), got \(got.from)")
         }
+        // The original id, sender and time travel in the target's extension field.
+        let origin = MigrationLab.origin(in: got.raw)
+        check(origin?["backend"]?.stringValue == source.rawValue && origin?["id"]?.stringValue == want.id
+              && origin?["sent_at"]?.int64Value != nil && origin?["sender"]?.stringValue != nil,
+              "imbridge_origin names \(source):\(want.id): \(origin?.jsonString() ?? "none in \(got.raw.jsonString())")")
+        // Expansion values a target cannot hold travel there too.
+        if !["wk", "rc"].contains(target.rawValue) && !want.expansion.isEmpty {
+            check(origin?["expansion"]?.objectValue == want.expansion.mapValues { .string($0) }, "expansion in the origin")
+        }
         // A recall travels as the target's recall (all four can recall a message just sent). JMessage's report
         // v2 does not mark retracts: a fresh process reads a retracted message as a live one, and it is copied
         // as such (docs/migration.md, honest limits).

@@ -137,6 +137,13 @@ public actor Migrator {
             var outgoing = translator.outgoing(for: message, leg: leg, planned: &planned)
             outgoing.options = .silent
             outgoing.vendorExtras["imbridge_source_id"] = .string(message.id.rawValue)
+            // Original id, sender, time (and expansion values the target cannot hold) in the target's extension field.
+            var origin: [String: JSONValue] = ["backend": .string(plan.source.rawValue), "id": .string(message.id.rawValue),
+                                               "sender": .string(message.sender.rawValue), "sent_at": .int(message.sentAt)]
+            if outgoing.expansion == nil, let values = message.expansion?.values, !values.isEmpty {
+                origin["expansion"] = .object(values.mapValues { .string($0) })
+            }
+            outgoing.vendorExtras[OutgoingMessage.originKey] = .object(origin)
             outgoing.clientMessageID = ClientMessageID("imm-\(Self.stableHash("\(plan.source)/\(message.id)"))")
             var fellBack = !planned.fallbacks.isEmpty && planned.fallbacks.contains { $0.policy == .notice }
             let recallNatively = message.isRecalled && target.capabilities.support(.recall).isNative && target is any Recalling
