@@ -64,6 +64,8 @@ import Testing
         #expect(report.total.fellBack >= 1 || report.total.converted >= 1, "JMessage has no card: the dry run says it converts")
         #expect(report.total.byKind["card"] == 1 && report.total.byKind["location"] == 1)
         #expect(run.log.contains("dry run"))
+        let json = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reportPath)))
+        #expect(json["dry_run"] == true && json["total"]?["by_kind"]?["text"] != nil, "the JSON has the total: \(json.jsonString())")
         await lab.stop()
     }
 }
