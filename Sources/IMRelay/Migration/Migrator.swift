@@ -82,8 +82,15 @@ public actor Migrator {
         return report
     }
 
+    /// One checkpoint per conversation pair and time window: a run limited by `--since`/`--until` moves
+    /// its own checkpoint, so a later run with another window (or none) still reads the messages the first
+    /// one skipped (the id map keeps it from writing any message twice).
     static func checkpointName(_ plan: MigrationPlan, _ from: ConversationRef, _ to: ConversationRef) -> String {
-        "migrate:\(plan.source):\(from)->\(plan.target):\(to)"
+        var name = "migrate:\(plan.source):\(from)->\(plan.target):\(to)"
+        if plan.sinceMs != nil || plan.untilMs != nil {
+            name += "@\(plan.sinceMs.map { String($0) } ?? "")..\(plan.untilMs.map { String($0) } ?? "")"
+        }
+        return name
     }
 
     func migrate(_ from: ConversationRef, _ to: ConversationRef, _ plan: MigrationPlan) async throws -> MigrationReport.Conversation {
