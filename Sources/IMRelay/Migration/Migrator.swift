@@ -134,7 +134,7 @@ public actor Migrator {
                 // A run that stopped between the copy's id map and its recall finishes the recall now.
                 if !plan.dryRun, pending.attempt(of: Self.recallKey(message.id)) != nil, let recaller = target as? any Recalling {
                     let by = leg.targetUser(message.sender)
-                    try await withRetry { try await recaller.recall(mapping.toMessage, in: leg.targetConversation, by: by) }
+                    try await onTarget { try await recaller.recall(mapping.toMessage, in: leg.targetConversation, by: by) }
                     try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
                 }
                 result.counts.skipped["already_copied", default: 0] += 1
@@ -181,7 +181,7 @@ public actor Migrator {
             }
             if recallNatively, let recaller = target as? any Recalling {
                 let sender = outgoing.sender
-                try await withRetry { try await recaller.recall(sent.id, in: sent.conversation, by: sender) }
+                try await onTarget { try await recaller.recall(sent.id, in: sent.conversation, by: sender) }
                 try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
             }
             tally(message, converted: converted, fellBack: fellBack, into: &result)
@@ -213,7 +213,7 @@ public actor Migrator {
         }
         if !ensuredUsers.contains(sender), let provisioning = target as? any UserProvisioning,
            target.capabilities.support(.userProvisioning).isNative {
-            try await withRetry { try await provisioning.ensureUser(UserProfile(id: sender, name: sender.rawValue)) }
+            try await onTarget { try await provisioning.ensureUser(UserProfile(id: sender, name: sender.rawValue)) }
             ensuredUsers.insert(sender)
         }
         // A retryable failure may still have committed on the vendor's side (a timeout, a reset after the
@@ -240,9 +240,9 @@ public actor Migrator {
     /// started (5 s skew allowed) and is no other message's copy.
     func findEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
         if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
-            return try await withRetry { try await lookup.message(withClientID: id, in: conversation) }
+            return try await onTarget { try await lookup.message(withClientID: id, in: conversation) }
         }
-        let page = try await withRetry {
+        let page = try await onTarget {
             try await self.target.history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 50))
         }
         let targetID = target.id
@@ -257,6 +257,16 @@ public actor Migrator {
             return candidate
         }
         return nil
+    }
+
+    /// A call to the target other than a send (recall, user, lookup), paced like the sends: some vendors'
+    /// limits count every API call (JMessage's 600/min).
+    func onTarget<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        let limiter = self.limiter
+        return try await withRetry {
+            await limiter?.acquire()
+            return try await body()
+        }
     }
 
     func withRetry<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
