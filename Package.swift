@@ -69,6 +69,7 @@ let package = Package(
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "imbridge"]),
         // adapter test targets here
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),

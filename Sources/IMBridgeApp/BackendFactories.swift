@@ -10,10 +10,13 @@ import WuKong
 public struct BackendContext: Sendable {
     public var store: BridgeStore
     public var registry: ContentRegistry
+    /// True for `imbridge check`: build and validate, but contact no vendor.
+    public var validateOnly: Bool
 
-    public init(store: BridgeStore, registry: ContentRegistry) {
+    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false) {
         self.store = store
         self.registry = registry
+        self.validateOnly = validateOnly
     }
 }
 
