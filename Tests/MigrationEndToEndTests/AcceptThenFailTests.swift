@@ -42,7 +42,7 @@ final class AcceptThenFail: IMBackend, Recalling, UserProvisioning {
         let lab = try await MigrationLab()
         let seed = Seed(source: source)
         try await lab.provision([seed.a, seed.b])
-        try await seed.write(through: try await lab.backend(source, store: try lab.newStore()))
+        try await lab.write(seed, on: source)
         let expected = Expectation.expected(from: try await lab.records(source, between: (seed.a, seed.b)), source: source)
         let store = try lab.newStore()
         let plan = MigrationPlan(source: source, target: target, conversations: [(seed.conversation, seed.conversation)],

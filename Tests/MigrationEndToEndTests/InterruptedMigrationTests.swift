@@ -16,7 +16,7 @@ import Testing
         let seed = Seed(source: source)
         let puppets = [UserID("\(source)_\(seed.a)"), UserID("\(source)_\(seed.b)")]
         try await lab.provision([seed.a, seed.b] + puppets)
-        try await seed.write(through: try await lab.backend(source, store: try lab.newStore()))
+        try await lab.write(seed, on: source)
         let sourceRecords = Expectation.expected(from: try await lab.records(source, between: (seed.a, seed.b)), source: source)
         // Senders become puppets `<source>_<user>` (the default user mode), so the direct conversation is renamed.
         let renamed = ConversationRef.direct(puppets[0], puppets[1])

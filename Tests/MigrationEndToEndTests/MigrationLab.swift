@@ -17,13 +17,47 @@ final class MigrationLab: Sendable {
     let sink: HTTPServer
 
     init(options: [BackendID: [String: String]] = [:]) async throws {
-        let sink = HTTPServer { _ in HTTPResponseData(status: 200, headers: [("Content-Type", "application/json")], body: Array("{}".utf8)) }
+        let sink = HTTPServer { request in
+            if request.method == "GET" && request.path.hasPrefix("/media/") {
+                return HTTPResponseData(status: 200, headers: [("Content-Type", "image/png")], body: Array(Self.pixel))
+            }
+            return HTTPResponseData(status: 200, headers: [("Content-Type", "application/json")], body: Array("{}".utf8))
+        }
         _ = try await sink.start()
         self.sink = sink
         lab = try await BridgeLab(members: Self.vendors.map { entry in
             BridgeLab.Member(entry.name, entry.vendor, options: options[entry.name] ?? [:],
                              settings: entry.vendor == "jmessage" ? ["admin": Self.jmAdmin.rawValue, "admin_password": "lab-admin-pass", "poll_interval_ms": "0"] : [:])
         }, callbackBase: sink.baseURL)
+    }
+
+    /// A 1×1 PNG, served by the sink at `/media/…` (an image hosted elsewhere) and written to `pixelPath`.
+    static let pixel = Data(base64Encoded: "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")!
+
+    var imageURL: String { sink.baseURL + "/media/pixel.png" }
+    var sinkHost: String { sink.baseURL.replacingOccurrences(of: "http://", with: "") }
+
+    /// An image a user sends on `backend`: uploaded to the vendor where it stores files, else a link.
+    func image(for backend: any IMBackend) async throws -> MediaAttachment {
+        if let uploader = backend as? any MediaTransferring, backend.capabilities.support(.media).isNative {
+            let path = "\(lab.directory)/pixel-\(UUID().uuidString).png"
+            try Self.pixel.write(to: URL(fileURLWithPath: path))
+            var local = MediaAttachment.local(path, mimeType: "image/png", size: Int64(Self.pixel.count))
+            local.fileName = "pixel.png"
+            local.width = 1
+            local.height = 1
+            return try await uploader.upload(local)
+        }
+        var remote = MediaAttachment.remote(imageURL, mimeType: "image/png", size: Int64(Self.pixel.count))
+        remote.width = 1
+        remote.height = 1
+        return remote
+    }
+
+    /// Writes the seeded conversation on one sandbox through a backend of its own.
+    func write(_ seed: Seed, on name: BackendID) async throws {
+        let backend = try await backend(name, store: try newStore())
+        try await seed.write(through: backend, image: try await image(for: backend))
     }
 
     func stop() async {

@@ -15,8 +15,7 @@ import Testing
         defer { Task { await lab.stop() } }
         let seed = Seed(source: source)
         try await lab.provision([seed.a, seed.b])
-        let seedStore = try lab.newStore()
-        try await seed.write(through: try await lab.backend(source, store: seedStore))
+        try await lab.write(seed, on: source)
         let sourceRecords = try await lab.records(source, between: (seed.a, seed.b))
         #expect(sourceRecords.count == 12, "the seeded conversation as the source stores it")
 
@@ -33,7 +32,7 @@ import Testing
             #expect(report.total.sentTotal == expected.count, "\(source)→\(target): \(report.summary)")
             #expect(targetRecords.count == expected.count, "\(source)→\(target): one target message per readable source message")
             for (want, got) in zip(expected, targetRecords) {
-                for problem in Expectation.compare(want, got, source: source, target: target) {
+                for problem in Expectation.compare(want, got, source: source, target: target, foreignHost: lab.sinkHost) {
                     Issue.record("\(source)→\(target) '\(want.text)': \(problem)")
                 }
             }
@@ -58,7 +57,10 @@ enum Expectation {
         records.filter { !(source == "nim" && $0.recalled) }
     }
 
-    static func compare(_ want: SandboxMessageRecord, _ got: SandboxMessageRecord, source: BackendID, target: BackendID) -> [String] {
+    /// `foreignHost`: where images hosted outside the vendors live (the lab's sink); NIM and JMessage store
+    /// files, so their copies must point at their own storage (media rehost), not there.
+    static func compare(_ want: SandboxMessageRecord, _ got: SandboxMessageRecord, source: BackendID, target: BackendID,
+                        foreignHost: String) -> [String] {
         var problems: [String] = []
         func check(_ ok: Bool, _ text: @autoclosure () -> String) { if !ok { problems.append(text()) } }
         // Senders: the same user ids (puppet prefix ""); JMessage sends as its admin, the user travels in extras.
@@ -91,6 +93,11 @@ enum Expectation {
             check(got.kind == "text", "kind text, got \(got.kind)")
             check(got.text == want.text, "text '\(want.text)', got '\(got.text)'")
             if want.edited { check(got.text == Seed.editedAfter, "an edit travels as the latest content") }
+        case "image":
+            check(got.kind == "image", "kind image, got \(got.kind) '\(got.text)'")
+            if ["nim", "jm"].contains(target.rawValue) {
+                check(!got.raw.jsonString().contains(foreignHost), "the image was re-hosted on \(target): \(got.raw.jsonString())")
+            }
         case "location":
             check(got.kind == "location", "kind location, got \(got.kind)")
         case "card":

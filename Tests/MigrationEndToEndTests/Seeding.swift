@@ -22,7 +22,7 @@ struct Seed {
 
     /// Sends the conversation; returns the ids sent in order.
     @discardableResult
-    func write(through backend: any IMBackend) async throws -> [Message] {
+    func write(through backend: any IMBackend, image: MediaAttachment) async throws -> [Message] {
         let c = conversation
         func send(_ sender: UserID, _ content: MessageContent, expansion: [String: String]? = nil) async throws -> Message {
             try await backend.send(OutgoingMessage(conversation: c, sender: sender, content: content, expansion: expansion))
@@ -40,7 +40,9 @@ struct Seed {
         } else {
             sent.append(try await send(a, .text("7 \(backend.capabilities.vendor) has no card kind")))
         }
-        for n in 8...12 { sent.append(try await send(n.isMultiple(of: 2) ? b : a, .text("\(n) text number \(n)"))) }
+        sent.append(try await send(b, .text("8 text number 8")))
+        sent.append(try await send(a, .image(ImageContent(image))))
+        for n in 10...12 { sent.append(try await send(n.isMultiple(of: 2) ? b : a, .text("\(n) text number \(n)"))) }
         if let recalling = backend as? any Recalling { try await recalling.recall(sent[3].id, in: c, by: b) }
         if let editing = backend as? any Editing, backend.capabilities.support(.edit).isNative {
             try await editing.edit(sent[4].id, in: c, by: a, content: .text(Self.editedAfter))

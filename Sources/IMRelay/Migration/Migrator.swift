@@ -14,9 +14,13 @@ public struct MigrationPlan: Sendable {
     /// How senders appear on the target (the route's user mode).
     public var users: UserMode
     public var pageSize: Int
+    /// `.rehost` (default): attachments are fetched from the source and uploaded to a target that stores
+    /// files, so the copies outlive the source account; `.link` keeps the source's URLs.
+    public var media: Route.Media
 
     public init(source: BackendID, target: BackendID, conversations: [(ConversationRef, ConversationRef)], sinceMs: Int64? = nil,
-                untilMs: Int64? = nil, dryRun: Bool = false, users: UserMode? = nil, pageSize: Int = 100) {
+                untilMs: Int64? = nil, dryRun: Bool = false, users: UserMode? = nil, pageSize: Int = 100, media: Route.Media = .rehost) {
+        self.media = media
         self.source = source
         self.target = target
         self.conversations = conversations
@@ -167,6 +171,10 @@ public actor Migrator {
             if plan.dryRun {
                 tally(message, converted: converted, fellBack: fellBack, into: &result)
                 return
+            }
+            if plan.media == .rehost, !outgoing.content.attachments.isEmpty {
+                let content = outgoing.content
+                outgoing.content = try await withRetry { try await MediaRehoster().rehost(content, from: self.source, to: self.target) }
             }
             // Recorded before the send: if the process dies between the target's accept and the id map, the
             // rerun looks for this message on the target instead of sending it again.
