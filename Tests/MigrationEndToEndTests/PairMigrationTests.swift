@@ -49,6 +49,36 @@ import Testing
     }
 }
 
+/// Groups between the two vendors whose group ids are the app's own (WuKong channels, RongCloud groups);
+/// NIM teams and JMessage groups get server-assigned ids and are created before a migration, so a run
+/// names them with `--conversation group:SRC=group:TID`.
+@Suite struct GroupMigrationTests {
+    @Test(arguments: [("wk", "rc"), ("rc", "wk")] as [(BackendID, BackendID)])
+    func aGroupMigratesWithItsFinalState(source: BackendID, target: BackendID) async throws {
+        let lab = try await MigrationLab()
+        var seed = Seed(source: source)
+        seed.group = GroupID("team-\(source)")
+        try await lab.provision([seed.a, seed.b])
+        try await lab.write(seed, on: source)
+        let sourceRecords = try await lab.records(source, in: seed.conversation)
+        #expect(sourceRecords.count == 12)
+        let store = try lab.newStore()
+        let report = try await Migrator(store: store, source: try await lab.backend(source, store: store),
+                                        target: try await lab.backend(target, store: store))
+            .run(MigrationPlan(source: source, target: target, conversations: [(seed.conversation, seed.conversation)],
+                               users: .puppet(prefix: ""), pageSize: 5))
+        #expect(report.total.failedTotal == 0, "\(report.conversations.first?.failures ?? [])")
+        let copies = try await lab.records(target, in: seed.conversation)
+        #expect(copies.count == sourceRecords.count)
+        for (want, got) in zip(sourceRecords, copies) {
+            for problem in Expectation.compare(want, got, source: source, target: target, foreignHost: lab.sinkHost) {
+                Issue.record("\(source)→\(target) group '\(want.text)': \(problem)")
+            }
+        }
+        await lab.stop()
+    }
+}
+
 /// What each source record should become on the target, with each pair's documented conversions.
 enum Expectation {
     /// The source records a fresh process can read back through the source's history API:

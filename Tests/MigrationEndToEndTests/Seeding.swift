@@ -6,7 +6,9 @@ import IMCore
 struct Seed {
     let a: UserID
     let b: UserID
-    var conversation: ConversationRef { .direct(a, b) }
+    /// A group conversation instead of the users' direct one.
+    var group: GroupID?
+    var conversation: ConversationRef { group.map { .group($0) } ?? .direct(a, b) }
 
     /// Users `<vendor>alice` / `<vendor>bob` (JMessage usernames need 4+ characters): each source has its
     /// own pair, so three sources can land in one target without mixing.
