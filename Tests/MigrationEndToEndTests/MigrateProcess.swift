@@ -15,7 +15,7 @@ struct MigrateProcess {
     /// Starts `imbridge migrate <arguments>`; stdout and stderr go to a file (no pipe to fill up).
     init(_ arguments: [String], directory: String) throws {
         output = "\(directory)/migrate-\(UUID().uuidString).log"
-        FileManager.default.createFile(atPath: output, contents: nil)
+        _ = FileManager.default.createFile(atPath: output, contents: nil)
         let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: output))
         process.executableURL = URL(fileURLWithPath: Self.executable)
         process.arguments = ["migrate"] + arguments
