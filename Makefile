@@ -1,10 +1,10 @@
 # IMBridge — the two commands a fresh machine needs:
-#   make demo   (arrives with the bridge; see README)
+#   make demo   install what the build lacks, build, run `imbridge demo` (two sandboxes + a bridge)
 #   make test   install what the build lacks, then run every test
 SWIFT ?= swift
 APT_PACKAGES := libsqlite3-dev
 
-.PHONY: deps build test clean
+.PHONY: deps build test demo clean
 
 # Installs only the Debian packages that are missing (root or sudo needed the first time).
 deps:
@@ -20,6 +20,10 @@ build: deps
 
 test: deps
 	$(SWIFT) test
+
+demo: deps
+	$(SWIFT) build --product imbridge
+	$$($(SWIFT) build --show-bin-path)/imbridge demo
 
 clean:
 	rm -rf .build

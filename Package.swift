@@ -74,6 +74,10 @@ let package = Package(
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
+        .testTarget(name: "MigrationEndToEndTests", dependencies: [
+            "IMBridgeApp", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
+        ]),
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "imbridge"]),
         // adapter test targets here
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),

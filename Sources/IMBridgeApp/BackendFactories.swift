@@ -10,6 +10,14 @@ import WuKong
 public struct BackendContext: Sendable {
     public var store: BridgeStore
     public var registry: ContentRegistry
+    /// True for `imbridge check`: build and validate, but contact no vendor.
+    public var validateOnly: Bool
+
+    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false) {
+        self.store = store
+        self.registry = registry
+        self.validateOnly = validateOnly
+    }
 }
 
 /// Builds configured backends by adapter name. Each adapter adds its entry; `imbridge check` uses the

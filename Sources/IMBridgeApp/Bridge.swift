@@ -10,8 +10,9 @@ public struct Bridge: Sendable {
     public let engine: RelayEngine
     public let listener: BridgeListener
 
-    public static func open(configPath: String) async throws -> Bridge {
-        let config = try BridgeConfig.load(path: configPath)
+    /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
+    public static func open(configPath: String, requireRoutes: Bool = true) async throws -> Bridge {
+        let config = try BridgeConfig.load(path: configPath, requireRoutes: requireRoutes)
         return try await open(config: config)
     }
 

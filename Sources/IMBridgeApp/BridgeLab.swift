@@ -77,7 +77,8 @@ public final class BridgeLab: Sendable {
         case "nim":
             return ["api_url": url, "app_key": Self.appKey, "app_secret": Self.appSecret, "team_query_accid": "imbridge"]
         case "jmessage":
-            return ["api_url": url, "report_url": url, "app_key": Self.appKey, "master_secret": Self.appSecret]
+            return ["api_url": url, "report_url": url, "app_key": Self.appKey, "master_secret": Self.appSecret,
+                    "admin": "bridge_admin", "admin_password": "lab-admin-password", "poll_interval_ms": "200"]
         default:
             return [:]
         }

@@ -23,7 +23,7 @@ enum JMessageBackendFactory {
         let backend = JMessageBackend(id: config.name, config: jm, registry: context.registry,
                                       checkpoints: StoreCheckpoints(store: context.store),
                                       pollerSettings: .init(overlapMs: try int("poll_overlap_ms", 5000)))
-        try await backend.start(pollIntervalMs: push || interval == 0 ? nil : interval)
+        if !context.validateOnly { try await backend.start(pollIntervalMs: push || interval == 0 ? nil : interval) }
         return push ? JMessagePushBackend(backend) : backend
     }
 }

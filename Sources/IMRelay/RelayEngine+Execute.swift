@@ -17,6 +17,9 @@ extension RelayEngine {
                let existing = try await lookup.message(withClientID: clientID, in: conversation) {
                 return existing   // an earlier attempt got through before we could record it
             }
+            if payload.route.media == .rehost {
+                outgoing.content = try await MediaRehoster().rehost(outgoing.content, from: backends[entry.sourceBackend], to: backend)
+            }
             try await provision(outgoing.sender, on: backend)
             return try await backend.send(outgoing)
         case .notice(var outgoing, let replyTo):

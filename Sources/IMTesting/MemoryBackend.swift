@@ -83,7 +83,7 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
             throw IMError(.notFound, "no file at \(path)")
         }
         let url = world.state.withLock { state in
-            let url = "memory://media/\(state.media.count + 1)/\((path as NSString).lastPathComponent)"
+            let url = "memory://\(self.id)/media/\(state.media.count + 1)/\((path as NSString).lastPathComponent)"
             state.media[url] = Array(data)
             return url
         }

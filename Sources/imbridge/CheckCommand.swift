@@ -18,6 +18,17 @@ struct CheckCommand: AsyncParsableCommand {
         } catch let error as IMError {
             throw ValidationError(error.message)
         }
+        // Build every backend as `run` would (adapter settings are validated there), contacting no vendor.
+        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-check-\(UUID().uuidString).sqlite").path
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let context = BackendContext(store: try BridgeStore(path: scratch), registry: ContentRegistry(), validateOnly: true)
+        for backend in parsed.backends {
+            do {
+                _ = try await BackendFactories.make(backend, context: context)
+            } catch let error as IMError {
+                throw ValidationError(error.message)
+            }
+        }
         var out = "config \(config): ok\n  store: \(parsed.store)\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n  backends:\n"
         for backend in parsed.backends {
             let built = BackendFactories.factories[backend.adapter] != nil ? "" : " (adapter not built into this binary)"

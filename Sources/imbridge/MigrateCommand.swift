@@ -22,14 +22,17 @@ struct MigrateCommand: AsyncParsableCommand {
     @Flag(name: .customLong("dry-run"), help: "Write nothing; report what would happen.") var dryRun = false
     @Option(name: .long, help: "Write the report as JSON to this file.") var report: String?
     @Option(name: .customLong("users-prefix"), help: "Puppet prefix for senders on the target (default: '<from>_').") var usersPrefix: String?
+    @Option(name: .long, help: "rehost (default: copy attachments into a target that stores files) or link (keep the source's URLs).")
+    var media: String = "rehost"
 
     func validate() throws {
         if conversation.isEmpty && !all { throw ValidationError("name at least one --conversation, or --all") }
         if !conversation.isEmpty && all { throw ValidationError("--conversation and --all exclude each other") }
+        if !["rehost", "link"].contains(media) { throw ValidationError("--media: expected rehost or link, got '\(media)'") }
     }
 
     func run() async throws {
-        let bridge = try await Bridge.open(configPath: config)
+        let bridge = try await Bridge.open(configPath: config, requireRoutes: false)
         guard let source = bridge.backends.first(where: { $0.id.rawValue == from }) else { throw ValidationError("--from: no backend '\(from)' in \(config)") }
         guard let target = bridge.backends.first(where: { $0.id.rawValue == to }) else { throw ValidationError("--to: no backend '\(to)' in \(config)") }
         var pairs: [(ConversationRef, ConversationRef)] = []
@@ -51,7 +54,7 @@ struct MigrateCommand: AsyncParsableCommand {
         }
         let plan = MigrationPlan(source: source.id, target: target.id, conversations: pairs, sinceMs: try Self.parseTime(since, "--since"),
                                  untilMs: try Self.parseTime(until, "--until"), dryRun: dryRun,
-                                 users: .puppet(prefix: usersPrefix ?? "\(from)_"))
+                                 users: .puppet(prefix: usersPrefix ?? "\(from)_"), media: media == "link" ? .link : .rehost)
         let display = ProgressDisplay()
         let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry,
                                 progress: { display.show($0) })

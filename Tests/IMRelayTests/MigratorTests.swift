@@ -114,6 +114,23 @@ final class LossyAckBackend: IMBackend, Recalling, ClientIDLookup {
         #expect(copied.map { $0.vendorExtras["imbridge_source_id"] } == sent.map { .string($0.id.rawValue) })
     }
 
+    @Test func aWindowedRunDoesNotHideTheMessagesOutsideItFromALaterRun() async throws {
+        let clock = TestClock(startMs: 1_000_000)
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: clock)
+        for n in 1...20 {
+            clock.advance(bySeconds: 1)
+            _ = try await wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("m\(n)")))
+        }
+        let rc = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: SystemClock())
+        let store = try store()
+        let recent = MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], sinceMs: 1_000_000 + 11_000, pageSize: 7)
+        let first = try await Migrator(store: store, source: wk, target: rc, sendsPerSecond: 10_000).run(recent)
+        #expect(first.total.sentTotal == 10 && first.total.skipped["before_since"] == 10, "\(first.summary)")
+        let everything = try await Migrator(store: store, source: wk, target: rc, sendsPerSecond: 10_000).run(plan())
+        #expect(everything.total.sentTotal == 10 && everything.total.skipped["already_copied"] == 10, "\(everything.summary)")
+        #expect(try await targetMessages(rc).count == 20)
+    }
+
     @Test func aDryRunWritesNothingAndSaysWhatItWouldDo() async throws {
         let (wk, _) = try await seeded()
         let nim = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())

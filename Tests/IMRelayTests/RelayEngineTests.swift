@@ -152,3 +152,28 @@ import Testing
         await restarted.stop()
     }
 }
+
+@Suite struct MediaRehostTests {
+    @Test func rehostMovesTheBytesToTheTarget() async throws {
+        let source = MemoryBackend(id: "a", capabilities: .nim, clock: SystemClock())
+        let target = MemoryBackend(id: "b", capabilities: .nim, clock: SystemClock())
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rehost-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        FileManager.default.createFile(atPath: directory + "/cat.jpg", contents: Data([0xFF, 0xD8, 1, 2, 3]))
+        let uploaded = try await source.upload(.local(directory + "/cat.jpg", mimeType: "image/jpeg"))
+        let store = try BridgeStore(path: directory + "/bridge.sqlite")
+        let route = Route(from: try RouteEndpoint(parsing: "a:group:*"), to: try RouteEndpoint(parsing: "b:group:*"), media: .rehost)
+        let engine = RelayEngine(store: store, backends: [source, target], routes: [route], retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        await engine.start()
+        _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "alice",
+                                                  content: .image(ImageContent(uploaded.rehosted(at: uploaded.remoteURL!)))))
+        #expect(try await eventually { try await target.history(HistoryQuery(conversation: .group("g"))).messages.count == 1 })
+        let copy = try await target.history(HistoryQuery(conversation: .group("g"))).messages[0]
+        guard case .image(let image) = copy.content else { Issue.record("copy is \(copy.content)"); return }
+        #expect(image.attachment.remoteURL != uploaded.remoteURL, "the copy points at the target's own store")
+        let back = try await target.download(image.attachment, into: directory)
+        #expect(FileManager.default.contents(atPath: back.localPath!) == Data([0xFF, 0xD8, 1, 2, 3]))
+        await engine.stop()
+    }
+}

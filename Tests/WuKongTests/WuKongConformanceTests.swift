@@ -68,3 +68,19 @@ final class WuKongRig: Sendable {
         #expect(report.passed.count >= 15)
     }
 }
+
+@Suite struct WuKongClientIDLookupTests {
+    @Test func findsAMessageByItsClientIDAndNothingElse() async throws {
+        let harness = try await WuKongRig.start()
+        defer { Task { await harness.stop() } }
+        let group = ConversationRef.group("lookup")
+        let sent = try await harness.backend.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("once"),
+                                                                  clientMessageID: "imb-42"))
+        let found = try await harness.backend.message(withClientID: "imb-42", in: group)
+        #expect(found?.id == sent.id && found?.content == .text("once"))
+        #expect(try await harness.backend.message(withClientID: "imb-43", in: group) == nil)
+        let direct = ConversationRef.direct("alice", "bob")
+        let dm = try await harness.backend.send(OutgoingMessage(conversation: direct, sender: "bob", content: .text("dm"), clientMessageID: "imb-44"))
+        #expect(try await harness.backend.message(withClientID: "imb-44", in: direct)?.id == dm.id)
+    }
+}

@@ -115,6 +115,9 @@ public struct JMessageCodec: Sendable {
         if attributed { put(Self.senderKey, outgoing.sender.rawValue) }
         put(Self.clientIDKey, outgoing.clientMessageID?.rawValue)
         put(Self.sentAtKey, outgoing.sentAt.map { String($0) })
+        if let origin = outgoing.vendorExtras[OutgoingMessage.originKey] {
+            extras = (extras ?? [:]).merging([OutgoingMessage.originKey: origin]) { _, new in new }
+        }
         if let reply = outgoing.reply {
             put(Self.replyIDKey, reply.messageID.rawValue)
             put(Self.replySenderKey, reply.sender?.rawValue)

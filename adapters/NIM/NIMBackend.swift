@@ -29,10 +29,9 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
     public let teamQueryAccid: String?
     public let createUsersOnDemand: Bool
     let state = Mutex(State())
+    let hub = EventFanout()
 
     struct State {
-        var subscribers: [Int: AsyncStream<IMEvent>.Continuation] = [:]
-        var nextSubscriber = 0
         var knownUsers: Set<String> = []
         /// Recently sent or received messages, for recall (which needs the send time) and idempotency.
         var recent: [MessageID: Message] = [:]
@@ -145,18 +144,7 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
 
     // MARK: events
 
-    public func events() -> AsyncStream<IMEvent> {
-        let (stream, continuation) = AsyncStream<IMEvent>.makeStream()
-        let key = state.withLock { state in
-            state.nextSubscriber += 1
-            state.subscribers[state.nextSubscriber] = continuation
-            return state.nextSubscriber
-        }
-        continuation.onTermination = { [weak self] _ in
-            _ = self?.state.withLock { $0.subscribers.removeValue(forKey: key) }
-        }
-        return stream
-    }
+    public func events() -> AsyncStream<IMEvent> { hub.subscribe() }
 
     /// Verifies and parses one message-copy request, publishes its events and returns them. Throws
     /// the refusal (`authentication_failed` / `malformed_payload`, `details["http_status"]`) without
@@ -166,8 +154,7 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
         let events = try inbound.handle(NIMInboundRequest(method: request.method, path: request.path, query: request.rawQuery ?? "",
                                                           headers: request.headers.map { ($0.name, $0.value) }, body: request.body))
         for event in events { observe(event) }
-        let subscribers = state.withLock { Array($0.subscribers.values) }
-        for event in events { for subscriber in subscribers { subscriber.yield(event) } }
+        hub.publish(events)
         return events
     }
 

@@ -91,13 +91,24 @@ public struct NIMMessageCodec: Sendable {
         var form = NIMSendMessageForm(from: outgoing.sender.rawValue, ope: target.type.ope, to: target.id,
                                       type: encoded.type, body: encoded.body, option: option,
                                       pushcontent: outgoing.options.pushText,
-                                      ext: try ours.merged(into: outgoing.vendorExtras[Self.extKey]?.stringValue))
+                                      ext: try ours.merged(into: Self.withOrigin(outgoing)))
         if target.type == .team, !outgoing.mentions.isEmpty {
             if outgoing.mentions.all { form.forcepushall = true }
             if !outgoing.mentions.users.isEmpty { form.forcepushlist = outgoing.mentions.users.map(\.rawValue) }
         }
         if encoded.type != 0 && encoded.type != 10 { form.msgDesc = String(outgoing.content.digest.prefix(500)) }
         return form
+    }
+
+    /// The app's `ext` with a migrated copy's origin (`OutgoingMessage.originKey`) added, when there is one.
+    static func withOrigin(_ outgoing: OutgoingMessage) throws -> String? {
+        let base = outgoing.vendorExtras[extKey]?.stringValue
+        guard let origin = outgoing.vendorExtras[OutgoingMessage.originKey] else { return base }
+        guard var object = base.map({ (try? JSONValue.parse($0))?.objectValue }) ?? [:] else {
+            throw IMError(.invalidArgument, "ext must be a JSON object to carry a migrated message's origin")
+        }
+        object[OutgoingMessage.originKey] = origin
+        return JSONValue.object(object).jsonString()
     }
 
     /// The NIM side of a neutral conversation: `(person, peer)` or `(team, tid)`.

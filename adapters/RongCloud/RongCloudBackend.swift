@@ -12,7 +12,7 @@ import IMHTTP
 /// - Events come from the message-routing callback only: the bridge (or a test harness) hands each
 ///   received HTTP request to `receive(_:)`, which verifies, parses and returns the events and also
 ///   yields them on every `events()` stream (a redelivered callback returns its events again but is
-///   not yielded twice; see `RongCloudEventHub`). It is also the `CallbackReceiving` entry point;
+///   not yielded twice; see `EventFanout`). It is also the `CallbackReceiving` entry point;
 ///   `callbackResponse(for:)` wraps it as the HTTP answer (200 `ok`; 401 forged/stale; 400 malformed).
 /// - Opt-in protocols: `Recalling` (sender only, no window), `ExpansionUpdating` (server-call limits,
 ///   validated with `ExpansionLimits.validate` before any call), `UserProvisioning` (`getToken`).
@@ -56,7 +56,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
     public let client: RongCloudClient
     public let codec: RongCloudCodec
     public let inbound: RongCloudInbound
-    let hub = RongCloudEventHub()
+    let hub = EventFanout()
 
     public init(_ configuration: Configuration) {
         self.id = configuration.id

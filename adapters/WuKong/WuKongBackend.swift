@@ -60,7 +60,7 @@ public final class WuKongBackend: IMBackend, Sendable {
     let inbound: WuKongInbound
     let mapper: WuKongInboundMapper
     let extrasCodec: WuKongExtrasCodec
-    let hub = WuKongEventHub()
+    let hub = EventFanout()
     let sync = WuKongSyncState()
     let clock: any IMClock
     private let registeredTokens = Mutex<Set<String>>([])

@@ -110,3 +110,23 @@ public enum MessageContent: Hashable, Sendable, Codable {
 public enum ContentKind: String, Hashable, Sendable, Codable, CaseIterable {
     case text, image, gif, voice, video, file, location, card, command, notice, custom, unsupported
 }
+
+extension MessageContent {
+    /// The same content with its media replaced, in the order `attachments` lists them (a video's
+    /// cover second). Contents without media are returned unchanged.
+    public func replacingAttachments(_ replacements: [MediaAttachment]) -> MessageContent {
+        guard let first = replacements.first else { return self }
+        switch self {
+        case .image(var content): content.attachment = first; return .image(content)
+        case .gif(var content): content.attachment = first; return .gif(content)
+        case .voice(var content): content.attachment = first; return .voice(content)
+        case .video(var content):
+            content.attachment = first
+            if replacements.count > 1 { content.cover = replacements[1] }
+            return .video(content)
+        case .file(var content): content.attachment = first; return .file(content)
+        case .custom(let content): return .custom(content.replacingAttachments(replacements))
+        default: return self
+        }
+    }
+}

@@ -43,15 +43,19 @@ public struct BridgeConfig: Sendable {
 
     public static let knownAdapters: Set<String> = ["wukong", "rongcloud", "nim", "jmessage"]
 
-    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> BridgeConfig {
+    /// `requireRoutes: false` accepts a configuration without routes (`imbridge migrate` needs only
+    /// the store and the backends).
+    public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
+                            requireRoutes: Bool = true) throws -> BridgeConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IMError(.notFound, "cannot read config file \(path)")
         }
-        return try parse(String(decoding: data, as: UTF8.self), file: path, environment: environment)
+        return try parse(String(decoding: data, as: UTF8.self), file: path, environment: environment, requireRoutes: requireRoutes)
     }
 
     public static func parse(_ yaml: String, file: String = "bridge.yaml",
-                             environment: [String: String] = ProcessInfo.processInfo.environment) throws -> BridgeConfig {
+                             environment: [String: String] = ProcessInfo.processInfo.environment,
+                             requireRoutes: Bool = true) throws -> BridgeConfig {
         let root = try ConfigNode.parse(yaml, file: file, environment: environment)
         try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry"])
         let listen = try root["listen"].optionalString() ?? "127.0.0.1:8090"
@@ -61,8 +65,8 @@ public struct BridgeConfig: Sendable {
         let backends = try parseBackends(root["backends"])
         let names = Set(backends.map(\.name))
         let routesNode = root["routes"]
-        let routes = try routesNode.list().map { try parseRoute($0, backends: names) }
-        if routes.isEmpty { throw routesNode.error("at least one route is needed") }
+        let routes = requireRoutes || routesNode.isPresent ? try routesNode.list().map { try parseRoute($0, backends: names) } : []
+        if routes.isEmpty && requireRoutes { throw routesNode.error("at least one route is needed") }
         var retry = RetryPolicy()
         if root["retry"].isPresent {
             try root["retry"].allowOnly(["base_ms", "max_ms"])

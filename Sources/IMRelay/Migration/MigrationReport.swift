@@ -58,6 +58,35 @@ public struct MigrationReport: Codable, Sendable, Equatable {
         return total
     }
 
+    public init(source: String, target: String, dryRun: Bool, conversations: [Conversation] = []) {
+        self.source = source
+        self.target = target
+        self.dryRun = dryRun
+        self.conversations = conversations
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case source, target, conversations, total
+        case dryRun = "dry_run"
+    }
+
+    /// The JSON carries `total` next to the conversations (read back, it is recomputed).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(source, forKey: .source)
+        try container.encode(target, forKey: .target)
+        try container.encode(dryRun, forKey: .dryRun)
+        try container.encode(conversations, forKey: .conversations)
+        try container.encode(total, forKey: .total)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(source: try container.decode(String.self, forKey: .source), target: try container.decode(String.self, forKey: .target),
+                  dryRun: try container.decode(Bool.self, forKey: .dryRun),
+                  conversations: try container.decode([Conversation].self, forKey: .conversations))
+    }
+
     public func json() -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

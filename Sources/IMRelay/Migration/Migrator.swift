@@ -14,9 +14,13 @@ public struct MigrationPlan: Sendable {
     /// How senders appear on the target (the route's user mode).
     public var users: UserMode
     public var pageSize: Int
+    /// `.rehost` (default): attachments are fetched from the source and uploaded to a target that stores
+    /// files, so the copies outlive the source account; `.link` keeps the source's URLs.
+    public var media: Route.Media
 
     public init(source: BackendID, target: BackendID, conversations: [(ConversationRef, ConversationRef)], sinceMs: Int64? = nil,
-                untilMs: Int64? = nil, dryRun: Bool = false, users: UserMode? = nil, pageSize: Int = 100) {
+                untilMs: Int64? = nil, dryRun: Bool = false, users: UserMode? = nil, pageSize: Int = 100, media: Route.Media = .rehost) {
+        self.media = media
         self.source = source
         self.target = target
         self.conversations = conversations
@@ -58,6 +62,8 @@ public actor Migrator {
     let limiter: RateLimiter?
     let clock: any IMClock
     let progress: @Sendable (MigrationProgress) -> Void
+    /// Senders already created on the target in this run (one `ensureUser` call each, not one per message).
+    var ensuredUsers: Set<UserID> = []
 
     public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
                 sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
@@ -80,8 +86,15 @@ public actor Migrator {
         return report
     }
 
+    /// One checkpoint per conversation pair and time window: a run limited by `--since`/`--until` moves
+    /// its own checkpoint, so a later run with another window (or none) still reads the messages the first
+    /// one skipped (the id map keeps it from writing any message twice).
     static func checkpointName(_ plan: MigrationPlan, _ from: ConversationRef, _ to: ConversationRef) -> String {
-        "migrate:\(plan.source):\(from)->\(plan.target):\(to)"
+        var name = "migrate:\(plan.source):\(from)->\(plan.target):\(to)"
+        if plan.sinceMs != nil || plan.untilMs != nil {
+            name += "@\(plan.sinceMs.map { String($0) } ?? "")..\(plan.untilMs.map { String($0) } ?? "")"
+        }
+        return name
     }
 
     func migrate(_ from: ConversationRef, _ to: ConversationRef, _ plan: MigrationPlan) async throws -> MigrationReport.Conversation {
@@ -92,6 +105,7 @@ public actor Migrator {
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
         let translator = Translator(capabilities: target.capabilities, sourceCapabilities: source.capabilities)
         var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
+        var pending = try PendingSends(store: store, name: checkpoint + ":pending")
         let started = Date()
         var done = 0
         pages: while true {
@@ -104,7 +118,7 @@ public actor Migrator {
                     continue
                 }
                 if let until = plan.untilMs, message.sentAt > until { break pages }
-                await copy(message, leg: leg, translator: translator, plan: plan, into: &result)
+                await copy(message, leg: leg, translator: translator, plan: plan, pending: &pending, into: &result)
             }
             progress(MigrationProgress(conversation: "\(from)", done: done, total: nil, startedAt: started))
             guard page.hasNewer, let next = page.newerCursor else { break }
@@ -117,10 +131,16 @@ public actor Migrator {
         return result
     }
 
-    func copy(_ message: Message, leg: RouteLeg, translator: Translator, plan: MigrationPlan,
+    func copy(_ message: Message, leg: RouteLeg, translator: Translator, plan: MigrationPlan, pending: inout PendingSends,
               into result: inout MigrationReport.Conversation) async {
         do {
-            if try store.read({ try $0.mapped(message.id, from: plan.source, to: plan.target) }) != nil {
+            if let mapping = try store.read({ try $0.mapped(message.id, from: plan.source, to: plan.target) }) {
+                // A run that stopped between the copy's id map and its recall finishes the recall now.
+                if !plan.dryRun, pending.attempt(of: Self.recallKey(message.id)) != nil, let recaller = target as? any Recalling {
+                    let by = leg.targetUser(message.sender)
+                    try await onTarget { try await recaller.recall(mapping.toMessage, in: leg.targetConversation, by: by) }
+                    try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
+                }
                 result.counts.skipped["already_copied", default: 0] += 1
                 return
             }
@@ -128,6 +148,13 @@ public actor Migrator {
             var outgoing = translator.outgoing(for: message, leg: leg, planned: &planned)
             outgoing.options = .silent
             outgoing.vendorExtras["imbridge_source_id"] = .string(message.id.rawValue)
+            // Original id, sender, time (and expansion values the target cannot hold) in the target's extension field.
+            var origin: [String: JSONValue] = ["backend": .string(plan.source.rawValue), "id": .string(message.id.rawValue),
+                                               "sender": .string(message.sender.rawValue), "sent_at": .int(message.sentAt)]
+            if outgoing.expansion == nil, let values = message.expansion?.values, !values.isEmpty {
+                origin["expansion"] = .object(values.mapValues { .string($0) })
+            }
+            outgoing.vendorExtras[OutgoingMessage.originKey] = .object(origin)
             outgoing.clientMessageID = ClientMessageID("imm-\(Self.stableHash("\(plan.source)/\(message.id)"))")
             var fellBack = !planned.fallbacks.isEmpty && planned.fallbacks.contains { $0.policy == .notice }
             let recallNatively = message.isRecalled && target.capabilities.support(.recall).isNative && target is any Recalling
@@ -145,14 +172,25 @@ public actor Migrator {
                 tally(message, converted: converted, fellBack: fellBack, into: &result)
                 return
             }
-            let sent = try await deliver(outgoing, to: leg.targetConversation)
+            if plan.media == .rehost, !outgoing.content.attachments.isEmpty {
+                let content = outgoing.content
+                outgoing.content = try await withRetry { try await MediaRehoster().rehost(content, from: self.source, to: self.target) }
+            }
+            // Recorded before the send: if the process dies between the target's accept and the id map, the
+            // rerun looks for this message on the target instead of sending it again.
+            let earlierAttempt = pending.attempt(of: message.id)
+            if earlierAttempt == nil { try pending.add(message.id, at: clock.nowMs()) }
+            let sent = try await deliver(outgoing, to: leg.targetConversation, earlierAttemptAt: earlierAttempt)
             try store.transaction { tx in
                 try tx.map(source: (plan.source, message.id, message.conversation), target: (plan.target, sent.id, sent.conversation),
                            at: clock.nowMs())
+                try pending.remove(message.id, in: tx, at: clock.nowMs())
+                if recallNatively { try pending.add(Self.recallKey(message.id), in: tx, at: clock.nowMs()) }
             }
             if recallNatively, let recaller = target as? any Recalling {
                 let sender = outgoing.sender
-                try await withRetry { try await recaller.recall(sent.id, in: sent.conversation, by: sender) }
+                try await onTarget { try await recaller.recall(sent.id, in: sent.conversation, by: sender) }
+                try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
             }
             tally(message, converted: converted, fellBack: fellBack, into: &result)
         } catch {
@@ -173,34 +211,8 @@ public actor Migrator {
         result.counts.byKind[message.currentContent.kind.rawValue, default: 0] += 1
     }
 
-    /// Sends once: asks the target first when an earlier attempt may have got through.
-    func deliver(_ outgoing: OutgoingMessage, to conversation: ConversationRef) async throws -> Message {
-        let sender = outgoing.sender
-        if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID,
-           let existing = try await lookup.message(withClientID: id, in: conversation) {
-            return existing
-        }
-        if let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative {
-            try await withRetry { try await provisioning.ensureUser(UserProfile(id: sender, name: sender.rawValue)) }
-        }
-        return try await withRetry {
-            await self.limiter?.acquire()
-            return try await self.target.send(outgoing)
-        }
-    }
-
-    func withRetry<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        var attempt = 0
-        while true {
-            do {
-                return try await body()
-            } catch let error as IMError where error.isRetryable && attempt < 50 {
-                let delay = retry.delayMs(attempt: attempt, retryAfterMs: error.retryAfterMs)
-                attempt += 1
-                try await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000)
-            }
-        }
-    }
+    /// The pending entry of a copy whose recall is still to be made.
+    static func recallKey(_ message: MessageID) -> MessageID { MessageID("recall:\(message.rawValue)") }
 
     /// FNV-1a, 64-bit, as hex: a stable client id from a source message id.
     static func stableHash(_ text: String) -> String {

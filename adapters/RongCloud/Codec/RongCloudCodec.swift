@@ -105,7 +105,12 @@ public struct RongCloudCodec: Sendable {
     public func publish(_ outgoing: OutgoingMessage) throws -> (path: String, form: WirePublishForm) {
         let target = try Self.target(of: outgoing.conversation, for: outgoing.sender)
         let leftovers = outgoing.vendorExtras[RongCloudContent.leftoversKey]?.objectValue
-        let wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply, leftovers: leftovers)
+        var wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply, leftovers: leftovers)
+        // A migrated copy's origin rides in the content JSON (clients ignore keys they do not know).
+        if let origin = outgoing.vendorExtras[OutgoingMessage.originKey], var object = (try? JSONValue.parse(wire.content))?.objectValue {
+            object[OutgoingMessage.originKey] = origin
+            wire.content = JSONValue.object(object).jsonString()
+        }
         let isGroup = target.type == .group
         var form = WirePublishForm(fromUserId: outgoing.sender.rawValue,
                                    toUserIds: isGroup ? [] : [target.targetId], toGroupIds: isGroup ? [target.targetId] : [],

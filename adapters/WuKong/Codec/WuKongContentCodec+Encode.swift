@@ -32,6 +32,7 @@ extension WuKongContentCodec {
             object = extras["payload_fields"]?.objectValue ?? [:]
             for (key, value) in try Self.encodeBuiltin(content) { object[key] = value }
             if let entities = extras["entities"] { object["entities"] = entities }
+            if let origin = extras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }
         }
         if !mentions.isEmpty {
             var mention: [String: JSONValue] = [:]

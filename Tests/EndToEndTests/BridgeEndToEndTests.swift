@@ -1,0 +1,93 @@
+import Foundation
+import IMBridgeApp
+import IMCore
+import IMHTTP
+import IMRelay
+import Synchronization
+import Testing
+
+@Suite(.serialized) struct BridgeEndToEndTests {
+    /// Every event kind between WuKong and RongCloud, both ways, over real sandboxes: the demo's script.
+    @Test func wuKongAndRongCloudRelayEveryEventKind() async throws {
+        let lines = Mutex<[String]>([])
+        let passed = try await Demo.run { line in lines.withLock { $0.append(line) } }
+        let trace = lines.withLock { $0.joined(separator: "\n") }
+        #expect(passed, "\(trace)")
+        #expect(!trace.contains("✘"), "\(trace)")
+        #expect(trace.contains("0 dead letters"))
+    }
+
+    /// WuKong ⇄ NIM: NIM recalls natively; edits, reactions and expansion changes fall back to notices.
+    @Test func wuKongAndNIM() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
+                                                  routes: route("wk:group:*", "yx:group:*"))
+        defer { Task { await env.stop() } }
+        let wk = try await env.users("wk"), yx = try await env.users("yx")
+        let group = ConversationRef.group("t1")
+        let hello = try await wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("hello yunxin"), expansion: [:]))
+        let card = try await wk.send(OutgoingMessage(conversation: group, sender: "alice",
+                                                     content: .location(LocationContent(latitude: 30.25, longitude: 120.17, title: "西湖"))))
+        #expect(try await eventually { try await env.records("yx", "t1").count == 2 })
+        try await (wk as! any Editing).edit(hello.id, in: group, by: "alice", content: .text("hello, yunxin"))
+        _ = try await (wk as! any Reacting).toggleReaction("🎉", on: hello.id, in: group, by: "bob")
+        _ = try await (wk as! any ExpansionUpdating).updateExpansion(of: hello.id, in: group, by: "bob", .set(["pinned": "yes"]))
+        try await (wk as! any Recalling).recall(card.id, in: group, by: "alice")
+        #expect(try await eventually {
+            let records = try await env.records("yx", "t1")
+            return records.count == 5 && records.contains { $0["kind"] == "location" && $0["recalled"] == true }
+        })
+        let texts = try await env.records("yx", "t1").compactMap { $0["text"]?.stringValue }
+        #expect(texts.contains("✎ hello, yunxin") && texts.contains("🎉 +1") && texts.contains("pinned → yes"), "\(texts)")
+
+        let reply = try await yx.send(OutgoingMessage(conversation: group, sender: "carol", content: .text("来自云信")))
+        #expect(try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["text"] == "来自云信" } })
+        try await (yx as! any Recalling).recall(reply.id, in: group, by: "carol")
+        #expect(try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["recalled"] == true } })
+        #expect(await env.bridge.engine.waitUntilIdle())
+        #expect(try env.bridge.store.read { try $0.count(state: .dead) } == 0)
+        #expect(try await env.records("wk", "t1").count == 3, "2 originals + 1 copy, no echoes")
+    }
+
+    /// Forged callbacks are refused with the vendor's expected status and relay nothing.
+    @Test func forgedCallbacksRelayNothing() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                                  routes: route("wk:group:*", "rc:group:*"))
+        defer { Task { await env.stop() } }
+        let form = "fromUserId=mallory&toUserId=g1&objectName=RC%3ATxtMsg&content=%7B%22content%22%3A%22evil%22%7D&channelType=GROUP&msgTimestamp=1767225600000&msgUID=FAKE-FAKE-FAKE-FAKE"
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        let forgedRC = try await env.post("/callbacks/rc?nonce=1&timestamp=\(now)&signature=0000000000000000000000000000000000000000",
+                                          body: form, contentType: "application/x-www-form-urlencoded")
+        #expect(forgedRC.status == 401)
+        let forgedWK = try await env.post("/callbacks/wk?event=msg.notify", body: #"[{"message_id":1,"message_seq":1,"client_msg_no":"x","from_uid":"mallory","channel_id":"g1","channel_type":2,"timestamp":1767225600,"payload":"eyJ0eXBlIjoxLCJjb250ZW50IjoiZXZpbCJ9"}]"#,
+                                          headers: [("X-IMBridge-Secret", "wrong")])
+        #expect(forgedWK.status == 401)
+        #expect(try env.bridge.store.read { try $0.ledgerCount() } == 0)
+        let rcRecords = try await env.records("rc", "g1"), wkRecords = try await env.records("wk", "g1")
+        #expect(rcRecords.isEmpty && wkRecords.isEmpty)
+        #expect(env.bridge.engine.metrics.total("imbridge_callbacks_refused_total") == 2)
+    }
+
+    /// RongCloud answers 429 (1008) to group publishes for a while: nothing is lost or doubled, order
+    /// holds, and the NIM lanes fed by the same source keep flowing meanwhile.
+    @Test func aRateLimitedTargetHoldsOnlyItsOwnLanes() async throws {
+        let env = try await InProcessBridge.start(
+            [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("yx", "nim")],
+            routes: route("wk:group:*", "rc:group:*", direction: "forward") + route("wk:group:*", "yx:group:*", direction: "forward"))
+        defer { Task { await env.stop() } }
+        let fault = try await HTTPClientWrapper().send(.json(env.lab.url(of: "rc") + "/_sandbox/faults",
+            Data(#"{"status":429,"vendor_code":1008,"count":8,"path_prefix":"/message/group/publish"}"#.utf8)))
+        #expect(fault.status == 200)
+        let wk = try await env.users("wk")
+        for n in 1...20 {
+            _ = try await wk.send(OutgoingMessage(conversation: .group("busy"), sender: "alice", content: .text("m\(n)")))
+        }
+        #expect(try await eventually { try await env.records("yx", "busy").count == 20 }, "NIM lanes flow during the RongCloud outage")
+        let rcDuringOutage = try await env.records("rc", "busy").count
+        #expect(rcDuringOutage < 20)
+        #expect(try await eventually(30) { try await env.records("rc", "busy").count == 20 })
+        #expect(try await env.records("rc", "busy").compactMap { $0["text"]?.stringValue } == (1...20).map { "m\($0)" })
+        #expect(try await env.records("yx", "busy").compactMap { $0["text"]?.stringValue } == (1...20).map { "m\($0)" })
+        #expect(env.bridge.engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1)
+        #expect(try env.bridge.store.read { try $0.count(state: .dead) } == 0)
+    }
+}

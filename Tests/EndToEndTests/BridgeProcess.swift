@@ -1,0 +1,54 @@
+import Foundation
+import IMHTTP
+
+/// `imbridge run` as a child process, so a test can SIGKILL it like a crash would.
+final class BridgeProcess: @unchecked Sendable {
+    let process = Process()
+    let logPath: String
+
+    init(config: String, logPath: String) throws {
+        self.logPath = logPath
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        log.seekToEndOfFile()
+        process.executableURL = URL(fileURLWithPath: try Self.binary())
+        process.arguments = ["run", "--config", config]
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+    }
+
+    /// The `imbridge` built next to the test bundle (the test target depends on it).
+    static func binary() throws -> String {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let candidates = [
+            URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("imbridge").path,
+            root.appendingPathComponent(".build/debug/imbridge").path,
+        ]
+        guard let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: candidates.joined(separator: ", ")])
+        }
+        return found
+    }
+
+    func kill() {
+        Foundation.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    func terminate() -> Int32 {
+        process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
+}
+
+/// A port that was free a moment ago (bound and released).
+func freePort() async throws -> Int {
+    let probe = HTTPServer { _ in .text("") }
+    let port = try await probe.start()
+    await probe.stop()
+    return port
+}

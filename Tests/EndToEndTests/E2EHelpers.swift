@@ -1,0 +1,54 @@
+import Foundation
+import IMBridgeApp
+import IMCore
+import IMHTTP
+import IMRelay
+
+/// Polls `condition` until it holds or `seconds` pass (bounded waits only; no fixed sleeps).
+func eventually(_ seconds: Double = 20, _ condition: () async throws -> Bool) async rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try await condition() { return true }
+        try? await Task.sleep(nanoseconds: 25_000_000)
+    }
+    return try await condition()
+}
+
+/// A lab with a bridge in this process.
+struct InProcessBridge {
+    let lab: BridgeLab
+    let bridge: Bridge
+    let listener: BridgeListener
+    let registry: ContentRegistry
+
+    static func start(_ members: [BridgeLab.Member], routes: String) async throws -> InProcessBridge {
+        let listener = BridgeListener(host: "127.0.0.1", port: 0)
+        try await listener.start()
+        let lab = try await BridgeLab(members: members, callbackBase: listener.baseURL)
+        let registry = try ContentRegistry([DemoOrderCard.self])
+        let bridge = try await lab.startBridge(listener: listener, routes: routes, registry: registry)
+        return InProcessBridge(lab: lab, bridge: bridge, listener: listener, registry: registry)
+    }
+
+    func users(_ name: BackendID) async throws -> any IMBackend { try await lab.userBackend(name, registry: registry) }
+
+    /// Records of one conversation on one sandbox, in order.
+    func records(_ name: BackendID, _ conversationID: String) async throws -> [JSONValue] {
+        try await lab.messages(name).filter { $0["conversation_id"]?.stringValue == conversationID && $0["kind"] != "command" }
+    }
+
+    func post(_ path: String, body: String, headers: [(name: String, value: String)] = [],
+              contentType: String = "application/json") async throws -> HTTPResponseData {
+        try await HTTPClientWrapper().send(OutboundRequest(method: "POST", url: listener.baseURL + path,
+                                                           headers: headers + [("Content-Type", contentType)], body: Array(body.utf8)))
+    }
+
+    func stop() async {
+        await bridge.stop()
+        await lab.stop()
+    }
+}
+
+func route(_ from: String, _ to: String, direction: String = "both") -> String {
+    "  - from: \"\(from)\"\n    to: \"\(to)\"\n    direction: \(direction)\n"
+}

@@ -1,0 +1,59 @@
+import Foundation
+import IMCore
+import IMRelay
+import IMSandbox
+import IMStore
+import Testing
+
+/// `imbridge migrate` as a child process, killed with SIGKILL part way and run again: exactly one copy
+/// of every message, on targets that can look a client id up (WuKong history echoes client_msg_no) and on
+/// one that cannot (RongCloud: the rerun recognises the unrecorded copy by sender, kind, digest and time),
+/// and on JMessage (client id in extras, looked up through report v2).
+@Suite struct InterruptedMigrationTests {
+    @Test(arguments: [("wk", "rc"), ("rc", "wk"), ("nim", "jm")] as [(BackendID, BackendID)])
+    func aKilledMigrationRerunLeavesExactlyOneCopy(source: BackendID, target: BackendID) async throws {
+        let lab = try await MigrationLab()
+        let seed = Seed(source: source)
+        let puppets = [UserID("\(source)_\(seed.a)"), UserID("\(source)_\(seed.b)")]
+        try await lab.provision([seed.a, seed.b] + puppets)
+        try await lab.write(seed, on: source)
+        let sourceRecords = Expectation.expected(from: try await lab.records(source, between: (seed.a, seed.b)), source: source)
+        // Senders become puppets `<source>_<user>` (the default user mode), so the direct conversation is renamed.
+        let renamed = ConversationRef.direct(puppets[0], puppets[1])
+        let store = "\(lab.lab.directory)/migrate.sqlite"
+        let config = try lab.configFile(store: store)
+        let arguments = ["--config", config, "--from", source.rawValue, "--to", target.rawValue,
+                         "--conversation", "direct:\(seed.conversation.id)=direct:\(renamed.id)", "--report", "\(lab.lab.directory)/report.json"]
+
+        try await lab.fault(target, ["latency_ms": 120])
+        let first = try MigrateProcess(arguments, directory: lab.lab.directory)
+        var seen = 0
+        for _ in 0..<1500 where seen < 4 {
+            seen = try await lab.records(target, between: (puppets[0], puppets[1])).count
+            if !first.process.isRunning { break }
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        first.kill()
+        let killed = await first.wait()
+        #expect(killed?.signalled == true, "killed part way, not finished: \(first.log)")
+        let atKill = try await lab.records(target, between: (puppets[0], puppets[1])).count
+        #expect(atKill >= 4 && atKill < sourceRecords.count, "interrupted with \(atKill) of \(sourceRecords.count) copied")
+
+        try await lab.fault(target, ["latency_ms": 0])
+        let second = try MigrateProcess(arguments, directory: lab.lab.directory)
+        let finished = await second.wait()
+        #expect(finished?.status == 0, "\(second.log)")
+
+        let copies = try await lab.records(target, between: (puppets[0], puppets[1]))
+        #expect(copies.count == sourceRecords.count, "exactly one copy of every message: \(copies.map(\.text))")
+        for (want, got) in zip(sourceRecords, copies) {
+            #expect(got.recalled == want.recalled, "'\(want.text)' recalled \(want.recalled)")
+            if want.kind == "text" && !want.recalled { #expect(got.text == want.text) }
+        }
+        let report = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: "\(lab.lab.directory)/report.json")))
+        let already = report["conversations"]?.arrayValue?.first?["counts"]?["skipped"]?["already_copied"]?.int64Value ?? 0
+        #expect(already >= Int64(atKill) - 1, "the rerun skipped what the first run had recorded: \(report.jsonString())")
+        #expect(second.log.contains("total: copied"), "the human summary is printed")
+        await lab.stop()
+    }
+}
