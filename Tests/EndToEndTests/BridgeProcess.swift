@@ -1,5 +1,6 @@
 import Foundation
 import IMHTTP
+import IMSandbox
 
 /// `imbridge run` as a child process, so a test can SIGKILL it like a crash would.
 final class BridgeProcess: @unchecked Sendable {
@@ -45,10 +46,5 @@ final class BridgeProcess: @unchecked Sendable {
     var output: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
 }
 
-/// A port that was free a moment ago (bound and released).
-func freePort() async throws -> Int {
-    let probe = HTTPServer { _ in .text("") }
-    let port = try await probe.start()
-    await probe.stop()
-    return port
-}
+/// A port for the child bridge to bind (outside the ephemeral range the other servers draw from).
+func freePort() async throws -> Int { try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses) }

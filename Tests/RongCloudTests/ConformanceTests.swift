@@ -93,9 +93,7 @@ import Testing
 
     @Test func backupHostIsUsedWhenThePrimaryIsDown() async throws {
         try await Self.withRig { rig in
-            let dead = HTTPServer { _ in .text("x") }
-            let deadPort = try await dead.start()
-            await dead.stop()
+            let deadPort = try await LoopbackPorts.unused(in: LoopbackPorts.dead)
             let backend = RongCloudBackend(.init(appKey: "K", appSecret: "S", baseURLs: ["http://127.0.0.1:\(deadPort)", rig.sandbox.baseURL]))
             let sent = try await backend.send(OutgoingMessage(conversation: .group("g1"), sender: "alice", content: .text("via backup")))
             #expect(!sent.id.rawValue.isEmpty)
