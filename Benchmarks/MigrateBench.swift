@@ -25,25 +25,8 @@ struct MigrateBench {
         let (_, fillSeconds) = try await RelayBench.drive(count: messages, first: 0, conversations: 1, concurrency: concurrency, rate: nil) { _, from, group, text in
             try await calls.wukongSend(wk.baseURL, from: from, group: "big", text: text)
         }
-        let yaml = """
-            store: \(directory)/bridge.sqlite
-            listen: 127.0.0.1:0
-            backends:
-              wk:
-                adapter: wukong
-                im_url: "\(wk.baseURL)"
-                webhook_secret: "\(BridgeLab.webhookSecret)"
-                token_secret: "lab-tokens"
-                service_uid: "imbridge"
-              rc:
-                adapter: rongcloud
-                api_url: "\(rc.baseURL)"
-                app_key: "\(BridgeLab.appKey)"
-                app_secret: "\(BridgeLab.appSecret)"
-                history_viewer: "imbridge"
-            routes:
-            \(RelayRig.route)
-            """
+        let yaml = "store: \(directory)/bridge.sqlite\nlisten: 127.0.0.1:0\n"
+            + RelayRig.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + RelayRig.route
         let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"))
         guard let source = bridge.backends.first(where: { $0.id == "wk" }), let target = bridge.backends.first(where: { $0.id == "rc" }) else {
             throw BenchError("backends missing")

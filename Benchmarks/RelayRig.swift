@@ -33,28 +33,8 @@ final class RelayRig: @unchecked Sendable {
         // and drops), as in a two-way deployment; `--no-echo` turns the routing off to show its cost.
         rc = try SandboxProcess(vendor: "rongcloud", callbackURL: listener.callbackURL(for: "rc"),
                                 options: ["route_server_messages": routeEchoes ? "true" : "false"])
-        let yaml = """
-            store: \(directory)/bridge.sqlite
-            listen: 127.0.0.1:\(listener.port ?? 0)
-            retry:
-              base_ms: 50
-              max_ms: 2000
-            backends:
-              wk:
-                adapter: wukong
-                im_url: "\(wk.baseURL)"
-                webhook_secret: "\(BridgeLab.webhookSecret)"
-                token_secret: "lab-tokens"
-                service_uid: "imbridge"
-              rc:
-                adapter: rongcloud
-                api_url: "\(rc.baseURL)"
-                app_key: "\(BridgeLab.appKey)"
-                app_secret: "\(BridgeLab.appSecret)"
-                history_viewer: "imbridge"
-            routes:
-
-            """ + Self.route
+        let yaml = "store: \(directory)/bridge.sqlite\nlisten: 127.0.0.1:\(listener.port ?? 0)\nretry:\n  base_ms: 50\n  max_ms: 2000\n"
+            + Self.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + Self.route
         bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"), listener: listener)
         try await bridge.start()
     }
@@ -112,5 +92,27 @@ struct VendorCalls: Sendable {
         let response = try await client.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages"))
         let messages = try JSONValue.parse(Data(response.body))["messages"]?.arrayValue ?? []
         return messages.map { ($0["text"]?.stringValue ?? "", $0["sent_at_ms"]?.int64Value ?? 0) }
+    }
+}
+
+extension RelayRig {
+    /// The `backends:` block for a WuKong and a RongCloud sandbox (the settings `BridgeLab` uses).
+    static func backendsYAML(wk: String, rc: String) -> String {
+        """
+        backends:
+          wk:
+            adapter: wukong
+            im_url: "\(wk)"
+            webhook_secret: "\(BridgeLab.webhookSecret)"
+            token_secret: "lab-tokens"
+            service_uid: "imbridge"
+          rc:
+            adapter: rongcloud
+            api_url: "\(rc)"
+            app_key: "\(BridgeLab.appKey)"
+            app_secret: "\(BridgeLab.appSecret)"
+            history_viewer: "imbridge"
+
+        """
     }
 }
