@@ -38,7 +38,7 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
         var pollTask: Task<Void, Never>?
         var recalled: [MessageID: RecallState] = [:]
         var sent: [MessageID: Sent] = [:]
-        var sentOrder: [MessageID] = []
+        var sentOrder = RecentSet<MessageID>(capacity: 10_000)
     }
 
     public init(id: BackendID, config: JMessageConfig, registry: ContentRegistry = ContentRegistry(),
@@ -113,10 +113,7 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     func remember(_ id: MessageID, _ sent: Sent) {
         state.withLock { state in
             state.sent[id] = sent
-            state.sentOrder.append(id)
-            if state.sentOrder.count > 10_000 {
-                state.sent.removeValue(forKey: state.sentOrder.removeFirst())
-            }
+            if let evicted = state.sentOrder.insert(id).evicted { state.sent.removeValue(forKey: evicted) }
         }
     }
 

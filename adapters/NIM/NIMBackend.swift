@@ -35,7 +35,7 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
         var knownUsers: Set<String> = []
         /// Recently sent or received messages, for recall (which needs the send time) and idempotency.
         var recent: [MessageID: Message] = [:]
-        var recentOrder: [MessageID] = []
+        var recentOrder = RecentSet<MessageID>(capacity: NIMBackend.recentCapacity)
         var clientIDs: [ClientMessageID: MessageID] = [:]
         /// Messages this process saw recalled: NIM drops them from history; `history` shows them as tombstones.
         var tombstones: [MessageID: Message] = [:]
@@ -130,14 +130,11 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
 
     func remember(_ message: Message) {
         state.withLock { state in
-            if state.recent[message.id] == nil { state.recentOrder.append(message.id) }
+            let evicted = state.recentOrder.insert(message.id).evicted
             state.recent[message.id] = message
             if let clientID = message.clientMessageID { state.clientIDs[clientID] = message.id }
-            if state.recentOrder.count > Self.recentCapacity {
-                let dropped = state.recentOrder.removeFirst()
-                if let old = state.recent.removeValue(forKey: dropped), let clientID = old.clientMessageID {
-                    state.clientIDs.removeValue(forKey: clientID)
-                }
+            if let dropped = evicted, let old = state.recent.removeValue(forKey: dropped), let clientID = old.clientMessageID {
+                state.clientIDs.removeValue(forKey: clientID)
             }
         }
     }
