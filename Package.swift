@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
         .library(name: "IMStore", targets: ["IMStore"]),
         .library(name: "IMRelay", targets: ["IMRelay"]),
+        .library(name: "IMMapping", targets: ["IMMapping"]),
         // adapters: add library products here
         .library(name: "JMessage", targets: ["JMessage"]),
         .library(name: "RongCloud", targets: ["RongCloud"]),
@@ -44,8 +45,10 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams")],
+                resources: [.copy("mappings")]),
         .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
-        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", .product(name: "Yams", package: "Yams")]),
+        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping"]),
         .target(name: "IMBridgeApp", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay",
             // adapters: add "<Name>" here
@@ -65,13 +68,14 @@ let package = Package(
             .product(name: "Histogram", package: "hdrhistogram-swift"),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/JMessage"),
-        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/RongCloud"),
-        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/WuKong"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "adapters/NIM"),
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/JMessage"),
+        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/RongCloud"),
+        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/WuKong"),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/NIM"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
+        .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [

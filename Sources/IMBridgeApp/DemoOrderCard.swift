@@ -8,6 +8,11 @@ public struct DemoOrderCard: CustomMessageContent {
     public var title: String
     public var amountCents: Int
 
+    /// The neutral field names of `mappings/custom/order_card.yaml`.
+    enum CodingKeys: String, CodingKey {
+        case orderID = "order_id", title, amountCents = "amount_cents"
+    }
+
     public init(orderID: String, title: String, amountCents: Int) {
         self.orderID = orderID
         self.title = title

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 
 /// A configured backend: its adapter name and the adapter's own settings (base URLs, credentials …).
 public struct BackendConfig: Sendable {

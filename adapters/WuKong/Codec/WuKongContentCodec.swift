@@ -1,26 +1,32 @@
 import Foundation
 import IMCore
+import IMMapping
 
 /// Pure translation of WuKong payload JSON (`{"type":N,…}`) ⇄ neutral content.
 ///
 /// Rules:
-/// - Types 1–8, 99 and 1000–2000 map to the neutral built-ins (seconds → milliseconds for voice and
-///   video durations). 11, 12, 13 and the app's `customTypes` become `.custom` through the
-///   `ContentRegistry` (payload = the JSON without `type`/`mention`/`reply`, sorted keys). Custom
-///   types with no number travel as type 10000 `{"content_type":name,"data":"<payload text>"}`, so
-///   their payload text survives byte for byte. Anything else is `.unsupported` keeping the received
-///   payload text, written back byte for byte.
-/// - Common keys: `mention` ⇄ `Mentions`, `reply` ⇄ `ReplyRef`; `entities` and any key the neutral
-///   model has no home for are kept in `vendorExtras` (`entities`, `payload_fields`, `reply`) and
-///   written back, so wire → neutral → wire is exact.
+/// - Built-in types and app types come from the mapping tables (`mappings/wukong.yaml` and the
+///   `wukong:` sections of `mappings/custom/*.yaml`: field names, units, defaults). The `custom_types`
+///   setting (and 11, 12, 13 by default) names opaque app types: `.custom` through the
+///   `ContentRegistry` with the payload = the JSON without `type`/`mention`/`reply`, sorted keys.
+///   Custom types with neither travel as type 10000 `{"content_type":name,"data":"<payload text>"}`,
+///   so their payload text survives byte for byte. Anything else is `.unsupported` keeping the
+///   received payload text, written back byte for byte.
+/// - Common keys: `mention` ⇄ `Mentions`, `reply` ⇄ `ReplyRef`; `entities` and any key the mapping
+///   does not name are kept in `vendorExtras` (`entities`, `payload_fields`, `reply`) and written back,
+///   so wire → neutral → wire is exact.
 public struct WuKongContentCodec: Sendable {
     public let registry: ContentRegistry
-    /// WuKong type number → registry content-type name.
+    /// WuKong type number → registry content-type name, for opaque app types.
     public let customTypes: [Int: String]
+    /// The compiled WuKong mapping table.
+    public let mapping: VendorTable
 
-    public init(registry: ContentRegistry = ContentRegistry(), customTypes: [Int: String] = [:]) {
+    public init(registry: ContentRegistry = ContentRegistry(), customTypes: [Int: String] = [:],
+                mapping: VendorTable = MappingSet.shipped.table("wukong")) {
         self.registry = registry
         self.customTypes = WKContentType.defaultCustomTypes.merging(customTypes) { _, app in app }
+        self.mapping = mapping
     }
 
     public struct Decoded: Hashable, Sendable {
@@ -59,8 +65,9 @@ public struct WuKongContentCodec: Sendable {
         } else if let name = customTypes[type] {
             content = .custom(try registry.decode(typeName: name, payload: JSONValue.object(rest).jsonString()))
             rest = [:]
-        } else if let builtin = try Self.decodeBuiltin(type, &rest) {
-            content = builtin
+        } else if let mapped = try mapping.decode(wire: String(type), body: rest, registry: registry) {
+            content = mapped.content
+            rest = mapped.remaining
             if let entities = rest.removeValue(forKey: "entities") { extras["entities"] = entities }
         } else {
             content = .unsupported(UnsupportedContent(vendor: "wukong", vendorType: String(type),
@@ -90,67 +97,5 @@ public struct WuKongContentCodec: Sendable {
         let ref = ReplyRef(messageID: MessageID(id), sender: sender, digest: digest)
         if Self.encodeReply(ref) != value { extras["reply"] = value }
         return ref
-    }
-
-    /// Built-in types; nil for types the codec does not know. Consumes the keys it uses from `rest`.
-    static func decodeBuiltin(_ type: Int, _ rest: inout [String: JSONValue]) throws -> MessageContent? {
-        func take(_ key: String) -> JSONValue? { rest.removeValue(forKey: key) }
-        func string(_ key: String) -> String? { take(key)?.stringValue }
-        func int(_ key: String) -> Int64? { take(key)?.int64Value }
-        func media() -> MediaAttachment {
-            var attachment = MediaAttachment.remote(string("url") ?? "")
-            attachment.width = int("width").map(Int.init)
-            attachment.height = int("height").map(Int.init)
-            return attachment
-        }
-        switch type {
-        case WKContentType.text:
-            return .text(TextContent(string("content") ?? ""))
-        case WKContentType.image:
-            return .image(ImageContent(media()))
-        case WKContentType.gif:
-            // Seeds 000/001 (`WKGIFContent`): a missing width/height decodes as 100; the extended
-            // form adds `thumbnail`, `duration` (seconds) and `file_size`.
-            var attachment = media()
-            attachment.width = attachment.width ?? 100
-            attachment.height = attachment.height ?? 100
-            attachment.thumbnail = string("thumbnail")
-            attachment.durationMs = take("duration")?.doubleValue.map { Int64(($0 * 1000).rounded()) }
-            attachment.size = int("file_size")
-            return .gif(GIFContent(attachment))
-        case WKContentType.voice:
-            var attachment = MediaAttachment.remote(string("url") ?? "")
-            attachment.durationMs = int("timeTrad").map { $0 * 1000 }
-            return .voice(VoiceContent(attachment))
-        case WKContentType.video:
-            var attachment = media()
-            attachment.size = int("size")
-            attachment.durationMs = int("second").map { $0 * 1000 }
-            let cover = string("cover").map { MediaAttachment.remote($0) }
-            return .video(VideoContent(attachment, cover: cover))
-        case WKContentType.location:
-            guard let lat = (take("lat") ?? take("latitude"))?.doubleValue,
-                  let lng = (take("lng") ?? take("longitude"))?.doubleValue else {
-                throw IMError(.malformedPayload, "WuKong location (type 6) needs lat/lng")
-            }
-            return .location(LocationContent(latitude: lat, longitude: lng, title: string("title"),
-                                             address: string("address"), thumbnail: string("img")))
-        case WKContentType.card:
-            return .card(CardContent(userID: UserID(string("uid") ?? ""), name: string("name") ?? "", avatar: string("avatar")))
-        case WKContentType.file:
-            var attachment = MediaAttachment.remote(string("url") ?? "")
-            attachment.size = int("size")
-            return .file(FileContent(attachment, name: string("name") ?? ""))
-        case WKContentType.cmd:
-            guard let name = string("cmd") else { throw IMError(.malformedPayload, "WuKong CMD (type 99) has no `cmd`") }
-            return .command(CommandContent(name: name, data: take("param") ?? .null))
-        case WKContentType.systemRange:
-            let template = string("content") ?? ""
-            let parameters = take("extra")?.arrayValue ?? []
-            return .notice(NoticeContent(text: NoticeContent.render(template: template, parameters: parameters),
-                                         template: template, parameters: parameters, noticeType: String(type)))
-        default:
-            return nil
-        }
     }
 }

@@ -7,7 +7,7 @@ import Yams
 public struct ConfigNode {
     let node: Node?
     public let path: String
-    let file: String
+    public let file: String
     let environment: [String: String]
 
     init(node: Node?, path: String, file: String, environment: [String: String]) {
@@ -79,6 +79,45 @@ public struct ConfigNode {
     }
 
     public func optionalInt() throws -> Int? { isPresent ? try int() : nil }
+
+    /// A scalar exactly as written (no `${…}` expansion): mapping files use `{field}` templates.
+    public func scalar() throws -> String {
+        guard isPresent, let raw = node?.scalar?.string else { throw error("expected a single value") }
+        return raw
+    }
+
+    public func optionalScalar() throws -> String? { isPresent ? try scalar() : nil }
+
+    public func bool() throws -> Bool {
+        switch try scalar().lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default: throw error("expected true or false")
+        }
+    }
+
+    /// A scalar written without quotes (so `1` is a number and `"1"` text).
+    public var isPlainScalar: Bool { node?.scalar?.style == .plain }
+
+    public var isMapping: Bool { node?.mapping != nil }
+    public var isSequence: Bool { node?.sequence != nil }
+    public var isScalar: Bool { node?.scalar != nil && isPresent }
+
+    /// The children of a mapping in file order, refusing a key written twice.
+    public func entries() throws -> [(key: String, node: ConfigNode)] {
+        guard let mapping = node?.mapping else { throw error("expected a mapping") }
+        var seen: Set<String> = []
+        var result: [(key: String, node: ConfigNode)] = []
+        for (key, value) in mapping {
+            guard let name = key.string else { throw error("keys must be text") }
+            let child = child(name, value)
+            guard seen.insert(name).inserted else {
+                throw ConfigNode(node: key, path: child.path, file: file, environment: environment).error("is written twice")
+            }
+            result.append((name, child))
+        }
+        return result
+    }
 
     func expand(_ text: String) throws -> String {
         var result = ""

@@ -1,0 +1,131 @@
+import Foundation
+import IMCore
+
+/// Where a mapping came from: the file and line an error or a report points at.
+public struct MappingSource: Hashable, Sendable, CustomStringConvertible {
+    public let file: String
+    public let line: Int?
+    public var description: String { line.map { "\(file):\($0)" } ?? file }
+}
+
+/// One neutral field ⇄ one wire field, compiled from a `fields:` item.
+public struct FieldRule: Hashable, Sendable {
+    public let neutral: String
+    /// The wire key; a dotted name (`video.media_id`) reaches into nested objects.
+    public let wire: [String]
+    /// Other wire keys accepted when decoding (`lable` for `label`); never written.
+    public let aliases: [[String]]
+    public let transform: Transform
+    public let type: NeutralType
+    /// Neutral value used when the wire lacks the field (seed 001: a GIF without width is 100 wide).
+    public let decodeDefault: JSONValue?
+    /// Wire value written when the neutral side has none (vendors that require the key).
+    public let encodeDefault: JSONValue?
+    /// A wire body without this field is malformed.
+    public let required: Bool
+    /// Neutral fields whose value is written when this one has none (`title` or else `address`).
+    public let or: [String]
+
+    public var wireName: String { wire.joined(separator: ".") }
+}
+
+/// The wire type an entry matches: one value, or (WuKong's system notices) a numeric range.
+public enum WireSelector: Hashable, Sendable, CustomStringConvertible {
+    case exact(String)
+    case range(ClosedRange<Int>)
+
+    public func matches(_ wire: String) -> Bool {
+        switch self {
+        case .exact(let value): value == wire
+        case .range(let range): Int(wire).map(range.contains) ?? false
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .exact(let value): value
+        case .range(let range): "\(range.lowerBound)-\(range.upperBound)"
+        }
+    }
+}
+
+/// One wire representation of one neutral target on one vendor (a built-in type from
+/// `mappings/<vendor>.yaml`, or a vendor section of a `mappings/custom/*.yaml` type).
+public struct MappingEntry: Hashable, Sendable {
+    public let vendor: String
+    public let wire: WireSelector
+    /// The wire type written when encoding (a range's `encode_as`).
+    public let encodeWire: String
+    /// Discriminators: wire keys that must hold these values (checked and consumed on decode,
+    /// written on encode), e.g. NIM `{"type": "order"}` or an image's `ext: gif`.
+    public let when: [String: JSONValue]
+    /// Wire keys written when encoding if the body has no value for them (vendors that require a key
+    /// the neutral model has no use for, e.g. JMessage's map `scale`). Not checked when decoding.
+    public let constants: [String: JSONValue]
+    /// The key of the nested object the fields live in (`data` of NIM's `{"type":…,"data":{…}}`).
+    public let dataKey: String?
+    public let target: NeutralTarget
+    public let fields: [FieldRule]
+    /// Decoding only (an older wire form still accepted, never written).
+    public let decodeOnly: Bool
+    /// The neutral `notice_type` of a notice; the wire type when not given.
+    public let noticeType: String?
+    public let digest: Template?
+    /// The custom type's name when the entry came from a custom file.
+    public let customFile: String?
+    public let source: MappingSource
+
+    /// A short name for reports: `3 → gif`, `App:OrderMsg → custom 'order_card'`.
+    public var label: String {
+        let conditions = when.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value.stringValue ?? $0.value.jsonString())" }
+        return "\(wire)\(conditions.isEmpty ? "" : "[" + conditions.joined(separator: ",") + "]") → \(target)"
+    }
+
+    /// Whether the entry's discriminators hold for a body.
+    func accepts(_ body: [String: JSONValue]) -> Bool {
+        for (key, value) in when where !Self.same(body[key], value) { return false }
+        if when.isEmpty, customFile != nil {
+            // An undiscriminated custom attachment (seed 003) is recognised by its required fields.
+            let fieldsBody = dataKey.flatMap { body[$0]?.objectValue } ?? body
+            for rule in fields where rule.required {
+                guard Self.value(at: rule.wire, in: fieldsBody) != nil else { return false }
+            }
+        }
+        return true
+    }
+
+    static func same(_ wire: JSONValue?, _ expected: JSONValue) -> Bool {
+        guard let wire else { return false }
+        if wire == expected { return true }
+        return wire.stringValue?.lowercased() == expected.stringValue?.lowercased()
+    }
+
+    static func value(at path: [String], in object: [String: JSONValue]) -> JSONValue? {
+        var current: JSONValue = .object(object)
+        for key in path {
+            guard let next = current[key] else { return nil }
+            current = next
+        }
+        return current == .null ? nil : current
+    }
+
+    static func take(_ path: [String], from object: inout [String: JSONValue]) -> JSONValue? {
+        guard let first = path.first else { return nil }
+        if path.count == 1 {
+            let value = object.removeValue(forKey: first)
+            return value == .null ? nil : value
+        }
+        guard case .object(var nested)? = object[first] else { return nil }
+        let value = take(Array(path.dropFirst()), from: &nested)
+        object[first] = nested.isEmpty ? nil : .object(nested)
+        return value
+    }
+
+    static func put(_ value: JSONValue, at path: [String], in object: inout [String: JSONValue]) {
+        guard let first = path.first else { return }
+        if path.count == 1 { object[first] = value; return }
+        var nested = object[first]?.objectValue ?? [:]
+        put(value, at: Array(path.dropFirst()), in: &nested)
+        object[first] = .object(nested)
+    }
+}

@@ -1,0 +1,173 @@
+import Foundation
+import IMCore
+
+/// The type of a neutral field as mapping files name it.
+public enum NeutralType: String, Sendable, Hashable, CaseIterable {
+    case string, int, double, bool, json
+
+    /// Coerces a wire value (after its transform) to this type; nil when it cannot be.
+    func coerce(_ value: JSONValue) -> JSONValue? {
+        switch self {
+        case .string: return value.stringValue.map(JSONValue.string)
+        case .int: return value.int64Value.map(JSONValue.int)
+        case .double:
+            if case .int = value { return value }
+            return value.doubleValue.map(JSONValue.double)
+        case .bool:
+            switch value {
+            case .bool: return value
+            case .int(let number): return .bool(number != 0)
+            case .string(let text):
+                if ["true", "1"].contains(text) { return .bool(true) }
+                if ["false", "0"].contains(text) { return .bool(false) }
+                return nil
+            default: return nil
+            }
+        case .json: return value
+        }
+    }
+}
+
+/// What a mapping entry produces on the neutral side: a built-in content kind, or an app custom type.
+public enum NeutralTarget: Hashable, Sendable, CustomStringConvertible {
+    case builtin(ContentKind)
+    case custom(String)
+
+    public var description: String {
+        switch self {
+        case .builtin(let kind): kind.rawValue
+        case .custom(let name): "custom '\(name)'"
+        }
+    }
+}
+
+/// The neutral field names of each built-in kind (what `fields:` in a mapping file may name), and the
+/// conversion between a `MessageContent` and those fields.
+///
+/// Media kinds share `url`, `width`, `height`, `size`, `checksum`, `duration_ms`, `thumbnail`,
+/// `file_name`, `mime_type`; video adds `cover_url`, file adds `name`. Durations are milliseconds and
+/// sizes bytes on the neutral side: units are the mapping's transforms.
+public enum NeutralForm {
+    static let media: [String: NeutralType] = [
+        "url": .string, "width": .int, "height": .int, "size": .int, "checksum": .string, "duration_ms": .int,
+        "thumbnail": .string, "file_name": .string, "mime_type": .string,
+    ]
+
+    /// The fields a built-in kind has; nil for kinds a mapping cannot describe (`custom`, `unsupported`).
+    public static func vocabulary(_ kind: ContentKind) -> [String: NeutralType]? {
+        switch kind {
+        case .text: ["text": .string]
+        case .image, .gif, .voice: media
+        case .video: media.merging(["cover_url": .string]) { a, _ in a }
+        case .file: media.merging(["name": .string]) { a, _ in a }
+        case .location: ["latitude": .double, "longitude": .double, "title": .string, "address": .string, "thumbnail": .string]
+        case .card: ["user_id": .string, "name": .string, "avatar": .string]
+        case .command: ["name": .string, "data": .json]
+        case .notice: ["text": .string, "template": .string, "parameters": .json, "notice_type": .string]
+        case .custom, .unsupported: nil
+        }
+    }
+
+    /// The neutral fields of a content (absent values are left out). Custom contents give their JSON
+    /// payload's members; nil when the payload is not a JSON object or the content is unsupported.
+    public static func fields(of content: MessageContent) -> [String: JSONValue]? {
+        func put(_ fields: inout [String: JSONValue], _ key: String, _ value: String?) { if let value { fields[key] = .string(value) } }
+        func mediaFields(_ a: MediaAttachment) -> [String: JSONValue] {
+            var f: [String: JSONValue] = [:]
+            put(&f, "url", a.remoteURL)
+            if let width = a.width { f["width"] = .int(Int64(width)) }
+            if let height = a.height { f["height"] = .int(Int64(height)) }
+            if let size = a.size { f["size"] = .int(size) }
+            put(&f, "checksum", a.checksum)
+            if let duration = a.durationMs { f["duration_ms"] = .int(duration) }
+            put(&f, "thumbnail", a.thumbnail)
+            put(&f, "file_name", a.fileName)
+            put(&f, "mime_type", a.mimeType)
+            return f
+        }
+        switch content {
+        case .text(let text): return ["text": .string(text.text)]
+        case .image(let image): return mediaFields(image.attachment)
+        case .gif(let gif): return mediaFields(gif.attachment)
+        case .voice(let voice): return mediaFields(voice.attachment)
+        case .video(let video):
+            var f = mediaFields(video.attachment)
+            put(&f, "cover_url", video.cover?.remoteURL)
+            return f
+        case .file(let file):
+            var f = mediaFields(file.attachment)
+            f["name"] = .string(file.name)
+            return f
+        case .location(let location):
+            var f: [String: JSONValue] = ["latitude": .double(location.latitude), "longitude": .double(location.longitude)]
+            put(&f, "title", location.title)
+            put(&f, "address", location.address)
+            put(&f, "thumbnail", location.thumbnail)
+            return f
+        case .card(let card):
+            var f: [String: JSONValue] = ["user_id": .string(card.userID.rawValue), "name": .string(card.name)]
+            put(&f, "avatar", card.avatar)
+            return f
+        case .command(let command):
+            var f: [String: JSONValue] = ["name": .string(command.name)]
+            if command.data != .null { f["data"] = command.data }
+            return f
+        case .notice(let notice):
+            // A notice from elsewhere has no template: its text is the template (WuKong writes `content`).
+            var f: [String: JSONValue] = ["text": .string(notice.text), "template": .string(notice.template ?? notice.text)]
+            if !notice.parameters.isEmpty { f["parameters"] = .array(notice.parameters) }
+            put(&f, "notice_type", notice.noticeType)
+            return f
+        case .custom(let custom):
+            return custom.json?.objectValue
+        case .unsupported:
+            return nil
+        }
+    }
+
+    /// Builds a content from neutral fields. Custom types go through `registry` (typed when registered).
+    public static func content(_ target: NeutralTarget, _ f: [String: JSONValue], registry: ContentRegistry) throws -> MessageContent {
+        func string(_ key: String) -> String? { f[key]?.stringValue }
+        func int(_ key: String) -> Int64? { f[key]?.int64Value }
+        func attachment() -> MediaAttachment {
+            MediaAttachment(remoteURL: string("url"), mimeType: string("mime_type"), size: int("size"), checksum: string("checksum"),
+                            width: int("width").map { Int($0) }, height: int("height").map { Int($0) },
+                            durationMs: int("duration_ms"), thumbnail: string("thumbnail"), fileName: string("file_name"),
+                            transferState: .needsDownload)
+        }
+        switch target {
+        case .custom(let name):
+            return .custom(try registry.decode(typeName: name, payload: JSONValue.object(f).jsonString()))
+        case .builtin(let kind):
+            switch kind {
+            case .text: return .text(string("text") ?? "")
+            case .image: return .image(ImageContent(attachment()))
+            case .gif: return .gif(GIFContent(attachment()))
+            case .voice: return .voice(VoiceContent(attachment()))
+            case .video: return .video(VideoContent(attachment(), cover: string("cover_url").map { MediaAttachment.remote($0) }))
+            case .file: return .file(FileContent(attachment(), name: string("name") ?? string("file_name") ?? ""))
+            case .location:
+                guard let latitude = f["latitude"]?.doubleValue, let longitude = f["longitude"]?.doubleValue else {
+                    throw IMError(.malformedPayload, "a location needs latitude and longitude")
+                }
+                return .location(LocationContent(latitude: latitude, longitude: longitude, title: string("title"),
+                                                 address: string("address"), thumbnail: string("thumbnail")))
+            case .card: return .card(CardContent(userID: UserID(string("user_id") ?? ""), name: string("name") ?? "", avatar: string("avatar")))
+            case .command: return .command(CommandContent(name: string("name") ?? "", data: f["data"] ?? .null))
+            case .notice:
+                let parameters = f["parameters"]?.arrayValue ?? []
+                let template = string("template")
+                let text = string("text") ?? template.map { NoticeContent.render(template: $0, parameters: parameters) } ?? ""
+                return .notice(NoticeContent(text: text, template: template, parameters: parameters, noticeType: string("notice_type")))
+            case .custom, .unsupported:
+                throw IMError(.invalidArgument, "\(kind.rawValue) has no neutral field form")
+            }
+        }
+    }
+
+    /// The target a content is encoded as.
+    public static func target(of content: MessageContent) -> NeutralTarget {
+        if case .custom(let custom) = content { return .custom(custom.typeName) }
+        return .builtin(content.kind)
+    }
+}

@@ -1,0 +1,149 @@
+import Foundation
+import IMCore
+
+/// A content decoded through a mapping entry.
+public struct MappedContent: Sendable {
+    public let entry: MappingEntry
+    public let content: MessageContent
+    /// The body's keys the entry did not use (a codec keeps them so a same-vendor round trip is exact).
+    public let remaining: [String: JSONValue]
+}
+
+/// A content encoded through a mapping entry: the wire type and the body's mapped keys.
+public struct MappedWire: Sendable {
+    public let entry: MappingEntry
+    public let wireType: String
+    public let body: [String: JSONValue]
+}
+
+/// Every mapping entry of one vendor, compiled and indexed once (no YAML work per message).
+///
+/// Decoding picks, among the entries for the wire type, the first (in file order: built-in table,
+/// then custom files by name) whose discriminators hold. Encoding picks, among the entries for the
+/// content's kind or custom type, the first that is not `decode_only` and whose transforms accept the
+/// content's values; for a notice, the entry whose wire type is the notice's `notice_type` first.
+public struct VendorTable: Sendable {
+    public let vendor: String
+    public let entries: [MappingEntry]
+    private let byWire: [String: [Int]]
+    private let ranged: [Int]
+    private let byTarget: [NeutralTarget: [Int]]
+
+    public init(vendor: String, entries: [MappingEntry]) {
+        self.vendor = vendor
+        self.entries = entries
+        var byWire: [String: [Int]] = [:]
+        var ranged: [Int] = []
+        var byTarget: [NeutralTarget: [Int]] = [:]
+        for (index, entry) in entries.enumerated() {
+            switch entry.wire {
+            case .exact(let value): byWire[value, default: []].append(index)
+            case .range: ranged.append(index)
+            }
+            byTarget[entry.target, default: []].append(index)
+        }
+        self.byWire = byWire
+        self.ranged = ranged
+        self.byTarget = byTarget
+    }
+
+    /// The entries that may decode a wire type (before discriminators).
+    public func candidates(forWire wire: String) -> [MappingEntry] {
+        (byWire[wire] ?? []).map { entries[$0] } + ranged.map { entries[$0] }.filter { $0.wire.matches(wire) }
+    }
+
+    public func entries(for target: NeutralTarget) -> [MappingEntry] { (byTarget[target] ?? []).map { entries[$0] } }
+
+    /// Whether this vendor has a wire form for a custom type or built-in kind.
+    public func carries(_ target: NeutralTarget) -> Bool { entries(for: target).contains { !$0.decodeOnly } }
+
+    /// Decodes a body of a wire type; nil when no entry matches (the codec decides: unsupported, raw custom …).
+    /// Throws `malformed_payload` when a required field is missing or a value cannot be converted.
+    public func decode(wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent? {
+        guard let entry = candidates(forWire: wire).first(where: { $0.accepts(body) }) else { return nil }
+        return try decode(entry: entry, wire: wire, body: body, registry: registry)
+    }
+
+    public func decode(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent {
+        var outer = body
+        for key in entry.when.keys { outer.removeValue(forKey: key) }
+        var object = outer
+        if let dataKey = entry.dataKey {
+            object = outer.removeValue(forKey: dataKey)?.objectValue ?? [:]
+        }
+        var neutral: [String: JSONValue] = [:]
+        for rule in entry.fields {
+            var raw = MappingEntry.take(rule.wire, from: &object)
+            for alias in rule.aliases where raw == nil { raw = MappingEntry.take(alias, from: &object) }
+            guard let raw else {
+                if let fallback = rule.decodeDefault {
+                    neutral[rule.neutral] = fallback
+                } else if rule.required {
+                    throw IMError(.malformedPayload, "\(vendor) \(wire) body has no '\(rule.wireName)' (\(entry.source))",
+                                  details: ["field": rule.wireName])
+                }
+                continue
+            }
+            guard let converted = rule.transform.decode(raw).flatMap(rule.type.coerce) else {
+                throw IMError(.malformedPayload, "\(vendor) \(wire): '\(rule.wireName)' value \(raw.jsonString()) is not a \(rule.type.rawValue)",
+                              details: ["field": rule.wireName])
+            }
+            neutral[rule.neutral] = converted
+        }
+        if case .builtin(.notice) = entry.target, neutral["notice_type"] == nil {
+            neutral["notice_type"] = .string(entry.noticeType ?? wire)
+        }
+        let content = try NeutralForm.content(entry.target, neutral, registry: registry)
+        var remaining = object
+        if let dataKey = entry.dataKey {
+            remaining = outer
+            if !object.isEmpty { remaining[dataKey] = .object(object) }
+        }
+        return MappedContent(entry: entry, content: content, remaining: remaining)
+    }
+
+    /// Encodes a content; nil when the vendor has no entry that takes it (the codec falls back).
+    /// Throws `invalid_content` when a custom payload is not a JSON object.
+    public func encode(_ content: MessageContent) throws -> MappedWire? {
+        let target = NeutralForm.target(of: content)
+        var candidates = entries(for: target).filter { !$0.decodeOnly }
+        guard !candidates.isEmpty else { return nil }
+        guard let fields = NeutralForm.fields(of: content) else {
+            throw IMError(.invalidContent, "\(target) content must be a JSON object to use the \(vendor) mapping")
+        }
+        if case .notice(let notice) = content, let type = notice.noticeType,
+           let preferred = candidates.firstIndex(where: { $0.wire.matches(type) || $0.noticeType == type }) {
+            candidates.insert(candidates.remove(at: preferred), at: 0)
+        }
+        for entry in candidates {
+            if let body = encode(fields, entry: entry, noticeType: (content.notice?.noticeType)) { return body }
+        }
+        return nil
+    }
+
+    func encode(_ fields: [String: JSONValue], entry: MappingEntry, noticeType: String?) -> MappedWire? {
+        var object: [String: JSONValue] = [:]
+        for rule in entry.fields {
+            if let value = ([rule.neutral] + rule.or).lazy.compactMap({ fields[$0] }).first(where: { $0 != .null }) {
+                guard let wire = rule.transform.encode(value) else { return nil }
+                MappingEntry.put(wire, at: rule.wire, in: &object)
+            } else if let fallback = rule.encodeDefault {
+                MappingEntry.put(fallback, at: rule.wire, in: &object)
+            }
+        }
+        var body = object
+        if let dataKey = entry.dataKey { body = [dataKey: .object(object)] }
+        for (key, value) in entry.constants where body[key] == nil { body[key] = value }
+        for (key, value) in entry.when { body[key] = value }
+        var wireType = entry.encodeWire
+        if case .range = entry.wire, let noticeType, entry.wire.matches(noticeType) { wireType = noticeType }
+        return MappedWire(entry: entry, wireType: wireType, body: body)
+    }
+}
+
+extension MessageContent {
+    var notice: NoticeContent? {
+        if case .notice(let notice) = self { return notice }
+        return nil
+    }
+}
