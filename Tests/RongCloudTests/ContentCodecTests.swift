@@ -92,7 +92,7 @@ struct ContentCodecTests {
     }
 
     @Test(arguments: [
-        ("App:OrderMsg", #"{"orderId": "A1",  "amount":3}"#),
+        ("App:GiftMsg", #"{"orderId": "A1",  "amount":3}"#),
         ("App:Plain", "not json at all"),
     ])
     func unregisteredCustomKeepsBytes(objectName: String, payload: String) throws {

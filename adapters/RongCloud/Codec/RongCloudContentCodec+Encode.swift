@@ -1,4 +1,5 @@
 import IMCore
+import IMMapping
 
 extension RongCloudContentCodec {
     /// Encodes a neutral content for the wire (see the type's mapping).
@@ -15,78 +16,21 @@ extension RongCloudContentCodec {
         var object = ContentObject()
         let objectName: String
         switch content {
-        case .text(let text):
+        case .text(let text) where reply != nil:
+            let reply = reply!
             object.set("content", text.text)
-            if let reply {
-                objectName = RCObjectName.reference
-                object.set("referMsgUid", reply.messageID.rawValue)
-                object.set("referMsgUserId", reply.sender?.rawValue)
-                if leftovers?["referMsg"] == nil {
-                    object.set("objName", RCObjectName.text)
-                    object["referMsg"] = .object(["content": .string(reply.digest)])
-                }
-            } else {
-                objectName = RCObjectName.text
+            objectName = RCObjectName.reference
+            object.set("referMsgUid", reply.messageID.rawValue)
+            object.set("referMsgUserId", reply.sender?.rawValue)
+            if leftovers?["referMsg"] == nil {
+                object.set("objName", RCObjectName.text)
+                object["referMsg"] = .object(["content": .string(reply.digest)])
             }
-        case .image(let image):
-            objectName = RCObjectName.image
-            object.set("imageUri", try Self.url(image.attachment, objectName))
-            object.set("content", image.attachment.thumbnail)
-        case .gif(let gif):
-            objectName = RCObjectName.gif
-            object.set("remoteUrl", try Self.url(gif.attachment, objectName))
-            object.set("gifDataSize", gif.attachment.size)
-            object.set("width", gif.attachment.width)
-            object.set("height", gif.attachment.height)
-        case .voice(let voice):
-            let url = try Self.url(voice.attachment, RCObjectName.hqVoice)
-            if url.hasPrefix(Self.amrDataURLPrefix) {
-                objectName = RCObjectName.voice
-                object.set("content", String(url.dropFirst(Self.amrDataURLPrefix.count)))
-            } else {
-                objectName = RCObjectName.hqVoice
-                object.set("remoteUrl", url)
-            }
-            object.set("duration", voice.attachment.durationMs.map(Self.seconds))
-        case .video(let video):
-            objectName = RCObjectName.sight
-            object.set("sightUrl", try Self.url(video.attachment, objectName))
-            object.set("content", video.attachment.thumbnail ?? video.cover?.thumbnail)
-            object.set("duration", video.attachment.durationMs.map(Self.seconds))
-            object.set("size", video.attachment.size)
-            object.set("name", video.attachment.fileName)
-        case .file(let file):
-            objectName = RCObjectName.file
-            object.set("name", file.name)
-            object.set("size", file.attachment.size)
-            object.set("fileUrl", try Self.url(file.attachment, objectName))
-            if leftovers == nil, let dot = file.name.lastIndex(of: "."), file.name.index(after: dot) < file.name.endIndex {
-                object.set("type", String(file.name[file.name.index(after: dot)...]))
-            }
-        case .location(let location):
-            objectName = RCObjectName.location
-            object.set("latitude", location.latitude)
-            object.set("longitude", location.longitude)
-            object.set("poi", location.title ?? location.address)
-            object.set("content", location.thumbnail ?? (leftovers == nil ? "" : nil))
-        case .card(let card):
-            objectName = RCObjectName.card
-            object.set("userId", card.userID.rawValue)
-            object.set("name", card.name)
-            object.set("portraitUri", card.avatar)
-        case .command(let command):
-            objectName = RCObjectName.command
-            object.set("name", command.name)
-            if command.data != .null { object["data"] = command.data }
-        case .notice(let notice):
-            if notice.noticeType == RCObjectName.recallNotification, let leftovers {
-                objectName = RCObjectName.recallNotification
-                object.merge(leftovers)
-                return RongCloudWireContent(objectName: objectName, content: object.json)
-            }
-            objectName = RCObjectName.infoNotification
-            object.set("message", notice.text)
-        case .custom(let custom):
+        case .notice(let notice) where notice.noticeType == RCObjectName.recallNotification && leftovers != nil:
+            objectName = RCObjectName.recallNotification
+            object.merge(leftovers!)
+            return RongCloudWireContent(objectName: objectName, content: object.json)
+        case .custom(let custom) where objectNames[custom.typeName] != nil || !mapping.carries(.custom(custom.typeName)):
             let name = objectNames[custom.typeName] ?? custom.typeName
             try Self.checkCustomName(name)
             return RongCloudWireContent(objectName: name, content: custom.payload)
@@ -96,6 +40,20 @@ extension RongCloudContentCodec {
                               details: ["kind": "unsupported"])
             }
             return RongCloudWireContent(objectName: unsupported.vendorType, content: unsupported.raw)
+        default:
+            if let attachment = content.attachments.first, content.kind != .custom {
+                _ = try Self.url(attachment, content.kind.rawValue)
+            }
+            guard let mapped = try mapping.encode(content) else {
+                throw IMError(.unsupported, "the RongCloud mapping has no objectName for \(content.kind.rawValue) content",
+                              details: ["kind": content.kind.rawValue])
+            }
+            objectName = mapped.wireType
+            for (key, value) in mapped.body { object[key] = value }
+            if case .file(let file) = content, leftovers == nil, object["type"] == nil,
+               let dot = file.name.lastIndex(of: "."), file.name.index(after: dot) < file.name.endIndex {
+                object.set("type", String(file.name[file.name.index(after: dot)...]))
+            }
         }
         if !mentions.isEmpty {
             var info: [String: JSONValue] = ["type": .int(mentions.all ? 1 : 2)]
