@@ -145,7 +145,11 @@ public enum NeutralForm {
             case .gif: return .gif(GIFContent(attachment()))
             case .voice: return .voice(VoiceContent(attachment()))
             case .video: return .video(VideoContent(attachment(), cover: string("cover_url").map { MediaAttachment.remote($0) }))
-            case .file: return .file(FileContent(attachment(), name: string("name") ?? string("file_name") ?? ""))
+            case .file:
+                // A file's attachment is named like the file unless the wire says otherwise.
+                var media = attachment()
+                media.fileName = media.fileName ?? string("name")
+                return .file(FileContent(media, name: string("name") ?? media.fileName ?? ""))
             case .location:
                 guard let latitude = f["latitude"]?.doubleValue, let longitude = f["longitude"]?.doubleValue else {
                     throw IMError(.malformedPayload, "a location needs latitude and longitude")

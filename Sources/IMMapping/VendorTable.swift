@@ -18,8 +18,8 @@ public struct MappedWire: Sendable {
 
 /// Every mapping entry of one vendor, compiled and indexed once (no YAML work per message).
 ///
-/// Decoding picks, among the entries for the wire type, the first (in file order: built-in table,
-/// then custom files by name) whose discriminators hold. Encoding picks, among the entries for the
+/// Decoding picks, among the entries for the wire type, the first whose discriminators hold: entries
+/// with discriminators before those without, then file order (built-in table, then custom files by name). Encoding picks, among the entries for the
 /// content's kind or custom type, the first that is not `decode_only` and whose transforms accept the
 /// content's values; for a notice, the entry whose wire type is the notice's `notice_type` first.
 public struct VendorTable: Sendable {
@@ -60,7 +60,10 @@ public struct VendorTable: Sendable {
     /// Decodes a body of a wire type; nil when no entry matches (the codec decides: unsupported, raw custom …).
     /// Throws `malformed_payload` when a required field is missing or a value cannot be converted.
     public func decode(wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent? {
-        guard let entry = candidates(forWire: wire).first(where: { $0.accepts(body) }) else { return nil }
+        // Most specific first: entries with discriminators before those without (an image with
+        // `ext: gif` is a GIF), file order otherwise.
+        let ordered = candidates(forWire: wire).enumerated().sorted { ($0.element.when.isEmpty ? 1 : 0, $0.offset) < ($1.element.when.isEmpty ? 1 : 0, $1.offset) }
+        guard let entry = ordered.map(\.element).first(where: { $0.accepts(body) }) else { return nil }
         return try decode(entry: entry, wire: wire, body: body, registry: registry)
     }
 

@@ -37,7 +37,8 @@ import Testing
         ("card", #"{"type":7,"uid":"u9","name":"小明","avatar":"https://f.example/u9.png","vercode":"abc"}"#,
          .card(CardContent(userID: "u9", name: "小明", avatar: "https://f.example/u9.png"))),
         ("file", #"{"type":8,"name":"report.pdf","size":1024,"url":"https://f.example/r.pdf"}"#,
-         .file(FileContent(remote("https://f.example/r.pdf", size: 1024), name: "report.pdf"))),
+         // The attachment is named like the file (the neutral form's rule for files).
+         .file(FileContent({ var a = remote("https://f.example/r.pdf", size: 1024); a.fileName = "report.pdf"; return a }(), name: "report.pdf"))),
         ("merge-forward", #"{"type":11,"channel_type":2,"users":[{"uid":"u1","name":"A"}],"msgs":[{"message_id":"1","payload":{"type":1,"content":"x"}}]}"#,
          .custom(CustomContent(raw: "wukong.merge_forward",
                                payload: #"{"channel_type":2,"msgs":[{"message_id":"1","payload":{"content":"x","type":1}}],"users":[{"name":"A","uid":"u1"}]}"#))),
