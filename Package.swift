@@ -50,7 +50,7 @@ let package = Package(
         .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping"]),
         .target(name: "IMBridgeApp", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMMapping",
             // adapters: add "<Name>" here
             "JMessage",
             "RongCloud",
@@ -58,7 +58,7 @@ let package = Package(
             "NIM",
         ]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMMapping",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Benchmarks: release-only executable, never part of `swift test`.

@@ -1,4 +1,5 @@
 import IMCore
+import IMMapping
 import IMRelay
 import IMStore
 import JMessage
@@ -12,11 +13,14 @@ public struct BackendContext: Sendable {
     public var registry: ContentRegistry
     /// True for `imbridge check`: build and validate, but contact no vendor.
     public var validateOnly: Bool
+    /// The content mappings (shipped tables + the config's `mappings:` directory).
+    public var mappings: MappingSet
 
-    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false) {
+    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped) {
         self.store = store
         self.registry = registry
         self.validateOnly = validateOnly
+        self.mappings = mappings
     }
 }
 
@@ -29,14 +33,16 @@ public enum BackendFactories {
         "jmessage": { try await JMessageBackendFactory.make($0, $1) },
         "rongcloud": { config, context in
             do {
-                return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry))
+                return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry,
+                                                  mapping: context.mappings.table("rongcloud")))
             } catch let error as IMError {
                 throw config.error(error.details["setting"] ?? "adapter", error.message)
             }
         },
         "nim": { config, context in
             do {
-                return try NIMSettings.makeBackend(id: config.name, settings: config.settings, registry: context.registry)
+                return try NIMSettings.makeBackend(id: config.name, settings: config.settings, registry: context.registry,
+                                                   mapping: context.mappings.table("nim"))
             } catch let error as IMError {
                 guard let key = error.details["setting"] else { throw error }
                 throw config.error(key, error.message)
@@ -44,7 +50,8 @@ public enum BackendFactories {
         },
         "wukong": { config, context in
             do {
-                return WuKongBackend(configuration: try .init(id: config.name, settings: config.settings), registry: context.registry)
+                return WuKongBackend(configuration: try .init(id: config.name, settings: config.settings), registry: context.registry,
+                                     mapping: context.mappings.table("wukong"))
             } catch let error as IMError {
                 throw config.error(error.details["setting"] ?? "adapter", error.message)
             }

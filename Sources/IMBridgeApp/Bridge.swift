@@ -17,12 +17,15 @@ public struct Bridge: Sendable {
     }
 
     public static func open(config: BridgeConfig, registry: ContentRegistry = ContentRegistry(), listener existing: BridgeListener? = nil) async throws -> Bridge {
+        let mappings = try config.loadMappings()
         let store = try BridgeStore(path: config.store)
         var backends: [any IMBackend] = []
         for backend in config.backends {
-            backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry)))
+            backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings)))
         }
-        let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry)
+        let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
+        let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry,
+                                 customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors))
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
         listener.attach(engine: engine, backends: backends)
         return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener)

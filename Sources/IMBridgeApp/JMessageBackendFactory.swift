@@ -22,7 +22,8 @@ enum JMessageBackendFactory {
         let interval = try int("poll_interval_ms", 2000)
         let backend = JMessageBackend(id: config.name, config: jm, registry: context.registry,
                                       checkpoints: StoreCheckpoints(store: context.store),
-                                      pollerSettings: .init(overlapMs: try int("poll_overlap_ms", 5000)))
+                                      pollerSettings: .init(overlapMs: try int("poll_overlap_ms", 5000)),
+                                      mapping: context.mappings.table("jmessage"))
         if !context.validateOnly { try await backend.start(pollIntervalMs: push || interval == 0 ? nil : interval) }
         return push ? JMessagePushBackend(backend) : backend
     }

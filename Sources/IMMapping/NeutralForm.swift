@@ -45,7 +45,7 @@ public enum NeutralTarget: Hashable, Sendable, CustomStringConvertible {
 /// conversion between a `MessageContent` and those fields.
 ///
 /// Media kinds share `url`, `width`, `height`, `size`, `checksum`, `duration_ms`, `thumbnail`,
-/// `file_name`, `mime_type`; video adds `cover_url`, file adds `name`. Durations are milliseconds and
+/// `file_name`, `mime_type`; video adds `cover_url`, `cover_width`, `cover_height`, `cover_size`; file adds `name`. Durations are milliseconds and
 /// sizes bytes on the neutral side: units are the mapping's transforms.
 public enum NeutralForm {
     static let media: [String: NeutralType] = [
@@ -58,7 +58,7 @@ public enum NeutralForm {
         switch kind {
         case .text: ["text": .string]
         case .image, .gif, .voice: media
-        case .video: media.merging(["cover_url": .string]) { a, _ in a }
+        case .video: media.merging(["cover_url": .string, "cover_width": .int, "cover_height": .int, "cover_size": .int]) { a, _ in a }
         case .file: media.merging(["name": .string]) { a, _ in a }
         case .location: ["latitude": .double, "longitude": .double, "title": .string, "address": .string, "thumbnail": .string]
         case .card: ["user_id": .string, "name": .string, "avatar": .string]
@@ -93,6 +93,9 @@ public enum NeutralForm {
         case .video(let video):
             var f = mediaFields(video.attachment)
             put(&f, "cover_url", video.cover?.remoteURL)
+            if let width = video.cover?.width { f["cover_width"] = .int(Int64(width)) }
+            if let height = video.cover?.height { f["cover_height"] = .int(Int64(height)) }
+            if let size = video.cover?.size { f["cover_size"] = .int(size) }
             return f
         case .file(let file):
             var f = mediaFields(file.attachment)
@@ -144,7 +147,12 @@ public enum NeutralForm {
             case .image: return .image(ImageContent(attachment()))
             case .gif: return .gif(GIFContent(attachment()))
             case .voice: return .voice(VoiceContent(attachment()))
-            case .video: return .video(VideoContent(attachment(), cover: string("cover_url").map { MediaAttachment.remote($0) }))
+            case .video:
+                let cover = string("cover_url").map { url in
+                    MediaAttachment(remoteURL: url, size: int("cover_size"), width: int("cover_width").map { Int($0) },
+                                    height: int("cover_height").map { Int($0) }, transferState: .needsDownload)
+                }
+                return .video(VideoContent(attachment(), cover: cover))
             case .file:
                 // A file's attachment is named like the file unless the wire says otherwise.
                 var media = attachment()

@@ -20,8 +20,8 @@ public struct MappedWire: Sendable {
 ///
 /// Decoding picks, among the entries for the wire type, the first whose discriminators hold: entries
 /// with discriminators before those without, then file order (built-in table, then custom files by name). Encoding picks, among the entries for the
-/// content's kind or custom type, the first that is not `decode_only` and whose transforms accept the
-/// content's values; for a notice, the entry whose wire type is the notice's `notice_type` first.
+/// content's kind or custom type, the first that is not `decode_only` and whose required fields'
+/// transforms accept the content's values (an optional value a transform cannot take is left out); for a notice, the entry whose wire type is the notice's `notice_type` first.
 public struct VendorTable: Sendable {
     public let vendor: String
     public let entries: [MappingEntry]
@@ -124,12 +124,54 @@ public struct VendorTable: Sendable {
         return nil
     }
 
+    /// Encodes a content over `base`, the body it was decoded from: keys the mapping does not write
+    /// stay, a value the content did not change keeps its original spelling (an alias key such as
+    /// `lable`, `16` rather than `16.0`), so a same-vendor round trip writes the body it read.
+    public func encode(_ content: MessageContent, base: [String: JSONValue]) throws -> MappedWire? {
+        guard let mapped = try encode(content) else { return nil }
+        guard !base.isEmpty else { return mapped }
+        var body = base
+        for (key, value) in mapped.body { body[key] = Self.overlay(value, on: base[key]) }
+        for key in mapped.entry.constants.keys where base[key] != nil { body[key] = base[key] }
+        for rule in mapped.entry.fields where !rule.aliases.isEmpty && rule.wire.count == 1 && base[rule.wire[0]] == nil {
+            guard let written = body[rule.wire[0]],
+                  let alias = rule.aliases.first(where: { $0.count == 1 && base[$0[0]].map { Self.same($0, written) } == true }) else { continue }
+            body[rule.wire[0]] = nil
+            body[alias[0]] = base[alias[0]]
+        }
+        return MappedWire(entry: mapped.entry, wireType: mapped.wireType, body: body)
+    }
+
+    static func overlay(_ value: JSONValue, on original: JSONValue?) -> JSONValue {
+        guard let original else { return value }
+        if case .object(let new) = value, case .object(let old) = original {
+            var merged = old
+            for (key, nested) in new { merged[key] = overlay(nested, on: old[key]) }
+            return .object(merged)
+        }
+        return same(value, original) ? original : value
+    }
+
+    static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
+        if a == b { return true }
+        switch (a, b) {
+        case (.int, .double), (.double, .int), (.int, .int), (.double, .double): return a.doubleValue == b.doubleValue
+        default: return false
+        }
+    }
+
     func encode(_ fields: [String: JSONValue], entry: MappingEntry, noticeType: String?) -> MappedWire? {
         var object: [String: JSONValue] = [:]
         for rule in entry.fields {
             if let value = ([rule.neutral] + rule.or).lazy.compactMap({ fields[$0] }).first(where: { $0 != .null }) {
-                guard let wire = rule.transform.encode(value) else { return nil }
-                MappingEntry.put(wire, at: rule.wire, in: &object)
+                if let wire = rule.transform.encode(value) {
+                    MappingEntry.put(wire, at: rule.wire, in: &object)
+                    continue
+                }
+                // A value the transform cannot take: a required field rules the entry out (an HTTP URL
+                // is not inline AMR); an optional one is left out, or written as its encode default.
+                if rule.required { return nil }
+                if let fallback = rule.encodeDefault { MappingEntry.put(fallback, at: rule.wire, in: &object) }
             } else if let fallback = rule.encodeDefault {
                 MappingEntry.put(fallback, at: rule.wire, in: &object)
             }

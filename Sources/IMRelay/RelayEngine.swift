@@ -40,10 +40,13 @@ public actor RelayEngine {
     private var stopping = false
     private var lastDepthGaugeMs: Int64 = .min / 2
     nonisolated let provisioned = Mutex<Set<String>>([])
+    nonisolated let customFallbacks: CustomTypeFallbacks?
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
-                metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256) {
+                metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
+                customFallbacks: CustomTypeFallbacks? = nil) {
         self.store = store
+        self.customFallbacks = customFallbacks
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.routes = RouteTable(routes)
         self.clock = clock
@@ -129,8 +132,12 @@ public actor RelayEngine {
                 result.accepted += 1
                 for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                     guard let target = backends[leg.target] else { continue }
-                    let planned = Translator(capabilities: target.capabilities,
-                                             sourceCapabilities: backends[event.backend]?.capabilities).plan(event, leg: leg)
+                    var translator = Translator(capabilities: target.capabilities, sourceCapabilities: backends[event.backend]?.capabilities)
+                    if let table = customFallbacks {
+                        let targetID = leg.target
+                        translator.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
+                    }
+                    let planned = translator.plan(event, leg: leg)
                     fallbacks += planned.fallbacks
                     for action in planned.actions {
                         let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,

@@ -7,7 +7,8 @@ import IMCore
 /// Rules:
 /// - contents the target cannot carry (kind not in its `contentKinds`, or custom content where custom is
 ///   not native) become text: the digest, plus the media URL where there is one (counted as a `media`
-///   or `custom_content` fallback);
+///   or `custom_content` fallback); a custom type declared in the mappings without a form for the
+///   target's vendor becomes its `fallback:` text (with the message's expansion values);
 /// - text longer than the target allows is cut to fit with a trailing `…` (counted);
 /// - mentions are re-mapped to target users, or dropped where the target has none (counted);
 /// - a message sent with an expansion is sent with one where the target has expansions, so later
@@ -21,6 +22,8 @@ struct Translator: Sendable {
     let capabilities: Capabilities
     /// The source's (nil when unknown).
     var sourceCapabilities: Capabilities? = nil
+    /// The target's fallback text for declared custom types its vendor cannot carry (mappings).
+    var customFallback: (@Sendable (MessageContent, [String: String]) -> String?)? = nil
 
     func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
         var planned = Planned()
@@ -73,6 +76,10 @@ struct Translator: Sendable {
 
     func outgoing(for message: Message, leg: RouteLeg, planned: inout Planned) -> OutgoingMessage {
         var content = fit(message.currentContent, planned: &planned)
+        if let text = customFallback?(message.currentContent, message.expansion?.values ?? [:]) {
+            planned.fallbacks.append((Feature.customContent.rawValue, .notice))
+            content = .text(fitText(text, planned: &planned))
+        }
         if case .relay(_, let format) = leg.users, case .text(let text) = content {
             content = .text(fitText(Self.render(format, user: message.sender) + text.text, planned: &planned))
         }

@@ -2,6 +2,7 @@ import ArgumentParser
 import IMBridgeApp
 import Foundation
 import IMCore
+import IMMapping
 import IMRelay
 import IMStore
 
@@ -21,7 +22,14 @@ struct CheckCommand: AsyncParsableCommand {
         // Build every backend as `run` would (adapter settings are validated there), contacting no vendor.
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-check-\(UUID().uuidString).sqlite").path
         defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let context = BackendContext(store: try BridgeStore(path: scratch), registry: ContentRegistry(), validateOnly: true)
+        let mappings: MappingSet
+        do {
+            mappings = try parsed.loadMappings()
+        } catch let error as IMError {
+            throw ValidationError(error.message)
+        }
+        let context = BackendContext(store: try BridgeStore(path: scratch), registry: ContentRegistry(), validateOnly: true,
+                                     mappings: mappings)
         for backend in parsed.backends {
             do {
                 _ = try await BackendFactories.make(backend, context: context)
@@ -29,7 +37,8 @@ struct CheckCommand: AsyncParsableCommand {
                 throw ValidationError(error.message)
             }
         }
-        var out = "config \(config): ok\n  store: \(parsed.store)\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n  backends:\n"
+        var out = "config \(config): ok\n  store: \(parsed.store)\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n"
+        out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"
         for backend in parsed.backends {
             let built = BackendFactories.factories[backend.adapter] != nil ? "" : " (adapter not built into this binary)"
             out += "    \(backend.name): \(backend.adapter)\(built)\n"

@@ -6,5 +6,5 @@ struct IMBridgeCommand: AsyncParsableCommand {
         commandName: "imbridge",
         abstract: "One neutral API over WuKongIM, RongCloud, NetEase NIM and JMessage; bridges and sandboxes for them.",
         version: "0.1.0",
-        subcommands: [DemoCommand.self, RunCommand.self, MigrateCommand.self, CheckCommand.self, DeadLettersCommand.self, SandboxCommand.self])
+        subcommands: [DemoCommand.self, RunCommand.self, MigrateCommand.self, CheckCommand.self, DeadLettersCommand.self, SandboxCommand.self, MappingsCommand.self])
 }

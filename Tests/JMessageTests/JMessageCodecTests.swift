@@ -83,7 +83,11 @@ import Testing
         let (_, voiceBody) = try codec.encode(voice, extras: nil)
         #expect(voiceBody["duration"] == 3 && voiceBody["format"] == "aac")
 
-        for refused: MessageContent in [.card(CardContent(userID: "u", name: "n")), .notice(NoticeContent(text: "n")),
+        // A contact card travels as the custom body of mappings/custom/contact_card.yaml.
+        let (cardType, cardBody) = try codec.encode(.card(CardContent(userID: "u", name: "n")), extras: nil)
+        #expect(cardType == "custom" && cardBody == ["type": "card", "username": "u", "nickname": "n"])
+        #expect(try codec.decode(msgType: cardType, body: cardBody).content == .card(CardContent(userID: "u", name: "n")))
+        for refused: MessageContent in [.notice(NoticeContent(text: "n")),
                                          .command(CommandContent(name: "typing")),
                                          .unsupported(UnsupportedContent(vendor: "rongcloud", vendorType: "RC:X", raw: "{}"))] {
             #expect { _ = try codec.encode(refused, extras: nil) } throws: { ($0 as? IMError)?.code == .unsupported }

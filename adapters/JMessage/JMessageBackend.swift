@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 import IMHTTP
 import Synchronization
 
@@ -44,12 +45,14 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     public init(id: BackendID, config: JMessageConfig, registry: ContentRegistry = ContentRegistry(),
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
                 pollerSettings: JMessagePoller.Settings = .init(), capabilities: Capabilities = .jMessage,
-                puppetPassword: String? = nil, ackTimeoutMs: Int64 = 30_000) {
+                puppetPassword: String? = nil, ackTimeoutMs: Int64 = 30_000,
+                mapping: VendorTable = MappingSet.shipped.table("jmessage")) {
         self.id = id
-        self.capabilities = capabilities
+        self.capabilities = capabilities.carrying(mapping)
         self.clock = clock
         self.client = JMessageClient(config: config)
-        self.codec = JMessageCodec(identity: JMessageIdentity(appKey: config.appKey, admin: config.admin), registry: registry)
+        self.codec = JMessageCodec(identity: JMessageIdentity(appKey: config.appKey, admin: config.admin), registry: registry,
+                                   mapping: mapping)
         self.inbound = JMessageInbound(appKey: config.appKey, masterSecret: config.masterSecret, codec: codec, backend: id)
         self.puppetPassword = puppetPassword ?? Hashing.sha256Hex(Array("\(config.appKey):\(config.masterSecret):puppet".utf8)).prefix(24).description
         let hub = EventHub(ackTimeoutMs: ackTimeoutMs)

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 
 /// Pure translation between JMessage messages (send requests, report/push message objects) and the
 /// neutral `Message` / `OutgoingMessage`.
@@ -29,9 +30,10 @@ public struct JMessageCodec: Sendable {
     public let identity: JMessageIdentity
     public let content: JMessageContentCodec
 
-    public init(identity: JMessageIdentity, registry: ContentRegistry = ContentRegistry()) {
+    public init(identity: JMessageIdentity, registry: ContentRegistry = ContentRegistry(),
+                mapping: VendorTable = MappingSet.shipped.table("jmessage")) {
         self.identity = identity
-        self.content = JMessageContentCodec(registry: registry)
+        self.content = JMessageContentCodec(registry: registry, mapping: mapping)
     }
 
     // MARK: inbound

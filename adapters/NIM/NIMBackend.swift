@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 import IMHTTP
 import Synchronization
 
@@ -46,11 +47,11 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
     public init(id: BackendID = "nim", config: NIMConfig, registry: ContentRegistry = ContentRegistry(),
                 customFormat: NIMCustomFormat = NIMCustomFormat(), capabilities: Capabilities = NIMBackend.defaultCapabilities,
                 teamQueryAccid: String? = nil, createUsersOnDemand: Bool = true, callbackMaxSkewMs: Int64? = nil,
-                clock: any IMClock = SystemClock()) {
+                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("nim")) {
         self.id = id
-        self.capabilities = capabilities
+        self.capabilities = capabilities.carrying(mapping)
         self.client = NIMClient(config: config, clock: clock)
-        self.codec = NIMMessageCodec(registry: registry, customFormat: customFormat)
+        self.codec = NIMMessageCodec(registry: registry, customFormat: customFormat, mapping: mapping)
         self.inbound = NIMInbound(backend: id, appKey: config.appKey, appSecret: config.appSecret, codec: codec,
                                   maxSkewMs: callbackMaxSkewMs, clock: clock)
         self.clock = clock

@@ -1,4 +1,5 @@
 import IMCore
+import IMMapping
 
 /// Pure translation between NIM wire messages (history entries, message copies, sendMsg forms) and
 /// neutral `Message`s.
@@ -18,8 +19,9 @@ public struct NIMMessageCodec: Sendable {
         self.content = content
     }
 
-    public init(registry: ContentRegistry, customFormat: NIMCustomFormat = NIMCustomFormat()) {
-        self.init(content: NIMContentCodec(registry: registry, customFormat: customFormat))
+    public init(registry: ContentRegistry, customFormat: NIMCustomFormat = NIMCustomFormat(),
+                mapping: VendorTable = MappingSet.shipped.table("nim")) {
+        self.init(content: NIMContentCodec(registry: registry, customFormat: customFormat, mapping: mapping))
     }
 
     // MARK: bodies with the round-trip hint

@@ -1,4 +1,5 @@
 import IMCore
+import IMMapping
 import IMHTTP
 
 /// The `bridge.yaml` settings of a NIM backend (`adapter: nim`), all strings:
@@ -17,7 +18,8 @@ import IMHTTP
 public enum NIMSettings {
     /// Builds the backend; a bad setting throws `invalid_argument` with `details["setting"]` naming it.
     public static func makeBackend(id: BackendID, settings: [String: String], registry: ContentRegistry,
-                                   clock: any IMClock = SystemClock()) throws -> NIMBackend {
+                                   clock: any IMClock = SystemClock(),
+                                   mapping: VendorTable = MappingSet.shipped.table("nim")) throws -> NIMBackend {
         func bad(_ key: String, _ message: String) -> IMError {
             IMError(.invalidArgument, message, details: ["setting": key])
         }
@@ -57,6 +59,6 @@ public enum NIMSettings {
                                timeoutSeconds: try number("timeout_seconds") ?? 15)
         return NIMBackend(id: id, config: config, registry: registry, customFormat: format, capabilities: capabilities,
                           teamQueryAccid: settings["team_query_accid"], createUsersOnDemand: createUsers,
-                          callbackMaxSkewMs: try number("callback_max_skew_ms"), clock: clock)
+                          callbackMaxSkewMs: try number("callback_max_skew_ms"), clock: clock, mapping: mapping)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 
 extension RongCloudBackend.Configuration {
     /// The settings keys a bridge configuration may give a `rongcloud` backend.
@@ -15,7 +16,8 @@ extension RongCloudBackend.Configuration {
     /// - `callback_max_skew_ms`: routing-callback freshness window, `0` disables (default 3600000).
     ///
     /// An unknown key or a bad value throws `invalid_argument` with `details["setting"]` naming it.
-    public init(id: BackendID, settings: [String: String], registry: ContentRegistry, clock: any IMClock = SystemClock()) throws {
+    public init(id: BackendID, settings: [String: String], registry: ContentRegistry, clock: any IMClock = SystemClock(),
+                mapping: VendorTable = MappingSet.shipped.table("rongcloud")) throws {
         func refuse(_ key: String, _ message: String) -> IMError {
             IMError(.invalidArgument, message, details: ["setting": key])
         }
@@ -52,5 +54,6 @@ extension RongCloudBackend.Configuration {
                   baseURLs: urls.isEmpty ? RongCloudClient.defaultBaseURLs : urls, timeoutSeconds: timeout, registry: registry,
                   objectNames: objectNames, historyViewer: settings["history_viewer"].map(UserID.init),
                   callbackMaxSkewMs: skew == 0 ? nil : skew, clock: clock)
+        self.mapping = mapping
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 import IMHTTP
 
 /// The RongCloud classic Server API as an `IMBackend`: a server-side view that sends as any user.
@@ -32,6 +33,8 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         /// Freshness window for routing callbacks (nil: no check).
         public var callbackMaxSkewMs: Int64?
         public var clock: any IMClock
+        /// The compiled RongCloud mapping table (`mappings/rongcloud.yaml` + custom types).
+        public var mapping: VendorTable = MappingSet.shipped.table("rongcloud")
 
         public init(id: BackendID = "rongcloud", appKey: String, appSecret: String,
                     baseURLs: [String] = RongCloudClient.defaultBaseURLs, timeoutSeconds: Int64 = 10,
@@ -65,10 +68,11 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         capabilities.features[.readReceipts] = .rejected
         capabilities.notes[.readReceipts] = "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)"
         capabilities.notes[.replies] = "RC:ReferenceMsg quotes with a text body; a reply with other content is sent without the quote"
-        self.capabilities = capabilities
+        self.capabilities = capabilities.carrying(configuration.mapping)
         self.client = RongCloudClient(baseURLs: configuration.baseURLs, appKey: configuration.appKey, appSecret: configuration.appSecret,
                                       timeoutSeconds: configuration.timeoutSeconds, clock: configuration.clock)
-        self.codec = RongCloudCodec(content: RongCloudContentCodec(registry: configuration.registry, objectNames: configuration.objectNames))
+        self.codec = RongCloudCodec(content: RongCloudContentCodec(registry: configuration.registry, objectNames: configuration.objectNames,
+                                                                 mapping: configuration.mapping))
         self.inbound = RongCloudInbound(backend: configuration.id, appKey: configuration.appKey, appSecret: configuration.appSecret,
                                         codec: codec, clock: configuration.clock, maxSkewMs: configuration.callbackMaxSkewMs)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 import IMHTTP
 import Synchronization
 
@@ -65,17 +66,18 @@ public final class WuKongBackend: IMBackend, Sendable {
     let clock: any IMClock
     private let registeredTokens = Mutex<Set<String>>([])
 
-    public init(configuration: Configuration, registry: ContentRegistry = ContentRegistry(), clock: any IMClock = SystemClock()) {
+    public init(configuration: Configuration, registry: ContentRegistry = ContentRegistry(), clock: any IMClock = SystemClock(),
+                mapping: VendorTable = MappingSet.shipped.table("wukong")) {
         self.id = configuration.id
         self.configuration = configuration
         self.clock = clock
         var capabilities = Capabilities.wukong
         capabilities.features[.conversationList] = .partial
         capabilities.notes[.conversationList] = "WuKongIM keeps no mute state: setMuted is refused"
-        self.capabilities = capabilities
+        self.capabilities = capabilities.carrying(mapping)
         self.client = WuKongClient(imURL: configuration.imURL, businessURL: configuration.businessURL,
                                    managerToken: configuration.managerToken, timeoutSeconds: configuration.timeoutSeconds)
-        let content = WuKongContentCodec(registry: registry, customTypes: configuration.customTypes)
+        let content = WuKongContentCodec(registry: registry, customTypes: configuration.customTypes, mapping: mapping)
         self.codec = WuKongMessageCodec(content: content)
         self.inbound = WuKongInbound(secret: configuration.webhookSecret)
         self.mapper = WuKongInboundMapper(backend: configuration.id, codec: codec)

@@ -142,3 +142,17 @@ public struct BridgeConfig: Sendable {
                      fallbacks: fallbacks)
     }
 }
+
+extension BridgeConfig {
+    /// The content mappings this configuration uses: the shipped tables, overridden and extended by the
+    /// `mappings:` directory when one is set. Every problem in the files is reported (file and line).
+    public func loadMappings() throws -> MappingSet {
+        guard let mappings else { return .shipped }
+        do {
+            return try MappingSet.load(overrides: URL(fileURLWithPath: mappings))
+        } catch let problems as MappingProblems {
+            throw IMError(.invalidArgument, "mappings: \(mappings):\n" + problems.problems.map { "  " + $0 }.joined(separator: "\n"),
+                          details: ["key": "mappings"])
+        }
+    }
+}
