@@ -21,8 +21,9 @@ public enum Demo {
         let listener = BridgeListener(host: "127.0.0.1", port: 0)
         try await listener.start()
         let lab = try await BridgeLab(members: [
-            BridgeLab.Member("wk", "wukong", settings: ["custom_types": "101=order_card"]),
-            BridgeLab.Member("rc", "rongcloud", settings: ["object_names": "order_card=App:OrderMsg"]),
+            // The order card travels by mappings/custom/order_card.yaml: WuKong type 101 ⇄ RongCloud App:OrderMsg.
+            BridgeLab.Member("wk", "wukong"),
+            BridgeLab.Member("rc", "rongcloud"),
         ], callbackBase: listener.baseURL)
         let registry = try ContentRegistry([DemoOrderCard.self])
         let bridge = try await lab.startBridge(listener: listener, routes: route, registry: registry)
