@@ -75,7 +75,7 @@ let package = Package(
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
-        .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"]),
+        .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [

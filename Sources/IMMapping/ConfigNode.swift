@@ -53,8 +53,11 @@ public struct ConfigNode {
     /// Refuses keys outside `allowed` (catches typos such as `direciton`).
     public func allowOnly(_ allowed: Set<String>) throws {
         guard let mapping = node?.mapping else { return }
-        for key in mapping.keys.compactMap(\.string) where !allowed.contains(key) {
-            throw child(key, mapping[key]).error("unknown key (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+        for (keyNode, _) in mapping {
+            guard let key = keyNode.string, !allowed.contains(key) else { continue }
+            // Point at the key itself: its value may start lines later.
+            throw ConfigNode(node: keyNode, path: child(key, nil).path, file: file, environment: environment)
+                .error("unknown key (expected one of: \(allowed.sorted().joined(separator: ", ")))")
         }
     }
 
