@@ -1,0 +1,109 @@
+import Foundation
+import IMCore
+import IMMapping
+
+/// What survives A → neutral → B, computed from the loaded tables: for every ordered vendor pair and every
+/// content kind (and shipped custom type), whether B gets it exactly, converted (fields dropped, units
+/// coarsened), as fallback text, or whether A has no such type at all.
+struct FidelityMatrix {
+    enum Cell: Equatable {
+        case exact
+        case converted([String])
+        case fallback
+        case absent
+
+        var symbol: String {
+            switch self {
+            case .exact: "✓"
+            case .converted: "≈"
+            case .fallback: "↓"
+            case .absent: "—"
+            }
+        }
+    }
+
+    struct Column {
+        let title: String
+        let target: NeutralTarget
+    }
+
+    let set: MappingSet
+    static let names = ["wukong": "WuKong", "rongcloud": "RongCloud", "nim": "NIM", "jmessage": "JMessage"]
+
+    var columns: [Column] {
+        let kinds: [ContentKind] = [.text, .image, .gif, .voice, .video, .file, .location, .card, .notice]
+        let builtins = kinds.map { Column(title: $0.rawValue, target: .builtin($0)) }
+        let customs = set.customTypes.values.filter { if case .custom = $0.target { true } else { false } }
+            .map(\.name).sorted().map { Column(title: $0, target: .custom($0)) }
+        return builtins + customs
+    }
+
+    /// Fields an adapter carries beside its table (MIME type from NIM's `ext` and JMessage's `format`,
+    /// JMessage's location address in `extras`).
+    static func derived(_ vendor: String, _ target: NeutralTarget) -> Set<String> {
+        guard case .builtin(let kind) = target else { return [] }
+        let media: Set<ContentKind> = [.image, .gif, .voice, .video, .file]
+        switch vendor {
+        case "nim" where media.contains(kind): return ["mime_type"]
+        case "jmessage" where media.contains(kind) && kind != .file: return ["mime_type"]
+        case "jmessage" where kind == .location: return ["address"]
+        default: return []
+        }
+    }
+
+    func decoded(_ vendor: String, _ target: NeutralTarget) -> (fields: Set<String>, exactDuration: Bool)? {
+        let entries = set.table(vendor).entries(for: target)
+        guard !entries.isEmpty else { return nil }
+        var fields = Self.derived(vendor, target)
+        var exact = false
+        for rule in entries.flatMap(\.fields) {
+            fields.insert(rule.neutral)
+            if rule.neutral == "duration_ms", !rule.transform.isLossy { exact = true }
+        }
+        // A notice's rendered text and its template carry the same words.
+        if target == .builtin(.notice), fields.contains("template") { fields.insert("text") }
+        return (fields, exact)
+    }
+
+    func encoded(_ vendor: String, _ target: NeutralTarget) -> (fields: Set<String>, lossyDuration: Bool)? {
+        let entries = set.table(vendor).entries(for: target).filter { !$0.decodeOnly }
+        guard !entries.isEmpty else { return nil }
+        var fields = Self.derived(vendor, target)
+        var lossy = false
+        for rule in entries.flatMap(\.fields) {
+            fields.insert(rule.neutral)
+            if rule.neutral == "duration_ms", rule.transform.isLossy { lossy = true }
+        }
+        if target == .builtin(.notice), fields.contains("text") || fields.contains("template") { fields.formUnion(["text", "template"]) }
+        return (fields, lossy)
+    }
+
+    func cell(from source: String, to target: String, _ column: Column) -> Cell {
+        guard let from = decoded(source, column.target) else { return .absent }
+        guard let to = encoded(target, column.target) else { return .fallback }
+        var notes = from.fields.subtracting(to.fields).sorted().map { "drops \($0)" }
+        if from.exactDuration && to.lossyDuration && to.fields.contains("duration_ms") { notes.append("duration in whole seconds") }
+        return notes.isEmpty ? .exact : .converted(notes)
+    }
+
+    /// The README section (between the markers).
+    func markdown() -> String {
+        let vendors = MappingSet.vendors
+        var out = "| from → to | " + columns.map { "`\($0.title)`" }.joined(separator: " | ") + " |\n"
+        out += "|---|" + columns.map { _ in ":-:" }.joined(separator: "|") + "|\n"
+        var details: [String] = []
+        for source in vendors {
+            for target in vendors where target != source {
+                let pair = "\(Self.names[source]!) → \(Self.names[target]!)"
+                let cells = columns.map { cell(from: source, to: target, $0) }
+                out += "| \(pair) | " + cells.map(\.symbol).joined(separator: " | ") + " |\n"
+                for (column, cell) in zip(columns, cells) {
+                    if case .converted(let notes) = cell { details.append("- \(pair), `\(column.title)`: \(notes.joined(separator: ", "))") }
+                }
+            }
+        }
+        out += "\n✓ exact · ≈ converted (below) · ↓ fallback text (the digest, or the custom type's `fallback:` template) · — the source has no such type\n"
+        out += "\n<details><summary>What “converted” loses, per pair and kind</summary>\n\n" + details.joined(separator: "\n") + "\n\n</details>\n"
+        return out
+    }
+}
