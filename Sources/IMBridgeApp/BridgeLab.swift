@@ -85,8 +85,9 @@ public final class BridgeLab: Sendable {
     }
 
     /// A complete bridge configuration for these sandboxes.
-    public func configYAML(store: String, listen: String, routes: String) -> String {
-        var yaml = "store: \(store)\nlisten: \(listen)\nretry:\n  base_ms: 50\n  max_ms: 2000\nbackends:\n"
+    public func configYAML(store: String, listen: String, routes: String, mappings: String? = nil) -> String {
+        var yaml = "store: \(store)\nlisten: \(listen)\n" + (mappings.map { "mappings: \($0)\n" } ?? "")
+            + "retry:\n  base_ms: 50\n  max_ms: 2000\nbackends:\n"
         for member in members {
             yaml += "  \(member.name):\n    adapter: \(member.vendor)\n"
             for (key, value) in settings(for: member).sorted(by: { $0.key < $1.key }) { yaml += "    \(key): \"\(value)\"\n" }
@@ -95,8 +96,10 @@ public final class BridgeLab: Sendable {
     }
 
     /// Starts a bridge in this process on the listener the sandboxes already post to.
-    public func startBridge(listener: BridgeListener, routes: String, registry: ContentRegistry = ContentRegistry()) async throws -> Bridge {
-        let yaml = configYAML(store: "\(directory)/bridge.sqlite", listen: "127.0.0.1:\(listener.port ?? 0)", routes: routes)
+    public func startBridge(listener: BridgeListener, routes: String, registry: ContentRegistry = ContentRegistry(),
+                            mappings: String? = nil) async throws -> Bridge {
+        let yaml = configYAML(store: "\(directory)/bridge.sqlite", listen: "127.0.0.1:\(listener.port ?? 0)", routes: routes,
+                              mappings: mappings)
         let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "lab.yaml"), registry: registry, listener: listener)
         try await bridge.start()
         return bridge

@@ -21,12 +21,12 @@ struct InProcessBridge {
     let listener: BridgeListener
     let registry: ContentRegistry
 
-    static func start(_ members: [BridgeLab.Member], routes: String) async throws -> InProcessBridge {
+    static func start(_ members: [BridgeLab.Member], routes: String, mappings: String? = nil) async throws -> InProcessBridge {
         let listener = BridgeListener(host: "127.0.0.1", port: 0)
         try await listener.start()
         let lab = try await BridgeLab(members: members, callbackBase: listener.baseURL)
         let registry = try ContentRegistry([DemoOrderCard.self])
-        let bridge = try await lab.startBridge(listener: listener, routes: routes, registry: registry)
+        let bridge = try await lab.startBridge(listener: listener, routes: routes, registry: registry, mappings: mappings)
         return InProcessBridge(lab: lab, bridge: bridge, listener: listener, registry: registry)
     }
 

@@ -1,0 +1,104 @@
+import Foundation
+import IMBridgeApp
+import IMCore
+import IMRelay
+import Testing
+
+/// Mappings through the real bridge, sandboxes and CLI.
+@Suite struct MappingsEndToEndTests {
+    /// A deployment directory (`mappings:` in bridge.yaml) where NIM has no order card: the card reaches
+    /// NIM as the type's fallback text (its status from the expansion, or the declared initial one), while
+    /// seed 003's title card travels as NIM's own attachment.
+    @Test func configuredMappingsDriveTheBridge() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-e2e-mappings-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory.appendingPathComponent("custom"), withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try """
+            name: order_card
+            fields: {order_id: {type: string, required: true}, title: string, amount_cents: int}
+            expansion: {status: 待确认}
+            fallback: {text: "[订单] {title} #{order_id} ¥{amount_cents|yuan} ({expansion.status})"}
+            vendors:
+              wukong: {wire: 101, fields: {order_id: order_no, title: title, amount_cents: {wire: price, transform: yuan_cents}}}
+            """.write(to: directory.appendingPathComponent("custom/order_card.yaml"), atomically: true, encoding: .utf8)
+
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
+                                                  routes: route("wk:group:*", "yx:group:*", direction: "forward"),
+                                                  mappings: directory.path)
+        defer { Task { await env.stop() } }
+        let wk = try await env.users("wk")
+        let group = ConversationRef.group("shop")
+        let card = DemoOrderCard(orderID: "A7", title: "耳机", amountCents: 9990)
+        _ = try await wk.send(OutgoingMessage(conversation: group, sender: "shop", content: .custom(CustomContent(card)),
+                                              expansion: ["status": "已支付"]))
+        let title = CustomContent(raw: "title_card", payload: #"{"subtitle":"World","title":"Hello"}"#)
+        _ = try await wk.send(OutgoingMessage(conversation: group, sender: "shop", content: .custom(title)))
+        // WuKong stores a message's expansion (`extra`) after the message itself: the copy is sent with the
+        // declared initial status, and the change follows as a notice replying to it.
+        #expect(try await eventually { try await env.records("yx", "shop").count == 3 })
+        let records = try await env.records("yx", "shop")
+        #expect(records.count == 3, "\(records)")
+        guard records.count == 3 else { return }
+        #expect(records[0]["kind"] == "text" && records[0]["text"] == "[订单] 耳机 #A7 ¥99.90 (待确认)", "\(records[0])")
+        #expect(records[1]["raw"]?["type"] == 100 && records[1]["raw"]?["body"] == #"{"subTitle":"World","title":"Hello"}"#,
+                "NIM got seed 003's attachment: \(records[1])")
+        #expect(records[2]["kind"] == "notice" && records[2]["text"] == "status → 已支付", "\(records[2])")
+        #expect(env.bridge.engine.metrics.value("imbridge_fallbacks_total", ["feature": "custom_content", "policy": "notice"]) == 1,
+                "the fallback was counted")
+    }
+}
+
+/// `imbridge mappings check [DIR]` and `imbridge check` as a user runs them.
+@Suite struct MappingsCommandTests {
+    static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("IMMappingTests/Fixtures")
+
+    func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try BridgeProcess.binary())
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile(), stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    }
+
+    @Test func checkReportsWhatEachVendorLoaded() throws {
+        let result = try run(["mappings", "check"])
+        #expect(result.status == 0, "\(result.err)")
+        #expect(result.out.contains("wukong: ") && result.out.contains("    1 → text  fields: text=content"))
+        #expect(result.out.contains("3 → gif [custom/gif]"))
+        #expect(result.out.contains("title_card (custom 'title_card') on nim, wukong, rongcloud; fallback text on jmessage"))
+        #expect(result.out.hasSuffix("ok\n"))
+    }
+
+    @Test func checkFailsWithEveryProblemAndItsLine() throws {
+        let directory = Self.fixtures.appendingPathComponent("several").path
+        let result = try run(["mappings", "check", directory])
+        #expect(result.status != 0)
+        #expect(result.err.contains("error: \(directory)/wukong.yaml:8: types[1].kind: unknown kind 'picture'"), "\(result.err)")
+        #expect(result.err.contains("\(directory)/wukong.yaml:14:") && result.err.contains("3 problem(s); nothing loaded"), "\(result.err)")
+        #expect(result.out.isEmpty)
+    }
+
+    @Test func bridgeCheckRefusesABrokenMappingsDirectory() throws {
+        let config = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-check-\(UUID().uuidString).yaml")
+        defer { try? FileManager.default.removeItem(at: config) }
+        let broken = Self.fixtures.appendingPathComponent("unknown-transform").path
+        try """
+            store: /tmp/never-opened.sqlite
+            mappings: \(broken)
+            backends:
+              wk: {adapter: wukong, im_url: "http://127.0.0.1:1"}
+              yx: {adapter: nim, app_key: k, app_secret: s}
+            routes:
+              - {from: "wk:group:*", to: "yx:group:*"}
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let result = try run(["check", "--config", config.path])
+        #expect(result.status != 0)
+        #expect(result.err.contains("\(broken)/nim.yaml:7:") && result.err.contains("unknown transform 'minutes'"), "\(result.err)")
+    }
+}
