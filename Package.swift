@@ -78,7 +78,7 @@ let package = Package(
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting"]),
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping"]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),

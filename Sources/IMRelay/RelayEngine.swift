@@ -40,7 +40,7 @@ public actor RelayEngine {
     private var stopping = false
     private var lastDepthGaugeMs: Int64 = .min / 2
     nonisolated let provisioned = Mutex<Set<String>>([])
-    nonisolated let customFallbacks: CustomTypeFallbacks?
+    public nonisolated let customFallbacks: CustomTypeFallbacks?
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,

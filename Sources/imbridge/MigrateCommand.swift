@@ -57,7 +57,7 @@ struct MigrateCommand: AsyncParsableCommand {
                                  users: .puppet(prefix: usersPrefix ?? "\(from)_"), media: media == "link" ? .link : .rehost)
         let display = ProgressDisplay()
         let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry,
-                                progress: { display.show($0) })
+                                progress: { display.show($0) }, customFallbacks: bridge.engine.customFallbacks)
         let result = try await migrator.run(plan)
         display.finish()
         FileHandle.standardOutput.write(Data((result.summary + "\n").utf8))

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 import IMRelay
 import IMStore
 import IMTesting
@@ -74,6 +75,20 @@ final class LossyAckBackend: IMBackend, Recalling, ClientIDLookup {
         #expect(copied[0].vendorExtras["imbridge_source_sent_at"] != nil && copied[0].sentAt > 0)
         #expect(report.total.sentTotal == 31 && report.total.failedTotal == 0)
         #expect(report.total.converted == 1, "the edited message is sent as its latest content")
+    }
+
+    /// A declared custom type the target's vendor has no form for is copied as its fallback text
+    /// (mappings/custom/title_card.yaml has none for JMessage), with its current expansion.
+    @Test func aDeclaredCustomTypeFallsBackOnAVendorWithoutIt() async throws {
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        let title = CustomContent(raw: "title_card", payload: #"{"subtitle":"World","title":"Hello"}"#)
+        _ = try await wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .custom(title)))
+        let jm = MemoryBackend(id: "jm", capabilities: .jMessage, clock: SystemClock())
+        let fallbacks = CustomTypeFallbacks(mappings: .shipped, vendors: ["wk": "wukong", "jm": "jmessage"])
+        let report = try await Migrator(store: try store(), source: wk, target: jm, sendsPerSecond: 10_000, customFallbacks: fallbacks)
+            .run(MigrationPlan(source: "wk", target: "jm", conversations: [(g, g)]))
+        #expect(try await targetMessages(jm).map(\.content) == [.text("Hello — World")])
+        #expect(report.total.fellBack == 1, "\(report.summary)")
     }
 
     @Test func aRerunWritesNothingTwice() async throws {

@@ -62,13 +62,17 @@ public actor Migrator {
     let limiter: RateLimiter?
     let clock: any IMClock
     let progress: @Sendable (MigrationProgress) -> Void
+    /// Fallback texts for declared custom types the target's vendor cannot carry (as the bridge sends them).
+    let customFallbacks: CustomTypeFallbacks?
     /// Senders already created on the target in this run (one `ensureUser` call each, not one per message).
     var ensuredUsers: Set<UserID> = []
 
     public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
                 sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
-                progress: @escaping @Sendable (MigrationProgress) -> Void = { _ in }) {
+                progress: @escaping @Sendable (MigrationProgress) -> Void = { _ in },
+                customFallbacks: CustomTypeFallbacks? = nil) {
         self.store = store
+        self.customFallbacks = customFallbacks
         self.source = source
         self.target = target
         self.retry = retry
@@ -103,7 +107,11 @@ public actor Migrator {
         let route = Route(from: RouteEndpoint(backend: plan.source, kind: from.kind, id: from.id),
                           to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users)
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
-        let translator = Translator(capabilities: target.capabilities, sourceCapabilities: source.capabilities)
+        var translator = Translator(capabilities: target.capabilities, sourceCapabilities: source.capabilities)
+        if let table = customFallbacks {
+            let targetID = plan.target
+            translator.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
+        }
         var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
         var pending = try PendingSends(store: store, name: checkpoint + ":pending")
         let started = Date()
