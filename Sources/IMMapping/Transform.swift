@@ -44,6 +44,21 @@ public enum Transform: Hashable, Sendable {
         }
     }
 
+    /// The name a mapping file uses for it.
+    public var name: String {
+        switch self {
+        case .none: "none"
+        case .secondsCeil: "seconds_ceil"
+        case .secondsRound: "seconds_round"
+        case .secondsFraction: "seconds_fraction"
+        case .yuanCents: "yuan_cents"
+        case .base64: "base64"
+        case .decimalString: "decimal_string"
+        case .jsonText: "json_text"
+        case .dataURL(let mime): "data_url:\(mime)"
+        }
+    }
+
     /// Whether the conversion loses precision one way (whole seconds cannot hold milliseconds).
     public var isLossy: Bool {
         switch self {

@@ -28,6 +28,15 @@ struct MappingsCommand: AsyncParsableCommand {
             FileHandle.standardOutput.write(Data(Self.report(set, directory: directory).utf8))
         }
 
+        /// `duration_ms=timeTrad(seconds_ceil)`, `width=width(default 100)`.
+        static func describe(_ rule: FieldRule) -> String {
+            var notes: [String] = []
+            if rule.transform != .none { notes.append(rule.transform.name) }
+            if let value = rule.decodeDefault { notes.append("default \(value.stringValue ?? value.jsonString())") }
+            if rule.required { notes.append("required") }
+            return "\(rule.neutral)=\(rule.wireName)" + (notes.isEmpty ? "" : "(" + notes.joined(separator: ", ") + ")")
+        }
+
         static func report(_ set: MappingSet, directory: String?) -> String {
             var out = "mappings: shipped\(directory.map { " + \($0)" } ?? "")\n  files:\n"
             for file in set.files { out += "    \(file)\n" }
@@ -37,7 +46,7 @@ struct MappingsCommand: AsyncParsableCommand {
                 for entry in table.entries {
                     let origin = entry.customFile.map { " [custom/\($0)]" } ?? ""
                     let flags = entry.decodeOnly ? " (decode only)" : ""
-                    out += "    \(entry.label)\(flags)\(origin)  fields: \(entry.fields.map { "\($0.neutral)=\($0.wireName)" }.joined(separator: ", "))\n"
+                    out += "    \(entry.label)\(flags)\(origin)  fields: \(entry.fields.map(Self.describe).joined(separator: ", "))\n"
                 }
             }
             out += "  custom types:\n"
