@@ -46,16 +46,33 @@ public struct MappingSet: Sendable {
         do { return try load(overrides: nil) } catch { fatalError("shipped mappings do not load: \(error)") }
     }()
 
-    /// The directory holding the shipped files.
+    /// The directory holding the shipped files: `IMBRIDGE_SHIPPED_MAPPINGS` when set; else the package
+    /// resource bundle installed next to the executable (`IMBridge_IMMapping.resources/mappings`); else,
+    /// for builds and tests run from a checkout, the source directory. Nil when none exists (an
+    /// `imbridge` copied without its resource bundle).
     public static var shippedDirectory: URL? {
-        Bundle.module.url(forResource: "mappings", withExtension: nil)
+        let manager = FileManager.default
+        if let path = ProcessInfo.processInfo.environment["IMBRIDGE_SHIPPED_MAPPINGS"], !path.isEmpty {
+            return URL(fileURLWithPath: path)
+        }
+        let bundles = ["IMBridge_IMMapping.resources", "IMBridge_IMMapping.bundle"].map { Bundle.main.bundleURL.appendingPathComponent($0) }
+        if bundles.contains(where: { manager.fileExists(atPath: $0.path) }) {
+            // Only touched when the bundle is there: SwiftPM's accessor stops the process when it is not.
+            return Bundle.module.url(forResource: "mappings", withExtension: nil)
+        }
+        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("mappings")
+        return manager.fileExists(atPath: source.path) ? source : nil
     }
 
     /// Loads the shipped files, then `overrides` (a directory laid out like `mappings/`).
     public static func load(overrides: URL?) throws -> MappingSet {
         var sources: [String: URL] = [:]
         var order: [String] = []
-        for directory in [shippedDirectory, overrides].compactMap({ $0 }) {
+        guard let shipped = shippedDirectory else {
+            throw MappingProblems(problems: ["the shipped mappings are missing: install IMBridge_IMMapping.resources next to the "
+                                             + "imbridge executable (it is built beside it), or set IMBRIDGE_SHIPPED_MAPPINGS to a copy of mappings/"])
+        }
+        for directory in [shipped, overrides].compactMap({ $0 }) {
             for (relative, url) in try MappingLoader.files(in: directory) {
                 if sources[relative] == nil { order.append(relative) }
                 sources[relative] = url
