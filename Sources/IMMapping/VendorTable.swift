@@ -25,45 +25,52 @@ public struct MappedWire: Sendable {
 public struct VendorTable: Sendable {
     public let vendor: String
     public let entries: [MappingEntry]
-    private let byWire: [String: [Int]]
-    private let ranged: [Int]
-    private let byTarget: [NeutralTarget: [Int]]
+    /// Per exact wire type, the decoding candidates already in decoding order (discriminated first).
+    private let byWire: [String: [MappingEntry]]
+    private let ranged: [MappingEntry]
+    private let byTarget: [NeutralTarget: [MappingEntry]]
+    private let encoders: [NeutralTarget: [MappingEntry]]
 
     public init(vendor: String, entries: [MappingEntry]) {
         self.vendor = vendor
         self.entries = entries
-        var byWire: [String: [Int]] = [:]
-        var ranged: [Int] = []
-        var byTarget: [NeutralTarget: [Int]] = [:]
-        for (index, entry) in entries.enumerated() {
+        // Most specific first: entries with discriminators before those without (an image with
+        // `ext: gif` is a GIF), file order otherwise. Computed once, not per message.
+        let ordered = entries.filter { !$0.when.isEmpty } + entries.filter { $0.when.isEmpty }
+        var byWire: [String: [MappingEntry]] = [:]
+        var ranged: [MappingEntry] = []
+        for entry in ordered {
             switch entry.wire {
-            case .exact(let value): byWire[value, default: []].append(index)
-            case .range: ranged.append(index)
+            case .exact(let value): byWire[value, default: []].append(entry)
+            case .range: ranged.append(entry)
             }
-            byTarget[entry.target, default: []].append(index)
         }
+        var byTarget: [NeutralTarget: [MappingEntry]] = [:]
+        for entry in entries { byTarget[entry.target, default: []].append(entry) }
         self.byWire = byWire
         self.ranged = ranged
         self.byTarget = byTarget
+        self.encoders = byTarget.mapValues { $0.filter { !$0.decodeOnly } }
     }
 
-    /// The entries that may decode a wire type (before discriminators).
+    /// The entries that may decode a wire type (before discriminators), in decoding order.
     public func candidates(forWire wire: String) -> [MappingEntry] {
-        (byWire[wire] ?? []).map { entries[$0] } + ranged.map { entries[$0] }.filter { $0.wire.matches(wire) }
+        let exact = byWire[wire] ?? []
+        return ranged.isEmpty ? exact : exact + ranged.filter { $0.wire.matches(wire) }
     }
 
-    public func entries(for target: NeutralTarget) -> [MappingEntry] { (byTarget[target] ?? []).map { entries[$0] } }
+    public func entries(for target: NeutralTarget) -> [MappingEntry] { byTarget[target] ?? [] }
 
     /// Whether this vendor has a wire form for a custom type or built-in kind.
-    public func carries(_ target: NeutralTarget) -> Bool { entries(for: target).contains { !$0.decodeOnly } }
+    public func carries(_ target: NeutralTarget) -> Bool { !(encoders[target] ?? []).isEmpty }
 
     /// Decodes a body of a wire type; nil when no entry matches (the codec decides: unsupported, raw custom …).
     /// Throws `malformed_payload` when a required field is missing or a value cannot be converted.
     public func decode(wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent? {
-        // Most specific first: entries with discriminators before those without (an image with
-        // `ext: gif` is a GIF), file order otherwise.
-        let ordered = candidates(forWire: wire).enumerated().sorted { ($0.element.when.isEmpty ? 1 : 0, $0.offset) < ($1.element.when.isEmpty ? 1 : 0, $1.offset) }
-        guard let entry = ordered.map(\.element).first(where: { $0.accepts(body) }) else { return nil }
+        if let exact = byWire[wire], let entry = exact.first(where: { $0.accepts(body) }) {
+            return try decode(entry: entry, wire: wire, body: body, registry: registry)
+        }
+        guard let entry = ranged.first(where: { $0.wire.matches(wire) && $0.accepts(body) }) else { return nil }
         return try decode(entry: entry, wire: wire, body: body, registry: registry)
     }
 
@@ -109,7 +116,7 @@ public struct VendorTable: Sendable {
     /// Throws `invalid_content` when a custom payload is not a JSON object.
     public func encode(_ content: MessageContent) throws -> MappedWire? {
         let target = NeutralForm.target(of: content)
-        var candidates = entries(for: target).filter { !$0.decodeOnly }
+        var candidates = encoders[target] ?? []
         guard !candidates.isEmpty else { return nil }
         guard let fields = NeutralForm.fields(of: content) else {
             throw IMError(.invalidContent, "\(target) content must be a JSON object to use the \(vendor) mapping")
