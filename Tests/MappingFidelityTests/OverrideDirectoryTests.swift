@@ -59,3 +59,19 @@ import WuKong
         #expect(set.fallbackText(for: content) == "[红包] ¥8.88 恭喜发财")
     }
 }
+
+/// The README's mapping example is a working file.
+@Suite struct ReadmeMappingExampleTests {
+    @Test func theReadmeRedPacketLoads() throws {
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let marker = "# /etc/imbridge/mappings/custom/red_packet.yaml"
+        let start = try #require(readme.range(of: marker), "the README shows the red_packet example")
+        let block = String(readme[start.lowerBound...].prefix { $0 != "`" })
+        let directory = try TemporaryMappings(files: ["custom/red_packet.yaml": block])
+        let set = try MappingSet.load(overrides: directory.url)
+        #expect(set.table("wukong").carries(.custom("red_packet")) && set.table("nim").carries(.custom("red_packet")))
+        let (content, _) = try VendorCodec.make("wukong", set).decode("130", ["money": 8.88, "blessing": "恭喜发财"])
+        #expect(set.fallbackText(for: content) == "[红包] ¥8.88 恭喜发财")
+    }
+}
