@@ -118,6 +118,14 @@ public struct StoreTransaction {
         try db.execute(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE id = ?", arguments: [id])
     }
 
+    /// The lane's head when it is due at `now`, claimed (`claim`) in this transaction; nil otherwise.
+    /// The returned entry shows the attempts made before this claim.
+    public func claimHead(of lane: LaneKey, dueBy now: Int64) throws -> OutboxEntry? {
+        guard let head = try head(of: lane), head.nextAttemptAt <= now else { return nil }
+        try claim(head.id)
+        return head
+    }
+
     public func complete(_ id: Int64, at now: Int64) throws {
         try db.execute(sql: "UPDATE outbox SET state = 'done', finished_at = ?, payload = x'' WHERE id = ?",
                        arguments: [now, id])
