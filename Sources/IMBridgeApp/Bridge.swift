@@ -22,7 +22,8 @@ public struct Bridge: Sendable {
         for backend in config.backends {
             backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry)))
         }
-        let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry)
+        let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry,
+                                 retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
         listener.attach(engine: engine, backends: backends)
         return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener)

@@ -31,12 +31,15 @@ public actor RelayEngine {
     nonisolated let clock: any IMClock
     nonisolated let retry: RetryPolicy
     nonisolated let maxConcurrentLanes: Int
+    /// How long finished outbox entries and ledger rows are kept (nil: for ever); see `prune`.
+    public nonisolated let retentionMs: Int64?
     nonisolated let doorbell: AsyncStream<Void>.Continuation
     private let bell: AsyncStream<Void>
     private var running: Set<LaneKey> = []
     private var laneTasks: [LaneKey: Task<Void, Never>] = [:]
     private var pumps: [Task<Void, Never>] = []
     private var scheduler: Task<Void, Never>?
+    private var pruner: Task<Void, Never>?
     private var stopping = false
     private var lastDepthGaugeMs: Int64 = .min / 2
     nonisolated let provisioned = Mutex<Set<String>>([])
@@ -44,7 +47,8 @@ public actor RelayEngine {
     nonisolated let payloads = PayloadCache()
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
-                metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256) {
+                metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
+                retentionMs: Int64? = RelayEngine.defaultRetentionMs) {
         self.store = store
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.routes = RouteTable(routes)
@@ -53,6 +57,7 @@ public actor RelayEngine {
         self.health = HealthBoard(backends: backends.map(\.id))
         self.retry = retry
         self.maxConcurrentLanes = maxConcurrentLanes
+        self.retentionMs = retentionMs
         (bell, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -77,6 +82,7 @@ public actor RelayEngine {
         }
         wakes.withLock { $0.scan = true }
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
+        if retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
         doorbell.yield()
     }
 
@@ -87,6 +93,8 @@ public actor RelayEngine {
         pumps.removeAll()
         scheduler?.cancel()
         scheduler = nil
+        pruner?.cancel()
+        pruner = nil
         let tasks = Array(laneTasks.values)
         for task in tasks { await task.value }
     }

@@ -180,6 +180,41 @@ public struct StoreTransaction {
                            lastError: row["last_error"], createdAt: row["created_at"])
     }
 
+    // MARK: pruning
+
+    /// Rows removed by one `prune` call.
+    public struct Pruned: Sendable, Equatable {
+        public var outbox = 0
+        public var ledger = 0
+        public init(outbox: Int = 0, ledger: Int = 0) {
+            self.outbox = outbox
+            self.ledger = ledger
+        }
+    }
+
+    /// Deletes up to `limit` done outbox entries finished before `cutoff` and up to `limit` ledger rows
+    /// received before `cutoff`, oldest first. Ledger rows as recent as the oldest pending entry are kept
+    /// (a redelivery of an event whose work is still queued must stay a duplicate). Pending and dead
+    /// entries, the id map (edits, recalls, replies and echo detection need it) and checkpoints are never
+    /// pruned. Outbox ids are AUTOINCREMENT, so a pruned id is never reused and the client ids `imb-<id>`
+    /// stay unique.
+    public func prune(before cutoff: Int64, limit: Int) throws -> Pruned {
+        let oldestPending = try Int64.fetchOne(db, sql: "SELECT MIN(created_at) FROM outbox INDEXED BY outbox_pending WHERE state = 'pending'")
+        let ledgerCutoff = min(cutoff, oldestPending ?? .max)
+        var pruned = Pruned()
+        try db.execute(sql: """
+            DELETE FROM outbox WHERE id IN (SELECT id FROM outbox INDEXED BY outbox_finished
+                                            WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?)
+            """, arguments: [cutoff, limit])
+        pruned.outbox = db.changesCount
+        try db.execute(sql: """
+            DELETE FROM ledger WHERE (backend, event_id) IN (SELECT backend, event_id FROM ledger INDEXED BY ledger_received
+                                                             WHERE received_at < ? ORDER BY received_at LIMIT ?)
+            """, arguments: [ledgerCutoff, limit])
+        pruned.ledger = db.changesCount
+        return pruned
+    }
+
     // MARK: id map
 
     /// Records that `source` on one backend and `target` on another are the same message, both ways.
