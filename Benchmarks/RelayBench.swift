@@ -160,6 +160,15 @@ struct RelayBench {
         let added = rated.latency.ms(99) - baselineRated.latency.ms(99)
         result.add("  added p99 by the bridge", "\(fmt(added, 1)) ms", key: "added_p99_ms", .double(added))
         result.add("messages lost / dead letters", "\(full.missing + rated.missing) / \(dead)", key: "missing", .int(Int64(full.missing + rated.missing)))
+        let metrics = rig.bridge.engine.metrics
+        let (ingestErrors, refused, retries) = (metrics.total("imbridge_ingest_errors_total"), metrics.total("imbridge_callbacks_refused_total"),
+                                                metrics.total("imbridge_retries_total"))
+        let duplicates = metrics.total("imbridge_duplicates_total")
+        result.add("ingest errors / refused callbacks / retries / redelivered duplicates",
+                   "\(Int(ingestErrors)) / \(Int(refused)) / \(Int(retries)) / \(Int(duplicates))", key: "ingest_errors", .int(Int64(ingestErrors)))
+        result.json["redelivered_duplicates"] = .int(Int64(duplicates))
+        result.json["refused_callbacks"] = .int(Int64(refused))
+        result.json["relay_retries"] = .int(Int64(retries))
         result.json["dead_letters"] = .int(Int64(dead))
         if let memory { result.add("bridge process peak RSS", "\(memory.peakKB / 1024) MiB", key: "peak_rss_kb", .int(Int64(memory.peakKB))) }
         return result

@@ -25,6 +25,7 @@ public struct Bridge: Sendable {
         }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
         let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry,
+                                 retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil,
                                  customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors))
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
         listener.attach(engine: engine, backends: backends)

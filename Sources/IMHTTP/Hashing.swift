@@ -23,7 +23,17 @@ public enum Hashing {
         return difference == 0
     }
 
+    /// Lowercase hex. (`String(format: "%02x")` per byte cost ≈ 4 % of the bridge's CPU: every
+    /// RongCloud request is signed.)
     static func hex(_ digest: some Sequence<UInt8>) -> String {
-        digest.map { String(format: "%02x", $0) }.joined()
+        var utf8: [UInt8] = []
+        utf8.reserveCapacity(digest.underestimatedCount * 2)
+        for byte in digest {
+            utf8.append(hexDigits[Int(byte >> 4)])
+            utf8.append(hexDigits[Int(byte & 0x0F)])
+        }
+        return String(decoding: utf8, as: UTF8.self)
     }
+
+    private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
 }

@@ -80,7 +80,7 @@ public final class BridgeListener: Sendable {
                 return receiver.callbackFailureResponse(for: IMError(.malformedPayload, "\(error)"))
             }
             do {
-                try engine.ingest(outcome.events)
+                try await engine.ingestGrouped(outcome.events)
                 return outcome.response
             } catch {
                 engine.metrics.increment("imbridge_ingest_errors_total")

@@ -31,20 +31,25 @@ public actor RelayEngine {
     nonisolated let clock: any IMClock
     nonisolated let retry: RetryPolicy
     nonisolated let maxConcurrentLanes: Int
+    /// How long finished outbox entries and ledger rows are kept (nil: for ever); see `prune`.
+    public nonisolated let retentionMs: Int64?
     nonisolated let doorbell: AsyncStream<Void>.Continuation
     private let bell: AsyncStream<Void>
     private var running: Set<LaneKey> = []
     private var laneTasks: [LaneKey: Task<Void, Never>] = [:]
     private var pumps: [Task<Void, Never>] = []
     private var scheduler: Task<Void, Never>?
+    private var pruner: Task<Void, Never>?
     private var stopping = false
     private var lastDepthGaugeMs: Int64 = .min / 2
     nonisolated let provisioned = Mutex<Set<String>>([])
     public nonisolated let customFallbacks: CustomTypeFallbacks?
+    nonisolated let wakes = Mutex(Wakes())
+    nonisolated let payloads = PayloadCache()
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
-                customFallbacks: CustomTypeFallbacks? = nil) {
+                retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil) {
         self.store = store
         self.customFallbacks = customFallbacks
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
@@ -54,6 +59,7 @@ public actor RelayEngine {
         self.health = HealthBoard(backends: backends.map(\.id))
         self.retry = retry
         self.maxConcurrentLanes = maxConcurrentLanes
+        self.retentionMs = retentionMs
         (bell, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
 
@@ -76,7 +82,9 @@ public actor RelayEngine {
                 })
             }
         }
+        wakes.withLock { $0.scan = true }
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
+        if retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
         doorbell.yield()
     }
 
@@ -87,12 +95,17 @@ public actor RelayEngine {
         pumps.removeAll()
         scheduler?.cancel()
         scheduler = nil
+        pruner?.cancel()
+        pruner = nil
         let tasks = Array(laneTasks.values)
         for task in tasks { await task.value }
     }
 
     /// Makes the scheduler look at the outbox now (after dead letters were put back, for instance).
-    public nonisolated func wake() { doorbell.yield() }
+    public nonisolated func wake() {
+        wakes.withLock { $0.scan = true }
+        doorbell.yield()
+    }
 
     /// Waits until no outbox entry is pending (or `timeoutMs` passes); true when idle.
     public nonisolated func waitUntilIdle(timeoutMs: Int64 = 30_000) async -> Bool {
@@ -113,58 +126,12 @@ public actor RelayEngine {
         public var queued = 0
     }
 
-    /// Records events and queues their relays in one transaction (see the type's contract).
-    @discardableResult
-    public nonisolated func ingest(_ events: [IMEvent]) throws -> IngestResult {
-        let now = clock.nowMs()
-        var fallbacks: [(String, FallbackPolicy)] = []
-        let result = try store.transaction { tx -> IngestResult in
-            var result = IngestResult()
-            for event in events {
-                guard try tx.recordEvent(event.backend, event.eventID, kind: event.kindName, at: now) else {
-                    result.duplicates += 1
-                    continue
-                }
-                if try isEcho(event, tx) {
-                    result.echoes += 1
-                    continue
-                }
-                result.accepted += 1
-                for leg in routes.legs(from: event.backend, conversation: event.conversation) {
-                    guard let target = backends[leg.target] else { continue }
-                    var translator = Translator(capabilities: target.capabilities, sourceCapabilities: backends[event.backend]?.capabilities)
-                    if let table = customFallbacks {
-                        let targetID = leg.target
-                        translator.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
-                    }
-                    let planned = translator.plan(event, leg: leg)
-                    fallbacks += planned.fallbacks
-                    for action in planned.actions {
-                        let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
-                                                    sourceConversation: event.conversation)
-                        try tx.enqueue(lane: LaneKey(backend: leg.target, conversation: leg.targetConversation),
-                                       sourceBackend: event.backend, sourceEventID: event.eventID, kind: action.kindName,
-                                       payload: payload.encoded(), at: now)
-                        result.queued += 1
-                    }
-                }
-            }
-            return result
-        }
-        for event in events { metrics.increment("imbridge_events_in_total", ["backend": event.backend.rawValue, "kind": event.kindName]) }
-        for (feature, policy) in fallbacks { metrics.increment("imbridge_fallbacks_total", ["feature": feature, "policy": policy.rawValue]) }
-        if result.duplicates > 0 { metrics.increment("imbridge_duplicates_total", by: Double(result.duplicates)) }
-        if result.echoes > 0 { metrics.increment("imbridge_echoes_total", by: Double(result.echoes)) }
-        if result.queued > 0 { doorbell.yield() }
-        return result
-    }
-
     /// For event streams with no redelivery: keep trying until the store takes the events.
     private func ingestUntilStored(_ events: [IMEvent]) async {
         var attempt = 0
         while !Task.isCancelled {
             do {
-                try ingest(events)
+                try await ingestGrouped(events)
                 return
             } catch {
                 metrics.increment("imbridge_ingest_errors_total")
@@ -174,139 +141,173 @@ public actor RelayEngine {
         }
     }
 
-    nonisolated func isEcho(_ event: IMEvent, _ tx: StoreTransaction) throws -> Bool {
-        func bridge(_ user: UserID?) -> Bool { user.map { routes.isBridgeIdentity($0, on: event.backend) } ?? false }
-        switch event.kind {
-        case .message(let message):
-            if message.clientMessageID?.rawValue.hasPrefix(Self.clientIDPrefix) == true { return true }
-            if bridge(message.sender) { return true }
-            return try tx.isBridgeCreated(message.id, on: event.backend)
-        case .edited(_, _, let by, _, _), .recalled(_, _, let by, _):
-            return bridge(by)
-        case .expansionChanged(_, _, let by, _):
-            return bridge(by)
-        case .reaction(_, _, let user, _, _, _), .read(_, let user, _, _):
-            return bridge(user)
-        case .command(_, let sender, _, _):
-            return bridge(sender)
-        }
-    }
-
-    static func eventTime(_ event: IMEvent) -> Int64? {
-        switch event.kind {
-        case .message(let message): message.sentAt
-        case .edited(_, _, _, _, let at), .recalled(_, _, _, let at), .reaction(_, _, _, _, _, let at), .read(_, _, _, let at),
-             .command(_, _, _, let at): at
-        case .expansionChanged: nil
-        }
-    }
-
     // MARK: lanes
 
+    /// What woke the scheduler: lanes that ingest just queued work for, and whether the outbox must be
+    /// scanned (start, `wake()`, a lane finished, which may have left due heads without a lane).
+    struct Wakes: Sendable {
+        var touched: Set<LaneKey> = []
+        var scan = true
+    }
+
+    /// Starts lanes. A full scan of the lane heads (`dueLanes`, cost ∝ pending entries) runs only when
+    /// asked for (start, `wake()`, a lane finishing — a due head may have been left without a lane, or
+    /// without a free slot) or when the timer for retry heads (at most 1 s) fires. Ingest does not ask
+    /// for one: it names the lanes it queued work for, and those not running are started directly
+    /// (a running lane takes the new entry itself, or finishes and causes a scan). Scanning on every
+    /// callback made the scheduler's cost grow with backlog × callback rate.
     private func scheduleLoop() async {
         var iterator = bell.makeAsyncIterator()
+        var scanDueAt: Int64 = .min
+        var timer: Task<Void, Never>?
+        var timerAt: Int64 = .max
         while !Task.isCancelled && !stopping {
             let now = clock.nowMs()
-            let due = (try? store.read { try $0.dueLanes(at: now) }) ?? []
-            for entry in due where !running.contains(entry.lane) && running.count < maxConcurrentLanes {
-                running.insert(entry.lane)
-                let lane = entry.lane
-                laneTasks[lane] = Task { [weak self] in await self?.runLane(lane) }
+            let wakes = self.wakes.withLock { wakes -> Wakes in
+                defer { wakes = Wakes(touched: [], scan: false) }
+                return wakes
             }
-            // The depth gauge scans every pending entry: refresh it at most once a second, not on
-            // every doorbell (under a backlog the bell rings for every callback batch).
-            if now - lastDepthGaugeMs >= 1000, let depths = try? store.read({ try $0.laneDepths() }) {
-                metrics.setGauge("imbridge_lane_depth", depths.mapValues(Double.init), label: "lane")
-                lastDepthGaugeMs = now
+            if wakes.scan || now >= scanDueAt {
+                let due = (try? store.read { try $0.dueLanes(at: now) }) ?? []
+                for entry in due { startLane(entry.lane) }
+                // The depth gauge scans every pending entry: refresh it at most once a second.
+                if now - lastDepthGaugeMs >= 1000, let depths = try? store.read({ try $0.laneDepths() }) {
+                    metrics.setGauge("imbridge_lane_depth", depths.mapValues(Double.init), label: "lane")
+                    lastDepthGaugeMs = now
+                }
+                // Only heads waiting for a later time set the timer: a due head is running (its lane
+                // finishing causes a scan) or waits for a free lane slot (a finishing lane frees one).
+                let next = (try? store.read { try $0.nextWakeUp(after: clock.nowMs()) }) ?? nil
+                scanDueAt = clock.nowMs() + (next.map { max(5, min(1000, $0 - clock.nowMs())) } ?? 1000)
             }
-            // Only heads waiting for a later time set the timer: a due head is running (its lane rings
-            // the bell when it finishes) or waits for a free lane slot (a finishing lane rings too).
-            // Counting due heads here made the loop rescan the outbox every 5 ms under load.
-            let next = (try? store.read { try $0.nextWakeUp(after: clock.nowMs()) }) ?? nil
-            let waitMs = next.map { max(5, min(1000, $0 - clock.nowMs())) } ?? 1000
-            let sleeper = Task { [doorbell] in
-                try? await Task.sleep(nanoseconds: UInt64(waitMs) * 1_000_000)
-                doorbell.yield()
+            for lane in wakes.touched { startLane(lane) }
+            // One timer at a time, replaced only by an earlier one: a timer per wake-up (cancelled at
+            // the next) left thousands of dead entries in the dispatch timer heap under load.
+            if scanDueAt < timerAt {
+                timer?.cancel()
+                timerAt = scanDueAt
+                let waitMs = max(1, scanDueAt - clock.nowMs())
+                timer = Task { [doorbell] in
+                    try? await Task.sleep(nanoseconds: UInt64(waitMs) * 1_000_000)
+                    doorbell.yield()
+                }
             }
             _ = await iterator.next()
-            sleeper.cancel()
+            if clock.nowMs() >= timerAt { (timer, timerAt) = (nil, .max) }   // it rang (or is ringing)
         }
+        timer?.cancel()
+    }
+
+    /// Starts a lane unless it is running or all slots are taken (a finishing lane causes a scan,
+    /// which finds it then). A lane whose head is not due ends at once.
+    private func startLane(_ lane: LaneKey) {
+        guard !running.contains(lane), running.count < maxConcurrentLanes else { return }
+        running.insert(lane)
+        laneTasks[lane] = Task { [weak self] in await self?.runLane(lane) }
     }
 
     private func laneFinished(_ lane: LaneKey) {
         running.remove(lane)
         laneTasks[lane] = nil
+        wakes.withLock { $0.scan = true }
         doorbell.yield()
     }
 
     private var isStopping: Bool { stopping }
 
+    /// What a lane does after an entry: go on (with the next entry when the completing transaction
+    /// already claimed it), or stop because its head waits for a retry.
+    enum LaneStep: Sendable {
+        case next(OutboxEntry?)
+        case wait
+    }
+
+    /// Runs a lane's due entries in order. Each entry is claimed before its call leaves the process: the
+    /// first in a transaction of its own, the following ones in the transaction that completes their
+    /// predecessor (one write per relayed message instead of two).
     private nonisolated func runLane(_ lane: LaneKey) async {
-        while await !isStopping {
-            guard let entry = try? store.read({ try $0.head(of: lane) }), entry.nextAttemptAt <= clock.nowMs() else { break }
-            let keepGoing = await process(entry)
-            if !keepGoing { break }
+        var claimed: OutboxEntry?
+        lanes: while await !isStopping {
+            let entry: OutboxEntry
+            if let next = claimed {
+                entry = next
+                claimed = nil
+            } else {
+                let now = clock.nowMs()
+                guard let head = try? await store.groupedTransaction({ try $0.claimHead(of: lane, dueBy: now) }) else { break }
+                entry = head
+            }
+            switch await process(entry) {
+            case .next(let next): claimed = next
+            case .wait: break lanes
+            }
         }
         await laneFinished(lane)
     }
 
     /// A change that refers to a message not relayed yet goes back to the end of its lane (after the
     /// message, if that is queued behind it), with a growing pause; after `maxRequeues` it is a dead letter.
-    private nonisolated func requeueOrBury(_ entry: OutboxEntry, _ error: IMError) -> Bool {
+    private nonisolated func requeueOrBury(_ entry: OutboxEntry, _ error: IMError) async -> LaneStep {
         let now = clock.nowMs()
         do {
             var payload = try OutboxPayload.decode(entry.payload)
             let count = (payload.requeues ?? 0) + 1
             guard count <= Self.maxRequeues else { throw error }
             payload.requeues = count
-            try store.transaction { tx in
+            let encoded = try payload.encoded()
+            try await store.groupedTransaction { tx in
                 try tx.complete(entry.id, at: now)
                 let id = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: entry.sourceEventID,
-                                        kind: entry.kind, payload: payload.encoded(), at: now)
+                                        kind: entry.kind, payload: encoded, at: now)
                 try tx.reschedule(id, at: now + min(2000, 50 * Int64(count)), error: "waiting for the message it refers to")
             }
             metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
         } catch {
-            try? store.transaction { try $0.markDead(entry.id, error: "\(error)", at: now) }
+            let reason = "\(error)"
+            _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: now) }
             metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
         }
-        return true
+        return .next(nil)
     }
 
     /// How many times a change may wait for its message (≈ 2 minutes in all with the pauses above).
     static let maxRequeues = 80
 
-    /// Runs one entry and records the outcome; false when the lane must wait (retry scheduled).
-    private nonisolated func process(_ entry: OutboxEntry) async -> Bool {
+    /// Runs one (claimed) entry and records the outcome, claiming the lane's next due entry in the same
+    /// transaction when the engine is not stopping; `.wait` when the lane must wait (retry scheduled).
+    private nonisolated func process(_ entry: OutboxEntry) async -> LaneStep {
         let target = entry.lane.backend.rawValue
         do {
-            let payload = try OutboxPayload.decode(entry.payload)
-            try store.transaction { try $0.claim(entry.id) }
+            let payload = try payloads.take(entry.id, bytes: entry.payload)
             let created = try await execute(payload, entry: entry)
             let now = clock.nowMs()
-            try store.transaction { tx in
+            let claimNext = await !isStopping
+            let next = try await store.groupedTransaction { tx -> OutboxEntry? in
                 if let created, case .send(_, let source, _) = payload.action {
                     try tx.map(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
                                target: (entry.lane.backend, created.id, created.conversation), at: now)
                 }
                 try tx.complete(entry.id, at: now)
+                return claimNext ? try tx.claimHead(of: entry.lane, dueBy: now) : nil
             }
             health.succeeded(entry.lane.backend, at: now)
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
-            return true
+            return .next(next)
         } catch let error as IMError where error.details["unmapped"] != nil {
-            return requeueOrBury(entry, error)
+            return await requeueOrBury(entry, error)
         } catch let error as IMError where error.isRetryable {
             let delay = retry.delayMs(attempt: max(0, entry.attempts), retryAfterMs: error.retryAfterMs)
-            try? store.transaction { try $0.reschedule(entry.id, at: clock.nowMs() + delay, error: "\(error)") }
+            let (at, reason) = (clock.nowMs() + delay, "\(error)")
+            _ = try? await store.groupedTransaction { try $0.reschedule(entry.id, at: at, error: reason) }
             health.failed(entry.lane.backend, error: error, at: clock.nowMs())
             metrics.increment("imbridge_retries_total", ["target": target])
-            return false
+            return .wait
         } catch {
-            try? store.transaction { try $0.markDead(entry.id, error: "\(error)", at: clock.nowMs()) }
+            let (at, reason) = (clock.nowMs(), "\(error)")
+            _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
             metrics.increment("imbridge_dead_letters_total", ["target": target])
-            return true
+            return .next(nil)
         }
     }
 }

@@ -15,6 +15,7 @@ import IMCore
 public final class BridgeStore: Sendable {
     let pool: DatabasePool
     public let path: String
+    let writer: GroupedWriter
 
     public init(path: String) throws {
         var configuration = Configuration()
@@ -29,11 +30,24 @@ public final class BridgeStore: Sendable {
             throw IMError(.unavailable, "cannot open store \(path): \(error)", isRetryable: false)
         }
         self.path = path
+        writer = GroupedWriter(pool: pool)
     }
 
     /// Runs `body` in one write transaction.
     public func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         try wrap { try pool.write { db in try body(StoreTransaction(db: db)) } }
+    }
+
+    /// Runs `body` in a write transaction shared with the other grouped writes submitted meanwhile
+    /// (group commit, see `GroupedWriter`), on the store's own writer queue, not the caller's thread.
+    /// `body` runs in a savepoint of its own: if it throws, only its changes are rolled back. Returns
+    /// after the transaction committed.
+    public func groupedTransaction<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        do {
+            return try await writer.write { db in try body(StoreTransaction(db: db)) }
+        } catch let error as DatabaseError {
+            throw IMError(.unavailable, "store: \(error)", isRetryable: true)
+        }
     }
 
     /// Runs `body` with a read-only view.

@@ -56,6 +56,14 @@ enum StoreSchema {
         migrator.registerMigration("v2-id-map-target-index") { db in
             try db.execute(sql: "CREATE INDEX id_map_bridge_created ON id_map (to_backend, to_message) WHERE bridge_created = 1")
         }
+        // Pruning (`StoreTransaction.prune`) deletes the oldest finished outbox rows and ledger rows;
+        // these indexes let it find them without scanning what it keeps.
+        migrator.registerMigration("v3-prune-indexes") { db in
+            try db.execute(sql: """
+                CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state = 'done';
+                CREATE INDEX ledger_received ON ledger (received_at);
+                """)
+        }
         return migrator
     }
 }

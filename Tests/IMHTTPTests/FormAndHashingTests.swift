@@ -1,3 +1,4 @@
+import Foundation
 import IMHTTP
 import Testing
 
@@ -11,6 +12,16 @@ import Testing
         #expect(form["flag"] == "")
         #expect(form["k"] == "中")
         #expect(form.value(caseInsensitive: "NAME") == "hello world")
+    }
+
+    /// The byte-level escape writes what Foundation's percent encoding with the unreserved set wrote.
+    @Test func escapeMatchesFoundationsPercentEncoding() {
+        let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        let ascii = String(decoding: (0..<128).map { UInt8($0) }, as: UTF8.self)
+        for text in ["", "plain-text_1.2~", ascii, "a b+c&d=e/f?g#h%", "中文 ✓ 😀 é e\u{301}", "{\"a\":[1,\"x y\"]}"] {
+            #expect(FormBody.escape(text) == text.addingPercentEncoding(withAllowedCharacters: unreserved), "\(text.debugDescription)")
+        }
+        #expect(FormBody.escape("é") == "%C3%A9")
     }
 
     @Test func encodesStrictlyAndRoundTrips() {

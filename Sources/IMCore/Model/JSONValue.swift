@@ -89,8 +89,10 @@ public enum JSONValue: Hashable, Sendable, Codable {
         return nil
     }
 
-    /// Parses JSON text; any JSON value is accepted at the top level.
+    /// Parses JSON text; any JSON value is accepted at the top level. Same results and errors as decoding
+    /// with `JSONDecoder` (which it uses for anything its own strict parser refuses, see `JSONFastParser`).
     public static func parse(_ data: Data) throws -> JSONValue {
+        if let value = try? JSONFastParser.parse(data) { return value }
         do {
             return try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
@@ -100,12 +102,10 @@ public enum JSONValue: Hashable, Sendable, Codable {
 
     public static func parse(_ text: String) throws -> JSONValue { try parse(Data(text.utf8)) }
 
-    /// Compact JSON with sorted keys, so that equal values serialise to equal bytes.
-    public func jsonData() -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return (try? encoder.encode(self)) ?? Data("null".utf8)
-    }
+    /// Compact JSON with sorted keys, so that equal values serialise to equal bytes (the bytes
+    /// `JSONEncoder` writes with `[.sortedKeys, .withoutEscapingSlashes]`, see `JSONFastWriter`);
+    /// `null` when a double is NaN or infinite.
+    public func jsonData() -> Data { JSONFastWriter.data(self) ?? Data("null".utf8) }
 
     public func jsonString() -> String { String(decoding: jsonData(), as: UTF8.self) }
 }

@@ -41,6 +41,9 @@ public struct BridgeConfig: Sendable {
     public var backends: [BackendConfig]
     public var routes: [Route]
     public var retry: RetryPolicy
+    /// How long finished outbox rows and ledger rows are kept (`retention_hours`, default 168 = 7 days;
+    /// 0 keeps them for ever). See `RelayEngine.prune`.
+    public var retentionHours: Int = 168
 
     public static let knownAdapters: Set<String> = ["wukong", "rongcloud", "nim", "jmessage"]
 
@@ -58,7 +61,7 @@ public struct BridgeConfig: Sendable {
                              environment: [String: String] = ProcessInfo.processInfo.environment,
                              requireRoutes: Bool = true) throws -> BridgeConfig {
         let root = try ConfigNode.parse(yaml, file: file, environment: environment)
-        try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry"])
+        try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry", "retention_hours"])
         let listen = try root["listen"].optionalString() ?? "127.0.0.1:8090"
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
             throw root["listen"].error("expected HOST:PORT, got '\(listen)'")
@@ -74,8 +77,11 @@ public struct BridgeConfig: Sendable {
             retry.baseMs = Int64(try root["retry"]["base_ms"].optionalInt() ?? Int(retry.baseMs))
             retry.maxMs = Int64(try root["retry"]["max_ms"].optionalInt() ?? Int(retry.maxMs))
         }
+        let retentionHours = try root["retention_hours"].optionalInt() ?? 168
+        guard retentionHours >= 0 else { throw root["retention_hours"].error("expected hours ≥ 0 (0 keeps everything), got \(retentionHours)") }
         return BridgeConfig(store: try root["store"].string(), listenHost: String(listen[..<colon]), listenPort: port,
-                            mappings: try root["mappings"].optionalString(), backends: backends, routes: routes, retry: retry)
+                            mappings: try root["mappings"].optionalString(), backends: backends, routes: routes, retry: retry,
+                            retentionHours: retentionHours)
     }
 
     static func parseBackends(_ node: ConfigNode) throws -> [BackendConfig] {

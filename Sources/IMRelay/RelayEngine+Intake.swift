@@ -1,0 +1,113 @@
+import Foundation
+import IMCore
+import IMStore
+
+extension RelayEngine {
+    /// Records events and queues their relays in one transaction (see the type's contract).
+    @discardableResult
+    public nonisolated func ingest(_ events: [IMEvent]) throws -> IngestResult {
+        let now = clock.nowMs()
+        let planned = try store.transaction { tx in try record(events, tx, at: now) }
+        return finishIngest(events, planned)
+    }
+
+    /// `ingest` through the store's group commit: the transaction is committed together with other
+    /// writes submitted at the same time (other callbacks, lanes completing), off the cooperative
+    /// thread pool. Same contract: it returns only after the events' rows are committed.
+    @discardableResult
+    public nonisolated func ingestGrouped(_ events: [IMEvent]) async throws -> IngestResult {
+        let now = clock.nowMs()
+        let planned = try await store.groupedTransaction { [self] tx in try record(events, tx, at: now) }
+        return finishIngest(events, planned)
+    }
+
+    struct Recorded: Sendable {
+        var result = IngestResult()
+        var fallbacks: [Fallback] = []
+        var lanes: Set<LaneKey> = []
+    }
+
+    struct Fallback: Sendable {
+        var feature: String
+        var policy: FallbackPolicy
+    }
+
+    nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64) throws -> Recorded {
+        var recorded = Recorded()
+        for event in events {
+            guard try tx.recordEvent(event.backend, event.eventID, kind: event.kindName, at: now) else {
+                recorded.result.duplicates += 1
+                continue
+            }
+            if try isEcho(event, tx) {
+                recorded.result.echoes += 1
+                continue
+            }
+            recorded.result.accepted += 1
+            for leg in routes.legs(from: event.backend, conversation: event.conversation) {
+                guard let target = backends[leg.target] else { continue }
+                var translator = Translator(capabilities: target.capabilities, sourceCapabilities: backends[event.backend]?.capabilities)
+                if let table = customFallbacks {
+                    let targetID = leg.target
+                    translator.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
+                }
+                let planned = translator.plan(event, leg: leg)
+                recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) }
+                for action in planned.actions {
+                    let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
+                                                sourceConversation: event.conversation)
+                    let lane = LaneKey(backend: leg.target, conversation: leg.targetConversation)
+                    let bytes = try payload.encoded()
+                    let id = try tx.enqueue(lane: lane, sourceBackend: event.backend, sourceEventID: event.eventID,
+                                            kind: action.kindName, payload: bytes, at: now)
+                    payloads.put(id, bytes: bytes, payload: payload)
+                    recorded.lanes.insert(lane)
+                    recorded.result.queued += 1
+                }
+            }
+        }
+        return recorded
+    }
+
+    nonisolated func finishIngest(_ events: [IMEvent], _ recorded: Recorded) -> IngestResult {
+        let result = recorded.result
+        for event in events { metrics.increment("imbridge_events_in_total", ["backend": event.backend.rawValue, "kind": event.kindName]) }
+        for fallback in recorded.fallbacks {
+            metrics.increment("imbridge_fallbacks_total", ["feature": fallback.feature, "policy": fallback.policy.rawValue])
+        }
+        if result.duplicates > 0 { metrics.increment("imbridge_duplicates_total", by: Double(result.duplicates)) }
+        if result.echoes > 0 { metrics.increment("imbridge_echoes_total", by: Double(result.echoes)) }
+        if result.queued > 0 {
+            wakes.withLock { $0.touched.formUnion(recorded.lanes) }
+            doorbell.yield()
+        }
+        return result
+    }
+
+    nonisolated func isEcho(_ event: IMEvent, _ tx: StoreTransaction) throws -> Bool {
+        func bridge(_ user: UserID?) -> Bool { user.map { routes.isBridgeIdentity($0, on: event.backend) } ?? false }
+        switch event.kind {
+        case .message(let message):
+            if message.clientMessageID?.rawValue.hasPrefix(Self.clientIDPrefix) == true { return true }
+            if bridge(message.sender) { return true }
+            return try tx.isBridgeCreated(message.id, on: event.backend)
+        case .edited(_, _, let by, _, _), .recalled(_, _, let by, _):
+            return bridge(by)
+        case .expansionChanged(_, _, let by, _):
+            return bridge(by)
+        case .reaction(_, _, let user, _, _, _), .read(_, let user, _, _):
+            return bridge(user)
+        case .command(_, let sender, _, _):
+            return bridge(sender)
+        }
+    }
+
+    static func eventTime(_ event: IMEvent) -> Int64? {
+        switch event.kind {
+        case .message(let message): message.sentAt
+        case .edited(_, _, _, _, let at), .recalled(_, _, _, let at), .reaction(_, _, _, _, _, let at), .read(_, _, _, let at),
+             .command(_, _, _, let at): at
+        case .expansionChanged: nil
+        }
+    }
+}

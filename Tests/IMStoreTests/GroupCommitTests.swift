@@ -1,0 +1,40 @@
+import Foundation
+import IMCore
+import IMStore
+import Testing
+
+@Suite struct GroupCommitTests {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("imstore-\(UUID().uuidString).sqlite").path
+
+    func lane(_ id: String) -> LaneKey { LaneKey(backend: "rc", conversation: .group(GroupID(id))) }
+
+    @Test func groupedTransactionsCommitTogetherAndFailAlone() async throws {
+        let store = try BridgeStore(path: path)
+        struct Boom: Error {}
+        let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in
+            for n in 0..<64 {
+                group.addTask {
+                    do {
+                        try await store.groupedTransaction { tx in
+                            _ = try tx.recordEvent("wk", EventID("e\(n)"), kind: "message", at: Int64(n))
+                            if n % 10 == 3 { throw Boom() }
+                        }
+                        return (n, true)
+                    } catch {
+                        return (n, error is Boom)
+                    }
+                }
+            }
+            var outcomes: [Int: Bool] = [:]
+            for await (n, ok) in group { outcomes[n] = ok }
+            return outcomes
+        }
+        #expect(outcomes.count == 64 && outcomes.values.allSatisfy { $0 }, "each body got its own result or its own error")
+        let failing = Set((0..<64).filter { $0 % 10 == 3 })
+        #expect(try store.read { try $0.ledgerCount() } == 64 - failing.count)
+        for n in 0..<64 {
+            let fresh = try store.transaction { try $0.recordEvent("wk", EventID("e\(n)"), kind: "message", at: 99) }
+            #expect(fresh == failing.contains(n), "e\(n): a failed body's row was rolled back, the others committed")
+        }
+    }
+}
