@@ -43,7 +43,12 @@ final class RelayRig: @unchecked Sendable {
         await bridge.stop()
         wk.stop()
         rc.stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        // IMBRIDGE_BENCH_KEEP_STORE=1 keeps the store for a look at per-entry times (ledger/outbox).
+        if ProcessInfo.processInfo.environment["IMBRIDGE_BENCH_KEEP_STORE"] == nil {
+            try? FileManager.default.removeItem(atPath: directory)
+        } else {
+            FileHandle.standardError.write(Data("store kept: \(directory)/bridge.sqlite\n".utf8))
+        }
     }
 
     /// Relayed sends so far (the engine's own counter).
