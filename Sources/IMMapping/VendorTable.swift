@@ -149,6 +149,18 @@ public struct VendorTable: Sendable {
         return MappedWire(entry: mapped.entry, wireType: mapped.wireType, body: body)
     }
 
+    /// The rule's neutral value, or else the first of its `or` fields that has one (no allocation).
+    static func value(of rule: FieldRule, in fields: [String: JSONValue]) -> JSONValue? {
+        if let value = fields[rule.neutral], value != .null { return value }
+        for other in rule.or { if let value = fields[other], value != .null { return value } }
+        return nil
+    }
+
+    /// Whether any entry may decode this wire type.
+    public func knows(wire: String) -> Bool {
+        byWire[wire] != nil || ranged.contains { $0.wire.matches(wire) }
+    }
+
     static func overlay(_ value: JSONValue, on original: JSONValue?) -> JSONValue {
         guard let original else { return value }
         if case .object(let new) = value, case .object(let old) = original {
@@ -170,7 +182,7 @@ public struct VendorTable: Sendable {
     func encode(_ fields: [String: JSONValue], entry: MappingEntry, noticeType: String?) -> MappedWire? {
         var object: [String: JSONValue] = [:]
         for rule in entry.fields {
-            if let value = ([rule.neutral] + rule.or).lazy.compactMap({ fields[$0] }).first(where: { $0 != .null }) {
+            if let value = Self.value(of: rule, in: fields) {
                 if let wire = rule.transform.encode(value) {
                     MappingEntry.put(wire, at: rule.wire, in: &object)
                     continue

@@ -38,8 +38,7 @@ public struct RongCloudContentCodec: Sendable {
         if let typeName = objectNames.first(where: { $0.value == objectName })?.key {
             return RongCloudContent(content: .custom(rawOrTyped(typeName, text)))
         }
-        let candidates = mapping.candidates(forWire: objectName)
-        guard objectName == RCObjectName.recallNotification || !candidates.isEmpty else {
+        guard objectName == RCObjectName.recallNotification || mapping.knows(wire: objectName) else {
             if RCObjectName.isBuiltIn(objectName) {
                 return RongCloudContent(content: .unsupported(UnsupportedContent(vendor: Self.vendor, vendorType: objectName, raw: text)))
             }
