@@ -43,10 +43,15 @@ public struct WuKongContentCodec: Sendable {
         guard case .object(let object) = try JSONValue.parse(payload) else {
             throw IMError(.malformedPayload, "WuKong payload is not a JSON object")
         }
-        return try decode(object, rawText: String(decoding: payload, as: UTF8.self))
+        return try decode(object, rawPayload: payload)
     }
 
     public func decode(_ object: [String: JSONValue], rawText: String? = nil) throws -> Decoded {
+        try decode(object, rawPayload: rawText.map { Data($0.utf8) })
+    }
+
+    /// `rawPayload` is only turned into text for an unsupported type (kept byte for byte).
+    func decode(_ object: [String: JSONValue], rawPayload: Data?) throws -> Decoded {
         guard let type = object["type"]?.int64Value.map(Int.init) else {
             throw IMError(.malformedPayload, "WuKong payload has no numeric `type`")
         }
@@ -71,7 +76,8 @@ public struct WuKongContentCodec: Sendable {
             if let entities = rest.removeValue(forKey: "entities") { extras["entities"] = entities }
         } else {
             content = .unsupported(UnsupportedContent(vendor: "wukong", vendorType: String(type),
-                                                      raw: rawText ?? JSONValue.object(object).jsonString()))
+                                                      raw: rawPayload.map { String(decoding: $0, as: UTF8.self) }
+                                                        ?? JSONValue.object(object).jsonString()))
             return Decoded(content: content, mentions: mentions, reply: reply, extras: [:])
         }
         if !rest.isEmpty { extras["payload_fields"] = .object(rest) }
