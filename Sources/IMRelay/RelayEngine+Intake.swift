@@ -46,12 +46,8 @@ extension RelayEngine {
             recorded.result.accepted += 1
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
-                var translator = Translator(capabilities: target.capabilities, sourceCapabilities: backends[event.backend]?.capabilities)
-                if let table = customFallbacks {
-                    let targetID = leg.target
-                    translator.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
-                }
-                let planned = translator.plan(event, leg: leg)
+                let planned = Translator(target: target, source: backends[event.backend], customFallbacks: customFallbacks)
+                    .plan(event, leg: leg)
                 recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) }
                 for action in planned.actions {
                     let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,

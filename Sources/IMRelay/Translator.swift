@@ -25,6 +25,16 @@ struct Translator: Sendable {
     /// The target's fallback text for declared custom types its vendor cannot carry (mappings).
     var customFallback: (@Sendable (MessageContent, [String: String]) -> String?)? = nil
 
+    /// A translator for one target backend, with the mappings' custom-type fallbacks when there are any.
+    init(target: any IMBackend, source: (any IMBackend)?, customFallbacks: CustomTypeFallbacks?) {
+        self.capabilities = target.capabilities
+        self.sourceCapabilities = source?.capabilities
+        if let table = customFallbacks {
+            let targetID = target.id
+            self.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
+        }
+    }
+
     func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
         var planned = Planned()
         switch event.kind {

@@ -107,11 +107,7 @@ public actor Migrator {
         let route = Route(from: RouteEndpoint(backend: plan.source, kind: from.kind, id: from.id),
                           to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users)
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
-        var translator = Translator(capabilities: target.capabilities, sourceCapabilities: source.capabilities)
-        if let table = customFallbacks {
-            let targetID = plan.target
-            translator.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
-        }
+        let translator = Translator(target: target, source: source, customFallbacks: customFallbacks)
         var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
         var pending = try PendingSends(store: store, name: checkpoint + ":pending")
         let started = Date()
