@@ -10,6 +10,7 @@ struct FidelityMatrix {
         case exact
         case converted([String])
         case fallback
+        case dropped
         case absent
 
         var symbol: String {
@@ -17,6 +18,7 @@ struct FidelityMatrix {
             case .exact: "✓"
             case .converted: "≈"
             case .fallback: "↓"
+            case .dropped: "✕"
             case .absent: "—"
             }
         }
@@ -31,7 +33,7 @@ struct FidelityMatrix {
     static let names = ["wukong": "WuKong", "rongcloud": "RongCloud", "nim": "NIM", "jmessage": "JMessage"]
 
     var columns: [Column] {
-        let kinds: [ContentKind] = [.text, .image, .gif, .voice, .video, .file, .location, .card, .notice]
+        let kinds: [ContentKind] = [.text, .image, .gif, .voice, .video, .file, .location, .card, .notice, .command]
         let builtins = kinds.map { Column(title: $0.rawValue, target: .builtin($0)) }
         let customs = set.customTypes.values.filter { if case .custom = $0.target { true } else { false } }
             .map(\.name).sorted().map { Column(title: $0, target: .custom($0)) }
@@ -78,7 +80,18 @@ struct FidelityMatrix {
         return (fields, lossy)
     }
 
+    /// The vendors' own capabilities: commands are signals, and NIM carries them outside the tables
+    /// (custom system notifications); a target that has neither drops them (they are never turned into text).
+    static let presets: [String: Capabilities] = ["wukong": .wukong, "rongcloud": .rongCloud, "nim": .nim, "jmessage": .jMessage]
+
     func cell(from source: String, to target: String, _ column: Column) -> Cell {
+        if column.target == .builtin(.command) {
+            let produces = decoded(source, column.target) != nil || Self.presets[source]!.support(.commands).isNative
+            guard produces else { return .absent }
+            guard decoded(source, column.target) != nil, encoded(target, column.target) != nil else {
+                return Self.presets[target]!.support(.commands).isNative ? .exact : .dropped
+            }
+        }
         guard let from = decoded(source, column.target) else { return .absent }
         guard let to = encoded(target, column.target) else { return .fallback }
         var notes = from.fields.subtracting(to.fields).sorted().map { "drops \($0)" }
@@ -102,7 +115,9 @@ struct FidelityMatrix {
                 }
             }
         }
-        out += "\n✓ exact · ≈ converted (below) · ↓ fallback text (the digest, or the custom type's `fallback:` template) · — the source has no such type\n"
+        out += "\n✓ exact · ≈ converted (below) · ↓ fallback text (the digest, or the custom type's `fallback:` template) · "
+            + "✕ dropped (commands are signals: never turned into text) · — the source has no such type. NIM carries commands as "
+            + "custom system notifications, outside the tables.\n"
         out += "\n<details><summary>What “converted” loses, per pair and kind</summary>\n\n" + details.joined(separator: "\n") + "\n\n</details>\n"
         return out
     }

@@ -39,5 +39,9 @@ import Testing
         #expect(matrix.cell(from: "nim", to: "jmessage", columns["title_card"]!) == .fallback)
         #expect(matrix.cell(from: "nim", to: "wukong", columns["title_card"]!) == .exact)
         #expect(matrix.cell(from: "wukong", to: "nim", columns["order_card"]!) == .exact)
+        #expect(matrix.cell(from: "wukong", to: "rongcloud", columns["command"]!) == .exact)
+        #expect(matrix.cell(from: "wukong", to: "nim", columns["command"]!) == .exact, "NIM: a custom system notification")
+        #expect(matrix.cell(from: "rongcloud", to: "jmessage", columns["command"]!) == .dropped)
+        #expect(matrix.cell(from: "jmessage", to: "wukong", columns["command"]!) == .absent)
     }
 }
