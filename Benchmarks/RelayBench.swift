@@ -58,12 +58,14 @@ struct RelayBench {
     }
 
     /// Latencies of messages `range` from the target's stored copies.
-    static func latencies(accepted: [Int: Int64], stored: [(text: String, atMs: Int64)]) -> (LatencyRecorder, Int) {
+    /// Source accept (the WuKong send's answer) → target accept: the RongCloud sandbox's wall-clock receive
+    /// time in microseconds (its `msgTime` stamps, kept strictly increasing, drift ahead above 1,000 msg/s).
+    static func latencies(accepted: [Int: Int64], stored: [(text: String, atMs: Int64, receivedUs: Int64?)]) -> (LatencyRecorder, Int) {
         var recorder = LatencyRecorder()
         var seen = 0
-        for (text, atMs) in stored where text.hasPrefix("b") {
+        for (text, atMs, receivedUs) in stored where text.hasPrefix("b") {
             guard let i = Int(text.dropFirst()), let sent = accepted[i] else { continue }
-            recorder.record(microseconds: atMs * 1000 - sent)
+            recorder.record(microseconds: max(0, (receivedUs ?? atMs * 1000) - sent))
             seen += 1
         }
         return (recorder, accepted.count - seen)
@@ -96,7 +98,7 @@ struct RelayBench {
     /// phase at 1,400 msg/s). Latencies are measured from those stamps, so the fixed-rate phase starts
     /// only when the wall clock has caught up with the latest stamp (bounded wait); returns the lead in ms.
     static func waitForTargetClock(_ base: String) async throws -> Int64 {
-        let latest = try await VendorCalls().storedMessages(base).map(\.atMs).max() ?? 0
+        let latest = try await VendorCalls().storedMessages(base).map { $0.atMs }.max() ?? 0
         let lead = max(0, latest - wallMicros() / 1000)
         let deadline = monotonicSeconds() + 120
         while wallMicros() / 1000 <= latest, monotonicSeconds() < deadline {

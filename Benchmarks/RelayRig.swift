@@ -93,10 +93,11 @@ struct VendorCalls: Sendable {
     }
 
     /// `GET /_sandbox/messages`: (text, stored-at ms) of every stored message.
-    func storedMessages(_ base: String) async throws -> [(text: String, atMs: Int64)] {
+    /// Each stored message's text, vendor stamp (ms) and the sandbox's wall-clock receive time (µs, when given).
+    func storedMessages(_ base: String) async throws -> [(text: String, atMs: Int64, receivedUs: Int64?)] {
         let response = try await client.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages"))
         let messages = try JSONValue.parse(Data(response.body))["messages"]?.arrayValue ?? []
-        return messages.map { ($0["text"]?.stringValue ?? "", $0["sent_at_ms"]?.int64Value ?? 0) }
+        return messages.map { ($0["text"]?.stringValue ?? "", $0["sent_at_ms"]?.int64Value ?? 0, $0["received_at_us"]?.int64Value) }
     }
 }
 

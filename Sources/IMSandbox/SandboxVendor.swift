@@ -68,10 +68,14 @@ public struct SandboxMessageRecord: Codable, Hashable, Sendable {
     public var expansion: [String: String]
     /// The vendor-shaped stored object.
     public var raw: JSONValue
+    /// When the sandbox accepted the message, wall-clock microseconds (not the vendor's stamp, which a
+    /// sandbox may keep strictly increasing); for latency measurements. Nil where a sandbox does not say.
+    public var receivedAtUs: Int64?
 
     public init(id: String, conversationType: String, conversationID: String, from: String, to: String, sentAtMs: Int64,
                 kind: String, text: String, recalled: Bool = false, edited: Bool = false, expansion: [String: String] = [:],
-                raw: JSONValue) {
+                raw: JSONValue, receivedAtUs: Int64? = nil) {
+        self.receivedAtUs = receivedAtUs
         self.id = id
         self.conversationType = conversationType
         self.conversationID = conversationID
@@ -91,5 +95,6 @@ public struct SandboxMessageRecord: Codable, Hashable, Sendable {
         case conversationType = "conversation_type"
         case conversationID = "conversation_id"
         case sentAtMs = "sent_at_ms"
+        case receivedAtUs = "received_at_us"
     }
 }

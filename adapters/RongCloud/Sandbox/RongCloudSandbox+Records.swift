@@ -26,6 +26,7 @@ extension RongCloudSandbox {
             id: message.msgUID, conversationType: group ? "group" : "direct",
             conversationID: group ? message.targetId : ConversationRef.direct(UserID(message.fromUserId), UserID(message.targetId)).id,
             from: message.fromUserId, to: message.targetId, sentAtMs: message.msgTime, kind: kind, text: text,
-            recalled: message.isRecalled, expansion: message.expansion.mapValues(\.v), raw: .object(raw))
+            recalled: message.isRecalled, expansion: message.expansion.mapValues(\.v), raw: .object(raw),
+            receivedAtUs: message.receivedAtUs)
     }
 }

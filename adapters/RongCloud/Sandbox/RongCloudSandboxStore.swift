@@ -30,6 +30,9 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     public var recalledBy: String?
     public var recalledAt: Int64?
     public var recallDeleted: Bool
+    /// Wall-clock microseconds when the sandbox accepted it (`msgTime` is kept strictly increasing, so
+    /// above 1,000 messages per second it runs ahead of the clock). Nil in state files from before.
+    public var receivedAtUs: Int64? = nil
 
     public var isRecalled: Bool { recalledAt != nil }
 
@@ -180,7 +183,8 @@ public final class RongCloudSandboxStore: Sendable {
                     objectName: form.objectName, content: form.content, msgTime: time, persisted: persisted,
                     expansionEnabled: expansion != nil,
                     expansion: (expansion ?? [:]).mapValues { WireExpansionValue(v: $0, ts: time) },
-                    recalledBy: nil, recalledAt: nil, recallDeleted: false)
+                    recalledBy: nil, recalledAt: nil, recallDeleted: false,
+                    receivedAtUs: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()))
                 state.index[uid] = state.messages.count
                 state.messages.append(message)
                 entries.append(group ? WireMessageUIDEntry(groupId: target, messageUID: uid) : WireMessageUIDEntry(userId: target, messageUID: uid))
