@@ -25,6 +25,12 @@ extension RelayEngine {
         case .notice(var outgoing, let replyTo):
             outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.reply = try replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
+            if let replyTo, outgoing.reply == nil, backend.capabilities.support(.replies).isNative,
+               (payload.requeues ?? 0) < Self.maxRequeues {
+                // A notice about a message not relayed yet (its change arrived first) waits for it like a
+                // native change would, so it never precedes the message; after the wait it goes unquoted.
+                _ = try mapped(replyTo, entry: entry)
+            }
             try await provision(outgoing.sender, on: backend)
             _ = try await backend.send(outgoing)
             return nil
