@@ -53,12 +53,6 @@ public struct VendorTable: Sendable {
         self.encoders = byTarget.mapValues { $0.filter { !$0.decodeOnly } }
     }
 
-    /// The entries that may decode a wire type (before discriminators), in decoding order.
-    public func candidates(forWire wire: String) -> [MappingEntry] {
-        let exact = byWire[wire] ?? []
-        return ranged.isEmpty ? exact : exact + ranged.filter { $0.wire.matches(wire) }
-    }
-
     public func entries(for target: NeutralTarget) -> [MappingEntry] { byTarget[target] ?? [] }
 
     /// Whether this vendor has a wire form for a custom type or built-in kind.

@@ -18,8 +18,6 @@ public struct NIMContentCodec: Sendable {
     public let customFormat: NIMCustomFormat
     public let mapping: VendorTable
 
-    public static let tipNoticeType = "nim.tip"
-
     public init(registry: ContentRegistry = ContentRegistry(), customFormat: NIMCustomFormat = NIMCustomFormat(),
                 mapping: VendorTable = MappingSet.shipped.table("nim")) {
         self.registry = registry

@@ -48,16 +48,6 @@ struct ContentFields {
     }
 
     mutating func string(_ key: String) -> String? { take(key)?.stringValue }
-    mutating func int64(_ key: String) -> Int64? { take(key)?.int64Value }
-    mutating func int(_ key: String) -> Int? { take(key)?.int64Value.map { Int($0) } }
-    mutating func double(_ key: String) -> Double? { take(key)?.doubleValue }
-
-    mutating func requireString(_ key: String, in objectName: String) throws -> String {
-        guard let value = string(key) else {
-            throw IMError(.malformedPayload, "\(objectName) content has no '\(key)'", details: ["field": key])
-        }
-        return value
-    }
 }
 
 /// Building a content object from neutral values: absent values are left out.
@@ -70,9 +60,6 @@ struct ContentObject {
     }
 
     mutating func set(_ key: String, _ value: String?) { if let value { object[key] = .string(value) } }
-    mutating func set(_ key: String, _ value: Int64?) { if let value { object[key] = .int(value) } }
-    mutating func set(_ key: String, _ value: Int?) { if let value { object[key] = .int(Int64(value)) } }
-    mutating func set(_ key: String, _ value: Double?) { if let value { object[key] = .double(value) } }
 
     /// Adds leftovers for keys this object did not write; nested objects merge one level deep.
     mutating func merge(_ leftovers: [String: JSONValue]) {

@@ -79,7 +79,4 @@ extension RongCloudContentCodec {
         }
         return url
     }
-
-    /// Milliseconds to whole seconds, rounded to nearest (the vendor counts seconds).
-    static func seconds(_ ms: Int64) -> Int64 { (ms + 500) / 1000 }
 }

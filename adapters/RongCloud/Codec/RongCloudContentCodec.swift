@@ -21,7 +21,6 @@ public struct RongCloudContentCodec: Sendable {
     public let objectNames: [String: String]
     public let mapping: VendorTable
 
-    public static let amrDataURLPrefix = "data:audio/amr;base64,"
     static let vendor = "rongcloud"
 
     public init(registry: ContentRegistry = ContentRegistry(), objectNames: [String: String] = [:],
