@@ -48,6 +48,10 @@ struct CheckCommand: AsyncParsableCommand {
         for route in parsed.routes {
             out += "    \(route.from) \(route.direction == .both ? "<->" : "->") \(route.to) users=\(describe(route.usersOnTarget)) media=\(route.media.rawValue)\n"
         }
+        let table = RouteTable(parsed.routes)
+        for (first, second) in table.overlaps() {
+            out += "  note: routes[\(first)] and routes[\(second)] overlap: a message they both cover is delivered once, through routes[\(first)]\n"
+        }
         FileHandle.standardOutput.write(Data(out.utf8))
     }
 

@@ -71,3 +71,39 @@ final class AcceptThenTimeoutBackend: IMBackend {
         #expect(delivery.classify(CancellationError(), attempt: 0) == .permanent)
     }
 }
+
+@Suite struct OverlappingRoutesTests {
+    static func routes(_ lines: [(String, String, Route.Direction)]) throws -> [Route] {
+        try lines.map { Route(from: try RouteEndpoint(parsing: $0.0), to: try RouteEndpoint(parsing: $0.1), direction: $0.2) }
+    }
+
+    /// `wk:group:* → rc:group:*`, `wk:group:* ⇄ rc:group:*` and `wk:group:g1 ⇄ rc:group:g1` together put
+    /// one WuKong message on RongCloud once, through the first route.
+    @Test func overlappingRoutesDeliverOnce() async throws {
+        let routes = try Self.routes([("wk:group:*", "rc:group:*", .forward), ("wk:group:*", "rc:group:*", .both),
+                                      ("wk:group:g1", "rc:group:g1", .both)])
+        let h = try RelayHarness(routes: routes)
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "alice", content: .text("once")))
+        #expect(try await eventually { try await h.history(h.rc, "g1").count >= 1 })
+        _ = try await h.rcMemory.send(OutgoingMessage(conversation: .group("g1"), sender: "carol", content: .text("back")))
+        #expect(try await eventually {
+            let (rc, wk) = (try await h.history(h.rc, "g1").count, try await h.history(h.wk, "g1").count)
+            return rc >= 2 && wk >= 2
+        })
+        #expect(await engine.waitUntilIdle())
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(try await h.history(h.rc, "g1").map(\.content) == [.text("once"), .text("back")])
+        #expect(try await h.history(h.wk, "g1").map(\.content) == [.text("once"), .text("back")])
+        await engine.stop()
+    }
+
+    @Test func overlapsAreNamedForCheck() throws {
+        let table = RouteTable(try Self.routes([("wk:group:*", "rc:group:*", .forward), ("wk:group:g1", "rc:group:g1", .both),
+                                                ("wk:group:g2", "rc:group:other", .forward), ("rc:group:*", "wk:group:*", .forward),
+                                                ("wk:direct:*", "rc:direct:*", .forward)]))
+        let pairs = table.overlaps().map { "\($0.first)-\($0.second)" }
+        #expect(pairs == ["0-1", "1-3"], "g2 → other reaches another conversation; direct is another kind")
+    }
+}
