@@ -3,6 +3,7 @@ import IMSandbox
 import JMessage
 import NIM
 import RongCloud
+import RongCloudSandbox
 import WuKong
 
 /// One vendor: its adapter and its sandbox.

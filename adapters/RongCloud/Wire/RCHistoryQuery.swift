@@ -1,11 +1,11 @@
 import IMCore
 
-/// The JSON body of `/v3/message/{private,group}/query.json` (vendor doc §8.2).
+/// The JSON body of `/v3/message/{private,group}/query.json` (docs/adapters/rongcloud.md).
 ///
 /// The Java SDK sends typed values, the Go SDK sends every value as a string
 /// (`"startTime":"1700…","includeStart":"true"`): decoding accepts both; encoding writes typed values.
 /// Times are milliseconds; `pageSize` is 1…100 (default 10).
-public struct WireHistoryQuery: Codable, Hashable, Sendable {
+public struct RCHistoryQuery: Codable, Hashable, Sendable {
     public var userId: String
     public var targetId: String
     public var startTime: Int64

@@ -2,7 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 
-/// RongCloud's request signature (vendor doc §1.1): `Signature` = lowercase hex
+/// RongCloud's request signature (docs/adapters/rongcloud.md): `Signature` = lowercase hex
 /// `SHA1(appSecret + nonce + timestamp)`, the three strings concatenated as UTF-8.
 ///
 /// The same rule signs Server API calls (headers `App-Key`, `Nonce`, `Timestamp`, `Signature`, or the

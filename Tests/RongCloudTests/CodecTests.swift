@@ -1,22 +1,23 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import Testing
 @testable import RongCloud
 
-/// Table tests: payloads shaped like the vendor doc's content examples (vendor doc §4), decoded to the
+/// Table tests: payloads shaped like the content examples in docs/adapters/rongcloud.md, decoded to the
 /// neutral model and encoded back to the same JSON value (custom and unsupported: the same bytes).
-struct ContentCodecTests {
+struct RongCloudCodecTests {
     struct Row: CustomTestStringConvertible, Sendable {
         let objectName: String
         let content: String
-        let check: @Sendable (RongCloudContent) -> Bool
+        let check: @Sendable (CodedContent) -> Bool
         var testDescription: String { objectName + " " + content.prefix(40) }
     }
 
     static let rows: [Row] = [
         Row(objectName: "RC:TxtMsg",
             content: #"{"content":"hello","extra":"helloExtra","user":{"id":"u1","name":"Alice","portrait":"http://x/p.png"}}"#) {
-            $0.content == .text("hello") && $0.mentions.isEmpty && $0.leftovers["extra"] == "helloExtra"
+            $0.content == .text("hello") && $0.mentions.isEmpty && $0.vendorExtras[RongCloudContentCodec.vendorExtrasKey]?["extra"] == "helloExtra"
         },
         Row(objectName: "RC:TxtMsg",
             content: #"{"content":"@Bob @Carol hi","mentionedInfo":{"type":2,"userIdList":["u2","u3"],"mentionedContent":"有人@你"}}"#) {
@@ -53,7 +54,7 @@ struct ContentCodecTests {
         },
         Row(objectName: "RC:FileMsg", content: #"{"name":"report.pdf","size":2048,"type":"pdf","fileUrl":"http://rongcloud-file.cn/report.pdf"}"#) {
             guard case .file(let file) = $0.content else { return false }
-            return file.name == "report.pdf" && file.attachment.size == 2048 && $0.leftovers["type"] == "pdf"
+            return file.name == "report.pdf" && file.attachment.size == 2048 && $0.vendorExtras[RongCloudContentCodec.vendorExtrasKey]?["type"] == "pdf"
         },
         Row(objectName: "RC:LBSMsg",
             content: #"{"content":"/9j/4AAQSk","latitude":39.9139,"longitude":116.3917,"poi":"北京市朝阳区","extra":""}"#) {
@@ -86,9 +87,31 @@ struct ContentCodecTests {
         let codec = RongCloudContentCodec()
         let decoded = try codec.decode(objectName: row.objectName, content: row.content)
         #expect(row.check(decoded), "decoded: \(decoded)")
-        let encoded = try codec.encode(decoded.content, mentions: decoded.mentions, reply: decoded.reply, leftovers: decoded.leftovers)
+        let encoded = try codec.encode(decoded.content, mentions: decoded.mentions, reply: decoded.reply, vendorExtras: decoded.vendorExtras)
         #expect(encoded.objectName == row.objectName)
         #expect(try JSONValue.parse(encoded.content) == JSONValue.parse(row.content))
+    }
+
+    /// The same rows through `ContentCodec` (body as a JSON object): decode gives the same content,
+    /// and encoding what was decoded gives the body back.
+    @Test(arguments: rows)
+    func builtInRoundTripsThroughTheContentCodecProtocol(row: Row) throws {
+        let codec: any ContentCodec = RongCloudContentCodec()
+        let body = try #require(try JSONValue.parse(row.content).objectValue)
+        let decoded = try codec.decode(WireContent(type: row.objectName, body: body))
+        #expect(row.check(decoded), "decoded: \(decoded)")
+        #expect(decoded == (try RongCloudContentCodec().decode(objectName: row.objectName, content: row.content)))
+        #expect(try codec.encode(decoded) == WireContent(type: row.objectName, body: body))
+    }
+
+    @Test func contentFromElsewhereCarriesNoKeptFieldsAndGetsTheDerivedOnes() throws {
+        let codec = RongCloudContentCodec()
+        let file = MessageContent.file(FileContent(MediaAttachment(remoteURL: "https://x/report.pdf", size: 2048), name: "report.pdf"))
+        let fresh = try codec.encode(CodedContent(file))
+        #expect(fresh.type == "RC:FileMsg" && fresh.body["type"] == "pdf", "a file from elsewhere gets its type from its name")
+        let decoded = try codec.decode(WireContent(type: "RC:FileMsg", body: ["name": "report.pdf", "size": 2048, "fileUrl": "https://x/report.pdf"]))
+        #expect(decoded.vendorExtras[RongCloudContentCodec.vendorExtrasKey] == .object([:]), "a RongCloud decode is marked as such")
+        #expect(try codec.encode(decoded).body["type"] == nil, "a RongCloud file without type is written back without one")
     }
 
     @Test(arguments: [
@@ -101,7 +124,7 @@ struct ContentCodecTests {
         guard case .custom(let custom) = decoded.content else { Issue.record("not custom: \(decoded)"); return }
         #expect(custom.typeName == objectName && !custom.isRegistered)
         let encoded = try codec.encode(decoded.content)
-        #expect(encoded == RongCloudWireContent(objectName: objectName, content: payload))
+        #expect(encoded == RCContent(objectName: objectName, content: payload))
     }
 
     @Test(arguments: [
@@ -113,7 +136,7 @@ struct ContentCodecTests {
         let codec = RongCloudContentCodec()
         let decoded = try codec.decode(objectName: objectName, content: payload)
         #expect(decoded.content == .unsupported(UnsupportedContent(vendor: "rongcloud", vendorType: objectName, raw: payload)))
-        #expect(try codec.encode(decoded.content) == RongCloudWireContent(objectName: objectName, content: payload))
+        #expect(try codec.encode(decoded.content) == RCContent(objectName: objectName, content: payload))
     }
 
     struct OrderCard: CustomMessageContent {

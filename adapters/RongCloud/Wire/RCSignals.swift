@@ -1,12 +1,12 @@
 import Foundation
 import IMCore
 
-/// `RC:RcCmd` content, the recall command (vendor doc §4; Android `RecallCommandMessage`).
+/// `RC:RcCmd` content, the recall command (docs/adapters/rongcloud.md; Android `RecallCommandMessage`).
 ///
 /// `{"messageUId":"BRGM-DEN2-01E4-BN66","conversationType":1,"targetId":"u2","sentTime":1700000000000,
 /// "isAdmin":0,"isDelete":0}`. The Java SDK writes `conversationType` as a string (`"6"`), so numbers
 /// decode from either form; flags decode from 0/1 or booleans.
-public struct WireRecallCommand: Hashable, Sendable {
+public struct RCRecallCommand: Hashable, Sendable {
     public var messageUId: String
     public var conversationType: Int?
     public var targetId: String?
@@ -47,7 +47,7 @@ public struct WireRecallCommand: Hashable, Sendable {
 /// `RC:MsgExMsg` content, the expansion signalling message (Android `MessageExpansionMessage`):
 /// `{"mid":"<msgUID>","put":{"k":"v"},"del":["k2"],"clear":0}`. `put`, `del` and `clear` are each
 /// optional; `clear` 1 means every key was removed before `put` applied.
-public struct WireExpansionSignal: Hashable, Sendable {
+public struct RCExpansionSignal: Hashable, Sendable {
     public var mid: String
     public var put: [String: String]
     public var del: [String]

@@ -1,12 +1,12 @@
 import IMHTTP
-/// The form of `/message/private/publish.json` and `/message/group/publish.json` (vendor doc §3.1).
+/// The form of `/message/private/publish.json` and `/message/group/publish.json` (docs/adapters/rongcloud.md).
 ///
 /// Field rules kept here: `toUserId` (private, ≤ 1000) and `toGroupId` (group, ≤ 3) repeat;
 /// `content` and `extraContent` are JSON text inside the form; 0/1 flags are written as `1`/`0`,
 /// `disablePush` and `expansion` as `true`/`false` (what the official SDKs send). Absent optional
 /// fields are left out so the server's defaults apply (`isPersisted=1`, `isCounted=1`,
 /// `isIncludeSender=0`, `disablePush=false`, `expansion=false`).
-public struct WirePublishForm: Hashable, Sendable {
+public struct RCPublishForm: Hashable, Sendable {
     public var fromUserId: String
     public var toUserIds: [String]
     public var toGroupIds: [String]
@@ -91,8 +91,8 @@ public struct WirePublishForm: Hashable, Sendable {
     }
 }
 
-/// The form of `/message/recall.json` (vendor doc §6).
-public struct WireRecallForm: Hashable, Sendable {
+/// The form of `/message/recall.json` (docs/adapters/rongcloud.md).
+public struct RCRecallForm: Hashable, Sendable {
     public var fromUserId: String
     public var conversationType: Int
     public var targetId: String
@@ -129,8 +129,8 @@ public struct WireRecallForm: Hashable, Sendable {
 }
 
 /// The forms of `/message/expansion/set.json` (`extraKeyVal`, a JSON object text) and
-/// `/message/expansion/delete.json` (`extraKey`, a JSON array text) (vendor doc §5).
-public struct WireExpansionForm: Hashable, Sendable {
+/// `/message/expansion/delete.json` (`extraKey`, a JSON array text) (docs/adapters/rongcloud.md).
+public struct RCExpansionForm: Hashable, Sendable {
     public var msgUID: String
     public var userId: String
     public var conversationType: Int

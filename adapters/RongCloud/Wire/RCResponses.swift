@@ -1,8 +1,8 @@
-/// JSON bodies of the RongCloud Server API's answers (vendor doc §1.4, §2, §3.2, §5.3, §8.2).
+/// JSON bodies of the RongCloud Server API's answers (docs/adapters/rongcloud.md).
 
 /// Every failure: `{"code":1002,"errorMessage":"..."}`. Some SDK-side validations use `msg` instead of
 /// `errorMessage`; both decode.
-public struct WireErrorEnvelope: Codable, Hashable, Sendable {
+public struct RCErrorEnvelope: Codable, Hashable, Sendable {
     public var code: Int
     public var errorMessage: String?
 
@@ -28,7 +28,7 @@ public struct WireErrorEnvelope: Codable, Hashable, Sendable {
 }
 
 /// `/user/getToken.json`: `{"code":200,"userId":"u1","token":"..."}`.
-public struct WireTokenResponse: Codable, Hashable, Sendable {
+public struct RCTokenResponse: Codable, Hashable, Sendable {
     public var code: Int
     public var userId: String
     public var token: String
@@ -41,7 +41,7 @@ public struct WireTokenResponse: Codable, Hashable, Sendable {
 
 /// One entry of a publish response's `messageUIDs`: the recipient (`userId` for private, `groupId` for
 /// group, `chatroomId` for chatroom) and the id the server gave that copy.
-public struct WireMessageUIDEntry: Codable, Hashable, Sendable {
+public struct RCMessageUIDEntry: Codable, Hashable, Sendable {
     public var userId: String?
     public var groupId: String?
     public var chatroomId: String?
@@ -59,17 +59,17 @@ public struct WireMessageUIDEntry: Codable, Hashable, Sendable {
 
 /// `/message/{private,group}/publish.json`: `{"code":200,"messageUIDs":[{"userId":"u2","messageUID":"…"}]}`.
 /// Older servers answer `{"code":200}` only (hence optional).
-public struct WirePublishResponse: Codable, Hashable, Sendable {
+public struct RCPublishResponse: Codable, Hashable, Sendable {
     public var code: Int
-    public var messageUIDs: [WireMessageUIDEntry]?
-    public init(code: Int = 200, messageUIDs: [WireMessageUIDEntry]?) {
+    public var messageUIDs: [RCMessageUIDEntry]?
+    public init(code: Int = 200, messageUIDs: [RCMessageUIDEntry]?) {
         self.code = code
         self.messageUIDs = messageUIDs
     }
 }
 
 /// One key of `/message/expansion/query.json`: its value `v` and the server's opaque `ts`.
-public struct WireExpansionValue: Codable, Hashable, Sendable {
+public struct RCExpansionValue: Codable, Hashable, Sendable {
     public var v: String
     public var ts: Int64
     public init(v: String, ts: Int64) {
@@ -79,20 +79,20 @@ public struct WireExpansionValue: Codable, Hashable, Sendable {
 }
 
 /// `{"code":200,"extraContent":{"k":{"v":"…","ts":33831605613}}}`.
-public struct WireExpansionQueryResponse: Codable, Hashable, Sendable {
+public struct RCExpansionQueryResponse: Codable, Hashable, Sendable {
     public var code: Int
-    public var extraContent: [String: WireExpansionValue]
-    public init(code: Int = 200, extraContent: [String: WireExpansionValue]) {
+    public var extraContent: [String: RCExpansionValue]
+    public init(code: Int = 200, extraContent: [String: RCExpansionValue]) {
         self.code = code
         self.extraContent = extraContent
     }
 }
 
 /// `/v3/message/{private,group}/query.json`: `{"code":200,"data":[…]}`, oldest first.
-public struct WireHistoryResponse: Codable, Hashable, Sendable {
+public struct RCHistoryResponse: Codable, Hashable, Sendable {
     public var code: Int
-    public var data: [WireHistoryMessage]
-    public init(code: Int = 200, data: [WireHistoryMessage]) {
+    public var data: [RCHistoryMessage]
+    public init(code: Int = 200, data: [RCHistoryMessage]) {
         self.code = code
         self.data = data
     }
@@ -101,7 +101,7 @@ public struct WireHistoryResponse: Codable, Hashable, Sendable {
 /// One message of a history page (JAVA `HistoryMessage`). `content` is the content JSON as a string;
 /// `extraContent` (when `expansion` is true) is a JSON string of the query shape `{"k":{"v","ts"}}`
 /// (UNCONFIRMED; plain `{"k":"v"}` is accepted too).
-public struct WireHistoryMessage: Codable, Hashable, Sendable {
+public struct RCHistoryMessage: Codable, Hashable, Sendable {
     public var targetId: String
     public var fromUserId: String
     public var messageUID: String

@@ -1,7 +1,8 @@
-import IMHTTP
+import IMAdapterKit
 import IMCore
+import IMHTTP
 
-/// The receiving side of RongCloud's 全量消息路由 (message routing) callback (vendor doc §7).
+/// The receiving side of RongCloud's 全量消息路由 (message routing) callback (docs/adapters/rongcloud.md).
 ///
 /// Contract:
 /// - Verification: `signature` = hex SHA1(appSecret + nonce + timestamp) with `nonce`, `timestamp`,
@@ -39,6 +40,19 @@ public struct RongCloudInbound: Sendable {
         self.maxSkewMs = maxSkewMs
     }
 
+    /// What RongCloud expects from the receiver: 200 `ok` once the events were taken; 401
+    /// `unauthorized: …` for a forged or stale request, 400 `bad request: …` for a malformed one (both
+    /// not redelivered); 503 when the events could not be taken, which the vendor retries.
+    public static let answers = CallbackAnswers(
+        success: .text("ok"),
+        refusal: { error in
+            switch error.code {
+            case .authenticationFailed: .text("unauthorized: \(error.message)", status: 401)
+            default: .text("bad request: \(error.message)", status: 400)
+            }
+        },
+        retry: CallbackAnswers.plainRetry)
+
     /// Signalling types that produce no event.
     public static let ignoredSignals: Set<String> = ["RC:TypSts", "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg", "RC:chrmKVNotiMsg"]
 
@@ -73,29 +87,29 @@ public struct RongCloudInbound: Sendable {
 
     /// Parses an already verified form body.
     public func events(from body: FormBody) throws -> [IMEvent] {
-        let routed: WireRoutedMessage
+        let routed: RCRoutedMessage
         do {
-            routed = try WireRoutedMessage(form: body)
+            routed = try RCRoutedMessage(form: body)
         } catch {
             throw IMError(.malformedPayload, "routed message: \(error)", details: ["field": error.field])
         }
         return try events(from: routed)
     }
 
-    public func events(from routed: WireRoutedMessage) throws -> [IMEvent] {
+    public func events(from routed: RCRoutedMessage) throws -> [IMEvent] {
         let conversation = RongCloudCodec.conversation(channelType: routed.channelType, from: routed.fromUserId, to: routed.toUserId)
         let sender = UserID(routed.fromUserId)
         let kind: IMEvent.Kind
         let eventID: String
         switch routed.objectName {
         case RCObjectName.recallCommand:
-            guard let command = WireRecallCommand(json: routed.content) else {
+            guard let command = RCRecallCommand(json: routed.content) else {
                 throw IMError(.malformedPayload, "RC:RcCmd content has no messageUId")
             }
             eventID = "recall:\(command.messageUId)"
             kind = .recalled(messageID: MessageID(command.messageUId), conversation: conversation, by: sender, at: routed.msgTimestamp)
         case RCObjectName.expansionSignal:
-            guard let signal = WireExpansionSignal(json: routed.content) else {
+            guard let signal = RCExpansionSignal(json: routed.content) else {
                 throw IMError(.malformedPayload, "RC:MsgExMsg content is not {mid, put, del, clear}")
             }
             eventID = "exp:\(routed.msgUID)"

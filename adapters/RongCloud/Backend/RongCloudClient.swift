@@ -2,7 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 
-/// The RongCloud Server API over HTTP: signing, hosts, envelopes and error mapping (vendor doc §1).
+/// The RongCloud Server API over HTTP: signing, hosts, envelopes and error mapping (docs/adapters/rongcloud.md).
 ///
 /// Contract:
 /// - Every call is a signed `POST` (`App-Key`, `Nonce`, `Timestamp` in seconds as the official SDKs
@@ -46,7 +46,7 @@ public struct RongCloudClient: Sendable {
 
     /// Posts a form whose success body carries nothing but `{"code":200}`.
     public func post(_ path: String, form: FormBody) async throws {
-        _ = try await post(path, form: form, as: WireErrorEnvelope.self)
+        _ = try await post(path, form: form, as: RCErrorEnvelope.self)
     }
 
     /// The signing headers for one request (fresh nonce and timestamp).
@@ -71,7 +71,7 @@ public struct RongCloudClient: Sendable {
 
     func decode<Response: Decodable>(_ response: HTTPResponseData, _ path: String, as type: Response.Type) throws -> Response {
         let data = Data(response.body)
-        guard let envelope = try? JSONDecoder().decode(WireErrorEnvelope.self, from: data) else {
+        guard let envelope = try? JSONDecoder().decode(RCErrorEnvelope.self, from: data) else {
             var error = IMError.http(status: response.status, body: response.bodyString, retryAfterMs: response.retryAfterMs)
             if response.status == 200 {
                 error = IMError(.malformedPayload, "\(path) answered a body that is not the RongCloud envelope",

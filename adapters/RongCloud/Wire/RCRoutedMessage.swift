@@ -1,12 +1,12 @@
 import IMHTTP
-/// One message as the 全量消息路由 (message routing) callback posts it: a form body (vendor doc §7.2).
+/// One message as the 全量消息路由 (message routing) callback posts it: a form body (docs/adapters/rongcloud.md).
 ///
 /// `toUserId` is the recipient for `PERSON`, the group for `GROUP`, the chatroom for `TEMPGROUP`.
 /// `msgTimestamp` is the server's receive time in milliseconds (sent as a string). `groupUserIds`
 /// repeats and is present only for directed group messages. `expansion` / `extraContent` (the initial
 /// keys as `{"k":"v"}`) are not in the vendor's field list: UNCONFIRMED whether the real server sends
 /// them; the sandbox does for extensible messages and the receiver reads them when present.
-public struct WireRoutedMessage: Hashable, Sendable {
+public struct RCRoutedMessage: Hashable, Sendable {
     public var fromUserId: String
     public var toUserId: String
     public var objectName: String
@@ -65,13 +65,13 @@ public struct WireRoutedMessage: Hashable, Sendable {
     public static let requiredFields = ["fromUserId", "toUserId", "objectName", "content", "channelType", "msgTimestamp", "msgUID"]
 
     /// Reads a routed form; throws naming the first missing or malformed field.
-    public init(form: FormBody) throws(WireFieldError) {
+    public init(form: FormBody) throws(RCFieldError) {
         for field in Self.requiredFields where (form[field] ?? "").isEmpty && field != "content" {
-            throw WireFieldError(field: field, problem: "is missing")
+            throw RCFieldError(field: field, problem: "is missing")
         }
-        guard let content = form["content"] else { throw WireFieldError(field: "content", problem: "is missing") }
+        guard let content = form["content"] else { throw RCFieldError(field: "content", problem: "is missing") }
         guard let timestamp = form.int64("msgTimestamp") else {
-            throw WireFieldError(field: "msgTimestamp", problem: "is not a number")
+            throw RCFieldError(field: "msgTimestamp", problem: "is not a number")
         }
         self.init(fromUserId: form["fromUserId"]!, toUserId: form["toUserId"]!, objectName: form["objectName"]!,
                   content: content, channelType: form["channelType"]!, msgTimestamp: timestamp, msgUID: form["msgUID"]!,
@@ -83,7 +83,7 @@ public struct WireRoutedMessage: Hashable, Sendable {
 }
 
 /// A required wire field that is missing or malformed.
-public struct WireFieldError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct RCFieldError: Error, Hashable, Sendable, CustomStringConvertible {
     public var field: String
     public var problem: String
     public init(field: String, problem: String) {

@@ -1,6 +1,6 @@
 import IMCore
 
-/// RongCloud business codes (vendor doc §1.5) and how each maps onto HTTP and `IMError`.
+/// RongCloud business codes (docs/adapters/rongcloud.md) and how each maps onto HTTP and `IMError`.
 ///
 /// HTTP statuses: 1004 → 401 and 1008 → 429 are documented. The others are UNCONFIRMED; chosen here
 /// (and served by the sandbox): parameter/limit codes (1002, 1003, 1005, 1015, 1016, 1019, 1501, 1502)

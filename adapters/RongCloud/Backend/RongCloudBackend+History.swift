@@ -71,12 +71,12 @@ struct HistoryReader {
             guard let peer = query.conversation.peer(of: viewer) else {
                 throw IMError(.invalidArgument, "\(viewer) is not a user of \(query.conversation)")
             }
-            (self.path, self.viewer, self.target) = (RongCloudPaths.privateHistory, viewer, peer.rawValue)
+            (self.path, self.viewer, self.target) = (RCPaths.privateHistory, viewer, peer.rawValue)
         case .group:
             guard let viewer = query.viewer ?? backend.configuration.historyViewer else {
                 throw IMError(.invalidArgument, "group history needs HistoryQuery.viewer or configuration.historyViewer")
             }
-            (self.path, self.viewer, self.target) = (RongCloudPaths.groupHistory, viewer, query.conversation.id)
+            (self.path, self.viewer, self.target) = (RCPaths.groupHistory, viewer, query.conversation.id)
         default:
             throw IMError(.unsupported, "RongCloud history covers direct and group conversations, not \(query.conversation.kind)")
         }
@@ -100,9 +100,9 @@ struct HistoryReader {
         var passedCursor = position == nil
         var result: [Message] = []
         while result.count < limit {
-            let query = WireHistoryQuery(userId: viewer.rawValue, targetId: target, startTime: start, endTime: end,
+            let query = RCHistoryQuery(userId: viewer.rawValue, targetId: target, startTime: start, endTime: end,
                                          pageSize: Self.pageSize, includeStart: true)
-            let rows = try await backend.client.postJSON(path, query, as: WireHistoryResponse.self).data
+            let rows = try await backend.client.postJSON(path, query, as: RCHistoryResponse.self).data
             var advanced = false
             for row in rows where seen.insert(row.messageUID).inserted {
                 advanced = true
@@ -119,7 +119,7 @@ struct HistoryReader {
         return result
     }
 
-    func message(from row: WireHistoryMessage) -> Message {
+    func message(from row: RCHistoryMessage) -> Message {
         var message: Message
         do {
             message = try backend.codec.message(from: row, conversation: conversation)

@@ -11,14 +11,15 @@ import IMHTTP
 ///   server's `messageUID`. The publish answer carries no server time, so `sentAt` is this process's
 ///   clock; the routed copy (and history) carry the server's `msgTimestamp`.
 /// - Events come from the message-routing callback only: the bridge (or a test harness) hands each
-///   received HTTP request to `receive(_:)`, which verifies, parses and returns the events and also
-///   yields them on every `events()` stream (a redelivered callback returns its events again but is
-///   not yielded twice; see `EventFanout`). It is also the `CallbackReceiving` entry point;
-///   `callbackResponse(for:)` wraps it as the HTTP answer (200 `ok`; 401 forged/stale; 400 malformed).
+///   received HTTP request to `handle(_:sink:)` (`InboundHandling`, in `Inbound/`), which verifies and
+///   parses it (`RongCloudInbound.events(from:)`), pushes the events into the sink and answers 200 `ok`
+///   once the sink took them (401 forged/stale, 400 malformed, 503 when the sink failed). Accepted events
+///   are also yielded on every `events()` stream (a redelivered callback is not yielded twice; see
+///   `EventFanout`).
 /// - Opt-in protocols: `Recalling` (sender only, no window), `ExpansionUpdating` (server-call limits,
 ///   validated with `ExpansionLimits.validate` before any call), `UserProvisioning` (`getToken`).
 ///   No edit, reaction, read-state or conversation-list API exists for private/group messages.
-public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning, CallbackReceiving {
+public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning {
     public struct Configuration: Sendable {
         public var id: BackendID
         public var appKey: String
@@ -59,7 +60,8 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
     public let client: RongCloudClient
     public let codec: RongCloudCodec
     public let inbound: RongCloudInbound
-    let hub = EventFanout()
+    /// Backs `events()`: what `handle` accepted.
+    let fanout = EventFanout()
 
     public init(_ configuration: Configuration) {
         self.id = configuration.id
@@ -77,7 +79,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
                                         codec: codec, clock: configuration.clock, maxSkewMs: configuration.callbackMaxSkewMs)
     }
 
-    deinit { hub.finish() }
+    deinit { fanout.finish() }
 
     // MARK: IMBackend
 
@@ -88,7 +90,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
             try ExpansionLimits.rongCloud.validate(.set(initial), current: Expansion(), caller: .server)
         }
         let (path, form) = try codec.publish(outgoing)
-        let response = try await client.post(path, form: form.form, as: WirePublishResponse.self)
+        let response = try await client.post(path, form: form.form, as: RCPublishResponse.self)
         let target = form.toGroupIds.first ?? form.toUserIds.first
         guard let entries = response.messageUIDs, let entry = entries.first(where: { $0.target == target }) ?? entries.first else {
             throw IMError(.vendorError, "\(path) answered without messageUIDs; the message id is unknown", details: ["path": path])
@@ -103,47 +105,16 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
                        vendorExtras: outgoing.vendorExtras)
     }
 
-    public func events() -> AsyncStream<IMEvent> { hub.subscribe() }
-
-    // MARK: inbound
-
-    /// Verifies and parses one routing callback request, yields its events on `events()` and returns
-    /// them (so the caller can commit them before answering). Throws `authentication_failed` or
-    /// `malformed_payload` with no event yielded.
-    @discardableResult
-    public func receive(_ request: HTTPRequestData) throws -> [IMEvent] {
-        let events = try inbound.events(from: request)
-        hub.publish(events)
-        return events
-    }
-
-    /// `CallbackReceiving`: `receive`, answered with RongCloud's success body `ok`. The routing
-    /// callback implies no follow-up fetch.
-    public func receiveCallback(_ request: HTTPRequestData) async throws -> CallbackOutcome {
-        CallbackOutcome(events: try receive(request), response: .text("ok"))
-    }
-
-    /// `receive` as the answer RongCloud expects: 200 `ok`, or 401/400 with the reason
-    /// (`callbackFailureResponse`).
-    public func callbackResponse(for request: HTTPRequestData) -> HTTPResponseData {
-        do {
-            try receive(request)
-            return .text("ok")
-        } catch let error as IMError {
-            return callbackFailureResponse(for: error)
-        } catch {
-            return callbackFailureResponse(for: IMError(.malformedPayload, "\(error)"))
-        }
-    }
+    public func events() -> AsyncStream<IMEvent> { fanout.subscribe() }
 
     // MARK: Recalling
 
     public func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
         try capabilities.require(.recall)
         let target = try RongCloudCodec.target(of: conversation, for: user)
-        let form = WireRecallForm(fromUserId: user.rawValue, conversationType: target.type.rawValue, targetId: target.targetId,
+        let form = RCRecallForm(fromUserId: user.rawValue, conversationType: target.type.rawValue, targetId: target.targetId,
                                   messageUID: message.rawValue)
-        try await client.post(RongCloudPaths.recall, form: form.form)
+        try await client.post(RCPaths.recall, form: form.form)
     }
 
     // MARK: UserProvisioning
@@ -153,6 +124,6 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         form.append("userId", profile.id.rawValue)
         form.append("name", profile.name ?? profile.id.rawValue)
         form.append("portraitUri", profile.avatar)
-        _ = try await client.post(RongCloudPaths.getToken, form: form, as: WireTokenResponse.self)
+        _ = try await client.post(RCPaths.getToken, form: form, as: RCTokenResponse.self)
     }
 }

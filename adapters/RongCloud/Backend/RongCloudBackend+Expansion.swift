@@ -26,19 +26,19 @@ extension RongCloudBackend {
         }
         let version = max(configuration.clock.nowMs(), current.version + 1)
         guard !set.isEmpty || !removed.isEmpty else { return ExpansionDelta(version: current.version) }
-        func form(_ fill: (inout WireExpansionForm) -> Void) -> FormBody {
-            var form = WireExpansionForm(msgUID: message.rawValue, userId: user.rawValue,
+        func form(_ fill: (inout RCExpansionForm) -> Void) -> FormBody {
+            var form = RCExpansionForm(msgUID: message.rawValue, userId: user.rawValue,
                                          conversationType: target.type.rawValue, targetId: target.targetId)
             fill(&form)
             return form.form
         }
         if !set.isEmpty {
-            try await client.post(RongCloudPaths.expansionSet, form: form { $0.extraKeyVal = RongCloudExpansionCodec.setText(set) })
+            try await client.post(RCPaths.expansionSet, form: form { $0.extraKeyVal = RongCloudExpansionCodec.setText(set) })
         }
         let perCall = (capabilities.expansionLimits ?? .rongCloud).maxKeysPerServerCall
         for start in stride(from: 0, to: removed.count, by: perCall) {
             let chunk = Array(removed[start..<min(removed.count, start + perCall)])
-            try await client.post(RongCloudPaths.expansionDelete, form: form { $0.extraKey = RongCloudExpansionCodec.deleteText(chunk) })
+            try await client.post(RCPaths.expansionDelete, form: form { $0.extraKey = RongCloudExpansionCodec.deleteText(chunk) })
         }
         if case .clear = change {
             return ExpansionDelta(version: version, removed: removed, cleared: true)
@@ -51,7 +51,7 @@ extension RongCloudBackend {
         try capabilities.require(.expansion)
         var form = FormBody()
         form.append("msgUID", message.rawValue)
-        let response = try await client.post(RongCloudPaths.expansionQuery, form: form, as: WireExpansionQueryResponse.self)
+        let response = try await client.post(RCPaths.expansionQuery, form: form, as: RCExpansionQueryResponse.self)
         return RongCloudExpansionCodec.expansion(from: response.extraContent)
     }
 }

@@ -1,4 +1,4 @@
-/// RongCloud `objectName` values the adapter understands (vendor doc §4).
+/// RongCloud `objectName` values the adapter understands (docs/adapters/rongcloud.md).
 ///
 /// Any other `RC:`-prefixed name is a vendor type the adapter does not model (kept raw as
 /// `.unsupported`); a name without the `RC:` prefix is an app's custom type (`.custom`).
@@ -38,7 +38,7 @@ public enum RCConversationType: Int, Sendable, Codable, CaseIterable {
     case ultragroup = 10
 }
 
-/// The routing callback's `channelType` names (vendor doc §7.2; SealTalk's enum).
+/// The routing callback's `channelType` names (docs/adapters/rongcloud.md; SealTalk's enum).
 public enum RCChannelType: String, Sendable, Codable, CaseIterable {
     case person = "PERSON"
     case persons = "PERSONS"
