@@ -21,7 +21,7 @@ struct PhotoCard: CustomMessageContent {
 @Suite struct NIMCodecTests {
     static let codec = NIMMessageCodec(registry: try! ContentRegistry([PhotoCard.self]))
 
-    /// (type, body shaped like the vendor doc's examples, expected neutral content)
+    /// (type, body shaped like NIM's documented examples (docs/adapters/nim.md), expected neutral content)
     static let table: [(Int, String, MessageContent)] = [
         (0, #"{"msg":"哈哈哈"}"#, .text("哈哈哈")),
         (1, #"{"name":"图片发送于2015-05-07 13:59","md5":"9894907e4ad9de4678091277509361f7","url":"http://nimtest.nos.netease.com/cbc500e8-e19c-4b0f-834b-c32d4dc1075e","ext":"jpg","w":6814,"h":2332,"size":388245}"#,
