@@ -58,7 +58,7 @@ let package = Package(
             "JMessage",
             "RongCloud", "RongCloudSandbox",
             "WuKong",
-            "NIM",
+            "NIM", "NIMSandbox",
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
@@ -85,7 +85,8 @@ let package = Package(
         .target(name: "RongCloudSandbox", dependencies: ["RongCloud", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/RongCloud/Sandbox"),
         .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/NIM"),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/NIM", exclude: ["Sandbox"]),
+        .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
@@ -103,7 +104,7 @@ let package = Package(
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "RongCloudSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
-        .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "NIMTests", dependencies: ["NIM", "NIMSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

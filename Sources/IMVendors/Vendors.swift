@@ -2,6 +2,7 @@ import IMAdapterKit
 import IMSandbox
 import JMessage
 import NIM
+import NIMSandbox
 import RongCloud
 import RongCloudSandbox
 import WuKong

@@ -15,11 +15,12 @@ import Synchronization
 ///   `createUsersOnDemand`, then calls sendMsg (commands: sendAttachMsg, never stored). A repeated
 ///   `clientMessageID` returns the first message without sending again, within this process (NIM v1
 ///   sendMsg has no idempotency key; the id also travels in `ext` for echo detection).
-/// - Inbound: `receive(_:)` verifies and parses one message-copy request, publishes the events on every
-///   `events()` stream and returns them, so a bridge can commit them before answering 200
-///   (`CallbackReceiving`). Redelivery gives the same `eventID`s.
+/// - Inbound (`InboundHandling`): `handle(_:sink:)` verifies and parses one message-copy request
+///   (`NIMInbound.events(from:)`), hands the events to the sink and answers NIM only once the sink took
+///   them; accepted events are also published on every `events()` stream. Redelivery gives the same
+///   `eventID`s.
 /// - `history` pages NIM's time windows (cursor `"<ms>:<msgid>"`, see `NIMHistoryPager`).
-public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProvisioning, CallbackReceiving, ClientIDLookup {
+public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProvisioning, ClientIDLookup {
     public let id: BackendID
     public let capabilities: Capabilities
     public let client: NIMClient
@@ -30,7 +31,8 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
     public let teamQueryAccid: String?
     public let createUsersOnDemand: Bool
     let state = Mutex(State())
-    let hub = EventFanout()
+    /// Backs `events()`: the callback exchange publishes every accepted event here.
+    let fanout = EventFanout()
 
     struct State {
         var knownUsers: Set<String> = []
@@ -43,6 +45,10 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
     }
 
     static let recentCapacity = 10_000
+
+    /// How far back `recall` searches history for a message's send time when no recall window is
+    /// configured (NIM's longest window, `ignoreTime`, is 30 days).
+    public static let recallSearchHorizonMs: Int64 = 30 * 86_400_000
 
     public init(id: BackendID = "nim", config: NIMConfig, registry: ContentRegistry = ContentRegistry(),
                 customFormat: NIMCustomFormat = NIMCustomFormat(), capabilities: Capabilities = NIMBackend.defaultCapabilities,
@@ -96,12 +102,12 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
         let form = try codec.sendForm(for: outgoing)
         try Self.checkBody(form)
         let result = try await client.sendMessage(form)
-        var extras = outgoing.vendorExtras
-        if let ext = form.ext { extras[NIMMessageCodec.extKey] = .string(ext) }
+        var vendorExtras = outgoing.vendorExtras
+        if let ext = form.ext { vendorExtras[NIMMessageCodec.extKey] = .string(ext) }
         let message = Message(id: MessageID(String(result.msgid)), clientMessageID: outgoing.clientMessageID,
                               conversation: outgoing.conversation, sender: outgoing.sender, sentAt: result.timetag,
                               content: outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply,
-                              options: outgoing.options, vendorExtras: extras)
+                              options: outgoing.options, vendorExtras: vendorExtras)
         remember(message)
         return message
     }
@@ -142,36 +148,7 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
 
     // MARK: events
 
-    public func events() -> AsyncStream<IMEvent> { hub.subscribe() }
-
-    /// Verifies and parses one message-copy request, publishes its events and returns them. Throws
-    /// the refusal (`authentication_failed` / `malformed_payload`, `details["http_status"]`) without
-    /// publishing anything.
-    @discardableResult
-    public func receive(_ request: HTTPRequestData) throws -> [IMEvent] {
-        let events = try inbound.handle(NIMInboundRequest(method: request.method, path: request.path, query: request.rawQuery ?? "",
-                                                          headers: request.headers.map { ($0.name, $0.value) }, body: request.body))
-        for event in events { observe(event) }
-        hub.publish(events)
-        return events
-    }
-
-    /// The answer NIM expects for a delivered copy: HTTP 200 `{"code":200}`.
-    public static var acknowledgement: HTTPResponseData { .json(JSONValue.object(["code": 200]).jsonData()) }
-
-    /// A request handler for `IMHTTP.HTTPServer` that feeds `receiveCallback` and answers NIM.
-    public var callbackHandler: HTTPServer.Handler {
-        { [weak self] request in
-            guard let self else { return .text("gone", status: 503) }
-            do {
-                return try await self.receiveCallback(request).response
-            } catch let error as IMError {
-                return self.callbackFailureResponse(for: error)
-            } catch {
-                return .text("error: \(error)", status: 503)
-            }
-        }
-    }
+    public func events() -> AsyncStream<IMEvent> { fanout.subscribe() }
 
     func observe(_ event: IMEvent) {
         switch event.kind {

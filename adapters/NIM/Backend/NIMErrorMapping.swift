@@ -1,6 +1,6 @@
 import IMCore
 
-/// NIM v1 envelope codes → `IMError` (vendor doc §1.4). Every error keeps the vendor code and `desc`.
+/// NIM v1 envelope codes → `IMError` (docs/adapters/nim.md). Every error keeps the vendor code and `desc`.
 ///
 /// | code | IMError | retry |
 /// |---|---|---|

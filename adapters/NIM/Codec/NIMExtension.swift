@@ -52,14 +52,14 @@ struct NIMExtension: Hashable, Sendable {
         return .object(object)
     }
 
-    /// The `ext` to send: `base` (the app's ext, if any) with our object set; `base` itself when it
+    /// The `ext` to send: `appExt` (the app's ext, if any) with our object set; `appExt` itself when it
     /// already says exactly this (so an unchanged message re-encodes to the same bytes); nil when both
     /// are empty.
-    func merged(into base: String?) throws -> String? {
-        if NIMExtension(ext: base) == self, base != nil || isEmpty { return base }
+    func merged(into appExt: String?) throws -> String? {
+        if NIMExtension(ext: appExt) == self, appExt != nil || isEmpty { return appExt }
         var object: [String: JSONValue] = [:]
-        if let base {
-            guard let parsed = (try? JSONValue.parse(base))?.objectValue else {
+        if let appExt {
+            guard let parsed = (try? JSONValue.parse(appExt))?.objectValue else {
                 throw IMError(.invalidArgument, "ext must be a JSON object to carry replies, mentions or a client id")
             }
             object = parsed

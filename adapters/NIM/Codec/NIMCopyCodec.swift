@@ -2,7 +2,7 @@ import IMCore
 
 /// Message copies (eventType 1) and recall copies (7/8/25) → neutral values.
 ///
-/// Body mapping (vendor doc §3.4): a TEXT copy carries the text in `body`; PICTURE/AUDIO/VIDEO/LOCATION/
+/// Body mapping (docs/adapters/nim.md): a TEXT copy carries the text in `body`; PICTURE/AUDIO/VIDEO/LOCATION/
 /// FILE/CUSTOM/NOTIFICATION carry the type's JSON in `attach` (string or inline object) and a stock
 /// phrase or nothing in `body`. UNCONFIRMED: TIPS — the text is taken from `body` (and from `attach`'s
 /// `msg` if `body` is empty).
@@ -50,13 +50,13 @@ extension NIMMessageCodec {
         guard let conversation = Self.conversation(convType: convType, from: from, to: to) else { return nil }
         let (decoded, hint) = try decodeBody(type: wire.type, body: wire.body)
         let ours = NIMExtension(ext: copy.ext)
-        var extras = copy.fields.filter { !Self.mappedCopyFields.contains($0.key.lowercased()) }
-        if let hint { extras[Self.bodyHintKey] = .string(hint) }
-        if let ext = copy.ext { extras[Self.extKey] = .string(ext) }
-        if let client = copy.msgidClient { extras["msgidclient"] = .string(client) }
+        var vendorExtras = copy.fields.filter { !Self.mappedCopyFields.contains($0.key.lowercased()) }
+        if let hint { vendorExtras[Self.bodyHintKey] = .string(hint) }
+        if let ext = copy.ext { vendorExtras[Self.extKey] = .string(ext) }
+        if let client = copy.msgidClient { vendorExtras["msgidclient"] = .string(client) }
         return Message(id: MessageID(serverID), clientMessageID: ours.clientMessageID ?? copy.msgidClient.map { ClientMessageID($0) },
                        conversation: conversation, sender: UserID(from), sentAt: sentAt, content: decoded,
-                       mentions: ours.mentions, reply: ours.reply, vendorExtras: extras)
+                       mentions: ours.mentions, reply: ours.reply, vendorExtras: vendorExtras)
     }
 
     /// The recall a 7/8/25 copy reports: `(message id, conversation, by, at)`.

@@ -1,8 +1,9 @@
 import Foundation
 import IMCore
+import IMAdapterKit
 import IMMapping
 
-/// Pure translation between a NIM `(type, body)` pair and a neutral `MessageContent` (vendor doc §3.4).
+/// Pure translation between a NIM `(type, body)` pair and a neutral `MessageContent` (docs/adapters/nim.md).
 ///
 /// Types, field names and units come from the mapping tables (`mappings/nim.yaml`, the `nim:` sections
 /// of `mappings/custom/*.yaml`). On top of the tables this codec handles:
@@ -103,5 +104,41 @@ public struct NIMContentCodec: Sendable {
         case .file(let file): NIMMediaTypes.fileExtension(ofName: file.name)
         default: nil
         }
+    }
+}
+
+/// The shared content-codec protocol over `decode(type:body:)` / `encode(_:)`.
+///
+/// `WireContent.type` is the decimal type number and `body` the body's JSON object (NIM bodies are JSON
+/// text; this codec reads them with sorted keys). When writing the decoded content back would not give
+/// the same type and fields, the body text rides in `vendorExtras` under `nim_body`
+/// (`NIMMessageCodec.bodyHintKey`, the key it has in `Message.vendorExtras` too) and `encode` reuses it
+/// as long as it still decodes to exactly the content given. Mentions and the quoted reply travel in a
+/// message's `ext`, not in its body (`NIMMessageCodec`): this codec leaves them empty and ignores them.
+extension NIMContentCodec: ContentCodec {
+    public func decode(_ wire: WireContent) throws -> CodedContent {
+        guard let type = Int(wire.type) else {
+            throw IMError(.malformedPayload, "NIM message types are numbers; '\(wire.type)' is not")
+        }
+        let body = JSONValue.object(wire.body).jsonString()
+        let content = try decode(type: type, body: body)
+        var vendorExtras: [String: JSONValue] = [:]
+        let again = try? encode(content)
+        if again?.type != type || again.flatMap({ (try? JSONValue.parse($0.body))?.objectValue }) != wire.body {
+            vendorExtras[NIMMessageCodec.bodyHintKey] = .string(body)
+        }
+        return CodedContent(content, vendorExtras: vendorExtras)
+    }
+
+    public func encode(_ coded: CodedContent) throws -> WireContent {
+        var (type, body) = try encode(coded.content)
+        if let hint = coded.vendorExtras[NIMMessageCodec.bodyHintKey]?.stringValue,
+           (try? decode(type: type, body: hint)) == coded.content {
+            body = hint
+        }
+        guard let object = (try? JSONValue.parse(body))?.objectValue else {
+            throw IMError(.unsupported, "the NIM type \(type) body is not a JSON object: \(body.prefix(200))")
+        }
+        return WireContent(type: String(type), body: object)
     }
 }

@@ -1,7 +1,7 @@
 import IMCore
 
 /// One entry of `msgs` in `/history/querySessionMsg.action` and `/history/queryTeamMsg.action`
-/// (vendor doc §5.3): `from`, `msgid`, `msgidclient`, `sendtime`, `type`, `fromclienttype`, `body`
+/// (docs/adapters/nim.md): `from`, `msgid`, `msgidclient`, `sendtime`, `type`, `fromclienttype`, `body`
 /// (a JSON object **or** a JSON string), plus optional `ext`. Keys are read case-insensitively and
 /// scalars leniently; keys this type does not name are kept in `others`.
 public struct NIMHistoryMessage: Hashable, Sendable {
@@ -70,7 +70,7 @@ public struct NIMHistoryMessage: Hashable, Sendable {
     }
 }
 
-/// The form of `POST /msg/recall.action` (vendor doc §4).
+/// The form of `POST /msg/recall.action` (docs/adapters/nim.md).
 public struct NIMRecallForm: Hashable, Sendable {
     public var deleteMsgid: Int64
     public var timetag: Int64

@@ -35,7 +35,7 @@ extension NIMBackend {
             return known
         }
         if state.withLock({ $0.tombstones[id] != nil }) { throw IMError(.alreadyRecalled, "message \(id) is already recalled") }
-        let window = (capabilities.recallWindowMs ?? NIMSandbox.thirtyDaysMs) + 60_000
+        let window = (capabilities.recallWindowMs ?? Self.recallSearchHorizonMs) + 60_000
         var anchor = HistoryAnchor.latest
         while true {
             let page = try await history(HistoryQuery(conversation: conversation, anchor: anchor, limit: 100))

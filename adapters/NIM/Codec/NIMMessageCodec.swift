@@ -46,15 +46,15 @@ public struct NIMMessageCodec: Sendable {
     public func message(from entry: NIMHistoryMessage, in conversation: ConversationRef) throws -> Message {
         let (decoded, hint) = try decodeBody(type: entry.type, body: entry.body)
         let ours = NIMExtension(ext: entry.ext)
-        var extras = entry.others
-        if let hint { extras[Self.bodyHintKey] = .string(hint) }
-        if let ext = entry.ext { extras[Self.extKey] = .string(ext) }
-        if let clientType = entry.fromclienttype { extras["fromclienttype"] = .int(Int64(clientType)) }
-        if let client = entry.msgidclient { extras["msgidclient"] = .string(client) }
+        var vendorExtras = entry.others
+        if let hint { vendorExtras[Self.bodyHintKey] = .string(hint) }
+        if let ext = entry.ext { vendorExtras[Self.extKey] = .string(ext) }
+        if let clientType = entry.fromclienttype { vendorExtras["fromclienttype"] = .int(Int64(clientType)) }
+        if let client = entry.msgidclient { vendorExtras["msgidclient"] = .string(client) }
         return Message(id: MessageID(String(entry.msgid)),
                        clientMessageID: ours.clientMessageID ?? entry.msgidclient.map { ClientMessageID($0) },
                        conversation: conversation, sender: UserID(entry.from), sentAt: entry.sendtime, content: decoded,
-                       mentions: ours.mentions, reply: ours.reply, vendorExtras: extras)
+                       mentions: ours.mentions, reply: ours.reply, vendorExtras: vendorExtras)
     }
 
     /// The history entry a message reads as (the inverse of `message(from:in:)`).
@@ -62,18 +62,18 @@ public struct NIMMessageCodec: Sendable {
         guard let msgid = Int64(message.id.rawValue) else {
             throw IMError(.invalidArgument, "NIM message ids are numbers; '\(message.id)' is not")
         }
-        var extras = message.vendorExtras
-        let hint = extras.removeValue(forKey: Self.bodyHintKey)?.stringValue
-        let baseExt = extras.removeValue(forKey: Self.extKey)?.stringValue
-        let clientType = extras.removeValue(forKey: "fromclienttype")?.int64Value.map { Int($0) }
-        let vendorClientID = extras.removeValue(forKey: "msgidclient")?.stringValue
+        var vendorExtras = message.vendorExtras
+        let hint = vendorExtras.removeValue(forKey: Self.bodyHintKey)?.stringValue
+        let appExt = vendorExtras.removeValue(forKey: Self.extKey)?.stringValue
+        let clientType = vendorExtras.removeValue(forKey: "fromclienttype")?.int64Value.map { Int($0) }
+        let vendorClientID = vendorExtras.removeValue(forKey: "msgidclient")?.stringValue
         let encoded = try encodeBody(message.content, hint: hint)
         let ours = NIMExtension(clientMessageID: message.clientMessageID.map(\.rawValue) == vendorClientID ? nil : message.clientMessageID,
                                 reply: message.reply, mentions: message.mentions)
         return NIMHistoryMessage(from: message.sender.rawValue, msgid: msgid,
                                  msgidclient: vendorClientID, sendtime: message.sentAt,
                                  type: encoded.type, fromclienttype: clientType, body: encoded.body,
-                                 ext: try ours.merged(into: baseExt), others: extras)
+                                 ext: try ours.merged(into: appExt), others: vendorExtras)
     }
 
     // MARK: sending
@@ -104,9 +104,9 @@ public struct NIMMessageCodec: Sendable {
 
     /// The app's `ext` with a migrated copy's origin (`OutgoingMessage.originKey`) added, when there is one.
     static func withOrigin(_ outgoing: OutgoingMessage) throws -> String? {
-        let base = outgoing.vendorExtras[extKey]?.stringValue
-        guard let origin = outgoing.vendorExtras[OutgoingMessage.originKey] else { return base }
-        guard var object = base.map({ (try? JSONValue.parse($0))?.objectValue }) ?? [:] else {
+        let appExt = outgoing.vendorExtras[extKey]?.stringValue
+        guard let origin = outgoing.vendorExtras[OutgoingMessage.originKey] else { return appExt }
+        guard var object = appExt.map({ (try? JSONValue.parse($0))?.objectValue }) ?? [:] else {
             throw IMError(.invalidArgument, "ext must be a JSON object to carry a migrated message's origin")
         }
         object[OutgoingMessage.originKey] = origin

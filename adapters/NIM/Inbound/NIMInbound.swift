@@ -1,27 +1,9 @@
+import IMAdapterKit
 import IMCore
+import IMHTTP
 
-/// One HTTP request as the bridge's HTTP server received it; header names match case-insensitively.
-public struct NIMInboundRequest: Sendable {
-    public var method: String
-    public var path: String
-    public var query: String
-    public var headers: [(String, String)]
-    public var body: [UInt8]
-
-    public init(method: String = "POST", path: String = "/", query: String = "", headers: [(String, String)], body: [UInt8]) {
-        self.method = method
-        self.path = path
-        self.query = query
-        self.headers = headers
-        self.body = body
-    }
-
-    public func header(_ name: String) -> String? {
-        headers.first { $0.0.caseInsensitiveCompare(name) == .orderedSame }?.1
-    }
-}
-
-/// Verifies and parses NIM message-copy (消息抄送) callbacks into neutral events (vendor doc §6).
+/// Verifies and parses NIM message-copy (消息抄送) callbacks into neutral events
+/// (docs/adapters/nim.md).
 ///
 /// Contract:
 /// - Verification comes first and uses the exact body bytes: `MD5` must equal md5(body) and `CheckSum`
@@ -53,12 +35,30 @@ public struct NIMInbound: Sendable {
         self.clock = clock
     }
 
+    /// NIM's answers to a callback. NIM counts HTTP 200 **and 500** as delivered, so nothing that should
+    /// be redelivered may answer 500: signature failures answer 401, malformed bodies 400 (a forged or
+    /// broken request gains nothing from a retry), anything else 503 so NIM tries again. A delivered copy
+    /// is answered HTTP 200 `{"code":200}`.
+    public static let answers = CallbackAnswers(success: acknowledgement, refusal: failureResponse, retry: failureResponse)
+
+    /// The answer NIM expects for a delivered copy: HTTP 200 `{"code":200}`.
+    public static var acknowledgement: HTTPResponseData { .json(JSONValue.object(["code": 200]).jsonData()) }
+
+    /// The answer to a refused or failed callback (see `answers`).
+    @Sendable public static func failureResponse(for error: IMError) -> HTTPResponseData {
+        switch error.code {
+        case .authenticationFailed: .text("unauthorized: \(error.message)", status: 401)
+        case .malformedPayload, .invalidArgument: .text("bad request: \(error.message)", status: 400)
+        default: .text("error: \(error.message)", status: 503)
+        }
+    }
+
     static func refuse(_ why: String) -> IMError {
         IMError(.authenticationFailed, "NIM callback refused: \(why)", details: ["http_status": "403"])
     }
 
     /// Checks the signature headers against the raw body (see the type's contract).
-    public func verify(_ request: NIMInboundRequest) throws {
+    public func verify(_ request: HTTPRequestData) throws {
         guard let md5 = request.header("MD5"), let checkSum = request.header("CheckSum"),
               let curTime = request.header("CurTime") else {
             throw Self.refuse("MD5, CheckSum and CurTime headers are required")
@@ -79,8 +79,8 @@ public struct NIMInbound: Sendable {
         }
     }
 
-    /// Verifies, then parses the events of one callback.
-    public func handle(_ request: NIMInboundRequest) throws -> [IMEvent] {
+    /// Verifies, then parses the events of one callback: the pure half of `NIMBackend.handle(_:sink:)`.
+    public func events(from request: HTTPRequestData) throws -> [IMEvent] {
         try verify(request)
         let copy: NIMCopyEvent
         do {

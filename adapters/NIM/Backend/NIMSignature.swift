@@ -1,7 +1,7 @@
 import Foundation
 import IMHTTP
 
-/// NIM's two signatures (vendor doc §1.2 and §6.1), both lowercase hex:
+/// NIM's two signatures (docs/adapters/nim.md), both lowercase hex:
 /// - API requests: `CheckSum = SHA1(AppSecret + Nonce + CurTime)`, `CurTime` in seconds, `Nonce` ≤ 128 chars;
 /// - message-copy callbacks: `MD5 = md5(raw body)`, `CheckSum = SHA1(AppSecret + MD5 + CurTime)`, no Nonce,
 ///   `CurTime` in milliseconds in the doc's examples (treated as opaque text).

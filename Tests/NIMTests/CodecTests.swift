@@ -1,3 +1,4 @@
+import IMAdapterKit
 import IMCore
 import NIM
 import Testing
@@ -17,10 +18,10 @@ struct PhotoCard: CustomMessageContent {
     }
 }
 
-@Suite struct ContentCodecTests {
+@Suite struct NIMCodecTests {
     static let codec = NIMMessageCodec(registry: try! ContentRegistry([PhotoCard.self]))
 
-    /// (type, body shaped like the vendor doc's examples, expected neutral content)
+    /// (type, body shaped like NIM's documented examples (docs/adapters/nim.md), expected neutral content)
     static let table: [(Int, String, MessageContent)] = [
         (0, #"{"msg":"哈哈哈"}"#, .text("哈哈哈")),
         (1, #"{"name":"图片发送于2015-05-07 13:59","md5":"9894907e4ad9de4678091277509361f7","url":"http://nimtest.nos.netease.com/cbc500e8-e19c-4b0f-834b-c32d4dc1075e","ext":"jpg","w":6814,"h":2332,"size":388245}"#,
@@ -53,14 +54,34 @@ struct PhotoCard: CustomMessageContent {
         (42, "not even json", .unsupported(UnsupportedContent(vendor: "nim", vendorType: "42", raw: "not even json"))),
     ]
 
+    /// The shared `ContentCodec` protocol: every row whose body is a JSON object decodes through
+    /// `WireContent` to the same content and encodes back to the same type and fields.
     @Test(arguments: 0..<table.count)
-    func decodesAndRoundTripsExactly(row: Int) throws {
+    func theContentCodecProtocolRoundTrips(row: Int) throws {
         let (type, body, expected) = Self.table[row]
-        let decoded = try Self.codec.decodeBody(type: type, body: body)
+        guard let object = (try? JSONValue.parse(body))?.objectValue else { return }
+        let codec: any ContentCodec = Self.codec.content
+        let wire = WireContent(type: String(type), body: object)
+        let decoded = try codec.decode(wire)
         #expect(decoded.content == expected)
-        let again = try Self.codec.encodeBody(decoded.content, hint: decoded.hint)
-        #expect(again.type == type)
-        #expect(again.body == body)
+        #expect(decoded.mentions.isEmpty && decoded.reply == nil)
+        #expect(try codec.encode(decoded) == wire)
+    }
+
+    /// Fields the neutral content has no place for ride in `vendorExtras` (the body text under `nim_body`)
+    /// and come back while the content is unchanged; changed content is written afresh.
+    @Test func unmappedBodyFieldsRideInVendorExtras() throws {
+        let codec = Self.codec.content
+        let wire = WireContent(type: "0", body: ["msg": "hi", "app_flag": 7])
+        let decoded = try codec.decode(wire)
+        #expect(decoded.content == .text("hi"))
+        #expect(decoded.vendorExtras[NIMMessageCodec.bodyHintKey] == .string(#"{"app_flag":7,"msg":"hi"}"#))
+        #expect(try codec.encode(decoded) == wire)
+        var edited = decoded
+        edited.content = .text("changed")
+        #expect(try codec.encode(edited) == WireContent(type: "0", body: ["msg": "changed"]))
+        #expect(try codec.decode(WireContent(type: "0", body: ["msg": "plain"])).vendorExtras.isEmpty)
+        #expect(throws: IMError.self) { try codec.decode(WireContent(type: "text", body: ["msg": "x"])) }
     }
 
     @Test func contentsEncodeToTheDocShapes() throws {
@@ -94,12 +115,11 @@ struct PhotoCard: CustomMessageContent {
     }
 }
 
-@Suite struct CustomAttachmentTests {
-    let codec = ContentCodecTests.codec
-
+/// Type-100 custom attachments (the NIMCustomAttachment hooks).
+extension NIMCodecTests {
     @Test func registeredCustomWithMediaDecodesTypedAndKeepsPayloadBytes() throws {
         let body = #"{"type":"photo_card","data":{"title":"T","subTitle":"S","photo":{"remoteURL":"http://nos/p.jpg","transferState":"needs_download"}}}"#
-        let decoded = try codec.decodeBody(type: 100, body: body)
+        let decoded = try Self.codec.decodeBody(type: 100, body: body)
         guard case .custom(let custom) = decoded.content, let card = custom.as(PhotoCard.self) else {
             Issue.record("not a PhotoCard: \(decoded.content)")
             return
@@ -107,15 +127,15 @@ struct PhotoCard: CustomMessageContent {
         #expect(card.title == "T" && card.photo?.remoteURL == "http://nos/p.jpg")
         #expect(card.photo?.needsDownload == true)
         #expect(custom.payload == #"{"title":"T","subTitle":"S","photo":{"remoteURL":"http://nos/p.jpg","transferState":"needs_download"}}"#)
-        #expect(try codec.encodeBody(decoded.content, hint: decoded.hint).body == body)
+        #expect(try Self.codec.encodeBody(decoded.content, hint: decoded.hint).body == body)
     }
 
     @Test func registeredCustomWithoutMedia() throws {
         let content = MessageContent.custom(CustomContent(PhotoCard(title: "无图", subTitle: "x")))
-        let encoded = try codec.content.encode(content)
+        let encoded = try Self.codec.content.encode(content)
         #expect(encoded.type == 100)
         #expect(encoded.body.hasPrefix(#"{"type":"photo_card","data":{"#))
-        let back = try codec.content.decode(type: 100, body: encoded.body)
+        let back = try Self.codec.content.decode(type: 100, body: encoded.body)
         #expect(back == content)
         guard case .custom(let custom) = back else { return }
         #expect(custom.attachments.isEmpty && custom.as(PhotoCard.self)?.title == "无图")
@@ -131,9 +151,9 @@ struct PhotoCard: CustomMessageContent {
         var uploaded = content.attachments[0]
         try uploaded.markUploaded(url: "http://nos/uploaded.jpg")
         let rehosted = content.replacingAttachments([uploaded])
-        let body = try codec.content.encode(.custom(rehosted)).body
+        let body = try Self.codec.content.encode(.custom(rehosted)).body
         #expect(body.contains("http://nos/uploaded.jpg"))
-        let received = try codec.content.decode(type: 100, body: body)
+        let received = try Self.codec.content.decode(type: 100, body: body)
         guard case .custom(let custom) = received else { Issue.record("not custom"); return }
         #expect(custom.attachments.first?.remoteURL == "http://nos/uploaded.jpg")
     }
@@ -150,8 +170,8 @@ struct PhotoCard: CustomMessageContent {
     @Test func unknownTypedCustomStaysRawByteForByte() throws {
         let payload = #"{"z":1,"a":"x y","nested":{"k":[1,2.5,"三"]}}"#
         let content = MessageContent.custom(CustomContent(raw: "unknown_probe", payload: payload))
-        let body = try codec.content.encode(content).body
+        let body = try Self.codec.content.encode(content).body
         #expect(body == #"{"type":"unknown_probe","data":{"z":1,"a":"x y","nested":{"k":[1,2.5,"三"]}}}"#)
-        #expect(try codec.content.decode(type: 100, body: body) == content)
+        #expect(try Self.codec.content.decode(type: 100, body: body) == content)
     }
 }

@@ -1,34 +1,42 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
 import IMTesting
 import NIM
+import NIMSandbox
+import SandboxTestSupport
 import Synchronization
 import Testing
 
 /// A NIMBackend wired to a fresh sandbox: the sandbox's message copies are posted to an HTTP receiver
-/// that feeds `NIMBackend.receive`, so they reach `events()` exactly as in production.
+/// that feeds `NIMBackend.handle(_:sink:)` with a `CollectingSink`, so they reach the sink and
+/// `events()` exactly as in production.
 struct WiredBackend {
     let backend: NIMBackend
     let sandbox: SandboxServer
     let receiver: HTTPServer
     let registry: ContentRegistry
+    let sink: CollectingSink
+    var rig: SandboxRig { SandboxRig(server: sandbox) }
 
     static func start(registry: ContentRegistry = ContentRegistry(), frozenClock: Bool = false) async throws -> WiredBackend {
         let slot = BackendSlot()
+        let sink = CollectingSink()
         let receiver = HTTPServer { request in
             guard let backend = slot.backend.withLock({ $0 }) else { return .text("not ready", status: 503) }
-            return await backend.callbackHandler(request)
+            return await backend.handle(request, sink: sink)
         }
         let receiverPort = try await receiver.start()
-        let sandbox = try SandboxHarness.makeServer(appKey: "k", appSecret: "s", callbackURL: "http://127.0.0.1:\(receiverPort)/receiveMsg.action",
-                                                    frozenClock: frozenClock)
+        let sandbox = try NIMSandboxHelpers.makeServer(appKey: "k", appSecret: "s",
+                                                       callbackURL: "http://127.0.0.1:\(receiverPort)\(NIMSandboxHelpers.callbackPath)",
+                                                       frozenClock: frozenClock)
         try await sandbox.start()
         let backend = NIMBackend(id: "nim", config: NIMConfig(baseURL: sandbox.baseURL + "/nimserver", appKey: "k", appSecret: "s"),
                                  registry: registry, teamQueryAccid: "alice", clock: sandbox.clock)
         slot.backend.withLock { $0 = backend }
-        return WiredBackend(backend: backend, sandbox: sandbox, receiver: receiver, registry: registry)
+        return WiredBackend(backend: backend, sandbox: sandbox, receiver: receiver, registry: registry, sink: sink)
     }
 
     /// Runs `body` against a freshly wired backend and always stops the servers afterwards.
@@ -59,7 +67,7 @@ final class WiredList: Sendable {
     let all = Mutex<[WiredBackend]>([])
 }
 
-@Suite(.serialized) struct BackendConformanceTests {
+@Suite(.serialized) struct NIMConformanceTests {
     @Test func conformanceSuitePasses() async throws {
         let servers = WiredList()
         let suite = ConformanceSuite {

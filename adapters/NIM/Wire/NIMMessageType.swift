@@ -1,7 +1,7 @@
 /// The NIM v1 message `type` numbers (server API) and their copy-callback `msgType` names.
 ///
 /// Only the types below exist on the wire; a number not listed here is kept by the codec as
-/// `.unsupported` with its raw body (vendor doc §3.4).
+/// `.unsupported` with its raw body (docs/adapters/nim.md).
 public enum NIMMessageType: Int, Hashable, Sendable, CaseIterable {
     case text = 0
     case image = 1

@@ -1,6 +1,6 @@
 import IMCore
 
-/// The `option` JSON of `/msg/sendMsg.action` (vendor doc §3.2). A nil flag is left out of the JSON and
+/// The `option` JSON of `/msg/sendMsg.action` (docs/adapters/nim.md). A nil flag is left out of the JSON and
 /// takes the vendor's default (all of them default to `true`).
 public struct NIMSendOption: Hashable, Sendable {
     public var roam: Bool?
@@ -57,13 +57,13 @@ public struct NIMSendOption: Hashable, Sendable {
     }
 }
 
-/// The form of `POST /msg/sendMsg.action` (vendor doc §3.1), with the doc-table field spellings.
+/// The form of `POST /msg/sendMsg.action` (docs/adapters/nim.md), with the doc-table field spellings.
 public struct NIMSendMessageForm: Hashable, Sendable {
     public var from: String
     public var ope: Int
     public var to: String
     public var type: Int
-    /// The JSON string for the type (vendor doc §3.4), at most 5000 characters.
+    /// The JSON string for the type (docs/adapters/nim.md), at most 5000 characters.
     public var body: String
     public var option: NIMSendOption
     public var pushcontent: String?

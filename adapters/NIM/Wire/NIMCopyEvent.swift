@@ -1,6 +1,6 @@
 import IMCore
 
-/// One message-copy (消息抄送) callback body (vendor doc §6.3/§6.4). NIM documents every value as a
+/// One message-copy (消息抄送) callback body (docs/adapters/nim.md). NIM documents every value as a
 /// string but has been seen sending numbers, and prints `attach` both as a JSON string and as an
 /// object: every accessor here is lenient. Keys match case-insensitively; the original object is kept
 /// in `fields` so nothing is dropped.
