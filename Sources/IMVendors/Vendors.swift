@@ -1,6 +1,7 @@
 import IMAdapterKit
 import IMSandbox
 import JMessage
+import JMessageSandbox
 import NIM
 import NIMSandbox
 import RongCloud

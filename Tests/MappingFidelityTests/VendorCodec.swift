@@ -54,17 +54,13 @@ struct VendorCodec {
                 return (wire.type, wire.body)
             })
         default:
-            let codec = JMessageContentCodec(mapping: table)
+            let codec: any ContentCodec = JMessageContentCodec(mapping: table)
             return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let decoded = try codec.decode(msgType: wire, body: .object(body))
-                var kept = decoded.base
-                if let extras = decoded.extras { kept["extras"] = .object(extras) }
-                return (decoded.content, kept)
+                let decoded = try codec.decode(WireContent(type: wire, body: body))
+                return (decoded.content, decoded.vendorExtras)
             }, encode: { content, kept in
-                var base = kept ?? [:]
-                let extras = base.removeValue(forKey: "extras")?.objectValue
-                let (type, body) = try codec.encode(content, extras: extras, base: base)
-                return (type, body.objectValue ?? [:])
+                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
+                return (wire.type, wire.body)
             })
         }
     }

@@ -3,28 +3,30 @@ import IMCore
 import IMHTTP
 import IMSandbox
 import JMessage
-import Synchronization
+import JMessageSandbox
+import SandboxTestSupport
 
 let masterSecret = "2d7b8ea6c2d4e1f0a9b8c7d6"
 
-/// A started JMessage sandbox plus a hand-built HTTP client (independent of `JMessageClient`).
+/// A started JMessage sandbox (on `SandboxTestSupport.SandboxRig`) plus what only JMessage needs:
+/// Basic-auth requests, the seeded users, a text sent as the admin, the adapter's config for it.
 struct SandboxHarness {
-    let server: SandboxServer
+    let rig: SandboxRig
     let clock: SandboxClock
     let vendor: JMessageSandbox
-    let http = HTTPClientWrapper(timeoutSeconds: 10)
 
     static func start(callbackURL: String? = nil, baseClock: (any IMClock)? = nil, statePath: String? = nil) async throws -> SandboxHarness {
         let clock = baseClock.map { SandboxClock(base: $0) } ?? SandboxClock()
         let vendor = try JMessageSandbox(options: SandboxOptions(appKey: appKey, appSecret: masterSecret, callbackURL: callbackURL, statePath: statePath), clock: clock)
-        let server = SandboxServer(vendor: vendor, clock: clock)
-        try await server.start()
-        return SandboxHarness(server: server, clock: clock, vendor: vendor)
+        let rig = try await SandboxRig.start(SandboxServer(vendor: vendor, clock: clock))
+        return SandboxHarness(rig: rig, clock: clock, vendor: vendor)
     }
 
-    var base: String { server.baseURL }
+    var http: HTTPClientWrapper { rig.http }
+    var base: String { rig.baseURL }
     var auth: String { "Basic " + Data("\(appKey):\(masterSecret)".utf8).base64EncodedString() }
 
+    /// One request signed with the app's Basic credentials (or `authorization`).
     func call(_ method: String, _ path: String, json: String? = nil, authorization: String? = nil,
               contentType: String = "application/json;charset:utf-8", body: [UInt8]? = nil) async throws -> HTTPResponseData {
         var headers: [(name: String, value: String)] = [("Authorization", authorization ?? auth)]
@@ -54,35 +56,10 @@ struct SandboxHarness {
         return id
     }
 
-    func stop() async { await server.stop() }
+    func stop() async { await rig.stop() }
 
     var config: JMessageConfig {
         JMessageConfig(appKey: appKey, masterSecret: masterSecret, apiBaseURL: base, reportBaseURL: base + "/", admin: "bridge_admin",
                        adminPassword: "admin-pass", timeoutSeconds: 10)
-    }
-}
-
-/// A loopback receiver that records every request it gets.
-final class Receiver: Sendable {
-    final class Log: Sendable {
-        let requests = Mutex<[HTTPRequestData]>([])
-    }
-    let server: HTTPServer
-    let log: Log
-
-    init(respond: @escaping @Sendable (HTTPRequestData) async -> HTTPResponseData = { _ in HTTPResponseData(status: 200) }) {
-        let log = Log()
-        self.log = log
-        server = HTTPServer { request in
-            log.requests.withLock { $0.append(request) }
-            return await respond(request)
-        }
-    }
-
-    var requests: [HTTPRequestData] { log.requests.withLock { $0 } }
-
-    func start() async throws -> String {
-        try await server.start()
-        return server.baseURL + "/callbacks/jm"
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Report v2 times: `yyyy-MM-dd HH:mm:ss`, read as China Standard Time (UTC+8). The zone is
-/// UNCONFIRMED in the vendor doc; adapter and sandbox agree on UTC+8, the vendor's home zone.
+/// UNCONFIRMED (docs/adapters/jmessage.md); adapter and sandbox agree on UTC+8, the vendor's home zone.
 public enum JMessageTime {
     public static let zoneOffsetSeconds: Int64 = 8 * 3600
 

@@ -3,10 +3,11 @@ import IMCore
 import IMHTTP
 import IMSandbox
 import JMessage
-import Synchronization
+import JMessageSandbox
+import SandboxTestSupport
 import Testing
 
-/// The sandbox over real HTTP with hand-built requests shaped like the vendor doc's.
+/// The sandbox over real HTTP with hand-built requests shaped like the vendor documents them.
 @Suite struct JMessageSandboxTests {
     @Test func refusesBadCredentialsWithTheVendorCodes() async throws {
         let sandbox = try await SandboxHarness.start()
@@ -167,11 +168,11 @@ import Testing
     }
 
     @Test func deliversTheRoutingPushWithBasicAuth() async throws {
-        let attempts = Receiver.Counter()
-        let receiver = Receiver { _ in attempts.next() == 1 ? HTTPResponseData(status: 500) : HTTPResponseData(status: 200) }
-        let url = try await receiver.start()
+        let receiver = CallbackRecorder { _ in HTTPResponseData(status: 200) }
+        receiver.failNext(1, status: 500)
+        let url = try await receiver.start() + "/callbacks/jm"
         let sandbox = try await SandboxHarness.start(callbackURL: url)
-        defer { Task { await sandbox.stop(); await receiver.server.stop() } }
+        defer { Task { await sandbox.stop(); await receiver.stop() } }
         try await sandbox.seedUsers()
         let first = try await sandbox.sendText("one")
         let second = try await sandbox.sendText("two", to: "alice")
@@ -183,12 +184,5 @@ import Testing
         #expect(delivered.compactMap { $0["msgid"]?.int64Value } == [first, second])
         let push = try JSONValue.parse(Data(requests.last!.body))
         #expect(push["total"]?.int64Value == Int64(push["messages"]?.arrayValue?.count ?? -1))
-    }
-}
-
-extension Receiver {
-    final class Counter: Sendable {
-        let value = Mutex(0)
-        func next() -> Int { value.withLock { $0 += 1; return $0 } }
     }
 }

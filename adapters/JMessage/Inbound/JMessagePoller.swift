@@ -2,8 +2,9 @@ import Foundation
 import IMAdapterKit
 import IMCore
 
-/// The backend's inbound event stream without a webhook: polls report v2 (`/v2/messages` by
-/// default) over a moving time window and turns new messages into `message` events.
+/// The backend's intake without a webhook: polls report v2 (`/v2/messages` by default) over a
+/// moving time window, turns new messages into `message` events and pushes each page into an
+/// `EventSink`.
 ///
 /// Contract:
 /// - **Window**: `[from, min(now, from + 7 days − 1 s)]` (report v2 allows ≤ 7 days), `from` never older
@@ -13,10 +14,12 @@ import IMCore
 ///   time); a `msgid` already emitted is skipped. After each page `from` moves to
 ///   `max(from, newest msg_ctime − overlap)`, and after a completed window to `end − overlap`, so a
 ///   message stored up to `overlapMs` late is still found; ids inside the overlap are remembered.
-/// - **Persistence**: after each page's events are handed to `emit`, the position (`from` + the
-///   remembered ids) is saved under `jmessage.<backend>.poller`. A restart resumes from it: nothing
-///   emitted is emitted again, nothing after the position is missed. A crash between `emit` and the
-///   save repeats that page's events with the same `eventID`s (at-least-once; the bridge's ledger keeps one).
+/// - **Persistence**: each page's events go to `sink.accept`, and only once it returned is the
+///   position (`from` + the remembered ids) saved under `jmessage.<backend>.poller`. If `accept`
+///   throws, the position does not move and the cursor is dropped, so the next poll fetches the page
+///   again from the saved position. A restart resumes from it: nothing accepted is pushed again,
+///   nothing after the position is missed. A crash between `accept` and the save repeats that page's
+///   events with the same `eventID`s (at-least-once; the bridge's ledger keeps one).
 /// - A message that does not decode is skipped (counted in `skipped`), never retried forever.
 public actor JMessagePoller {
     public struct Position: Codable, Hashable, Sendable {
@@ -53,32 +56,30 @@ public actor JMessagePoller {
     let storage: any CheckpointStorage
     let clock: any IMClock
     let settings: Settings
-    let emit: @Sendable ([IMEvent]) async -> Void
     var position: Position?
     var cursor: (value: String, obtainedAt: Int64, windowEnd: Int64)?
     public private(set) var skipped = 0
     public private(set) var windowRestarts = 0
 
     public init(client: JMessageClient, codec: JMessageCodec, backend: BackendID, storage: any CheckpointStorage,
-                clock: any IMClock = SystemClock(), settings: Settings = Settings(),
-                emit: @escaping @Sendable ([IMEvent]) async -> Void) {
+                clock: any IMClock = SystemClock(), settings: Settings = Settings()) {
         self.client = client
         self.codec = codec
         self.backend = backend
         self.storage = storage
         self.clock = clock
         self.settings = settings
-        self.emit = emit
     }
 
     public var checkpointName: String { "jmessage.\(backend.rawValue).poller" }
 
-    /// Fetches and processes one page; returns whether more is waiting right now (a cursor to follow).
+    /// Fetches one page and pushes its events into `sink`; returns whether more is waiting right now
+    /// (a cursor to follow). Throws what `accept` threw, the position unmoved.
     @discardableResult
-    public func pollPage() async throws -> Bool {
+    public func pollPage(into sink: any EventSink) async throws -> Bool {
         var position = try await loadPosition()
         let now = clock.nowMs()
-        var page: WireHistoryPage?
+        var page: JMHistoryPage?
         var windowEnd: Int64
         if let cursor, now - cursor.obtainedAt < settings.cursorTTLMs {
             windowEnd = cursor.windowEnd
@@ -113,7 +114,15 @@ public actor JMessagePoller {
                 skipped += 1
             }
         }
-        if !events.isEmpty { await emit(events) }
+        if !events.isEmpty {
+            do {
+                try await sink.accept(events)
+            } catch {
+                // Fetched again from the saved position on the next poll.
+                cursor = nil
+                throw error
+            }
+        }
         if let next = page.nextCursor {
             cursor = (next, clock.nowMs(), windowEnd)
             if let newest { position.fromMs = max(position.fromMs, newest - settings.overlapMs) }
@@ -127,22 +136,20 @@ public actor JMessagePoller {
         return cursor != nil || windowEnd < now
     }
 
-    /// Polls pages until nothing more is waiting (at most `maxPages`).
-    public func pollOnce(maxPages: Int = 20) async throws {
+    /// Polls pages into `sink` until nothing more is waiting (at most `maxPages`).
+    public func pollOnce(into sink: any EventSink, maxPages: Int = 20) async throws {
         for _ in 0..<maxPages {
-            if try await !pollPage() { return }
+            if try await !pollPage(into: sink) { return }
         }
     }
 
-    /// Polls every `intervalMs` until the task is cancelled; failures back off up to 30 s. `before`
-    /// runs ahead of each round (the backend waits there for a subscriber).
-    public func run(intervalMs: Int64, before: @Sendable () async -> Void = {}) async {
+    /// Polls into `sink` every `intervalMs` until the task is cancelled; failures (the vendor's or the
+    /// sink's) back off up to 30 s.
+    public func run(intervalMs: Int64, into sink: any EventSink) async {
         var failures = 0
         while !Task.isCancelled {
-            await before()
-            if Task.isCancelled { return }
             do {
-                try await pollOnce()
+                try await pollOnce(into: sink)
                 failures = 0
             } catch {
                 failures += 1

@@ -7,7 +7,7 @@ import Testing
 let appKey = "4f7aef34fb361292c566a1cd"
 let identity = JMessageIdentity(appKey: appKey, admin: "bridge_admin")
 
-/// A report v2 / routing push message as the doc shows it (D-R2 §6).
+/// A report v2 / routing push message as the vendor documents it.
 func reportMessage(msgid: Int64 = 43143728109, fromType: String = "user", fromID: String = "alice", fromAppKey: String = appKey,
                    targetType: String = "single", targetID: String = "bobby", targetAppKey: String = "",
                    msgType: String = "text", body: String = #"{"extras":{"k":"v"},"text":"hi"}"#, ctime: Int64 = 1_493_794_522_950) -> String {
@@ -22,7 +22,7 @@ func reportMessage(msgid: Int64 = 43143728109, fromType: String = "user", fromID
 @Suite struct JMessageMessageCodecTests {
     let codec = JMessageCodec(identity: identity)
 
-    func wire(_ json: String) throws -> WireHistoryMessage { try JSONDecoder().decode(WireHistoryMessage.self, from: Data(json.utf8)) }
+    func wire(_ json: String) throws -> JMHistoryMessage { try JSONDecoder().decode(JMHistoryMessage.self, from: Data(json.utf8)) }
 
     @Test func decodesAReportMessage() throws {
         let message = try codec.decode(try wire(reportMessage()))
@@ -59,7 +59,7 @@ func reportMessage(msgid: Int64 = 43143728109, fromType: String = "user", fromID
         #expect(request.msgBody["extras"] == ["app": "kept", "imbridge_sender": "alice", "imbridge_client_id": "imb-1",
                                              "imbridge_reply_id": "77", "imbridge_reply_sender": "bobby", "imbridge_reply_digest": "earlier",
                                              "imbridge_sent_at": "1600000000000"])
-        let stored = WireHistoryMessage(targetType: request.targetType, targetID: request.targetID, fromType: request.fromType,
+        let stored = JMHistoryMessage(targetType: request.targetType, targetID: request.targetID, fromType: request.fromType,
                                         fromID: request.fromID, fromName: request.fromName, fromAppKey: appKey, msgType: request.msgType,
                                         msgBody: request.msgBody, createTime: 1, msgCtime: 1000, msgid: 5, noOffline: true, noNotification: true)
         let back = try codec.decode(stored)
@@ -105,27 +105,8 @@ func reportMessage(msgid: Int64 = 43143728109, fromType: String = "user", fromID
     }
 }
 
-@Suite struct JMessageErrorMappingTests {
-    @Test(arguments: [
-        (899003, 400, IMError.Code.invalidArgument, false), (899002, 403, .notFound, false), (899008, 401, .authenticationFailed, false),
-        (899016, 403, .permissionDenied, false), (855001, 403, .recallWindowExpired, false), (855002, 403, .permissionDenied, false),
-        (855003, 403, .notFound, false), (855004, 403, .alreadyRecalled, false), (899000, 500, .unavailable, true),
-        (899030, 503, .unavailable, true), (803010, 429, .rateLimited, true),
-    ] as [(Int, Int, IMError.Code, Bool)])
-    func vendorCodesMap(code: Int, status: Int, neutral: IMError.Code, retryable: Bool) {
-        #expect(JMessageErrorCode.status(for: code) == status)
-        let error = JMessageErrorCode.error(status: status, code: code, message: "m", retryAfterMs: 2000)
-        #expect(error.code == neutral && error.vendorCode == String(code) && error.isRetryable == retryable)
-        #expect(error.retryAfterMs == (retryable ? 2000 : nil))
-    }
-
-    @Test func statusAloneStillMaps() {
-        #expect(JMessageErrorCode.error(status: 429, code: 899999, message: nil, retryAfterMs: nil).code == .rateLimited)
-        #expect(JMessageErrorCode.error(status: 502, code: nil, message: "bad gateway", retryAfterMs: nil).isRetryable)
-    }
-}
-
-@Suite struct JMessageTimeTests {
+/// Report v2 times and `media_crc32`, the wire formats the message codec reads.
+extension JMessageMessageCodecTests {
     @Test func formatsAndParsesChinaStandardTime() {
         #expect(JMessageTime.format(ms: 1_493_794_522_950) == "2017-05-03 14:55:22")
         #expect(JMessageTime.parse("2017-05-03 14:55:22") == 1_493_794_522_000)

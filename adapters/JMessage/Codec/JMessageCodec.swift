@@ -38,9 +38,11 @@ public struct JMessageCodec: Sendable {
 
     // MARK: inbound
 
-    public func decode(_ wire: WireHistoryMessage) throws -> Message {
+    public func decode(_ wire: JMHistoryMessage) throws -> Message {
         let decoded = try content.decode(msgType: wire.msgType, body: wire.msgBody)
-        let extras = decoded.extras ?? wire.msgBody["extras"]?.objectValue ?? [:]
+        var kept = decoded.vendorExtras
+        let keptExtras = kept.removeValue(forKey: "extras")?.objectValue
+        let extras = keptExtras ?? wire.msgBody["extras"]?.objectValue ?? [:]
         let realSender = identity.userID(username: wire.fromID, appKey: wire.fromAppKey)
         var sender = realSender
         if wire.fromType == "admin", let attributed = extras[Self.senderKey]?.stringValue, !attributed.isEmpty {
@@ -60,8 +62,8 @@ public struct JMessageCodec: Sendable {
                              digest: extras[Self.replyDigestKey]?.stringValue ?? "")
         }
         var vendorExtras: [String: JSONValue] = ["jmessage_from_type": .string(wire.fromType), "jmessage_from_id": .string(wire.fromID)]
-        if let userExtras = decoded.extras?.filter({ !$0.key.hasPrefix(Self.ownPrefix) }) { vendorExtras["jmessage_extras"] = .object(userExtras) }
-        if !decoded.base.isEmpty { vendorExtras["jmessage_body"] = .object(decoded.base) }
+        if let userExtras = keptExtras?.filter({ !$0.key.hasPrefix(Self.ownPrefix) }) { vendorExtras["jmessage_extras"] = .object(userExtras) }
+        if !kept.isEmpty { vendorExtras["jmessage_body"] = .object(kept) }
         if let name = wire.fromName, !name.isEmpty { vendorExtras["jmessage_from_name"] = .string(name) }
         if let platform = wire.fromPlatform, !platform.isEmpty { vendorExtras["jmessage_from_platform"] = .string(platform) }
         if let level = wire.msgLevel { vendorExtras["jmessage_msg_level"] = .int(Int64(level)) }
@@ -83,7 +85,7 @@ public struct JMessageCodec: Sendable {
     /// Refused before any I/O: mentions and expansions (JMessage REST has neither), a direct
     /// conversation the sender is not part of, content kinds with no JMessage form, and a `msg_body`
     /// over 4096 bytes (`limit_exceeded`, `details["limit"] == "body_size"`).
-    public func encode(_ outgoing: OutgoingMessage) throws -> WireSendRequest {
+    public func encode(_ outgoing: OutgoingMessage) throws -> JMSendRequest {
         guard outgoing.mentions.isEmpty else {
             throw IMError(.unsupported, "jmessage REST has no mentions", details: ["feature": Feature.mentions.rawValue])
         }
@@ -125,19 +127,20 @@ public struct JMessageCodec: Sendable {
             put(Self.replySenderKey, reply.sender?.rawValue)
             put(Self.replyDigestKey, reply.digest)
         }
-        let base = outgoing.vendorExtras["jmessage_body"]?.objectValue ?? [:]
-        let (msgType, body) = try content.encode(outgoing.content, extras: extras, base: base)
+        var kept = outgoing.vendorExtras["jmessage_body"]?.objectValue ?? [:]
+        if let extras { kept["extras"] = .object(extras) }
+        let (msgType, body) = try content.encode(outgoing.content, vendorExtras: kept)
         let size = body.jsonData().count
         guard size <= Self.maxBodyBytes else {
             throw IMError(.limitExceeded, "msg_body is \(size) bytes; jmessage allows \(Self.maxBodyBytes)",
                           details: ["limit": "body_size"])
         }
         let fromName = outgoing.vendorExtras["jmessage_from_name"]?.stringValue ?? (attributed ? outgoing.sender.rawValue : nil)
-        return WireSendRequest(targetType: targetType, targetID: target.username, targetAppKey: target.appKey,
+        return JMSendRequest(targetType: targetType, targetID: target.username, targetAppKey: target.appKey,
                                fromType: "admin", fromID: identity.admin, fromName: fromName, msgType: msgType,
                                noOffline: outgoing.options.persist ? nil : true,
                                noNotification: outgoing.options.push ? nil : true,
-                               notification: outgoing.options.pushText.map { WireNotification(alert: $0) },
+                               notification: outgoing.options.pushText.map { JMNotification(alert: $0) },
                                msgBody: body)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
@@ -16,9 +17,14 @@ final class Running: Sendable {
         let backend = JMessageBackend(id: "jm", config: sandbox.config, registry: registry, clock: sandbox.clock,
                                       pollerSettings: .init(startLookbackMs: 60_000))
         items.withLock { $0.append((sandbox, backend)) }
-        try await backend.start(pollIntervalMs: pollIntervalMs)
+        try await backend.start(pollIntervalMs: nil)
+        if let pollIntervalMs {
+            // The bridge's way in: the poller pushes into a sink, and `events()` shows what it accepted.
+            backend.setPollInterval(pollIntervalMs)
+            try await backend.startIntake(into: CollectingSink())
+        }
         for user in ["alice", "bobby", "carol"] { try await backend.ensureUser(UserProfile(id: UserID(user), name: user.capitalized)) }
-        let group = try await backend.client.createGroup(WireGroupCreate(ownerUsername: "alice", name: "team", membersUsername: ["bobby", "carol"]))
+        let group = try await backend.client.createGroup(JMGroupCreate(ownerUsername: "alice", name: "team", membersUsername: ["bobby", "carol"]))
         return (sandbox, backend, GroupID(String(group.gid)))
     }
 
@@ -27,22 +33,6 @@ final class Running: Sendable {
             await backend.stop()
             await sandbox.stop()
         }
-    }
-}
-
-@Suite struct JMessageConformanceTests {
-    @Test func backendPassesTheConformanceSuiteAgainstTheSandbox() async throws {
-        let running = Running()
-        let suite = ConformanceSuite {
-            let registry = ContentRegistry()
-            let (sandbox, backend, group) = try await running.make(registry: registry)
-            return ConformanceSubject(backend: backend, users: ["alice", "bobby", "carol"], group: group,
-                                      advanceClock: { sandbox.clock.advance(byMs: $0) }, registry: registry)
-        }
-        let report = await suite.run()
-        await running.stopAll()
-        #expect(report.failures.isEmpty, "\(report)")
-        #expect(report.passed.count >= 19, "\(report)")
     }
 }
 
@@ -99,13 +89,17 @@ final class Running: Sendable {
             return seen
         }
         let sent = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("once")))
-        try await backend.poller.pollOnce()
+        let polled = CollectingSink()
+        try await backend.pollOnce(into: polled)
+        #expect(polled.events.map(\.eventID) == [JMessageCodec.messageEventID(Int64(sent.id.rawValue)!)])
         let raw = try await sandbox.call("GET", "/_sandbox/messages")
         let wire = try #require(try sandbox.json(raw)["messages"]?.arrayValue?.first?["raw"])
         let push = HTTPRequestData(method: "POST", path: "/callbacks/jm", headers: [("Authorization", sandbox.auth)],
                                    body: Array(JSONValue.object(["total": 1, "messages": [wire]]).jsonData()))
-        let outcome = try await backend.receiveCallback(push)
-        #expect(outcome.events.map(\.eventID) == [JMessageCodec.messageEventID(Int64(sent.id.rawValue)!)])
+        let pushed = CollectingSink()
+        let response = await backend.handle(push, sink: pushed)
+        #expect(response.status == 200 && response.body.isEmpty)
+        #expect(pushed.events.map(\.eventID) == [JMessageCodec.messageEventID(Int64(sent.id.rawValue)!)])
         try await backend.recall(sent.id, in: sent.conversation, by: "alice")
         let events = await collector.value
         #expect(events.first?.messageID == sent.id)
@@ -113,28 +107,62 @@ final class Running: Sendable {
         await running.stopAll()
     }
 
-    @Test func thePollerSavesItsPositionOnlyAfterTheSubscriberPulled() async throws {
+    @Test func thePollerSavesItsPositionOnlyAfterAcceptReturned() async throws {
         let running = Running()
         let (_, backend, _) = try await running.make(pollIntervalMs: nil)
-        let stream = backend.events()
         _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("one")))
         _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "bobby", content: .text("two")))
         let (gate, open) = AsyncStream<Void>.makeStream()
-        let sink = Sink()
-        let consumer = Task {
-            for await event in stream {
-                sink.events.withLock { $0.append(event) }
-                if sink.events.withLock({ $0.count }) == 2 { for await _ in gate { break } }
-            }
-        }
-        let polling = Task { try await backend.poller.pollPage() }
-        for _ in 0..<500 where sink.events.withLock({ $0.count }) < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
+        let sink = GatedSink(gate: gate)
+        let polling = Task { try await backend.poller.pollPage(into: sink) }
+        for _ in 0..<500 where sink.texts.count < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
         #expect(sink.texts == ["one", "two"])
-        #expect(try await backend.poller.currentPosition().seen.isEmpty, "nothing is saved while the subscriber holds an unconsumed event")
+        #expect(try await backend.poller.currentPosition().seen.isEmpty, "nothing is saved while accept has not returned")
         open.yield()
         _ = try await polling.value
-        #expect(try await backend.poller.currentPosition().seen.count == 2, "saved once the subscriber pulled again")
-        consumer.cancel()
+        #expect(try await backend.poller.currentPosition().seen.count == 2, "saved once accept returned")
+        await running.stopAll()
+    }
+
+    @Test func aFailedAcceptLeavesThePositionAndThePageIsFetchedAgain() async throws {
+        let running = Running()
+        let (_, backend, _) = try await running.make(pollIntervalMs: nil)
+        _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("one")))
+        _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "bobby", content: .text("two")))
+        let sink = CollectingSink()
+        sink.fail(with: IMError(.unavailable, "store down"))
+        let before = try await backend.poller.currentPosition()
+        await #expect { try await backend.poller.pollOnce(into: sink) } throws: { ($0 as? IMError)?.code == .unavailable }
+        #expect(try await backend.poller.currentPosition() == before, "the position did not move")
+        sink.fail(with: nil)
+        try await backend.poller.pollOnce(into: sink)
+        #expect(sink.events.compactMap(\.messageID).count == 2, "the page was fetched and pushed again")
+        #expect(try await backend.poller.currentPosition().seen.count == 2)
+        let again = CollectingSink()
+        try await backend.poller.pollOnce(into: again)
+        #expect(again.events.isEmpty, "nothing accepted is pushed twice")
+        await running.stopAll()
+    }
+
+    @Test func theIntakeFeedsTheSinkAndEventsAndStops() async throws {
+        let running = Running()
+        let (_, backend, _) = try await running.make(pollIntervalMs: nil)
+        let stream = backend.events()
+        let sink = CollectingSink()
+        backend.setPollInterval(50)
+        try await backend.startIntake(into: sink)
+        let sent = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("in")))
+        var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next()?.messageID == sent.id, "events() shows what the sink accepted")
+        #expect(sink.events.map(\.messageID) == [sent.id])
+        try await backend.recall(sent.id, in: sent.conversation, by: "alice")
+        #expect(await iterator.next()?.kindName == "recalled")
+        for _ in 0..<500 where sink.events.count < 2 { try await Task.sleep(nanoseconds: 10_000_000) }
+        #expect(sink.events.last?.kindName == "recalled", "a retract made here reaches the intake's sink")
+        await backend.stopIntake()
+        _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("after")))
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(sink.events.count == 2, "nothing is polled after stopIntake")
         await running.stopAll()
     }
 
@@ -150,5 +178,42 @@ final class Running: Sendable {
         #expect(try await backend.message(withClientID: "imb-9", in: .group(group)) == nil)
         #expect(try await backend.allConversations() == [direct, .group(group)])
         await running.stopAll()
+    }
+}
+
+/// Vendor error codes as the client maps them.
+extension JMessageBackendTests {
+    @Test(arguments: [
+        (899003, 400, IMError.Code.invalidArgument, false), (899002, 403, .notFound, false), (899008, 401, .authenticationFailed, false),
+        (899016, 403, .permissionDenied, false), (855001, 403, .recallWindowExpired, false), (855002, 403, .permissionDenied, false),
+        (855003, 403, .notFound, false), (855004, 403, .alreadyRecalled, false), (899000, 500, .unavailable, true),
+        (899030, 503, .unavailable, true), (803010, 429, .rateLimited, true),
+    ] as [(Int, Int, IMError.Code, Bool)])
+    func vendorCodesMap(code: Int, status: Int, neutral: IMError.Code, retryable: Bool) {
+        #expect(JMessageErrorCode.status(for: code) == status)
+        let error = JMessageErrorCode.error(status: status, code: code, message: "m", retryAfterMs: 2000)
+        #expect(error.code == neutral && error.vendorCode == String(code) && error.isRetryable == retryable)
+        #expect(error.retryAfterMs == (retryable ? 2000 : nil))
+    }
+
+    @Test func statusAloneStillMaps() {
+        #expect(JMessageErrorCode.error(status: 429, code: 899999, message: nil, retryAfterMs: nil).code == .rateLimited)
+        #expect(JMessageErrorCode.error(status: 502, code: nil, message: "bad gateway", retryAfterMs: nil).isRetryable)
+    }
+}
+
+/// A sink whose `accept` takes the events, then waits for `gate` before it returns.
+final class GatedSink: EventSink {
+    let gate: AsyncStream<Void>
+    let taken = Mutex<[IMEvent]>([])
+    init(gate: AsyncStream<Void>) { self.gate = gate }
+    func accept(_ events: [IMEvent]) async throws {
+        taken.withLock { $0 += events }
+        for await _ in gate { break }
+    }
+    var texts: [String] {
+        taken.withLock { $0 }.compactMap { event in
+            if case .message(let message) = event.kind, case .text(let text) = message.content { text.text } else { nil }
+        }
     }
 }

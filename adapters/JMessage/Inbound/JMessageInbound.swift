@@ -1,10 +1,11 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 
-/// The paid routing push ("实时消息路由", D-CB): JMessage POSTs
+/// The paid routing push ("实时消息路由", docs/adapters/jmessage.md): JMessage POSTs
 /// `{"total": N, "messages": [<report message>…]}` with `Authorization: Basic base64(appKey:masterSecret)`
-/// and expects HTTP 200.
+/// and expects HTTP 200 (`answers`: 200 with an empty body).
 ///
 /// Verification: the Basic credentials must be exactly our appKey (case-insensitive, as appKeys are)
 /// and master secret; anything else is `authentication_failed` (answered 401) and yields no event.
@@ -40,12 +41,16 @@ public struct JMessageInbound: Sendable {
         }
     }
 
-    /// Verifies and parses one push into `message` events, in the pushed order.
-    public func parse(_ request: HTTPRequestData) throws -> [IMEvent] {
+    /// What JMessage expects back: 200 with an empty body once the events were taken; 401 / 400 for a
+    /// forged / malformed push, 503 (redelivered) when they could not be taken.
+    public static let answers = CallbackAnswers(success: HTTPResponseData(status: 200))
+
+    /// Verifies and parses one push into `message` events, in the pushed order (pure: no I/O).
+    public func events(from request: HTTPRequestData) throws -> [IMEvent] {
         try verify(request)
-        let push: WireRoutingPush
+        let push: JMRoutingPush
         do {
-            push = try JSONDecoder().decode(WireRoutingPush.self, from: Data(request.body))
+            push = try JSONDecoder().decode(JMRoutingPush.self, from: Data(request.body))
         } catch {
             throw IMError(.malformedPayload, "routing push body is not {\"total\",\"messages\":[…]}: \(error)")
         }

@@ -1,10 +1,11 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import JMessage
 import Testing
 
-/// Bodies shaped like the vendor doc's examples (D-IM §3, D-PROTO), decoded and written back.
-@Suite struct JMessageContentCodecTests {
+/// Bodies shaped like the vendor doc's examples, decoded and written back.
+@Suite struct JMessageCodecTests {
     let codec = JMessageContentCodec()
 
     struct Row: Sendable, CustomStringConvertible {
@@ -34,7 +35,7 @@ import Testing
         let body = try JSONValue.parse(row.body)
         let decoded = try codec.decode(msgType: row.msgType, body: body)
         #expect(decoded.content.kind == row.kind)
-        let (msgType, written) = try codec.encode(decoded.content, extras: decoded.extras, base: decoded.base)
+        let (msgType, written) = try codec.encode(decoded.content, vendorExtras: decoded.vendorExtras)
         #expect(msgType == row.msgType)
         #expect(written == body, "wrote \(written.jsonString())")
     }
@@ -45,7 +46,7 @@ import Testing
         #expect(content.attachment.remoteURL == "qiniu/image/CE0ACD035CBF71F8")
         #expect(content.attachment.width == 43 && content.attachment.height == 57 && content.attachment.size == 3386)
         #expect(content.attachment.mimeType == "image/png" && content.attachment.checksum == "2778919613")
-        #expect(image.extras == ["a": "b"])
+        #expect(image.vendorExtras["extras"] == ["a": "b"])
 
         let voice = try codec.decode(msgType: "voice", body: try JSONValue.parse(Self.rows[4].body))
         #expect(voice.content.attachments.first?.durationMs == 6000)
@@ -69,31 +70,58 @@ import Testing
 
     @Test func neutralContentsBecomeDocumentedBodies() throws {
         let gif = MessageContent.gif(GIFContent(MediaAttachment(remoteURL: "qiniu/image/j/G", size: 10, width: 4, height: 3)))
-        let (type, body) = try codec.encode(gif, extras: nil)
+        let (type, body) = try codec.encode(gif)
         #expect(type == "image")
         #expect(body == JSONValue.object(["media_id": "qiniu/image/j/G", "media_crc32": 0, "fsize": 10, "width": 4, "height": 3, "format": "gif"]))
 
         let location = MessageContent.location(LocationContent(latitude: 1.5, longitude: 2.5, title: "T", address: "A street"))
-        let (_, written) = try codec.encode(location, extras: nil)
+        let (_, written) = try codec.encode(location)
         #expect(written["label"] == "T" && written["extras"]?["imbridge_address"] == "A street" && written["scale"] == 16)
         #expect(try codec.decode(msgType: "location", body: written).content == location)
 
         let voice = MessageContent.voice(VoiceContent(MediaAttachment(remoteURL: "https://cdn.example/v.aac", mimeType: "audio/aac",
                                                                       size: 5, durationMs: 2600)))
-        let (_, voiceBody) = try codec.encode(voice, extras: nil)
+        let (_, voiceBody) = try codec.encode(voice)
         #expect(voiceBody["duration"] == 3 && voiceBody["format"] == "aac")
 
         // A contact card travels as the custom body of mappings/custom/contact_card.yaml.
-        let (cardType, cardBody) = try codec.encode(.card(CardContent(userID: "u", name: "n")), extras: nil)
+        let (cardType, cardBody) = try codec.encode(.card(CardContent(userID: "u", name: "n")))
         #expect(cardType == "custom" && cardBody == ["type": "card", "username": "u", "nickname": "n"])
         #expect(try codec.decode(msgType: cardType, body: cardBody).content == .card(CardContent(userID: "u", name: "n")))
         for refused: MessageContent in [.notice(NoticeContent(text: "n")),
                                          .command(CommandContent(name: "typing")),
                                          .unsupported(UnsupportedContent(vendor: "rongcloud", vendorType: "RC:X", raw: "{}"))] {
-            #expect { _ = try codec.encode(refused, extras: nil) } throws: { ($0 as? IMError)?.code == .unsupported }
+            #expect { _ = try codec.encode(refused) } throws: { ($0 as? IMError)?.code == .unsupported }
         }
         let local = MessageContent.image(ImageContent(.local("/tmp/x.png")))
-        #expect { _ = try codec.encode(local, extras: nil) } throws: { ($0 as? IMError)?.code == .invalidArgument }
+        #expect { _ = try codec.encode(local) } throws: { ($0 as? IMError)?.code == .invalidArgument }
+    }
+
+    /// The same bodies through the `ContentCodec` protocol: every body comes back exactly.
+    @Test(arguments: rows)
+    func theContentCodecProtocolWritesBackExactly(row: Row) throws {
+        let body = try #require(try JSONValue.parse(row.body).objectValue)
+        let protocolCodec: any ContentCodec = codec
+        let coded = try protocolCodec.decode(WireContent(type: row.msgType, body: body))
+        #expect(coded.content.kind == row.kind && coded.reply == nil && coded.mentions.isEmpty)
+        #expect(try protocolCodec.encode(coded) == WireContent(type: row.msgType, body: body))
+    }
+
+    @Test func theContentCodecProtocolCarriesRepliesInExtrasAndRefusesMentions() throws {
+        let reply = ReplyRef(messageID: "43143728109", sender: "alice", digest: "quoted")
+        let coded = CodedContent(.text("answer"), reply: reply, vendorExtras: ["extras": ["k": "v"]])
+        let wire = try codec.encode(coded)
+        #expect(wire.type == "text" && wire.body["extras"]?["imbridge_reply_id"] == "43143728109")
+        #expect(wire.body["extras"]?["imbridge_reply_sender"] == "alice" && wire.body["extras"]?["k"] == "v")
+        let back = try codec.decode(wire)
+        #expect(back.content == coded.content && back.reply == reply && back.mentions.isEmpty)
+        #expect(back.vendorExtras["extras"] == ["k": "v"], "the reply leaves the kept extras")
+        #expect(try codec.encode(back) == wire)
+        let bare = try codec.decode(try codec.encode(CodedContent(.text("answer"), reply: reply)))
+        #expect(bare.content == .text("answer") && bare.reply == reply && bare.vendorExtras["extras"] == nil)
+        #expect { _ = try codec.encode(CodedContent(.text("@bob"), mentions: Mentions(users: ["bob"]))) } throws: {
+            ($0 as? IMError)?.code == .unsupported
+        }
     }
 
     @Test func registeredCustomTypesComeBackTyped() throws {
@@ -101,7 +129,7 @@ import Testing
         try registry.register(Order.self)
         let typed = JMessageContentCodec(registry: registry)
         let order = CustomContent(Order(id: 42, note: "加急"))
-        let (type, body) = try typed.encode(.custom(order), extras: nil)
+        let (type, body) = try typed.encode(.custom(order))
         #expect(type == "custom" && body["imbridge_type"] == "order")
         let back = try typed.decode(msgType: type, body: body).content
         guard case .custom(let custom) = back else { Issue.record("not custom"); return }

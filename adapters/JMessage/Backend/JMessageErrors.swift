@@ -1,6 +1,6 @@
 import IMCore
 
-/// JMessage's error codes (D-ERR, D-IM) and how each becomes an `IMError`, plus the HTTP status the
+/// JMessage's error codes and how each becomes an `IMError`, plus the HTTP status the
 /// sandbox answers with. The vendor does not document a status per code (UNCONFIRMED); we follow the
 /// iOS SDK's HTTP-layer twins (898xxx): "exists"/"missing"/"no permission" → 403, bad parameter → 400,
 /// auth → 401, server trouble → 500/503.

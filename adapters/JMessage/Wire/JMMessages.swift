@@ -1,9 +1,9 @@
 import IMCore
 
-/// `POST /v1/messages` body (D-IM §3). Field names and types exactly as the vendor documents them.
+/// `POST /v1/messages` body. Field names and types exactly as the vendor documents them.
 /// `no_offline` / `no_notification` are emitted only when true (as the official Java client does);
 /// the sandbox accepts them either way.
-public struct WireSendRequest: Codable, Hashable, Sendable {
+public struct JMSendRequest: Codable, Hashable, Sendable {
     public var version: Int
     public var targetType: String
     public var targetID: String
@@ -15,12 +15,12 @@ public struct WireSendRequest: Codable, Hashable, Sendable {
     public var msgType: String
     public var noOffline: Bool?
     public var noNotification: Bool?
-    public var notification: WireNotification?
+    public var notification: JMNotification?
     public var msgBody: JSONValue
 
     public init(version: Int = 1, targetType: String, targetID: String, targetAppKey: String? = nil, targetName: String? = nil,
                 fromType: String = "admin", fromID: String, fromName: String? = nil, msgType: String,
-                noOffline: Bool? = nil, noNotification: Bool? = nil, notification: WireNotification? = nil, msgBody: JSONValue) {
+                noOffline: Bool? = nil, noNotification: Bool? = nil, notification: JMNotification? = nil, msgBody: JSONValue) {
         self.version = version
         self.targetType = targetType
         self.targetID = targetID
@@ -45,7 +45,7 @@ public struct WireSendRequest: Codable, Hashable, Sendable {
 }
 
 /// Custom notification-bar text (`notification: {title, alert}`).
-public struct WireNotification: Codable, Hashable, Sendable {
+public struct JMNotification: Codable, Hashable, Sendable {
     public var title: String?
     public var alert: String?
     public init(title: String? = nil, alert: String? = nil) {
@@ -55,7 +55,7 @@ public struct WireNotification: Codable, Hashable, Sendable {
 }
 
 /// `201 {"msg_id": 43143728109, "msg_ctime": 1493794522950}`; `msg_ctime` is milliseconds.
-public struct WireSendResult: Codable, Hashable, Sendable {
+public struct JMSendResult: Codable, Hashable, Sendable {
     public var msgID: Int64
     public var msgCtime: Int64
     public init(msgID: Int64, msgCtime: Int64) {
@@ -67,10 +67,10 @@ public struct WireSendResult: Codable, Hashable, Sendable {
     }
 }
 
-/// One message as report v2 (history) and the routing push deliver it (D-R2 §6, D-CB §7).
+/// One message as report v2 (history) and the routing push deliver it.
 /// `create_time` is seconds, `msg_ctime` milliseconds; `msgid` (not `msg_id`) is the server id.
 /// Optional fields are omitted when absent so the sandbox's output stays the documented shape.
-public struct WireHistoryMessage: Codable, Hashable, Sendable {
+public struct JMHistoryMessage: Codable, Hashable, Sendable {
     public var version: Int
     public var targetType: String
     public var targetID: String
@@ -163,7 +163,8 @@ public struct WireHistoryMessage: Codable, Hashable, Sendable {
         noNotification = try c.decodeIfPresent(JSONValue.self, forKey: .noNotification).flatMap { Self.bool($0) }
     }
 
-    static func bool(_ value: JSONValue) -> Bool? {
+    /// A vendor flag as JMessage writes it (`true`, `1`, `"true"`, `"0"` …); nil for anything else.
+    public static func bool(_ value: JSONValue) -> Bool? {
         switch value {
         case .bool(let flag): flag
         case .int(let number): number != 0
@@ -175,12 +176,12 @@ public struct WireHistoryMessage: Codable, Hashable, Sendable {
 
 /// Report v2 page: `{"total", "cursor", "count", "messages"}`. `cursor` is absent on the last page
 /// (the sandbox omits it; an empty string from the vendor is read as "no more", see docs).
-public struct WireHistoryPage: Codable, Hashable, Sendable {
+public struct JMHistoryPage: Codable, Hashable, Sendable {
     public var total: Int
     public var cursor: String?
     public var count: Int
-    public var messages: [WireHistoryMessage]
-    public init(total: Int, cursor: String?, count: Int, messages: [WireHistoryMessage]) {
+    public var messages: [JMHistoryMessage]
+    public init(total: Int, cursor: String?, count: Int, messages: [JMHistoryMessage]) {
         self.total = total
         self.cursor = cursor
         self.count = count
@@ -190,11 +191,11 @@ public struct WireHistoryPage: Codable, Hashable, Sendable {
     public var nextCursor: String? { cursor.flatMap { $0.isEmpty ? nil : $0 } }
 }
 
-/// The routing push body: `{"total": N, "messages": [<report message>…]}` (D-CB).
-public struct WireRoutingPush: Codable, Hashable, Sendable {
+/// The routing push body: `{"total": N, "messages": [<report message>…]}`.
+public struct JMRoutingPush: Codable, Hashable, Sendable {
     public var total: Int
-    public var messages: [WireHistoryMessage]
-    public init(total: Int, messages: [WireHistoryMessage]) {
+    public var messages: [JMHistoryMessage]
+    public init(total: Int, messages: [JMHistoryMessage]) {
         self.total = total
         self.messages = messages
     }

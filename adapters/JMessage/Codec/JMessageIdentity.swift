@@ -6,7 +6,7 @@ import IMCore
 /// - A user of another app (cross-app, `from_appkey`/`target_appkey` ≠ ours) is `username#appKey`.
 ///   `#` is not allowed in JMessage usernames (letters, digits, `_ . - @` only), so the form is
 ///   unambiguous; `@` would not be, since usernames may contain it. appKeys compare case-insensitively
-///   (D-IM: appKeys are case-insensitive), and an empty appKey means "ours".
+///   (appKeys are case-insensitive), and an empty appKey means "ours".
 /// - A group is its `gid` as a decimal string; a chatroom its room id.
 public struct JMessageIdentity: Sendable, Hashable {
     public static let appKeySeparator: Character = "#"

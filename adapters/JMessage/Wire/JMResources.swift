@@ -1,7 +1,7 @@
 import IMCore
 
 /// The error envelope: `{"error": {"code": 899008, "message": "Basic authentication failed"}}`.
-public struct WireErrorEnvelope: Codable, Hashable, Sendable {
+public struct JMErrorEnvelope: Codable, Hashable, Sendable {
     public struct Body: Codable, Hashable, Sendable {
         public var code: Int
         public var message: String
@@ -14,9 +14,9 @@ public struct WireErrorEnvelope: Codable, Hashable, Sendable {
     public init(code: Int, message: String) { self.error = Body(code: code, message: message) }
 }
 
-/// `POST /v1/resource?type=…` answer (D-IM §4). Which keys appear depends on the type: image has
+/// `POST /v1/resource?type=…` answer. Which keys appear depends on the type: image has
 /// width/height/format, file has fname/hash, voice has hash/format; all have media_id, media_crc32, fsize.
-public struct WireUploadResult: Codable, Hashable, Sendable {
+public struct JMUploadResult: Codable, Hashable, Sendable {
     public var mediaID: String
     public var mediaCrc32: Int64
     public var width: Int?
@@ -45,13 +45,13 @@ public struct WireUploadResult: Codable, Hashable, Sendable {
 }
 
 /// `GET /v1/resource?mediaId=` answer: `{"url": "http://…"}`.
-public struct WireDownloadResult: Codable, Hashable, Sendable {
+public struct JMDownloadResult: Codable, Hashable, Sendable {
     public var url: String
     public init(url: String) { self.url = url }
 }
 
 /// One entry of `POST /v1/users/` (also the admin body of `POST /v1/admins/`).
-public struct WireUserRegistration: Codable, Hashable, Sendable {
+public struct JMUserRegistration: Codable, Hashable, Sendable {
     public var username: String
     public var password: String
     public var nickname: String?
@@ -65,17 +65,17 @@ public struct WireUserRegistration: Codable, Hashable, Sendable {
 }
 
 /// One item of the `201` answer to `POST /v1/users/`: `{"username"}` or `{"username", "error": {…}}`.
-public struct WireUserRegistrationResult: Codable, Hashable, Sendable {
+public struct JMUserRegistrationResult: Codable, Hashable, Sendable {
     public var username: String
-    public var error: WireErrorEnvelope.Body?
-    public init(username: String, error: WireErrorEnvelope.Body? = nil) {
+    public var error: JMErrorEnvelope.Body?
+    public init(username: String, error: JMErrorEnvelope.Body? = nil) {
         self.username = username
         self.error = error
     }
 }
 
 /// `POST /v1/groups/` body and answer (the doc's sample is sloppy JSON; these keys are our reading).
-public struct WireGroupCreate: Codable, Hashable, Sendable {
+public struct JMGroupCreate: Codable, Hashable, Sendable {
     public var ownerUsername: String
     public var name: String
     public var membersUsername: [String]?
@@ -94,13 +94,21 @@ public struct WireGroupCreate: Codable, Hashable, Sendable {
     }
 }
 
-public struct WireGroupCreated: Codable, Hashable, Sendable {
+public struct JMGroupCreated: Codable, Hashable, Sendable {
     public var gid: Int64
     public var ownerUsername: String
     public var name: String
     public var membersUsername: [String]
     public var desc: String
     public var maxMemberCount: Int
+    public init(gid: Int64, ownerUsername: String, name: String, membersUsername: [String], desc: String, maxMemberCount: Int) {
+        self.gid = gid
+        self.ownerUsername = ownerUsername
+        self.name = name
+        self.membersUsername = membersUsername
+        self.desc = desc
+        self.maxMemberCount = maxMemberCount
+    }
     enum CodingKeys: String, CodingKey {
         case gid, name, desc
         case ownerUsername = "owner_username", membersUsername = "members_username", maxMemberCount = "MaxMemberCount"

@@ -58,7 +58,7 @@ public struct JMessageClient: Sendable {
     @discardableResult
     public func registerAdmin(username: String, password: String) async throws -> Bool {
         do {
-            _ = try await call("POST", api("/v1/admins/"), json: WireUserRegistration(username: username, password: password))
+            _ = try await call("POST", api("/v1/admins/"), json: JMUserRegistration(username: username, password: password))
             return true
         } catch let error as IMError where error.vendorCode == "899001" {
             return false
@@ -66,12 +66,12 @@ public struct JMessageClient: Sendable {
     }
 
     /// `POST /v1/users/` (≤ 500 per call); per-item errors come back inside the 201.
-    public func registerUsers(_ users: [WireUserRegistration]) async throws -> [WireUserRegistrationResult] {
-        try decode([WireUserRegistrationResult].self, try await call("POST", api("/v1/users/"), json: users))
+    public func registerUsers(_ users: [JMUserRegistration]) async throws -> [JMUserRegistrationResult] {
+        try decode([JMUserRegistrationResult].self, try await call("POST", api("/v1/users/"), json: users))
     }
 
-    public func createGroup(_ group: WireGroupCreate) async throws -> WireGroupCreated {
-        try decode(WireGroupCreated.self, try await call("POST", api("/v1/groups/"), json: group))
+    public func createGroup(_ group: JMGroupCreate) async throws -> JMGroupCreated {
+        try decode(JMGroupCreated.self, try await call("POST", api("/v1/groups/"), json: group))
     }
 
     public func updateMembers(gid: String, add: [String] = [], remove: [String] = []) async throws {
@@ -80,8 +80,8 @@ public struct JMessageClient: Sendable {
 
     // MARK: messages
 
-    public func send(_ request: WireSendRequest) async throws -> WireSendResult {
-        try decode(WireSendResult.self, try await call("POST", api("/v1/messages"), json: request))
+    public func send(_ request: JMSendRequest) async throws -> JMSendResult {
+        try decode(JMSendResult.self, try await call("POST", api("/v1/messages"), json: request))
     }
 
     /// `POST /v1/messages/{username}/{msgid}/retract`, no body; `username` is the message's sender.
@@ -91,16 +91,16 @@ public struct JMessageClient: Sendable {
 
     // MARK: media
 
-    public func upload(type: String, fileName: String, contentType: String, data: [UInt8]) async throws -> WireUploadResult {
+    public func upload(type: String, fileName: String, contentType: String, data: [UInt8]) async throws -> JMUploadResult {
         let form = Multipart.encode(fieldName: "filename", fileName: fileName, contentType: contentType, data: data)
         let response = try await call("POST", api("/v1/resource?type=\(type)"), body: form.body, contentType: form.contentType)
-        return try decode(WireUploadResult.self, response)
+        return try decode(JMUploadResult.self, response)
     }
 
     /// `GET /v1/resource?mediaId=` → the download URL.
     public func resourceURL(mediaID: String) async throws -> String {
         let response = try await call("GET", api("/v1/resource?mediaId=\(FormBody.escape(mediaID))"), body: nil)
-        return try decode(WireDownloadResult.self, response).url
+        return try decode(JMDownloadResult.self, response).url
     }
 
     /// Fetches bytes from a download URL (no auth: these are CDN links).
@@ -116,15 +116,15 @@ public struct JMessageClient: Sendable {
 
     /// The first page of a report query: `path` is `/v2/messages`, `/v2/users/{u}/messages`,
     /// `/v2/groups/{gid}/messages` or `/v2/chatrooms/{id}/messages`; times are milliseconds.
-    public func history(path: String, count: Int, beginMs: Int64, endMs: Int64) async throws -> WireHistoryPage {
+    public func history(path: String, count: Int, beginMs: Int64, endMs: Int64) async throws -> JMHistoryPage {
         let query = "count=\(count)&begin_time=\(FormBody.escape(JMessageTime.format(ms: beginMs)))"
             + "&end_time=\(FormBody.escape(JMessageTime.format(ms: endMs)))"
-        return try decode(WireHistoryPage.self, try await call("GET", report(path) + "?" + query, body: nil))
+        return try decode(JMHistoryPage.self, try await call("GET", report(path) + "?" + query, body: nil))
     }
 
     /// The next page of a report query (the cursor is valid 120 s).
-    public func history(path: String, cursor: String) async throws -> WireHistoryPage {
-        try decode(WireHistoryPage.self, try await call("GET", report(path) + "?cursor=\(FormBody.escape(cursor))", body: nil))
+    public func history(path: String, cursor: String) async throws -> JMHistoryPage {
+        try decode(JMHistoryPage.self, try await call("GET", report(path) + "?cursor=\(FormBody.escape(cursor))", body: nil))
     }
 
     // MARK: plumbing
@@ -146,7 +146,7 @@ public struct JMessageClient: Sendable {
     }
 
     static func error(from response: HTTPResponseData) -> IMError {
-        let envelope = try? JSONDecoder().decode(WireErrorEnvelope.self, from: Data(response.body))
+        let envelope = try? JSONDecoder().decode(JMErrorEnvelope.self, from: Data(response.body))
         let reset = response.header("X-Rate-Limit-Reset").flatMap { Int64($0) }.map { $0 * 1000 }
         return JMessageErrorCode.error(status: response.status, code: envelope?.error.code,
                                        message: envelope?.error.message ?? (response.body.isEmpty ? nil : String(response.bodyString.prefix(300))),

@@ -5,16 +5,18 @@ import IMMapping
 import IMHTTP
 import Synchronization
 
-/// `IMBackend` over JMessage REST v1 + report v2.
+/// `IMBackend` over JMessage REST v1 + report v2 (docs/adapters/jmessage.md).
 ///
 /// - **Sending** is always as the configured admin (JMessage REST allows nothing else); a neutral
 ///   sender other than the admin is carried as `from_name` + `extras.imbridge_sender` and restored on
 ///   read (`sendAsAnyUser: fallback`, see `JMessageCodec`).
-/// - **Events** come from the report v2 poller (`start(pollIntervalMs:)`) on `events()`. When the app
-///   has bought the routing push, wrap the backend in `JMessagePushBackend` (the `CallbackReceiving`
-///   face the bridge feeds from `/callbacks/<backend>`); both paths name a message `jmessage:msg:<msgid>`.
-///   The bridge pumps `events()` only of backends that are not `CallbackReceiving`, hence two faces.
-///   Retracts made through this backend emit `recalled` events; report v2 does not report retracts.
+/// - **Inbound** (`InboundHandling`, in `JMessageBackend+Inbound.swift`): `startIntake(into:)` runs the
+///   report v2 poller, which pushes each page into the sink and saves its position once `accept`
+///   returned; when the app has bought the routing push, `handle(_:sink:)` takes it at
+///   `/callbacks/<backend>`. Both name a message `jmessage:msg:<msgid>`. Retracts made through this
+///   backend emit `recalled` events (report v2 does not report retracts).
+/// - **`events()`** carries what was accepted (callbacks and polled pages) and those `recalled` events,
+///   for app code that reads the neutral API directly; `start(pollIntervalMs:)` polls into it alone.
 /// - **History** reads report v2 (`/v2/users/{u}/messages` for both users of a direct conversation,
 ///   `/v2/groups/{gid}/messages`, `/v2/chatrooms/{id}/messages`) in ≤ 7-day windows, at most 60 days back.
 public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, UserProvisioning {
@@ -25,7 +27,9 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     public let inbound: JMessageInbound
     public let poller: JMessagePoller
     let clock: any IMClock
-    let hub: EventHub
+    /// Backs `events()`; `exchange` publishes accepted callbacks on it.
+    let fanout = EventFanout()
+    let exchange: CallbackExchange
     let state = Mutex(State())
     /// Users created by `ensureUser` get this password (nobody logs in as a bridge puppet).
     let puppetPassword: String
@@ -40,7 +44,8 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
         var pollTask: Task<Void, Never>?
         /// How often `startIntake` polls report v2 (nil: not at all, the routing push brings messages).
         var intakePollIntervalMs: Int64? = 2000
-        var pump: StreamIntake?
+        /// The sink given to `startIntake`, while the intake runs (this backend's own `recalled` events go there too).
+        var intakeSink: (any EventSink)?
         var recalled: [MessageID: RecallState] = [:]
         var sent: [MessageID: Sent] = [:]
         var sentOrder = RecentSet<MessageID>(capacity: 10_000)
@@ -49,8 +54,7 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     public init(id: BackendID, config: JMessageConfig, registry: ContentRegistry = ContentRegistry(),
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
                 pollerSettings: JMessagePoller.Settings = .init(), capabilities: Capabilities = .jMessage,
-                puppetPassword: String? = nil, ackTimeoutMs: Int64 = 30_000,
-                mapping: VendorTable = MappingSet.shipped.table("jmessage")) {
+                puppetPassword: String? = nil, mapping: VendorTable = MappingSet.shipped.table("jmessage")) {
         self.id = id
         self.capabilities = capabilities.carrying(mapping)
         self.clock = clock
@@ -59,30 +63,32 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
                                    mapping: mapping)
         self.inbound = JMessageInbound(appKey: config.appKey, masterSecret: config.masterSecret, codec: codec, backend: id)
         self.puppetPassword = puppetPassword ?? Hashing.sha256Hex(Array("\(config.appKey):\(config.masterSecret):puppet".utf8)).prefix(24).description
-        let hub = EventHub(ackTimeoutMs: ackTimeoutMs)
-        self.hub = hub
         self.poller = JMessagePoller(client: client, codec: codec, backend: id, storage: checkpoints, clock: clock,
-                                     settings: pollerSettings) { events in
-            let published = hub.publish(events)
-            await hub.waitUntilConsumed(upTo: published.lastSeq)
-        }
+                                     settings: pollerSettings)
+        self.exchange = CallbackExchange(backend: id, answers: JMessageInbound.answers, fanout: fanout)
     }
 
-    /// Registers the admin (when a password is configured) and starts polling report v2 every
-    /// `pollIntervalMs` (nil: no polling, e.g. when only the routing push is used).
-    ///
-    /// Durability: the poller polls only while someone subscribes to `events()`, and saves its position
-    /// only after every subscriber has pulled the page's events (see `EventHub`), so a consumer that
-    /// stores each event before pulling the next (the bridge's pump does) loses nothing across a crash;
-    /// a subscriber that stops reading without cancelling delays the save by at most `ackTimeoutMs`.
+    /// Registers the admin (when a password is configured) and, for app code that reads `events()`
+    /// without a sink, starts polling report v2 every `pollIntervalMs` straight into `events()` (nil: no
+    /// polling). That stream has no acknowledgement: the position is saved once a page was published,
+    /// so only `startIntake(into:)` (a sink that stores before it returns) loses nothing across a crash.
     public func start(pollIntervalMs: Int64? = 2000) async throws {
         if let password = client.config.adminPassword {
             try await client.registerAdmin(username: client.config.admin, password: password)
         }
         guard let interval = pollIntervalMs else { return }
+        startPolling(intervalMs: interval, into: PublishingSink(inner: nil, fanout: fanout))
+    }
+
+    /// Stops polling (and the intake) and ends every `events()` stream.
+    public func stop() async {
+        await stopPolling()
+        fanout.finish()
+    }
+
+    func startPolling(intervalMs: Int64, into sink: any EventSink) {
         let poller = self.poller
-        let hub = self.hub
-        let task = Task { await poller.run(intervalMs: interval, before: { await hub.waitForSubscriber() }) }
+        let task = Task { await poller.run(intervalMs: intervalMs, into: sink) }
         let previous = state.withLock { state -> Task<Void, Never>? in
             defer { state.pollTask = task }
             return state.pollTask
@@ -90,18 +96,19 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
         previous?.cancel()
     }
 
-    /// Stops polling and ends every `events()` stream.
-    public func stop() async {
+    func stopPolling() async {
         let task = state.withLock { state -> Task<Void, Never>? in
-            defer { state.pollTask = nil }
+            defer {
+                state.pollTask = nil
+                state.intakeSink = nil
+            }
             return state.pollTask
         }
         task?.cancel()
-        hub.finish()
         await task?.value
     }
 
-    public func events() -> AsyncStream<IMEvent> { hub.stream() }
+    public func events() -> AsyncStream<IMEvent> { fanout.subscribe() }
 
     public func send(_ message: OutgoingMessage) async throws -> Message {
         try capabilities.check(message.content)
@@ -123,14 +130,18 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
             if let evicted = state.sentOrder.insert(id).evicted { state.sent.removeValue(forKey: evicted) }
         }
     }
+}
 
-    // MARK: routing push
+/// A sink that hands events to `inner` (when there is one) and publishes them on `fanout` once it
+/// took them: the poller's sink, so that `events()` shows what the intake accepted.
+struct PublishingSink: EventSink {
+    let inner: (any EventSink)?
+    let fanout: EventFanout
 
-    /// Verifies and parses a routing push, publishes its events and answers HTTP 200 with an empty body.
-    /// A forged push throws `authentication_failed`, a malformed one `malformed_payload` (no event).
-    public func receiveCallback(_ request: HTTPRequestData) async throws -> CallbackOutcome {
-        let events = try inbound.parse(request)
-        hub.publish(events)
-        return CallbackOutcome(events: events, response: HTTPResponseData(status: 200))
+    func accept(_ events: [IMEvent]) async throws {
+        try await inner?.accept(events)
+        fanout.publish(events)
     }
+
+    func refused(_ error: IMError, backend: BackendID) { inner?.refused(error, backend: backend) }
 }

@@ -3,7 +3,7 @@ import IMCore
 
 /// Retract, media and user provisioning.
 extension JMessageBackend {
-    /// The most a media upload may carry (D-IM: 8 MB).
+    /// The most a media upload may carry (8 MB).
     public static let maxUploadBytes = 8 << 20
 
     // MARK: Recalling
@@ -15,8 +15,9 @@ extension JMessageBackend {
     /// sender is known from this process's sends, else read from report v2 (the last 10 minutes, which
     /// covers the window). The vendor's 855001–855004 map to `recall_window_expired`,
     /// `permission_denied`, `not_found` and `already_recalled`. On success a `recalled` event is
-    /// published (`jmessage:retract:<msgid>`) and history shows the message recalled from then on in
-    /// this process (report v2 itself does not mark retracts; UNCONFIRMED).
+    /// published (`jmessage:retract:<msgid>`, on `events()` and into the intake's sink) and history
+    /// shows the message recalled from then on in this process (report v2 itself does not mark
+    /// retracts; UNCONFIRMED).
     public func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
         try capabilities.require(.recall)
         let admin = codec.identity.adminUser
@@ -43,8 +44,13 @@ extension JMessageBackend {
         try await client.retract(username: vendorSender, msgid: message.rawValue)
         let at = clock.nowMs()
         state.withLock { $0.recalled[message] = RecallState(by: user, at: at) }
-        hub.publish([IMEvent(eventID: JMessageCodec.retractEventID(message.rawValue), backend: id,
-                             kind: .recalled(messageID: message, conversation: conversation, by: user, at: at))])
+        let event = IMEvent(eventID: JMessageCodec.retractEventID(message.rawValue), backend: id,
+                            kind: .recalled(messageID: message, conversation: conversation, by: user, at: at))
+        fanout.publish([event])
+        // Report v2 never shows a retract: the intake's sink hears of it from here, off the caller's path.
+        if let sink = state.withLock({ $0.intakeSink }) {
+            Task { try? await sink.accept([event]) }
+        }
     }
 
     // MARK: MediaTransferring
@@ -113,7 +119,7 @@ extension JMessageBackend {
         guard appKey == nil else {
             throw IMError(.invalidArgument, "\(profile.id) belongs to app \(appKey!); only users of \(codec.identity.appKey) can be registered")
         }
-        let results = try await client.registerUsers([WireUserRegistration(username: username, password: puppetPassword,
+        let results = try await client.registerUsers([JMUserRegistration(username: username, password: puppetPassword,
                                                                            nickname: profile.name, avatar: nil)])
         for result in results {
             if let error = result.error, error.code != 899001 {
