@@ -107,3 +107,38 @@ final class AcceptThenTimeoutBackend: IMBackend {
         #expect(pairs == ["0-1", "1-3"], "g2 → other reaches another conversation; direct is another kind")
     }
 }
+
+@Suite struct RetryBudgetTests {
+    /// A target that never recovers holds its lane only until the retry budget is spent: then the entry
+    /// is a dead letter and the lane moves on to the next message.
+    @Test func aLaneGivesUpOnAnEntryPastItsMaxAge() async throws {
+        let h = try RelayHarness(rcWrapper: { FlakyBackend($0) })
+        let flaky = h.rc as! FlakyBackend
+        flaky.failing.withLock { $0[.group("g")] = 1_000_000 }
+        let engine = h.engine(retry: RetryPolicy(baseMs: 5, maxMs: 20, maxAgeMs: 300))
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("stuck")))
+        #expect(try await eventually(5) { try h.store.read { try $0.count(state: .dead) } == 1 })
+        flaky.failing.withLock { $0[.group("g")] = 0 }
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("next")))
+        #expect(try await eventually { try await h.history(h.rc, "g").map(\.content) == [.text("next")] })
+        let letter = try #require(try h.store.read { try $0.deadLetters() }.first)
+        #expect(letter.lastError?.contains("gave up after") == true && letter.lastError?.contains("max_age_minutes") == true)
+        #expect(engine.metrics.value("imbridge_retry_budget_exhausted_total", ["target": "rc"]) == 1)
+        await engine.stop()
+    }
+
+    @Test func retryKeysAreValidated() throws {
+        let base = BridgeConfigTests.valid
+        let env = ["WK_TOKEN": "t0k", "RC_SECRET": "s3cret"]
+        #expect(try BridgeConfig.parse(base, environment: env).retry.maxAgeMs == RetryPolicy.defaultMaxAgeMs)
+        let withAge = base.replacingOccurrences(of: "  max_ms: 5000", with: "  max_ms: 5000\n  max_age_minutes: 30")
+        #expect(try BridgeConfig.parse(withAge, environment: env).retry.maxAgeMs == 1_800_000)
+        let forever = base.replacingOccurrences(of: "  max_ms: 5000", with: "  max_ms: 5000\n  max_age_minutes: 0")
+        #expect(try BridgeConfig.parse(forever, environment: env).retry.maxAgeMs == nil)
+        for bad in ["  base_ms: -5", "  base_ms: 0"] {
+            let yaml = base.replacingOccurrences(of: "  base_ms: 100", with: bad)
+            #expect { try BridgeConfig.parse(yaml, environment: env) } throws: { ($0 as? IMError)?.message.contains("retry.base_ms") == true }
+        }
+    }
+}
