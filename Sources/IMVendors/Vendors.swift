@@ -4,6 +4,7 @@ import JMessage
 import NIM
 import RongCloud
 import WuKong
+import WuKongSandbox
 
 /// One vendor: its adapter and its sandbox.
 public struct Vendor: Sendable {

@@ -1,4 +1,4 @@
-/// WuKong channel types (wkproto `common.go`).
+/// WuKong channel types (the protocol's numbers).
 public enum WKChannelType {
     public static let person: UInt8 = 1
     public static let group: UInt8 = 2
