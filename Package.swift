@@ -56,9 +56,9 @@ let package = Package(
             "IMAdapterKit", "IMSandbox",
             // vendors: add "<Name>" and "<Name>Sandbox" here
             "JMessage",
-            "RongCloud",
+            "RongCloud", "RongCloudSandbox",
             "WuKong", "WuKongSandbox",
-            "NIM",
+            "NIM", "NIMSandbox",
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
@@ -80,10 +80,14 @@ let package = Package(
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/JMessage"),
-        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud"),
+        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud",
+                exclude: ["Sandbox"]),
+        .target(name: "RongCloudSandbox", dependencies: ["RongCloud", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
+                path: "adapters/RongCloud/Sandbox"),
         .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong", exclude: ["Sandbox"]),
         .target(name: "WuKongSandbox", dependencies: ["WuKong", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/WuKong/Sandbox"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/NIM"),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/NIM", exclude: ["Sandbox"]),
+        .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
@@ -99,9 +103,9 @@ let package = Package(
         .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
         // adapter test targets here
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
-        .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "RongCloudSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "WuKongSandbox", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
-        .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "NIMTests", dependencies: ["NIM", "NIMSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

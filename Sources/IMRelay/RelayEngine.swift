@@ -5,7 +5,7 @@ import IMHTTP
 import IMStore
 import Synchronization
 
-/// The bridge pipeline (ARCHITECTURE §5): ingest → ledger → echo check → routes → translate → outbox,
+/// The bridge pipeline (docs/architecture.md, "The path of one message"): ingest → ledger → echo check → routes → translate → outbox,
 /// then one FIFO lane per (target backend, target conversation), lanes running concurrently.
 ///
 /// Contract:

@@ -2,7 +2,9 @@ import IMAdapterKit
 import IMSandbox
 import JMessage
 import NIM
+import NIMSandbox
 import RongCloud
+import RongCloudSandbox
 import WuKong
 import WuKongSandbox
 

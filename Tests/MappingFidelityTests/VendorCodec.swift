@@ -33,21 +33,22 @@ struct VendorCodec {
                 return (wire.type, wire.body)
             })
         case "rongcloud":
-            let codec = RongCloudContentCodec(mapping: table)
+            let codec: any ContentCodec = RongCloudContentCodec(mapping: table)
             return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let decoded = try codec.decode(objectName: wire, content: JSONValue.object(body).jsonString())
-                return (decoded.content, decoded.leftovers)
+                let decoded = try codec.decode(WireContent(type: wire, body: body))
+                return (decoded.content, decoded.vendorExtras)
             }, encode: { content, kept in
-                let wire = try codec.encode(content, leftovers: kept)
-                return (wire.objectName, try JSONValue.parse(wire.content).objectValue ?? [:])
+                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
+                return (wire.type, wire.body)
             })
         case "nim":
             let codec = NIMContentCodec(mapping: table)
             return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                (try codec.decode(type: Int(wire)!, body: JSONValue.object(body).jsonString()), [:])
-            }, encode: { content, _ in
-                let (type, body) = try codec.encode(content)
-                return (String(type), try JSONValue.parse(body).objectValue ?? [:])
+                let decoded = try codec.decode(WireContent(type: wire, body: body))
+                return (decoded.content, decoded.vendorExtras)
+            }, encode: { content, kept in
+                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
+                return (wire.type, wire.body)
             })
         default:
             let codec = JMessageContentCodec(mapping: table)
