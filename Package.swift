@@ -57,7 +57,7 @@ let package = Package(
             // vendors: add "<Name>" and "<Name>Sandbox" here
             "JMessage", "JMessageSandbox",
             "RongCloud", "RongCloudSandbox",
-            "WuKong",
+            "WuKong", "WuKongSandbox",
             "NIM", "NIMSandbox",
         ]),
         // Production wiring: bridge assembly and backend factories.
@@ -87,7 +87,8 @@ let package = Package(
                 exclude: ["Sandbox"]),
         .target(name: "RongCloudSandbox", dependencies: ["RongCloud", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/RongCloud/Sandbox"),
-        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong"),
+        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong", exclude: ["Sandbox"]),
+        .target(name: "WuKongSandbox", dependencies: ["WuKong", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/WuKong/Sandbox"),
         .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/NIM", exclude: ["Sandbox"]),
         .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
@@ -106,7 +107,7 @@ let package = Package(
         // adapter test targets here
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "RongCloudSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
-        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "WuKongSandbox", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "NIMTests", dependencies: ["NIM", "NIMSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -7,6 +7,7 @@ import NIMSandbox
 import RongCloud
 import RongCloudSandbox
 import WuKong
+import WuKongSandbox
 
 /// One vendor: its adapter and its sandbox.
 public struct Vendor: Sendable {

@@ -24,16 +24,13 @@ struct VendorCodec {
         let table = set.table(vendor)
         switch vendor {
         case "wukong":
-            let codec = WuKongContentCodec(mapping: table)
+            let codec: any ContentCodec = WuKongContentCodec(mapping: table)
             return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                var object = body
-                object["type"] = .int(Int64(wire)!)
-                let decoded = try codec.decode(object)
-                return (decoded.content, decoded.extras)
+                let coded = try codec.decode(WireContent(type: wire, body: body))
+                return (coded.content, coded.vendorExtras)
             }, encode: { content, kept in
-                var object = try codec.encode(content, extras: kept ?? [:])
-                let type = object.removeValue(forKey: "type")?.int64Value ?? -1
-                return (String(type), object)
+                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
+                return (wire.type, wire.body)
             })
         case "rongcloud":
             let codec: any ContentCodec = RongCloudContentCodec(mapping: table)

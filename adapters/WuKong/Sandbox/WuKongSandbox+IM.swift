@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMHTTP
+import WuKong
 
 /// WuKongIM's own routes (users, channels, messages, history, conversations).
 extension WuKongSandbox {

@@ -1,27 +1,7 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
-
-/// A raw HTTP request as the bridge's HTTP server received it.
-public struct WuKongWebhookRequest: Sendable {
-    public var method: String
-    /// The raw query string (without `?`), e.g. `event=msg.notify` or `secret=S?event=msg.notify`.
-    public var query: String
-    /// Header names are matched case-insensitively.
-    public var headers: [(name: String, value: String)]
-    public var body: Data
-
-    public init(method: String = "POST", query: String, headers: [(name: String, value: String)] = [], body: Data) {
-        self.method = method
-        self.query = query
-        self.headers = headers
-        self.body = body
-    }
-
-    public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
-    }
-}
 
 /// What one webhook call carried, parsed and verified.
 public enum WuKongWebhookPayload: Hashable, Sendable {
@@ -52,8 +32,9 @@ public struct WuKongInbound: Sendable {
         self.secret = secret?.isEmpty == true ? nil : secret
     }
 
-    public func parse(_ request: WuKongWebhookRequest) throws -> WuKongWebhookPayload {
-        let query = Self.parseQuery(request.query)
+    /// Verifies and parses one webhook request (pure: no I/O).
+    public func parse(_ request: HTTPRequestData) throws -> WuKongWebhookPayload {
+        let query = Self.parseQuery(request.rawQuery ?? "")
         if let secret {
             let given = query[Self.secretQueryKey] ?? request.header(Self.secretHeader) ?? ""
             guard Hashing.constantTimeEquals(given, secret) else {
@@ -66,14 +47,15 @@ public struct WuKongInbound: Sendable {
         }
         guard let event = query["event"], !event.isEmpty else { throw Self.malformed("no ?event= in the query") }
         let decoder = WuKongJSON.decoder()
+        let body = Data(request.body)
         do {
             switch event {
             case "msg.notify":
-                return .messages(try decoder.decode([WKMessage].self, from: request.body), event: event)
+                return .messages(try decoder.decode([WKMessage].self, from: body), event: event)
             case "msg.offline":
-                return .messages([try decoder.decode(WKMessage.self, from: request.body)], event: event)
+                return .messages([try decoder.decode(WKMessage.self, from: body)], event: event)
             case "user.onlinestatus":
-                return .onlineStatus(try decoder.decode([String].self, from: request.body))
+                return .onlineStatus(try decoder.decode([String].self, from: body))
             default:
                 throw Self.malformed("unknown event '\(event)'")
             }
@@ -82,6 +64,17 @@ public struct WuKongInbound: Sendable {
         } catch {
             throw Self.malformed("\(event) body does not parse: \(error)")
         }
+    }
+
+    /// WuKongIM's answers: exactly HTTP 200 `{"status":200}` once the events are taken (it redelivers
+    /// `msg.notify` on anything else); 401 for a wrong shared secret, 400 for a malformed request, 500
+    /// when a sync or the sink failed, each with WuKong's `{"msg","status"}` body.
+    public static let answers = CallbackAnswers(success: .json(WKStatus.ok), refusal: failure, retry: failure)
+
+    static let failure: @Sendable (IMError) -> HTTPResponseData = { error in
+        let status = error.details["http_status"].flatMap(Int.init) ?? (error.code == .authenticationFailed ? 401
+            : error.code == .malformedPayload ? 400 : 500)
+        return .json(WKStatus(status: status, msg: error.message), status: status)
     }
 
     static func malformed(_ text: String) -> IMError {

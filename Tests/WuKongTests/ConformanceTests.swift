@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
@@ -6,10 +7,11 @@ import IMTesting
 import Synchronization
 import Testing
 @testable import WuKong
+import WuKongSandbox
 
 /// A `WuKongBackend` wired to a fresh sandbox over loopback: the sandbox's webhook posts to a small
-/// HTTP receiver that hands each request to `backend.webhookResponse`, so sandbox callbacks reach
-/// `events()` exactly as they would in the bridge.
+/// HTTP receiver that hands each request to `backend.handle` with a `CollectingSink`, so sandbox
+/// callbacks reach `events()` exactly as they would in the bridge.
 final class WuKongRig: Sendable {
     let sandbox: SandboxServer
     let receiver: HTTPServer
@@ -26,9 +28,10 @@ final class WuKongRig: Sendable {
     static func start(secret: String = "hook-secret", managerToken: String = "mgr") async throws -> WuKongRig {
         final class Slot: Sendable { let backend = Mutex<WuKongBackend?>(nil) }
         let slot = Slot()
+        let sink = CollectingSink()
         let receiver = HTTPServer { request in
             guard let backend = slot.backend.withLock({ $0 }) else { return .text("not ready", status: 503) }
-            return await backend.webhookResponse(to: request)
+            return await backend.handle(request, sink: sink)
         }
         try await receiver.start()
         let clock = SandboxClock()
@@ -66,21 +69,5 @@ final class WuKongRig: Sendable {
         print(report)
         #expect(report.failures.isEmpty, "\(report)")
         #expect(report.passed.count >= 15)
-    }
-}
-
-@Suite struct WuKongClientIDLookupTests {
-    @Test func findsAMessageByItsClientIDAndNothingElse() async throws {
-        let harness = try await WuKongRig.start()
-        defer { Task { await harness.stop() } }
-        let group = ConversationRef.group("lookup")
-        let sent = try await harness.backend.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("once"),
-                                                                  clientMessageID: "imb-42"))
-        let found = try await harness.backend.message(withClientID: "imb-42", in: group)
-        #expect(found?.id == sent.id && found?.content == .text("once"))
-        #expect(try await harness.backend.message(withClientID: "imb-43", in: group) == nil)
-        let direct = ConversationRef.direct("alice", "bob")
-        let dm = try await harness.backend.send(OutgoingMessage(conversation: direct, sender: "bob", content: .text("dm"), clientMessageID: "imb-44"))
-        #expect(try await harness.backend.message(withClientID: "imb-44", in: direct)?.id == dm.id)
     }
 }

@@ -1,11 +1,12 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import Testing
 @testable import WuKong
 
-/// Table tests: payloads shaped like the vendor doc's (§10), decoded to the expected neutral content and
+/// Table tests: payloads shaped like the WuKong SDKs' own, decoded to the expected neutral content and
 /// encoded back to the same JSON value.
-@Suite struct WuKongContentCodecTests {
+@Suite struct WuKongCodecTests {
     let codec = WuKongContentCodec()
 
     static func remote(_ url: String, width: Int? = nil, height: Int? = nil, size: Int64? = nil, durationMs: Int64? = nil) -> MediaAttachment {
@@ -63,10 +64,35 @@ import Testing
         let decoded = try codec.decode(payload: Data(json.utf8))
         #expect(decoded.content == expected)
         let original = try JSONValue.parse(json)
-        let encoded = try codec.encode(decoded.content, mentions: decoded.mentions, reply: decoded.reply, extras: decoded.extras)
+        let encoded = try codec.encode(decoded.content, mentions: decoded.mentions, reply: decoded.reply, vendorExtras: decoded.vendorExtras)
         #expect(JSONValue.object(encoded) == original, "wire → neutral → wire changed \(name)")
-        let again = try codec.decode(payload: try codec.encodePayload(expected, extras: decoded.extras))
+        let again = try codec.decode(payload: try codec.encodePayload(expected, vendorExtras: decoded.vendorExtras))
         #expect(again.content == expected, "neutral → wire → neutral changed \(name)")
+    }
+
+    /// The same table through the `ContentCodec` protocol: the `type` as a string, the other keys as
+    /// the body, and back to the same body.
+    @Test(arguments: table.map(\.0)) func roundTripsThroughTheContentCodecProtocol(name: String) throws {
+        let (_, json, expected) = Self.table.first { $0.0 == name }!
+        let protocolCodec: any ContentCodec = codec
+        var body = try #require(try JSONValue.parse(json).objectValue)
+        let type = try #require(body.removeValue(forKey: "type")?.int64Value)
+        let wire = WireContent(type: String(type), body: body)
+        let coded = try protocolCodec.decode(wire)
+        #expect(try protocolCodec.encode(coded) == wire, "wire → neutral → wire changed \(name)")
+        if case .unsupported(let kept) = expected {
+            // A parsed body has no bytes to keep: the unsupported payload is kept as the same JSON value.
+            guard case .unsupported(let decoded) = coded.content else { Issue.record("\(name) is not unsupported"); return }
+            #expect(decoded.vendor == kept.vendor && decoded.vendorType == kept.vendorType)
+            #expect(try JSONValue.parse(decoded.raw) == (try JSONValue.parse(kept.raw)))
+            return
+        }
+        #expect(coded.content == expected)
+        #expect(try protocolCodec.decode(try protocolCodec.encode(CodedContent(expected, vendorExtras: coded.vendorExtras))).content == expected)
+    }
+
+    @Test func protocolRefusesANonNumericType() {
+        #expect(throws: IMError.self) { try codec.decode(WireContent(type: "RC:TxtMsg", body: ["content": "x"])) }
     }
 
     @Test func unknownPayloadIsWrittenBackByteForByte() throws {
@@ -80,8 +106,8 @@ import Testing
         let decoded = try codec.decode(payload: Data(json.utf8))
         #expect(decoded.mentions == Mentions(users: ["bob"]))
         #expect(decoded.reply == ReplyRef(messageID: "77", sender: "bob", digest: "[图片]"))
-        #expect(decoded.extras["entities"] != nil)
-        let encoded = try codec.encode(decoded.content, mentions: decoded.mentions, reply: decoded.reply, extras: decoded.extras)
+        #expect(decoded.vendorExtras["entities"] != nil)
+        let encoded = try codec.encode(decoded.content, mentions: decoded.mentions, reply: decoded.reply, vendorExtras: decoded.vendorExtras)
         #expect(JSONValue.object(encoded) == (try JSONValue.parse(json)))
     }
 
@@ -91,7 +117,7 @@ import Testing
         let decoded = try codec.decode(payload: payload)
         #expect(decoded.mentions == Mentions(all: true))
         #expect(decoded.reply == reply)
-        #expect(decoded.extras.isEmpty)
+        #expect(decoded.vendorExtras.isEmpty)
     }
 
     @Test func registeredCustomTypeDecodesTyped() throws {

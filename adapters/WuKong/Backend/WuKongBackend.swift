@@ -7,11 +7,8 @@ import Synchronization
 /// `IMBackend` over WuKongIM (messages, history, conversations, webhook) and its companion business
 /// server (revoke, edit, read receipts, reactions, the remote `extra` dictionary = expansion).
 ///
-/// Inbound: call `receive(_:)` with the raw webhook request. It verifies the shared secret, parses
-/// the body, runs the extras/reaction syncs the CMD messages ask for, and returns the events (so a
-/// bridge can commit them before answering 200); the same events are published on `events()`
-/// (duplicates by `eventID` suppressed there, not in the returned list). A throw means "answer
-/// non-200": WuKongIM then redelivers `msg.notify`.
+/// Inbound: the webhook enters through `handle(_:sink:)` (`InboundHandling`, in `Inbound/`); events
+/// the sink accepted are also published on `events()`.
 ///
 /// Business-server calls act as a user: the session token is `sessionToken(uid)` — by default
 /// derived as `sha1(tokenSecret:uid)` and registered with `/user/token` on device flag 99 (system) on
@@ -119,7 +116,7 @@ public final class WuKongBackend: IMBackend, Sendable {
         }
         let address = try WuKongChannel.address(message.conversation, sender: message.sender)
         let payload = try codec.payload(for: message.content, mentions: message.mentions, reply: message.reply,
-                                        extras: message.vendorExtras)
+                                        vendorExtras: message.vendorExtras)
         let isCommand = message.content.kind == .command
         let header = WKHeader(noPersist: message.options.persist && !isCommand ? 0 : 1,
                               redDot: message.options.countUnread && !isCommand ? 1 : 0, syncOnce: isCommand ? 1 : 0)
@@ -137,56 +134,5 @@ public final class WuKongBackend: IMBackend, Sendable {
                        seq: result.messageSeq.map(Int64.init), content: message.content, mentions: message.mentions,
                        reply: message.reply, options: message.options,
                        expansion: message.expansion.map { Expansion(initial: $0) }, vendorExtras: message.vendorExtras)
-    }
-
-    // MARK: inbound
-
-    /// Verifies and parses one webhook request and returns its events (see the type's contract).
-    public func receive(_ request: WuKongWebhookRequest) async throws -> [IMEvent] {
-        guard case .messages(let messages, _) = try inbound.parse(request) else { return [] }
-        var events: [IMEvent] = []
-        for wire in messages {
-            for action in try mapper.actions(for: wire) {
-                switch action {
-                case .event(let event):
-                    events.append(event)
-                case .syncExtras(let conversation, let actor, let at):
-                    events += try await syncExtras(conversation, actor: actor, at: at)
-                case .syncReactions(let conversation, _, _):
-                    events += try await syncReactions(conversation)
-                }
-            }
-        }
-        hub.publish(events)
-        return events
-    }
-
-    /// `receive` as an HTTP exchange: 200 `{"status":200}` after the events are published; the
-    /// refusal's status (401 secret, 400 malformed) or 500 when a sync failed (WuKongIM retries).
-    public func webhookResponse(to request: HTTPRequestData) async -> HTTPResponseData {
-        do {
-            return try await receiveCallback(request).response
-        } catch let error as IMError {
-            return callbackFailureResponse(for: error)
-        } catch {
-            return callbackFailureResponse(for: IMError(.unavailable, "\(error)"))
-        }
-    }
-}
-
-/// The bridge's entry point (`/callbacks/<backend>`): WuKongIM wants exactly HTTP 200 on success.
-extension WuKongBackend: CallbackReceiving {
-    public func receiveCallback(_ request: HTTPRequestData) async throws -> CallbackOutcome {
-        let raw = WuKongWebhookRequest(method: request.method, query: request.rawQuery ?? "", headers: request.headers,
-                                       body: Data(request.body))
-        return CallbackOutcome(events: try await receive(raw), response: .json(WKStatus.ok))
-    }
-
-    /// 401 for a wrong shared secret, 400 for a malformed request, 500 otherwise (WuKongIM redelivers
-    /// `msg.notify` on anything but 200), each with WuKong's `{"msg","status"}` body.
-    public func callbackFailureResponse(for error: IMError) -> HTTPResponseData {
-        let status = error.details["http_status"].flatMap(Int.init) ?? (error.code == .authenticationFailed ? 401
-            : error.code == .malformedPayload ? 400 : 500)
-        return .json(WKStatus(status: status, msg: error.message), status: status)
     }
 }

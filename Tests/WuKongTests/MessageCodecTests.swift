@@ -6,7 +6,7 @@ import Testing
 @Suite struct WuKongMessageCodecTests {
     let codec = WuKongMessageCodec()
 
-    /// A `msg.notify` element as WuKongIM v2.2.5 renders it (doc §5): a DM from u1 to u2, so the
+    /// A `msg.notify` element as WuKongIM v2.2.5 renders it: a DM from u1 to u2, so the
     /// rendered `channel_id` is the recipient u2.
     static let notifyJSON = #"""
     {"header":{"no_persist":0,"red_dot":1,"sync_once":0},"setting":0,"message_id":1729183029123457024,

@@ -148,7 +148,7 @@ public struct WKReadedRequest: Codable, Hashable, Sendable {
     enum CodingKeys: String, CodingKey { case messageIDs = "message_ids", channelID = "channel_id", channelType = "channel_type" }
 }
 
-/// `POST /v1/message/extra` (IMBridge's choice; the vendor doc lists no write endpoint for the remote
+/// `POST /v1/message/extra` (IMBridge's choice, docs/adapters/wukong.md; WuKong lists no write endpoint for the remote
 /// `extra` dictionary, the SDKs leave it to the app's `updateMessageExtraProvider`): replaces the
 /// message's whole `extra` dictionary with `extra`, bumps `extra_version`, sends CMD `syncMessageExtra`.
 public struct WKExtraUpdateRequest: Codable, Hashable, Sendable {

@@ -1,6 +1,8 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
+import SandboxTestSupport
 import Synchronization
 import Testing
 @testable import WuKong
@@ -30,20 +32,23 @@ import Testing
         let collector = Collector(backend.events())
         let wire = WKMessage(messageID: 77, messageSeq: 1, fromUID: "u1", channelID: "u2", channelType: 1, timestamp: 1_700_000_000,
                              payload: Data(#"{"type":1,"content":"hi"}"#.utf8))
-        let request = WuKongWebhookRequest(query: "secret=s?event=msg.notify", body: try WuKongJSON.encode([wire, wire]))
-        let first = try await backend.receive(request)
-        let second = try await backend.receive(request)
-        #expect(first.map(\.eventID) == ["msg:77", "msg:77"] && second.map(\.eventID) == first.map(\.eventID))
+        let request = HTTPRequestData(method: "POST", path: "/wukong", rawQuery: "secret=s?event=msg.notify",
+                                      body: Array(try WuKongJSON.encode([wire, wire])))
+        let first = CollectingSink(), second = CollectingSink()
+        #expect(await backend.handle(request, sink: first).status == 200)
+        #expect(await backend.handle(request, sink: second).status == 200)
+        #expect(first.events.map(\.eventID) == ["msg:77", "msg:77"] && second.events.map(\.eventID) == first.events.map(\.eventID))
         let seen = await collector.wait { !$0.isEmpty }
         try await Task.sleep(nanoseconds: 50_000_000)
         #expect(seen.count == 1 && collector.all.count == 1)
         // Forged: refused with 401 and no event.
-        let forged = await backend.webhookResponse(to: HTTPRequestData(method: "POST", path: "/wukong", rawQuery: "secret=x&event=msg.notify",
-                                                                       body: Array(try WuKongJSON.encode([wire]))))
+        let forged = await backend.handle(HTTPRequestData(method: "POST", path: "/wukong", rawQuery: "secret=x&event=msg.notify",
+                                                          body: Array(try WuKongJSON.encode([wire]))), sink: first)
         #expect(forged.status == 401)
-        let malformed = await backend.webhookResponse(to: HTTPRequestData(method: "POST", path: "/wukong", rawQuery: "secret=s&event=msg.notify",
-                                                                          body: Array("[{".utf8)))
+        let malformed = await backend.handle(HTTPRequestData(method: "POST", path: "/wukong", rawQuery: "secret=s&event=msg.notify",
+                                                             body: Array("[{".utf8)), sink: first)
         #expect(malformed.status == 400)
+        #expect(first.events.count == 2 && first.refusals.map(\.code) == [.authenticationFailed, .malformedPayload])
         #expect(collector.all.count == 1)
     }
 
@@ -164,9 +169,9 @@ import Testing
     }
 }
 
-@Suite struct WuKongEndToEndRedeliveryTests {
+@Suite struct WuKongBackendRedeliveryTests {
     /// The receiver processes a batch but answers 500 (a bridge that crashed before its 200): the
-    /// sandbox redelivers, the backend returns the same event ids again, `events()` yields once.
+    /// sandbox redelivers, the sink gets the same event ids again, `events()` yields once.
     @Test func redeliveryAfterNon200GivesTheSameEventIDs() async throws {
         final class Slot: Sendable {
             let backend = Mutex<WuKongBackend?>(nil)
@@ -175,9 +180,10 @@ import Testing
         let slot = Slot()
         let receiver = HTTPServer { request in
             guard let backend = slot.backend.withLock({ $0 }) else { return .text("not ready", status: 503) }
-            let raw = WuKongWebhookRequest(method: request.method, query: request.rawQuery ?? "", headers: request.headers,
-                                           body: Data(request.body))
-            guard let events = try? await backend.receive(raw), !events.isEmpty else { return .json(["status": 200]) }
+            let sink = CollectingSink()
+            let response = await backend.handle(request, sink: sink)
+            let events = sink.events
+            guard response.status == 200, !events.isEmpty else { return response }
             let first = slot.answers.withLock { answers in
                 answers.append(events.map(\.eventID))
                 return answers.count == 1
@@ -185,9 +191,9 @@ import Testing
             return first ? .text("crashed", status: 500) : .json(["status": 200])
         }
         try await receiver.start()
-        let h = try await SandboxHarness.start(callbackURL: receiver.baseURL + "/wukong", intervalMs: 10)
-        defer { Task { await h.server.stop(); await receiver.stop() } }
-        let backend = WuKongBackend(configuration: .init(imURL: h.base))
+        let h = try await SandboxRig.wukong(callbackURL: receiver.baseURL + "/wukong", intervalMs: 10)
+        defer { Task { await h.stop(); await receiver.stop() } }
+        let backend = WuKongBackend(configuration: .init(imURL: h.baseURL))
         slot.backend.withLock { $0 = backend }
         let collector = WuKongBackendTests.Collector(backend.events())
         let id = try await h.sendText("once", from: "r1", to: "r2")
@@ -198,5 +204,49 @@ import Testing
         #expect(answers.first == [EventID("msg:\(id)")] && answers.last == answers.first)
         let events = await collector.wait { !$0.isEmpty }
         #expect(events.map(\.eventID) == [EventID("msg:\(id)")])
+    }
+}
+
+@Suite struct WuKongBackendErrorTests {
+    static let table: [(Int, String, IMError.Code?, Bool)] = [
+        (200, #"{"status":200}"#, nil, false),
+        (200, #"{"start_message_seq":0,"messages":[]}"#, nil, false),
+        (200, #"{"status":404}"#, .notFound, false),
+        (200, #"{"status":19}"#, .permissionDenied, false),
+        (200, #"{"status":24}"#, .permissionDenied, false),
+        (200, #"{"status":22}"#, .rateLimited, true),
+        (200, #"{"status":15}"#, .unavailable, true),
+        (200, #"{"status":2}"#, .authenticationFailed, false),
+        (200, #"{"status":77}"#, .vendorError, false),
+        (400, #"{"msg":"payload不能为空！","status":400}"#, .invalidArgument, false),
+        (401, "", .authenticationFailed, false),
+        (404, "404 page not found", .notFound, false),
+        (429, "", .rateLimited, true),
+        (500, "", .unavailable, true),
+        (503, "", .unavailable, true),
+    ]
+
+    @Test(arguments: table.indices) func maps(index: Int) {
+        let (status, body, code, retryable) = Self.table[index]
+        let error = WuKongErrors.map(httpStatus: status, body: Data(body.utf8))
+        #expect(error?.code == code)
+        #expect((error?.isRetryable ?? false) == retryable)
+        if status == 400 { #expect(error?.vendorMessage == "payload不能为空！") }
+    }
+}
+
+@Suite struct WuKongBackendLookupTests {
+    @Test func findsAMessageByItsClientIDAndNothingElse() async throws {
+        let harness = try await WuKongRig.start()
+        defer { Task { await harness.stop() } }
+        let group = ConversationRef.group("lookup")
+        let sent = try await harness.backend.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("once"),
+                                                                  clientMessageID: "imb-42"))
+        let found = try await harness.backend.message(withClientID: "imb-42", in: group)
+        #expect(found?.id == sent.id && found?.content == .text("once"))
+        #expect(try await harness.backend.message(withClientID: "imb-43", in: group) == nil)
+        let direct = ConversationRef.direct("alice", "bob")
+        let dm = try await harness.backend.send(OutgoingMessage(conversation: direct, sender: "bob", content: .text("dm"), clientMessageID: "imb-44"))
+        #expect(try await harness.backend.message(withClientID: "imb-44", in: direct)?.id == dm.id)
     }
 }

@@ -1,7 +1,8 @@
 import IMAdapterKit
 import IMCore
 
-/// The `wukong` adapter as the registry lists it.
+/// The `wukong` adapter as the registry lists it. `settings` is the one list of the keys a
+/// `bridge.yaml` entry may carry (read by `WuKongBackend.Configuration.init(_:)`).
 public enum WuKongAdapter {
     public static let descriptor = AdapterDescriptor(
         name: "wukong", displayName: "WuKongIM", capabilities: .wukong,
@@ -17,7 +18,6 @@ public enum WuKongAdapter {
             SettingSpec("session_tokens", .pairs, help: "known user sessions: uid=token,uid=token"),
         ],
         make: { settings, context in
-            WuKongBackend(configuration: try .init(id: settings.backend, settings: settings.values), registry: context.registry,
-                          mapping: context.mapping)
+            WuKongBackend(configuration: try .init(settings), registry: context.registry, mapping: context.mapping)
         })
 }

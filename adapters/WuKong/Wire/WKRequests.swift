@@ -268,7 +268,7 @@ public struct WKStatus: Codable, Hashable, Sendable {
 
     enum CodingKeys: String, CodingKey { case status, msg }
 
-    /// Tolerant: WuKongIMDocs show `{"status":"ok"}` for success; that reads as 200.
+    /// Tolerant: `{"status":"ok"}` (shown as success in WuKongIM's documentation) reads as 200.
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         if let text = try? c.decode(String.self, forKey: .status) {

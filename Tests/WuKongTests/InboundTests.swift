@@ -1,5 +1,7 @@
 import Foundation
+import IMAdapterKit
 import IMCore
+import IMHTTP
 import Testing
 @testable import WuKong
 
@@ -8,46 +10,105 @@ import Testing
     static let text = WKMessage(messageID: 11, clientMsgNo: "c", messageSeq: 1, fromUID: "u1", channelID: "u2", channelType: 1,
                                 timestamp: 1_700_000_000, payload: Data(#"{"type":1,"content":"hi"}"#.utf8))
 
+    /// A webhook request as the bridge's HTTP server hands it over.
+    static func request(_ query: String, method: String = "POST", headers: [(name: String, value: String)] = [],
+                        body: Data) -> HTTPRequestData {
+        HTTPRequestData(method: method, path: "/callbacks/wk", rawQuery: query, headers: headers, body: Array(body))
+    }
+
+    static func backend(secret: String? = "s3cret") -> WuKongBackend {
+        WuKongBackend(configuration: .init(id: "wk", imURL: "http://127.0.0.1:9", webhookSecret: secret))
+    }
+
     @Test func parsesNotifyArrayWithSecretInWuKongsConcatenatedQuery() throws {
         let inbound = WuKongInbound(secret: "s3cret")
         // WuKongIM appends `?event=` to an httpAddr that already has `?secret=`.
-        let parsed = try inbound.parse(WuKongWebhookRequest(query: "secret=s3cret?event=msg.notify", body: Self.body([Self.text])))
+        let parsed = try inbound.parse(Self.request("secret=s3cret?event=msg.notify", body: Self.body([Self.text])))
         #expect(parsed == .messages([Self.text], event: "msg.notify"))
-        let viaHeader = try inbound.parse(WuKongWebhookRequest(query: "event=msg.notify", headers: [("x-imbridge-secret", "s3cret")],
-                                                               body: Self.body([Self.text])))
+        let viaHeader = try inbound.parse(Self.request("event=msg.notify", headers: [("x-imbridge-secret", "s3cret")],
+                                                       body: Self.body([Self.text])))
         #expect(viaHeader == parsed)
     }
 
-    @Test func forgedOrMalformedRequestsAreRefused() throws {
+    @Test func handleAnswers200AfterTheSinkTookTheEvents() async throws {
+        let backend = Self.backend()
+        let sink = CollectingSink()
+        let request = Self.request("secret=s3cret?event=msg.notify", body: try Self.body([Self.text]))
+        let response = await backend.handle(request, sink: sink)
+        let body = try JSONValue.parse(Data(response.body))
+        #expect(response.status == 200 && body == ["status": 200])
+        #expect(sink.events.map(\.eventID) == ["msg:11"] && sink.refusals.isEmpty)
+        #expect(sink.events.first?.conversation == .direct("u1", "u2"))
+        let parsed = try await backend.events(from: Self.request("secret=s3cret&event=msg.notify", body: try Self.body([Self.text])))
+        #expect(parsed.map(\.eventID) == ["msg:11"], "events(from:) is the parse the exchange runs")
+    }
+
+    @Test func forgedOrMalformedRequestsAreRefused() async throws {
         let inbound = WuKongInbound(secret: "s3cret")
+        let backend = Self.backend()
         let good = try Self.body([Self.text])
-        let cases: [(WuKongWebhookRequest, IMError.Code, String)] = [
-            (WuKongWebhookRequest(query: "event=msg.notify", body: good), .authenticationFailed, "401"),
-            (WuKongWebhookRequest(query: "secret=wrong&event=msg.notify", body: good), .authenticationFailed, "401"),
-            (WuKongWebhookRequest(query: "secret=s3cret&event=msg.notify", body: Data("{not json".utf8)), .malformedPayload, "400"),
-            (WuKongWebhookRequest(query: "secret=s3cret&event=msg.bogus", body: good), .malformedPayload, "400"),
-            (WuKongWebhookRequest(query: "secret=s3cret", body: good), .malformedPayload, "400"),
-            (WuKongWebhookRequest(method: "GET", query: "secret=s3cret&event=msg.notify", body: good), .malformedPayload, "400"),
+        let cases: [(HTTPRequestData, IMError.Code, Int)] = [
+            (Self.request("event=msg.notify", body: good), .authenticationFailed, 401),
+            (Self.request("secret=wrong&event=msg.notify", body: good), .authenticationFailed, 401),
+            (Self.request("secret=s3cret&event=msg.notify", body: Data("{not json".utf8)), .malformedPayload, 400),
+            (Self.request("secret=s3cret&event=msg.bogus", body: good), .malformedPayload, 400),
+            (Self.request("secret=s3cret", body: good), .malformedPayload, 400),
+            (Self.request("secret=s3cret&event=msg.notify", method: "GET", body: good), .malformedPayload, 400),
         ]
         for (request, code, status) in cases {
             do {
                 _ = try inbound.parse(request)
-                Issue.record("accepted \(request.query)")
+                Issue.record("accepted \(request.rawQuery ?? "")")
             } catch let error as IMError {
                 #expect(error.code == code)
-                #expect(error.details["http_status"] == status)
+                #expect(error.details["http_status"] == String(status))
             }
+            // Through the exchange: WuKong's `{"msg","status"}` body with that status, no event, the sink told.
+            let sink = CollectingSink()
+            let response = await backend.handle(request, sink: sink)
+            let body = try JSONValue.parse(Data(response.body))
+            #expect(response.status == status && body["status"]?.int64Value == Int64(status) && body["msg"]?.stringValue != nil,
+                    "\(request.rawQuery ?? "")")
+            #expect(sink.events.isEmpty && sink.refusals.map(\.code) == [code])
         }
     }
 
-    @Test func offlineAndOnlineStatusBodies() throws {
+    @Test func offlineAndOnlineStatusBodies() async throws {
         let inbound = WuKongInbound(secret: nil)
         var offline = Self.text
         offline.toUIDs = ["u2"]
-        let parsed = try inbound.parse(WuKongWebhookRequest(query: "event=msg.offline", body: WuKongJSON.encode(offline)))
+        let parsed = try inbound.parse(Self.request("event=msg.offline", body: WuKongJSON.encode(offline)))
         #expect(parsed == .messages([offline], event: "msg.offline"))
-        let status = try inbound.parse(WuKongWebhookRequest(query: "event=user.onlinestatus", body: Data(#"["u1-1-1-1001-1-2"]"#.utf8)))
+        let statusRequest = Self.request("event=user.onlinestatus", body: Data(#"["u1-1-1-1001-1-2"]"#.utf8))
+        let status = try inbound.parse(statusRequest)
         #expect(status == .onlineStatus(["u1-1-1-1001-1-2"]))
+        // Through the exchange: an offline copy is the same message event; online status carries none.
+        let backend = Self.backend(secret: nil)
+        let sink = CollectingSink()
+        let offlineRequest = Self.request("event=msg.offline", body: try WuKongJSON.encode(offline))
+        #expect(await backend.handle(offlineRequest, sink: sink).status == 200)
+        #expect(await backend.handle(statusRequest, sink: sink).status == 200)
+        #expect(sink.events.map(\.eventID) == ["msg:11"])
+    }
+
+    /// The sink could not take the events (the store is down): 500 with WuKong's body, so WuKongIM
+    /// redelivers; nothing reaches `events()` until a redelivery is taken.
+    @Test func sinkFailureAnswers500AndTheRedeliveryIsTaken() async throws {
+        let backend = Self.backend()
+        let collector = WuKongBackendTests.Collector(backend.events())
+        let sink = CollectingSink()
+        sink.fail(with: IMError(.unavailable, "store is down"))
+        let request = Self.request("secret=s3cret&event=msg.notify", body: try Self.body([Self.text]))
+        let failed = await backend.handle(request, sink: sink)
+        let failedBody = try JSONValue.parse(Data(failed.body))
+        #expect(failed.status == 500 && failedBody["status"] == 500)
+        #expect(sink.events.isEmpty && sink.refusals.isEmpty)
+        try await Task.sleep(nanoseconds: 50_000_000)
+        #expect(collector.all.isEmpty)
+        sink.fail(with: nil)
+        let taken = await backend.handle(request, sink: sink)
+        #expect(taken.status == 200 && sink.events.map(\.eventID) == ["msg:11"])
+        #expect(await collector.wait { !$0.isEmpty }.map(\.eventID) == ["msg:11"])
     }
 
     @Test func redeliveryGivesTheSameEventIDs() throws {
@@ -118,63 +179,5 @@ import Testing
               case .reaction(_, _, _, _, let removed, let at2) = events[1].kind else { Issue.record("not reactions"); return }
         #expect(added && !removed)
         #expect(at == 1_700_000_000_000 && at2 == 1_700_000_000_000)
-    }
-}
-
-@Suite struct WuKongErrorMapTests {
-    static let table: [(Int, String, IMError.Code?, Bool)] = [
-        (200, #"{"status":200}"#, nil, false),
-        (200, #"{"start_message_seq":0,"messages":[]}"#, nil, false),
-        (200, #"{"status":404}"#, .notFound, false),
-        (200, #"{"status":19}"#, .permissionDenied, false),
-        (200, #"{"status":24}"#, .permissionDenied, false),
-        (200, #"{"status":22}"#, .rateLimited, true),
-        (200, #"{"status":15}"#, .unavailable, true),
-        (200, #"{"status":2}"#, .authenticationFailed, false),
-        (200, #"{"status":77}"#, .vendorError, false),
-        (400, #"{"msg":"payload不能为空！","status":400}"#, .invalidArgument, false),
-        (401, "", .authenticationFailed, false),
-        (404, "404 page not found", .notFound, false),
-        (429, "", .rateLimited, true),
-        (500, "", .unavailable, true),
-        (503, "", .unavailable, true),
-    ]
-
-    @Test(arguments: table.indices) func maps(index: Int) {
-        let (status, body, code, retryable) = Self.table[index]
-        let error = WuKongErrors.map(httpStatus: status, body: Data(body.utf8))
-        #expect(error?.code == code)
-        #expect((error?.isRetryable ?? false) == retryable)
-        if status == 400 { #expect(error?.vendorMessage == "payload不能为空！") }
-    }
-}
-
-@Suite struct WuKongSettingsTests {
-    @Test func parsesBridgeYAMLSettings() throws {
-        let config = try WuKongBackend.Configuration(id: "wk", settings: [
-            "adapter": "wukong", "im_url": "http://wk:5001", "business_url": "http://tsdd:8090", "manager_token": "m",
-            "webhook_secret": "s", "custom_types": "101=order_card, 102=invoice", "session_tokens": "u1=t1", "timeout_seconds": "7",
-        ])
-        #expect(config.imURL == "http://wk:5001" && config.businessURL == "http://tsdd:8090" && config.managerToken == "m")
-        #expect(config.customTypes == [101: "order_card", 102: "invoice"] && config.sessionTokens == ["u1": "t1"])
-        #expect(config.timeoutSeconds == 7 && config.webhookSecret == "s")
-        #expect(try WuKongBackend.Configuration(id: "wk", settings: ["im_url": "http://a"]).businessURL == "http://a")
-    }
-
-    @Test(arguments: [
-        (["business_url": "http://b"], "im_url"),
-        (["im_url": "http://a", "imurl": "x"], "imurl"),
-        (["im_url": "http://a", "custom_types": "x=1"], "custom_types"),
-        (["im_url": "http://a", "timeout_seconds": "-1"], "timeout_seconds"),
-    ])
-    func refusesBadSettingsNamingTheKey(settings: [String: String], key: String) {
-        do {
-            _ = try WuKongBackend.Configuration(id: "wk", settings: settings)
-            Issue.record("accepted \(settings)")
-        } catch let error as IMError {
-            #expect(error.details["setting"] == key && error.code == .invalidArgument)
-        } catch {
-            Issue.record("\(error)")
-        }
     }
 }
