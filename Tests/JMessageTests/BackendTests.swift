@@ -46,7 +46,7 @@ final class Running: Sendable {
         try Data("媒体 bytes".utf8).write(to: source)
         let uploaded = try await backend.upload(.local(source.path, mimeType: "text/plain"))
         #expect(uploaded.transferState == .uploaded && uploaded.remoteURL?.hasPrefix("qiniu/file/j/") == true)
-        #expect(uploaded.size == Int64("媒体 bytes".utf8.count) && uploaded.checksum == String(CRC32.checksum(Array("媒体 bytes".utf8))))
+        #expect(uploaded.size == Int64("媒体 bytes".utf8.count) && uploaded.checksum == String(Hashing.crc32(Array("媒体 bytes".utf8))))
 
         let sent = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice",
                                                           content: .file(FileContent(uploaded, name: "note.txt"))))

@@ -132,7 +132,7 @@ import Testing
         let result = try sandbox.json(uploaded)
         let mediaID = try #require(result["media_id"]?.stringValue)
         #expect(mediaID.hasPrefix("qiniu/image/j/") && result["width"] == 43 && result["height"] == 57 && result["format"] == "png")
-        #expect(result["fsize"]?.int64Value == Int64(png.count) && result["media_crc32"]?.int64Value == Int64(CRC32.checksum(png)))
+        #expect(result["fsize"]?.int64Value == Int64(png.count) && result["media_crc32"]?.int64Value == Int64(Hashing.crc32(png)))
 
         let located = try await sandbox.call("GET", "/v1/resource?mediaId=\(FormBody.escape(mediaID))")
         let url = try #require(try sandbox.json(located)["url"]?.stringValue)

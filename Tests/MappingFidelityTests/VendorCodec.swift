@@ -2,64 +2,33 @@ import Foundation
 import IMAdapterKit
 import IMCore
 import IMMapping
-import JMessage
-import NIM
-import RongCloud
-import WuKong
+import IMVendors
 
-/// One vendor's content codec behind one interface: a wire type + body in, neutral content out, and back.
-/// `Kept` is what a codec keeps from a decode so that writing the same message back is exact.
+/// One vendor's content codec as the registry builds it, with the call shape the fidelity tests use:
+/// a wire type + body in, neutral content and the kept `vendorExtras` out, and back.
 struct VendorCodec {
     typealias Kept = [String: JSONValue]
     let vendor: String
     let table: VendorTable
-    let decode: (String, [String: JSONValue]) throws -> (MessageContent, Kept)
-    let encode: (MessageContent, Kept?) throws -> (wire: String, body: [String: JSONValue])
+    let codec: any ContentCodec
 
     static func all(_ set: MappingSet = .shipped) -> [String: VendorCodec] {
-        Dictionary(uniqueKeysWithValues: MappingSet.vendors.map { ($0, make($0, set)) })
+        Dictionary(uniqueKeysWithValues: Vendors.names.map { ($0, make($0, set)) })
     }
 
     static func make(_ vendor: String, _ set: MappingSet = .shipped) -> VendorCodec {
         let table = set.table(vendor)
-        switch vendor {
-        case "wukong":
-            let codec: any ContentCodec = WuKongContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let coded = try codec.decode(WireContent(type: wire, body: body))
-                return (coded.content, coded.vendorExtras)
-            }, encode: { content, kept in
-                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
-                return (wire.type, wire.body)
-            })
-        case "rongcloud":
-            let codec: any ContentCodec = RongCloudContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let decoded = try codec.decode(WireContent(type: wire, body: body))
-                return (decoded.content, decoded.vendorExtras)
-            }, encode: { content, kept in
-                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
-                return (wire.type, wire.body)
-            })
-        case "nim":
-            let codec = NIMContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let decoded = try codec.decode(WireContent(type: wire, body: body))
-                return (decoded.content, decoded.vendorExtras)
-            }, encode: { content, kept in
-                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
-                return (wire.type, wire.body)
-            })
-        default:
-            let codec: any ContentCodec = JMessageContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let decoded = try codec.decode(WireContent(type: wire, body: body))
-                return (decoded.content, decoded.vendorExtras)
-            }, encode: { content, kept in
-                let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
-                return (wire.type, wire.body)
-            })
-        }
+        return VendorCodec(vendor: vendor, table: table, codec: Vendors.named(vendor)!.adapter.contentCodec(ContentRegistry(), table))
+    }
+
+    func decode(_ wire: String, _ body: [String: JSONValue]) throws -> (MessageContent, Kept) {
+        let coded = try codec.decode(WireContent(type: wire, body: body))
+        return (coded.content, coded.vendorExtras)
+    }
+
+    func encode(_ content: MessageContent, _ kept: Kept?) throws -> (wire: String, body: [String: JSONValue]) {
+        let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
+        return (wire.type, wire.body)
     }
 }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 import Testing
 @testable import WuKong
 
@@ -83,9 +84,9 @@ import Testing
     }
 
     @Test func fakeChannelIDFollowsCRC32Rule() {
-        #expect(CRC32.checksum("123456789") == 0xCBF4_3926)
+        #expect(Hashing.crc32("123456789") == 0xCBF4_3926)
         let (a, b) = ("alice", "bob")
-        let expected = CRC32.checksum(a) > CRC32.checksum(b) ? "alice@bob" : "bob@alice"
+        let expected = Hashing.crc32(a) > Hashing.crc32(b) ? "alice@bob" : "bob@alice"
         #expect(WuKongChannel.fakeChannelID(a, b) == expected)
         #expect(WuKongChannel.fakeChannelID(b, a) == expected)
         #expect(WuKongChannel.renderedPersonChannel(fakeID: expected, fromUID: "alice") == "bob")

@@ -16,6 +16,7 @@ public enum JMessageAdapter {
             SettingSpec("poll_overlap_ms", .integer(minimum: 0), help: "how far each poll window reaches back"),
             SettingSpec("routing_push", .flag, help: "the app has the paid routing push: no polling"),
         ],
+        contentCodec: { JMessageContentCodec(registry: $0, mapping: $1) },
         make: { settings, context in
             let config = JMessageConfig(appKey: try settings.required("app_key"), masterSecret: try settings.required("master_secret"),
                                         apiBaseURL: settings.string("api_url", default: "https://api.im.jpush.cn"),

@@ -94,7 +94,7 @@ extension JMessageSandboxStore {
         let fileName = part.fileName ?? "upload"
         let ext = fileName.split(separator: ".").count > 1 ? fileName.split(separator: ".").last!.lowercased() : (type == "voice" ? "m4a" : "jpg")
         media[id] = Media(type: type, contentType: part.contentType ?? "application/octet-stream", fileName: fileName, bytes: Data(part.data))
-        let crc = Int64(CRC32.checksum(part.data))
+        let crc = Int64(Hashing.crc32(part.data))
         let hash = Hashing.md5Hex(part.data)
         let size = Int64(part.data.count)
         let result: JMUploadResult

@@ -17,6 +17,7 @@ public enum WuKongAdapter {
             SettingSpec("custom_types", .pairs, help: "opaque app types: 101=order_card,102=invoice"),
             SettingSpec("session_tokens", .pairs, help: "known user sessions: uid=token,uid=token"),
         ],
+        contentCodec: { WuKongContentCodec(registry: $0, mapping: $1) },
         make: { settings, context in
             WuKongBackend(configuration: try .init(settings), registry: context.registry, mapping: context.mapping)
         })
