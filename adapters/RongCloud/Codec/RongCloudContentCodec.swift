@@ -51,8 +51,15 @@ public struct RongCloudContentCodec: ContentCodec {
     /// `malformed_payload` when a built-in type's content is not its JSON shape.
     public func decode(objectName: String, content text: String) throws -> CodedContent {
         var decoded = try decodeContent(objectName: objectName, content: text)
-        decoded.vendorExtras = [Self.vendorExtrasKey: .object(decoded.vendorExtras)]
-        return decoded
+        switch decoded.content {
+        case .custom where decoded.vendorExtras.isEmpty, .unsupported where decoded.vendorExtras.isEmpty:
+            // Raw payloads are written back as they are: nothing to keep, no marker needed (and the
+            // hot path of opaque app types allocates nothing more).
+            return decoded
+        default:
+            decoded.vendorExtras = [Self.vendorExtrasKey: .object(decoded.vendorExtras)]
+            return decoded
+        }
     }
 
     /// The decoded content with the kept fields as a flat object (wrapped by `decode`).
