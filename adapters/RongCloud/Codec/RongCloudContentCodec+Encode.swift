@@ -26,7 +26,7 @@ extension RongCloudContentCodec {
     /// - `.unsupported` from another vendor cannot be carried and is refused with `unsupported`.
     public func encode(_ content: MessageContent, mentions: Mentions = Mentions(), reply: ReplyRef? = nil,
                        vendorExtras: [String: JSONValue] = [:]) throws -> RCContent {
-        let kept = vendorExtras[Self.vendorExtrasKey]?.objectValue
+        let kept = vendorExtras.isEmpty ? nil : vendorExtras[Self.vendorExtrasKey]?.objectValue
         var object = ContentObject()
         let objectName: String
         switch content {

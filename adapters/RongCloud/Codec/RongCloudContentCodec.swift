@@ -51,15 +51,11 @@ public struct RongCloudContentCodec: ContentCodec {
     /// `malformed_payload` when a built-in type's content is not its JSON shape.
     public func decode(objectName: String, content text: String) throws -> CodedContent {
         var decoded = try decodeContent(objectName: objectName, content: text)
-        switch decoded.content {
-        case .custom where decoded.vendorExtras.isEmpty, .unsupported where decoded.vendorExtras.isEmpty:
-            // Raw payloads are written back as they are: nothing to keep, no marker needed (and the
-            // hot path of opaque app types allocates nothing more).
-            return decoded
-        default:
-            decoded.vendorExtras = [Self.vendorExtrasKey: .object(decoded.vendorExtras)]
-            return decoded
-        }
+        // Nothing kept, nothing to wrap (the hot path allocates nothing more) — except for a file, where
+        // the wrapper marks RongCloud as the origin (its `type` is derived only for files from elsewhere).
+        if decoded.vendorExtras.isEmpty && decoded.content.kind != .file { return decoded }
+        decoded.vendorExtras = [Self.vendorExtrasKey: .object(decoded.vendorExtras)]
+        return decoded
     }
 
     /// The decoded content with the kept fields as a flat object (wrapped by `decode`).
