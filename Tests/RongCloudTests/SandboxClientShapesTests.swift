@@ -111,10 +111,11 @@ import SandboxTestSupport
 
     @Test func msgTimeStaysAtTheWallClockMillisecondAndUIDsStayUnique() async throws {
         try await RongCloudSandboxRig.with { h in
-            let recipients = (1...1000).map { "r\($0)" }.joined(separator: "%2C")
+            // The Go SDK's shape: repeated keys, 1000 recipients per request.
+            let recipients = (1...1000).map { "toUserId=r\($0)" }.joined(separator: "&")
             let before = SystemClock().nowMs()
             for _ in 1...3 {
-                let reply = try await raw(h, RCPaths.privatePublish, "fromUserId=u1&toUserId=\(recipients)&\(Self.text)")
+                let reply = try await raw(h, RCPaths.privatePublish, "fromUserId=u1&\(recipients)&\(Self.text)", headers: Self.goHeaders())
                 #expect(reply.status == 200)
             }
             let after = SystemClock().nowMs()
