@@ -79,7 +79,7 @@ import SandboxTestSupport
             #expect(stored[0]["conversation_type"] == "direct" && stored[0]["conversation_id"] == "u1,u2")
             #expect(stored[0]["kind"] == "text" && stored[0]["text"] == "hello" && stored[0]["recalled"] == false)
             #expect(stored[0]["expansion"] == .object([:]) && stored[0]["raw"]?["objectName"] == "RC:TxtMsg")
-            // The wall-clock receive time (µs) beside the strictly increasing msgTime stamp, for latency measurements.
+            // The wall-clock receive time (µs) beside the millisecond msgTime stamp, for latency measurements.
             let now = Int64(Date().timeIntervalSince1970 * 1_000_000)
             let received = try #require(stored[0]["received_at_us"]?.int64Value)
             #expect(received <= now && now - received < 60_000_000, "received \(received), now \(now)")

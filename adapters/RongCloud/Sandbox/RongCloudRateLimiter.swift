@@ -8,8 +8,9 @@ import RongCloud
 /// HTTP 429 `{"code":1008}` with `Retry-After` and does not count.
 ///
 /// Costs follow the vendor: a private publish counts one message per `toUserId` (6000 per minute), a
-/// group publish one per `toGroupId` (20 per second); token, recall and each expansion endpoint count
-/// one per request (200, 100, 100 per second).
+/// system publish one per `toUserId` (100 per second), a group publish one per `toGroupId` (20 per
+/// second), comma-joined values counted after splitting; token, recall, each expansion endpoint and
+/// user info/refresh/checkOnline count one per request (200, 100, 100, 100 per second).
 final class RongCloudRateLimiter: Sendable {
     struct Rule: Sendable {
         var limit: Int
@@ -24,6 +25,10 @@ final class RongCloudRateLimiter: Sendable {
         RCPaths.expansionSet: Rule(limit: 100, windowMs: 1000),
         RCPaths.expansionDelete: Rule(limit: 100, windowMs: 1000),
         RCPaths.expansionQuery: Rule(limit: 100, windowMs: 1000),
+        RCSandboxPaths.systemPublish: Rule(limit: 100, windowMs: 1000),
+        RCSandboxPaths.userInfo: Rule(limit: 100, windowMs: 1000),
+        RCSandboxPaths.userRefresh: Rule(limit: 100, windowMs: 1000),
+        RCSandboxPaths.userCheckOnline: Rule(limit: 100, windowMs: 1000),
     ]
 
     private let spent = Mutex<[String: [(at: Int64, cost: Int)]]>([:])
@@ -34,8 +39,9 @@ final class RongCloudRateLimiter: Sendable {
     /// The request's cost under the vendor's counting.
     static func cost(path: String, form: FormBody) -> Int {
         switch path {
-        case RCPaths.privatePublish: max(1, form.values("toUserId").count)
-        case RCPaths.groupPublish: max(1, form.values("toGroupId").count)
+        case RCPaths.privatePublish, RCSandboxPaths.systemPublish:
+            max(1, RongCloudSandboxStore.splitRecipients(form.values("toUserId")).count)
+        case RCPaths.groupPublish: max(1, RongCloudSandboxStore.splitRecipients(form.values("toGroupId")).count)
         default: 1
         }
     }

@@ -23,9 +23,12 @@ extension RongCloudSandbox {
         ]
         if let by = message.recalledBy { raw["recalledBy"] = .string(by) }
         if let at = message.recalledAt { raw["recallTime"] = .int(at) }
+        // A system message (`/message/system/publish.json`) is listed as `system` with the sender's id.
+        let system = message.conversationType == .system
         return SandboxMessageRecord(
-            id: message.msgUID, conversationType: group ? "group" : "direct",
-            conversationID: group ? message.targetId : ConversationRef.direct(UserID(message.fromUserId), UserID(message.targetId)).id,
+            id: message.msgUID, conversationType: group ? "group" : system ? "system" : "direct",
+            conversationID: group ? message.targetId
+                : system ? message.fromUserId : ConversationRef.direct(UserID(message.fromUserId), UserID(message.targetId)).id,
             from: message.fromUserId, to: message.targetId, sentAtMs: message.msgTime, kind: kind, text: text,
             recalled: message.isRecalled, expansion: message.expansion.mapValues(\.v), raw: .object(raw),
             receivedAtUs: message.receivedAtUs)

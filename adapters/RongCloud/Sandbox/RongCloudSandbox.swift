@@ -10,8 +10,9 @@ import RongCloud
 ///   `RC-` names in any case; `Signature` = hex SHA1(secret + nonce + timestamp); timestamps in seconds
 ///   or milliseconds; any nonce characters. Missing or wrong → HTTP 401 `{"code":1004,…}`; an unknown
 ///   app key is answered the same way. No freshness window is enforced (UNCONFIRMED at the vendor).
-/// - Endpoints: `/user/getToken.json`, `/message/{private,group}/publish.json`, `/message/recall.json`,
-///   `/message/expansion/{set,delete,query}.json` (forms, lenient) and
+/// - Endpoints: `servedPaths` — `/user/{getToken,info,refresh,checkOnline}.json`,
+///   `/message/{private,group,system}/publish.json`, `/message/recall.json`,
+///   `/message/expansion/{set,delete,query}.json`, `/message/history.json` (forms, lenient) and
 ///   `/v3/message/{private,group}/query.json` (JSON, typed or all-string values); trailing slashes are
 ///   ignored; anything else is 404 `{"code":404,…}`. Rules: see `RongCloudSandboxStore`.
 /// - Errors: the vendor envelope `{"code","errorMessage"}` with the status of
@@ -107,6 +108,15 @@ public final class RongCloudSandbox: SandboxVendor {
         return RongCloudSignature.isValid(signature, secret: appSecret, nonce: nonce, timestamp: timestamp)
     }
 
+    /// Every path the sandbox serves (all POST); docs/adapters/rongcloud.md §6 lists the same set and a
+    /// test compares the two.
+    public static let servedPaths: [String] = [
+        RCPaths.getToken, RCSandboxPaths.userInfo, RCSandboxPaths.userRefresh, RCSandboxPaths.userCheckOnline,
+        RCPaths.privatePublish, RCPaths.groupPublish, RCSandboxPaths.systemPublish,
+        RCPaths.recall, RCPaths.expansionSet, RCPaths.expansionDelete, RCPaths.expansionQuery,
+        RCPaths.privateHistory, RCPaths.groupHistory, RCSandboxPaths.historyLog,
+    ]
+
     private func route(_ request: HTTPRequestData) throws -> (response: HTTPResponseData, messages: [RCRoutedMessage]) {
         let path = request.normalizedPath
         guard request.method == "POST" else {
@@ -121,16 +131,25 @@ public final class RongCloudSandbox: SandboxVendor {
             }
             return (.json(try store.history(query, group: path == RCPaths.groupHistory)), [])
         }
+        guard Self.servedPaths.contains(path) else { throw RongCloudSandboxError(404, "no API at \(path)") }
         guard !request.body.isEmpty else { throw RongCloudSandboxError(RongCloudErrorCode.noPostData, RongCloudErrorCode.text(for: 1003)) }
         let form = request.form
         switch path {
         case RCPaths.getToken:
             return (.json(try store.getToken(userId: form["userId"], name: form["name"], portraitUri: form["portraitUri"])), [])
-        case RCPaths.privatePublish, RCPaths.groupPublish:
+        case RCSandboxPaths.userInfo:
+            return (.json(try store.userInfo(form)), [])
+        case RCSandboxPaths.userRefresh:
+            try store.refreshUser(form)
+            return (Self.ok, [])
+        case RCSandboxPaths.userCheckOnline:
+            return (.json(try store.checkOnline(form)), [])
+        case RCPaths.privatePublish, RCPaths.groupPublish, RCSandboxPaths.systemPublish:
             guard let publish = RCPublishForm(form: form) else {
                 throw RongCloudSandboxError.parameter("fromUserId, objectName and content are required")
             }
-            let result = try store.publish(publish, group: path == RCPaths.groupPublish)
+            let type: RCConversationType = path == RCPaths.groupPublish ? .group : path == RCPaths.privatePublish ? .private : .system
+            let result = try store.publish(publish, type: type)
             return (.json(RCPublishResponse(messageUIDs: result.entries)), result.routed)
         case RCPaths.recall:
             return (Self.ok, try store.recall(form).map { [$0] } ?? [])
@@ -138,6 +157,8 @@ public final class RongCloudSandbox: SandboxVendor {
             return (Self.ok, try store.updateExpansion(form, delete: path == RCPaths.expansionDelete).map { [$0] } ?? [])
         case RCPaths.expansionQuery:
             return (.json(try store.queryExpansion(form)), [])
+        case RCSandboxPaths.historyLog:
+            return (.json(try store.historyLog(form)), [])
         default:
             throw RongCloudSandboxError(404, "no API at \(path)")
         }
@@ -171,4 +192,13 @@ public final class RongCloudSandbox: SandboxVendor {
     }
 
     public func reset() async { store.reset() }
+}
+
+/// Paths the sandbox serves beyond those the adapter calls (`RCPaths`).
+public enum RCSandboxPaths {
+    public static let userInfo = "/user/info.json"
+    public static let userRefresh = "/user/refresh.json"
+    public static let userCheckOnline = "/user/checkOnline.json"
+    public static let systemPublish = "/message/system/publish.json"
+    public static let historyLog = "/message/history.json"
 }

@@ -109,26 +109,32 @@ extension RongCloudSandboxStore {
 
     // MARK: history
 
-    /// `/v3/message/{private,group}/query.json`: stored messages of one conversation with
-    /// `startTime ≤ msgTime ≤ endTime` (`>` when `includeStart` is false), oldest first, at most
-    /// `pageSize` (1…100). A recalled message shows as the `RC:RcNtf` clients display; one recalled
-    /// with `isDelete=1` is gone.
+    /// `/v3/message/{private,group}/query.json`: stored messages of one conversation between the two
+    /// bounds, at most `pageSize` (1…100).
+    ///
+    /// The vendor's direction (docs/adapters/rongcloud.md §4 #14): `startTime` is the newer bound and
+    /// `endTime` the older one; rows run from `startTime` back towards `endTime`, newest first, and
+    /// `includeStart` says whether a message exactly at `startTime` is included (paging: the next
+    /// `startTime` is the oldest `msgTime` returned). Tolerance: with `startTime < endTime` the window is
+    /// read forward instead — `startTime ≤ msgTime ≤ endTime` (`>` when `includeStart` is false), oldest
+    /// first. A recalled message shows as the `RC:RcNtf` clients display; one recalled with `isDelete=1`
+    /// is gone.
     public func history(_ query: RCHistoryQuery, group: Bool) throws(RongCloudSandboxError) -> RCHistoryResponse {
         guard (1...RCHistoryQuery.maxPageSize).contains(query.pageSize) else {
             throw .parameter("pageSize must be 1…\(RCHistoryQuery.maxPageSize)")
         }
-        guard query.startTime <= query.endTime else { throw .parameter("startTime must not be after endTime") }
+        let backwards = query.startTime > query.endTime
+        let (older, newer) = backwards ? (query.endTime, query.startTime) : (query.startTime, query.endTime)
         let rows = state.withLock { state in
-            state.messages.lazy.filter { message in
+            let matching = state.messages.filter { message in
                 guard message.persisted, !message.recallDeleted else { return false }
-                guard message.msgTime <= query.endTime,
-                      query.includeStart ? message.msgTime >= query.startTime : message.msgTime > query.startTime else { return false }
+                guard message.msgTime >= older, message.msgTime <= newer else { return false }
+                if !query.includeStart, message.msgTime == query.startTime { return false }
                 if group { return message.conversationType == .group && message.targetId == query.targetId }
                 return message.conversationType == .private && message.involves(query.userId) && message.involves(query.targetId)
                     && (query.userId != query.targetId || message.fromUserId == message.targetId)
             }
-            .prefix(query.pageSize)
-            .map(Self.historyRow)
+            return (backwards ? Array(matching.reversed()) : matching).prefix(query.pageSize).map(Self.historyRow)
         }
         return RCHistoryResponse(data: Array(rows))
     }

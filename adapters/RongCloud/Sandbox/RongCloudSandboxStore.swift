@@ -31,8 +31,8 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     public var recalledBy: String?
     public var recalledAt: Int64?
     public var recallDeleted: Bool
-    /// Wall-clock microseconds when the sandbox accepted it (`msgTime` is kept strictly increasing, so
-    /// above 1,000 messages per second it runs ahead of the clock). Nil in state files from before.
+    /// Wall-clock microseconds when the sandbox accepted it (`msgTime` has only millisecond resolution).
+    /// Nil in state files from before.
     public var receivedAtUs: Int64? = nil
 
     public var isRecalled: Bool { recalledAt != nil }
@@ -41,7 +41,13 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     func involves(_ user: String) -> Bool { fromUserId == user || targetId == user }
 
     /// The routing callback's `channelType` of this message's conversation.
-    var channelType: String { conversationType == .group ? RCChannelType.group.rawValue : RCChannelType.person.rawValue }
+    var channelType: String {
+        switch conversationType {
+        case .group: RCChannelType.group.rawValue
+        case .system: RCChannelType.notify.rawValue
+        default: RCChannelType.person.rawValue
+        }
+    }
 
     /// The routed form of this message, as the routing callback posts it.
     /// An extensible message carries `expansion=true` and its keys as `extraContent` (see `RCRoutedMessage`).
@@ -57,9 +63,10 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
 /// answers, and which routed messages it produces for the callback.
 ///
 /// Rules kept (docs/adapters/rongcloud.md, UNCONFIRMED points as decided there):
-/// - msgUIDs look like the vendor's (`XXXX-XXXX-XXXX-XXXX`, uppercase base 36) and are unique;
-///   every message and expansion change gets a server time strictly greater than the previous one
-///   (`max(now, last + 1)`), so history order and expansion `ts` are total.
+/// - msgUIDs look like the vendor's (`XXXX-XXXX-XXXX-XXXX`, uppercase base 36) and are unique through
+///   their counter digits; a message's `msgTime` is the wall-clock millisecond it was accepted (messages
+///   may share one). Recalls and expansion changes get a time strictly greater than every earlier time
+///   (`max(now, last + 1)`), so expansion `ts` are total.
 /// - `RC:CmdMsg`, `RC:MsgExMsg`, status/typing signals and `isPersisted=0` messages are routed but not
 ///   stored in history.
 /// - Recall: only the sender (`notSender`); a second recall of the same message succeeds without a
@@ -73,6 +80,8 @@ public final class RongCloudSandboxStore: Sendable {
     struct User: Codable, Hashable {
         var name: String
         var portrait: String?
+        /// When `/user/getToken.json` first registered the user (ms); nil in state files from before.
+        var createdAt: Int64? = nil
     }
 
     /// Everything the sandbox knows; the `index` is rebuilt on load, the rest is the saved snapshot.
@@ -142,7 +151,8 @@ public final class RongCloudSandboxStore: Sendable {
         }
         guard let name, !name.isEmpty else { throw .parameter("name is required") }
         let token = try mutate { (state: inout State) throws(RongCloudSandboxError) -> String in
-            state.users[userId] = User(name: name, portrait: portraitUri)
+            let created = state.users[userId]?.createdAt ?? clock.nowMs()
+            state.users[userId] = User(name: name, portrait: portraitUri, createdAt: created)
             state.counter += 1
             return "sandbox-token/\(userId)/\(state.counter)"
         }
@@ -154,9 +164,22 @@ public final class RongCloudSandboxStore: Sendable {
     /// `/message/{private,group}/publish.json`. Returns the response entries and the routed messages.
     public func publish(_ form: RCPublishForm, group: Bool) throws(RongCloudSandboxError)
         -> (entries: [RCMessageUIDEntry], routed: [RCRoutedMessage]) {
-        let targets = group ? form.toGroupIds : form.toUserIds
+        try publish(form, type: group ? .group : .private)
+    }
+
+    /// `/message/{private,group,system}/publish.json` (`type` `.private`, `.group` or `.system`).
+    ///
+    /// Recipients: repeated keys and comma-joined values are both read (`toUserId=u2,u3` is two users; a comma
+    /// is not in the vendor's id character set, docs/adapters/rongcloud.md §6), and the limits count the
+    /// split list: ≤ 1000 `toUserId` (private), ≤ 100 (system), ≤ 3 `toGroupId` (group), else 1502.
+    /// `msgTime` is the wall-clock millisecond of acceptance (several messages may share one); the msgUID
+    /// is unique through its counter digits.
+    public func publish(_ form: RCPublishForm, type: RCConversationType) throws(RongCloudSandboxError)
+        -> (entries: [RCMessageUIDEntry], routed: [RCRoutedMessage]) {
+        let group = type == .group
+        let targets = Self.splitRecipients(group ? form.toGroupIds : form.toUserIds)
         let field = group ? "toGroupId" : "toUserId"
-        let limit = group ? RCPublishForm.maxGroups : RCPublishForm.maxPrivateRecipients
+        let limit = group ? RCPublishForm.maxGroups : type == .system ? Self.maxSystemRecipients : RCPublishForm.maxPrivateRecipients
         guard !form.fromUserId.isEmpty else { throw .parameter("fromUserId is required") }
         guard !targets.isEmpty, targets.allSatisfy({ !$0.isEmpty }) else { throw .parameter("\(field) is required") }
         guard targets.count <= limit else {
@@ -171,19 +194,21 @@ public final class RongCloudSandboxStore: Sendable {
         if RCObjectName.isBuiltIn(form.objectName), (try? JSONValue.parse(form.content))?.objectValue == nil {
             throw .parameter("content of \(form.objectName) must be a JSON object")
         }
-        let expansion = try initialExpansion(form)
+        let expansion = type == .system ? nil : try initialExpansion(form)
         let persisted = (form.isPersisted ?? true) && !Self.transient(form.objectName)
+        let now = clock.nowMs()
         return try mutate { (state: inout State) throws(RongCloudSandboxError) in
             var entries: [RCMessageUIDEntry] = []
             var routed: [RCRoutedMessage] = []
+            // Later changes (recall, expansion) still get times after this message's.
+            state.lastTime = max(state.lastTime, now)
             for target in targets {
-                let time = state.nextTime(clock.nowMs())
-                let uid = state.nextUID(time)
+                let uid = state.nextUID(now)
                 let message = RongCloudStoredMessage(
-                    msgUID: uid, fromUserId: form.fromUserId, conversationType: group ? .group : .private, targetId: target,
-                    objectName: form.objectName, content: form.content, msgTime: time, persisted: persisted,
+                    msgUID: uid, fromUserId: form.fromUserId, conversationType: type, targetId: target,
+                    objectName: form.objectName, content: form.content, msgTime: now, persisted: persisted,
                     expansionEnabled: expansion != nil,
-                    expansion: (expansion ?? [:]).mapValues { RCExpansionValue(v: $0, ts: time) },
+                    expansion: (expansion ?? [:]).mapValues { RCExpansionValue(v: $0, ts: now) },
                     recalledBy: nil, recalledAt: nil, recallDeleted: false,
                     receivedAtUs: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()))
                 state.index[uid] = state.messages.count
@@ -193,6 +218,15 @@ public final class RongCloudSandboxStore: Sendable {
             }
             return (entries, routed)
         }
+    }
+
+    /// `/message/system/publish.json`: at most 100 `toUserId` (docs/adapters/rongcloud.md §6).
+    static let maxSystemRecipients = 100
+
+    /// Repeated values with each one split at commas (`["u2,u3", "u4"]` → `["u2", "u3", "u4"]`); an empty
+    /// piece (`u2,,u3`, a trailing comma) stays empty so that it is refused.
+    public static func splitRecipients(_ values: [String]) -> [String] {
+        values.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
     }
 
     /// Signalling and status types the vendor does not store.
