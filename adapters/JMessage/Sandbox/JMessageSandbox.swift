@@ -44,6 +44,16 @@ public final class JMessageSandbox: SandboxVendor {
         return SandboxServer(vendor: try JMessageSandbox(options: options, clock: clock), clock: clock, host: options.host, port: options.port)
     }
 
+    /// Every route `handle` serves, as `METHOD /path` with `{placeholders}`, in the order of the table in
+    /// docs/adapters/jmessage.md §5; a test checks the table, this list and the running sandbox agree.
+    public static let servedRoutes: [String] = [
+        "POST /v1/admins", "POST /v1/users", "GET /v1/users/{username}", "POST /v1/groups",
+        "POST /v1/groups/{gid}/members", "GET /v1/groups/{gid}/members", "POST /v1/messages",
+        "POST /v1/messages/{username}/{msgid}/retract", "POST /v1/resource", "GET /v1/resource",
+        "GET /v2/messages", "GET /v2/users/{username}/messages", "GET /v2/groups/{gid}/messages",
+        "GET /v2/chatrooms/{id}/messages",
+    ]
+
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
         if let refusal = authenticate(request) { return refusal }
         let path = request.normalizedPath

@@ -131,8 +131,16 @@ public actor JMessageSandboxStore {
         return nil
     }
 
+    /// `POST /v1/admins/`: the vendor documents one JSON object; a one-item JSON array holding that object
+    /// is accepted too, because the `jmessage` 2.0.0 Python client sends one (docs/adapters/jmessage.md,
+    /// "Request-shape tolerances"). Any other array is 899003.
     func registerAdmin(_ request: HTTPRequestData) -> HTTPResponseData {
-        guard let body = try? JSONValue.parse(Data(request.body)), body.objectValue != nil else {
+        var parsed = try? JSONValue.parse(Data(request.body))
+        if let items = parsed?.arrayValue {
+            guard items.count == 1 else { return JMessageSandbox.error(899003, "admins: one admin per request") }
+            parsed = items[0]
+        }
+        guard let body = parsed, body.objectValue != nil else {
             return JMessageSandbox.error(899003, "body is not a JSON object")
         }
         if let error = register(body, admin: true) { return JMessageSandbox.error(error.code, error.message) }

@@ -12,10 +12,13 @@ extension NIMSandbox {
         guard let raw = form["accid"], !raw.isEmpty, raw.count <= 32 else { return Self.fail(414, "accid is required, ≤32 chars") }
         let accid = raw.lowercased()
         guard accid.allSatisfy(Self.accidCharacters.contains) else { return Self.fail(414, "accid has illegal characters") }
+        if let refusal = Self.profileRefusal(form) { return refusal }
         let token = form["token"] ?? NIMSignature.sha1Hex(accid + appSecret).prefix(32).description
         return state.withLock { state in
             if state.users[accid] != nil { return Self.fail(414, "already register") }
-            state.users[accid] = NIMStoredUser(accid: accid, name: form["name"], icon: form["icon"], token: token)
+            var user = NIMStoredUser(accid: accid, token: token)
+            Self.applyProfile(form, to: &user)
+            state.users[accid] = user
             state.userOrder.append(accid)
             var info: [String: JSONValue] = ["accid": .string(accid), "token": .string(token)]
             if let name = form["name"] { info["name"] = .string(name) }
@@ -23,13 +26,35 @@ extension NIMSandbox {
         }
     }
 
-    /// Validates the common message fields; returns the parsed option or a refusal.
-    func validateMessage(type: Int64?, body: String?) -> HTTPResponseData? {
-        guard let type, Self.sendableTypes.contains(Int(type)) else { return Self.fail(414, "type is not a sendable message type") }
-        guard let body, !body.isEmpty else { return Self.fail(414, "body is required") }
-        guard body.count <= 5000 else { return Self.fail(414, "body is longer than 5000") }
-        guard (try? JSONValue.parse(body))?.objectValue != nil else { return Self.fail(414, "body is not a JSON object") }
-        return nil
+    /// A checked message body: what to store, or the refusal.
+    enum CheckedBody {
+        case body(String)
+        case refused(HTTPResponseData)
+    }
+
+    /// Validates `type` and `body`. `body` is read leniently (`NIMLenientJSON`: NetEase's own tooling sends
+    /// `str(dict)`, docs/adapters/nim.md); strict JSON is stored byte for byte, a lenient one as the JSON it
+    /// means (what history, copies and `/_sandbox/messages` then show).
+    func checkMessage(type: Int64?, body: String?) -> CheckedBody {
+        guard let type, Self.sendableTypes.contains(Int(type)) else { return .refused(Self.fail(414, "type is not a sendable message type")) }
+        guard let body, !body.isEmpty else { return .refused(Self.fail(414, "body is required")) }
+        guard body.count <= 5000 else { return .refused(Self.fail(414, "body is longer than 5000")) }
+        guard let parsed = NIMLenientJSON.parse(body), parsed.objectValue != nil else {
+            return .refused(Self.fail(414, "body is not a JSON object"))
+        }
+        return .body(NIMLenientJSON.isStrict(body) ? body : parsed.jsonString())
+    }
+
+    /// The `option` field, read leniently; absent or unreadable → all defaults.
+    static func option(_ form: NIMForm) -> NIMSendOption {
+        NIMSendOption(parsing: form["option"].flatMap(NIMLenientJSON.parse) ?? .null)
+    }
+
+    /// A JSON-array-of-strings field (`toAccids`, `accids`), read leniently; nil when it is not one.
+    static func stringList(_ text: String?) -> [String]? {
+        guard let items = text.flatMap(NIMLenientJSON.parse)?.arrayValue else { return nil }
+        let strings = items.compactMap(\.stringValue)
+        return strings.count == items.count ? strings : nil
     }
 
     func store(from: String, ope: Int, to: String, type: Int, body: String, ext: String?, option: NIMSendOption,
@@ -47,13 +72,17 @@ extension NIMSandbox {
     func sendMessage(_ form: NIMForm) async -> HTTPResponseData {
         guard let from = form["from"]?.lowercased(), let to = form["to"], !to.isEmpty else { return Self.fail(414, "from and to are required") }
         guard let ope = form.int("ope"), ope == 0 || ope == 1 else { return Self.fail(414, "ope must be 0 or 1") }
-        if let refusal = validateMessage(type: form.int("type"), body: form["body"]) { return refusal }
-        let option = NIMSendOption(parsing: form["option"].flatMap { try? JSONValue.parse($0) } ?? .null)
+        let body: String
+        switch checkMessage(type: form.int("type"), body: form["body"]) {
+        case .refused(let refusal): return refusal
+        case .body(let checked): body = checked
+        }
+        let option = Self.option(form)
         let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
             guard state.users[from] != nil else { return .failure(NIMSandboxRefusal(414, "from accid not registered")) }
             if ope == 0, state.users[to.lowercased()] == nil { return .failure(NIMSandboxRefusal(414, "to accid not registered")) }
             return .success(store(from: from, ope: Int(ope), to: ope == 0 ? to.lowercased() : to, type: Int(form.int("type")!),
-                                  body: form["body"]!, ext: form["ext"], option: option, in: &state))
+                                  body: body, ext: form["ext"], option: option, in: &state))
         }
         switch result {
         case .failure(let refusal): return Self.fail(refusal.code, refusal.desc)
@@ -65,10 +94,15 @@ extension NIMSandbox {
 
     func sendBatch(_ form: NIMForm) async -> HTTPResponseData {
         guard let from = form["fromAccid"]?.lowercased() else { return Self.fail(414, "fromAccid is required") }
-        guard let list = form["toAccids"].flatMap({ try? JSONValue.parse($0) })?.arrayValue?.compactMap(\.stringValue),
-              !list.isEmpty, list.count <= 500 else { return Self.fail(414, "toAccids must be a JSON array of 1…500 accids") }
-        if let refusal = validateMessage(type: form.int("type"), body: form["body"]) { return refusal }
-        let option = NIMSendOption(parsing: form["option"].flatMap { try? JSONValue.parse($0) } ?? .null)
+        guard let list = Self.stringList(form["toAccids"]), !list.isEmpty, list.count <= 500 else {
+            return Self.fail(414, "toAccids must be a JSON array of 1…500 accids")
+        }
+        let body: String
+        switch checkMessage(type: form.int("type"), body: form["body"]) {
+        case .refused(let refusal): return refusal
+        case .body(let checked): body = checked
+        }
+        let option = Self.option(form)
         let returnIDs = Lenient.bool(form["returnMsgid"]) ?? false
         if returnIDs, list.count > 100 { return Self.fail(414, "returnMsgid allows at most 100 recipients") }
         let outcome: (sent: [NIMStoredMessage], unregistered: [String])? = state.withLock { state in
@@ -76,7 +110,7 @@ extension NIMSandbox {
             var sent: [NIMStoredMessage] = [], unregistered: [String] = []
             for accid in list.map({ $0.lowercased() }) {
                 guard state.users[accid] != nil else { unregistered.append(accid); continue }
-                sent.append(store(from: from, ope: 0, to: accid, type: Int(form.int("type")!), body: form["body"]!,
+                sent.append(store(from: from, ope: 0, to: accid, type: Int(form.int("type")!), body: body,
                                   ext: form["ext"], option: option, in: &state))
             }
             return (sent, unregistered)
@@ -109,7 +143,7 @@ extension NIMSandbox {
             "msgTimestamp": .string(String(clock.nowMs())),
             "customSafeFlag": .string(form["save"] == "1" ? "0" : "1"),
         ])
-        if NIMSendOption(parsing: form["option"].flatMap { try? JSONValue.parse($0) } ?? .null).route ?? true { await enqueue(copy) }
+        if Self.option(form).route ?? true { await enqueue(copy) }
         return Self.ok()
     }
 

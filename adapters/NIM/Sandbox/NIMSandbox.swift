@@ -7,11 +7,10 @@ import Synchronization
 
 /// The NIM server API v1, emulated over real HTTP with in-memory state (docs/adapters/nim.md).
 ///
-/// Served paths (POST, form-encoded, field names matched case-insensitively, trailing slashes and an
-/// optional `/nimserver` prefix accepted): `/user/create.action`, `/msg/sendMsg.action`,
-/// `/msg/sendBatchMsg.action`, `/msg/sendAttachMsg.action`, `/msg/recall.action`, `/msg/upload.action`,
-/// `/history/querySessionMsg.action`, `/history/queryTeamMsg.action`. Uploaded media are served at
-/// `GET /_sandbox/media/<n>.<ext>`.
+/// Served paths: `servedPaths` (POST, form-encoded, field names matched case-insensitively, JSON fields
+/// read leniently by `NIMLenientJSON`, trailing slashes and an optional `/nimserver` prefix accepted).
+/// Uploaded media are served at `GET /_sandbox/media/<n>.<ext>`, broadcasts listed at
+/// `GET /_sandbox/broadcasts`.
 ///
 /// Rules: every call is authenticated like NIM (AppKey, Nonce ≤ 128, CurTime within 5 minutes,
 /// CheckSum = SHA1(secret + Nonce + CurTime)); every answer is HTTP 200 with `{"code":200,…}` or
@@ -85,6 +84,15 @@ public final class NIMSandbox: SandboxVendor {
 
     // MARK: SandboxVendor
 
+    /// Every API path `handle` serves (without the `/nimserver` prefix), in the order of the table in
+    /// docs/adapters/nim.md §4; a test keeps the two and the dispatch in step.
+    public static let servedPaths: [String] = [
+        "/user/create.action", "/user/refreshToken.action", "/user/updateUinfo.action", "/user/getUinfos.action",
+        "/msg/sendMsg.action", "/msg/sendBatchMsg.action", "/msg/sendAttachMsg.action", "/msg/sendBatchAttachMsg.action",
+        "/msg/broadcastMsg.action", "/msg/recall.action", "/msg/upload.action",
+        "/history/querySessionMsg.action", "/history/queryTeamMsg.action",
+    ]
+
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
         var path = request.normalizedPath
         if path.hasPrefix("/nimserver/") { path.removeFirst("/nimserver".count) }
@@ -94,6 +102,11 @@ public final class NIMSandbox: SandboxVendor {
         let form = NIMForm(request.form)
         switch path {
         case "/user/create.action": return createUser(form)
+        case "/user/refreshToken.action": return refreshToken(form)
+        case "/user/updateUinfo.action": return updateUinfo(form)
+        case "/user/getUinfos.action": return getUinfos(form)
+        case "/msg/sendBatchAttachMsg.action": return await sendBatchAttach(form)
+        case "/msg/broadcastMsg.action": return broadcast(form)
         case "/msg/sendMsg.action": return await sendMessage(form)
         case "/msg/sendBatchMsg.action": return await sendBatch(form)
         case "/msg/sendAttachMsg.action": return await sendAttach(form)
@@ -133,9 +146,10 @@ public final class NIMSandbox: SandboxVendor {
     public func users() async -> [JSONValue] {
         state.withLock { state in
             state.userOrder.compactMap { state.users[$0] }.map { user in
-                var object: [String: JSONValue] = ["accid": .string(user.accid), "token": .string(user.token)]
-                if let name = user.name { object["name"] = .string(name) }
-                if let icon = user.icon { object["icon"] = .string(icon) }
+                var object = user.uinfo.objectValue ?? [:]
+                object["token"] = .string(user.token)
+                object["valid"] = nil
+                object["mute"] = nil
                 return .object(object)
             }
         }
@@ -143,6 +157,7 @@ public final class NIMSandbox: SandboxVendor {
 
     public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? {
         let path = request.normalizedPath
+        if request.method == "GET", path == "/_sandbox/broadcasts" { return broadcastList() }
         guard request.method == "GET", path.hasPrefix("/_sandbox/media/") else { return nil }
         let name = String(path.dropFirst("/_sandbox/media/".count))
         guard let bytes = state.withLock({ $0.media[name] }) else { return .text("no media \(name)", status: 404) }

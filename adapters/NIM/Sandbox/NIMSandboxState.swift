@@ -51,12 +51,49 @@ struct NIMStoredMessage: Sendable {
     }
 }
 
-/// An account created through `/user/create.action` (accids are stored lower-cased).
+/// An account created through `/user/create.action` (accids are stored lower-cased), with the profile
+/// fields `/user/updateUinfo.action` sets (nil = never set or cleared with "").
 struct NIMStoredUser: Sendable {
     var accid: String
     var name: String?
     var icon: String?
     var token: String
+    var sign: String?
+    var email: String?
+    var birth: String?
+    var mobile: String?
+    var ex: String?
+    var gender: Int?
+
+    /// The profile as `/user/getUinfos.action` lists it: unset fields omitted.
+    var uinfo: JSONValue {
+        var object: [String: JSONValue] = ["accid": .string(accid), "valid": true, "mute": false]
+        for (key, value) in [("name", name), ("icon", icon), ("sign", sign), ("email", email), ("birth", birth),
+                             ("mobile", mobile), ("ex", ex)] {
+            if let value { object[key] = .string(value) }
+        }
+        if let gender { object["gender"] = .int(Int64(gender)) }
+        return .object(object)
+    }
+}
+
+/// A `/msg/broadcastMsg.action` broadcast as the sandbox keeps it (listed at `GET /_sandbox/broadcasts`).
+struct NIMStoredBroadcast: Sendable {
+    var broadcastId: Int64
+    var from: String?
+    var body: String
+    var targetOs: [String]?
+    var isOffline: Bool
+    var createTime: Int64
+    var expireTime: Int64
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = ["broadcastId": .int(broadcastId), "body": .string(body), "isOffline": .bool(isOffline),
+                                           "createTime": .int(createTime), "expireTime": .int(expireTime)]
+        if let from { object["from"] = .string(from) }
+        if let targetOs { object["targetOs"] = .array(targetOs.map(JSONValue.string)) }
+        return .object(object)
+    }
 }
 
 struct NIMSandboxState: Sendable {
@@ -67,4 +104,7 @@ struct NIMSandboxState: Sendable {
     var nextMsgid: Int64 = 10_000_001
     var media: [String: [UInt8]] = [:]
     var nextMedia = 1
+    var broadcasts: [NIMStoredBroadcast] = []
+    var nextBroadcastId: Int64 = 1
+    var tokenGeneration = 0
 }
