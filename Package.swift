@@ -31,6 +31,7 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -47,7 +48,10 @@ let package = Package(
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams")],
                 resources: [.copy("mappings")]),
-        .target(name: "IMStore", dependencies: ["IMCore", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "IMStore", dependencies: [
+            "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping"]),
         .target(name: "IMBridgeApp", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMMapping",
@@ -77,12 +81,12 @@ let package = Package(
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "WuKong", "RongCloud", "NIM", "JMessage"]),
-        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore"]),
+        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "IMTesting"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping"]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "imbridge"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "imbridge"]),
         // adapter test targets here
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),

@@ -15,9 +15,13 @@ public struct BackendContext: Sendable {
     public var validateOnly: Bool
     /// The content mappings (shipped tables + the config's `mappings:` directory).
     public var mappings: MappingSet
+    /// Whether this instance is the leader (the JMessage report poller polls only then); nil: always.
+    public var leadership: Leadership?
 
-    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped) {
+    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped,
+                leadership: Leadership? = nil) {
         self.store = store
+        self.leadership = leadership
         self.registry = registry
         self.validateOnly = validateOnly
         self.mappings = mappings

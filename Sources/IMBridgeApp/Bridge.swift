@@ -19,14 +19,18 @@ public struct Bridge: Sendable {
     public static func open(config: BridgeConfig, registry: ContentRegistry = ContentRegistry(), listener existing: BridgeListener? = nil) async throws -> Bridge {
         let mappings = try config.loadMappings()
         let store = try BridgeStore(path: config.store)
+        let leadership = Leadership()
         var backends: [any IMBackend] = []
         for backend in config.backends {
-            backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings)))
+            backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings,
+                                                                                             leadership: leadership)))
         }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
         let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry,
                                  retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil,
-                                 customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors))
+                                 customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
+                                 lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
+                                 leadership: leadership)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
         listener.attach(engine: engine, backends: backends)
         return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener)

@@ -21,7 +21,7 @@ enum JMessageBackendFactory {
         let push = ["true", "yes", "1"].contains(config.settings["routing_push"]?.lowercased() ?? "false")
         let interval = try int("poll_interval_ms", 2000)
         let backend = JMessageBackend(id: config.name, config: jm, registry: context.registry,
-                                      checkpoints: StoreCheckpoints(store: context.store),
+                                      checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership),
                                       pollerSettings: .init(overlapMs: try int("poll_overlap_ms", 5000)),
                                       mapping: context.mappings.table("jmessage"))
         if !context.validateOnly { try await backend.start(pollIntervalMs: push || interval == 0 ? nil : interval) }
@@ -29,11 +29,18 @@ enum JMessageBackendFactory {
     }
 }
 
-/// The poller's position in the bridge store's checkpoints table.
+/// The poller's position in the bridge store's checkpoints table. With several instances on one store,
+/// only the leader polls: reading or writing the position waits until this instance is the leader (an
+/// instance that lost the lead finishes at most the page in hand; the ledger dedupes what both fetched).
 struct StoreCheckpoints: CheckpointStorage {
     let store: BridgeStore
-    func checkpoint(named name: String) async throws -> String? { try store.read { try $0.checkpoint(name) } }
+    var leadership: Leadership? = nil
+    func checkpoint(named name: String) async throws -> String? {
+        try await leadership?.waitUntilLeader()
+        return try store.read { try $0.checkpoint(name) }
+    }
     func setCheckpoint(named name: String, to value: String) async throws {
+        try await leadership?.waitUntilLeader()
         try store.transaction { try $0.setCheckpoint(name, value, at: SystemClock().nowMs()) }
     }
 }
