@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "IMStore", targets: ["IMStore"]),
         .library(name: "IMRelay", targets: ["IMRelay"]),
         .library(name: "IMMapping", targets: ["IMMapping"]),
+        .library(name: "IMAdapterKit", targets: ["IMAdapterKit"]),
         // adapters: add library products here
         .library(name: "JMessage", targets: ["JMessage"]),
         .library(name: "RongCloud", targets: ["RongCloud"]),
@@ -48,50 +49,62 @@ let package = Package(
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
         .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams")],
                 resources: [.copy("mappings")]),
+        .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMMapping"]),
         .target(name: "IMStore", dependencies: [
             "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping"]),
-        .target(name: "IMBridgeApp", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMMapping",
-            // adapters: add "<Name>" here
+        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit"]),
+        // The registry: every vendor's adapter and sandbox, in one list.
+        .target(name: "IMVendors", dependencies: [
+            "IMAdapterKit", "IMSandbox",
+            // vendors: add "<Name>" and "<Name>Sandbox" here
             "JMessage",
             "RongCloud",
             "WuKong",
             "NIM",
         ]),
+        // Production wiring: bridge assembly and backend factories.
+        .target(name: "IMBridgeApp", dependencies: [
+            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMMapping", "IMAdapterKit", "IMVendors",
+        ]),
+        // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
+        .target(name: "IMLab", dependencies: [
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMVendors",
+        ]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMMapping",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
         // Benchmarks: release-only executable, never part of `swift test`.
         .executableTarget(name: "imbridge-bench", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
             .product(name: "Histogram", package: "hdrhistogram-swift"),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/JMessage"),
-        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/RongCloud"),
-        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/WuKong"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping"], path: "adapters/NIM"),
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/JMessage"),
+        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud"),
+        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong"),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/NIM"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
-        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "WuKong", "RongCloud", "NIM", "JMessage"]),
+        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "IMTesting"]),
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping"]),
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP"]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
-            "IMBridgeApp", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
+            "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "imbridge"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "imbridge"]),
+        // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
+        .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
         // adapter test targets here
-        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
-        .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
-        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
-        .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting"]),
+        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

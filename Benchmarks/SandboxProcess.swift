@@ -1,5 +1,7 @@
 import Foundation
 import IMBridgeApp
+import IMLab
+import IMVendors
 import IMSandbox
 
 /// A sandbox in a child process: the benchmark runs itself as `imbridge-bench _sandbox <vendor> <callback|-> [k=v…]`,
@@ -48,7 +50,7 @@ final class SandboxProcess: @unchecked Sendable {
 
     /// The child side: serve one sandbox until the parent closes our stdin.
     static func serve(_ arguments: [String]) async throws {
-        guard arguments.count >= 2, let factory = SandboxVendors.factories[arguments[0]] else {
+        guard arguments.count >= 2, let sandbox = Vendors.named(arguments[0])?.sandbox else {
             throw BenchError("usage: _sandbox <vendor> <callback-url|-> [key=value…]")
         }
         var extra: [String: String] = [:]
@@ -58,7 +60,7 @@ final class SandboxProcess: @unchecked Sendable {
         }
         let options = SandboxOptions(host: "127.0.0.1", port: 0, appKey: BridgeLab.appKey, appSecret: BridgeLab.appSecret,
                                      callbackURL: arguments[1] == "-" ? nil : arguments[1], extra: extra)
-        let server = try await factory(options)
+        let server = try await sandbox.make(options)
         try await server.start()
         print("listening on \(server.baseURL)")
         fflush(nil)

@@ -1,13 +1,11 @@
+import IMAdapterKit
 import IMCore
 import IMMapping
 import IMRelay
 import IMStore
-import JMessage
-import RongCloud
-import NIM
-import WuKong
+import IMVendors
 
-/// What an adapter factory gets besides its own settings.
+/// What building a configured backend needs besides its own settings.
 public struct BackendContext: Sendable {
     public var store: BridgeStore
     public var registry: ContentRegistry
@@ -28,44 +26,39 @@ public struct BackendContext: Sendable {
     }
 }
 
-/// Builds configured backends by adapter name. Each adapter adds its entry; `imbridge check` uses the
-/// same factories, so a setting an adapter needs is validated before anything runs.
+/// Builds configured backends through the registry's adapter descriptors; `imbridge check` uses the
+/// same path, so a setting an adapter needs is validated before anything runs.
 public enum BackendFactories {
-    public typealias Factory = @Sendable (BackendConfig, BackendContext) async throws -> any IMBackend
-
-    public static let factories: [String: Factory] = [
-        "jmessage": { try await JMessageBackendFactory.make($0, $1) },
-        "rongcloud": { config, context in
-            do {
-                return RongCloudBackend(try .init(id: config.name, settings: config.settings, registry: context.registry,
-                                                  mapping: context.mappings.table("rongcloud")))
-            } catch let error as IMError {
-                throw config.error(error.details["setting"] ?? "adapter", error.message)
-            }
-        },
-        "nim": { config, context in
-            do {
-                return try NIMSettings.makeBackend(id: config.name, settings: config.settings, registry: context.registry,
-                                                   mapping: context.mappings.table("nim"))
-            } catch let error as IMError {
-                guard let key = error.details["setting"] else { throw error }
-                throw config.error(key, error.message)
-            }
-        },
-        "wukong": { config, context in
-            do {
-                return WuKongBackend(configuration: try .init(id: config.name, settings: config.settings), registry: context.registry,
-                                     mapping: context.mappings.table("wukong"))
-            } catch let error as IMError {
-                throw config.error(error.details["setting"] ?? "adapter", error.message)
-            }
-        },
-    ]
-
-    public static func make(_ config: BackendConfig, context: BackendContext) async throws -> any IMBackend {
-        guard let factory = factories[config.adapter] else {
-            throw config.error("adapter", "adapter '\(config.adapter)' is not built into this imbridge yet (available: \(factories.keys.sorted().joined(separator: ", ")))")
+    public static func make(_ config: BackendConfig, context: BackendContext) async throws -> any VendorBackend {
+        guard let vendor = Vendors.named(config.adapter) else {
+            throw config.error("adapter", "adapter '\(config.adapter)' is not built into this imbridge (available: \(Vendors.names.joined(separator: ", ")))")
         }
-        return try await factory(config, context)
+        var values = config.settings
+        values.removeValue(forKey: "adapter")
+        let adapterContext = AdapterContext(registry: context.registry, mapping: context.mappings.table(vendor.name),
+                                            checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly)
+        do {
+            return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext)
+        } catch let error as IMError {
+            guard let key = error.details["setting"] else { throw error }
+            throw config.error(key, error.message)
+        }
+    }
+}
+
+/// A polling adapter's position in the bridge store's checkpoints table. With several instances on one
+/// store, only the leader polls: reading or writing the position waits until this instance is the leader
+/// (one that lost the lead finishes at most the page in hand; the ledger dedupes what both fetched).
+/// See docs/high-availability.md.
+struct StoreCheckpoints: CheckpointStorage {
+    let store: BridgeStore
+    var leadership: Leadership? = nil
+    func checkpoint(named name: String) async throws -> String? {
+        try await leadership?.waitUntilLeader()
+        return try store.read { try $0.checkpoint(name) }
+    }
+    func setCheckpoint(named name: String, to value: String) async throws {
+        try await leadership?.waitUntilLeader()
+        try store.transaction { try $0.setCheckpoint(name, value, at: SystemClock().nowMs()) }
     }
 }

@@ -1,18 +1,20 @@
+import IMAdapterKit
 import IMCore
 import IMRelay
 import IMStore
+import IMVendors
 
 /// A configured bridge: store, backends, engine and listener, started and stopped together.
 public struct Bridge: Sendable {
     public let config: BridgeConfig
     public let store: BridgeStore
-    public let backends: [any IMBackend]
+    public let backends: [any VendorBackend]
     public let engine: RelayEngine
     public let listener: BridgeListener
 
     /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
     public static func open(configPath: String, requireRoutes: Bool = true) async throws -> Bridge {
-        let config = try BridgeConfig.load(path: configPath, requireRoutes: requireRoutes)
+        let config = try BridgeConfig.load(path: configPath, requireRoutes: requireRoutes, adapters: Set(Vendors.names))
         return try await open(config: config)
     }
 
@@ -20,26 +22,29 @@ public struct Bridge: Sendable {
         let mappings = try config.loadMappings()
         let store = try BridgeStore(path: config.store)
         let leadership = Leadership()
-        var backends: [any IMBackend] = []
+        var backends: [any VendorBackend] = []
         for backend in config.backends {
             backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings,
                                                                                              leadership: leadership)))
         }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
-        let engine = RelayEngine(store: store, backends: backends, routes: config.routes, retry: config.retry,
+        let engine = RelayEngine(store: store, backends: backends.map { $0 as any IMBackend }, routes: config.routes, retry: config.retry,
                                  retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil,
                                  customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
                                  lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
                                  leadership: leadership)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
-        listener.attach(engine: engine, backends: backends)
+        listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },
+                                                               uniquingKeysWith: { first, _ in first }))
         return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener)
     }
 
-    /// Starts listening (unless the listener was started beforehand) and relaying.
+    /// Starts listening (unless the listener was started beforehand), relaying, and the backends'
+    /// own intake (pollers).
     public func start() async throws {
         if listener.port == nil { try await listener.start() }
         await engine.start()
+        try await engine.startIntake(backends)
     }
 
     /// Stops intake first (the listener), then lets the lanes finish what they hold.

@@ -25,7 +25,12 @@ public struct CustomTypeMapping: Sendable {
 /// add new ones. Every problem of every file is reported (file, line, what is wrong); a set with
 /// problems is never returned.
 public struct MappingSet: Sendable {
-    public static let vendors = ["wukong", "rongcloud", "nim", "jmessage"]
+    /// The vendors that have a table: the stems of the shipped directory's top-level files (each
+    /// adapter ships `<adapter name>.yaml`; the registry in `IMVendors` checks every adapter has one).
+    public static let vendors: [String] = {
+        guard let directory = shippedDirectory, let files = try? MappingLoader.files(in: directory) else { return [] }
+        return files.map(\.0).filter { !$0.contains("/") }.compactMap { $0.split(separator: ".").first.map(String.init) }.sorted()
+    }()
 
     public let tables: [String: VendorTable]
     public let customTypes: [String: CustomTypeMapping]

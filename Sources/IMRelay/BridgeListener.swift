@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import Synchronization
@@ -27,18 +28,16 @@ public final class BridgeListener: Sendable {
         }
     }
 
-    public convenience init(engine: RelayEngine, backends: [any IMBackend], host: String, port: Int) {
+    public convenience init(engine: RelayEngine, receivers: [BackendID: any InboundHandling], host: String, port: Int) {
         self.init(host: host, port: port)
-        attach(engine: engine, backends: backends)
+        attach(engine: engine, receivers: receivers)
     }
 
-    /// Starts answering with `engine`, receiving callbacks for the backends that take them.
-    public func attach(engine: RelayEngine, backends: [any IMBackend]) {
-        var receivers: [String: any CallbackReceiving] = [:]
-        for backend in backends {
-            if let receiver = backend as? any CallbackReceiving { receivers[backend.id.rawValue] = receiver }
-        }
-        slot.handler.withLock { $0 = Handler(engine: engine, receivers: receivers) }
+    /// Starts answering with `engine`: `/callbacks/<name>` goes to `receivers[name]`, which pushes
+    /// into the engine.
+    public func attach(engine: RelayEngine, receivers: [BackendID: any InboundHandling]) {
+        let byName = Dictionary(receivers.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: { first, _ in first })
+        slot.handler.withLock { $0 = Handler(engine: engine, receivers: byName) }
     }
 
     @discardableResult
@@ -53,7 +52,7 @@ public final class BridgeListener: Sendable {
 
     struct Handler: Sendable {
         let engine: RelayEngine
-        let receivers: [String: any CallbackReceiving]
+        let receivers: [String: any InboundHandling]
 
         func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
             let path = request.normalizedPath
@@ -70,22 +69,7 @@ public final class BridgeListener: Sendable {
             guard path.hasPrefix("/callbacks/") else { return .text("not found", status: 404) }
             let name = String(path.dropFirst("/callbacks/".count))
             guard let receiver = receivers[name] else { return .text("no callback receiver for backend '\(name)'", status: 404) }
-            let outcome: CallbackOutcome
-            do {
-                outcome = try await receiver.receiveCallback(request)
-            } catch let error as IMError {
-                engine.metrics.increment("imbridge_callbacks_refused_total", ["backend": name, "code": error.code.rawValue])
-                return receiver.callbackFailureResponse(for: error)
-            } catch {
-                return receiver.callbackFailureResponse(for: IMError(.malformedPayload, "\(error)"))
-            }
-            do {
-                try await engine.ingestGrouped(outcome.events)
-                return outcome.response
-            } catch {
-                engine.metrics.increment("imbridge_ingest_errors_total")
-                return .text("store unavailable: \(error)", status: 503)
-            }
+            return await receiver.handle(request, sink: engine)
         }
 
         func health() -> HTTPResponseData {

@@ -4,24 +4,19 @@ import IMStore
 extension RelayEngine {
     /// Performs one action on the target; returns the created message for a `send`.
     nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry) async throws -> Message? {
-        guard let backend = backends[entry.lane.backend] else {
+        guard let backend = backends[entry.lane.backend], let delivery = deliveries[entry.lane.backend] else {
             throw IMError(.notFound, "backend \(entry.lane.backend) is not configured", isRetryable: false)
         }
+        // A retry (or a crash) may follow an attempt that got through: look for its copy first.
+        let earlierAttemptAt = entry.attempts > 0 ? entry.createdAt : nil
         let conversation = entry.lane.conversation
         switch payload.action {
         case .send(var outgoing, _, let replyTo):
             let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.clientMessageID = clientID
             outgoing.reply = try replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
-            if entry.attempts > 0, let lookup = backend as? any ClientIDLookup,
-               let existing = try await lookup.message(withClientID: clientID, in: conversation) {
-                return existing   // an earlier attempt got through before we could record it
-            }
-            if payload.route.media == .rehost {
-                outgoing.content = try await MediaRehoster().rehost(outgoing.content, from: backends[entry.sourceBackend], to: backend)
-            }
-            try await provision(outgoing.sender, on: backend)
-            return try await backend.send(outgoing)
+            return try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, media: payload.route.media,
+                                           source: backends[entry.sourceBackend])
         case .notice(var outgoing, let replyTo):
             outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.reply = try replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
@@ -31,8 +26,7 @@ extension RelayEngine {
                 // native change would, so it never precedes the message; after the wait it goes unquoted.
                 _ = try mapped(replyTo, entry: entry)
             }
-            try await provision(outgoing.sender, on: backend)
-            _ = try await backend.send(outgoing)
+            _ = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt)
             return nil
         case .edit(let source, let by, let content):
             let target = try mapped(source, entry: entry)
@@ -81,14 +75,5 @@ extension RelayEngine {
             throw IMError(.unsupported, "\(backend.id) does not offer \(feature.rawValue)", isRetryable: false)
         }
         return typed
-    }
-
-    /// Creates a puppet on targets that need users to exist, once per process.
-    nonisolated func provision(_ user: UserID, on backend: any IMBackend) async throws {
-        guard let provisioning = backend as? any UserProvisioning, backend.capabilities.support(.userProvisioning).isNative else { return }
-        let key = "\(backend.id)/\(user)"
-        guard !provisioned.withLock({ $0.contains(key) }) else { return }
-        try await provisioning.ensureUser(UserProfile(id: user, name: user.rawValue))
-        provisioned.withLock { _ = $0.insert(key) }
     }
 }

@@ -1,6 +1,24 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMStore
+
+/// The engine is the sink every adapter pushes into: `accept` commits the events' ledger and outbox
+/// rows (group commit) before it returns; `refused` counts a turned-away callback.
+extension RelayEngine: EventSink {
+    public nonisolated func accept(_ events: [IMEvent]) async throws {
+        do {
+            try await ingestGrouped(events)
+        } catch {
+            metrics.increment("imbridge_ingest_errors_total")
+            throw error
+        }
+    }
+
+    public nonisolated func refused(_ error: IMError, backend: BackendID) {
+        metrics.increment("imbridge_callbacks_refused_total", ["backend": backend.rawValue, "code": error.code.rawValue])
+    }
+}
 
 extension RelayEngine {
     /// Records events and queues their relays in one transaction (see the type's contract).

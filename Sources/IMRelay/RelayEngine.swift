@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMStore
@@ -41,12 +42,13 @@ public actor RelayEngine {
     private let bell: AsyncStream<Void>
     private var running: Set<LaneKey> = []
     private var laneTasks: [LaneKey: Task<Void, Never>] = [:]
-    private var pumps: [Task<Void, Never>] = []
+    private var intakes: [any InboundHandling] = []
     private var scheduler: Task<Void, Never>?
     private var pruner: Task<Void, Never>?
     private var stopping = false
     private var lastDepthGaugeMs: Int64 = .min / 2
-    nonisolated let provisioned = Mutex<Set<String>>([])
+    /// The one delivery path per target (shared with migration).
+    nonisolated let deliveries: [BackendID: Delivery]
     public nonisolated let customFallbacks: CustomTypeFallbacks?
     nonisolated let wakes = Mutex(Wakes())
     nonisolated let payloads = PayloadCache()
@@ -68,6 +70,7 @@ public actor RelayEngine {
         self.leadership = leadership
         self.customFallbacks = customFallbacks
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.deliveries = self.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }
         self.routes = RouteTable(routes)
         self.clock = clock
         self.metrics = metrics
@@ -80,23 +83,12 @@ public actor RelayEngine {
 
     // MARK: lifecycle
 
-    /// Starts the lane scheduler and, when `pumpEvents`, a task per backend that ingests its `events()` —
-    /// except backends that receive HTTP callbacks (`CallbackReceiving`): `BridgeListener` ingests those
-    /// before answering the vendor.
-    public func start(pumpEvents: Bool = true) {
+    /// Starts the lane scheduler. Intake is separate: callbacks reach the engine through
+    /// `BridgeListener`, and `startIntake` starts the sources that fetch on their own (pollers, event
+    /// streams), all pushing into the engine as their `EventSink`.
+    public func start() {
         guard scheduler == nil else { return }
         stopping = false
-        if pumpEvents {
-            for backend in backends.values where !(backend is any CallbackReceiving) {
-                let stream = backend.events()
-                pumps.append(Task { [weak self] in
-                    for await event in stream {
-                        guard let self else { return }
-                        await self.ingestUntilStored([event])
-                    }
-                })
-            }
-        }
         wakes.withLock { $0.scan = true }
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
         leaseKeeper = Task { [weak self] in await self?.leaseLoop() }
@@ -104,11 +96,21 @@ public actor RelayEngine {
         doorbell.yield()
     }
 
+    /// Starts each source's own intake (`InboundHandling.startIntake`) into this engine; `stop()`
+    /// stops them before the lanes.
+    public func startIntake(_ sources: [any InboundHandling]) async throws {
+        for source in sources {
+            try await source.startIntake(into: self)
+            intakes.append(source)
+        }
+    }
+
     /// Stops intake, lets running lanes finish the entry they hold, and returns when they have.
     public func stop() async {
         stopping = true
-        pumps.forEach { $0.cancel() }
-        pumps.removeAll()
+        let sources = intakes
+        intakes.removeAll()
+        for source in sources { await source.stopIntake() }
         scheduler?.cancel()
         scheduler = nil
         pruner?.cancel()
@@ -145,21 +147,6 @@ public actor RelayEngine {
         public var duplicates = 0
         public var echoes = 0
         public var queued = 0
-    }
-
-    /// For event streams with no redelivery: keep trying until the store takes the events.
-    private func ingestUntilStored(_ events: [IMEvent]) async {
-        var attempt = 0
-        while !Task.isCancelled {
-            do {
-                try await ingestGrouped(events)
-                return
-            } catch {
-                metrics.increment("imbridge_ingest_errors_total")
-                try? await Task.sleep(nanoseconds: UInt64(retry.delayMs(attempt: attempt, retryAfterMs: nil)) * 1_000_000)
-                attempt += 1
-            }
-        }
     }
 
     // MARK: lanes
@@ -379,23 +366,26 @@ public actor RelayEngine {
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
             return .next(next)
-        } catch let error as IMError where error.details["unmapped"] != nil {
-            return await requeueOrBury(entry, error)
-        } catch let error as IMError where error.isRetryable {
-            let delay = retry.delayMs(attempt: max(0, entry.attempts), retryAfterMs: error.retryAfterMs)
-            let (at, reason, owner) = (clock.nowMs() + delay, "\(error)", lease.owner)
-            _ = try? await store.groupedTransaction { tx in
-                try tx.reschedule(entry.id, at: at, error: reason)
-                try tx.releaseLease(entry.lane.leaseName, owner: owner)
-            }
-            health.failed(entry.lane.backend, error: error, at: clock.nowMs())
-            metrics.increment("imbridge_retries_total", ["target": target])
-            return .wait
         } catch {
-            let (at, reason) = (clock.nowMs(), "\(error)")
-            _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
-            metrics.increment("imbridge_dead_letters_total", ["target": target])
-            return .next(nil)
+            let failure = deliveries[entry.lane.backend]?.classify(error, attempt: max(0, entry.attempts)) ?? .permanent
+            switch failure {
+            case .waitForMessage:
+                return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"))
+            case .retry(let delay):
+                let (at, reason, owner) = (clock.nowMs() + delay, "\(error)", lease.owner)
+                _ = try? await store.groupedTransaction { tx in
+                    try tx.reschedule(entry.id, at: at, error: reason)
+                    try tx.releaseLease(entry.lane.leaseName, owner: owner)
+                }
+                health.failed(entry.lane.backend, error: error as? IMError ?? IMError(.unavailable, reason), at: clock.nowMs())
+                metrics.increment("imbridge_retries_total", ["target": target])
+                return .wait
+            case .permanent:
+                let (at, reason) = (clock.nowMs(), "\(error)")
+                _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
+                metrics.increment("imbridge_dead_letters_total", ["target": target])
+                return .next(nil)
+            }
         }
     }
 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import IMBridgeApp
+import IMVendors
 import Foundation
 import IMCore
 import IMMapping
@@ -15,7 +16,7 @@ struct CheckCommand: AsyncParsableCommand {
     func run() async throws {
         let parsed: BridgeConfig
         do {
-            parsed = try BridgeConfig.load(path: config)
+            parsed = try BridgeConfig.load(path: config, adapters: Set(Vendors.names))
         } catch let error as IMError {
             throw ValidationError(error.message)
         }
@@ -40,7 +41,7 @@ struct CheckCommand: AsyncParsableCommand {
         var out = "config \(config): ok\n  store: \(StoreLocation.redact(parsed.store))\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n"
         out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"
         for backend in parsed.backends {
-            let built = BackendFactories.factories[backend.adapter] != nil ? "" : " (adapter not built into this binary)"
+            let built = Vendors.named(backend.adapter) != nil ? "" : " (adapter not built into this binary)"
             out += "    \(backend.name): \(backend.adapter)\(built)\n"
         }
         out += "  routes:\n"

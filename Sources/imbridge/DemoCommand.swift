@@ -1,6 +1,8 @@
 import ArgumentParser
 import Foundation
 import IMBridgeApp
+import IMLab
+import IMVendors
 
 /// `imbridge demo`: two sandboxes and a bridge in one process; exits 0 only if everything arrived.
 struct DemoCommand: AsyncParsableCommand {

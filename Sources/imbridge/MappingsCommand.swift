@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IMMapping
+import IMVendors
 
 /// `imbridge mappings check [DIR]`: loads the shipped content tables plus DIR (laid out like
 /// `mappings/`: `<vendor>.yaml`, `custom/*.yaml`), prints what each vendor ends up with and every
@@ -40,7 +41,7 @@ struct MappingsCommand: AsyncParsableCommand {
         static func report(_ set: MappingSet, directory: String?) -> String {
             var out = "mappings: shipped\(directory.map { " + \($0)" } ?? "")\n  files:\n"
             for file in set.files { out += "    \(file)\n" }
-            for vendor in MappingSet.vendors {
+            for vendor in Vendors.names {
                 let table = set.table(vendor)
                 out += "  \(vendor): \(table.entries.count) wire types\n"
                 for entry in table.entries {
@@ -52,7 +53,7 @@ struct MappingsCommand: AsyncParsableCommand {
             out += "  custom types:\n"
             for name in set.customTypes.keys.sorted() {
                 let type = set.customTypes[name]!
-                let missing = MappingSet.vendors.filter { !type.vendors.contains($0) }
+                let missing = Vendors.names.filter { !type.vendors.contains($0) }
                 let fallback = missing.isEmpty ? "" : "; fallback text on \(missing.joined(separator: ", "))"
                 out += "    \(name) (\(type.target)) on \(type.vendors.joined(separator: ", "))\(fallback)\n"
             }

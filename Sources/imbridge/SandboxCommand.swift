@@ -1,5 +1,7 @@
 import ArgumentParser
 import IMBridgeApp
+import IMLab
+import IMVendors
 import Foundation
 import IMSandbox
 
@@ -9,7 +11,7 @@ struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "sandbox",
         abstract: "Run a local server that speaks a vendor's server API.",
-        discussion: "Prints `listening on http://HOST:PORT` once ready. Vendors: \(SandboxVendors.names.joined(separator: ", ")).")
+        discussion: "Prints `listening on http://HOST:PORT` once ready. Vendors: \(Vendors.names.joined(separator: ", ")).")
 
     @Argument(help: "The vendor to emulate.") var vendor: String
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
@@ -21,8 +23,8 @@ struct SandboxCommand: AsyncParsableCommand {
     @Option(name: .customLong("option"), help: "Vendor-specific setting as key=value (repeatable).") var extra: [String] = []
 
     func run() async throws {
-        guard let factory = SandboxVendors.factories[vendor.lowercased()] else {
-            throw ValidationError("unknown vendor '\(vendor)'; known: \(SandboxVendors.names.joined(separator: ", "))")
+        guard let sandbox = Vendors.named(vendor)?.sandbox else {
+            throw ValidationError("unknown vendor '\(vendor)'; known: \(Vendors.names.joined(separator: ", "))")
         }
         var settings: [String: String] = [:]
         for pair in extra {
@@ -31,7 +33,7 @@ struct SandboxCommand: AsyncParsableCommand {
         }
         let options = SandboxOptions(host: host, port: port, appKey: appKey, appSecret: appSecret, callbackURL: callbackURL,
                                      statePath: statePath, extra: settings)
-        let server = try await factory(options)
+        let server = try await sandbox.make(options)
         let port = try await server.start()
         FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
         await ShutdownSignal.wait()

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMRelay
@@ -7,7 +8,7 @@ import IMTesting
 import Testing
 
 /// A memory backend whose "vendor" posts `{"text":…,"sender":…,"group":…,"id":…}` with header `X-Secret`.
-final class HookedMemoryBackend: IMBackend, CallbackReceiving {
+final class HookedMemoryBackend: IMBackend, InboundHandling {
     let inner: MemoryBackend
     let secret: String
     init(_ inner: MemoryBackend, secret: String) {
@@ -20,15 +21,19 @@ final class HookedMemoryBackend: IMBackend, CallbackReceiving {
     func events() -> AsyncStream<IMEvent> { inner.events() }
     func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
 
-    func receiveCallback(_ request: HTTPRequestData) async throws -> CallbackOutcome {
+    func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
+        await CallbackExchange(backend: id, answers: CallbackAnswers(success: .json(["code": 200])))
+            .run(request, sink: sink) { try parse($0) }
+    }
+
+    func parse(_ request: HTTPRequestData) throws -> [IMEvent] {
         guard request.header("x-secret") == secret else { throw IMError(.authenticationFailed, "wrong secret") }
         guard let body = try? JSONValue.parse(Data(request.body)), let text = body["text"]?.stringValue,
               let id = body["id"]?.stringValue, let sender = body["sender"]?.stringValue, let group = body["group"]?.stringValue else {
             throw IMError(.malformedPayload, "expected text, id, sender, group")
         }
         let message = Message(id: MessageID(id), conversation: .group(GroupID(group)), sender: UserID(sender), sentAt: 1, content: .text(text))
-        return CallbackOutcome(events: [IMEvent(eventID: EventID("msg:\(id)"), backend: id == "" ? "x" : inner.id, kind: .message(message))],
-                               response: .json(["code": 200]))
+        return [IMEvent(eventID: EventID("msg:\(id)"), backend: inner.id, kind: .message(message))]
     }
 }
 
@@ -37,7 +42,7 @@ final class HookedMemoryBackend: IMBackend, CallbackReceiving {
         let h = try RelayHarness()
         let hooked = HookedMemoryBackend(h.wk, secret: "s")
         let engine = RelayEngine(store: h.store, backends: [hooked, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        let listener = BridgeListener(engine: engine, backends: [hooked, h.rc], host: "127.0.0.1", port: 0)
+        let listener = BridgeListener(engine: engine, receivers: ["wk": hooked], host: "127.0.0.1", port: 0)
         try await listener.start()
         let http = HTTPClientWrapper()
         func post(_ body: String, secret: String) async throws -> HTTPResponseData {

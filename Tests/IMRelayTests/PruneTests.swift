@@ -11,7 +11,7 @@ import Testing
     @Test func pruningKeepsWhatDedupeAndRecoveryNeed() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
-        await engine.start()
+        try await engine.start(feeding: [h.wk, h.rc])
         for text in ["m1", "m2"] {
             _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text(text)))
         }
@@ -36,7 +36,7 @@ import Testing
         #expect(engine.metrics.value("imbridge_pruned_total", ["table": "outbox"]) == 2)
 
         let restarted = h.engine(store: try BridgeStore(path: h.path))
-        await restarted.start()
+        try await restarted.start(feeding: [h.wk, h.rc])
         #expect(try await eventually { try await h.history(h.rc, "g").count >= 3 })
         #expect(await restarted.waitUntilIdle())
         #expect(try await h.history(h.rc, "g").map(\.content) == [.text("m1"), .text("m2"), .text("m3")])

@@ -9,7 +9,7 @@ import Testing
     @Test func everyEventKindRelaysBothWaysWithoutEchoes() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
-        await engine.start()
+        try await engine.start(feeding: [h.wk, h.rc])
         let g1 = ConversationRef.group("g1")
 
         let hello = try await h.wk.send(OutgoingMessage(conversation: g1, sender: "alice", content: .text("你好")))
@@ -67,7 +67,7 @@ import Testing
         let second = try engine.ingest([event, event])
         #expect(first.accepted == 1 && first.queued == 1)
         #expect(second.duplicates == 2 && second.queued == 0)
-        await engine.start(pumpEvents: false)
+        try await engine.start(feeding: [h.wk, h.rc])
         #expect(await engine.waitUntilIdle())
         #expect(try await h.history(h.rc, "g1").map(\.content) == [.text("once")])
         await engine.stop()
@@ -78,7 +78,7 @@ import Testing
         let flaky = h.rc as! FlakyBackend
         flaky.failing.withLock { $0[.group("slow")] = 25 }
         let engine = h.engine()
-        await engine.start()
+        try await engine.start(feeding: [h.wk, h.rc])
         for n in 1...5 {
             _ = try await h.wk.send(OutgoingMessage(conversation: .group("slow"), sender: "a", content: .text("s\(n)")))
             _ = try await h.wk.send(OutgoingMessage(conversation: .group("fast"), sender: "a", content: .text("f\(n)")))
@@ -96,7 +96,7 @@ import Testing
         let flaky = h.rc as! FlakyBackend
         flaky.permanent.withLock { $0.insert("poison") }
         let engine = h.engine()
-        await engine.start()
+        try await engine.start(feeding: [h.wk, h.rc])
         for text in ["before", "poison", "after"] {
             _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text(text)))
         }
@@ -119,7 +119,7 @@ import Testing
             let message = Message(id: MessageID("w\(n)"), conversation: .group("g"), sender: "a", sentAt: Int64(n), content: .text("\(n)"))
             try first.ingest([IMEvent(eventID: EventID("msg:w\(n)"), backend: "wk", kind: .message(message))])
         }
-        await first.start(pumpEvents: false)
+        await first.start()
         #expect(try await eventually { try await h.history(h.rc, "g").count >= 5 })
         await first.stop()
         let reopened = try BridgeStore(path: h.path)
@@ -128,7 +128,7 @@ import Testing
             let message = Message(id: MessageID("w\(n)"), conversation: .group("g"), sender: "a", sentAt: Int64(n), content: .text("\(n)"))
             try second.ingest([IMEvent(eventID: EventID("msg:w\(n)"), backend: "wk", kind: .message(message))])
         }
-        await second.start(pumpEvents: false)
+        await second.start()
         #expect(await second.waitUntilIdle())
         #expect(try await h.history(h.rc, "g").map(\.content) == (1...20).map { .text("\($0)") })
         await second.stop()
@@ -145,7 +145,7 @@ import Testing
         _ = try await h.rc.send(OutgoingMessage(conversation: .group("g"), sender: "wk_alice", content: .text("only once"),
                                                 clientMessageID: ClientMessageID("imb-\(entry.id)")))
         let restarted = h.engine(store: try BridgeStore(path: h.path))
-        await restarted.start(pumpEvents: false)
+        try await restarted.start(feeding: [h.wk, h.rc])
         #expect(await restarted.waitUntilIdle())
         #expect(try await h.history(h.rc, "g").map(\.content) == [.text("only once")])
         #expect(try h.store.read { try $0.mapped("w1", from: "wk", to: "rc") } != nil, "the id map learned the earlier copy")
@@ -165,7 +165,7 @@ import Testing
         let store = try BridgeStore(path: directory + "/bridge.sqlite")
         let route = Route(from: try RouteEndpoint(parsing: "a:group:*"), to: try RouteEndpoint(parsing: "b:group:*"), media: .rehost)
         let engine = RelayEngine(store: store, backends: [source, target], routes: [route], retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        await engine.start()
+        try await engine.start(feeding: [source, target])
         _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "alice",
                                                   content: .image(ImageContent(uploaded.rehosted(at: uploaded.remoteURL!)))))
         #expect(try await eventually { try await target.history(HistoryQuery(conversation: .group("g"))).messages.count == 1 })

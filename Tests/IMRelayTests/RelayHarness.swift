@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMRelay
 import IMStore
@@ -74,5 +75,14 @@ final class FlakyBackend: IMBackend, Recalling, ExpansionUpdating {
     }
     func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
         try await inner.expansion(of: message, in: conversation)
+    }
+}
+
+extension RelayEngine {
+    /// Starts the lanes and feeds each in-memory backend's `events()` into the engine (the intake a
+    /// backend without callbacks gets).
+    func start(feeding backends: [any IMBackend]) async throws {
+        start()
+        try await startIntake(backends.map { StreamIntake($0) })
     }
 }

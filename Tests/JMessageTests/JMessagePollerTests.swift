@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMTesting

@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMMapping
+import IMVendors
 
 /// What survives A → neutral → B, computed from the loaded tables: for every ordered vendor pair and every
 /// content kind (and shipped custom type), whether B gets it exactly, converted (fields dropped, units
@@ -101,7 +102,7 @@ struct FidelityMatrix {
 
     /// The README section (between the markers).
     func markdown() -> String {
-        let vendors = MappingSet.vendors
+        let vendors = Vendors.names
         var out = "| from → to | " + columns.map { "`\($0.title)`" }.joined(separator: " | ") + " |\n"
         out += "|---|" + columns.map { _ in ":-:" }.joined(separator: "|") + "|\n"
         var details: [String] = []

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
 import IMHTTP
@@ -37,6 +38,9 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
 
     struct State {
         var pollTask: Task<Void, Never>?
+        /// How often `startIntake` polls report v2 (nil: not at all, the routing push brings messages).
+        var intakePollIntervalMs: Int64? = 2000
+        var pump: StreamIntake?
         var recalled: [MessageID: RecallState] = [:]
         var sent: [MessageID: Sent] = [:]
         var sentOrder = RecentSet<MessageID>(capacity: 10_000)

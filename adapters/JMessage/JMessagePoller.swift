@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 
 /// The backend's inbound event stream without a webhook: polls report v2 (`/v2/messages` by

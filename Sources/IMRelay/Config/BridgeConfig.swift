@@ -50,28 +50,28 @@ public struct BridgeConfig: Sendable {
     /// `ha.instance`: this instance's name in lease owners (default: the host name).
     public var instance: String?
 
-    public static let knownAdapters: Set<String> = ["wukong", "rongcloud", "nim", "jmessage"]
-
     /// `requireRoutes: false` accepts a configuration without routes (`imbridge migrate` needs only
     /// the store and the backends).
+    /// `adapters`: the adapter names this build has (the registry's); nil accepts any name.
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-                            requireRoutes: Bool = true) throws -> BridgeConfig {
+                            requireRoutes: Bool = true, adapters: Set<String>? = nil) throws -> BridgeConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IMError(.notFound, "cannot read config file \(path)")
         }
-        return try parse(String(decoding: data, as: UTF8.self), file: path, environment: environment, requireRoutes: requireRoutes)
+        return try parse(String(decoding: data, as: UTF8.self), file: path, environment: environment, requireRoutes: requireRoutes,
+                         adapters: adapters)
     }
 
     public static func parse(_ yaml: String, file: String = "bridge.yaml",
                              environment: [String: String] = ProcessInfo.processInfo.environment,
-                             requireRoutes: Bool = true) throws -> BridgeConfig {
+                             requireRoutes: Bool = true, adapters: Set<String>? = nil) throws -> BridgeConfig {
         let root = try ConfigNode.parse(yaml, file: file, environment: environment)
         try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry", "retention_hours", "ha"])
         let listen = try root["listen"].optionalString() ?? "127.0.0.1:8090"
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
             throw root["listen"].error("expected HOST:PORT, got '\(listen)'")
         }
-        let backends = try parseBackends(root["backends"])
+        let backends = try parseBackends(root["backends"], adapters: adapters)
         let names = Set(backends.map(\.name))
         let routesNode = root["routes"]
         let routes = requireRoutes || routesNode.isPresent ? try routesNode.list().map { try parseRoute($0, backends: names) } : []
@@ -104,15 +104,15 @@ public struct BridgeConfig: Sendable {
         return config
     }
 
-    static func parseBackends(_ node: ConfigNode) throws -> [BackendConfig] {
+    static func parseBackends(_ node: ConfigNode, adapters: Set<String>?) throws -> [BackendConfig] {
         let names = try node.keys()
         if names.isEmpty { throw node.error("at least one backend is needed") }
         return try names.map { name in
             let entry = node[name]
             guard !name.contains(":"), !name.contains("/") else { throw entry.error("backend names may not contain ':' or '/'") }
             let adapter = try entry["adapter"].string()
-            guard knownAdapters.contains(adapter) else {
-                throw entry["adapter"].error("unknown adapter '\(adapter)' (known: \(knownAdapters.sorted().joined(separator: ", ")))")
+            if let adapters, !adapters.contains(adapter) {
+                throw entry["adapter"].error("unknown adapter '\(adapter)' (known: \(adapters.sorted().joined(separator: ", ")))")
             }
             let settings = try entry.stringMap()
             var lines: [String: Int] = [:]

@@ -64,8 +64,8 @@ public actor Migrator {
     let progress: @Sendable (MigrationProgress) -> Void
     /// Fallback texts for declared custom types the target's vendor cannot carry (as the bridge sends them).
     let customFallbacks: CustomTypeFallbacks?
-    /// Senders already created on the target in this run (one `ensureUser` call each, not one per message).
-    var ensuredUsers: Set<UserID> = []
+    /// The delivery path the relay uses too: provisioning, media, earlier copies, failure classes.
+    let delivery: Delivery
 
     public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
                 sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
@@ -78,6 +78,7 @@ public actor Migrator {
         self.retry = retry
         let rate = sendsPerSecond ?? RateLimiter.sendRate(of: target.capabilities)
         self.limiter = rate.map { RateLimiter(perSecond: $0) }
+        self.delivery = Delivery(target: target, store: store, retry: retry)
         self.clock = clock
         self.progress = progress
     }
@@ -176,15 +177,11 @@ public actor Migrator {
                 tally(message, converted: converted, fellBack: fellBack, into: &result)
                 return
             }
-            if plan.media == .rehost, !outgoing.content.attachments.isEmpty {
-                let content = outgoing.content
-                outgoing.content = try await withRetry { try await MediaRehoster().rehost(content, from: self.source, to: self.target) }
-            }
             // Recorded before the send: if the process dies between the target's accept and the id map, the
             // rerun looks for this message on the target instead of sending it again.
             let earlierAttempt = pending.attempt(of: message.id)
             if earlierAttempt == nil { try pending.add(message.id, at: clock.nowMs()) }
-            let sent = try await deliver(outgoing, to: leg.targetConversation, earlierAttemptAt: earlierAttempt)
+            let sent = try await deliver(outgoing, to: leg.targetConversation, earlierAttemptAt: earlierAttempt, media: plan.media)
             try store.transaction { tx in
                 try tx.map(source: (plan.source, message.id, message.conversation), target: (plan.target, sent.id, sent.conversation),
                            at: clock.nowMs())

@@ -1,9 +1,11 @@
 import Foundation
+import IMBridgeApp
 import IMCore
 import IMHTTP
 import IMRelay
 import IMSandbox
 import IMStore
+import IMVendors
 
 /// Sandboxes and a bridge on one machine, wired to each other over loopback: what `imbridge demo`
 /// runs and what the end-to-end tests drive. Every part is the real one — sandboxes are HTTP servers
@@ -43,17 +45,14 @@ public final class BridgeLab: Sendable {
         self.callbackBase = callbackBase
         var sandboxes: [BackendID: SandboxServer] = [:]
         for member in members {
-            guard let factory = SandboxVendors.factories[member.vendor] else {
-                throw IMError(.invalidArgument, "no sandbox for vendor '\(member.vendor)'")
+            guard let vendor = Vendors.named(member.vendor) else {
+                throw IMError(.invalidArgument, "no sandbox for vendor '\(member.vendor)' (known: \(Vendors.names.joined(separator: ", ")))")
             }
-            var extra = member.options
-            if member.vendor == "wukong" {
-                extra["webhook_secret"] = Self.webhookSecret
-                if fastCallbacks { extra["notify_interval_ms"] = extra["notify_interval_ms"] ?? "20"; extra["retry_base_ms"] = extra["retry_base_ms"] ?? "50" }
-            }
+            let endpoint = Self.endpoint(baseURL: "")
+            let extra = vendor.sandbox.labOptions(endpoint, fastCallbacks).merging(member.options) { _, given in given }
             let options = SandboxOptions(host: "127.0.0.1", port: 0, appKey: Self.appKey, appSecret: Self.appSecret,
                                          callbackURL: "\(callbackBase)/callbacks/\(member.name)", extra: extra)
-            let server = try await factory(options)
+            let server = try await vendor.sandbox.make(options)
             try await server.start()
             sandboxes[member.name] = server
         }
@@ -68,20 +67,11 @@ public final class BridgeLab: Sendable {
     }
 
     func base(for member: Member) -> [String: String] {
-        let url = url(of: member.name)
-        switch member.vendor {
-        case "wukong":
-            return ["im_url": url, "webhook_secret": Self.webhookSecret, "token_secret": "lab-tokens", "service_uid": "imbridge"]
-        case "rongcloud":
-            return ["api_url": url, "app_key": Self.appKey, "app_secret": Self.appSecret, "history_viewer": "imbridge"]
-        case "nim":
-            return ["api_url": url, "app_key": Self.appKey, "app_secret": Self.appSecret, "team_query_accid": "imbridge"]
-        case "jmessage":
-            return ["api_url": url, "report_url": url, "app_key": Self.appKey, "master_secret": Self.appSecret,
-                    "admin": "bridge_admin", "admin_password": "lab-admin-password", "poll_interval_ms": "200"]
-        default:
-            return [:]
-        }
+        Vendors.named(member.vendor)?.sandbox.adapterSettings(Self.endpoint(baseURL: url(of: member.name))) ?? [:]
+    }
+
+    static func endpoint(baseURL: String) -> SandboxDescriptor.Endpoint {
+        SandboxDescriptor.Endpoint(baseURL: baseURL, appKey: appKey, appSecret: appSecret, webhookSecret: webhookSecret)
     }
 
     /// A complete bridge configuration for these sandboxes.

@@ -1,0 +1,79 @@
+import IMCore
+import IMMapping
+import Synchronization
+
+/// What a backend gets from the process that builds it, besides its own settings.
+public struct AdapterContext: Sendable {
+    /// The app's registered custom content types.
+    public var registry: ContentRegistry
+    /// This vendor's compiled mapping table (shipped file + the deployment's overrides).
+    public var mapping: VendorTable
+    /// Durable named positions (the bridge store's checkpoints), for adapters that poll.
+    public var checkpoints: any CheckpointStorage
+    public var clock: any IMClock
+    /// True for `imbridge check`: build and validate, contact no vendor.
+    public var validateOnly: Bool
+
+    public init(registry: ContentRegistry = ContentRegistry(), mapping: VendorTable,
+                checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
+                validateOnly: Bool = false) {
+        self.registry = registry
+        self.mapping = mapping
+        self.checkpoints = checkpoints
+        self.clock = clock
+        self.validateOnly = validateOnly
+    }
+}
+
+/// One vendor's adapter as the rest of IMBridge sees it: its name (the `adapter:` value in
+/// `bridge.yaml` and the stem of its mapping file), what it can do, the settings it takes, and how
+/// to build a backend from them. Each adapter publishes one (`WuKongAdapter.descriptor` …); the
+/// registry (`IMVendors`) lists them.
+public struct AdapterDescriptor: Sendable {
+    /// `wukong`, `rongcloud`, `nim`, `jmessage`: the `adapter:` value and the mapping file's stem.
+    public var name: String
+    /// The vendor's own name for people (`WuKongIM`, `RongCloud` …).
+    public var displayName: String
+    /// What the vendor's server API can do before settings narrow it (`Capabilities` presets).
+    public var capabilities: Capabilities
+    /// Every setting the adapter reads.
+    public var settings: [SettingSpec]
+    /// Builds a backend; settings were checked against `settings` already. Throws `invalid_argument`
+    /// with `details["setting"]` for a value the schema cannot judge alone.
+    public var make: @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend
+
+    public init(name: String, displayName: String, capabilities: Capabilities, settings: [SettingSpec],
+                make: @escaping @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend) {
+        self.name = name
+        self.displayName = displayName
+        self.capabilities = capabilities
+        self.settings = settings
+        self.make = make
+    }
+
+    /// Checks `values` against the schema and builds the backend.
+    public func makeBackend(id: BackendID, settings values: [String: String], context: AdapterContext) async throws -> any VendorBackend {
+        try await make(try AdapterSettings(backend: id, values: values, schema: settings), context)
+    }
+
+    /// The mapping file of this vendor in `mappings/`.
+    public var mappingFile: String { "\(name).yaml" }
+}
+
+/// Where a polling adapter keeps its position: a string value by name. The bridge backs it with the
+/// store's checkpoints table; tests use `InMemoryCheckpointStorage`.
+///
+/// Contract: `set` is durable when it returns; `get` returns the last value set under that name
+/// (nil if none). Names are the caller's (the JMessage poller uses `jmessage.<backend>.poller`).
+public protocol CheckpointStorage: Sendable {
+    func checkpoint(named name: String) async throws -> String?
+    func setCheckpoint(named name: String, to value: String) async throws
+}
+
+/// The in-memory twin of `CheckpointStorage`; share one instance to simulate a restart.
+public final class InMemoryCheckpointStorage: CheckpointStorage {
+    private let values = Mutex<[String: String]>([:])
+    public init() {}
+    public func checkpoint(named name: String) async throws -> String? { values.withLock { $0[name] } }
+    public func setCheckpoint(named name: String, to value: String) async throws { values.withLock { $0[name] = value } }
+}

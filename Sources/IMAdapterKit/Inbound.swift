@@ -1,0 +1,144 @@
+import IMCore
+import Synchronization
+import IMHTTP
+
+/// Where an adapter puts what it received: vendor callbacks and pollers alike push their events
+/// here. The bridge's sink is its relay engine (`accept` returns once the events are committed to the
+/// store); an app or a test may use `CollectingSink` or its own.
+///
+/// Contract for implementations:
+/// - `accept` returns only when the events are durably taken (for the bridge: ledger and outbox rows
+///   committed). If it throws, nothing was taken and the adapter must make the vendor redeliver
+///   (answer its retry response) or, for a poller, not move its checkpoint.
+/// - `refused` is told about a request the adapter turned away (forged signature, malformed body);
+///   it must not block. The error's message never contains the request body or a secret.
+public protocol EventSink: Sendable {
+    func accept(_ events: [IMEvent]) async throws
+    func refused(_ error: IMError, backend: BackendID)
+}
+
+extension EventSink {
+    public func refused(_ error: IMError, backend: BackendID) {}
+}
+
+/// The inbound half of every adapter's backend: the one way vendor traffic enters IMBridge.
+///
+/// - `handle` gets every HTTP request the vendor sends to `/callbacks/<backend>`: it verifies the
+///   vendor's signature on the exact bytes, parses the events (including any follow-up fetch the
+///   callback implies, such as WuKong's extras sync), pushes them into `sink`, and answers the way the
+///   vendor expects — its success body once `sink.accept` returned, its refusal for a forged or
+///   malformed request (after telling `sink.refused`), and a response the vendor retries when the
+///   sink failed. A redelivered callback yields events with the same `eventID`s.
+/// - `startIntake` starts whatever the adapter fetches on its own (JMessage's report poller) pushing
+///   into the same sink; `stopIntake` stops it and returns when it has. Both default to nothing.
+public protocol InboundHandling: Sendable {
+    func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData
+    func startIntake(into sink: any EventSink) async throws
+    func stopIntake() async
+}
+
+extension InboundHandling {
+    public func startIntake(into sink: any EventSink) async throws {}
+    public func stopIntake() async {}
+}
+
+/// What every adapter's backend is: the neutral API plus the inbound contract.
+public typealias VendorBackend = IMBackend & InboundHandling
+
+/// The answers one vendor expects from a callback receiver.
+public struct CallbackAnswers: Sendable {
+    /// The body and status the vendor takes as "delivered".
+    public var success: HTTPResponseData
+    /// The answer to a refused request (forged → usually 401, malformed → 400).
+    public var refusal: @Sendable (IMError) -> HTTPResponseData
+    /// The answer when the events could not be taken (the store is down): one the vendor retries.
+    public var retry: @Sendable (IMError) -> HTTPResponseData
+
+    public init(success: HTTPResponseData, refusal: @escaping @Sendable (IMError) -> HTTPResponseData = CallbackAnswers.plainRefusal,
+                retry: @escaping @Sendable (IMError) -> HTTPResponseData = CallbackAnswers.plainRetry) {
+        self.success = success
+        self.refusal = refusal
+        self.retry = retry
+    }
+
+    /// 401 for signature failures, 400 for malformed requests; anything else is a retry.
+    public static let plainRefusal: @Sendable (IMError) -> HTTPResponseData = { error in
+        let status = error.details["http_status"].flatMap(Int.init)
+        switch error.code {
+        case .authenticationFailed: return .text("unauthorized: \(error.message)", status: status ?? 401)
+        case .malformedPayload, .invalidArgument: return .text("bad request: \(error.message)", status: status ?? 400)
+        default: return plainRetry(error)
+        }
+    }
+
+    /// 503: every vendor redelivers on it.
+    public static let plainRetry: @Sendable (IMError) -> HTTPResponseData = { error in
+        .text("unavailable: \(error.message)", status: 503)
+    }
+}
+
+/// The shared shape of a callback exchange, so that each adapter writes only its parsing:
+/// parse (verify + events) → `sink.accept` → the vendor's success answer; a refusal (an `IMError` of
+/// code `authentication_failed`, `malformed_payload` or `invalid_argument`) → `sink.refused` and the
+/// vendor's refusal; anything else (a failed follow-up fetch, a failed `accept`) → the retry answer.
+/// Accepted events are also published on `fanout`, which backs the adapter's `events()` stream for
+/// app code that reads the neutral API directly.
+public struct CallbackExchange: Sendable {
+    public let backend: BackendID
+    public let answers: CallbackAnswers
+    public let fanout: EventFanout?
+
+    public init(backend: BackendID, answers: CallbackAnswers, fanout: EventFanout? = nil) {
+        self.backend = backend
+        self.answers = answers
+        self.fanout = fanout
+    }
+
+    public func run(_ request: HTTPRequestData, sink: any EventSink,
+                    parse: (HTTPRequestData) async throws -> [IMEvent]) async -> HTTPResponseData {
+        let events: [IMEvent]
+        do {
+            events = try await parse(request)
+        } catch let error as IMError {
+            if Self.isRefusal(error) {
+                sink.refused(error, backend: backend)
+                return answers.refusal(error)
+            }
+            return answers.retry(error)
+        } catch {
+            let refusal = IMError(.malformedPayload, "\(error)")
+            sink.refused(refusal, backend: backend)
+            return answers.refusal(refusal)
+        }
+        do {
+            try await sink.accept(events)
+        } catch let error as IMError {
+            return answers.retry(error)
+        } catch {
+            return answers.retry(IMError(.unavailable, "\(error)"))
+        }
+        fanout?.publish(events)
+        return answers.success
+    }
+
+    public static func isRefusal(_ error: IMError) -> Bool {
+        [.authenticationFailed, .malformedPayload, .invalidArgument].contains(error.code)
+    }
+}
+
+/// A sink that keeps what it is given, in order: for apps and tests that call an adapter's `handle`
+/// themselves. `failing` makes `accept` throw (to test the vendor's retry answer).
+public final class CollectingSink: EventSink {
+    private let state = Mutex<(events: [IMEvent], refusals: [IMError], failing: IMError?)>(([], [], nil))
+    public init() {}
+    public func accept(_ events: [IMEvent]) async throws {
+        try state.withLock { state in
+            if let error = state.failing { throw error }
+            state.events += events
+        }
+    }
+    public func refused(_ error: IMError, backend: BackendID) { state.withLock { $0.refusals.append(error) } }
+    public var events: [IMEvent] { state.withLock { $0.events } }
+    public var refusals: [IMError] { state.withLock { $0.refusals } }
+    public func fail(with error: IMError?) { state.withLock { $0.failing = error } }
+}

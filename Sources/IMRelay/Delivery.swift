@@ -1,0 +1,96 @@
+import Foundation
+import IMCore
+import IMStore
+import Synchronization
+
+/// Writing messages to one target backend: the single path the relay's lanes and migration share.
+///
+/// - **Provisioning**: a sender is created on a target that needs users to exist (`UserProvisioning`),
+///   once per `Delivery`.
+/// - **Media**: with `media: rehost`, attachments are fetched from the source and uploaded to the
+///   target first (`MediaRehoster`).
+/// - **Earlier copies**: when an earlier attempt of the same message may have reached the target (a
+///   retry, a crash between the vendor's accept and our commit), `send` first looks for that copy —
+///   by client id where the target can look one up (`ClientIDLookup`), else among the target's newest
+///   messages — and returns it instead of writing a second one.
+/// - **Failures** are classified once, in `classify`: retry later (with the backoff, or the vendor's
+///   `Retry-After`), wait for a message not relayed yet, or permanent.
+public final class Delivery: Sendable {
+    public let target: any IMBackend
+    let store: BridgeStore
+    public let retry: RetryPolicy
+    let provisioned = Mutex<Set<UserID>>([])
+    let rehoster = MediaRehoster()
+
+    public init(target: any IMBackend, store: BridgeStore, retry: RetryPolicy) {
+        self.target = target
+        self.store = store
+        self.retry = retry
+    }
+
+    /// What to do about a failure.
+    public enum Failure: Sendable, Equatable {
+        /// Try again after this pause (rate limit, outage, timeout).
+        case retry(afterMs: Int64)
+        /// The message this change refers to has no counterpart on the target yet.
+        case waitForMessage
+        /// It will never work (a refusal, a missing feature): dead letter / counted as failed.
+        case permanent
+    }
+
+    /// The one classification of failures for relay and migration; `attempt` counts failures so far.
+    public func classify(_ error: any Error, attempt: Int) -> Failure {
+        guard let error = error as? IMError else { return .permanent }
+        if error.details["unmapped"] != nil { return .waitForMessage }
+        guard error.isRetryable else { return .permanent }
+        return .retry(afterMs: retry.delayMs(attempt: attempt, retryAfterMs: error.retryAfterMs))
+    }
+
+    /// Sends `outgoing` to `conversation` on the target. `earlierAttemptAt`: when an earlier attempt may
+    /// have got through (nil on a first attempt), the copy it left is returned instead of a new send.
+    /// `media: .rehost` moves the attachments from `source` to the target first.
+    public func send(_ outgoing: OutgoingMessage, in conversation: ConversationRef, earlierAttemptAt: Int64?,
+                     media: Route.Media = .link, source: (any IMBackend)? = nil) async throws -> Message {
+        if let earlierAttemptAt, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: earlierAttemptAt) {
+            return existing
+        }
+        var outgoing = outgoing
+        if media == .rehost, !outgoing.content.attachments.isEmpty {
+            outgoing.content = try await rehoster.rehost(outgoing.content, from: source, to: target)
+        }
+        try await provision(outgoing.sender)
+        return try await target.send(outgoing)
+    }
+
+    /// Creates `user` on a target that needs users to exist, once.
+    public func provision(_ user: UserID) async throws {
+        guard let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative,
+              !provisioned.withLock({ $0.contains(user) }) else { return }
+        try await provisioning.ensureUser(UserProfile(id: user, name: user.rawValue))
+        provisioned.withLock { _ = $0.insert(user) }
+    }
+
+    /// The copy an earlier attempt left on the target without an id-map row, if any: looked up by client
+    /// id where the target can; else the newest message among the target's last 50 that carries our client
+    /// id, or (target without client ids) has the same sender, kind and digest, was stored after the attempt
+    /// started (5 s skew allowed) and is no other message's copy.
+    public func findEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
+        if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
+            return try await lookup.message(withClientID: id, in: conversation)
+        }
+        guard target.capabilities.support(.history) != .rejected else { return nil }
+        let page = try await target.history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 50))
+        let targetID = target.id
+        for candidate in page.messages.reversed() {
+            if let id = candidate.clientMessageID, let ours = outgoing.clientMessageID {
+                if id == ours { return candidate }
+                continue
+            }
+            guard candidate.sender == outgoing.sender, candidate.sentAt >= attemptAt - 5_000,
+                  candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
+                  try !store.read({ try $0.isBridgeCreated(candidate.id, on: targetID) }) else { continue }
+            return candidate
+        }
+        return nil
+    }
+}

@@ -1,0 +1,10 @@
+import IMSandbox
+
+extension NIMSandbox {
+    /// The NIM sandbox as the registry lists it.
+    public static let descriptor = SandboxDescriptor(
+        vendor: "nim", make: { try server($0) },
+        adapterSettings: { endpoint in
+            ["api_url": endpoint.baseURL, "app_key": endpoint.appKey, "app_secret": endpoint.appSecret, "team_query_accid": "imbridge"]
+        })
+}
