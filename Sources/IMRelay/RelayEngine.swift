@@ -237,6 +237,11 @@ public actor RelayEngine {
     /// When renewing has failed for a whole lease length (store unreachable), leadership is given up.
     private nonisolated func leaseLoop() async {
         let (owner, ttl) = (lease.owner, lease.ttlMs)
+        // An SQLite store has one instance: leases a killed predecessor left are its own to drop.
+        if store.kind == .sqlite {
+            _ = try? await store.groupedTransaction { try $0.dropAllLeases() }
+            wake()
+        }
         var lastRenewal = clock.nowMs()
         while !Task.isCancelled {
             let now = clock.nowMs()

@@ -162,7 +162,7 @@ final class PostgresSession: @unchecked Sendable {
             case .int(let v): binds.append(v)
             case .text(let v): binds.append(v)
             case .textOrNull(let v): binds.append(v)
-            case .bytes(let v): binds.append(v)
+            case .bytes(let v): try binds.append(v)
             case .bool(let v): binds.append(v)
             case .ints(let v): binds.append(v)
             }
@@ -191,6 +191,14 @@ final class PostgresSession: @unchecked Sendable {
     func close() {
         if let connection { try? connection.close().wait() }
         connection = nil
+    }
+
+    /// A store dropped without `close()`: the connection is closed in the background (the closure keeps
+    /// it alive until then; postgres-nio requires a connection to be closed before it is released).
+    deinit {
+        if let connection, !connection.isClosed {
+            connection.close().whenComplete { _ in _ = connection }
+        }
     }
 }
 

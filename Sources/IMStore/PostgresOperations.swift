@@ -216,6 +216,8 @@ struct PostgresOperations: StoreOperations {
         try session.query("DELETE FROM leases WHERE name = $1 AND owner = $2", [.text(name), .text(owner)])
     }
 
+    func dropAllLeases() throws -> Int { try changed("DELETE FROM leases", []) }
+
     func leaseHolder(_ name: String, at now: Int64) throws -> String? {
         try rows("SELECT owner FROM leases WHERE name = $1 AND expires_at > $2", [.text(name), .int(now)]).first.map { try $0.decode(String.self) }
     }

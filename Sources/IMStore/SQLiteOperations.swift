@@ -239,6 +239,11 @@ struct SQLiteOperations: StoreOperations {
         try db.cachedStatement(sql: "DELETE FROM leases WHERE name = ? AND owner = ?").execute(arguments: [name, owner])
     }
 
+    func dropAllLeases() throws -> Int {
+        try db.cachedStatement(sql: "DELETE FROM leases").execute()
+        return db.changesCount
+    }
+
     func leaseHolder(_ name: String, at now: Int64) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM leases WHERE name = ? AND expires_at > ?"), arguments: [name, now])
     }

@@ -77,6 +77,7 @@ protocol StoreOperations {
     func renewLeases(owner: String, until expiresAt: Int64) throws -> Int
     func releaseLease(_ name: String, owner: String) throws
     func leaseHolder(_ name: String, at now: Int64) throws -> String?
+    func dropAllLeases() throws -> Int
 }
 
 /// Typed operations inside one store transaction (see `BridgeStore`), the same on every implementation.
@@ -211,4 +212,9 @@ public struct StoreTransaction {
 
     /// Who holds the lease unexpired at `now` (nil: free).
     public func leaseHolder(_ name: String, at now: Int64) throws -> String? { try ops.leaseHolder(name, at: now) }
+
+    /// Forgets every lease (whoever holds it); returns how many. Only for a store that one instance uses
+    /// (SQLite): what a killed predecessor held is then free at once instead of after its expiry.
+    @discardableResult
+    public func dropAllLeases() throws -> Int { try ops.dropAllLeases() }
 }

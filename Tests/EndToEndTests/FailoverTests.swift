@@ -1,5 +1,7 @@
 import Foundation
 import IMBridgeApp
+import IMLab
+import IMVendors
 import IMCore
 import IMHTTP
 import IMTesting

@@ -25,6 +25,9 @@ import Testing
         try b.transaction { try $0.releaseLease("lane:x", owner: "B") }
         #expect(try a.read { try $0.leaseHolder("lane:x", at: 2_100) } == nil)
         #expect(try a.transaction { try $0.acquireLease("lane:x", owner: "A", until: 5_000, now: 2_100) }, "released: free at once")
+        #expect(try b.transaction { try $0.acquireLease("leader", owner: "B", until: 5_000, now: 2_100) })
+        #expect(try b.transaction { try $0.dropAllLeases() } == 2)
+        #expect(try b.read { try $0.leaseHolder("lane:x", at: 2_100) } == nil && b.read { try $0.leaseHolder("leader", at: 2_100) } == nil)
     }
 
     @Test(arguments: StoreKind.allCases) func claimsAreFencedByTheLaneLease(_ kind: StoreKind) throws {
