@@ -58,12 +58,13 @@ import Testing
                 }
             }
             return resumed.count == unfinished.count
-        }, "conversations resumed after the kill: \(resumed)")
+        }, "conversations resumed after the kill: \(resumed); callbacks per instance \(forwarder.counts); survivor log:\n\(bridges[1].output.suffix(3000))")
         #expect((resumed.values.max() ?? 0) < 20, "takeover took \(resumed.values.max() ?? 0) s")
 
         try await senders.value
         let total = conversations.count * perConversation
-        #expect(try await eventually(180) { try await relayed().count >= total }, "survivor log:\n\(bridges[1].output)")
+        #expect(try await eventually(180) { try await relayed().count >= total },
+                "callbacks per instance \(forwarder.counts), last refusals \(forwarder.refusals); survivor log:\n\(bridges[1].output.suffix(3000))")
         try await Task.sleep(nanoseconds: 500_000_000)
         let records = try await relayed()
         #expect(records.count == total, "\(records.count) copies for \(total) messages (killed at \(atKill.count))")
@@ -145,16 +146,24 @@ import Testing
 }
 
 /// The load balancer in front of the instances: callback N goes to instance N mod count; an instance
-/// that does not answer is passed over (the next one gets the callback).
+/// that does not answer within 1 s is passed over (the next one gets the callback) and left out for 3 s,
+/// as a load balancer's health check would. (AsyncHTTPClient keeps retrying a refused connection until
+/// the request's deadline, so without this a dead instance would hold each callback up for the whole
+/// timeout.)
 final class RoundRobinForwarder: Sendable {
     let targets: [String]
     private let next = Mutex(0)
     private let delivered: Mutex<[Int]>
+    private let refused = Mutex<[String]>([])
+    private let downUntil: Mutex<[Date]>
+    /// The last few non-2xx answers (status and body), for a failure message.
+    var refusals: [String] { refused.withLock { $0 } }
     private let server: HTTPServer
 
     init(targets: [String]) {
         self.targets = targets
         delivered = Mutex(Array(repeating: 0, count: targets.count))
+        downUntil = Mutex(Array(repeating: .distantPast, count: targets.count))
         let box = Box()
         server = HTTPServer(host: "127.0.0.1", port: 0) { request in await box.forwarder?.forward(request) ?? .text("", status: 503) }
         box.forwarder = self
@@ -173,16 +182,22 @@ final class RoundRobinForwarder: Sendable {
             defer { value += 1 }
             return value
         }
-        let client = HTTPClientWrapper(timeoutSeconds: 5)
+        let client = HTTPClientWrapper(timeoutSeconds: 1)
         let headers = request.headers.filter { !["host", "content-length", "connection"].contains($0.name.lowercased()) }
         let query = request.rawQuery.map { "?\($0)" } ?? ""
-        for step in 0..<targets.count {
-            let index = (first + step) % targets.count
+        let down = downUntil.withLock { $0 }
+        let order = (0..<targets.count).map { (first + $0) % targets.count }
+        for index in order.filter({ down[$0] < Date() }) + order.filter({ down[$0] >= Date() }) {
             if let response = try? await client.send(OutboundRequest(method: request.method, url: targets[index] + request.path + query,
                                                                      headers: headers, body: request.body)) {
                 delivered.withLock { $0[index] += 1 }
+                if !(200..<300).contains(response.status) {
+                    let line = "\(index): \(response.status) \(String(decoding: response.body.prefix(300), as: UTF8.self))"
+                    refused.withLock { $0 = Array(($0 + [line]).suffix(5)) }
+                }
                 return response
             }
+            downUntil.withLock { $0[index] = Date().addingTimeInterval(3) }
         }
         return .text("no instance answered", status: 502)
     }
