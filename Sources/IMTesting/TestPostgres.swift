@@ -67,15 +67,21 @@ public enum TestPostgres {
     nonisolated(unsafe) static var ownedDirectory: String?
 
     static func script(_ command: String, _ directory: String) throws {
+        // Output to a file, not a pipe: the server the script starts inherits the descriptor, so a pipe
+        // would never reach end-of-file.
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8)).out").path
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        defer { try? log.close() }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/bash")
         process.arguments = [scriptPath, command, directory]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
+        process.standardOutput = log
+        process.standardError = log
         try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         guard process.terminationStatus == 0 else {
             throw Unavailable(description: "test-postgres.sh \(command) exited \(process.terminationStatus): \(text)")
         }
