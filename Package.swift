@@ -59,10 +59,10 @@ let package = Package(
         .target(name: "IMVendors", dependencies: [
             "IMAdapterKit", "IMSandbox",
             // vendors: add "<Name>" and "<Name>Sandbox" here
-            "JMessage",
-            "RongCloud",
-            "WuKong",
-            "NIM",
+            "JMessage", "JMessageSandbox",
+            "RongCloud", "RongCloudSandbox",
+            "WuKong", "WuKongSandbox",
+            "NIM", "NIMSandbox",
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
@@ -83,10 +83,18 @@ let package = Package(
             .product(name: "Histogram", package: "hdrhistogram-swift"),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/JMessage"),
-        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud"),
-        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMMapping", "IMAdapterKit"], path: "adapters/NIM"),
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/JMessage",
+                exclude: ["Sandbox"]),
+        .target(name: "JMessageSandbox", dependencies: ["JMessage", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
+                path: "adapters/JMessage/Sandbox"),
+        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud",
+                exclude: ["Sandbox"]),
+        .target(name: "RongCloudSandbox", dependencies: ["RongCloud", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
+                path: "adapters/RongCloud/Sandbox"),
+        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong", exclude: ["Sandbox"]),
+        .target(name: "WuKongSandbox", dependencies: ["WuKong", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/WuKong/Sandbox"),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/NIM", exclude: ["Sandbox"]),
+        .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
@@ -101,10 +109,10 @@ let package = Package(
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
         .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
         // adapter test targets here
-        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
-        .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
-        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
-        .testTarget(name: "NIMTests", dependencies: ["NIM", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "RongCloudSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "WuKongTests", dependencies: ["WuKong", "WuKongSandbox", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "NIMTests", dependencies: ["NIM", "NIMSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -38,7 +38,7 @@ struct CodecBench {
         default:
             let codec = JMessageContentCodec()
             return { content in
-                let wire = try codec.encode(content, extras: nil)
+                let wire = try codec.encode(content)
                 let bytes = wire.body.jsonData()
                 return try codec.decode(msgType: wire.msgType, body: try JSONValue.parse(bytes)).content
             }

@@ -41,13 +41,17 @@ public struct AdapterDescriptor: Sendable {
     /// Builds a backend; settings were checked against `settings` already. Throws `invalid_argument`
     /// with `details["setting"]` for a value the schema cannot judge alone.
     public var make: @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend
+    /// The vendor's content codec with default settings (for tools and tests that work on bodies alone).
+    public var contentCodec: @Sendable (ContentRegistry, VendorTable) -> any ContentCodec
 
     public init(name: String, displayName: String, capabilities: Capabilities, settings: [SettingSpec],
+                contentCodec: @escaping @Sendable (ContentRegistry, VendorTable) -> any ContentCodec,
                 make: @escaping @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend) {
         self.name = name
         self.displayName = displayName
         self.capabilities = capabilities
         self.settings = settings
+        self.contentCodec = contentCodec
         self.make = make
     }
 

@@ -14,6 +14,22 @@ public enum Hashing {
         return hex(code)
     }
 
+    /// CRC-32 (IEEE 802.3, as Go's `crc32.ChecksumIEEE`): WuKong's person-channel ids, JMessage's
+    /// `media_crc32`.
+    public static func crc32(_ text: String) -> UInt32 { crc32(Array(text.utf8)) }
+
+    public static func crc32(_ bytes: [UInt8]) -> UInt32 {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in bytes { crc = crc32Table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
+        return crc ^ 0xFFFF_FFFF
+    }
+
+    private static let crc32Table: [UInt32] = (0..<256).map { index -> UInt32 in
+        var value = UInt32(index)
+        for _ in 0..<8 { value = value & 1 == 1 ? 0xEDB8_8320 ^ (value >> 1) : value >> 1 }
+        return value
+    }
+
     /// Compares two signatures in time independent of where they differ.
     public static func constantTimeEquals(_ a: String, _ b: String) -> Bool {
         let x = Array(a.utf8), y = Array(b.utf8)

@@ -5,7 +5,7 @@ import IMHTTP
 import IMStore
 import Synchronization
 
-/// The bridge pipeline (ARCHITECTURE §5): ingest → ledger → echo check → routes → translate → outbox,
+/// The bridge pipeline (docs/architecture.md, "The path of one message"): ingest → ledger → echo check → routes → translate → outbox,
 /// then one FIFO lane per (target backend, target conversation), lanes running concurrently.
 ///
 /// Contract:
@@ -14,7 +14,8 @@ import Synchronization
 ///   (same backend + eventID) is recorded once and relayed once.
 /// - Within a lane, work runs strictly in order; a lane whose head waits for a retry (rate limit,
 ///   outage) holds only itself. Retryable failures back off (`RetryPolicy`) and retry until they
-///   succeed; permanent failures become dead letters and the lane moves on.
+///   succeed or use up `RetryPolicy.maxAgeMs` (then: dead letter, the lane moves on);
+///   permanent failures become dead letters and the lane moves on.
 /// - Sends carry the client id `imb-<outbox id>`, so a vendor that dedupes on it keeps one copy when a
 ///   crash falls between its accept and our commit; the id map row is written in the same transaction
 ///   that completes the entry.
@@ -376,6 +377,12 @@ public actor RelayEngine {
             switch failure {
             case .waitForMessage:
                 return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"))
+            case .retry where retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
+                let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age_minutes): \(error)")
+                _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
+                metrics.increment("imbridge_dead_letters_total", ["target": target])
+                metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
+                return .next(nil)
             case .retry(let delay):
                 let (at, reason, owner) = (clock.nowMs() + delay, "\(error)", lease.owner)
                 _ = try? await store.groupedTransaction { tx in

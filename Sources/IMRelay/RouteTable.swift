@@ -8,19 +8,53 @@ public struct RouteTable: Sendable {
         self.routes = routes
     }
 
-    /// Every leg an event in `conversation` on `backend` travels, in route order.
+    /// Every leg an event in `conversation` on `backend` travels, in route order. Overlapping routes
+    /// (`wk:group:* → rc:group:*` beside `wk:group:g1 ⇄ rc:group:g1`) deliver once: of several legs to
+    /// the same target conversation, the first route's wins.
     public func legs(from backend: BackendID, conversation: ConversationRef) -> [RouteLeg] {
         var legs: [RouteLeg] = []
+        func add(_ leg: RouteLeg) {
+            if !legs.contains(where: { $0.target == leg.target && $0.targetConversation == leg.targetConversation }) { legs.append(leg) }
+        }
         for route in routes {
             if let target = Self.match(route.from, route.to, backend, conversation, users: route.usersOnTarget) {
-                legs.append(RouteLeg(route: route, target: route.to.backend, targetConversation: target, users: route.usersOnTarget))
+                add(RouteLeg(route: route, target: route.to.backend, targetConversation: target, users: route.usersOnTarget))
             }
             if route.direction == .both,
                let target = Self.match(route.to, route.from, backend, conversation, users: route.usersOnSource) {
-                legs.append(RouteLeg(route: route, target: route.from.backend, targetConversation: target, users: route.usersOnSource))
+                add(RouteLeg(route: route, target: route.from.backend, targetConversation: target, users: route.usersOnSource))
             }
         }
         return legs
+    }
+
+    /// Pairs of routes that overlap: some source conversation reaches the same target through both
+    /// (`imbridge check` lists them; the relay delivers such a message once, through the first).
+    public func overlaps() -> [(first: Int, second: Int)] {
+        var found: [(Int, Int)] = []
+        func directions(_ route: Route) -> [(from: RouteEndpoint, to: RouteEndpoint)] {
+            route.direction == .both ? [(route.from, route.to), (route.to, route.from)] : [(route.from, route.to)]
+        }
+        // Two directions clash when some source conversation id reaches the same target id through both
+        // (a `*` route keeps the id; a route between two named conversations maps one to the other).
+        func clash(_ x: (from: RouteEndpoint, to: RouteEndpoint), _ y: (from: RouteEndpoint, to: RouteEndpoint)) -> Bool {
+            guard x.from.backend == y.from.backend, x.from.kind == y.from.kind, x.to.backend == y.to.backend,
+                  x.to.kind == y.to.kind else { return false }
+            switch (x.from.id, y.from.id) {
+            case (nil, nil): return true
+            case (nil, let id?): return y.to.id == id
+            case (let id?, nil): return x.to.id == id
+            case (let a?, let b?): return a == b && x.to.id == y.to.id
+            }
+        }
+        for i in routes.indices {
+            for j in routes.indices where j > i {
+                if directions(routes[i]).contains(where: { x in directions(routes[j]).contains { y in clash(x, y) } }) {
+                    found.append((i, j))
+                }
+            }
+        }
+        return found
     }
 
     static func match(_ source: RouteEndpoint, _ target: RouteEndpoint, _ backend: BackendID, _ conversation: ConversationRef,

@@ -48,7 +48,7 @@ extension SandboxVendor {
     public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? { nil }
 }
 
-/// A stored message as `GET /_sandbox/messages` shows it (ADAPTER-CONTRACT §2): the same fields for
+/// A stored message as `GET /_sandbox/messages` shows it (docs/architecture.md, "Sandboxes"): the same fields for
 /// every vendor, so tests and migration checks compare sandboxes without knowing their wire formats.
 public struct SandboxMessageRecord: Codable, Hashable, Sendable {
     public var id: String

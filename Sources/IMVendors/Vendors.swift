@@ -1,9 +1,13 @@
 import IMAdapterKit
 import IMSandbox
 import JMessage
+import JMessageSandbox
 import NIM
+import NIMSandbox
 import RongCloud
+import RongCloudSandbox
 import WuKong
+import WuKongSandbox
 
 /// One vendor: its adapter and its sandbox.
 public struct Vendor: Sendable {

@@ -21,8 +21,9 @@ struct RunCommand: AsyncParsableCommand {
         await bridge.stop()
         log("imbridge: stopped")
     }
-}
 
-func log(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
+    /// Progress lines go to standard error; standard output stays free for what a command prints.
+    private func log(_ line: String) {
+        FileHandle.standardError.write(Data((line + "\n").utf8))
+    }
 }

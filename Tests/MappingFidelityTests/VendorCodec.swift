@@ -1,70 +1,34 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
-import JMessage
-import NIM
-import RongCloud
-import WuKong
+import IMVendors
 
-/// One vendor's content codec behind one interface: a wire type + body in, neutral content out, and back.
-/// `Kept` is what a codec keeps from a decode so that writing the same message back is exact.
+/// One vendor's content codec as the registry builds it, with the call shape the fidelity tests use:
+/// a wire type + body in, neutral content and the kept `vendorExtras` out, and back.
 struct VendorCodec {
     typealias Kept = [String: JSONValue]
     let vendor: String
     let table: VendorTable
-    let decode: (String, [String: JSONValue]) throws -> (MessageContent, Kept)
-    let encode: (MessageContent, Kept?) throws -> (wire: String, body: [String: JSONValue])
+    let codec: any ContentCodec
 
     static func all(_ set: MappingSet = .shipped) -> [String: VendorCodec] {
-        Dictionary(uniqueKeysWithValues: MappingSet.vendors.map { ($0, make($0, set)) })
+        Dictionary(uniqueKeysWithValues: Vendors.names.map { ($0, make($0, set)) })
     }
 
     static func make(_ vendor: String, _ set: MappingSet = .shipped) -> VendorCodec {
         let table = set.table(vendor)
-        switch vendor {
-        case "wukong":
-            let codec = WuKongContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                var object = body
-                object["type"] = .int(Int64(wire)!)
-                let decoded = try codec.decode(object)
-                return (decoded.content, decoded.extras)
-            }, encode: { content, kept in
-                var object = try codec.encode(content, extras: kept ?? [:])
-                let type = object.removeValue(forKey: "type")?.int64Value ?? -1
-                return (String(type), object)
-            })
-        case "rongcloud":
-            let codec = RongCloudContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let decoded = try codec.decode(objectName: wire, content: JSONValue.object(body).jsonString())
-                return (decoded.content, decoded.leftovers)
-            }, encode: { content, kept in
-                let wire = try codec.encode(content, leftovers: kept)
-                return (wire.objectName, try JSONValue.parse(wire.content).objectValue ?? [:])
-            })
-        case "nim":
-            let codec = NIMContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                (try codec.decode(type: Int(wire)!, body: JSONValue.object(body).jsonString()), [:])
-            }, encode: { content, _ in
-                let (type, body) = try codec.encode(content)
-                return (String(type), try JSONValue.parse(body).objectValue ?? [:])
-            })
-        default:
-            let codec = JMessageContentCodec(mapping: table)
-            return VendorCodec(vendor: vendor, table: table, decode: { wire, body in
-                let decoded = try codec.decode(msgType: wire, body: .object(body))
-                var kept = decoded.base
-                if let extras = decoded.extras { kept["extras"] = .object(extras) }
-                return (decoded.content, kept)
-            }, encode: { content, kept in
-                var base = kept ?? [:]
-                let extras = base.removeValue(forKey: "extras")?.objectValue
-                let (type, body) = try codec.encode(content, extras: extras, base: base)
-                return (type, body.objectValue ?? [:])
-            })
-        }
+        return VendorCodec(vendor: vendor, table: table, codec: Vendors.named(vendor)!.adapter.contentCodec(ContentRegistry(), table))
+    }
+
+    func decode(_ wire: String, _ body: [String: JSONValue]) throws -> (MessageContent, Kept) {
+        let coded = try codec.decode(WireContent(type: wire, body: body))
+        return (coded.content, coded.vendorExtras)
+    }
+
+    func encode(_ content: MessageContent, _ kept: Kept?) throws -> (wire: String, body: [String: JSONValue]) {
+        let wire = try codec.encode(CodedContent(content, vendorExtras: kept ?? [:]))
+        return (wire.type, wire.body)
     }
 }
 

@@ -1,30 +1,37 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
-import NIM
+@testable import NIM
+import NIMSandbox
+import SandboxTestSupport
 import Testing
 
-@Suite(.serialized) struct BackendTests {
+@Suite(.serialized) struct NIMBackendTests {
     @Test func forgedCallbacksAreRefusedOverHTTPAndYieldNothing() async throws {
         try await WiredBackend.with { wired in
             let stream = wired.backend.events()
+            let sink = CollectingSink()
             let body = Array(#"{"eventType":"1","convType":"PERSON","to":"b","fromAccount":"a","msgType":"TEXT","body":"x","msgTimestamp":"1","msgidServer":"9"}"#.utf8)
             let md5 = Hashing.md5Hex(body)
             let forged = HTTPRequestData(method: "POST", path: "/receiveMsg.action",
                                          headers: [("AppKey", "k"), ("CurTime", "1"), ("MD5", md5), ("CheckSum", Hashing.sha1Hex("wrong" + md5 + "1"))],
                                          body: body)
-            let refused = await wired.backend.callbackHandler(forged)
+            let refused = await wired.backend.handle(forged, sink: sink)
             #expect(refused.status == 401)
+            #expect(sink.events.isEmpty && sink.refusals.map(\.code) == [.authenticationFailed])
             let good = HTTPRequestData(method: "POST", path: "/receiveMsg.action",
                                        headers: [("AppKey", "k"), ("CurTime", "1"), ("MD5", md5), ("CheckSum", Hashing.sha1Hex("s" + md5 + "1"))],
                                        body: body)
-            let events = try wired.backend.receive(good)
-            #expect(events.map(\.eventID) == ["nim:msg:9"])
+            let accepted = await wired.backend.handle(good, sink: sink)
+            #expect(accepted.status == 200 && accepted.bodyString == #"{"code":200}"#)
+            #expect(sink.events.map(\.eventID) == ["nim:msg:9"])
             var iterator = stream.makeAsyncIterator()
             let first = await iterator.next()
             #expect(first?.eventID == "nim:msg:9", "the forged request must not have produced an event before the good one")
-            #expect(await wired.backend.callbackHandler(good).status == 200)
+            #expect(await wired.backend.handle(good, sink: sink).status == 200)
+            #expect(sink.events.map(\.eventID) == ["nim:msg:9", "nim:msg:9"], "a redelivery yields the same event id")
         }
     }
 
@@ -45,7 +52,7 @@ import Testing
             #expect(stored.mentions == Mentions(users: ["alice"]))
             let ext = try JSONValue.parse(try #require(stored.vendorExtras["ext"]?.stringValue))
             #expect(ext["app"] == "kept")
-            let raw = await wired.sandbox.vendor.messages().last?.raw
+            let raw = try await wired.rig.messages().last?.raw
             #expect(raw?["ext"]?.stringValue?.contains("forcepush") == false)
         }
     }
@@ -56,7 +63,7 @@ import Testing
             let fresh = NIMBackend(config: wired.backend.client.config, clock: wired.sandbox.clock)
             try await fresh.recall(sent.id, in: .direct("alice", "bob"), by: "alice")
             await #expect(throws: IMError.self) { try await fresh.recall(sent.id, in: .direct("alice", "bob"), by: "alice") }
-            let records = await wired.sandbox.vendor.messages()
+            let records = try await wired.rig.messages()
             #expect(records.first?.recalled == true)
             let page = try await fresh.history(HistoryQuery(conversation: .direct("alice", "bob")))
             #expect(page.messages.map(\.id) == [sent.id] && page.messages.first?.isRecalled == true)
@@ -78,13 +85,13 @@ import Testing
             await #expect(throws: IMError.self) {
                 _ = try await wired.backend.send(OutgoingMessage(conversation: .chatroom("r1"), sender: "alice", content: .text("x")))
             }
-            #expect(await wired.sandbox.vendor.messages().isEmpty)
+            #expect(try await wired.rig.messages().isEmpty)
             #expect(await wired.sandbox.vendor.users().isEmpty)
         }
     }
 }
 
-@Suite(.serialized) struct ClientIDLookupTests {
+extension NIMBackendTests {
     @Test func aRestartedBackendFindsAMessageByItsClientID() async throws {
         try await WiredBackend.with { wired in
             let sent = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("x"),
@@ -97,24 +104,99 @@ import Testing
     }
 }
 
-@Suite struct SettingsTests {
-    @Test func settingsBuildTheBackendAndNameBadKeys() throws {
-        let backend = try NIMSettings.makeBackend(id: "yx", settings: ["app_key": "k", "app_secret": "s", "recall_window_ms": "600000",
-                                                                       "custom_aliases": "1=order_card, 2=photo_card",
-                                                                       "team_query_accid": "bot"], registry: ContentRegistry())
-        #expect(backend.id == "yx" && backend.capabilities.recallWindowMs == 600_000 && backend.teamQueryAccid == "bot")
-        #expect(backend.codec.content.customFormat.aliases == ["1": "order_card", "2": "photo_card"])
-        #expect(backend.client.config.baseURL == "https://api-cn.yunxinapi.com/nimserver")
-        for (settings, key) in [(["app_key": "k"], "app_secret"),
-                                (["app_key": "k", "app_secret": "s", "recall_window_ms": "x"], "recall_window_ms"),
-                                (["app_key": "k", "app_secret": "s", "create_users": "maybe"], "create_users"),
-                                (["app_key": "k", "app_secret": "s", "custom_aliases": "1"], "custom_aliases")] {
-            do {
-                _ = try NIMSettings.makeBackend(id: "yx", settings: settings, registry: ContentRegistry())
-                Issue.record("\(settings) accepted")
-            } catch let error as IMError {
-                #expect(error.details["setting"] == key)
-            }
+/// NIM envelope codes → IMError.
+extension NIMBackendTests {
+    @Test(arguments: [
+        (414, "checksum", IMError.Code.authenticationFailed, false),
+        (414, "CurTime is expired", .authenticationFailed, false),
+        (414, "already register", .conflict, false),
+        (414, "body is too long", .invalidArgument, false),
+        (403, "not allow!", .permissionDenied, false),
+        (404, "msg not found", .notFound, false),
+        (416, "frequency control", .rateLimited, true),
+        (431, "duplicate request", .unavailable, true),
+        (500, "server error", .unavailable, true),
+        (508, "msg recall timeout", .recallWindowExpired, false),
+        (999, "?", .vendorError, false),
+    ])
+    func codesMap(code: Int, desc: String, expected: IMError.Code, retryable: Bool) {
+        let error = NIMErrorMapping.error(code: code, desc: desc)
+        #expect(error.code == expected)
+        #expect(error.isRetryable == retryable)
+        #expect(error.vendorCode == String(code) && error.vendorMessage == desc)
+        if code == 416 { #expect(error.retryAfterMs == 10_000) }
+    }
+
+    @Test func duplicateRecallIsAlreadyRecalled() {
+        #expect(NIMErrorMapping.error(code: 417, desc: "x", operation: .recall).code == .alreadyRecalled)
+        #expect(NIMErrorMapping.error(code: 417, desc: "x").code == .conflict)
+    }
+}
+
+/// The pager against an in-memory NIM whose `excludeMsgid` drops only that one message (the stricter
+/// reading of the history API): paging must still neither skip nor repeat, at equal timestamps too.
+extension NIMBackendTests {
+    static func pagerEntries(times: [Int64]) -> [NIMHistoryMessage] {
+        times.enumerated().map { NIMHistoryMessage(from: "a", msgid: Int64(100 + $0.offset), sendtime: $0.element, type: 0, body: #"{"msg":"x"}"#) }
+    }
+
+    static func pager(_ all: [NIMHistoryMessage]) -> NIMHistoryPager {
+        NIMHistoryPager(fetch: { begin, end, limit, ascending, exclude in
+            let inWindow = all.filter { $0.sendtime >= begin && $0.sendtime <= end && $0.msgid != exclude }
+                .sorted { ($0.sendtime, $0.msgid) < ($1.sendtime, $1.msgid) }
+            return Array((ascending ? inWindow : inWindow.reversed()).prefix(limit))
+        }, horizon: 10_000)
+    }
+
+    static let sameMillisecond: [Int64] = Array(repeating: 7, count: 23)
+    static let runsOfFour: [Int64] = (0..<23).map { (n: Int) -> Int64 in Int64(1 + n / 4) }
+    static let distinct: [Int64] = (0..<23).map { (n: Int) -> Int64 in Int64(n + 1) }
+
+    @Test(arguments: [sameMillisecond, runsOfFour, distinct])
+    func walksBothWaysWithoutGapsOrRepeats(times: [Int64]) async throws {
+        let all = Self.pagerEntries(times: times)
+        let pager = Self.pager(all)
+        var page = try await pager.page(.latest, limit: 5)
+        var backward = page.entries.map(\.msgid)
+        while page.hasOlder, let first = page.entries.first {
+            page = try await pager.page(.before(NIMHistoryKey(time: first.sendtime, msgid: first.msgid).cursor), limit: 5)
+            backward = page.entries.map(\.msgid) + backward
         }
+        #expect(backward == all.map(\.msgid))
+        page = try await pager.page(.oldest, limit: 5)
+        var forward = page.entries.map(\.msgid)
+        while page.hasNewer, let last = page.entries.last {
+            page = try await pager.page(.after(NIMHistoryKey(time: last.sendtime, msgid: last.msgid).cursor), limit: 5)
+            forward += page.entries.map(\.msgid)
+        }
+        #expect(forward == all.map(\.msgid))
+        let middle = all[11]
+        let around = try await pager.page(.around(NIMHistoryKey(time: middle.sendtime, msgid: middle.msgid).cursor), limit: 5)
+        #expect(around.entries.map(\.msgid) == Array(all[9...13]).map(\.msgid))
+        #expect(around.hasOlder && around.hasNewer)
+    }
+
+    @Test func cursorsParseAndRefuseGarbage() async {
+        #expect(NIMHistoryKey(HistoryCursor("1700000000000:42")) == NIMHistoryKey(time: 1_700_000_000_000, msgid: 42))
+        #expect(NIMHistoryKey(HistoryCursor("42")) == nil)
+        await #expect(throws: IMError.self) { _ = try await Self.pager([]).page(.before(HistoryCursor("x")), limit: 5) }
+    }
+}
+
+/// Signing (requests and message copies).
+extension NIMBackendTests {
+    /// The API test vector NIM documents (docs/adapters/nim.md).
+    @Test func requestCheckSumMatchesTheDocVector() {
+        #expect(NIMSignature.requestCheckSum(appSecret: "0123456789ab", nonce: "4tgggergigwow323t23t", curTime: "1443592222")
+            == "2b3c3ba113c760606d5830e4d807ad8490040efd")
+    }
+
+    /// The message-copy test vector NIM documents (docs/adapters/nim.md).
+    @Test func callbackSignatureMatchesTheDocVector() {
+        let body = #"{"eventType":"1","convType":"PERSON","to":"222","fromAccount":"111","msgType":"TEXT","body":"hello","msgTimestamp":"1441977355557","msgidClient":"1234567","msgidServer":"3456789"}"#
+        let md5 = NIMSignature.md5Hex(Array(body.utf8))
+        #expect(md5 == "98e89cb5e7688a2f419583195c3f6c4a")
+        #expect(NIMSignature.callbackCheckSum(appSecret: "0123456789ab", md5: md5, curTime: "1440570500855")
+            == "ca35845e3c6fe4fb7aa85c358ffa91bc75f70043")
     }
 }

@@ -1,14 +1,17 @@
 import Foundation
 import IMCore
+import IMAdapterKit
 import IMHTTP
 import IMSandbox
 import IMTesting
 import NIM
+import NIMSandbox
+import SandboxTestSupport
 import Testing
 
-@Suite(.serialized) struct SandboxTests {
+@Suite(.serialized) struct NIMSandboxTests {
     @Test func signaturesAreCheckedLikeNIM() async throws {
-        try await SandboxHarness.with(callbacks: false) { sandbox in
+        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
             let good = try await sandbox.call("/user/create.action", [("accid", "alice")])
             #expect(good.status == 200 && good.json["code"] == 200)
             #expect(good.json["info"]?["accid"] == "alice")
@@ -24,7 +27,7 @@ import Testing
     }
 
     @Test func accountsAndSendEnvelopes() async throws {
-        try await SandboxHarness.with(callbacks: false) { sandbox in
+        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
             try await sandbox.createUsers("Alice", "bob")
             let again = try await sandbox.call("/user/create.action", [("accid", "alice")])
             #expect(again.json == ["code": 414, "desc": "already register"])
@@ -49,7 +52,7 @@ import Testing
                                                                            ("type", "0"), ("body", #"{"msg":"all"}"#), ("returnMsgid", "true")])
             #expect(batch.json["code"] == 200 && batch.json["unregister"] == #"["ghost"]"#)
             #expect(batch.json["msgids"]?["bob"]?.int64Value != nil)
-            let messages = await sandbox.vendor.messages()
+            let messages = try await sandbox.rig.messages()
             #expect(messages.map(\.kind) == ["text", "custom", "text"])
             #expect(messages[0].conversationID == "alice,bob" && messages[0].text == "你好")
             #expect(messages[1].conversationType == "group" && messages[1].conversationID == "1001")
@@ -57,7 +60,7 @@ import Testing
     }
 
     @Test func recallWindowOwnershipAndRepeats() async throws {
-        try await SandboxHarness.with(callbacks: false) { sandbox in
+        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
             try await sandbox.createUsers("alice", "bob")
             func recall(_ sent: JSONValue, from: String = "alice", type: String = "7", extra: [(String, String)] = []) async throws -> JSONValue {
                 try await sandbox.call("/msg/recall.action", [
@@ -74,14 +77,14 @@ import Testing
             #expect(try await recall(late)["code"] == 508)
             #expect(try await recall(late, extra: [("ignoreTime", "2")])["code"] == 414)
             #expect(try await recall(late, extra: [("ignoreTime", "1")]) == ["code": 200])
-            let recalled = await sandbox.vendor.messages().map(\.recalled)
+            let recalled = try await sandbox.rig.messages().map(\.recalled)
             #expect(recalled == [true, true])
         }
     }
 
     /// Three messages in one millisecond: paging with `excludeMsgid` must neither skip nor repeat.
     @Test func historyPagingAtEqualTimestamps() async throws {
-        try await SandboxHarness.with(callbacks: false, frozenClock: true) { sandbox in
+        try await NIMSandboxHelpers.with(callbacks: false, frozenClock: true) { sandbox in
             try await sandbox.createUsers("alice", "bob", "carol")
             // The sandbox clock is frozen: every message below has the same send time.
             var ids: [Int64] = []
@@ -125,21 +128,21 @@ import Testing
     }
 
     @Test func copiesAreSignedWithMD5AndCheckSumAndRetried() async throws {
-        try await SandboxHarness.with { sandbox in
+        try await NIMSandboxHelpers.with { sandbox in
             try await sandbox.createUsers("alice", "bob")
-            sandbox.sink.failNext(1)
+            sandbox.recorder!.failNext(1, status: 503)
             let sent = try await sandbox.sendText(from: "alice", to: "bob", "copy me")
             _ = try await sandbox.sendText(from: "alice", to: "bob", "not copied", option: #"{"route":false}"#)
             try await sandbox.call("/msg/recall.action", [("deleteMsgid", sent["data"]!["msgid"]!.stringValue!),
                                                           ("timetag", sent["data"]!["timetag"]!.stringValue!), ("type", "7"),
                                                           ("from", "alice"), ("to", "bob"), ("msg", "撤回")])
-            let requests = await sandbox.sink.waitFor(3)
+            let requests = await sandbox.recorder!.waitFor(3)
             #expect(requests.count == 3)
             for request in requests {
                 let md5 = Hashing.md5Hex(request.body)
                 #expect(request.header("MD5") == md5)
-                #expect(request.header("CheckSum") == Hashing.sha1Hex(SandboxHarness.appSecret + md5 + request.header("CurTime")!))
-                #expect(request.header("AppKey") == SandboxHarness.appKey && request.path == "/receiveMsg.action")
+                #expect(request.header("CheckSum") == Hashing.sha1Hex(NIMSandboxHelpers.appSecret + md5 + request.header("CurTime")!))
+                #expect(request.header("AppKey") == NIMSandboxHelpers.appKey && request.path == "/receiveMsg.action")
             }
             let first = try JSONValue.parse(Data(requests[0].body)), retried = try JSONValue.parse(Data(requests[1].body))
             #expect(first == retried)
@@ -147,16 +150,22 @@ import Testing
             #expect(first["body"] == "copy me" && first["msgidServer"] == .string(sent["data"]!["msgid"]!.stringValue!))
             let recall = try JSONValue.parse(Data(requests[2].body))
             #expect(recall["eventType"] == "7" && recall["selfMsg"] == "撤回" && recall["msgId"] == first["msgidServer"])
-            // The adapter's verifier accepts exactly these requests.
-            let inbound = NIMInbound(backend: "nim", appKey: SandboxHarness.appKey, appSecret: SandboxHarness.appSecret)
-            let events = try requests.flatMap { try inbound.handle(NIMInboundRequest(headers: $0.headers.map { ($0.name, $0.value) }, body: $0.body)) }
+            // The adapter's callback receiver accepts exactly these requests.
+            let backend = NIMBackend(config: NIMConfig(appKey: NIMSandboxHelpers.appKey, appSecret: NIMSandboxHelpers.appSecret))
+            let sink = CollectingSink()
+            for request in requests {
+                let answer = await backend.handle(request, sink: sink)
+                #expect(answer.status == 200 && answer.bodyString == #"{"code":200}"#)
+            }
+            #expect(sink.refusals.isEmpty)
+            let events = sink.events
             #expect(events.map(\.kindName) == ["message", "message", "recalled"])
             #expect(events[0].eventID == events[1].eventID)
         }
     }
 
     @Test func uploadServesTheBytesAndFaultsUseTheEnvelope() async throws {
-        try await SandboxHarness.with(callbacks: false) { sandbox in
+        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
             let upload = try await sandbox.call("/msg/upload.action", [("content", Data("hello".utf8).base64EncodedString()), ("type", "txt")])
             let url = try #require(upload.json["url"]?.stringValue)
             let fetched = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: url))
@@ -171,18 +180,18 @@ import Testing
     }
 
     @Test func customSystemNotificationsAreCopiedNotStored() async throws {
-        try await SandboxHarness.with { sandbox in
+        try await NIMSandboxHelpers.with { sandbox in
             try await sandbox.createUsers("alice", "bob")
             let answer = try await sandbox.call("/msg/sendAttachMsg.action", [("from", "alice"), ("msgtype", "0"), ("to", "bob"),
                                                                               ("attach", #"{"name":"typing","data":{}}"#), ("save", "1")])
             #expect(answer.json == ["code": 200])
             #expect(try await sandbox.call("/msg/sendAttachMsg.action", [("from", "alice"), ("msgtype", "3"), ("to", "bob"),
                                                                           ("attach", "{}")]).json["code"] == 414)
-            let copies = await sandbox.sink.waitFor(1)
+            let copies = await sandbox.recorder!.waitFor(1)
             let copy = try JSONValue.parse(Data(copies[0].body))
             #expect(copy["convType"] == "CUSTOM_PERSON" && copy["msgType"] == "CUSTOM_P2P_MSG" && copy["customSafeFlag"] == "0")
             #expect(copy["attach"] == #"{"name":"typing","data":{}}"#)
-            #expect(await sandbox.vendor.messages().isEmpty)
+            #expect(try await sandbox.rig.messages().isEmpty)
         }
     }
 
@@ -191,8 +200,7 @@ import Testing
         let clock = SandboxClock(base: TestClock())
         let vendor = NIMSandbox(appKey: "k", appSecret: "s", callbackURL: nil, clock: clock, rateLimits: Capabilities.nim.rateLimits)
         let server = SandboxServer(vendor: vendor, clock: clock)
-        try await server.start()
-        let sandbox = SandboxHarness(sink: CallbackSink(), server: server)
+        let sandbox = NIMSandboxHelpers(rig: try await SandboxRig.start(server), recorder: nil)
         func send() async throws -> JSONValue {
             try await sandbox.call("/msg/sendMsg.action", [("from", "a"), ("ope", "0"), ("to", "b"), ("type", "0"), ("body", #"{"msg":"x"}"#)],
                                    appKey: "k", secret: "s").json
@@ -203,6 +211,6 @@ import Testing
         #expect(try await send()["code"] == 416)
         clock.advance(byMs: 1_001)
         #expect(try await send()["code"] == 414)
-        await server.stop()
+        await sandbox.stop()
     }
 }

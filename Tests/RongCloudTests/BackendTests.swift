@@ -4,12 +4,13 @@ import IMHTTP
 import IMSandbox
 import Testing
 @testable import RongCloud
+import RongCloudSandbox
 
 /// `RongCloudBackend` against the sandbox, beyond the conformance suite: paging anchors across more
 /// than one API page, expansions cleared in chunks, mentions/replies/commands through the routing
 /// callback, and refusals that must happen before any call.
-@Suite(.serialized) struct BackendTests {
-    typealias Rig = ConformanceTests.Rig
+@Suite(.serialized) struct RongCloudBackendTests {
+    typealias Rig = RongCloudConformanceTests.Rig
 
     func events(_ rig: Rig, _ stream: AsyncStream<IMEvent>, count: Int) async -> [IMEvent] {
         let waiter = Task {
@@ -30,7 +31,7 @@ import Testing
     }
 
     @Test func historyAnchorsAcrossSeveralAPIPages() async throws {
-        try await ConformanceTests.withRig { rig in
+        try await RongCloudConformanceTests.withRig { rig in
             let chat = ConversationRef.direct("alice", "bob")
             var ids: [MessageID] = []
             for n in 0..<230 {
@@ -59,7 +60,7 @@ import Testing
     }
 
     @Test func expansionClearDeletesEveryKeyInChunksAndAnnouncesEachChunk() async throws {
-        try await ConformanceTests.withRig { rig in
+        try await RongCloudConformanceTests.withRig { rig in
             let chat = ConversationRef.group("g1")
             let initial = Dictionary(uniqueKeysWithValues: (0..<100).map { ("k\($0)", "v") })
             let sent = try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("poll"), expansion: initial))
@@ -83,7 +84,7 @@ import Testing
     }
 
     @Test func mentionsRepliesAndCommandsArriveThroughTheCallback() async throws {
-        try await ConformanceTests.withRig { rig in
+        try await RongCloudConformanceTests.withRig { rig in
             let chat = ConversationRef.group("g1")
             let stream = rig.backend.events()
             let question = try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("@bob lunch?"),
@@ -109,7 +110,7 @@ import Testing
     }
 
     @Test func refusalsBeforeAnyCall() async throws {
-        try await ConformanceTests.withRig { rig in
+        try await RongCloudConformanceTests.withRig { rig in
             let backend = rig.backend
             await #expect(throws: IMError.self) {
                 _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice",
@@ -131,7 +132,7 @@ import Testing
     }
 
     @Test func callbacksStayFreshWhenTheSandboxClockMovesAhead() async throws {
-        try await ConformanceTests.withRig { rig in
+        try await RongCloudConformanceTests.withRig { rig in
             rig.sandbox.clock.advance(byMs: 2 * 3_600_000)
             let stream = rig.backend.events()
             let sent = try await rig.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("later")))
@@ -143,3 +144,53 @@ import Testing
     }
 }
 
+/// Signing and the business-code table of `Backend/` (no sandbox needed).
+extension RongCloudBackendTests {
+    @Test func documentedTestVectors() {
+        #expect(RongCloudSignature.sign(secret: "Y1W2MeFwwwRxa0", nonce: "14314", timestamp: "1408710653000")
+                == "30be0bbca9c9b2e27578701e9fda2358a814c88f")
+        #expect(RongCloudSignature.sign(secret: "secret", nonce: "95493253", timestamp: "1795258879")
+                == "5c772994e494a96a6f14c4427dd7ae820f4ac41e")
+    }
+
+    @Test func verificationIgnoresHexCaseAndRejectsAnyOtherChange() {
+        let good = "30BE0BBCA9C9B2E27578701E9FDA2358A814C88F"
+        #expect(RongCloudSignature.isValid(good, secret: "Y1W2MeFwwwRxa0", nonce: "14314", timestamp: "1408710653000"))
+        #expect(!RongCloudSignature.isValid(good, secret: "Y1W2MeFwwwRxa1", nonce: "14314", timestamp: "1408710653000"))
+        #expect(!RongCloudSignature.isValid(good, secret: "Y1W2MeFwwwRxa0", nonce: "14315", timestamp: "1408710653000"))
+        #expect(!RongCloudSignature.isValid(String(good.dropLast()), secret: "Y1W2MeFwwwRxa0", nonce: "14314", timestamp: "1408710653000"))
+    }
+
+    @Test func timestampsInSecondsOrMilliseconds() {
+        #expect(RongCloudSignature.timestampMs("1795258879") == 1_795_258_879_000)
+        #expect(RongCloudSignature.timestampMs("1408710653000") == 1_408_710_653_000)
+        #expect(RongCloudSignature.timestampMs("abc") == nil)
+    }
+
+    @Test(arguments: [
+        (1004, 401, IMError.Code.authenticationFailed, false),
+        (1001, 403, .authenticationFailed, false),
+        (1008, 429, .rateLimited, true),
+        (1002, 400, .invalidArgument, false),
+        (1501, 400, .invalidArgument, false),
+        (1005, 400, .limitExceeded, false),
+        (1502, 400, .limitExceeded, false),
+        (1508, 413, .limitExceeded, false),
+        (1009, 403, .permissionDenied, false),
+        (1000, 500, .unavailable, true),
+        (1050, 500, .unavailable, true),
+        (4242, 400, .vendorError, false),
+    ])
+    func errorCodeTable(code: Int, status: Int, neutral: IMError.Code, retryable: Bool) {
+        #expect(RongCloudErrorCode.httpStatus(for: code) == status)
+        let error = RongCloudErrorCode.imError(code: code, message: nil)
+        #expect(error.code == neutral && error.isRetryable == retryable && error.vendorCode == String(code))
+        #expect(error.vendorMessage?.isEmpty == false)
+    }
+
+    @Test func rateLimitCarriesRetryAfter() {
+        #expect(RongCloudErrorCode.imError(code: 1008, message: "too fast", retryAfterMs: 2500).retryAfterMs == 2500)
+        #expect(RongCloudErrorCode.imError(code: 1008, message: "too fast").retryAfterMs == 1000)
+        #expect(RongCloudErrorCode.imError(code: 1002, message: "bad").retryAfterMs == nil)
+    }
+}

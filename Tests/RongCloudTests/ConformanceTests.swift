@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
@@ -6,10 +7,11 @@ import IMTesting
 import Synchronization
 import Testing
 @testable import RongCloud
+import RongCloudSandbox
 
 /// `RongCloudBackend` against its sandbox over loopback: the sandbox routes every message, recall and
-/// expansion change to a callback listener that hands each request to `RongCloudBackend.receive`.
-@Suite(.serialized) struct ConformanceTests {
+/// expansion change to a callback listener that hands each request to `RongCloudBackend.handle(_:sink:)`.
+@Suite(.serialized) struct RongCloudConformanceTests {
     /// One sandbox + listener + backend; `stop` closes both servers.
     final class Rig: Sendable {
         let sandbox: SandboxServer
@@ -34,7 +36,7 @@ import Testing
         let box = Mutex<RongCloudBackend?>(nil)
         let listener = HTTPServer { request in
             guard let backend = box.withLock({ $0 }) else { return .text("starting", status: 503) }
-            return backend.callbackResponse(for: request)
+            return await backend.handle(request, sink: CollectingSink())
         }
         let listenerPort = try await listener.start()
         let sandbox = try RongCloudSandbox.server(SandboxOptions(appKey: "K", appSecret: "S", callbackURL: "http://127.0.0.1:\(listenerPort)/rongcloud"))
@@ -102,7 +104,7 @@ import Testing
 
     @Test func forgedCallbacksAreRefusedAndRedeliveryIsYieldedOnce() async throws {
         try await Self.withRig { rig in
-            let body = WireRoutedMessage(fromUserId: "bob", toUserId: "alice", objectName: "RC:TxtMsg", content: #"{"content":"hi"}"#,
+            let body = RCRoutedMessage(fromUserId: "bob", toUserId: "alice", objectName: "RC:TxtMsg", content: #"{"content":"hi"}"#,
                                          channelType: "PERSON", msgTimestamp: 1, msgUID: "AAAA-BBBB-CCCC-0001").form.encoded
             func request(secret: String) -> HTTPRequestData {
                 let nonce = "n\(Int.random(in: 0..<1_000_000))", timestamp = String(SystemClock().nowMs())
@@ -110,20 +112,27 @@ import Testing
                 return HTTPRequestData(method: "POST", path: "/rongcloud", rawQuery: "nonce=\(nonce)&timestamp=\(timestamp)&signature=\(signature)",
                                        headers: [("Content-Type", "application/x-www-form-urlencoded")], body: Array(body.utf8))
             }
+            let sink = CollectingSink()
             let stream = rig.backend.events()
-            #expect(rig.backend.callbackResponse(for: request(secret: "forged")).status == 401)
-            #expect(rig.backend.callbackResponse(for: request(secret: "S")).status == 200)
+            let forged = await rig.backend.handle(request(secret: "forged"), sink: sink)
+            #expect(forged.status == 401 && forged.bodyString.hasPrefix("unauthorized: "))
+            let accepted = await rig.backend.handle(request(secret: "S"), sink: sink)
+            #expect(accepted.status == 200 && accepted.bodyString == "ok")
             var truncated = request(secret: "S")
             truncated.body = Array("fromUserId=bob&objectName=RC:TxtMsg".utf8)
-            #expect(rig.backend.callbackResponse(for: truncated).status == 400)
-            let outcome = try await rig.backend.receiveCallback(request(secret: "S"))
-            #expect(outcome.response.bodyString == "ok" && outcome.events.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001"])
-            let again = try rig.backend.receive(request(secret: "S"))
-            #expect(again.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001"], "redelivery returns the same event id")
-            let marker = WireRoutedMessage(fromUserId: "bob", toUserId: "alice", objectName: "RC:TxtMsg", content: #"{"content":"end"}"#,
-                                           channelType: "PERSON", msgTimestamp: 2, msgUID: "AAAA-BBBB-CCCC-0002")
-            try rig.backend.receive(HTTPRequestData(method: "POST", path: "/", rawQuery: request(secret: "S").rawQuery,
-                                                    body: Array(marker.form.encoded.utf8)))
+            let malformed = await rig.backend.handle(truncated, sink: sink)
+            #expect(malformed.status == 400 && malformed.bodyString.hasPrefix("bad request: "))
+            #expect(sink.refusals.map(\.code) == [.authenticationFailed, .malformedPayload], "refusals are told to the sink")
+            #expect(sink.events.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001"])
+            let again = await rig.backend.handle(request(secret: "S"), sink: sink)
+            #expect(again.status == 200 && again.bodyString == "ok")
+            #expect(sink.events.map(\.eventID) == ["msg:AAAA-BBBB-CCCC-0001", "msg:AAAA-BBBB-CCCC-0001"],
+                    "redelivery gives the sink the same event id")
+            let marker = RCRoutedMessage(fromUserId: "bob", toUserId: "alice", objectName: "RC:TxtMsg", content: #"{"content":"end"}"#,
+                                         channelType: "PERSON", msgTimestamp: 2, msgUID: "AAAA-BBBB-CCCC-0002")
+            let last = await rig.backend.handle(HTTPRequestData(method: "POST", path: "/", rawQuery: request(secret: "S").rawQuery,
+                                                                body: Array(marker.form.encoded.utf8)), sink: sink)
+            #expect(last.status == 200)
             var seen: [EventID] = []
             for await event in stream {
                 seen.append(event.eventID)

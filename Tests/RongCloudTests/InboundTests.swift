@@ -1,13 +1,17 @@
+import IMAdapterKit
 import IMHTTP
 import IMCore
 import IMTesting
 import Testing
 @testable import RongCloud
 
-/// The routing callback receiver: verification first, then parsing; refusals yield no event.
-struct InboundTests {
+/// The routing callback receiver through `handle(_:sink:)`: verification first, then parsing; refusals
+/// yield no event and are told to the sink; the answers are RongCloud's (200 `ok`, 401, 400, 503).
+struct RongCloudInboundTests {
     static let now: Int64 = 1_795_258_879_000
-    let inbound = RongCloudInbound(backend: "rc", appKey: "K", appSecret: "S", clock: TestClock(startMs: Self.now))
+    let backend = RongCloudBackend(.init(id: "rc", appKey: "K", appSecret: "S", baseURLs: ["http://127.0.0.1:9"],
+                                         clock: TestClock(startMs: Self.now)))
+    var inbound: RongCloudInbound { backend.inbound }
 
     func signedQuery(nonce: String = "0.7940742792184153", timestamp: String = "1795258879", secret: String = "S",
                      appKey: String? = "K") -> FormBody {
@@ -20,31 +24,56 @@ struct InboundTests {
     }
 
     /// The callback as the HTTP request the receiver gets.
-    func events(query: FormBody, headers: [(name: String, value: String)], body: FormBody) throws -> [IMEvent] {
-        try inbound.events(from: HTTPRequestData(method: "POST", path: "/rongcloud", rawQuery: query.encoded, headers: headers,
-                                                 body: Array(body.encoded.utf8)))
+    func request(query: FormBody, headers: [(name: String, value: String)], body: FormBody) -> HTTPRequestData {
+        HTTPRequestData(method: "POST", path: "/rongcloud", rawQuery: query.encoded, headers: headers, body: Array(body.encoded.utf8))
+    }
+
+    /// One exchange through `handle`: the answer and what the sink got.
+    func exchange(query: FormBody, headers: [(name: String, value: String)] = [], body: FormBody,
+                  sink: CollectingSink = CollectingSink()) async -> (response: HTTPResponseData, sink: CollectingSink) {
+        (await backend.handle(request(query: query, headers: headers, body: body), sink: sink), sink)
+    }
+
+    /// The events of an accepted callback (200 `ok`); records an issue for any other answer.
+    func events(query: FormBody, headers: [(name: String, value: String)] = [], body: FormBody) async -> [IMEvent] {
+        let (response, sink) = await exchange(query: query, headers: headers, body: body)
+        #expect(response.status == 200 && response.bodyString == "ok", "\(response.status) \(response.bodyString)")
+        #expect(sink.refusals.isEmpty)
+        return sink.events
+    }
+
+    /// The refusal of a callback: its answer's status and body prefix, no event, one refusal told to the sink.
+    func refusal(query: FormBody, headers: [(name: String, value: String)] = [], body: FormBody,
+                 status: Int) async -> IMError? {
+        let (response, sink) = await exchange(query: query, headers: headers, body: body)
+        #expect(response.status == status)
+        #expect(response.bodyString.hasPrefix(status == 401 ? "unauthorized: " : "bad request: "), "\(response.bodyString)")
+        #expect(sink.events.isEmpty && sink.refusals.count == 1)
+        return sink.refusals.first
     }
 
     func routed(_ objectName: String, _ content: String, uid: String = "BRGM-DEN2-01E4-BN66", channel: String = "PERSON",
                 at time: Int64 = 1_795_258_878_000) -> FormBody {
-        WireRoutedMessage(fromUserId: "u1", toUserId: "u2", objectName: objectName, content: content, channelType: channel,
+        RCRoutedMessage(fromUserId: "u1", toUserId: "u2", objectName: objectName, content: content, channelType: channel,
                           msgTimestamp: time, msgUID: uid, source: "Android").form
     }
 
-    @Test func signedMessageBecomesOneMessageEventAndRedeliveryKeepsItsID() throws {
+    @Test func signedMessageBecomesOneMessageEventAndRedeliveryKeepsItsID() async throws {
         let body = routed("RC:TxtMsg", #"{"content":"hi"}"#)
-        let first = try events(query: signedQuery(), headers: [], body: body)
-        let again = try events(query: signedQuery(nonce: "other", timestamp: "1795258880000"), headers: [], body: body)
+        let first = await events(query: signedQuery(), body: body)
+        let again = await events(query: signedQuery(nonce: "other", timestamp: "1795258880000"), body: body)
         #expect(first.count == 1 && again.count == 1)
         #expect(first[0].eventID == "msg:BRGM-DEN2-01E4-BN66" && again[0].eventID == first[0].eventID)
         guard case .message(let message) = first[0].kind else { Issue.record("not a message"); return }
         #expect(message.content == .text("hi") && message.conversation == .direct("u1", "u2") && first[0].backend == "rc")
+        let parsed = try inbound.events(from: request(query: signedQuery(), headers: [], body: body))
+        #expect(parsed == first, "handle gives the sink what the pure parser returns")
     }
 
-    @Test func signatureInRCHeadersIsAccepted() throws {
+    @Test func signatureInRCHeadersIsAccepted() async {
         let headers: [(name: String, value: String)] = [("RC-Nonce", "n1"), ("rc-timestamp", "1795258879"),
                        ("RC-Signature", RongCloudSignature.sign(secret: "S", nonce: "n1", timestamp: "1795258879"))]
-        #expect(try events(query: FormBody(), headers: headers, body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
+        #expect(await events(query: FormBody(), headers: headers, body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
     }
 
     @Test(arguments: [
@@ -52,45 +81,72 @@ struct InboundTests {
         ("another app", "S", "K2", "1795258879"),
         ("stale timestamp", "S", "K", "1795250000"),
     ])
-    func forgedOrStaleCallbacksAreRefused(_ why: String, secret: String, appKey: String, timestamp: String) {
-        let error = #expect(throws: IMError.self, "\(why)") {
-            try events(query: signedQuery(timestamp: timestamp, secret: secret, appKey: appKey), headers: [],
-                               body: routed("RC:TxtMsg", #"{"content":"hi"}"#))
-        }
+    func forgedOrStaleCallbacksAreRefused(_ why: String, secret: String, appKey: String, timestamp: String) async {
+        let error = await refusal(query: signedQuery(timestamp: timestamp, secret: secret, appKey: appKey),
+                                  body: routed("RC:TxtMsg", #"{"content":"hi"}"#), status: 401)
+        #expect(error?.code == .authenticationFailed, "\(why)")
+    }
+
+    @Test func unsignedCallbackIsRefused() async {
+        let error = await refusal(query: FormBody(), body: routed("RC:TxtMsg", #"{"content":"hi"}"#), status: 401)
         #expect(error?.code == .authenticationFailed)
     }
 
-    @Test func unsignedCallbackIsRefused() {
-        #expect(throws: IMError.self) { try events(query: FormBody(), headers: [], body: routed("RC:TxtMsg", #"{"content":"hi"}"#)) }
-    }
-
-    @Test func malformedBodiesAreRefusedWithoutEvents() {
+    @Test func malformedBodiesAreRefusedWithoutEvents() async {
         var missing = routed("RC:TxtMsg", #"{"content":"hi"}"#)
         missing.items.removeAll { $0.name == "msgUID" }
-        let error = #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: missing) }
+        let error = await refusal(query: signedQuery(), body: missing, status: 400)
         #expect(error?.code == .malformedPayload && error?.details["field"] == "msgUID")
-        #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: routed("RC:RcCmd", "{}")) }
-        #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: routed("RC:MsgExMsg", #"{"put":{}}"#)) }
-        #expect(throws: IMError.self) { try events(query: signedQuery(), headers: [], body: routed("RC:TxtMsg", "nope")) }
+        for body in [routed("RC:RcCmd", "{}"), routed("RC:MsgExMsg", #"{"put":{}}"#), routed("RC:TxtMsg", "nope")] {
+            let refused = await refusal(query: signedQuery(), body: body, status: 400)
+            #expect(refused?.code == .malformedPayload)
+        }
     }
 
-    @Test func recallCommandBecomesRecalled() throws {
+    @Test func aGetIsRefusedAsMalformed() async {
+        let get = HTTPRequestData(method: "GET", path: "/rongcloud", rawQuery: signedQuery().encoded, headers: [], body: [])
+        let sink = CollectingSink()
+        let response = await backend.handle(get, sink: sink)
+        #expect(response.status == 400 && sink.events.isEmpty && sink.refusals.map(\.code) == [.malformedPayload])
+    }
+
+    @Test func aFailingSinkGetsTheRetryAnswerAndNothingIsPublished() async {
+        let stream = backend.events()
+        let sink = CollectingSink()
+        sink.fail(with: IMError(.unavailable, "store down"))
+        let body = routed("RC:TxtMsg", #"{"content":"hi"}"#)
+        let (failed, _) = await exchange(query: signedQuery(), body: body, sink: sink)
+        #expect(failed.status == 503, "RongCloud redelivers on a 5xx")
+        #expect(sink.events.isEmpty && sink.refusals.isEmpty, "a store failure is no refusal")
+        sink.fail(with: nil)
+        let (accepted, _) = await exchange(query: signedQuery(), body: body, sink: sink)
+        #expect(accepted.status == 200 && accepted.bodyString == "ok")
+        #expect(sink.events.map(\.eventID) == ["msg:BRGM-DEN2-01E4-BN66"])
+        var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next()?.eventID == "msg:BRGM-DEN2-01E4-BN66", "events() sees only what the sink accepted")
+    }
+
+    @Test func recallCommandBecomesRecalled() async {
         let body = routed("RC:RcCmd", #"{"messageUId":"AAAA-BBBB-CCCC-DDDD","conversationType":1,"targetId":"u2","sentTime":1,"isAdmin":0,"isDelete":0}"#,
                           uid: "RCMD-0000-0000-0001")
-        let events = try events(query: signedQuery(), headers: [], body: body)
+        let events = await events(query: signedQuery(), body: body)
         #expect(events.map(\.eventID) == ["recall:AAAA-BBBB-CCCC-DDDD"])
         #expect(events.first?.kind == .recalled(messageID: "AAAA-BBBB-CCCC-DDDD", conversation: .direct("u1", "u2"), by: "u1",
                                                 at: 1_795_258_878_000))
     }
 
-    @Test func expansionSignalBecomesExpansionChangedWithTheRoutedTimeAsVersion() throws {
+    @Test func expansionSignalBecomesExpansionChangedWithTheRoutedTimeAsVersion() async {
         let body = routed("RC:MsgExMsg", #"{"mid":"AAAA-BBBB-CCCC-DDDD","put":{"votes":"3"},"del":["old"]}"#,
                           uid: "EXPN-0000-0000-0001", channel: "GROUP", at: 1_795_258_878_500)
-        let events = try events(query: signedQuery(), headers: [], body: body)
+        let events = await events(query: signedQuery(), body: body)
         #expect(events.map(\.eventID) == ["exp:EXPN-0000-0000-0001"])
         #expect(events.first?.kind == .expansionChanged(
             messageID: "AAAA-BBBB-CCCC-DDDD", conversation: .group("u2"), by: "u1",
             delta: ExpansionDelta(version: 1_795_258_878_500, set: ["votes": "3"], removed: ["old"])))
+    }
+
+    @Test func ignoredSignalsAreAcknowledgedWithoutEvents() async {
+        #expect(await events(query: signedQuery(), body: routed("RC:TypSts", #"{"typingContentType":"RC:TxtMsg"}"#)).isEmpty)
     }
 
     @Test func commandsAndReadsAndIgnoredSignals() throws {

@@ -3,10 +3,10 @@ import Testing
 @testable import RongCloud
 
 /// Routed/history messages ⇄ neutral messages, and neutral outgoing messages → publish forms.
-struct MessageCodecTests {
+struct RongCloudMessageCodecTests {
     let codec = RongCloudCodec()
 
-    static let routedText = WireRoutedMessage(
+    static let routedText = RCRoutedMessage(
         fromUserId: "u1", toUserId: "u2", objectName: "RC:TxtMsg",
         content: #"{"content":"hello","extra":"x","mentionedInfo":{"type":2,"userIdList":["u2"]}}"#,
         channelType: "PERSON", msgTimestamp: 1_700_000_000_123, msgUID: "BRGM-DEN2-01E4-BN66", sensitiveType: 0, source: "iOS")
@@ -32,7 +32,7 @@ struct MessageCodecTests {
         var routed = Self.routedText
         routed.expansion = true
         routed.extraContent = #"{"status":"new"}"#
-        let message = try codec.message(from: WireRoutedMessage(form: routed.form))
+        let message = try codec.message(from: RCRoutedMessage(form: routed.form))
         #expect(message.expansion?.entries == ["status": ExpansionEntry(value: "new", version: 1_700_000_000_123)])
         routed.extraContent = nil
         #expect(try codec.message(from: routed).expansion == Expansion())
@@ -105,7 +105,7 @@ struct MessageCodecTests {
     }
 
     @Test func historyRowCarriesItsExpansionWithTsAsVersion() throws {
-        let row = WireHistoryMessage(targetId: "g1", fromUserId: "u1", messageUID: "AAAA-BBBB-CCCC-DDDD", msgTime: 1_700_000_000_000,
+        let row = RCHistoryMessage(targetId: "g1", fromUserId: "u1", messageUID: "AAAA-BBBB-CCCC-DDDD", msgTime: 1_700_000_000_000,
                                      objectName: "RC:TxtMsg", content: #"{"content":"vote"}"#, expansion: true,
                                      extraContent: #"{"kkk314":{"v":"vvv314","ts":33831605613},"kkk313":{"v":"vvv313","ts":33831605588}}"#)
         let message = try codec.message(from: row, conversation: .group("g1"))
@@ -119,16 +119,16 @@ struct MessageCodecTests {
 
     @Test func expansionSignalsRoundTrip() throws {
         let text = #"{"mid":"BRGM-DEN2-01E4-BN66","put":{"k1":"v1"},"del":["k2"],"clear":0}"#
-        let signal = try #require(WireExpansionSignal(json: text))
-        #expect(signal == WireExpansionSignal(mid: "BRGM-DEN2-01E4-BN66", put: ["k1": "v1"], del: ["k2"]))
+        let signal = try #require(RCExpansionSignal(json: text))
+        #expect(signal == RCExpansionSignal(mid: "BRGM-DEN2-01E4-BN66", put: ["k1": "v1"], del: ["k2"]))
         let delta = RongCloudExpansionCodec.delta(from: signal, version: 9)
         #expect(delta == ExpansionDelta(version: 9, set: ["k1": "v1"], removed: ["k2"]))
         #expect(try JSONValue.parse(signal.json.jsonString()) == JSONValue.parse(#"{"mid":"BRGM-DEN2-01E4-BN66","put":{"k1":"v1"},"del":["k2"]}"#))
-        #expect(WireExpansionSignal(json: #"{"put":{"k":"v"}}"#) == nil)
-        #expect(WireExpansionSignal(json: #"{"mid":"m","put":["k"]}"#) == nil)
-        let recall = try #require(WireRecallCommand(json: #"{"messageUId":"M1","conversationType":"6","isAdmin":1}"#))
+        #expect(RCExpansionSignal(json: #"{"put":{"k":"v"}}"#) == nil)
+        #expect(RCExpansionSignal(json: #"{"mid":"m","put":["k"]}"#) == nil)
+        let recall = try #require(RCRecallCommand(json: #"{"messageUId":"M1","conversationType":"6","isAdmin":1}"#))
         #expect(recall.conversationType == 6 && recall.isAdmin == true)
         let command = #"{"messageUId":"BRGM-DEN2-01E4-BN66","conversationType":1,"targetId":"u2","sentTime":1700000000000,"isAdmin":0,"isDelete":0}"#
-        #expect(try WireRecallCommand(json: command).map { $0.json } == JSONValue.parse(command), "RC:RcCmd round-trips exactly")
+        #expect(try RCRecallCommand(json: command).map { $0.json } == JSONValue.parse(command), "RC:RcCmd round-trips exactly")
     }
 }

@@ -1,35 +1,56 @@
+import IMAdapterKit
 import IMCore
+import IMMapping
 import Testing
 @testable import RongCloud
 
-/// `backends.<name>.*` settings of a bridge configuration → `RongCloudBackend.Configuration`.
-struct SettingsTests {
+/// `backends.<name>.*` settings of a bridge configuration, checked against `RongCloudAdapter.settings`
+/// → `RongCloudBackend.Configuration`.
+struct RongCloudSettingsTests {
+    func read(_ values: [String: String]) throws -> RongCloudBackend.Configuration {
+        try RongCloudBackend.Configuration(try AdapterSettings(backend: "rc", values: values, schema: RongCloudAdapter.descriptor.settings))
+    }
+
     @Test func fullSettingsAreRead() throws {
-        let configuration = try RongCloudBackend.Configuration(
-            id: "rc",
-            settings: ["app_key": "k", "app_secret": "s", "api_url": "https://a.example, https://b.example",
-                       "timeout_seconds": "5", "history_viewer": "bot", "object_names": "order_card=App:OrderMsg",
-                       "callback_max_skew_ms": "0"],
-            registry: ContentRegistry())
+        let configuration = try read(
+            ["app_key": "k", "app_secret": "s", "api_url": "https://a.example, https://b.example",
+             "timeout_seconds": "5", "history_viewer": "bot", "object_names": "order_card=App:OrderMsg",
+             "callback_max_skew_ms": "0"])
+        #expect(configuration.id == "rc")
         #expect(configuration.appKey == "k" && configuration.appSecret == "s")
         #expect(configuration.baseURLs == ["https://a.example", "https://b.example"] && configuration.timeoutSeconds == 5)
         #expect(configuration.historyViewer == "bot" && configuration.objectNames == ["order_card": "App:OrderMsg"])
         #expect(configuration.callbackMaxSkewMs == nil)
-        let defaults = try RongCloudBackend.Configuration(id: "rc", settings: ["app_key": "k", "app_secret": "s"], registry: ContentRegistry())
+        let defaults = try read(["app_key": "k", "app_secret": "s"])
         #expect(defaults.baseURLs == RongCloudClient.defaultBaseURLs && defaults.callbackMaxSkewMs == 3_600_000)
+        #expect(defaults.timeoutSeconds == 10 && defaults.historyViewer == nil && defaults.objectNames.isEmpty)
     }
 
     @Test(arguments: [
         (["app_secret": "s"], "app_key"),
+        (["app_key": "k"], "app_secret"),
         (["app_key": "k", "app_secret": "s", "appkey": "typo"], "appkey"),
         (["app_key": "k", "app_secret": "s", "api_url": "ftp://x"], "api_url"),
         (["app_key": "k", "app_secret": "s", "timeout_seconds": "soon"], "timeout_seconds"),
+        (["app_key": "k", "app_secret": "s", "timeout_seconds": "0"], "timeout_seconds"),
+        (["app_key": "k", "app_secret": "s", "callback_max_skew_ms": "-1"], "callback_max_skew_ms"),
         (["app_key": "k", "app_secret": "s", "object_names": "order_card=RC:Order"], "object_names"),
+        (["app_key": "k", "app_secret": "s", "object_names": "order_card"], "object_names"),
     ])
     func badSettingsNameTheirKey(settings: [String: String], key: String) {
-        let error = #expect(throws: IMError.self) {
-            try RongCloudBackend.Configuration(id: "rc", settings: settings, registry: ContentRegistry())
-        }
+        let error = #expect(throws: IMError.self) { try read(settings) }
         #expect(error?.code == .invalidArgument && error?.details["setting"] == key)
+    }
+
+    @Test func theDescriptorBuildsABackendFromItsSettings() async throws {
+        let backend = try await RongCloudAdapter.descriptor.makeBackend(
+            id: "rc", settings: ["app_key": "k", "app_secret": "s", "history_viewer": "bot"],
+            context: AdapterContext(mapping: MappingSet.shipped.table("rongcloud")))
+        let rongCloud = try #require(backend as? RongCloudBackend)
+        #expect(rongCloud.id == "rc" && rongCloud.configuration.historyViewer == "bot")
+        await #expect(throws: IMError.self) {
+            _ = try await RongCloudAdapter.descriptor.makeBackend(id: "rc", settings: ["app_key": "k"],
+                                                                  context: AdapterContext(mapping: MappingSet.shipped.table("rongcloud")))
+        }
     }
 }

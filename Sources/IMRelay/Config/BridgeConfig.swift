@@ -78,9 +78,15 @@ public struct BridgeConfig: Sendable {
         if routes.isEmpty && requireRoutes { throw routesNode.error("at least one route is needed") }
         var retry = RetryPolicy()
         if root["retry"].isPresent {
-            try root["retry"].allowOnly(["base_ms", "max_ms"])
+            try root["retry"].allowOnly(["base_ms", "max_ms", "max_age_minutes"])
             retry.baseMs = Int64(try root["retry"]["base_ms"].optionalInt() ?? Int(retry.baseMs))
             retry.maxMs = Int64(try root["retry"]["max_ms"].optionalInt() ?? Int(retry.maxMs))
+            if retry.baseMs <= 0 { throw root["retry"]["base_ms"].error("expected milliseconds > 0, got \(retry.baseMs)") }
+            if retry.maxMs < retry.baseMs { throw root["retry"]["max_ms"].error("expected milliseconds ≥ base_ms (\(retry.baseMs)), got \(retry.maxMs)") }
+            if let minutes = try root["retry"]["max_age_minutes"].optionalInt() {
+                guard minutes >= 0 else { throw root["retry"]["max_age_minutes"].error("expected minutes ≥ 0 (0 retries for ever), got \(minutes)") }
+                retry.maxAgeMs = minutes == 0 ? nil : Int64(minutes) * 60_000
+            }
         }
         let retentionHours = try root["retention_hours"].optionalInt() ?? 168
         guard retentionHours >= 0 else { throw root["retention_hours"].error("expected hours ≥ 0 (0 keeps everything), got \(retentionHours)") }

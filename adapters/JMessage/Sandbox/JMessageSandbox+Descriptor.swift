@@ -1,3 +1,4 @@
+import JMessage
 import IMSandbox
 
 extension JMessageSandbox {

@@ -1,3 +1,4 @@
+import JMessage
 import Foundation
 import IMCore
 import IMHTTP
@@ -21,13 +22,13 @@ public final class JMessageSandbox: SandboxVendor {
     public init(options: SandboxOptions, clock: SandboxClock) throws {
         self.appKey = options.appKey
         self.masterSecret = options.appSecret
-        var push: CallbackDeliverer<WireHistoryMessage>?
+        var push: CallbackDeliverer<JMHistoryMessage>?
         if let url = options.callbackURL {
             let authorization = JMessageConfig.authorization(appKey: options.appKey, masterSecret: options.appSecret)
-            push = CallbackDeliverer<WireHistoryMessage>(maxBatch: 20, retryBaseMs: 100, retryMaxMs: 5000) { batch in
+            push = CallbackDeliverer<JMHistoryMessage>(maxBatch: 20, retryBaseMs: 100, retryMaxMs: 5000) { batch in
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                let body = (try? encoder.encode(WireRoutingPush(total: batch.count, messages: batch))) ?? Data()
+                let body = (try? encoder.encode(JMRoutingPush(total: batch.count, messages: batch))) ?? Data()
                 return OutboundRequest(url: url, headers: [("Authorization", authorization),
                                                            ("Content-Type", "application/json; charset=utf-8")], body: Array(body))
             }
@@ -103,6 +104,6 @@ public final class JMessageSandbox: SandboxVendor {
     }
 
     static func error(_ status: Int, _ code: Int, _ message: String) -> HTTPResponseData {
-        .json(WireErrorEnvelope(code: code, message: message), status: status)
+        .json(JMErrorEnvelope(code: code, message: message), status: status)
     }
 }

@@ -1,3 +1,4 @@
+import JMessage
 import Foundation
 import IMCore
 import IMHTTP
@@ -5,7 +6,7 @@ import IMSandbox
 
 /// `POST /v1/messages` and retract.
 extension JMessageSandboxStore {
-    /// Body fields each `msg_type` requires (D-IM; file/location/video after D-PROTO).
+    /// Body fields each `msg_type` requires (file/location/video as docs/adapters/jmessage.md describes them).
     static let requiredBodyFields: [String: [String]] = [
         "text": ["text"],
         "image": ["media_id", "media_crc32", "width", "height", "format", "fsize"],
@@ -52,16 +53,16 @@ extension JMessageSandboxStore {
         let msgid = nextMsgID
         nextMsgID += 1
         let fromName = body["from_name"]?.stringValue
-        let stored = WireHistoryMessage(
+        let stored = JMHistoryMessage(
             targetType: targetType, targetID: targetID, targetName: body["target_name"]?.stringValue ?? "", targetAppKey: targetAppKey,
             fromType: "admin", fromID: fromID, fromName: fromName ?? "", fromAppKey: appKey, fromPlatform: "api",
             msgType: msgType, msgBody: msgBody, createTime: now / 1000, msgCtime: now, msgid: msgid, msgLevel: crossApp ? 1 : 0,
             setFromName: fromName == nil ? 0 : 1,
-            noOffline: body["no_offline"].flatMap(WireHistoryMessage.bool) ?? false,
-            noNotification: body["no_notification"].flatMap(WireHistoryMessage.bool) ?? false)
+            noOffline: body["no_offline"].flatMap(JMHistoryMessage.bool) ?? false,
+            noNotification: body["no_notification"].flatMap(JMHistoryMessage.bool) ?? false)
         messages.append(stored)
         await push?.enqueue(stored)
-        return .json(WireSendResult(msgID: msgid, msgCtime: now), status: 201)
+        return .json(JMSendResult(msgID: msgid, msgCtime: now), status: 201)
     }
 
     func retract(username: String, msgid text: String) -> HTTPResponseData {

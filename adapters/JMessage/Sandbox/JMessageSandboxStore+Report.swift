@@ -1,3 +1,4 @@
+import JMessage
 import Foundation
 import IMCore
 import IMHTTP
@@ -35,7 +36,7 @@ extension JMessageSandboxStore {
         guard end - begin <= Self.maxSpanMs else { return JMessageSandbox.error(899003, "begin_time to end_time spans more than 7 days") }
         let (beginSec, endSec) = (begin / 1000, end / 1000)
         let kept = messages.filter { now - $0.msgCtime <= Self.retentionMs }
-        let matched: [WireHistoryMessage]
+        let matched: [JMHistoryMessage]
         switch (segments.count, segments.count > 1 ? segments[1] : "") {
         case (2, "messages"):
             matched = kept.filter { beginSec <= $0.createTime && $0.createTime <= endSec }
@@ -71,7 +72,7 @@ extension JMessageSandboxStore {
             cursor.createdAt = now
             cursors[token!] = cursor
         }
-        return .json(WireHistoryPage(total: cursor.ids.count, cursor: token, count: page.count, messages: page))
+        return .json(JMHistoryPage(total: cursor.ids.count, cursor: token, count: page.count, messages: page))
     }
 
     // MARK: media
@@ -93,18 +94,18 @@ extension JMessageSandboxStore {
         let fileName = part.fileName ?? "upload"
         let ext = fileName.split(separator: ".").count > 1 ? fileName.split(separator: ".").last!.lowercased() : (type == "voice" ? "m4a" : "jpg")
         media[id] = Media(type: type, contentType: part.contentType ?? "application/octet-stream", fileName: fileName, bytes: Data(part.data))
-        let crc = Int64(CRC32.checksum(part.data))
+        let crc = Int64(Hashing.crc32(part.data))
         let hash = Hashing.md5Hex(part.data)
         let size = Int64(part.data.count)
-        let result: WireUploadResult
+        let result: JMUploadResult
         switch type {
         case "image":
             let (width, height) = Self.pngSize(part.data) ?? (0, 0)
-            result = WireUploadResult(mediaID: id, mediaCrc32: crc, width: width, height: height, format: ext, fsize: size)
+            result = JMUploadResult(mediaID: id, mediaCrc32: crc, width: width, height: height, format: ext, fsize: size)
         case "voice":
-            result = WireUploadResult(mediaID: id, mediaCrc32: crc, format: ext, fsize: size, hash: hash)
+            result = JMUploadResult(mediaID: id, mediaCrc32: crc, format: ext, fsize: size, hash: hash)
         default:
-            result = WireUploadResult(mediaID: id, mediaCrc32: crc, fsize: size, hash: hash, fname: fileName)
+            result = JMUploadResult(mediaID: id, mediaCrc32: crc, fsize: size, hash: hash, fname: fileName)
         }
         return .json(result)
     }
@@ -115,7 +116,7 @@ extension JMessageSandboxStore {
             return JMessageSandbox.error(899003, "mediaId is invalid")
         }
         let host = request.header("Host") ?? "127.0.0.1"
-        return .json(WireDownloadResult(url: "http://\(host)/_sandbox/media/\(FormBody.escape(id))"))
+        return .json(JMDownloadResult(url: "http://\(host)/_sandbox/media/\(FormBody.escape(id))"))
     }
 
     func mediaBytes(_ id: String) -> HTTPResponseData {

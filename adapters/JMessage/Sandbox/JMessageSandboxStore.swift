@@ -1,3 +1,4 @@
+import JMessage
 import Foundation
 import IMCore
 import IMHTTP
@@ -33,7 +34,7 @@ public actor JMessageSandboxStore {
     struct Snapshot: Codable {
         var users: [String: User]
         var groups: [Int64: Group]
-        var messages: [WireHistoryMessage]
+        var messages: [JMHistoryMessage]
         var retracted: Set<Int64>
         var media: [String: Media]
         var nextMsgID: Int64
@@ -54,11 +55,11 @@ public actor JMessageSandboxStore {
 
     let appKey: String
     let clock: SandboxClock
-    let push: CallbackDeliverer<WireHistoryMessage>?
+    let push: CallbackDeliverer<JMHistoryMessage>?
     let stateFile: SandboxStateFile?
     var users: [String: User] = [:]
     var groups: [Int64: Group] = [:]
-    var messages: [WireHistoryMessage] = []
+    var messages: [JMHistoryMessage] = []
     var retracted: Set<Int64> = []
     var media: [String: Media] = [:]
     var cursors: [String: Cursor] = [:]
@@ -67,7 +68,7 @@ public actor JMessageSandboxStore {
     var counter = 0
 
     /// With a `stateFile`, the state is loaded from it and saved after every request that changes it.
-    init(appKey: String, clock: SandboxClock, push: CallbackDeliverer<WireHistoryMessage>?, stateFile: SandboxStateFile? = nil) throws {
+    init(appKey: String, clock: SandboxClock, push: CallbackDeliverer<JMHistoryMessage>?, stateFile: SandboxStateFile? = nil) throws {
         self.appKey = appKey
         self.clock = clock
         self.push = push
@@ -120,7 +121,7 @@ public actor JMessageSandboxStore {
         return name.unicodeScalars.allSatisfy { $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "_.-@".unicodeScalars.contains($0)) }
     }
 
-    func register(_ item: JSONValue, admin: Bool) -> WireErrorEnvelope.Body? {
+    func register(_ item: JSONValue, admin: Bool) -> JMErrorEnvelope.Body? {
         guard let username = item["username"]?.stringValue, Self.validName(username),
               let password = item["password"]?.stringValue, (4...128).contains(password.utf8.count) else {
             return .init(code: 899003, message: "username or password invalid")
@@ -144,7 +145,7 @@ public actor JMessageSandboxStore {
         }
         guard items.count <= 500 else { return JMessageSandbox.error(899013, "register list larger than 500") }
         let results = items.map { item in
-            WireUserRegistrationResult(username: item["username"]?.stringValue ?? "", error: register(item, admin: false))
+            JMUserRegistrationResult(username: item["username"]?.stringValue ?? "", error: register(item, admin: false))
         }
         return .json(results, status: 201)
     }
@@ -165,7 +166,7 @@ public actor JMessageSandboxStore {
     }
 
     func createGroup(_ request: HTTPRequestData) -> HTTPResponseData {
-        guard let body = try? JSONDecoder().decode(WireGroupCreate.self, from: Data(request.body)) else {
+        guard let body = try? JSONDecoder().decode(JMGroupCreate.self, from: Data(request.body)) else {
             return JMessageSandbox.error(899003, "owner_username and name are required")
         }
         let members = body.membersUsername ?? []
@@ -175,7 +176,7 @@ public actor JMessageSandboxStore {
         let gid = nextGid
         nextGid += 1
         groups[gid] = Group(gid: gid, name: body.name, owner: body.ownerUsername, members: [body.ownerUsername] + members.filter { $0 != body.ownerUsername })
-        return .json(WireGroupCreated(gid: gid, ownerUsername: body.ownerUsername, name: body.name, membersUsername: members,
+        return .json(JMGroupCreated(gid: gid, ownerUsername: body.ownerUsername, name: body.name, membersUsername: members,
                                       desc: body.desc ?? "", maxMemberCount: 500), status: 201)
     }
 

@@ -1,4 +1,5 @@
 import IMSandbox
+import NIM
 
 extension NIMSandbox {
     /// The NIM sandbox as the registry lists it.

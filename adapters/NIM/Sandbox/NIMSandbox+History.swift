@@ -1,10 +1,11 @@
 import IMCore
 import IMHTTP
+import NIM
 
 extension NIMSandbox {
     /// `/history/querySessionMsg.action` (`from`, `to`: both directions) and `/history/queryTeamMsg.action`
-    /// (`tid`, `accid`). Rules: `begintime` < `endtime`, both bounds inclusive (UNCONFIRMED, vendor doc
-    /// §12); `limit` 1…100; `reverse` 1 ascending / 2 descending (default); order is by send time, then
+    /// (`tid`, `accid`). Rules: `begintime` < `endtime`, both bounds inclusive (UNCONFIRMED,
+    /// docs/adapters/nim.md); `limit` 1…100; `reverse` 1 ascending / 2 descending (default); order is by send time, then
     /// msgid; `excludeMsgid` is the anchor already seen: it is dropped, and when it lies on the bound
     /// the walk comes from (`endtime` descending, `begintime` ascending) so is everything at that time
     /// on its seen side (UNCONFIRMED: NIM may drop only the one message; the adapter copes with both);

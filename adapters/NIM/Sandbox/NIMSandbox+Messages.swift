@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMSandbox
+import NIM
 
 extension NIMSandbox {
     static let accidCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789_@.-")

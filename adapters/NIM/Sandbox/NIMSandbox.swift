@@ -2,9 +2,10 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMSandbox
+import NIM
 import Synchronization
 
-/// The NIM server API v1, emulated over real HTTP with in-memory state (vendor doc §1–§6, §12).
+/// The NIM server API v1, emulated over real HTTP with in-memory state (docs/adapters/nim.md).
 ///
 /// Served paths (POST, form-encoded, field names matched case-insensitively, trailing slashes and an
 /// optional `/nimserver` prefix accepted): `/user/create.action`, `/msg/sendMsg.action`,

@@ -1,7 +1,8 @@
 import IMCore
+import NIM
 import Synchronization
 
-/// NIM's documented per-app rate limits (vendor doc §10), off unless the sandbox is started with
+/// NIM's documented per-app rate limits (docs/adapters/nim.md), off unless the sandbox is started with
 /// `--option rate_limits=on`: `msg/sendMsg` and `msg/recall` 100/s, then the app is blocked for 10 s;
 /// `msg/sendBatchMsg` 120/min. A refused call answers `{"code":416}` (HTTP 200). Windows are fixed,
 /// measured on the sandbox clock, starting at the first call.

@@ -1,4 +1,5 @@
 import IMCore
+import NIM
 
 /// One message as the NIM sandbox stores it: the sendMsg fields as received, plus what the server adds.
 struct NIMStoredMessage: Sendable {
@@ -28,7 +29,7 @@ struct NIMStoredMessage: Sendable {
                           fromclienttype: 32, body: body, ext: ext)
     }
 
-    /// The eventType-1 copy NIM posts for this message (every value a string, vendor doc §6.3).
+    /// The eventType-1 copy NIM posts for this message (every value a string, docs/adapters/nim.md).
     var copy: NIMCopyEvent {
         let wireType = NIMMessageType(rawValue: type)
         var fields: [String: JSONValue] = [

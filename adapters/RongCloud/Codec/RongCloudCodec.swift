@@ -7,8 +7,8 @@ import IMCore
 /// → `chatroom`, `NOTIFY` → `system(fromUserId)`, `ULTRAGROUP` → `other("ultragroup")`, any other
 /// channel → `other(<channelType lowercased>)`. Only direct and group conversations are published.
 ///
-/// `vendorExtras` keys written on decode: `rongcloud.content` (content leftovers, see
-/// `RongCloudContent`), `rongcloud.source`, `rongcloud.sensitiveType`, `rongcloud.busChannel`,
+/// `vendorExtras` keys written on decode: `rongcloud.content` (the content fields kept by
+/// `RongCloudContentCodec`, see its `vendorExtrasKey`), `rongcloud.source`, `rongcloud.sensitiveType`, `rongcloud.busChannel`,
 /// `rongcloud.groupUserIds`.
 public struct RongCloudCodec: Sendable {
     public let content: RongCloudContentCodec
@@ -57,13 +57,13 @@ public struct RongCloudCodec: Sendable {
     /// A routed message as a neutral `Message` (signals `RC:RcCmd`/`RC:MsgExMsg` are not messages: see
     /// `RongCloudInbound`). `expansion=true` makes the message extensible with the `extraContent` keys,
     /// versioned at `msgTimestamp`; without it the message has no expansion.
-    public func message(from routed: WireRoutedMessage) throws -> Message {
+    public func message(from routed: RCRoutedMessage) throws -> Message {
         let decoded = try content.decode(objectName: routed.objectName, content: routed.content)
-        var extras: [String: JSONValue] = [RongCloudContent.leftoversKey: .object(decoded.leftovers)]
-        if let source = routed.source { extras[Self.sourceKey] = .string(source) }
-        if let sensitive = routed.sensitiveType { extras[Self.sensitiveTypeKey] = .int(Int64(sensitive)) }
-        if let channel = routed.busChannel { extras[Self.busChannelKey] = .string(channel) }
-        if !routed.groupUserIds.isEmpty { extras[Self.groupUserIdsKey] = .array(routed.groupUserIds.map { .string($0) }) }
+        var vendorExtras = decoded.vendorExtras
+        if let source = routed.source { vendorExtras[Self.sourceKey] = .string(source) }
+        if let sensitive = routed.sensitiveType { vendorExtras[Self.sensitiveTypeKey] = .int(Int64(sensitive)) }
+        if let channel = routed.busChannel { vendorExtras[Self.busChannelKey] = .string(channel) }
+        if !routed.groupUserIds.isEmpty { vendorExtras[Self.groupUserIdsKey] = .array(routed.groupUserIds.map { .string($0) }) }
         var options = MessageOptions()
         if case .command = decoded.content { options = MessageOptions(persist: false, countUnread: false) }
         if case .notice = decoded.content { options.countUnread = false }
@@ -77,22 +77,22 @@ public struct RongCloudCodec: Sendable {
         return Message(id: MessageID(routed.msgUID),
                        conversation: Self.conversation(channelType: routed.channelType, from: routed.fromUserId, to: routed.toUserId),
                        sender: UserID(routed.fromUserId), sentAt: routed.msgTimestamp, content: decoded.content,
-                       mentions: decoded.mentions, reply: decoded.reply, options: options, expansion: expansion, vendorExtras: extras)
+                       mentions: decoded.mentions, reply: decoded.reply, options: options, expansion: expansion, vendorExtras: vendorExtras)
     }
 
     /// A history row as a neutral `Message`. `extraContent` (present when `expansion` is true) becomes
     /// the expansion; each key's version is its `ts` (see `RongCloudExpansionCodec`).
-    public func message(from row: WireHistoryMessage, conversation: ConversationRef) throws -> Message {
+    public func message(from row: RCHistoryMessage, conversation: ConversationRef) throws -> Message {
         let decoded = try content.decode(objectName: row.objectName, content: row.content)
-        var extras: [String: JSONValue] = [RongCloudContent.leftoversKey: .object(decoded.leftovers)]
-        if let channel = row.busChannel { extras[Self.busChannelKey] = .string(channel) }
+        var vendorExtras = decoded.vendorExtras
+        if let channel = row.busChannel { vendorExtras[Self.busChannelKey] = .string(channel) }
         var expansion: Expansion?
         if row.expansion == true {
             expansion = try RongCloudExpansionCodec.expansion(fromHistoryText: row.extraContent)
         }
         return Message(id: MessageID(row.messageUID), conversation: conversation, sender: UserID(row.fromUserId),
                        sentAt: row.msgTime, content: decoded.content, mentions: decoded.mentions, reply: decoded.reply,
-                       expansion: expansion, vendorExtras: extras)
+                       expansion: expansion, vendorExtras: vendorExtras)
     }
 
     // MARK: outbound
@@ -102,17 +102,17 @@ public struct RongCloudCodec: Sendable {
     /// Flags are written only where they differ from the server's defaults, except `isIncludeSender=1`,
     /// always sent so the sender's own clients see what the bridge sent in their name. `msgRandom`
     /// carries a numeric `clientMessageID` (the vendor's idempotency key is a Long).
-    public func publish(_ outgoing: OutgoingMessage) throws -> (path: String, form: WirePublishForm) {
+    public func publish(_ outgoing: OutgoingMessage) throws -> (path: String, form: RCPublishForm) {
         let target = try Self.target(of: outgoing.conversation, for: outgoing.sender)
-        let leftovers = outgoing.vendorExtras[RongCloudContent.leftoversKey]?.objectValue
-        var wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply, leftovers: leftovers)
+        var wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply,
+                                      vendorExtras: outgoing.vendorExtras)
         // A migrated copy's origin rides in the content JSON (clients ignore keys they do not know).
         if let origin = outgoing.vendorExtras[OutgoingMessage.originKey], var object = (try? JSONValue.parse(wire.content))?.objectValue {
             object[OutgoingMessage.originKey] = origin
             wire.content = JSONValue.object(object).jsonString()
         }
         let isGroup = target.type == .group
-        var form = WirePublishForm(fromUserId: outgoing.sender.rawValue,
+        var form = RCPublishForm(fromUserId: outgoing.sender.rawValue,
                                    toUserIds: isGroup ? [] : [target.targetId], toGroupIds: isGroup ? [target.targetId] : [],
                                    objectName: wire.objectName, content: wire.content)
         let options = outgoing.options
@@ -128,20 +128,7 @@ public struct RongCloudCodec: Sendable {
             if !initial.isEmpty { form.extraContent = JSONValue.object(initial.mapValues { .string($0) }).jsonString() }
         }
         form.msgRandom = outgoing.clientMessageID.flatMap { Int64($0.rawValue) }
-        let path = isGroup ? RongCloudPaths.groupPublish : RongCloudPaths.privatePublish
+        let path = isGroup ? RCPaths.groupPublish : RCPaths.privatePublish
         return (path, form)
     }
-}
-
-/// The Server API paths the adapter calls and the sandbox serves.
-public enum RongCloudPaths {
-    public static let getToken = "/user/getToken.json"
-    public static let privatePublish = "/message/private/publish.json"
-    public static let groupPublish = "/message/group/publish.json"
-    public static let recall = "/message/recall.json"
-    public static let expansionSet = "/message/expansion/set.json"
-    public static let expansionDelete = "/message/expansion/delete.json"
-    public static let expansionQuery = "/message/expansion/query.json"
-    public static let privateHistory = "/v3/message/private/query.json"
-    public static let groupHistory = "/v3/message/group/query.json"
 }

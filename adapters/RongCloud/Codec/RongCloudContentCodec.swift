@@ -1,8 +1,9 @@
+import IMAdapterKit
 import IMCore
 import IMMapping
 
 /// Pure translation between RongCloud contents (`objectName` + `content` JSON text) and the neutral
-/// `MessageContent` (vendor doc §4). No I/O.
+/// `MessageContent` (docs/adapters/rongcloud.md). No I/O.
 ///
 /// Mapping: the tables in `mappings/rongcloud.yaml` and the `rongcloud:` sections of
 /// `mappings/custom/*.yaml` (objectName, field names, seconds ⇄ milliseconds, the inline-AMR
@@ -15,13 +16,22 @@ import IMMapping
 ///   when registered and valid, raw `.custom` (payload kept byte for byte) otherwise;
 /// - any other `RC:` type (`RC:CombineMsg`, `RC:GrpNtf`, …) is `.unsupported` with the exact content
 ///   text, written back unchanged.
-public struct RongCloudContentCodec: Sendable {
+///
+/// `vendorExtras`: a decode keeps the content JSON fields the neutral model has no home for (`user`,
+/// `extra`, `mentionedInfo.mentionedContent`, a quote's `referMsg`, …) as one object under
+/// `vendorExtrasKey`, the shape `Message.vendorExtras` carries them in; encoding merges them back, so
+/// RongCloud → neutral → RongCloud yields the same JSON value. Their presence marks content that came
+/// from RongCloud: fields the neutral model does not carry (a file's `type`) are derived only without it.
+public struct RongCloudContentCodec: ContentCodec {
     public let registry: ContentRegistry
     /// Neutral custom `contentType` → RongCloud objectName, for opaque app types.
     public let objectNames: [String: String]
     public let mapping: VendorTable
 
     static let vendor = "rongcloud"
+
+    /// The `vendorExtras` key (of `CodedContent` and `Message`) holding the kept content fields.
+    public static let vendorExtrasKey = "rongcloud.content"
 
     public init(registry: ContentRegistry = ContentRegistry(), objectNames: [String: String] = [:],
                 mapping: VendorTable = MappingSet.shipped.table("rongcloud")) {
@@ -32,28 +42,41 @@ public struct RongCloudContentCodec: Sendable {
 
     // MARK: decoding
 
-    /// Throws `malformed_payload` when a built-in type's content is not its JSON shape.
-    public func decode(objectName: String, content text: String) throws -> RongCloudContent {
+    /// `ContentCodec`: the body is the `content` JSON object.
+    public func decode(_ wire: WireContent) throws -> CodedContent {
+        try decode(objectName: wire.type, content: JSONValue.object(wire.body).jsonString())
+    }
+
+    /// Decodes a `content` text as received (custom types may carry any text). Throws
+    /// `malformed_payload` when a built-in type's content is not its JSON shape.
+    public func decode(objectName: String, content text: String) throws -> CodedContent {
+        var decoded = try decodeContent(objectName: objectName, content: text)
+        decoded.vendorExtras = [Self.vendorExtrasKey: .object(decoded.vendorExtras)]
+        return decoded
+    }
+
+    /// The decoded content with the kept fields as a flat object (wrapped by `decode`).
+    private func decodeContent(objectName: String, content text: String) throws -> CodedContent {
         if let typeName = objectNames.first(where: { $0.value == objectName })?.key {
-            return RongCloudContent(content: .custom(rawOrTyped(typeName, text)))
+            return CodedContent(.custom(rawOrTyped(typeName, text)))
         }
         guard objectName == RCObjectName.recallNotification || mapping.knows(wire: objectName) else {
             if RCObjectName.isBuiltIn(objectName) {
-                return RongCloudContent(content: .unsupported(UnsupportedContent(vendor: Self.vendor, vendorType: objectName, raw: text)))
+                return CodedContent(.unsupported(UnsupportedContent(vendor: Self.vendor, vendorType: objectName, raw: text)))
             }
-            return RongCloudContent(content: .custom(rawOrTyped(objectName, text)))
+            return CodedContent(.custom(rawOrTyped(objectName, text)))
         }
         guard case .object(let object) = try? JSONValue.parse(text) else {
-            if !RCObjectName.isBuiltIn(objectName) { return RongCloudContent(content: .custom(rawOrTyped(objectName, text))) }
+            if !RCObjectName.isBuiltIn(objectName) { return CodedContent(.custom(rawOrTyped(objectName, text))) }
             throw IMError(.malformedPayload, "\(objectName) content is not a JSON object")
         }
         var fields = ContentFields(object)
         let mentions = Self.decodeMentions(&fields)
         if objectName == RCObjectName.recallNotification {
-            // Everything stays in the leftovers: the notice is written back exactly as received.
+            // Everything stays in vendorExtras: the notice is written back exactly as received.
             let text = object["operatorId"]?.stringValue.map { "\($0) 撤回了一条消息" } ?? "撤回了一条消息"
-            return RongCloudContent(content: .notice(NoticeContent(text: text, noticeType: RCObjectName.recallNotification)),
-                                    mentions: mentions, leftovers: fields.remaining)
+            return CodedContent(.notice(NoticeContent(text: text, noticeType: RCObjectName.recallNotification)),
+                                    mentions: mentions, vendorExtras: fields.remaining)
         }
         let mapped: MappedContent?
         do {
@@ -61,15 +84,15 @@ public struct RongCloudContentCodec: Sendable {
         } catch where !RCObjectName.isBuiltIn(objectName) {
             // An app type that does not match its mapping still arrives, raw (refusing it would only
             // make the vendor redeliver it forever).
-            return RongCloudContent(content: .custom(CustomContent(raw: objectName, payload: text)))
+            return CodedContent(.custom(CustomContent(raw: objectName, payload: text)))
         }
         guard let mapped else {
-            return RongCloudContent(content: .custom(rawOrTyped(objectName, text)))
+            return CodedContent(.custom(rawOrTyped(objectName, text)))
         }
         fields.remaining = mapped.remaining
         var reply: ReplyRef?
         if objectName == RCObjectName.reference { reply = try decodeReference(&fields) }
-        return RongCloudContent(content: mapped.content, mentions: mentions, reply: reply, leftovers: fields.remaining)
+        return CodedContent(mapped.content, mentions: mentions, reply: reply, vendorExtras: fields.remaining)
     }
 
     /// A registered type whose payload does not decode or validate stays raw.
@@ -85,7 +108,7 @@ public struct RongCloudContentCodec: Sendable {
         return Mentions(all: type == 1, users: type == 1 ? [] : users)
     }
 
-    /// `referMsgUid`, `referMsgUserId`; the quoted `referMsg` + `objName` stay as leftovers and give the digest.
+    /// `referMsgUid`, `referMsgUserId`; the quoted `referMsg` + `objName` stay in vendorExtras and give the digest.
     private func decodeReference(_ fields: inout ContentFields) throws -> ReplyRef {
         guard let uid = fields.string("referMsgUid") else {
             throw IMError(.malformedPayload, "RC:ReferenceMsg content has no 'referMsgUid'")

@@ -12,7 +12,7 @@ import IMCore
 ///   per message). Against the real server the `ts` scale is UNCONFIRMED (the doc's sample is not epoch
 ///   milliseconds); only its order per key is relied on.
 public enum RongCloudExpansionCodec {
-    public static func expansion(from query: [String: WireExpansionValue]) -> Expansion {
+    public static func expansion(from query: [String: RCExpansionValue]) -> Expansion {
         Expansion(entries: query.mapValues { ExpansionEntry(value: $0.v, version: $0.ts) })
     }
 
@@ -37,7 +37,7 @@ public enum RongCloudExpansionCodec {
     }
 
     /// The delta an `RC:MsgExMsg` announces, at the routed message's time.
-    public static func delta(from signal: WireExpansionSignal, version: Int64) -> ExpansionDelta {
+    public static func delta(from signal: RCExpansionSignal, version: Int64) -> ExpansionDelta {
         ExpansionDelta(version: version, set: signal.put, removed: signal.del, cleared: signal.clear)
     }
 

@@ -1,8 +1,9 @@
 import IMCore
 import IMHTTP
 import Synchronization
+import RongCloud
 
-/// The documented per-endpoint rates (vendor doc §9), enforced by the sandbox when started with
+/// The documented per-endpoint rates (docs/adapters/rongcloud.md), enforced by the sandbox when started with
 /// `--option rate_limits=true`: a sliding window per path; a request that would exceed it is answered
 /// HTTP 429 `{"code":1008}` with `Retry-After` and does not count.
 ///
@@ -16,13 +17,13 @@ final class RongCloudRateLimiter: Sendable {
     }
 
     static let documented: [String: Rule] = [
-        RongCloudPaths.getToken: Rule(limit: 200, windowMs: 1000),
-        RongCloudPaths.privatePublish: Rule(limit: 6000, windowMs: 60_000),
-        RongCloudPaths.groupPublish: Rule(limit: 20, windowMs: 1000),
-        RongCloudPaths.recall: Rule(limit: 100, windowMs: 1000),
-        RongCloudPaths.expansionSet: Rule(limit: 100, windowMs: 1000),
-        RongCloudPaths.expansionDelete: Rule(limit: 100, windowMs: 1000),
-        RongCloudPaths.expansionQuery: Rule(limit: 100, windowMs: 1000),
+        RCPaths.getToken: Rule(limit: 200, windowMs: 1000),
+        RCPaths.privatePublish: Rule(limit: 6000, windowMs: 60_000),
+        RCPaths.groupPublish: Rule(limit: 20, windowMs: 1000),
+        RCPaths.recall: Rule(limit: 100, windowMs: 1000),
+        RCPaths.expansionSet: Rule(limit: 100, windowMs: 1000),
+        RCPaths.expansionDelete: Rule(limit: 100, windowMs: 1000),
+        RCPaths.expansionQuery: Rule(limit: 100, windowMs: 1000),
     ]
 
     private let spent = Mutex<[String: [(at: Int64, cost: Int)]]>([:])
@@ -33,8 +34,8 @@ final class RongCloudRateLimiter: Sendable {
     /// The request's cost under the vendor's counting.
     static func cost(path: String, form: FormBody) -> Int {
         switch path {
-        case RongCloudPaths.privatePublish: max(1, form.values("toUserId").count)
-        case RongCloudPaths.groupPublish: max(1, form.values("toGroupId").count)
+        case RCPaths.privatePublish: max(1, form.values("toUserId").count)
+        case RCPaths.groupPublish: max(1, form.values("toGroupId").count)
         default: 1
         }
     }

@@ -1,4 +1,5 @@
 import IMSandbox
+import RongCloud
 
 extension RongCloudSandbox {
     /// The RongCloud sandbox as the registry lists it.

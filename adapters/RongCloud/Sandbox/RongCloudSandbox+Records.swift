@@ -1,8 +1,9 @@
 import IMCore
 import IMSandbox
+import RongCloud
 
 extension RongCloudSandbox {
-    /// A stored message in the shared introspection shape (ADAPTER-CONTRACT §2); `raw` is the message
+    /// A stored message in the shared introspection shape (`SandboxMessageRecord`); `raw` is the message
     /// as the vendor's history query shows it, plus the sandbox's recall facts.
     func record(_ message: RongCloudStoredMessage) -> SandboxMessageRecord {
         let decoded = try? codec.decode(objectName: message.objectName, content: message.content)

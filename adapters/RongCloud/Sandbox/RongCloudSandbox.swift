@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMSandbox
+import RongCloud
 
 /// The RongCloud Server API emulated over HTTP (served by `SandboxServer`, which adds `/_sandbox/`).
 ///
@@ -24,7 +25,7 @@ public final class RongCloudSandbox: SandboxVendor {
     public let appKey: String
     public let appSecret: String
     public let store: RongCloudSandboxStore
-    let deliverer: CallbackDeliverer<WireRoutedMessage>?
+    let deliverer: CallbackDeliverer<RCRoutedMessage>?
     /// Set by `--option rate_limits=true`.
     let rateLimiter: RongCloudRateLimiter?
     let codec = RongCloudContentCodec()
@@ -66,7 +67,7 @@ public final class RongCloudSandbox: SandboxVendor {
     /// One signed routing POST. The signature's timestamp is wall-clock time, not the sandbox clock: a
     /// test that moves the sandbox clock forward (recall windows) must not make its callbacks look stale
     /// to the receiver; `msgTimestamp` in the body stays sandbox time.
-    static func callbackRequest(url: String, appKey: String, secret: String, _ message: WireRoutedMessage) -> OutboundRequest {
+    static func callbackRequest(url: String, appKey: String, secret: String, _ message: RCRoutedMessage) -> OutboundRequest {
         let nonce = String(UInt64.random(in: 0..<UInt64(1e12)))
         let timestamp = String(SystemClock().nowMs())
         let query = FormBody(items: [("appKey", appKey), ("nonce", nonce), ("timestamp", timestamp),
@@ -106,48 +107,48 @@ public final class RongCloudSandbox: SandboxVendor {
         return RongCloudSignature.isValid(signature, secret: appSecret, nonce: nonce, timestamp: timestamp)
     }
 
-    private func route(_ request: HTTPRequestData) throws -> (response: HTTPResponseData, messages: [WireRoutedMessage]) {
+    private func route(_ request: HTTPRequestData) throws -> (response: HTTPResponseData, messages: [RCRoutedMessage]) {
         let path = request.normalizedPath
         guard request.method == "POST" else {
             throw RongCloudSandboxError(404, "\(request.method) \(path) is not an API; every call is a POST")
         }
-        if path == RongCloudPaths.privateHistory || path == RongCloudPaths.groupHistory {
-            let query: WireHistoryQuery
+        if path == RCPaths.privateHistory || path == RCPaths.groupHistory {
+            let query: RCHistoryQuery
             do {
-                query = try JSONDecoder().decode(WireHistoryQuery.self, from: Data(request.body))
+                query = try JSONDecoder().decode(RCHistoryQuery.self, from: Data(request.body))
             } catch {
                 throw RongCloudSandboxError.parameter("the body must be JSON with userId, targetId, startTime, endTime: \(error)")
             }
-            return (.json(try store.history(query, group: path == RongCloudPaths.groupHistory)), [])
+            return (.json(try store.history(query, group: path == RCPaths.groupHistory)), [])
         }
         guard !request.body.isEmpty else { throw RongCloudSandboxError(RongCloudErrorCode.noPostData, RongCloudErrorCode.text(for: 1003)) }
         let form = request.form
         switch path {
-        case RongCloudPaths.getToken:
+        case RCPaths.getToken:
             return (.json(try store.getToken(userId: form["userId"], name: form["name"], portraitUri: form["portraitUri"])), [])
-        case RongCloudPaths.privatePublish, RongCloudPaths.groupPublish:
-            guard let publish = WirePublishForm(form: form) else {
+        case RCPaths.privatePublish, RCPaths.groupPublish:
+            guard let publish = RCPublishForm(form: form) else {
                 throw RongCloudSandboxError.parameter("fromUserId, objectName and content are required")
             }
-            let result = try store.publish(publish, group: path == RongCloudPaths.groupPublish)
-            return (.json(WirePublishResponse(messageUIDs: result.entries)), result.routed)
-        case RongCloudPaths.recall:
+            let result = try store.publish(publish, group: path == RCPaths.groupPublish)
+            return (.json(RCPublishResponse(messageUIDs: result.entries)), result.routed)
+        case RCPaths.recall:
             return (Self.ok, try store.recall(form).map { [$0] } ?? [])
-        case RongCloudPaths.expansionSet, RongCloudPaths.expansionDelete:
-            return (Self.ok, try store.updateExpansion(form, delete: path == RongCloudPaths.expansionDelete).map { [$0] } ?? [])
-        case RongCloudPaths.expansionQuery:
+        case RCPaths.expansionSet, RCPaths.expansionDelete:
+            return (Self.ok, try store.updateExpansion(form, delete: path == RCPaths.expansionDelete).map { [$0] } ?? [])
+        case RCPaths.expansionQuery:
             return (.json(try store.queryExpansion(form)), [])
         default:
             throw RongCloudSandboxError(404, "no API at \(path)")
         }
     }
 
-    static let ok = HTTPResponseData.json(WireErrorEnvelope(code: 200, errorMessage: nil))
+    static let ok = HTTPResponseData.json(RCErrorEnvelope(code: 200, errorMessage: nil))
 
     /// The vendor envelope with the code's HTTP status (or `status` when given); 429 adds `Retry-After: 1`.
     static func error(_ error: RongCloudSandboxError, status: Int? = nil) -> HTTPResponseData {
         let status = status ?? (error.code == 404 ? 404 : RongCloudErrorCode.httpStatus(for: error.code))
-        var response = HTTPResponseData.json(WireErrorEnvelope(code: error.code, errorMessage: error.message), status: status)
+        var response = HTTPResponseData.json(RCErrorEnvelope(code: error.code, errorMessage: error.message), status: status)
         if status == 429 { response.headers.append(("Retry-After", "1")) }
         return response
     }

@@ -1,19 +1,20 @@
 import IMHTTP
 import IMCore
+import RongCloud
 
 extension RongCloudSandboxStore {
     // MARK: recall
 
     /// `/message/recall.json`: returns the routed `RC:RcCmd` (nil when the message was already recalled).
-    public func recall(_ form: FormBody) throws(RongCloudSandboxError) -> WireRoutedMessage? {
+    public func recall(_ form: FormBody) throws(RongCloudSandboxError) -> RCRoutedMessage? {
         let from = try Self.required(form, "fromUserId")
         let uid = try Self.required(form, "messageUID")
         let targetId = try Self.required(form, "targetId")
-        guard let type = form.int64("conversationType").flatMap({ RCConversationType(rawValue: Int($0)) }) else {
+        guard let type = Lenient.int64(form["conversationType"]).flatMap({ RCConversationType(rawValue: Int($0)) }) else {
             throw .parameter("conversationType must be 1, 3, 4, 6 or 10")
         }
         let now = clock.nowMs()
-        return try mutate { (state: inout State) throws(RongCloudSandboxError) -> WireRoutedMessage? in
+        return try mutate { (state: inout State) throws(RongCloudSandboxError) -> RCRoutedMessage? in
             var message = try state.message(uid)
             guard message.fromUserId == from else { throw .parameter("\(RongCloudRefusal.notSender): \(uid)") }
             try Self.checkTarget(message, type: type, targetId: targetId, user: from)
@@ -21,12 +22,12 @@ extension RongCloudSandboxStore {
             let time = state.nextTime(now)
             message.recalledBy = from
             message.recalledAt = time
-            message.recallDeleted = form.bool("isDelete") ?? false
+            message.recallDeleted = Lenient.bool(form["isDelete"]) ?? false
             state.messages[state.index[uid]!] = message
-            let command = WireRecallCommand(messageUId: uid, conversationType: type.rawValue, targetId: targetId,
-                                            sentTime: message.msgTime, isAdmin: form.bool("isAdmin") ?? false,
+            let command = RCRecallCommand(messageUId: uid, conversationType: type.rawValue, targetId: targetId,
+                                            sentTime: message.msgTime, isAdmin: Lenient.bool(form["isAdmin"]) ?? false,
                                             isDelete: message.recallDeleted)
-            return WireRoutedMessage(fromUserId: from, toUserId: message.targetId, objectName: RCObjectName.recallCommand,
+            return RCRoutedMessage(fromUserId: from, toUserId: message.targetId, objectName: RCObjectName.recallCommand,
                                      content: command.json.jsonString(), channelType: message.channelType,
                                      msgTimestamp: time, msgUID: state.nextUID(time), sensitiveType: 0, source: "Server")
         }
@@ -52,11 +53,11 @@ extension RongCloudSandboxStore {
 
     /// `/message/expansion/set.json` (`extraKeyVal`) and `/delete.json` (`extraKey`): applies the change
     /// and returns the routed `RC:MsgExMsg` (nil when no key changed).
-    public func updateExpansion(_ form: FormBody, delete: Bool) throws(RongCloudSandboxError) -> WireRoutedMessage? {
+    public func updateExpansion(_ form: FormBody, delete: Bool) throws(RongCloudSandboxError) -> RCRoutedMessage? {
         let uid = try Self.required(form, "msgUID")
         let user = try Self.required(form, "userId")
         let targetId = try Self.required(form, "targetId")
-        guard let type = form.int64("conversationType").flatMap({ RCConversationType(rawValue: Int($0)) }),
+        guard let type = Lenient.int64(form["conversationType"]).flatMap({ RCConversationType(rawValue: Int($0)) }),
               type == .private || type == .group else {
             throw .parameter("conversationType must be 1 (private) or 3 (group) for message expansions")
         }
@@ -71,13 +72,13 @@ extension RongCloudSandboxStore {
             change = .set(try Self.stringObject(try Self.required(form, "extraKeyVal"), field: "extraKeyVal"))
         }
         let now = clock.nowMs()
-        return try mutate { (state: inout State) throws(RongCloudSandboxError) -> WireRoutedMessage? in
+        return try mutate { (state: inout State) throws(RongCloudSandboxError) -> RCRoutedMessage? in
             var message = try state.message(uid)
             try Self.checkTarget(message, type: type, targetId: targetId, user: user)
             guard message.expansionEnabled else { throw .parameter("\(RongCloudRefusal.notExtensible): \(uid)") }
             let current = RongCloudExpansionCodec.expansion(from: message.expansion)
             try check(change, current: current)
-            var signal = WireExpansionSignal(mid: uid)
+            var signal = RCExpansionSignal(mid: uid)
             switch change {
             case .set(let values):
                 signal.put = values.filter { message.expansion[$0.key]?.v != $0.value }
@@ -88,22 +89,22 @@ extension RongCloudSandboxStore {
             }
             guard !signal.put.isEmpty || !signal.del.isEmpty else { return nil }
             let time = state.nextTime(now)
-            for (key, value) in signal.put { message.expansion[key] = WireExpansionValue(v: value, ts: time) }
+            for (key, value) in signal.put { message.expansion[key] = RCExpansionValue(v: value, ts: time) }
             for key in signal.del { message.expansion.removeValue(forKey: key) }
             state.messages[state.index[uid]!] = message
             let to = type == .group ? message.targetId : (message.fromUserId == user ? message.targetId : message.fromUserId)
-            return WireRoutedMessage(fromUserId: user, toUserId: to, objectName: RCObjectName.expansionSignal,
+            return RCRoutedMessage(fromUserId: user, toUserId: to, objectName: RCObjectName.expansionSignal,
                                      content: signal.json.jsonString(), channelType: message.channelType,
                                      msgTimestamp: time, msgUID: state.nextUID(time), sensitiveType: 0, source: "Server")
         }
     }
 
     /// `/message/expansion/query.json`: every key with its value and `ts`.
-    public func queryExpansion(_ form: FormBody) throws(RongCloudSandboxError) -> WireExpansionQueryResponse {
+    public func queryExpansion(_ form: FormBody) throws(RongCloudSandboxError) -> RCExpansionQueryResponse {
         let uid = try Self.required(form, "msgUID")
         let message = try state.withLock { state throws(RongCloudSandboxError) in try state.message(uid) }
         guard message.expansionEnabled else { throw .parameter("\(RongCloudRefusal.notExtensible): \(uid)") }
-        return WireExpansionQueryResponse(extraContent: message.expansion)
+        return RCExpansionQueryResponse(extraContent: message.expansion)
     }
 
     // MARK: history
@@ -112,9 +113,9 @@ extension RongCloudSandboxStore {
     /// `startTime ≤ msgTime ≤ endTime` (`>` when `includeStart` is false), oldest first, at most
     /// `pageSize` (1…100). A recalled message shows as the `RC:RcNtf` clients display; one recalled
     /// with `isDelete=1` is gone.
-    public func history(_ query: WireHistoryQuery, group: Bool) throws(RongCloudSandboxError) -> WireHistoryResponse {
-        guard (1...WireHistoryQuery.maxPageSize).contains(query.pageSize) else {
-            throw .parameter("pageSize must be 1…\(WireHistoryQuery.maxPageSize)")
+    public func history(_ query: RCHistoryQuery, group: Bool) throws(RongCloudSandboxError) -> RCHistoryResponse {
+        guard (1...RCHistoryQuery.maxPageSize).contains(query.pageSize) else {
+            throw .parameter("pageSize must be 1…\(RCHistoryQuery.maxPageSize)")
         }
         guard query.startTime <= query.endTime else { throw .parameter("startTime must not be after endTime") }
         let rows = state.withLock { state in
@@ -129,10 +130,10 @@ extension RongCloudSandboxStore {
             .prefix(query.pageSize)
             .map(Self.historyRow)
         }
-        return WireHistoryResponse(data: Array(rows))
+        return RCHistoryResponse(data: Array(rows))
     }
 
-    static func historyRow(_ message: RongCloudStoredMessage) -> WireHistoryMessage {
+    static func historyRow(_ message: RongCloudStoredMessage) -> RCHistoryMessage {
         var objectName = message.objectName
         var content = message.content
         if let by = message.recalledBy, let at = message.recalledAt {
@@ -144,7 +145,7 @@ extension RongCloudSandboxStore {
         }
         let extra = message.expansionEnabled
             ? JSONValue.object(message.expansion.mapValues { ["v": .string($0.v), "ts": .int($0.ts)] }).jsonString() : nil
-        return WireHistoryMessage(targetId: message.targetId, fromUserId: message.fromUserId, messageUID: message.msgUID,
+        return RCHistoryMessage(targetId: message.targetId, fromUserId: message.fromUserId, messageUID: message.msgUID,
                                   msgTime: message.msgTime, objectName: objectName, content: content,
                                   expansion: message.expansionEnabled, extraContent: extra)
     }

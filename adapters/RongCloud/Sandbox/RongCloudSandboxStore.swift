@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMSandbox
 import Synchronization
+import RongCloud
 
 /// A refusal the sandbox answers with the vendor envelope `{"code","errorMessage"}`.
 public struct RongCloudSandboxError: Error, Hashable, Sendable {
@@ -26,7 +27,7 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     public var msgTime: Int64
     public var persisted: Bool
     public var expansionEnabled: Bool
-    public var expansion: [String: WireExpansionValue]
+    public var expansion: [String: RCExpansionValue]
     public var recalledBy: String?
     public var recalledAt: Int64?
     public var recallDeleted: Bool
@@ -43,9 +44,9 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
     var channelType: String { conversationType == .group ? RCChannelType.group.rawValue : RCChannelType.person.rawValue }
 
     /// The routed form of this message, as the routing callback posts it.
-    /// An extensible message carries `expansion=true` and its keys as `extraContent` (see `WireRoutedMessage`).
-    var routed: WireRoutedMessage {
-        WireRoutedMessage(fromUserId: fromUserId, toUserId: targetId, objectName: objectName, content: content,
+    /// An extensible message carries `expansion=true` and its keys as `extraContent` (see `RCRoutedMessage`).
+    var routed: RCRoutedMessage {
+        RCRoutedMessage(fromUserId: fromUserId, toUserId: targetId, objectName: objectName, content: content,
                           channelType: channelType, msgTimestamp: msgTime, msgUID: msgUID, sensitiveType: 0, source: "Server",
                           expansion: expansionEnabled ? true : nil,
                           extraContent: expansionEnabled ? RongCloudExpansionCodec.setText(expansion.mapValues(\.v)) : nil)
@@ -55,7 +56,7 @@ public struct RongCloudStoredMessage: Hashable, Sendable, Codable {
 /// The RongCloud sandbox's state and rules, without HTTP: what each endpoint does, which refusals it
 /// answers, and which routed messages it produces for the callback.
 ///
-/// Rules kept (vendor doc §3–§8, UNCONFIRMED points as decided in docs/adapters/rongcloud.md):
+/// Rules kept (docs/adapters/rongcloud.md, UNCONFIRMED points as decided there):
 /// - msgUIDs look like the vendor's (`XXXX-XXXX-XXXX-XXXX`, uppercase base 36) and are unique;
 ///   every message and expansion change gets a server time strictly greater than the previous one
 ///   (`max(now, last + 1)`), so history order and expansion `ts` are total.
@@ -134,7 +135,7 @@ public final class RongCloudSandboxStore: Sendable {
 
     // MARK: users
 
-    public func getToken(userId: String?, name: String?, portraitUri: String?) throws(RongCloudSandboxError) -> WireTokenResponse {
+    public func getToken(userId: String?, name: String?, portraitUri: String?) throws(RongCloudSandboxError) -> RCTokenResponse {
         guard let userId, !userId.isEmpty else { throw .parameter("userId is required") }
         guard userId.utf8.count <= 64, userId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+=-_".contains($0)) }) else {
             throw .parameter("userId must be at most 64 characters of A-Z a-z 0-9 + = - _")
@@ -145,17 +146,17 @@ public final class RongCloudSandboxStore: Sendable {
             state.counter += 1
             return "sandbox-token/\(userId)/\(state.counter)"
         }
-        return WireTokenResponse(userId: userId, token: token)
+        return RCTokenResponse(userId: userId, token: token)
     }
 
     // MARK: publishing
 
     /// `/message/{private,group}/publish.json`. Returns the response entries and the routed messages.
-    public func publish(_ form: WirePublishForm, group: Bool) throws(RongCloudSandboxError)
-        -> (entries: [WireMessageUIDEntry], routed: [WireRoutedMessage]) {
+    public func publish(_ form: RCPublishForm, group: Bool) throws(RongCloudSandboxError)
+        -> (entries: [RCMessageUIDEntry], routed: [RCRoutedMessage]) {
         let targets = group ? form.toGroupIds : form.toUserIds
         let field = group ? "toGroupId" : "toUserId"
-        let limit = group ? WirePublishForm.maxGroups : WirePublishForm.maxPrivateRecipients
+        let limit = group ? RCPublishForm.maxGroups : RCPublishForm.maxPrivateRecipients
         guard !form.fromUserId.isEmpty else { throw .parameter("fromUserId is required") }
         guard !targets.isEmpty, targets.allSatisfy({ !$0.isEmpty }) else { throw .parameter("\(field) is required") }
         guard targets.count <= limit else {
@@ -164,7 +165,7 @@ public final class RongCloudSandboxStore: Sendable {
         guard !form.objectName.isEmpty, form.objectName.count <= RCObjectName.maxLength else {
             throw .parameter("objectName is required and at most \(RCObjectName.maxLength) characters")
         }
-        guard form.content.utf8.count <= WirePublishForm.maxContentBytes else {
+        guard form.content.utf8.count <= RCPublishForm.maxContentBytes else {
             throw RongCloudSandboxError(RongCloudErrorCode.lengthExceeded, "content exceeds 128 KB")
         }
         if RCObjectName.isBuiltIn(form.objectName), (try? JSONValue.parse(form.content))?.objectValue == nil {
@@ -173,8 +174,8 @@ public final class RongCloudSandboxStore: Sendable {
         let expansion = try initialExpansion(form)
         let persisted = (form.isPersisted ?? true) && !Self.transient(form.objectName)
         return try mutate { (state: inout State) throws(RongCloudSandboxError) in
-            var entries: [WireMessageUIDEntry] = []
-            var routed: [WireRoutedMessage] = []
+            var entries: [RCMessageUIDEntry] = []
+            var routed: [RCRoutedMessage] = []
             for target in targets {
                 let time = state.nextTime(clock.nowMs())
                 let uid = state.nextUID(time)
@@ -182,12 +183,12 @@ public final class RongCloudSandboxStore: Sendable {
                     msgUID: uid, fromUserId: form.fromUserId, conversationType: group ? .group : .private, targetId: target,
                     objectName: form.objectName, content: form.content, msgTime: time, persisted: persisted,
                     expansionEnabled: expansion != nil,
-                    expansion: (expansion ?? [:]).mapValues { WireExpansionValue(v: $0, ts: time) },
+                    expansion: (expansion ?? [:]).mapValues { RCExpansionValue(v: $0, ts: time) },
                     recalledBy: nil, recalledAt: nil, recallDeleted: false,
                     receivedAtUs: Int64((Date().timeIntervalSince1970 * 1_000_000).rounded()))
                 state.index[uid] = state.messages.count
                 state.messages.append(message)
-                entries.append(group ? WireMessageUIDEntry(groupId: target, messageUID: uid) : WireMessageUIDEntry(userId: target, messageUID: uid))
+                entries.append(group ? RCMessageUIDEntry(groupId: target, messageUID: uid) : RCMessageUIDEntry(userId: target, messageUID: uid))
                 if routeServerMessages { routed.append(message.routed) }
             }
             return (entries, routed)
@@ -200,7 +201,7 @@ public final class RongCloudSandboxStore: Sendable {
          "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg"].contains(objectName)
     }
 
-    private func initialExpansion(_ form: WirePublishForm) throws(RongCloudSandboxError) -> [String: String]? {
+    private func initialExpansion(_ form: RCPublishForm) throws(RongCloudSandboxError) -> [String: String]? {
         guard form.expansion == true else { return nil }
         guard let text = form.extraContent, !text.isEmpty else { return [:] }
         let values = try Self.stringObject(text, field: "extraContent")

@@ -1,20 +1,5 @@
 import IMCore
-
-/// WuKong channel types (wkproto `common.go`).
-public enum WKChannelType {
-    public static let person: UInt8 = 1
-    public static let group: UInt8 = 2
-    public static let customerService: UInt8 = 3
-    public static let community: UInt8 = 4
-    public static let communityTopic: UInt8 = 5
-    public static let info: UInt8 = 6
-    public static let data: UInt8 = 7
-    public static let temp: UInt8 = 8
-    public static let live: UInt8 = 9
-    public static let visitors: UInt8 = 10
-    public static let agent: UInt8 = 11
-    public static let agentGroup: UInt8 = 12
-}
+import IMHTTP
 
 /// Channel naming rules: the neutral `ConversationRef` ⇄ WuKong `(channel_id, channel_type)`.
 ///
@@ -89,7 +74,7 @@ public enum WuKongChannel {
     /// The server's storage id of a person channel (`GetFakeChannelIDWith`): `from@to` when
     /// crc32(from) > crc32(to), else `to@from`.
     public static func fakeChannelID(_ a: String, _ b: String) -> String {
-        CRC32.checksum(a) > CRC32.checksum(b) ? "\(a)@\(b)" : "\(b)@\(a)"
+        Hashing.crc32(a) > Hashing.crc32(b) ? "\(a)@\(b)" : "\(b)@\(a)"
     }
 
     /// The rendered `channel_id` of a stored person message: the half of the fake id that is not the sender.
@@ -102,22 +87,5 @@ public enum WuKongChannel {
     /// `@`, `#`, `&` are refused in uids and channel ids.
     public static func hasSpecialCharacters(_ id: String) -> Bool {
         id.contains { $0 == "@" || $0 == "#" || $0 == "&" }
-    }
-}
-
-/// CRC-32 (IEEE 802.3, Go `crc32.ChecksumIEEE`), used by the person-channel fake-id rule.
-public enum CRC32 {
-    private static let table: [UInt32] = (0..<256).map { n -> UInt32 in
-        var c = UInt32(n)
-        for _ in 0..<8 { c = (c & 1) != 0 ? 0xEDB8_8320 ^ (c >> 1) : c >> 1 }
-        return c
-    }
-
-    public static func checksum(_ text: String) -> UInt32 { checksum(Array(text.utf8)) }
-
-    public static func checksum(_ bytes: [UInt8]) -> UInt32 {
-        var crc: UInt32 = 0xFFFF_FFFF
-        for byte in bytes { crc = table[Int((crc ^ UInt32(byte)) & 0xFF)] ^ (crc >> 8) }
-        return crc ^ 0xFFFF_FFFF
     }
 }

@@ -1,13 +1,24 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
 
 extension WuKongContentCodec {
-    /// The payload JSON object for a content plus the common keys; `extras` are a message's
-    /// `vendorExtras` (only `entities`, `payload_fields` and `reply` are read).
+    /// `ContentCodec`: the payload's `type` as a string and its other keys as the body.
+    public func encode(_ content: CodedContent) throws -> WireContent {
+        var object = try encode(content.content, mentions: content.mentions, reply: content.reply, vendorExtras: content.vendorExtras)
+        let type = object.removeValue(forKey: "type")
+        guard let number = type?.int64Value else {
+            throw IMError(.malformedPayload, "stored WuKong payload has no numeric `type`")
+        }
+        return WireContent(type: String(number), body: object)
+    }
+
+    /// The payload JSON object for a content plus the common keys; `vendorExtras` are a message's
+    /// (only `entities`, `payload_fields`, `reply` and the origin key are read).
     /// Throws `unsupported` for another vendor's unsupported payload.
     public func encode(_ content: MessageContent, mentions: Mentions = Mentions(), reply: ReplyRef? = nil,
-                       extras: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
+                       vendorExtras: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
         var object: [String: JSONValue]
         switch content {
         case .unsupported(let unsupported):
@@ -33,11 +44,11 @@ extension WuKongContentCodec {
                 throw IMError(.unsupported, "the WuKong mapping has no type for \(content.kind.rawValue) content",
                               details: ["kind": content.kind.rawValue])
             }
-            object = extras["payload_fields"]?.objectValue ?? [:]
+            object = vendorExtras["payload_fields"]?.objectValue ?? [:]
             for (key, value) in mapped.body { object[key] = value }
             object["type"] = .int(type)
-            if let entities = extras["entities"] { object["entities"] = entities }
-            if let origin = extras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }
+            if let entities = vendorExtras["entities"] { object["entities"] = entities }
+            if let origin = vendorExtras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }
         }
         if !mentions.isEmpty {
             var mention: [String: JSONValue] = [:]
@@ -46,7 +57,7 @@ extension WuKongContentCodec {
             object["mention"] = .object(mention)
         }
         if let reply {
-            if let raw = extras["reply"], raw["message_id"]?.stringValue == reply.messageID.rawValue {
+            if let raw = vendorExtras["reply"], raw["message_id"]?.stringValue == reply.messageID.rawValue {
                 object["reply"] = raw
             } else {
                 object["reply"] = Self.encodeReply(reply)
@@ -57,11 +68,11 @@ extension WuKongContentCodec {
 
     /// The payload bytes (compact JSON, sorted keys); an unsupported WuKong payload is returned as received.
     public func encodePayload(_ content: MessageContent, mentions: Mentions = Mentions(), reply: ReplyRef? = nil,
-                              extras: [String: JSONValue] = [:]) throws -> Data {
+                              vendorExtras: [String: JSONValue] = [:]) throws -> Data {
         if case .unsupported(let unsupported) = content, unsupported.vendor == "wukong", mentions.isEmpty, reply == nil {
             return Data(unsupported.raw.utf8)
         }
-        return JSONValue.object(try encode(content, mentions: mentions, reply: reply, extras: extras)).jsonData()
+        return JSONValue.object(try encode(content, mentions: mentions, reply: reply, vendorExtras: vendorExtras)).jsonData()
     }
 
     /// The quote object IMBridge writes when it has only a `ReplyRef` (the quoted payload is the digest as text).

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
 
@@ -15,7 +16,7 @@ import IMMapping
 /// - Common keys: `mention` ⇄ `Mentions`, `reply` ⇄ `ReplyRef`; `entities` and any key the mapping
 ///   does not name are kept in `vendorExtras` (`entities`, `payload_fields`, `reply`) and written back,
 ///   so wire → neutral → wire is exact.
-public struct WuKongContentCodec: Sendable {
+public struct WuKongContentCodec: ContentCodec {
     public let registry: ContentRegistry
     /// WuKong type number → registry content-type name, for opaque app types.
     public let customTypes: [Int: String]
@@ -29,29 +30,35 @@ public struct WuKongContentCodec: Sendable {
         self.mapping = mapping
     }
 
-    public struct Decoded: Hashable, Sendable {
-        public var content: MessageContent
-        public var mentions: Mentions
-        public var reply: ReplyRef?
-        /// `entities`, `payload_fields`, `reply` (the raw quote, when it holds more than `ReplyRef`).
-        public var extras: [String: JSONValue]
-    }
-
     // MARK: decoding
 
-    public func decode(payload: Data) throws -> Decoded {
+    /// `ContentCodec`: the payload's `type` as a string and its other keys as the body. The
+    /// `vendorExtras` of the result are `entities`, `payload_fields` and `reply` (the raw quote, when
+    /// it holds more than `ReplyRef`).
+    public func decode(_ wire: WireContent) throws -> CodedContent {
+        guard let type = Int64(wire.type) else {
+            throw IMError(.malformedPayload, "WuKong payload type '\(wire.type)' is not a number")
+        }
+        var object = wire.body
+        object["type"] = .int(type)
+        return try decode(object, rawPayload: nil)
+    }
+
+    /// The payload bytes as WuKongIM carries them (base64-decoded).
+    public func decode(payload: Data) throws -> CodedContent {
         guard case .object(let object) = try JSONValue.parse(payload) else {
             throw IMError(.malformedPayload, "WuKong payload is not a JSON object")
         }
         return try decode(object, rawPayload: payload)
     }
 
-    public func decode(_ object: [String: JSONValue], rawText: String? = nil) throws -> Decoded {
+    /// The payload JSON object, `type` included.
+    public func decode(_ object: [String: JSONValue], rawText: String? = nil) throws -> CodedContent {
         try decode(object, rawPayload: rawText.map { Data($0.utf8) })
     }
 
     /// `rawPayload` is only turned into text for an unsupported type (kept byte for byte).
-    func decode(_ object: [String: JSONValue], rawPayload: Data?) throws -> Decoded {
+    func decode(_ object: [String: JSONValue], rawPayload: Data?) throws -> CodedContent {
         guard let type = object["type"]?.int64Value.map(Int.init) else {
             throw IMError(.malformedPayload, "WuKong payload has no numeric `type`")
         }
@@ -59,8 +66,8 @@ public struct WuKongContentCodec: Sendable {
         rest["type"] = nil
         let mentions = Self.decodeMentions(rest.removeValue(forKey: "mention"))
         let replyJSON = rest.removeValue(forKey: "reply")
-        var extras: [String: JSONValue] = [:]
-        let reply = try replyJSON.flatMap { try decodeReply($0, extras: &extras) }
+        var vendorExtras: [String: JSONValue] = [:]
+        let reply = try replyJSON.flatMap { try decodeReply($0, vendorExtras: &vendorExtras) }
         let content: MessageContent
         if type == WKContentType.imbridgeCustom, let name = rest["content_type"]?.stringValue,
            let data = rest["data"]?.stringValue {
@@ -73,15 +80,15 @@ public struct WuKongContentCodec: Sendable {
         } else if let mapped = try mapping.decode(wire: String(type), body: rest, registry: registry) {
             content = mapped.content
             rest = mapped.remaining
-            if let entities = rest.removeValue(forKey: "entities") { extras["entities"] = entities }
+            if let entities = rest.removeValue(forKey: "entities") { vendorExtras["entities"] = entities }
         } else {
             content = .unsupported(UnsupportedContent(vendor: "wukong", vendorType: String(type),
                                                       raw: rawPayload.map { String(decoding: $0, as: UTF8.self) }
                                                         ?? JSONValue.object(object).jsonString()))
-            return Decoded(content: content, mentions: mentions, reply: reply, extras: [:])
+            return CodedContent(content, mentions: mentions, reply: reply)
         }
-        if !rest.isEmpty { extras["payload_fields"] = .object(rest) }
-        return Decoded(content: content, mentions: mentions, reply: reply, extras: extras)
+        if !rest.isEmpty { vendorExtras["payload_fields"] = .object(rest) }
+        return CodedContent(content, mentions: mentions, reply: reply, vendorExtras: vendorExtras)
     }
 
     static func decodeMentions(_ value: JSONValue?) -> Mentions {
@@ -91,7 +98,7 @@ public struct WuKongContentCodec: Sendable {
         return Mentions(all: all, users: uids)
     }
 
-    private func decodeReply(_ value: JSONValue, extras: inout [String: JSONValue]) throws -> ReplyRef? {
+    private func decodeReply(_ value: JSONValue, vendorExtras: inout [String: JSONValue]) throws -> ReplyRef? {
         guard let id = value["message_id"]?.stringValue, !id.isEmpty else { return nil }
         var digest = ""
         if case .object(let quoted)? = value["payload"] {
@@ -101,7 +108,7 @@ public struct WuKongContentCodec: Sendable {
         }
         let sender = value["from_uid"]?.stringValue.flatMap { $0.isEmpty ? nil : UserID($0) }
         let ref = ReplyRef(messageID: MessageID(id), sender: sender, digest: digest)
-        if Self.encodeReply(ref) != value { extras["reply"] = value }
+        if Self.encodeReply(ref) != value { vendorExtras["reply"] = value }
         return ref
     }
 }

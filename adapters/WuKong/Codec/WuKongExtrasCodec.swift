@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 
 /// Pure translation of business-server extras and reactions into neutral events.
 ///
@@ -35,7 +36,7 @@ public struct WuKongExtrasCodec: Sendable {
             if let edit = row.contentEdit, let editedAt = row.editedAt, editedAt > 0,
                previous?.editedAt != editedAt || previous?.contentEdit != edit,
                case .object(let object) = edit, let decoded = try? content.decode(object) {
-                let hash = String(CRC32.checksum(edit.jsonString()), radix: 16)
+                let hash = String(Hashing.crc32(edit.jsonString()), radix: 16)
                 events.append(event("edit:\(id):\(editedAt):\(hash)",
                                     .edited(messageID: id, conversation: conversation, by: actor ?? UserID(WuKongChannel.systemUID),
                                             content: decoded.content, at: editedAt * 1000)))

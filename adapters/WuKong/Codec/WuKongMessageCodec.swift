@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 
 /// Pure translation of WuKongIM's message object ⇄ neutral `Message`.
@@ -11,7 +12,7 @@ import IMCore
 ///   `channel_id` is the peer of the sender, as the server renders it.
 /// - `header.no_persist` ⇄ `!options.persist`, `header.red_dot` ⇄ `options.countUnread`, setting bit
 ///   0x80 ⇄ `options.receiptRequested`; `sync_once`, `expire`, `topic` and other setting bits are kept
-///   in `vendorExtras`, with the payload's extras (see `WuKongContentCodec`).
+///   in `vendorExtras`, with the payload's own (see `WuKongContentCodec`).
 /// - A payload that is not JSON (E2E-encrypted, broken) becomes `.unsupported` with vendorType
 ///   `binary` and the base64 bytes, written back unchanged.
 public struct WuKongMessageCodec: Sendable {
@@ -22,21 +23,20 @@ public struct WuKongMessageCodec: Sendable {
     }
 
     public func decode(_ wire: WKMessage) throws -> Message {
-        let decoded: WuKongContentCodec.Decoded
+        let decoded: CodedContent
         do {
             decoded = try content.decode(payload: wire.payload)
         } catch let error as IMError where error.code == .malformedPayload {
-            decoded = .init(content: .unsupported(UnsupportedContent(vendor: "wukong", vendorType: "binary",
-                                                                     raw: wire.payload.base64EncodedString())),
-                            mentions: Mentions(), reply: nil, extras: [:])
+            decoded = CodedContent(.unsupported(UnsupportedContent(vendor: "wukong", vendorType: "binary",
+                                                                   raw: wire.payload.base64EncodedString())))
         }
         let sender = wire.fromUID.isEmpty ? UserID(WuKongChannel.systemUID) : UserID(wire.fromUID)
-        var extras = decoded.extras
-        if wire.header.syncOnce != 0 { extras["sync_once"] = 1 }
-        if wire.expire != 0 { extras["expire"] = .int(Int64(wire.expire)) }
-        if let topic = wire.topic, !topic.isEmpty { extras["topic"] = .string(topic) }
+        var vendorExtras = decoded.vendorExtras
+        if wire.header.syncOnce != 0 { vendorExtras["sync_once"] = 1 }
+        if wire.expire != 0 { vendorExtras["expire"] = .int(Int64(wire.expire)) }
+        if let topic = wire.topic, !topic.isEmpty { vendorExtras["topic"] = .string(topic) }
         let otherBits = wire.setting & ~WKSetting.receipt
-        if otherBits != 0 { extras["setting"] = .int(Int64(otherBits)) }
+        if otherBits != 0 { vendorExtras["setting"] = .int(Int64(otherBits)) }
         let options = MessageOptions(persist: wire.header.noPersist == 0, countUnread: wire.header.redDot != 0,
                                      receiptRequested: wire.setting & WKSetting.receipt != 0)
         return Message(
@@ -46,7 +46,7 @@ public struct WuKongMessageCodec: Sendable {
                                                      fromUID: sender.rawValue),
             sender: sender, sentAt: wire.timestamp * 1000, seq: wire.messageSeq > 0 ? Int64(wire.messageSeq) : nil,
             content: decoded.content, mentions: decoded.mentions, reply: decoded.reply, options: options,
-            vendorExtras: extras)
+            vendorExtras: vendorExtras)
     }
 
     public func encode(_ message: Message) throws -> WKMessage {
@@ -65,16 +65,16 @@ public struct WuKongMessageCodec: Sendable {
             channelID: address.id, channelType: address.type, topic: message.vendorExtras["topic"]?.stringValue,
             expire: UInt32(truncatingIfNeeded: message.vendorExtras["expire"]?.int64Value ?? 0),
             timestamp: message.sentAt / 1000, payload: try payload(for: message.content, mentions: message.mentions,
-                                                                   reply: message.reply, extras: message.vendorExtras))
+                                                                   reply: message.reply, vendorExtras: message.vendorExtras))
     }
 
     /// The base64-able payload bytes of a content (binary unsupported payloads are restored as received).
     public func payload(for content: MessageContent, mentions: Mentions, reply: ReplyRef?,
-                        extras: [String: JSONValue]) throws -> Data {
+                        vendorExtras: [String: JSONValue]) throws -> Data {
         if case .unsupported(let raw) = content, raw.vendor == "wukong", raw.vendorType == "binary" {
             guard let data = Data(base64Encoded: raw.raw) else { throw IMError(.malformedPayload, "bad stored binary payload") }
             return data
         }
-        return try self.content.encodePayload(content, mentions: mentions, reply: reply, extras: extras)
+        return try self.content.encodePayload(content, mentions: mentions, reply: reply, vendorExtras: vendorExtras)
     }
 }

@@ -1,8 +1,9 @@
 import Foundation
 import IMCore
 import IMHTTP
+import WuKong
 
-/// The business server's message-extra routes (TangSengDaoDao `modules/message/api.go`), plus
+/// The business server's message-extra routes (as TangSengDaoDao serves them), plus
 /// IMBridge's `POST /v1/message/extra` for the remote `extra` dictionary.
 ///
 /// Rules: the caller is the owner of the `token` header; only the sender may revoke or edit (and not

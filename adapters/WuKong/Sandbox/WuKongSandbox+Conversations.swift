@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMHTTP
+import WuKong
 
 /// `/conversation/sync`: one entry per conversation of `uid` with at least one message; CMD channels
 /// and the DM with the system uid are left out; person entries name the peer; `recents` newest first;

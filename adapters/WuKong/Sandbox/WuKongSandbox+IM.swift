@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMHTTP
+import WuKong
 
 /// WuKongIM's own routes (users, channels, messages, history, conversations).
 extension WuKongSandbox {
@@ -143,7 +144,7 @@ extension WuKongSandbox {
 
     private func sendToSubscribers(_ body: WKSendRequest) throws -> HTTPResponseData {
         let uids = (body.subscribers ?? []).sorted()
-        let id = String(CRC32.checksum(uids.joined(separator: ",")), radix: 16)
+        let id = String(Hashing.crc32(uids.joined(separator: ",")), radix: 16)
         var temp = body
         temp.channelID = id
         temp.channelType = WKChannelType.temp

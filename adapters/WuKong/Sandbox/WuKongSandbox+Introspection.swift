@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMSandbox
+import WuKong
 
 /// `GET /_sandbox/messages` and `/_sandbox/users`: every stored chat message (CMD channels left out) in
 /// `message_id` order, with the business server's revoke/edit/extra state folded in.

@@ -3,6 +3,7 @@ import IMCore
 import IMHTTP
 import IMSandbox
 import Synchronization
+import WuKong
 
 /// The WuKong sandbox: WuKongIM v2.2.5's HTTP API and the companion business server's message-extra
 /// endpoints on one port, with in-memory state and WuKongIM's webhook.

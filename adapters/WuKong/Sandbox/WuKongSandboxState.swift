@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import WuKong
 
 /// The in-memory state of the WuKong sandbox: WuKongIM (users, channels, messages, conversations) and
 /// the companion business server (extras, reads, reactions) over one backend.

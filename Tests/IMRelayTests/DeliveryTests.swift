@@ -1,0 +1,144 @@
+import Foundation
+import IMCore
+import IMRelay
+import IMStore
+import IMTesting
+import Synchronization
+import Testing
+
+/// A RongCloud-like target that keeps no client ids and has no lookup by client id: its first sends are
+/// accepted and then answered with a timeout (the outcome is unknown to the caller).
+final class AcceptThenTimeoutBackend: IMBackend {
+    let inner: MemoryBackend
+    let timeoutsLeft = Mutex(0)
+    init(_ inner: MemoryBackend, timeouts: Int) {
+        self.inner = inner
+        timeoutsLeft.withLock { $0 = timeouts }
+    }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+
+    func send(_ message: OutgoingMessage) async throws -> Message {
+        var stripped = message
+        stripped.clientMessageID = nil
+        let sent = try await inner.send(stripped)
+        let timeout = timeoutsLeft.withLock { left -> Bool in
+            guard left > 0 else { return false }
+            left -= 1
+            return true
+        }
+        if timeout { throw IMError(.unavailable, "read timed out after the vendor accepted", isRetryable: true) }
+        return sent
+    }
+
+    func history(_ query: HistoryQuery) async throws -> HistoryPage {
+        var page = try await inner.history(query)
+        page.messages = page.messages.map { message in
+            var message = message
+            message.clientMessageID = nil
+            return message
+        }
+        return page
+    }
+}
+
+@Suite struct DeliveryTests {
+    /// The relay and migration share one delivery path, so the relay too finds the copy a timed-out send
+    /// left on a target without client-id lookup (in its newest history) instead of sending it again.
+    @Test func aSendWithUnknownOutcomeIsNotRepeatedOnATargetWithoutClientIDs() async throws {
+        let h = try RelayHarness(rcWrapper: { AcceptThenTimeoutBackend($0, timeouts: 2) })
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        for text in ["one", "two", "three"] {
+            _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text(text)))
+        }
+        #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 3 })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two"), .text("three")])
+        #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1, "the timeouts were retried")
+        #expect(try h.store.read { try $0.mappingCount() } == 3)
+        await engine.stop()
+    }
+
+    @Test func failuresAreClassifiedOnce() throws {
+        let h = try RelayHarness()
+        let delivery = Delivery(target: h.rc, store: h.store, retry: RetryPolicy(baseMs: 100, maxMs: 1000, jitter: 0))
+        #expect(delivery.classify(IMError(.rateLimited, "slow down", retryAfterMs: 5000), attempt: 0) == .retry(afterMs: 5000))
+        #expect(delivery.classify(IMError(.unavailable, "down", isRetryable: true), attempt: 2) == .retry(afterMs: 400))
+        #expect(delivery.classify(IMError(.invalidArgument, "no"), attempt: 0) == .permanent)
+        #expect(delivery.classify(IMError(.notFound, "later", isRetryable: false, details: ["unmapped": "m1"]), attempt: 0) == .waitForMessage)
+        #expect(delivery.classify(CancellationError(), attempt: 0) == .permanent)
+    }
+}
+
+@Suite struct OverlappingRoutesTests {
+    static func routes(_ lines: [(String, String, Route.Direction)]) throws -> [Route] {
+        try lines.map { Route(from: try RouteEndpoint(parsing: $0.0), to: try RouteEndpoint(parsing: $0.1), direction: $0.2) }
+    }
+
+    /// `wk:group:* → rc:group:*`, `wk:group:* ⇄ rc:group:*` and `wk:group:g1 ⇄ rc:group:g1` together put
+    /// one WuKong message on RongCloud once, through the first route.
+    @Test func overlappingRoutesDeliverOnce() async throws {
+        let routes = try Self.routes([("wk:group:*", "rc:group:*", .forward), ("wk:group:*", "rc:group:*", .both),
+                                      ("wk:group:g1", "rc:group:g1", .both)])
+        let h = try RelayHarness(routes: routes)
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "alice", content: .text("once")))
+        #expect(try await eventually { try await h.history(h.rc, "g1").count >= 1 })
+        _ = try await h.rcMemory.send(OutgoingMessage(conversation: .group("g1"), sender: "carol", content: .text("back")))
+        #expect(try await eventually {
+            let (rc, wk) = (try await h.history(h.rc, "g1").count, try await h.history(h.wk, "g1").count)
+            return rc >= 2 && wk >= 2
+        })
+        #expect(await engine.waitUntilIdle())
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(try await h.history(h.rc, "g1").map(\.content) == [.text("once"), .text("back")])
+        #expect(try await h.history(h.wk, "g1").map(\.content) == [.text("once"), .text("back")])
+        await engine.stop()
+    }
+
+    @Test func overlapsAreNamedForCheck() throws {
+        let table = RouteTable(try Self.routes([("wk:group:*", "rc:group:*", .forward), ("wk:group:g1", "rc:group:g1", .both),
+                                                ("wk:group:g2", "rc:group:other", .forward), ("rc:group:*", "wk:group:*", .forward),
+                                                ("wk:direct:*", "rc:direct:*", .forward)]))
+        let pairs = table.overlaps().map { "\($0.first)-\($0.second)" }
+        #expect(pairs == ["0-1", "1-3"], "g2 → other reaches another conversation; direct is another kind")
+    }
+}
+
+@Suite struct RetryBudgetTests {
+    /// A target that never recovers holds its lane only until the retry budget is spent: then the entry
+    /// is a dead letter and the lane moves on to the next message.
+    @Test func aLaneGivesUpOnAnEntryPastItsMaxAge() async throws {
+        let h = try RelayHarness(rcWrapper: { FlakyBackend($0) })
+        let flaky = h.rc as! FlakyBackend
+        flaky.failing.withLock { $0[.group("g")] = 1_000_000 }
+        let engine = h.engine(retry: RetryPolicy(baseMs: 5, maxMs: 20, maxAgeMs: 300))
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("stuck")))
+        #expect(try await eventually(5) { try h.store.read { try $0.count(state: .dead) } == 1 })
+        flaky.failing.withLock { $0[.group("g")] = 0 }
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("next")))
+        #expect(try await eventually { try await h.history(h.rc, "g").map(\.content) == [.text("next")] })
+        let letter = try #require(try h.store.read { try $0.deadLetters() }.first)
+        #expect(letter.lastError?.contains("gave up after") == true && letter.lastError?.contains("max_age_minutes") == true)
+        #expect(engine.metrics.value("imbridge_retry_budget_exhausted_total", ["target": "rc"]) == 1)
+        await engine.stop()
+    }
+
+    @Test func retryKeysAreValidated() throws {
+        let base = BridgeConfigTests.valid
+        let env = ["WK_TOKEN": "t0k", "RC_SECRET": "s3cret"]
+        #expect(try BridgeConfig.parse(base, environment: env).retry.maxAgeMs == RetryPolicy.defaultMaxAgeMs)
+        let withAge = base.replacingOccurrences(of: "  max_ms: 5000", with: "  max_ms: 5000\n  max_age_minutes: 30")
+        #expect(try BridgeConfig.parse(withAge, environment: env).retry.maxAgeMs == 1_800_000)
+        let forever = base.replacingOccurrences(of: "  max_ms: 5000", with: "  max_ms: 5000\n  max_age_minutes: 0")
+        #expect(try BridgeConfig.parse(forever, environment: env).retry.maxAgeMs == nil)
+        for bad in ["  base_ms: -5", "  base_ms: 0"] {
+            let yaml = base.replacingOccurrences(of: "  base_ms: 100", with: bad)
+            #expect { try BridgeConfig.parse(yaml, environment: env) } throws: { ($0 as? IMError)?.message.contains("retry.base_ms") == true }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMHTTP
+import IMTesting
+import JMessage
+import Testing
+
+/// The routing push through `handle(_:sink:)` and the report v2 poller into a sink.
+@Suite struct JMessageInboundTests {
+    let backend = JMessageBackend(id: "jm", config: JMessageConfig(
+        appKey: appKey, masterSecret: masterSecret, apiBaseURL: "http://127.0.0.1:9", reportBaseURL: "http://127.0.0.1:9", admin: "bridge_admin"))
+    let time = TestClock(startMs: 1_767_225_600_000)
+
+    func push(_ body: String, authorization: String? = "Basic " + Data("\(appKey):\(masterSecret)".utf8).base64EncodedString()) -> HTTPRequestData {
+        HTTPRequestData(method: "POST", path: "/callbacks/jm", headers: authorization.map { [("Authorization", $0), ("Content-Type", "application/json; charset=utf-8")] } ?? [],
+                        body: Array(body.utf8))
+    }
+
+    static let body = #"{"total":2,"messages":["# + reportMessage(msgid: 1001) + "," + reportMessage(msgid: 1002, targetType: "group", targetID: "10055201") + "]}"
+
+    // MARK: routing push
+
+    @Test func parsesTheRoutingPushAndAnswers200() async throws {
+        let stream = backend.events()
+        let sink = CollectingSink()
+        let response = await backend.handle(push(Self.body), sink: sink)
+        #expect(response.status == 200 && response.body.isEmpty)
+        #expect(sink.events.map(\.eventID) == ["jmessage:msg:1001", "jmessage:msg:1002"])
+        #expect(sink.events.map(\.conversation) == [.direct("alice", "bobby"), .group("10055201")])
+        #expect(sink.refusals.isEmpty)
+        var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next()?.eventID == "jmessage:msg:1001")
+
+        let again = CollectingSink()
+        #expect(await backend.handle(push(Self.body), sink: again).status == 200)
+        #expect(again.events.map(\.eventID) == sink.events.map(\.eventID), "a redelivery keeps the event ids")
+    }
+
+    @Test func theParserIsPure() throws {
+        let events = try backend.inbound.events(from: push(Self.body))
+        #expect(events.map(\.eventID) == ["jmessage:msg:1001", "jmessage:msg:1002"])
+        #expect(events.allSatisfy { $0.backend == "jm" })
+    }
+
+    @Test(arguments: [
+        (nil, "authentication_failed", 401),
+        ("Basic " + Data("\(appKey):wrong".utf8).base64EncodedString(), "authentication_failed", 401),
+        ("Basic " + Data("otherapp:\(masterSecret)".utf8).base64EncodedString(), "authentication_failed", 401),
+        ("Bearer abc", "authentication_failed", 401),
+    ] as [(String?, String, Int)])
+    func refusesForgedPushes(authorization: String?, code: String, status: Int) async throws {
+        #expect(throws: IMError.self) { _ = try backend.inbound.events(from: push(Self.body, authorization: authorization)) }
+        let sink = CollectingSink()
+        let response = await backend.handle(push(Self.body, authorization: authorization), sink: sink)
+        #expect(response.status == status)
+        #expect(sink.events.isEmpty, "a forged push was accepted")
+        #expect(sink.refusals.map(\.code.rawValue) == [code])
+    }
+
+    @Test func refusesMalformedBodies() async throws {
+        for body in ["not json", #"{"total":1}"#, #"{"total":1,"messages":[{"msgid":1}]}"#] {
+            let sink = CollectingSink()
+            let response = await backend.handle(push(body), sink: sink)
+            #expect(response.status == 400 && sink.events.isEmpty)
+            #expect(sink.refusals.map(\.code) == [.malformedPayload])
+        }
+    }
+
+    @Test func aSinkThatCannotTakeTheEventsGetsThePushRedelivered() async throws {
+        let sink = CollectingSink()
+        sink.fail(with: IMError(.unavailable, "store down"))
+        let stream = backend.events()
+        let response = await backend.handle(push(Self.body), sink: sink)
+        #expect(response.status == 503, "JMessage retries a 5xx")
+        #expect(sink.events.isEmpty && sink.refusals.isEmpty)
+        sink.fail(with: nil)
+        #expect(await backend.handle(push(Self.body), sink: sink).status == 200)
+        var iterator = stream.makeAsyncIterator()
+        #expect(await iterator.next()?.eventID == "jmessage:msg:1001", "events() shows only what was accepted")
+    }
+
+    // MARK: report v2 poller
+
+    func poller(_ sandbox: SandboxHarness, storage: any CheckpointStorage, clock: (any IMClock)? = nil) -> JMessagePoller {
+        let config = sandbox.config
+        return JMessagePoller(client: JMessageClient(config: config),
+                              codec: JMessageCodec(identity: JMessageIdentity(appKey: config.appKey, admin: config.admin)),
+                              backend: "jm", storage: storage, clock: clock ?? sandbox.clock,
+                              settings: .init(pageSize: 2, overlapMs: 5000, startLookbackMs: 60_000))
+    }
+
+    func send(_ sandbox: SandboxHarness, _ texts: [String]) async throws {
+        for text in texts {
+            try await sandbox.sendText(text)
+            time.advance(byMs: 700)
+        }
+    }
+
+    @Test func aRestartNeitherMissesNorRepeats() async throws {
+        let sandbox = try await SandboxHarness.start(baseClock: time)
+        defer { Task { await sandbox.stop() } }
+        try await sandbox.seedUsers()
+        let storage = InMemoryCheckpointStorage()
+        try await send(sandbox, ["a1", "a2", "a3", "a4", "a5"])
+
+        let first = CollectingSink()
+        let a = poller(sandbox, storage: storage)
+        #expect(try await a.pollPage(into: first), "more pages wait behind the first")
+        #expect(first.texts == ["a1", "a2"])
+        let saved = try #require(try await storage.checkpoint(named: "jmessage.jm.poller"))
+        #expect(saved.contains("fromMs"))
+
+        // A new process on the same checkpoint: resumes mid-window without repeating a1, a2.
+        let second = CollectingSink()
+        let b = poller(sandbox, storage: storage)
+        try await b.pollOnce(into: second)
+        #expect(second.texts == ["a3", "a4", "a5"])
+
+        try await send(sandbox, ["b1", "b2", "b3"])
+        time.advance(byMs: 10_000)
+        let third = CollectingSink()
+        let c = poller(sandbox, storage: storage)
+        try await c.pollOnce(into: third)
+        try await c.pollOnce(into: third)
+        #expect(third.texts == ["b1", "b2", "b3"])
+        let ids = (first.events + second.events + third.events).map(\.eventID)
+        #expect(Set(ids).count == 8 && ids.allSatisfy { $0.rawValue.hasPrefix("jmessage:msg:") })
+    }
+
+    @Test func anExpiredCursorRestartsTheWindowWithoutRepeats() async throws {
+        let sandbox = try await SandboxHarness.start(baseClock: time)
+        defer { Task { await sandbox.stop() } }
+        try await sandbox.seedUsers()
+        try await send(sandbox, ["c1", "c2", "c3", "c4", "c5"])
+        let sink = CollectingSink()
+        let p = poller(sandbox, storage: InMemoryCheckpointStorage())
+        try await p.pollPage(into: sink)
+        #expect(sink.texts == ["c1", "c2"])
+        time.advance(byMs: 121_000)
+        try await p.pollOnce(into: sink)
+        #expect(sink.texts == ["c1", "c2", "c3", "c4", "c5"])
+        #expect(await p.windowRestarts == 1)
+    }
+
+    @Test func aCursorTheServerRefusesRestartsTheWindow() async throws {
+        let sandbox = try await SandboxHarness.start(baseClock: time)
+        defer { Task { await sandbox.stop() } }
+        try await sandbox.seedUsers()
+        try await send(sandbox, ["d1", "d2", "d3", "d4", "d5"])
+        // The poller's clock stays put, so it believes its cursor is fresh; the sandbox's moves on.
+        let frozen = TestClock(startMs: time.nowMs())
+        let sink = CollectingSink()
+        let p = poller(sandbox, storage: InMemoryCheckpointStorage(), clock: frozen)
+        try await p.pollPage(into: sink)
+        sandbox.clock.advance(byMs: 121_000)
+        try await p.pollOnce(into: sink)
+        #expect(sink.texts == ["d1", "d2", "d3", "d4", "d5"])
+        #expect(await p.windowRestarts == 1)
+    }
+
+    @Test func checkpointsLiveInTheGivenStorage() async throws {
+        let storage = InMemoryCheckpointStorage()
+        #expect(try await storage.checkpoint(named: "x") == nil)
+        try await storage.setCheckpoint(named: "x", to: "1")
+        try await storage.setCheckpoint(named: "x", to: "2")
+        #expect(try await storage.checkpoint(named: "x") == "2")
+    }
+}
+
+extension CollectingSink {
+    /// The texts of the message events taken, in order.
+    var texts: [String] {
+        events.compactMap { event in
+            if case .message(let message) = event.kind, case .text(let text) = message.content { text.text } else { nil }
+        }
+    }
+}

@@ -1,0 +1,73 @@
+import IMAdapterKit
+import IMCore
+import IMMapping
+import JMessage
+import Testing
+
+/// `JMessageAdapter.descriptor`: its schema is the one list of settings, and every problem names its key.
+@Suite struct JMessageSettingsTests {
+    let descriptor = JMessageAdapter.descriptor
+    let minimal = ["app_key": appKey, "master_secret": masterSecret, "admin": "bridge_admin"]
+
+    func build(_ values: [String: String]) async throws -> JMessageBackend {
+        let context = AdapterContext(mapping: MappingSet.shipped.table("jmessage"), validateOnly: true)
+        let backend = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
+        return try #require(backend as? JMessageBackend)
+    }
+
+    func refusal(_ values: [String: String]) async -> IMError? {
+        do {
+            _ = try await build(values)
+            return nil
+        } catch {
+            return error as? IMError
+        }
+    }
+
+    @Test func theSchemaListsEveryKey() {
+        #expect(descriptor.name == "jmessage" && descriptor.mappingFile == "jmessage.yaml")
+        #expect(Set(descriptor.settings.map(\.key)) == ["app_key", "master_secret", "admin", "admin_password", "api_url", "report_url",
+                                                         "poll_interval_ms", "poll_overlap_ms", "routing_push"])
+        #expect(descriptor.settings.filter(\.required).map(\.key).sorted() == ["admin", "app_key", "master_secret"])
+        #expect(descriptor.settings.filter(\.isSecret).map(\.key).sorted() == ["admin_password", "master_secret"])
+    }
+
+    @Test func defaultsReachTheBackend() async throws {
+        let backend = try await build(minimal)
+        #expect(backend.id == "jm")
+        #expect(backend.client.config.apiBaseURL == "https://api.im.jpush.cn")
+        #expect(backend.client.config.reportBaseURL == "https://report.im.jpush.cn")
+        #expect(backend.client.config.appKey == appKey && backend.client.config.admin == "bridge_admin")
+        #expect(backend.client.config.adminPassword == nil)
+        #expect(await backend.poller.checkpointName == "jmessage.jm.poller")
+
+        var custom = minimal
+        custom["api_url"] = "http://127.0.0.1:1"
+        custom["report_url"] = "http://127.0.0.1:2"
+        custom["admin_password"] = "pw"
+        custom["poll_interval_ms"] = "0"
+        custom["routing_push"] = "yes"
+        let configured = try await build(custom)
+        #expect(configured.client.config.apiBaseURL == "http://127.0.0.1:1" && configured.client.config.reportBaseURL == "http://127.0.0.1:2")
+        #expect(configured.client.config.adminPassword == "pw")
+    }
+
+    @Test(arguments: ["app_key", "master_secret", "admin"])
+    func aMissingRequiredSettingIsNamed(key: String) async {
+        var values = minimal
+        values.removeValue(forKey: key)
+        let error = await refusal(values)
+        #expect(error?.code == .invalidArgument && error?.details["setting"] == key)
+    }
+
+    @Test(arguments: [
+        ("poll_interval_ms", "-1"), ("poll_interval_ms", "often"), ("poll_overlap_ms", "-5"), ("routing_push", "maybe"),
+        ("api_url", "api.im.jpush.cn"), ("report_url", "ftp://report"), ("poll_intervall_ms", "10"),
+    ])
+    func aBadValueIsRefusedByItsKey(key: String, value: String) async {
+        var values = minimal
+        values[key] = value
+        let error = await refusal(values)
+        #expect(error?.code == .invalidArgument && error?.details["setting"] == key, "\(String(describing: error))")
+    }
+}

@@ -1,0 +1,58 @@
+import IMAdapterKit
+import IMCore
+import IMMapping
+import NIM
+import Testing
+
+@Suite struct NIMSettingsTests {
+    static func make(_ values: [String: String]) async throws -> NIMBackend {
+        let backend = try await NIMAdapter.descriptor.makeBackend(id: "yx", settings: values,
+                                                                  context: AdapterContext(mapping: MappingSet.shipped.table("nim")))
+        return try #require(backend as? NIMBackend)
+    }
+
+    @Test func settingsBuildTheBackendAndNameBadKeys() async throws {
+        let backend = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window_ms": "600000",
+                                           "custom_aliases": "1=order_card, 2=photo_card", "team_query_accid": "bot"])
+        #expect(backend.id == "yx" && backend.capabilities.recallWindowMs == 600_000 && backend.teamQueryAccid == "bot")
+        #expect(backend.codec.content.customFormat.aliases == ["1": "order_card", "2": "photo_card"])
+        #expect(backend.client.config.baseURL == "https://api-cn.yunxinapi.com/nimserver")
+        for (settings, key) in [(["app_key": "k"], "app_secret"),
+                                (["app_key": "k", "app_secret": "s", "recall_window_ms": "x"], "recall_window_ms"),
+                                (["app_key": "k", "app_secret": "s", "recall_window_ms": "604800001"], "recall_window_ms"),
+                                (["app_key": "k", "app_secret": "s", "create_users": "maybe"], "create_users"),
+                                (["app_key": "k", "app_secret": "s", "custom_aliases": "1"], "custom_aliases")] {
+            do {
+                _ = try await Self.make(settings)
+                Issue.record("\(settings) accepted")
+            } catch let error as IMError {
+                #expect(error.code == .invalidArgument && error.details["setting"] == key, "\(settings): \(error)")
+            }
+        }
+    }
+
+    @Test func defaultsApplyWhenSettingsAreLeftOut() async throws {
+        let backend = try await Self.make(["app_key": "k", "app_secret": "s"])
+        #expect(backend.createUsersOnDemand && backend.teamQueryAccid == nil)
+        #expect(backend.capabilities.recallWindowMs == NIMBackend.defaultCapabilities.recallWindowMs)
+        #expect(backend.client.config.timeoutSeconds == 15)
+        #expect(backend.codec.content.customFormat == NIMCustomFormat())
+        #expect(backend.inbound.maxSkewMs == nil)
+        let tuned = try await Self.make(["app_key": "k", "app_secret": "s", "create_users": "false", "timeout_seconds": "3",
+                                         "callback_max_skew_ms": "60000", "api_url": "http://127.0.0.1:9/nimserver/",
+                                         "custom_type_key": "t", "custom_data_key": "d", "custom_untyped_name": "raw"])
+        #expect(!tuned.createUsersOnDemand && tuned.client.config.timeoutSeconds == 3 && tuned.inbound.maxSkewMs == 60_000)
+        #expect(tuned.client.config.baseURL == "http://127.0.0.1:9/nimserver")
+        #expect(tuned.codec.content.customFormat == NIMCustomFormat(typeKey: "t", dataKey: "d", untypedName: "raw"))
+    }
+
+    @Test func theSchemaIsTheOnlyListOfKeys() async throws {
+        #expect(NIMAdapter.descriptor.settings.map(\.key) == NIMAdapter.settings.map(\.key))
+        do {
+            _ = try await Self.make(["app_key": "k", "app_secret": "s", "appkey": "typo"])
+            Issue.record("an unknown key was accepted")
+        } catch let error as IMError {
+            #expect(error.details["setting"] == "appkey")
+        }
+    }
+}

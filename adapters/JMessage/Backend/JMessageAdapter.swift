@@ -1,0 +1,35 @@
+import IMAdapterKit
+import IMCore
+
+/// The `jmessage` adapter as the registry lists it.
+public enum JMessageAdapter {
+    public static let descriptor = AdapterDescriptor(
+        name: "jmessage", displayName: "JMessage", capabilities: .jMessage,
+        settings: [
+            SettingSpec("app_key", required: true, help: "the app's AppKey"),
+            SettingSpec("master_secret", .secret, required: true, help: "the app's Master Secret"),
+            SettingSpec("admin", required: true, help: "the admin account every message is sent as"),
+            SettingSpec("admin_password", .secret, help: "registers the admin on start when given"),
+            SettingSpec("api_url", .url(list: false), help: "REST v1 base URL"),
+            SettingSpec("report_url", .url(list: false), help: "report v2 base URL"),
+            SettingSpec("poll_interval_ms", .integer(minimum: 0), help: "report v2 polling interval, 0 turns the poller off"),
+            SettingSpec("poll_overlap_ms", .integer(minimum: 0), help: "how far each poll window reaches back"),
+            SettingSpec("routing_push", .flag, help: "the app has the paid routing push: no polling"),
+        ],
+        contentCodec: { JMessageContentCodec(registry: $0, mapping: $1) },
+        make: { settings, context in
+            let config = JMessageConfig(appKey: try settings.required("app_key"), masterSecret: try settings.required("master_secret"),
+                                        apiBaseURL: settings.string("api_url", default: "https://api.im.jpush.cn"),
+                                        reportBaseURL: settings.string("report_url", default: "https://report.im.jpush.cn"),
+                                        admin: try settings.required("admin"), adminPassword: settings["admin_password"])
+            let backend = JMessageBackend(id: settings.backend, config: config, registry: context.registry,
+                                          checkpoints: context.checkpoints, clock: context.clock,
+                                          pollerSettings: .init(overlapMs: settings.integer("poll_overlap_ms", default: 5000)),
+                                          mapping: context.mapping)
+            let interval = settings.integer("poll_interval_ms", default: 2000)
+            backend.setPollInterval(settings.flag("routing_push", default: false) || interval == 0 ? nil : interval)
+            // The admin is registered when the backend is built (migration sends without intake).
+            if !context.validateOnly { try await backend.start(pollIntervalMs: nil) }
+            return backend
+        })
+}

@@ -1,0 +1,70 @@
+import IMAdapterKit
+import IMCore
+import IMMapping
+
+/// The `nim` adapter as the registry lists it. Its settings (`backends.<name>` in `bridge.yaml`, all
+/// strings) are the schema below; defaults:
+///
+/// | key | default | meaning |
+/// |---|---|---|
+/// | `api_url` | `https://api-cn.yunxinapi.com/nimserver` | v1 base URL (the sandbox: `http://127.0.0.1:PORT`) |
+/// | `app_key`, `app_secret` | required | signing credentials (also verify the message copies) |
+/// | `team_query_accid` | none | member accid team history is read as when no viewer is given |
+/// | `recall_window_ms` | 120000 | the console's recall window, if raised (≤ 604800000) |
+/// | `create_users` | true | create puppet accounts on first use |
+/// | `custom_type_key`, `custom_data_key`, `custom_untyped_name` | `type`, `data`, `nim_custom` | the type-100 envelope (`NIMCustomFormat`) |
+/// | `custom_aliases` | none | numeric app types → content type names: `1=order_card,2=photo_card` |
+/// | `callback_max_skew_ms` | none | refuse message copies whose CurTime is further off than this |
+/// | `timeout_seconds` | 15 | per-request timeout |
+public enum NIMAdapter {
+    public static let defaultBaseURL = "https://api-cn.yunxinapi.com/nimserver"
+    /// The longest recall window a NIM console allows (7 days).
+    public static let maxRecallWindowMs: Int64 = 604_800_000
+
+    public static let settings: [SettingSpec] = [
+        SettingSpec("api_url", .url(list: false), help: "v1 base URL"),
+        SettingSpec("app_key", required: true, help: "the app's AppKey"),
+        SettingSpec("app_secret", .secret, required: true, help: "the app's AppSecret (signs requests, verifies copies)"),
+        SettingSpec("team_query_accid", help: "member accid team history is read as"),
+        SettingSpec("recall_window_ms", .integer(minimum: 0), help: "the console's recall window, if raised"),
+        SettingSpec("create_users", .flag, help: "create puppet accounts on first use"),
+        SettingSpec("custom_type_key", help: "type-100 envelope: the type field"),
+        SettingSpec("custom_data_key", help: "type-100 envelope: the data field"),
+        SettingSpec("custom_untyped_name", help: "type-100 envelope: name for bodies without a type"),
+        SettingSpec("custom_aliases", .pairs, help: "numeric app types: 1=order_card"),
+        SettingSpec("callback_max_skew_ms", .integer(minimum: 0), help: "refuse copies whose CurTime is further off"),
+        SettingSpec("timeout_seconds", .integer(minimum: 0), help: "per-request timeout"),
+    ]
+
+    public static let descriptor = AdapterDescriptor(
+        name: "nim", displayName: "NetEase Yunxin (NIM)", capabilities: .nim, settings: settings,
+        contentCodec: { NIMContentCodec(registry: $0, mapping: $1) },
+        make: { settings, context in
+            try makeBackend(settings, registry: context.registry, clock: context.clock, mapping: context.mapping)
+        })
+
+    /// Builds the backend from checked settings; a value the schema cannot judge alone (a recall window
+    /// over NIM's maximum) throws `invalid_argument` with `details["setting"]` naming it.
+    public static func makeBackend(_ settings: AdapterSettings, registry: ContentRegistry = ContentRegistry(),
+                                   clock: any IMClock = SystemClock(),
+                                   mapping: VendorTable = MappingSet.shipped.table("nim")) throws -> NIMBackend {
+        var capabilities = NIMBackend.defaultCapabilities
+        if let window = settings.integer("recall_window_ms") {
+            guard window <= maxRecallWindowMs else {
+                throw settings.refuse("recall_window_ms", "NIM allows at most \(maxRecallWindowMs) (7 days)")
+            }
+            capabilities.recallWindowMs = window
+        }
+        var aliases: [String: String] = [:]
+        for (wire, name) in settings.pairs("custom_aliases") { aliases[wire] = name }
+        let format = NIMCustomFormat(typeKey: settings.string("custom_type_key", default: "type"),
+                                     dataKey: settings.string("custom_data_key", default: "data"),
+                                     untypedName: settings.string("custom_untyped_name", default: "nim_custom"), aliases: aliases)
+        let config = NIMConfig(baseURL: settings.string("api_url", default: defaultBaseURL),
+                               appKey: try settings.required("app_key"), appSecret: try settings.required("app_secret"),
+                               timeoutSeconds: settings.integer("timeout_seconds", default: 15))
+        return NIMBackend(id: settings.backend, config: config, registry: registry, customFormat: format, capabilities: capabilities,
+                          teamQueryAccid: settings["team_query_accid"], createUsersOnDemand: settings.flag("create_users", default: true),
+                          callbackMaxSkewMs: settings.integer("callback_max_skew_ms"), clock: clock, mapping: mapping)
+    }
+}

@@ -1,0 +1,70 @@
+import IMCore
+
+/// What the adapter keeps in a message's `ext` (the developer extension JSON, fixed once sent) under
+/// the key `imbridge`, next to whatever the app put there:
+/// `{"imbridge":{"cid":…,"reply":{"msgid","from","digest"},"mentions":{"all","users"}}}`.
+///
+/// - `cid`: the sender's client message id (NIM v1 sendMsg takes none), so a bridge recognises its echo;
+/// - `reply`: the quoted message (NIM v1 has no reply field: `replies` is `partial`);
+/// - `mentions`: who was @-ed (on the wire NIM only has team force-push lists).
+/// App keys outside `imbridge` pass through untouched.
+struct NIMExtension: Hashable, Sendable {
+    static let key = "imbridge"
+
+    var clientMessageID: ClientMessageID?
+    var reply: ReplyRef?
+    var mentions: Mentions
+
+    init(clientMessageID: ClientMessageID? = nil, reply: ReplyRef? = nil, mentions: Mentions = Mentions()) {
+        self.clientMessageID = clientMessageID
+        self.reply = reply
+        self.mentions = mentions
+    }
+
+    /// Reads the `imbridge` object of an `ext` string; anything unreadable gives an empty extension.
+    init(ext: String?) {
+        self.init()
+        guard let ext, let ours = (try? JSONValue.parse(ext))?[Self.key] else { return }
+        clientMessageID = NIMLenient.string(ours["cid"]).map { ClientMessageID($0) }
+        if let reply = ours["reply"], let id = NIMLenient.string(reply["msgid"]) {
+            self.reply = ReplyRef(messageID: MessageID(id), sender: NIMLenient.string(reply["from"]).map { UserID($0) },
+                                  digest: NIMLenient.string(reply["digest"]) ?? "")
+        }
+        if let mentions = ours["mentions"] {
+            self.mentions = Mentions(all: mentions["all"].flatMap(NIMLenient.bool) ?? false,
+                                     users: mentions["users"]?.arrayValue?.compactMap { $0.stringValue.map { UserID($0) } } ?? [])
+        }
+    }
+
+    var isEmpty: Bool { clientMessageID == nil && reply == nil && mentions.isEmpty }
+
+    var json: JSONValue {
+        var object: [String: JSONValue] = [:]
+        if let clientMessageID { object["cid"] = .string(clientMessageID.rawValue) }
+        if let reply {
+            var quoted: [String: JSONValue] = ["msgid": .string(reply.messageID.rawValue), "digest": .string(reply.digest)]
+            if let sender = reply.sender { quoted["from"] = .string(sender.rawValue) }
+            object["reply"] = .object(quoted)
+        }
+        if !mentions.isEmpty {
+            object["mentions"] = .object(["all": .bool(mentions.all), "users": .array(mentions.users.map { .string($0.rawValue) })])
+        }
+        return .object(object)
+    }
+
+    /// The `ext` to send: `appExt` (the app's ext, if any) with our object set; `appExt` itself when it
+    /// already says exactly this (so an unchanged message re-encodes to the same bytes); nil when both
+    /// are empty.
+    func merged(into appExt: String?) throws -> String? {
+        if NIMExtension(ext: appExt) == self, appExt != nil || isEmpty { return appExt }
+        var object: [String: JSONValue] = [:]
+        if let appExt {
+            guard let parsed = (try? JSONValue.parse(appExt))?.objectValue else {
+                throw IMError(.invalidArgument, "ext must be a JSON object to carry replies, mentions or a client id")
+            }
+            object = parsed
+        }
+        object[Self.key] = isEmpty ? nil : json
+        return object.isEmpty ? nil : JSONValue.object(object).jsonString()
+    }
+}

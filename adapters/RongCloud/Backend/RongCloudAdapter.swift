@@ -1,0 +1,53 @@
+import IMAdapterKit
+import IMCore
+import IMMapping
+
+/// The `rongcloud` adapter as the registry lists it. `settings` is the one list of keys a backend of
+/// adapter `rongcloud` may carry under `backends.<name>` (docs/adapters/rongcloud.md).
+public enum RongCloudAdapter {
+    public static let settings: [SettingSpec] = [
+        SettingSpec("app_key", required: true, help: "the app's App Key"),
+        SettingSpec("app_secret", .secret, required: true, help: "the app's App Secret (signs requests, verifies callbacks)"),
+        SettingSpec("api_url", .url(list: true), help: "API hosts tried in order (default: the China primary and backup)"),
+        SettingSpec("timeout_seconds", .integer(minimum: 1), help: "per-request timeout (default 10)"),
+        SettingSpec("history_viewer", help: "whose view group history is read as"),
+        SettingSpec("object_names", .pairs, help: "custom types: contentType=objectName"),
+        SettingSpec("callback_max_skew_ms", .integer(minimum: 0),
+                    help: "routing-callback freshness window in ms, 0 disables (default 3600000)"),
+    ]
+
+    public static let descriptor = AdapterDescriptor(
+        name: "rongcloud", displayName: "RongCloud", capabilities: .rongCloud, settings: settings,
+        contentCodec: { RongCloudContentCodec(registry: $0, mapping: $1) },
+        make: { values, context in
+            RongCloudBackend(try RongCloudBackend.Configuration(values, registry: context.registry, clock: context.clock,
+                                                                mapping: context.mapping))
+        })
+}
+
+extension RongCloudBackend.Configuration {
+    /// A configuration from settings checked against `RongCloudAdapter.settings`: `api_url` defaults
+    /// to the China primary and backup hosts, `timeout_seconds` to 10, `callback_max_skew_ms` to one
+    /// hour (`0` disables the check). A custom objectName in `object_names` that RongCloud would not
+    /// take throws `invalid_argument` naming the setting.
+    public init(_ settings: AdapterSettings, registry: ContentRegistry = ContentRegistry(), clock: any IMClock = SystemClock(),
+                mapping: VendorTable = MappingSet.shipped.table("rongcloud")) throws {
+        var objectNames: [String: String] = [:]
+        for (contentType, objectName) in settings.pairs("object_names") {
+            do {
+                try RongCloudContentCodec.checkCustomName(objectName)
+            } catch let error as IMError {
+                throw settings.refuse("object_names", error.message)
+            }
+            objectNames[contentType] = objectName
+        }
+        let urls = settings.list("api_url")
+        let skew = settings.integer("callback_max_skew_ms", default: 3_600_000)
+        self.init(id: settings.backend, appKey: try settings.required("app_key"), appSecret: try settings.required("app_secret"),
+                  baseURLs: urls.isEmpty ? RongCloudClient.defaultBaseURLs : urls,
+                  timeoutSeconds: settings.integer("timeout_seconds", default: 10), registry: registry,
+                  objectNames: objectNames, historyViewer: settings["history_viewer"].map(UserID.init),
+                  callbackMaxSkewMs: skew == 0 ? nil : skew, clock: clock)
+        self.mapping = mapping
+    }
+}

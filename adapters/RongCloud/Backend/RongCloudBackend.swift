@@ -1,0 +1,129 @@
+import Foundation
+import IMCore
+import IMMapping
+import IMHTTP
+
+/// The RongCloud classic Server API as an `IMBackend`: a server-side view that sends as any user.
+///
+/// Contract:
+/// - `send` checks the content against `capabilities` and the expansion limits before any I/O,
+///   publishes (private for direct, group for group conversations) and returns the message with the
+///   server's `messageUID`. The publish answer carries no server time, so `sentAt` is this process's
+///   clock; the routed copy (and history) carry the server's `msgTimestamp`.
+/// - Events come from the message-routing callback only: the bridge (or a test harness) hands each
+///   received HTTP request to `handle(_:sink:)` (`InboundHandling`, in `Inbound/`), which verifies and
+///   parses it (`RongCloudInbound.events(from:)`), pushes the events into the sink and answers 200 `ok`
+///   once the sink took them (401 forged/stale, 400 malformed, 503 when the sink failed). Accepted events
+///   are also yielded on every `events()` stream (a redelivered callback is not yielded twice; see
+///   `EventFanout`).
+/// - Opt-in protocols: `Recalling` (sender only, no window), `ExpansionUpdating` (server-call limits,
+///   validated with `ExpansionLimits.validate` before any call), `UserProvisioning` (`getToken`).
+///   No edit, reaction, read-state or conversation-list API exists for private/group messages.
+public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning {
+    public struct Configuration: Sendable {
+        public var id: BackendID
+        public var appKey: String
+        public var appSecret: String
+        public var baseURLs: [String]
+        public var timeoutSeconds: Int64
+        public var registry: ContentRegistry
+        /// Neutral custom `contentType` → RongCloud objectName (identity when absent).
+        public var objectNames: [String: String]
+        /// Whose history a query reads when `HistoryQuery.viewer` is nil (needed for group history).
+        public var historyViewer: UserID?
+        /// Freshness window for routing callbacks (nil: no check).
+        public var callbackMaxSkewMs: Int64?
+        public var clock: any IMClock
+        /// The compiled RongCloud mapping table (`mappings/rongcloud.yaml` + custom types).
+        public var mapping: VendorTable = MappingSet.shipped.table("rongcloud")
+
+        public init(id: BackendID = "rongcloud", appKey: String, appSecret: String,
+                    baseURLs: [String] = RongCloudClient.defaultBaseURLs, timeoutSeconds: Int64 = 10,
+                    registry: ContentRegistry = ContentRegistry(), objectNames: [String: String] = [:],
+                    historyViewer: UserID? = nil, callbackMaxSkewMs: Int64? = 3_600_000, clock: any IMClock = SystemClock()) {
+            self.id = id
+            self.appKey = appKey
+            self.appSecret = appSecret
+            self.baseURLs = baseURLs
+            self.timeoutSeconds = timeoutSeconds
+            self.registry = registry
+            self.objectNames = objectNames
+            self.historyViewer = historyViewer
+            self.callbackMaxSkewMs = callbackMaxSkewMs
+            self.clock = clock
+        }
+    }
+
+    public let id: BackendID
+    public let capabilities: Capabilities
+    public let configuration: Configuration
+    public let client: RongCloudClient
+    public let codec: RongCloudCodec
+    public let inbound: RongCloudInbound
+    /// Backs `events()`: what `handle` accepted.
+    let fanout = EventFanout()
+
+    public init(_ configuration: Configuration) {
+        self.id = configuration.id
+        self.configuration = configuration
+        var capabilities = Capabilities.rongCloud
+        capabilities.features[.readReceipts] = .rejected
+        capabilities.notes[.readReceipts] = "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)"
+        capabilities.notes[.replies] = "RC:ReferenceMsg quotes with a text body; a reply with other content is sent without the quote"
+        self.capabilities = capabilities.carrying(configuration.mapping)
+        self.client = RongCloudClient(baseURLs: configuration.baseURLs, appKey: configuration.appKey, appSecret: configuration.appSecret,
+                                      timeoutSeconds: configuration.timeoutSeconds, clock: configuration.clock)
+        self.codec = RongCloudCodec(content: RongCloudContentCodec(registry: configuration.registry, objectNames: configuration.objectNames,
+                                                                 mapping: configuration.mapping))
+        self.inbound = RongCloudInbound(backend: configuration.id, appKey: configuration.appKey, appSecret: configuration.appSecret,
+                                        codec: codec, clock: configuration.clock, maxSkewMs: configuration.callbackMaxSkewMs)
+    }
+
+    deinit { fanout.finish() }
+
+    // MARK: IMBackend
+
+    public func send(_ outgoing: OutgoingMessage) async throws -> Message {
+        try capabilities.check(outgoing.content)
+        if let initial = outgoing.expansion, !initial.isEmpty {
+            try capabilities.require(.expansion)
+            try ExpansionLimits.rongCloud.validate(.set(initial), current: Expansion(), caller: .server)
+        }
+        let (path, form) = try codec.publish(outgoing)
+        let response = try await client.post(path, form: form.form, as: RCPublishResponse.self)
+        let target = form.toGroupIds.first ?? form.toUserIds.first
+        guard let entries = response.messageUIDs, let entry = entries.first(where: { $0.target == target }) ?? entries.first else {
+            throw IMError(.vendorError, "\(path) answered without messageUIDs; the message id is unknown", details: ["path": path])
+        }
+        let now = configuration.clock.nowMs()
+        var options = outgoing.options
+        if case .command = outgoing.content { options.persist = false }
+        return Message(id: MessageID(entry.messageUID), clientMessageID: outgoing.clientMessageID, conversation: outgoing.conversation,
+                       sender: outgoing.sender, sentAt: now, content: outgoing.content, mentions: outgoing.mentions,
+                       reply: outgoing.reply, options: options,
+                       expansion: outgoing.expansion.map { Expansion(initial: $0, version: $0.isEmpty ? 0 : now) },
+                       vendorExtras: outgoing.vendorExtras)
+    }
+
+    public func events() -> AsyncStream<IMEvent> { fanout.subscribe() }
+
+    // MARK: Recalling
+
+    public func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
+        try capabilities.require(.recall)
+        let target = try RongCloudCodec.target(of: conversation, for: user)
+        let form = RCRecallForm(fromUserId: user.rawValue, conversationType: target.type.rawValue, targetId: target.targetId,
+                                  messageUID: message.rawValue)
+        try await client.post(RCPaths.recall, form: form.form)
+    }
+
+    // MARK: UserProvisioning
+
+    public func ensureUser(_ profile: UserProfile) async throws {
+        var form = FormBody()
+        form.append("userId", profile.id.rawValue)
+        form.append("name", profile.name ?? profile.id.rawValue)
+        form.append("portraitUri", profile.avatar)
+        _ = try await client.post(RCPaths.getToken, form: form, as: RCTokenResponse.self)
+    }
+}

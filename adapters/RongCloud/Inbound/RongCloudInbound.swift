@@ -1,0 +1,141 @@
+import IMAdapterKit
+import IMCore
+import IMHTTP
+
+/// The receiving side of RongCloud's 全量消息路由 (message routing) callback (docs/adapters/rongcloud.md).
+///
+/// Contract:
+/// - Verification: `signature` = hex SHA1(appSecret + nonce + timestamp) with `nonce`, `timestamp`,
+///   `signature` from the query string (SealTalk's receiver also accepts them as `RC-Nonce`,
+///   `RC-Timestamp`, `RC-Signature` headers: so does this). An `appKey` in the query (or `RC-App-Key`
+///   header), when present, must be ours; its absence is accepted (UNCONFIRMED whether it is always
+///   sent). A timestamp further than `maxSkewMs` from now is stale. Every refusal throws
+///   `authentication_failed` (HTTP 401) before the body is read, so no event exists.
+/// - Parsing: the form body is one routed message. A missing field or a signal whose content does not
+///   parse throws `malformed_payload` (HTTP 400) and yields no event.
+/// - Events, with ids stable across redelivery (derived from vendor ids only):
+///   - `RC:RcCmd` → `recalled` (`recall:<original msgUID>`), by the routed sender, at `msgTimestamp`;
+///   - `RC:MsgExMsg` → `expansionChanged` on `mid` (`exp:<signal msgUID>`), version = `msgTimestamp`;
+///   - `RC:CmdMsg` → `command` (`cmd:<msgUID>`);
+///   - `RC:ReadNtf` with a `messageUId` → `read` (`read:<msgUID>`);
+///   - typing/receipt/call signalling the neutral model has no event for → no event (acknowledged);
+///   - anything else → `message` (`msg:<msgUID>`).
+public struct RongCloudInbound: Sendable {
+    public let backend: BackendID
+    public let appKey: String
+    public let appSecret: String
+    public let codec: RongCloudCodec
+    public let clock: any IMClock
+    /// Largest accepted distance between the signed timestamp and now; nil disables the check.
+    /// Default one hour (the vendor's freshness rule and retry timing are UNCONFIRMED).
+    public let maxSkewMs: Int64?
+
+    public init(backend: BackendID, appKey: String, appSecret: String, codec: RongCloudCodec = RongCloudCodec(),
+                clock: any IMClock = SystemClock(), maxSkewMs: Int64? = 3_600_000) {
+        self.backend = backend
+        self.appKey = appKey
+        self.appSecret = appSecret
+        self.codec = codec
+        self.clock = clock
+        self.maxSkewMs = maxSkewMs
+    }
+
+    /// What RongCloud expects from the receiver: 200 `ok` once the events were taken; 401
+    /// `unauthorized: …` for a forged or stale request, 400 `bad request: …` for a malformed one (both
+    /// not redelivered); 503 when the events could not be taken, which the vendor retries.
+    public static let answers = CallbackAnswers(
+        success: .text("ok"),
+        refusal: { error in
+            switch error.code {
+            case .authenticationFailed: .text("unauthorized: \(error.message)", status: 401)
+            default: .text("bad request: \(error.message)", status: 400)
+            }
+        },
+        retry: CallbackAnswers.plainRetry)
+
+    /// Signalling types that produce no event.
+    public static let ignoredSignals: Set<String> = ["RC:TypSts", "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg", "RC:chrmKVNotiMsg"]
+
+    /// Checks the callback's signature (see the type's contract).
+    public func verify(_ request: HTTPRequestData) throws {
+        let query = FormBody(items: request.query)
+        func value(_ name: String, header: String) -> String? { query[name] ?? request.header(header) }
+        guard let nonce = value("nonce", header: "RC-Nonce"),
+              let timestamp = value("timestamp", header: "RC-Timestamp") ?? query["signTimestamp"],
+              let signature = value("signature", header: "RC-Signature") else {
+            throw refusal("the callback carries no nonce/timestamp/signature")
+        }
+        if let key = value("appKey", header: "RC-App-Key"), key != appKey {
+            throw refusal("the callback is for app key '\(key)', not ours")
+        }
+        guard RongCloudSignature.isValid(signature, secret: appSecret, nonce: nonce, timestamp: timestamp) else {
+            throw refusal("the callback signature does not verify")
+        }
+        if let maxSkewMs {
+            guard let signedAt = RongCloudSignature.timestampMs(timestamp), abs(clock.nowMs() - signedAt) <= maxSkewMs else {
+                throw refusal("the callback timestamp '\(timestamp)' is not within \(maxSkewMs / 1000) s of now")
+            }
+        }
+    }
+
+    /// Verifies and parses one received callback request into events (see the type's contract).
+    public func events(from request: HTTPRequestData) throws -> [IMEvent] {
+        guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
+        try verify(request)
+        return try events(from: request.form)
+    }
+
+    /// Parses an already verified form body.
+    public func events(from body: FormBody) throws -> [IMEvent] {
+        let routed: RCRoutedMessage
+        do {
+            routed = try RCRoutedMessage(form: body)
+        } catch {
+            throw IMError(.malformedPayload, "routed message: \(error)", details: ["field": error.field])
+        }
+        return try events(from: routed)
+    }
+
+    public func events(from routed: RCRoutedMessage) throws -> [IMEvent] {
+        let conversation = RongCloudCodec.conversation(channelType: routed.channelType, from: routed.fromUserId, to: routed.toUserId)
+        let sender = UserID(routed.fromUserId)
+        let kind: IMEvent.Kind
+        let eventID: String
+        switch routed.objectName {
+        case RCObjectName.recallCommand:
+            guard let command = RCRecallCommand(json: routed.content) else {
+                throw IMError(.malformedPayload, "RC:RcCmd content has no messageUId")
+            }
+            eventID = "recall:\(command.messageUId)"
+            kind = .recalled(messageID: MessageID(command.messageUId), conversation: conversation, by: sender, at: routed.msgTimestamp)
+        case RCObjectName.expansionSignal:
+            guard let signal = RCExpansionSignal(json: routed.content) else {
+                throw IMError(.malformedPayload, "RC:MsgExMsg content is not {mid, put, del, clear}")
+            }
+            eventID = "exp:\(routed.msgUID)"
+            let target = routed.originalMsgUID ?? signal.mid
+            kind = .expansionChanged(messageID: MessageID(target), conversation: conversation, by: sender,
+                                     delta: RongCloudExpansionCodec.delta(from: signal, version: routed.msgTimestamp))
+        case "RC:ReadNtf":
+            guard let uid = (try? JSONValue.parse(routed.content))?["messageUId"]?.stringValue, !uid.isEmpty else { return [] }
+            eventID = "read:\(routed.msgUID)"
+            kind = .read(conversation: conversation, user: sender, upTo: MessageID(uid), at: routed.msgTimestamp)
+        case let name where Self.ignoredSignals.contains(name) || name.hasPrefix("RC:VC"):
+            return []
+        default:
+            let message = try codec.message(from: routed)
+            if case .command(let command) = message.content {
+                eventID = "cmd:\(routed.msgUID)"
+                kind = .command(conversation: conversation, sender: sender, content: command, at: routed.msgTimestamp)
+            } else {
+                eventID = "msg:\(routed.msgUID)"
+                kind = .message(message)
+            }
+        }
+        return [IMEvent(eventID: EventID(eventID), backend: backend, kind: kind)]
+    }
+
+    private func refusal(_ text: String) -> IMError {
+        IMError(.authenticationFailed, "RongCloud routing callback refused: \(text)")
+    }
+}

@@ -1,0 +1,24 @@
+import IMAdapterKit
+import IMCore
+
+/// The `wukong` adapter as the registry lists it. `settings` is the one list of the keys a
+/// `bridge.yaml` entry may carry (read by `WuKongBackend.Configuration.init(_:)`).
+public enum WuKongAdapter {
+    public static let descriptor = AdapterDescriptor(
+        name: "wukong", displayName: "WuKongIM", capabilities: .wukong,
+        settings: [
+            SettingSpec("im_url", .url(list: false), required: true, help: "WuKongIM's HTTP API, e.g. http://wukongim:5001"),
+            SettingSpec("business_url", .url(list: false), help: "the app's business server (extras, reactions), when separate"),
+            SettingSpec("manager_token", .secret, help: "WuKongIM's manager token, when its API requires one"),
+            SettingSpec("webhook_secret", .secret, help: "shared secret the webhook must carry (query `secret` or X-IMBridge-Secret)"),
+            SettingSpec("token_secret", .secret, help: "secret puppet session tokens are derived from"),
+            SettingSpec("service_uid", help: "the bridge's own user (reads group extras)"),
+            SettingSpec("timeout_seconds", .integer(minimum: 1), help: "per-request timeout"),
+            SettingSpec("custom_types", .pairs, help: "opaque app types: 101=order_card,102=invoice"),
+            SettingSpec("session_tokens", .pairs, help: "known user sessions: uid=token,uid=token"),
+        ],
+        contentCodec: { WuKongContentCodec(registry: $0, mapping: $1) },
+        make: { settings, context in
+            WuKongBackend(configuration: try .init(settings), registry: context.registry, mapping: context.mapping)
+        })
+}

@@ -1,0 +1,25 @@
+import IMAdapterKit
+import IMCore
+
+extension WuKongBackend.Configuration {
+    /// The configuration of a `bridge.yaml` backend entry. The keys, their kinds and which are
+    /// required are `WuKongAdapter.descriptor.settings` (checked before this runs); this reads them
+    /// and refuses what the schema cannot judge alone (a `custom_types` key that is not a WuKong type
+    /// number). Defaults: `business_url` = `im_url`, `token_secret` and `service_uid` `imbridge`,
+    /// `timeout_seconds` 15.
+    public init(_ settings: AdapterSettings) throws {
+        var customTypes: [Int: String] = [:]
+        for (number, name) in settings.pairs("custom_types") {
+            guard let type = Int(number), type > 0 else {
+                throw settings.refuse("custom_types", "'\(number)' is not a WuKong type number")
+            }
+            customTypes[type] = name
+        }
+        self.init(id: settings.backend, imURL: try settings.required("im_url"), businessURL: settings["business_url"],
+                  managerToken: settings["manager_token"], webhookSecret: settings["webhook_secret"],
+                  tokenSecret: settings.string("token_secret", default: "imbridge"),
+                  sessionTokens: Dictionary(settings.pairs("session_tokens"), uniquingKeysWith: { _, last in last }),
+                  serviceUID: settings.string("service_uid", default: "imbridge"), customTypes: customTypes,
+                  timeoutSeconds: settings.integer("timeout_seconds", default: 15))
+    }
+}

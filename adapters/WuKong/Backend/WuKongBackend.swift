@@ -1,0 +1,138 @@
+import Foundation
+import IMCore
+import IMMapping
+import IMHTTP
+import Synchronization
+
+/// `IMBackend` over WuKongIM (messages, history, conversations, webhook) and its companion business
+/// server (revoke, edit, read receipts, reactions, the remote `extra` dictionary = expansion).
+///
+/// Inbound: the webhook enters through `handle(_:sink:)` (`InboundHandling`, in `Inbound/`); events
+/// the sink accepted are also published on `events()`.
+///
+/// Business-server calls act as a user: the session token is `sessionToken(uid)` — by default
+/// derived as `sha1(tokenSecret:uid)` and registered with `/user/token` on device flag 99 (system) on
+/// first use, which is what IMBridge's sandbox (and a business server that accepts WuKongIM tokens)
+/// authenticates. Deployments whose business server has its own logins pass `sessionTokens`.
+public final class WuKongBackend: IMBackend, Sendable {
+    public struct Configuration: Sendable {
+        public var id: BackendID
+        /// WuKongIM's HTTP API (`httpAddr`, default port 5001).
+        public var imURL: String
+        /// The business server (TangSengDaoDao-style `/v1/…`); often the same host on another port.
+        public var businessURL: String
+        public var managerToken: String?
+        /// The shared webhook secret (query `secret` or header `X-IMBridge-Secret`); nil accepts all.
+        public var webhookSecret: String?
+        /// Seeds derived session tokens.
+        public var tokenSecret: String
+        /// Explicit business-server session tokens per uid (win over derived ones).
+        public var sessionTokens: [String: String]
+        /// The uid whose session reads group extras and reactions.
+        public var serviceUID: String
+        /// WuKong type number → custom content-type name (added to 11/12/13).
+        public var customTypes: [Int: String]
+        public var timeoutSeconds: Int64
+
+        public init(id: BackendID = "wukong", imURL: String, businessURL: String? = nil, managerToken: String? = nil,
+                    webhookSecret: String? = nil, tokenSecret: String = "imbridge", sessionTokens: [String: String] = [:],
+                    serviceUID: String = "imbridge", customTypes: [Int: String] = [:], timeoutSeconds: Int64 = 15) {
+            self.id = id
+            self.imURL = imURL
+            self.businessURL = businessURL ?? imURL
+            self.managerToken = managerToken
+            self.webhookSecret = webhookSecret
+            self.tokenSecret = tokenSecret
+            self.sessionTokens = sessionTokens
+            self.serviceUID = serviceUID
+            self.customTypes = customTypes
+            self.timeoutSeconds = timeoutSeconds
+        }
+    }
+
+    public let id: BackendID
+    public let capabilities: Capabilities
+    public let configuration: Configuration
+    public let client: WuKongClient
+    public let codec: WuKongMessageCodec
+    let inbound: WuKongInbound
+    let mapper: WuKongInboundMapper
+    let extrasCodec: WuKongExtrasCodec
+    let hub = EventFanout()
+    let sync = WuKongSyncState()
+    let clock: any IMClock
+    private let registeredTokens = Mutex<Set<String>>([])
+
+    public init(configuration: Configuration, registry: ContentRegistry = ContentRegistry(), clock: any IMClock = SystemClock(),
+                mapping: VendorTable = MappingSet.shipped.table("wukong")) {
+        self.id = configuration.id
+        self.configuration = configuration
+        self.clock = clock
+        var capabilities = Capabilities.wukong
+        capabilities.features[.conversationList] = .partial
+        capabilities.notes[.conversationList] = "WuKongIM keeps no mute state: setMuted is refused"
+        self.capabilities = capabilities.carrying(mapping)
+        self.client = WuKongClient(imURL: configuration.imURL, businessURL: configuration.businessURL,
+                                   managerToken: configuration.managerToken, timeoutSeconds: configuration.timeoutSeconds)
+        let content = WuKongContentCodec(registry: registry, customTypes: configuration.customTypes, mapping: mapping)
+        self.codec = WuKongMessageCodec(content: content)
+        self.inbound = WuKongInbound(secret: configuration.webhookSecret)
+        self.mapper = WuKongInboundMapper(backend: configuration.id, codec: codec)
+        self.extrasCodec = WuKongExtrasCodec(backend: configuration.id, content: content)
+    }
+
+    public func events() -> AsyncStream<IMEvent> { hub.subscribe() }
+
+    // MARK: sessions
+
+    /// The business-server session token of `uid`, registered with WuKongIM on first use when derived.
+    func session(_ uid: UserID) async throws -> String {
+        if let explicit = configuration.sessionTokens[uid.rawValue] { return explicit }
+        let token = Hashing.sha1Hex("\(configuration.tokenSecret):\(uid.rawValue)")
+        if !registeredTokens.withLock({ $0.contains(uid.rawValue) }) {
+            try await client.updateToken(WKUserTokenRequest(uid: uid.rawValue, token: token, deviceFlag: 99, deviceLevel: 0))
+            registeredTokens.withLock { _ = $0.insert(uid.rawValue) }
+        }
+        return token
+    }
+
+    /// The user whose session reads a conversation's extras: the first participant of a direct
+    /// conversation, the service uid otherwise.
+    func reader(of conversation: ConversationRef) -> UserID {
+        conversation.participants.first ?? UserID(configuration.serviceUID)
+    }
+
+    // MARK: sending
+
+    /// Sends through `/message/send`. Commands go out as CMD messages (`sync_once` 1, `no_persist` 1);
+    /// `persist: false` sets `no_persist`; `countUnread` sets `red_dot`. With `expansion` non-nil the
+    /// initial dictionary is written to the business server right after (an empty one enables it).
+    public func send(_ message: OutgoingMessage) async throws -> Message {
+        try capabilities.check(message.content)
+        if message.expansion != nil { try capabilities.require(.expansion) }
+        if let initial = message.expansion, !initial.isEmpty {
+            try (capabilities.expansionLimits ?? .rongCloud).validate(.set(initial), current: Expansion(),
+                                                                      caller: capabilities.expansionCaller)
+        }
+        let address = try WuKongChannel.address(message.conversation, sender: message.sender)
+        let payload = try codec.payload(for: message.content, mentions: message.mentions, reply: message.reply,
+                                        vendorExtras: message.vendorExtras)
+        let isCommand = message.content.kind == .command
+        let header = WKHeader(noPersist: message.options.persist && !isCommand ? 0 : 1,
+                              redDot: message.options.countUnread && !isCommand ? 1 : 0, syncOnce: isCommand ? 1 : 0)
+        let from = message.sender.rawValue == WuKongChannel.systemUID ? "" : message.sender.rawValue
+        let result = try await client.send(WKSendRequest(header: header, clientMsgNo: message.clientMessageID?.rawValue, fromUID: from,
+                                                         channelID: address.id, channelType: address.type, payload: payload))
+        let id = MessageID(String(result.messageID))
+        if let initial = message.expansion {
+            await sync.seed(extra: initial, message: id, in: message.conversation)
+            try await client.updateExtra(WKExtraUpdateRequest(messageID: id.rawValue, channelID: address.id, channelType: address.type,
+                                                              extra: initial), session: try await session(message.sender))
+        }
+        return Message(id: id, clientMessageID: (result.clientMsgNo ?? message.clientMessageID?.rawValue).map(ClientMessageID.init),
+                       conversation: message.conversation, sender: message.sender, sentAt: clock.nowMs(),
+                       seq: result.messageSeq.map(Int64.init), content: message.content, mentions: message.mentions,
+                       reply: message.reply, options: message.options,
+                       expansion: message.expansion.map { Expansion(initial: $0) }, vendorExtras: message.vendorExtras)
+    }
+}
