@@ -1,8 +1,8 @@
 # IMBridge — the two commands a fresh machine needs:
 #   make demo   install what the build lacks, build, run `imbridge demo` (two sandboxes + a bridge)
-#   make test   install what the build lacks, then run every test
+#   make test   install what the build lacks, start a throwaway PostgreSQL cluster, run every test, stop it
 SWIFT ?= swift
-APT_PACKAGES := libsqlite3-dev
+APT_PACKAGES := libsqlite3-dev postgresql
 
 .PHONY: deps build test demo clean
 
@@ -18,8 +18,15 @@ deps:
 build: deps
 	$(SWIFT) build
 
+# The PostgreSQL tests need a server: a throwaway cluster (scripts/test-postgres.sh) in a temp dir on a
+# free loopback port, stopped and removed afterwards. If it cannot be started the run fails here.
 test: deps
-	$(SWIFT) test
+	@pgdir=$$(mktemp -d /tmp/imbridge-pg.XXXXXX); \
+	if ! scripts/test-postgres.sh start "$$pgdir"; then \
+		echo "make test: FAILED: cannot start the PostgreSQL test cluster (see above)" >&2; rm -rf "$$pgdir"; exit 1; \
+	fi; \
+	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
+	IMBRIDGE_TEST_POSTGRES="$$pgdir" $(SWIFT) test
 
 demo: deps
 	$(SWIFT) build --product imbridge

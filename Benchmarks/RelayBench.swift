@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMStore
 import Synchronization
 
 /// Drives N messages into WuKong (hand-built `/message/send`) and measures the bridge relaying them to
@@ -14,6 +15,10 @@ struct RelayBench {
     var rate: Double
     var rateMessages: Int
     var routeEchoes = true
+    /// `--store`: nil for a fresh SQLite file, or a `postgres://` URL (a fresh schema in it).
+    var store: String? = nil
+    /// `--instances`: bridges sharing the store (PostgreSQL only).
+    var instances = 1
 
     struct Phase {
         var sent = 0
@@ -142,11 +147,14 @@ struct RelayBench {
         result.add("sender concurrency", "\(concurrency)", key: "concurrency", .int(Int64(concurrency)))
         result.add("RongCloud routes echoes back", "\(routeEchoes)", key: "echoes_routed", .bool(routeEchoes))
         result.add("wukong notify_interval_ms", "\(notifyIntervalMs)", key: "notify_interval_ms", .int(Int64(notifyIntervalMs)))
+        let storeKind = store.map { StoreLocation.redact($0) } ?? "sqlite (temporary file)"
+        result.add("store / bridge instances", "\(storeKind) / \(instances)", key: "store", .string(storeKind))
+        result.json["instances"] = .int(Int64(instances))
 
         let baseline = try await baselinePhase(count: messages, rate: nil)
         let baselineRated = try await baselinePhase(count: rateMessages, rate: rate)
 
-        let rig = try await RelayRig(notifyIntervalMs: notifyIntervalMs, routeEchoes: routeEchoes)
+        let rig = try await RelayRig(notifyIntervalMs: notifyIntervalMs, routeEchoes: routeEchoes, store: store, instances: instances)
         let warm = min(conversations, 1000) + 200
         _ = try await bridgePhase(rig, count: warm, first: 10_000_000, rate: nil)   // puppets provisioned, caches warm
         let full = try await bridgePhase(rig, count: messages, first: 0, rate: nil)
@@ -179,10 +187,10 @@ struct RelayBench {
         let added = rated.latency.ms(99) - baselineRated.latency.ms(99)
         result.add("  added p99 by the bridge", "\(fmt(added, 1)) ms", key: "added_p99_ms", .double(added))
         result.add("messages lost / dead letters", "\(full.missing + rated.missing) / \(dead)", key: "missing", .int(Int64(full.missing + rated.missing)))
-        let metrics = rig.bridge.engine.metrics
-        let (ingestErrors, refused, retries) = (metrics.total("imbridge_ingest_errors_total"), metrics.total("imbridge_callbacks_refused_total"),
-                                                metrics.total("imbridge_retries_total"))
-        let duplicates = metrics.total("imbridge_duplicates_total")
+        func total(_ name: String) -> Double { rig.bridges.reduce(0) { $0 + $1.engine.metrics.total(name) } }
+        let (ingestErrors, refused, retries) = (total("imbridge_ingest_errors_total"), total("imbridge_callbacks_refused_total"),
+                                                total("imbridge_retries_total"))
+        let duplicates = total("imbridge_duplicates_total")
         result.add("ingest errors / refused callbacks / retries / redelivered duplicates",
                    "\(Int(ingestErrors)) / \(Int(refused)) / \(Int(retries)) / \(Int(duplicates))", key: "ingest_errors", .int(Int64(ingestErrors)))
         result.json["redelivered_duplicates"] = .int(Int64(duplicates))

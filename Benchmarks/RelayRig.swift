@@ -5,15 +5,22 @@ import IMVendors
 import IMCore
 import IMHTTP
 import IMRelay
+import IMStore
+import Synchronization
 
 /// The relay set-up: a WuKong sandbox and a RongCloud sandbox in child processes, and the bridge (engine,
 /// listener, durable SQLite store in a temporary directory) in this process, relaying `wk:group:*` →
 /// `rc:group:*` with puppet users. WuKong's webhook posts to the bridge every `notifyIntervalMs`.
+/// `--store postgres://…` puts the store in a fresh schema of that database instead; `--instances 2`
+/// runs two bridges (engines + listeners) on it, WuKong's webhooks alternating between them through a
+/// round-robin forwarder (docs/high-availability.md).
 final class RelayRig: @unchecked Sendable {
     let wk: SandboxProcess
     let rc: SandboxProcess
     let listener: BridgeListener
     let bridge: Bridge
+    let bridges: [Bridge]
+    let forwarder: BenchForwarder?
     let directory: String
 
     static let route = """
@@ -23,26 +30,52 @@ final class RelayRig: @unchecked Sendable {
 
         """
 
-    init(notifyIntervalMs: Int, routeEchoes: Bool = true) async throws {
+    init(notifyIntervalMs: Int, routeEchoes: Bool = true, store: String? = nil, instances: Int = 1) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         listener = BridgeListener(host: "127.0.0.1", port: 0)
         try await listener.start()
-        wk = try SandboxProcess(vendor: "wukong", callbackURL: listener.callbackURL(for: "wk"),
+        var listeners = [listener]
+        for _ in 1..<max(1, instances) {
+            let extra = BridgeListener(host: "127.0.0.1", port: 0)
+            try await extra.start()
+            listeners.append(extra)
+        }
+        if listeners.count > 1 {
+            let forwarder = BenchForwarder(targets: listeners.map(\.baseURL))
+            try await forwarder.start()
+            self.forwarder = forwarder
+        } else {
+            forwarder = nil
+        }
+        wk = try SandboxProcess(vendor: "wukong", callbackURL: forwarder.map { "\($0.baseURL)/callbacks/wk" } ?? listener.callbackURL(for: "wk"),
                                 options: ["webhook_secret": BridgeLab.webhookSecret, "notify_interval_ms": "\(notifyIntervalMs)",
                                           "retry_base_ms": "50"])
         // RongCloud routes every message the bridge publishes back to the bridge (an echo it records
         // and drops), as in a two-way deployment; `--no-echo` turns the routing off to show its cost.
         rc = try SandboxProcess(vendor: "rongcloud", callbackURL: listener.callbackURL(for: "rc"),
                                 options: ["route_server_messages": routeEchoes ? "true" : "false"])
-        let yaml = "store: \(directory)/bridge.sqlite\nlisten: 127.0.0.1:\(listener.port ?? 0)\nretry:\n  base_ms: 50\n  max_ms: 2000\n"
-            + Self.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + Self.route
-        bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"), listener: listener)
-        try await bridge.start()
+        let location = store.map { "\($0)\($0.contains("?") ? "&" : "?")schema=bench_\(UUID().uuidString.prefix(8).lowercased())" }
+            ?? "\(directory)/bridge.sqlite"
+        var bridges: [Bridge] = []
+        for (index, listener) in listeners.enumerated() {
+            let yaml = "store: \"\(location)\"\nlisten: 127.0.0.1:\(listener.port ?? 0)\nretry:\n  base_ms: 50\n  max_ms: 2000\n"
+                + "ha:\n  instance: bench\(index)\n"
+                + Self.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + Self.route
+            let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"), listener: listener)
+            try await bridge.start()
+            bridges.append(bridge)
+        }
+        self.bridges = bridges
+        bridge = bridges[0]
     }
 
     func stop() async {
-        await bridge.stop()
+        for bridge in bridges {
+            await bridge.stop()
+            bridge.store.close()
+        }
+        await forwarder?.stop()
         wk.stop()
         rc.stop()
         // IMBRIDGE_BENCH_KEEP_STORE=1 keeps the store for a look at per-entry times (ledger/outbox).
@@ -54,7 +87,7 @@ final class RelayRig: @unchecked Sendable {
     }
 
     /// Relayed sends so far (the engine's own counter).
-    var relayed: Double { bridge.engine.metrics.total("imbridge_relayed_total") }
+    var relayed: Double { bridges.reduce(0) { $0 + $1.engine.metrics.total("imbridge_relayed_total") } }
 
     /// Waits until `count` sends were relayed (or `timeout` seconds pass); true when they were.
     func waitForRelayed(_ count: Int, timeout: Double) async -> Bool {
@@ -122,5 +155,38 @@ extension RelayRig {
             history_viewer: "imbridge"
 
         """
+    }
+}
+
+/// The load balancer in front of `--instances N` bridges: request K goes to instance K mod N.
+final class BenchForwarder: Sendable {
+    let targets: [String]
+    private let next = Atomic<Int>(0)
+    private let server: HTTPServer
+    private let client = HTTPClientWrapper(timeoutSeconds: 10)
+
+    init(targets: [String]) {
+        self.targets = targets
+        let box = Box()
+        server = HTTPServer(host: "127.0.0.1", port: 0) { request in await box.forwarder?.forward(request) ?? .text("", status: 503) }
+        box.forwarder = self
+    }
+
+    final class Box: @unchecked Sendable { weak var forwarder: BenchForwarder? }
+
+    func start() async throws { try await server.start() }
+    func stop() async { await server.stop() }
+    var baseURL: String { server.baseURL }
+
+    func forward(_ request: HTTPRequestData) async -> HTTPResponseData {
+        let index = next.add(1, ordering: .relaxed).oldValue % targets.count
+        let headers = request.headers.filter { !["host", "content-length", "connection"].contains($0.name.lowercased()) }
+        let query = request.rawQuery.map { "?\($0)" } ?? ""
+        do {
+            return try await client.send(OutboundRequest(method: request.method, url: targets[index] + request.path + query,
+                                                         headers: headers, body: request.body))
+        } catch {
+            return .text("forwarding failed: \(error)", status: 502)
+        }
     }
 }

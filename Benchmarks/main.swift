@@ -6,6 +6,7 @@ let usage = """
     usage: imbridge-bench <relay|relay-many|migrate|codec|memory|all>… [--json]
            [--messages N] [--rate R] [--rate-messages N] [--concurrency C] [--conversations K]
            [--notify-interval-ms MS] [--no-echo] [--codec-seconds S] [--page-size P]
+           [--store postgres://USER@HOST:PORT/DB] [--instances N]   (relay, relay-many)
     """
 
 var arguments = Array(CommandLine.arguments.dropFirst())
@@ -55,11 +56,13 @@ for scenario in scenarios {
             result = CodecBench(seconds: double("codec-seconds", 1)).run()
         case "relay":
             result = try await RelayBench(messages: int("messages", 20_000), conversations: int("conversations", 10), concurrency: concurrency,
-                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000), routeEchoes: options["no-echo"] == nil)
+                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000), routeEchoes: options["no-echo"] == nil,
+                                          store: options["store"], instances: int("instances", 1))
                 .run(name: "relay")
         case "relay-many":
             result = try await RelayBench(messages: int("messages", 20_000), conversations: int("conversations", 1000), concurrency: concurrency,
-                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000), routeEchoes: options["no-echo"] == nil)
+                                          notifyIntervalMs: notify, rate: double("rate", 1000), rateMessages: int("rate-messages", 10_000), routeEchoes: options["no-echo"] == nil,
+                                          store: options["store"], instances: int("instances", 1))
                 .run(name: "relay-many")
         case "migrate":
             result = try await MigrateBench(messages: int("messages", 100_000), concurrency: concurrency, pageSize: int("page-size", 100)).run()

@@ -13,9 +13,13 @@ public struct BackendContext: Sendable {
     public var validateOnly: Bool
     /// The content mappings (shipped tables + the config's `mappings:` directory).
     public var mappings: MappingSet
+    /// Whether this instance is the leader (the JMessage report poller polls only then); nil: always.
+    public var leadership: Leadership?
 
-    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped) {
+    public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped,
+                leadership: Leadership? = nil) {
         self.store = store
+        self.leadership = leadership
         self.registry = registry
         self.validateOnly = validateOnly
         self.mappings = mappings
@@ -32,7 +36,7 @@ public enum BackendFactories {
         var values = config.settings
         values.removeValue(forKey: "adapter")
         let adapterContext = AdapterContext(registry: context.registry, mapping: context.mappings.table(vendor.name),
-                                            checkpoints: StoreCheckpoints(store: context.store), validateOnly: context.validateOnly)
+                                            checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly)
         do {
             return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext)
         } catch let error as IMError {
@@ -42,11 +46,19 @@ public enum BackendFactories {
     }
 }
 
-/// A polling adapter's position in the bridge store's checkpoints table.
+/// A polling adapter's position in the bridge store's checkpoints table. With several instances on one
+/// store, only the leader polls: reading or writing the position waits until this instance is the leader
+/// (one that lost the lead finishes at most the page in hand; the ledger dedupes what both fetched).
+/// See docs/high-availability.md.
 struct StoreCheckpoints: CheckpointStorage {
     let store: BridgeStore
-    func checkpoint(named name: String) async throws -> String? { try store.read { try $0.checkpoint(name) } }
+    var leadership: Leadership? = nil
+    func checkpoint(named name: String) async throws -> String? {
+        try await leadership?.waitUntilLeader()
+        return try store.read { try $0.checkpoint(name) }
+    }
     func setCheckpoint(named name: String, to value: String) async throws {
+        try await leadership?.waitUntilLeader()
         try store.transaction { try $0.setCheckpoint(name, value, at: SystemClock().nowMs()) }
     }
 }

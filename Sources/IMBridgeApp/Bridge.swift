@@ -21,14 +21,18 @@ public struct Bridge: Sendable {
     public static func open(config: BridgeConfig, registry: ContentRegistry = ContentRegistry(), listener existing: BridgeListener? = nil) async throws -> Bridge {
         let mappings = try config.loadMappings()
         let store = try BridgeStore(path: config.store)
+        let leadership = Leadership()
         var backends: [any VendorBackend] = []
         for backend in config.backends {
-            backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings)))
+            backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings,
+                                                                                             leadership: leadership)))
         }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
         let engine = RelayEngine(store: store, backends: backends.map { $0 as any IMBackend }, routes: config.routes, retry: config.retry,
                                  retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil,
-                                 customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors))
+                                 customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
+                                 lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
+                                 leadership: leadership)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },
                                                                uniquingKeysWith: { first, _ in first }))

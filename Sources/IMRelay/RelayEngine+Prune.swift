@@ -33,10 +33,14 @@ extension RelayEngine {
         return total
     }
 
-    /// Prunes once a minute (and once at start) while the engine runs.
+    /// Prunes once a minute (and once at start) while the engine runs and holds the leader lease (with
+    /// several instances on one store, one of them prunes).
     func pruneLoop() async {
         while !Task.isCancelled {
-            _ = try? await prune()
+            if leadership.isLeader { _ = try? await prune() } else {
+                try? await Task.sleep(nanoseconds: 1_000_000_000)
+                continue
+            }
             try? await Task.sleep(nanoseconds: 60_000_000_000)
         }
     }

@@ -22,6 +22,10 @@ import Synchronization
 /// - Echo suppression: a message carrying our client-id prefix, a message the id map says we created,
 ///   or an event whose actor is one of our puppets/relay accounts is recorded and not relayed.
 /// - `stop()` stops intake, lets each lane finish the entry in hand, and returns.
+/// - Several engines may share one store (PostgreSQL, docs/high-availability.md): a lane is worked only
+///   while this engine holds its lease (`LaneKey.leaseName`, taken with the lane's first claim, renewed
+///   every third of `lease.ttlMs`, released when the lane runs dry); every claim is fenced by it. Pruning
+///   and the pollers run only while this engine holds the leader lease (`leadership`).
 public actor RelayEngine {
     public static let clientIDPrefix = "imb-"
 
@@ -49,11 +53,22 @@ public actor RelayEngine {
     public nonisolated let customFallbacks: CustomTypeFallbacks?
     nonisolated let wakes = Mutex(Wakes())
     nonisolated let payloads = PayloadCache()
+    /// This engine's lease owner name and lease length.
+    public nonisolated let lease: LeaseSettings
+    /// Whether this engine holds the leader lease (kept by `leaseLoop`).
+    public nonisolated let leadership: Leadership
+    private var leaseKeeper: Task<Void, Never>?
+    /// Lanes whose lease another instance held when we last tried, until when not to try again on
+    /// ingest's wake-ups alone (a scan, which leaves leased lanes out, starts them when they are free).
+    private var heldElsewhere: [LaneKey: Int64] = [:]
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
-                retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil) {
+                retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil,
+                lease: LeaseSettings = LeaseSettings(), leadership: Leadership = Leadership()) {
         self.store = store
+        self.lease = lease
+        self.leadership = leadership
         self.customFallbacks = customFallbacks
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.deliveries = self.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }
@@ -77,6 +92,7 @@ public actor RelayEngine {
         stopping = false
         wakes.withLock { $0.scan = true }
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
+        leaseKeeper = Task { [weak self] in await self?.leaseLoop() }
         if retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
         doorbell.yield()
     }
@@ -100,8 +116,13 @@ public actor RelayEngine {
         scheduler = nil
         pruner?.cancel()
         pruner = nil
+        leaseKeeper?.cancel()
+        leaseKeeper = nil
         let tasks = Array(laneTasks.values)
         for task in tasks { await task.value }
+        leadership.set(false)
+        let owner = lease.owner
+        _ = try? await store.groupedTransaction { try $0.releaseLease(LeaseSettings.leaderLease, owner: owner) }
     }
 
     /// Makes the scheduler look at the outbox now (after dead letters were put back, for instance).
@@ -156,7 +177,7 @@ public actor RelayEngine {
                 return wakes
             }
             if wakes.scan || now >= scanDueAt {
-                let due = (try? store.read { try $0.dueLanes(at: now) }) ?? []
+                let due = (try? store.read { [lease] in try $0.dueLanes(at: now, leaseOwner: lease.owner) }) ?? []
                 for entry in due { startLane(entry.lane) }
                 // The depth gauge scans every pending entry: refresh it at most once a second.
                 if now - lastDepthGaugeMs >= 1000, let depths = try? store.read({ try $0.laneDepths() }) {
@@ -168,7 +189,7 @@ public actor RelayEngine {
                 let next = (try? store.read { try $0.nextWakeUp(after: clock.nowMs()) }) ?? nil
                 scanDueAt = clock.nowMs() + (next.map { max(5, min(1000, $0 - clock.nowMs())) } ?? 1000)
             }
-            for lane in wakes.touched { startLane(lane) }
+            for lane in wakes.touched where (heldElsewhere[lane] ?? .min) <= now { startLane(lane) }
             // One timer at a time, replaced only by an earlier one: a timer per wake-up (cancelled at
             // the next) left thousands of dead entries in the dispatch timer heap under load.
             if scanDueAt < timerAt {
@@ -197,8 +218,53 @@ public actor RelayEngine {
     private func laneFinished(_ lane: LaneKey) {
         running.remove(lane)
         laneTasks[lane] = nil
+        heldElsewhere[lane] = nil
         wakes.withLock { $0.scan = true }
         doorbell.yield()
+    }
+
+    /// The lane's lease is another instance's: nothing changed here, so no scan.
+    private func laneRefused(_ lane: LaneKey) {
+        running.remove(lane)
+        laneTasks[lane] = nil
+        heldElsewhere[lane] = clock.nowMs() + min(lease.ttlMs / 2, 1000)
+        if heldElsewhere.count > 10_000 {
+            let now = clock.nowMs()
+            heldElsewhere = heldElsewhere.filter { $0.value > now }
+        }
+    }
+
+    /// Renews this engine's leases every third of the lease length and tries for the leader lease.
+    /// When renewing has failed for a whole lease length (store unreachable), leadership is given up.
+    private nonisolated func leaseLoop() async {
+        let (owner, ttl) = (lease.owner, lease.ttlMs)
+        // An SQLite store has one instance: leases a killed predecessor left are its own to drop.
+        if store.kind == .sqlite {
+            _ = try? await store.groupedTransaction { try $0.dropAllLeases() }
+            wake()
+        }
+        var lastRenewal = clock.nowMs()
+        while !Task.isCancelled {
+            let now = clock.nowMs()
+            do {
+                let leader = try await store.groupedTransaction { tx in
+                    try tx.renewLeases(owner: owner, until: now + ttl)
+                    return try tx.acquireLease(LeaseSettings.leaderLease, owner: owner, until: now + ttl, now: now)
+                }
+                leadership.set(leader)
+                lastRenewal = now
+            } catch {
+                if clock.nowMs() - lastRenewal >= ttl { leadership.set(false) }
+            }
+            try? await Task.sleep(nanoseconds: UInt64(max(50, ttl / 3)) * 1_000_000)
+        }
+    }
+
+    /// The first claim of a lane run: take (or renew) the lane's lease and claim its head together.
+    enum FirstClaim: Sendable {
+        case claimed(OutboxEntry)
+        case empty
+        case refused
     }
 
     private var isStopping: Bool { stopping }
@@ -215,6 +281,8 @@ public actor RelayEngine {
     /// predecessor (one write per relayed message instead of two).
     private nonisolated func runLane(_ lane: LaneKey) async {
         var claimed: OutboxEntry?
+        var refused = false, failed = false
+        let (owner, ttl) = (lease.owner, lease.ttlMs)
         lanes: while await !isStopping {
             let entry: OutboxEntry
             if let next = claimed {
@@ -222,15 +290,33 @@ public actor RelayEngine {
                 claimed = nil
             } else {
                 let now = clock.nowMs()
-                guard let head = try? await store.groupedTransaction({ try $0.claimHead(of: lane, dueBy: now) }) else { break }
-                entry = head
+                let outcome: FirstClaim
+                do {
+                    outcome = try await store.groupedTransaction { tx -> FirstClaim in
+                        guard try tx.acquireLease(lane.leaseName, owner: owner, until: now + ttl, now: now) else { return .refused }
+                        if let head = try tx.claimHead(of: lane, dueBy: now) { return .claimed(head) }
+                        try tx.releaseLease(lane.leaseName, owner: owner)
+                        return .empty
+                    }
+                } catch {
+                    failed = true
+                    break lanes
+                }
+                switch outcome {
+                case .claimed(let head): entry = head
+                case .empty: break lanes
+                case .refused:
+                    refused = true
+                    break lanes
+                }
             }
             switch await process(entry) {
             case .next(let next): claimed = next
             case .wait: break lanes
             }
         }
-        await laneFinished(lane)
+        if failed { _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }
+        if refused { await laneRefused(lane) } else { await laneFinished(lane) }
     }
 
     /// A change that refers to a message not relayed yet goes back to the end of its lane (after the
@@ -270,13 +356,17 @@ public actor RelayEngine {
             let created = try await execute(payload, entry: entry)
             let now = clock.nowMs()
             let claimNext = await !isStopping
+            let owner = lease.owner
             let next = try await store.groupedTransaction { tx -> OutboxEntry? in
                 if let created, case .send(_, let source, _) = payload.action {
                     try tx.map(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
                                target: (entry.lane.backend, created.id, created.conversation), at: now)
                 }
                 try tx.complete(entry.id, at: now)
-                return claimNext ? try tx.claimHead(of: entry.lane, dueBy: now) : nil
+                // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
+                let next = claimNext ? try tx.claimHead(of: entry.lane, dueBy: now, leaseOwner: owner) : nil
+                if next == nil { try tx.releaseLease(entry.lane.leaseName, owner: owner) }
+                return next
             }
             health.succeeded(entry.lane.backend, at: now)
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
@@ -294,8 +384,11 @@ public actor RelayEngine {
                 metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
                 return .next(nil)
             case .retry(let delay):
-                let (at, reason) = (clock.nowMs() + delay, "\(error)")
-                _ = try? await store.groupedTransaction { try $0.reschedule(entry.id, at: at, error: reason) }
+                let (at, reason, owner) = (clock.nowMs() + delay, "\(error)", lease.owner)
+                _ = try? await store.groupedTransaction { tx in
+                    try tx.reschedule(entry.id, at: at, error: reason)
+                    try tx.releaseLease(entry.lane.leaseName, owner: owner)
+                }
                 health.failed(entry.lane.backend, error: error as? IMError ?? IMError(.unavailable, reason), at: clock.nowMs())
                 metrics.increment("imbridge_retries_total", ["target": target])
                 return .wait

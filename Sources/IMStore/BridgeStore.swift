@@ -1,71 +1,90 @@
 import Foundation
-import GRDB
 import IMCore
 
-/// The bridge's durable state in one SQLite file (WAL): the inbound ledger, the outbox, the message-id
-/// map, dead letters and checkpoints. Schema changes go through versioned migrations (`StoreSchema`).
+/// The bridge's durable state: the inbound ledger, the outbox, the message-id map, dead letters,
+/// checkpoints and leases. Where it lives is the `store:` setting (`StoreLocation`): a file path keeps
+/// the embedded SQLite store (`SQLiteDriver`), `postgres://user@host:port/db` selects PostgreSQL
+/// (`PostgresDriver`), which several bridge instances can share (docs/high-availability.md). Schema
+/// changes go through versioned migrations on both (`SQLiteSchema`, `PostgresSchema`).
 ///
-/// Contract:
+/// Contract (the same on both implementations; Tests/IMStoreTests runs one suite against each):
 /// - `transaction` runs its body in one write transaction: a callback's ledger rows and outbox rows
 ///   commit together or not at all, and only after it returns may the callback be answered.
 /// - The ledger key is (backend, eventID): recording an event twice reports a duplicate.
 /// - Outbox entries of one lane are taken strictly in insertion order; a lane whose head is waiting
 ///   for a retry is skipped until its time comes, other lanes are not held up.
 /// - The id map is written in both directions, so an event about either side finds the other.
+/// - A lease (`acquireLease`) is held by one owner at a time until it expires.
+/// - A failure of the store itself (file, server, connection) is a retryable `IMError(.unavailable)`;
+///   errors thrown by a body pass through unchanged.
 public final class BridgeStore: Sendable {
-    let pool: DatabasePool
-    public let path: String
+    let driver: any StoreDriver
     let writer: GroupedWriter
+    /// Where the store is, with any password removed (safe to print).
+    public let location: String
+    /// The SQLite file path, or the redacted PostgreSQL URL (`location`).
+    public var path: String { location }
+    public let kind: StoreLocation.Kind
 
-    public init(path: String) throws {
-        var configuration = Configuration()
-        configuration.busyMode = .timeout(10)
-        configuration.prepareDatabase { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+    /// Opens (creating or migrating when needed) the store at `location`: a file path or a
+    /// `postgres://` URL (see `StoreLocation`). The password may also come from the environment variable
+    /// `IMBRIDGE_STORE_PASSWORD`.
+    public convenience init(path location: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        try self.init(location: try StoreLocation(parsing: location, environment: environment))
+    }
+
+    public init(location: StoreLocation) throws {
+        switch location.kind {
+        case .sqlite: driver = try SQLiteDriver(path: location.path)
+        case .postgres: driver = try PostgresDriver(location)
         }
-        do {
-            pool = try DatabasePool(path: path, configuration: configuration)
-            try StoreSchema.migrator.migrate(pool)
-        } catch {
-            throw IMError(.unavailable, "cannot open store \(path): \(error)", isRetryable: false)
-        }
-        self.path = path
-        writer = GroupedWriter(pool: pool)
+        self.kind = location.kind
+        self.location = location.redacted
+        writer = GroupedWriter(driver: driver)
     }
 
     /// Runs `body` in one write transaction.
     public func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        try wrap { try pool.write { db in try body(StoreTransaction(db: db)) } }
+        try wrap { try driver.write { try body(StoreTransaction($0)) } }
     }
 
     /// Runs `body` in a write transaction shared with the other grouped writes submitted meanwhile
     /// (group commit, see `GroupedWriter`), on the store's own writer queue, not the caller's thread.
-    /// `body` runs in a savepoint of its own: if it throws, only its changes are rolled back. Returns
-    /// after the transaction committed.
+    /// If `body` throws, only its changes are rolled back. Returns after the transaction committed.
+    /// `body` may run more than once (a PostgreSQL batch in which another body failed is run again
+    /// without it): it must have no effects outside the transaction but idempotent ones.
     public func groupedTransaction<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
         do {
-            return try await writer.write { db in try body(StoreTransaction(db: db)) }
-        } catch let error as DatabaseError {
-            throw IMError(.unavailable, "store: \(error)", isRetryable: true)
+            return try await writer.write { try body(StoreTransaction($0)) }
+        } catch {
+            throw mapped(error)
         }
     }
 
     /// Runs `body` with a read-only view.
     public func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
-        try wrap { try pool.read { db in try body(StoreTransaction(db: db)) } }
+        try wrap { try driver.read { try body(StoreTransaction($0)) } }
     }
 
-    /// SQLite failures become a retryable `IMError(.unavailable)`; errors thrown by the body pass through.
+    /// Store failures become a retryable `IMError(.unavailable)`; errors thrown by the body pass through.
     func wrap<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch let error as DatabaseError {
-            throw IMError(.unavailable, "store: \(error)", isRetryable: true)
+        } catch {
+            throw mapped(error)
         }
     }
 
-    /// The schema version the file is at (the number of applied migrations).
-    public func schemaVersion() throws -> Int {
-        try wrap { try pool.read { db in try StoreSchema.migrator.appliedIdentifiers(db).count } }
+    func mapped(_ error: any Error) -> any Error {
+        guard driver.isStoreFailure(error) else { return error }
+        return IMError(.unavailable, "store: \(PostgresDriver.describe(error))", isRetryable: true)
     }
+
+    /// The schema version the store is at (the number of applied migrations).
+    public func schemaVersion() throws -> Int {
+        try wrap { try driver.schemaVersion() }
+    }
+
+    /// Closes the store's connections.
+    public func close() { driver.close() }
 }

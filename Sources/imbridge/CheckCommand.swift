@@ -38,7 +38,7 @@ struct CheckCommand: AsyncParsableCommand {
                 throw ValidationError(error.message)
             }
         }
-        var out = "config \(config): ok\n  store: \(parsed.store)\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n"
+        var out = "config \(config): ok\n  store: \(StoreLocation.redact(parsed.store))\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n"
         out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"
         for backend in parsed.backends {
             let built = Vendors.named(backend.adapter) != nil ? "" : " (adapter not built into this binary)"

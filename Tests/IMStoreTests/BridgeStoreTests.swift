@@ -4,11 +4,10 @@ import IMStore
 import Testing
 
 @Suite struct BridgeStoreTests {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("imstore-\(UUID().uuidString).sqlite").path
-
     func lane(_ id: String, _ backend: BackendID = "rc") -> LaneKey { LaneKey(backend: backend, conversation: .group(GroupID(id))) }
 
-    @Test func ledgerDedupesAndSurvivesReopening() throws {
+    @Test(arguments: StoreKind.allCases) func ledgerDedupesAndSurvivesReopening(_ kind: StoreKind) throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         #expect(try store.transaction { try $0.recordEvent("wk", "msg:1", kind: "message", at: 1) })
         #expect(try !store.transaction { try $0.recordEvent("wk", "msg:1", kind: "message", at: 2) })
@@ -16,10 +15,11 @@ import Testing
         let reopened = try BridgeStore(path: path)
         #expect(try !reopened.transaction { try $0.recordEvent("wk", "msg:1", kind: "message", at: 3) })
         #expect(try reopened.read { try $0.ledgerCount() } == 2)
-        #expect(try reopened.schemaVersion() == 3)
+        #expect(try reopened.schemaVersion() == 4)
     }
 
-    @Test func aFailedTransactionLeavesNothing() throws {
+    @Test(arguments: StoreKind.allCases) func aFailedTransactionLeavesNothing(_ kind: StoreKind) throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         struct Boom: Error {}
         #expect(throws: Boom.self) {
@@ -33,7 +33,8 @@ import Testing
         #expect(try store.read { try $0.count(state: .pending) } == 0)
     }
 
-    @Test func lanesAreFIFOAndAWaitingHeadHoldsOnlyItsLane() throws {
+    @Test(arguments: StoreKind.allCases) func lanesAreFIFOAndAWaitingHeadHoldsOnlyItsLane(_ kind: StoreKind) throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         let ids = try store.transaction { tx in
             try ["a", "b", "a", "c"].enumerated().map { index, name in
@@ -62,7 +63,8 @@ import Testing
         #expect(try store.read { try $0.laneDepths() } == ["rc/group:a": 2])
     }
 
-    @Test func deadLettersStepAsideAndCanBeRetried() throws {
+    @Test(arguments: StoreKind.allCases) func deadLettersStepAsideAndCanBeRetried(_ kind: StoreKind) throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         let (first, second) = try store.transaction { tx in
             (try tx.enqueue(lane: lane("a"), sourceBackend: "wk", sourceEventID: "e1", kind: "send", payload: Data(), at: 1),
@@ -77,7 +79,8 @@ import Testing
         #expect(try store.read { try $0.deadLetters() }.isEmpty)
     }
 
-    @Test func idMapWorksBothWays() throws {
+    @Test(arguments: StoreKind.allCases) func idMapWorksBothWays(_ kind: StoreKind) throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         try store.transaction { tx in
             try tx.map(source: ("wk", "101", .group("g1")), target: ("rc", "ABCD-EFGH", .group("g1")), at: 1)
@@ -94,7 +97,8 @@ import Testing
         }
     }
 
-    @Test func checkpoints() throws {
+    @Test(arguments: StoreKind.allCases) func checkpoints(_ kind: StoreKind) throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         #expect(try store.read { try $0.checkpoint("poller:jm") } == nil)
         try store.transaction { try $0.setCheckpoint("poller:jm", #"{"cursor":"c1"}"#, at: 1) }
@@ -102,7 +106,7 @@ import Testing
         #expect(try BridgeStore(path: path).read { try $0.checkpoint("poller:jm") } == #"{"cursor":"c2"}"#)
     }
 
-    @Test func anUnopenableFileIsAClearError() {
-        #expect { try BridgeStore(path: "/nonexistent-dir/x/store.sqlite") } throws: { ($0 as? IMError)?.code == .unavailable }
+    @Test(arguments: StoreKind.allCases) func anUnopenableStoreIsAClearError(_ kind: StoreKind) {
+        #expect { try BridgeStore(path: kind.unopenable) } throws: { ($0 as? IMError)?.code == .unavailable }
     }
 }

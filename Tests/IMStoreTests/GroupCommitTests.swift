@@ -4,11 +4,10 @@ import IMStore
 import Testing
 
 @Suite struct GroupCommitTests {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("imstore-\(UUID().uuidString).sqlite").path
-
     func lane(_ id: String) -> LaneKey { LaneKey(backend: "rc", conversation: .group(GroupID(id))) }
 
-    @Test func groupedTransactionsCommitTogetherAndFailAlone() async throws {
+    @Test(arguments: StoreKind.allCases) func groupedTransactionsCommitTogetherAndFailAlone(_ kind: StoreKind) async throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         struct Boom: Error {}
         let outcomes = await withTaskGroup(of: (Int, Bool).self) { group in

@@ -4,11 +4,10 @@ import IMStore
 import Testing
 
 @Suite struct StorePruneTests {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("imstore-\(UUID().uuidString).sqlite").path
-
     func lane(_ id: String) -> LaneKey { LaneKey(backend: "rc", conversation: .group(GroupID(id))) }
 
-    @Test func pruneDeletesOnlyOldFinishedWorkOldestFirstInBatches() throws {
+    @Test(arguments: StoreKind.allCases) func pruneDeletesOnlyOldFinishedWorkOldestFirstInBatches(_ kind: StoreKind) throws {
+        let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
         // Entries 0…5 done at 100…105, 6 dead at 50, 7 pending since 200; ledger rows at 100…107.
         let ids = try store.transaction { tx in

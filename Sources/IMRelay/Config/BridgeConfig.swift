@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMMapping
+import IMStore
 
 /// A configured backend: its adapter name and the adapter's own settings (base URLs, credentials …).
 public struct BackendConfig: Sendable {
@@ -44,6 +45,10 @@ public struct BridgeConfig: Sendable {
     /// How long finished outbox rows and ledger rows are kept (`retention_hours`, default 168 = 7 days;
     /// 0 keeps them for ever). See `RelayEngine.prune`.
     public var retentionHours: Int = 168
+    /// `ha.lease_ms`: how long a lane or leader lease lasts unrenewed (docs/high-availability.md).
+    public var leaseMs: Int64 = LeaseSettings.defaultTTLMs
+    /// `ha.instance`: this instance's name in lease owners (default: the host name).
+    public var instance: String?
 
     /// `requireRoutes: false` accepts a configuration without routes (`imbridge migrate` needs only
     /// the store and the backends).
@@ -61,7 +66,7 @@ public struct BridgeConfig: Sendable {
                              environment: [String: String] = ProcessInfo.processInfo.environment,
                              requireRoutes: Bool = true, adapters: Set<String>? = nil) throws -> BridgeConfig {
         let root = try ConfigNode.parse(yaml, file: file, environment: environment)
-        try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry", "retention_hours"])
+        try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry", "retention_hours", "ha"])
         let listen = try root["listen"].optionalString() ?? "127.0.0.1:8090"
         guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
             throw root["listen"].error("expected HOST:PORT, got '\(listen)'")
@@ -85,9 +90,24 @@ public struct BridgeConfig: Sendable {
         }
         let retentionHours = try root["retention_hours"].optionalInt() ?? 168
         guard retentionHours >= 0 else { throw root["retention_hours"].error("expected hours ≥ 0 (0 keeps everything), got \(retentionHours)") }
-        return BridgeConfig(store: try root["store"].string(), listenHost: String(listen[..<colon]), listenPort: port,
-                            mappings: try root["mappings"].optionalString(), backends: backends, routes: routes, retry: retry,
-                            retentionHours: retentionHours)
+        let store = try root["store"].string()
+        do {
+            _ = try StoreLocation(parsing: store, environment: environment)
+        } catch let error as IMError {
+            throw root["store"].error(error.message)
+        }
+        var config = BridgeConfig(store: store, listenHost: String(listen[..<colon]), listenPort: port,
+                                  mappings: try root["mappings"].optionalString(), backends: backends, routes: routes, retry: retry,
+                                  retentionHours: retentionHours)
+        let ha = root["ha"]
+        if ha.isPresent {
+            try ha.allowOnly(["lease_ms", "instance"])
+            let leaseMs = try ha["lease_ms"].optionalInt() ?? Int(LeaseSettings.defaultTTLMs)
+            guard leaseMs >= 300 else { throw ha["lease_ms"].error("expected milliseconds ≥ 300, got \(leaseMs)") }
+            config.leaseMs = Int64(leaseMs)
+            config.instance = try ha["instance"].optionalString()
+        }
+        return config
     }
 
     static func parseBackends(_ node: ConfigNode, adapters: Set<String>?) throws -> [BackendConfig] {

@@ -1,7 +1,8 @@
 import GRDB
 
-/// Versioned schema. Append migrations; never edit one that shipped.
-enum StoreSchema {
+/// Versioned SQLite schema. Append migrations; never edit one that shipped. `PostgresSchema` carries
+/// the same versions, so both implementations report the same `schemaVersion()`.
+enum SQLiteSchema {
     static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-ledger-outbox-idmap") { db in
@@ -62,6 +63,18 @@ enum StoreSchema {
             try db.execute(sql: """
                 CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state = 'done';
                 CREATE INDEX ledger_received ON ledger (received_at);
+                """)
+        }
+        // Leases (docs/high-availability.md): which bridge instance works a lane, and which one is the
+        // leader (pollers, pruning). A single SQLite instance holds them all; the table keeps the engine's
+        // code the same on both implementations.
+        migrator.registerMigration("v4-leases") { db in
+            try db.execute(sql: """
+                CREATE TABLE leases (
+                    name TEXT PRIMARY KEY NOT NULL,
+                    owner TEXT NOT NULL,
+                    expires_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
                 """)
         }
         return migrator

@@ -1,0 +1,228 @@
+import Foundation
+import IMCore
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// The shared implementation: a PostgreSQL database that one or more bridge instances use at once
+/// (docs/high-availability.md). Schema: `PostgresSchema`.
+///
+/// The store's API is synchronous (transaction bodies are plain closures), postgres-nio's is
+/// asynchronous: each query is sent on a `PostgresConnection` and its future is waited for on the
+/// calling thread — the grouped writer's dispatch queue, or the caller of `transaction`/`read` — never on
+/// an event loop thread (those run the connections). A connection serves one caller at a time
+/// (`PostgresSessionPool`); the grouped writer has one of its own.
+///
+/// A lost connection (server restarted, network) fails the transaction in hand with a retryable
+/// `IMError(.unavailable)` (a callback is answered 503) and is reopened by the next transaction.
+final class PostgresDriver: StoreDriver {
+    let location: StoreLocation
+    let pool: PostgresSessionPool
+    let writerSession: PostgresSession
+
+    init(_ location: StoreLocation) throws {
+        self.location = location
+        var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
+                                                             password: location.password, database: location.database, tls: .disable)
+        configuration.options.connectTimeout = .seconds(3)
+        if let schema = location.schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
+        pool = PostgresSessionPool(configuration: configuration, size: 4)
+        writerSession = PostgresSession(configuration: configuration)
+        do {
+            try PostgresSchema.migrate(writerSession, schema: location.schema)
+        } catch {
+            throw IMError(.unavailable, "cannot open store \(location.redacted): \(Self.describe(error))", isRetryable: false)
+        }
+    }
+
+    func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
+        try pool.with { session in try session.transaction { try body(PostgresOperations(session: session)) } }
+    }
+
+    /// Reads run statement by statement (autocommit), each seeing what was committed when it started.
+    func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
+        try pool.with { session in try body(PostgresOperations(session: session)) }
+    }
+
+    /// The jobs run in one transaction without savepoints (each would cost two round trips). When a
+    /// job throws, the transaction is rolled back, that job keeps its error, and the batch runs again
+    /// without it — so a job's body may run more than once (see `BridgeStore.groupedTransaction`).
+    func writeBatch(_ jobs: [GroupedJob]) throws {
+        var live = jobs
+        while !live.isEmpty {
+            var failed: Int?
+            do {
+                try writerSession.transaction {
+                    let ops = PostgresOperations(session: writerSession)
+                    for (index, job) in live.enumerated() {
+                        do {
+                            try job.run(ops)
+                        } catch {
+                            job.error = error
+                            failed = index
+                            throw BatchAborted()
+                        }
+                    }
+                }
+                return
+            } catch is BatchAborted {
+                guard let failed else { return }
+                if live[failed].error is PostgresFailure, !writerSession.isConnected {
+                    throw live[failed].error!   // the connection is gone: the whole batch fails
+                }
+                live.remove(at: failed)
+            }
+        }
+    }
+
+    struct BatchAborted: Error {}
+
+    func schemaVersion() throws -> Int {
+        try pool.with { session in try PostgresSchema.appliedVersions(session).count }
+    }
+
+    func isStoreFailure(_ error: any Error) -> Bool { error is PostgresFailure }
+
+    func close() {
+        pool.closeAll()
+        writerSession.close()
+    }
+
+    /// A printable description of a store error (no password: connections errors do not carry it).
+    static func describe(_ error: any Error) -> String {
+        if let failure = error as? PostgresFailure { return failure.message }
+        return "\(error)"
+    }
+}
+
+/// A failure of the PostgreSQL store itself (connection, server, SQL), as opposed to a body's error.
+struct PostgresFailure: Error, CustomStringConvertible {
+    var message: String
+    var description: String { message }
+
+    init(_ error: any Error) {
+        if let psql = error as? PSQLError {
+            var text = "postgres: \(psql.code)"
+            if let server = psql.serverInfo {
+                text += " \(server[.sqlState] ?? ""): \(server[.message] ?? "")"
+                if let detail = server[.detail] { text += " (\(detail))" }
+            }
+            if let underlying = psql.underlying { text += " (\(underlying))" }
+            message = text
+        } else {
+            message = "postgres: \(error)"
+        }
+    }
+
+    init(message: String) { self.message = message }
+}
+
+/// A value bound to a `$n` parameter.
+enum PostgresValue {
+    case int(Int64)
+    case text(String)
+    case textOrNull(String?)
+    case bytes(Data)
+    case bool(Bool)
+    case ints([Int64])
+}
+
+/// One connection, used by one thread at a time, opened on first use and after it was lost.
+final class PostgresSession: @unchecked Sendable {
+    static var group: any EventLoopGroup { PostgresConnection.defaultEventLoopGroup }
+    static let ids = Atomic<Int>(0)
+    let configuration: PostgresConnection.Configuration
+    let logger = Logger(label: "imbridge.store.postgres")
+    private var connection: PostgresConnection?
+
+    init(configuration: PostgresConnection.Configuration) { self.configuration = configuration }
+
+    var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
+
+    private func open() throws -> PostgresConnection {
+        if let connection, !connection.isClosed { return connection }
+        connection = nil
+        do {
+            let id = Self.ids.wrappingAdd(1, ordering: .relaxed).newValue
+            let opened = try PostgresConnection.connect(on: Self.group.any(), configuration: configuration, id: id, logger: logger).wait()
+            connection = opened
+            return opened
+        } catch {
+            throw PostgresFailure(error)
+        }
+    }
+
+    /// Runs one statement and returns its rows and the number of rows it changed.
+    @discardableResult
+    func query(_ sql: String, _ values: [PostgresValue] = []) throws -> PostgresQueryResult {
+        let connection = try open()
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .int(let v): binds.append(v)
+            case .text(let v): binds.append(v)
+            case .textOrNull(let v): binds.append(v)
+            case .bytes(let v): try binds.append(v)
+            case .bool(let v): binds.append(v)
+            case .ints(let v): binds.append(v)
+            }
+        }
+        do {
+            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait()
+        } catch {
+            if connection.isClosed { self.connection = nil }
+            throw PostgresFailure(error)
+        }
+    }
+
+    /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        try query("BEGIN")
+        do {
+            let value = try body()
+            try query("COMMIT")
+            return value
+        } catch {
+            if isConnected { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+
+    func close() {
+        if let connection { try? connection.close().wait() }
+        connection = nil
+    }
+
+    /// A store dropped without `close()`: the connection is closed in the background (the closure keeps
+    /// it alive until then; postgres-nio requires a connection to be closed before it is released).
+    deinit {
+        if let connection, !connection.isClosed {
+            connection.close().whenComplete { _ in _ = connection }
+        }
+    }
+}
+
+/// A few sessions shared by the callers of `transaction` and `read`; a caller waits for a free one.
+final class PostgresSessionPool: Sendable {
+    private let idle: Mutex<[PostgresSession]>
+    private let available: DispatchSemaphore
+
+    init(configuration: PostgresConnection.Configuration, size: Int) {
+        idle = Mutex((0..<size).map { _ in PostgresSession(configuration: configuration) })
+        available = DispatchSemaphore(value: size)
+    }
+
+    func with<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        available.wait()
+        let session = idle.withLock { $0.removeLast() }
+        defer {
+            idle.withLock { $0.append(session) }
+            available.signal()
+        }
+        return try body(session)
+    }
+
+    func closeAll() {
+        for session in idle.withLock({ $0 }) { session.close() }
+    }
+}

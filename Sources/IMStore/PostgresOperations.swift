@@ -1,0 +1,224 @@
+import Foundation
+import IMCore
+import PostgresNIO
+
+/// The store contract's operations on PostgreSQL (semantics on `StoreTransaction`). Claiming a lane's
+/// head is one statement (`UPDATE … RETURNING`), fenced by the lane's lease when an owner is given.
+struct PostgresOperations: StoreOperations {
+    let session: PostgresSession
+
+    static let entryColumns = "id, lane, source_backend, source_event_id, kind, payload, state, attempts, next_attempt_at, last_error, created_at"
+
+    func rows(_ sql: String, _ values: [PostgresValue] = []) throws -> [PostgresRow] {
+        Array(try session.query(sql, values).rows)
+    }
+
+    func changed(_ sql: String, _ values: [PostgresValue]) throws -> Int {
+        try session.query(sql, values).metadata.rows ?? 0
+    }
+
+    func int(_ sql: String, _ values: [PostgresValue] = []) throws -> Int64? {
+        guard let row = try rows(sql, values).first else { return nil }
+        return try row.decode(Int64?.self)
+    }
+
+    // MARK: ledger
+
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
+        try changed("INSERT INTO ledger (backend, event_id, kind, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now)]) == 1
+    }
+
+    func ledgerCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM ledger") ?? 0) }
+
+    // MARK: outbox
+
+    func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data, at now: Int64) throws -> Int64 {
+        guard let id = try int("""
+            INSERT INTO outbox (lane, target_backend, source_backend, source_event_id, kind, payload, created_at, next_attempt_at)
+            VALUES ($1, $2, $3, $4, $5, $6, $7, 0) RETURNING id
+            """, [.text(lane.description), .text(lane.backend.rawValue), .text(sourceBackend.rawValue), .text(sourceEventID.rawValue),
+                  .text(kind), .bytes(payload), .int(now)]) else { throw PostgresFailure(message: "postgres: INSERT returned no id") }
+        return id
+    }
+
+    static let laneHeads = "SELECT lane, MIN(id) AS head FROM outbox WHERE state = 'pending' GROUP BY lane"
+
+    func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry] {
+        let columns = Self.entryColumns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
+        guard let leaseOwner else {
+            return try rows("""
+                SELECT \(columns) FROM outbox o JOIN (\(Self.laneHeads)) h ON o.id = h.head
+                WHERE o.next_attempt_at <= $1 ORDER BY o.id LIMIT $2
+                """, [.int(now), .int(Int64(limit))]).compactMap(Self.entry)
+        }
+        return try rows("""
+            SELECT \(columns) FROM outbox o JOIN (\(Self.laneHeads)) h ON o.id = h.head
+            LEFT JOIN leases l ON l.name = 'lane:' || o.lane
+            WHERE o.next_attempt_at <= $1 AND (l.name IS NULL OR l.owner = $2 OR l.expires_at <= $1)
+            ORDER BY o.id LIMIT $3
+            """, [.int(now), .text(leaseOwner), .int(Int64(limit))]).compactMap(Self.entry)
+    }
+
+    func nextWakeUp() throws -> Int64? {
+        try int("SELECT MIN(o.next_attempt_at) FROM outbox o JOIN (\(Self.laneHeads)) h ON o.id = h.head")
+    }
+
+    func nextWakeUp(after now: Int64) throws -> Int64? {
+        try int("SELECT MIN(o.next_attempt_at) FROM outbox o JOIN (\(Self.laneHeads)) h ON o.id = h.head WHERE o.next_attempt_at > $1",
+                [.int(now)])
+    }
+
+    func head(of lane: LaneKey) throws -> OutboxEntry? {
+        try rows("SELECT \(Self.entryColumns) FROM outbox WHERE lane = $1 AND state = 'pending' ORDER BY id LIMIT 1",
+                 [.text(lane.description)]).first.flatMap(Self.entry)
+    }
+
+    func claim(_ id: Int64) throws {
+        try session.query("UPDATE outbox SET attempts = attempts + 1 WHERE id = $1", [.int(id)])
+    }
+
+    func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry? {
+        let returning = Self.entryColumns.replacingOccurrences(of: "attempts,", with: "attempts - 1,")
+        var values: [PostgresValue] = [.text(lane.description), .int(now)]
+        var fence = ""
+        if let leaseOwner {
+            fence = "AND EXISTS (SELECT 1 FROM leases WHERE name = $3 AND owner = $4 AND expires_at > $2)"
+            values += [.text(lane.leaseName), .text(leaseOwner)]
+        }
+        return try rows("""
+            UPDATE outbox SET attempts = attempts + 1
+            WHERE id = (SELECT id FROM outbox WHERE lane = $1 AND state = 'pending' ORDER BY id LIMIT 1)
+              AND next_attempt_at <= $2 \(fence)
+            RETURNING \(returning)
+            """, values).first.flatMap(Self.entry)
+    }
+
+    func complete(_ id: Int64, at now: Int64) throws {
+        try session.query("UPDATE outbox SET state = 'done', finished_at = $1, payload = ''::bytea WHERE id = $2", [.int(now), .int(id)])
+    }
+
+    func reschedule(_ id: Int64, at next: Int64, error: String) throws {
+        try session.query("UPDATE outbox SET next_attempt_at = $1, last_error = $2 WHERE id = $3", [.int(next), .text(error), .int(id)])
+    }
+
+    func markDead(_ id: Int64, error: String, at now: Int64) throws {
+        try session.query("UPDATE outbox SET state = 'dead', last_error = $1, finished_at = $2 WHERE id = $3",
+                          [.text(error), .int(now), .int(id)])
+    }
+
+    func deadLetters(limit: Int) throws -> [OutboxEntry] {
+        try rows("SELECT \(Self.entryColumns) FROM outbox WHERE state = 'dead' ORDER BY id LIMIT $1", [.int(Int64(limit))]).compactMap(Self.entry)
+    }
+
+    func retryDeadLetters(ids: [Int64]?) throws -> Int {
+        if let ids {
+            return try changed("UPDATE outbox SET state = 'pending', next_attempt_at = 0 WHERE id = ANY($1) AND state = 'dead'", [.ints(ids)])
+        }
+        return try changed("UPDATE outbox SET state = 'pending', next_attempt_at = 0 WHERE state = 'dead'", [])
+    }
+
+    func count(state: OutboxEntry.State) throws -> Int {
+        Int(try int("SELECT COUNT(*) FROM outbox WHERE state = $1", [.text(state.rawValue)]) ?? 0)
+    }
+
+    func laneDepths() throws -> [String: Int] {
+        var depths: [String: Int] = [:]
+        for row in try rows("SELECT lane, COUNT(*) FROM outbox WHERE state = 'pending' GROUP BY lane") {
+            let (lane, n) = try row.decode((String, Int64).self)
+            depths[lane] = Int(n)
+        }
+        return depths
+    }
+
+    static func entry(_ row: PostgresRow) -> OutboxEntry? {
+        guard let (id, laneText, source, event, kind, payload, stateText, attempts, next, lastError, created) =
+                try? row.decode((Int64, String, String, String, String, Data, String, Int64, Int64, String?, Int64).self),
+              let lane = LaneKey(laneText), let state = OutboxEntry.State(rawValue: stateText) else { return nil }
+        return OutboxEntry(id: id, lane: lane, sourceBackend: BackendID(source), sourceEventID: EventID(event), kind: kind, payload: payload,
+                           state: state, attempts: Int(attempts), nextAttemptAt: next, lastError: lastError, createdAt: created)
+    }
+
+    // MARK: pruning
+
+    func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned {
+        let oldestPending = try int("SELECT MIN(created_at) FROM outbox WHERE state = 'pending'")
+        let ledgerCutoff = min(cutoff, oldestPending ?? .max)
+        var pruned = StoreTransaction.Pruned()
+        pruned.outbox = try changed("""
+            DELETE FROM outbox WHERE id IN (SELECT id FROM outbox WHERE state = 'done' AND finished_at < $1 ORDER BY finished_at LIMIT $2)
+            """, [.int(cutoff), .int(Int64(limit))])
+        pruned.ledger = try changed("""
+            DELETE FROM ledger WHERE (backend, event_id) IN (SELECT backend, event_id FROM ledger WHERE received_at < $1
+                                                             ORDER BY received_at LIMIT $2)
+            """, [.int(ledgerCutoff), .int(Int64(limit))])
+        return pruned
+    }
+
+    // MARK: id map
+
+    func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws {
+        try session.query("""
+            INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
+            VALUES ($1, $2, $3, $4, $5, TRUE, $7), ($3, $4, $1, $2, $6, FALSE, $7)
+            ON CONFLICT (from_backend, from_message, to_backend) DO UPDATE SET to_message = EXCLUDED.to_message,
+                to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at
+            """, [.text(source.0.rawValue), .text(source.1.rawValue), .text(target.0.rawValue), .text(target.1.rawValue),
+                  .text(target.2.description), .text(source.2.description), .int(now)])
+    }
+
+    func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {
+        guard let row = try rows("""
+            SELECT from_backend, from_message, to_backend, to_message, to_conversation, bridge_created FROM id_map
+            WHERE from_backend = $1 AND from_message = $2 AND to_backend = $3
+            """, [.text(from.rawValue), .text(message.rawValue), .text(to.rawValue)]).first else { return nil }
+        let (fromBackend, fromMessage, toBackend, toMessage, conversation, created) = try row.decode((String, String, String, String, String, Bool).self)
+        guard let toConversation = try? ConversationRef(parsing: conversation) else { return nil }
+        return MessageMapping(fromBackend: BackendID(fromBackend), fromMessage: MessageID(fromMessage), toBackend: BackendID(toBackend),
+                              toMessage: MessageID(toMessage), toConversation: toConversation, bridgeCreated: created)
+    }
+
+    func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool {
+        try !rows("SELECT 1 FROM id_map WHERE to_backend = $1 AND to_message = $2 AND bridge_created LIMIT 1",
+                  [.text(backend.rawValue), .text(message.rawValue)]).isEmpty
+    }
+
+    func mappingCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM id_map WHERE bridge_created") ?? 0) }
+
+    // MARK: checkpoints
+
+    func checkpoint(_ name: String) throws -> String? {
+        try rows("SELECT value FROM checkpoints WHERE name = $1", [.text(name)]).first.map { try $0.decode(String.self) }
+    }
+
+    func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
+        try session.query("""
+            INSERT INTO checkpoints (name, value, updated_at) VALUES ($1, $2, $3)
+            ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at
+            """, [.text(name), .text(value), .int(now)])
+    }
+
+    // MARK: leases
+
+    func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool {
+        try changed("""
+            INSERT INTO leases (name, owner, expires_at) VALUES ($1, $2, $3)
+            ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
+            WHERE leases.owner = EXCLUDED.owner OR leases.expires_at <= $4
+            """, [.text(name), .text(owner), .int(expiresAt), .int(now)]) == 1
+    }
+
+    func renewLeases(owner: String, until expiresAt: Int64) throws -> Int {
+        try changed("UPDATE leases SET expires_at = $1 WHERE owner = $2", [.int(expiresAt), .text(owner)])
+    }
+
+    func releaseLease(_ name: String, owner: String) throws {
+        try session.query("DELETE FROM leases WHERE name = $1 AND owner = $2", [.text(name), .text(owner)])
+    }
+
+    func dropAllLeases() throws -> Int { try changed("DELETE FROM leases", []) }
+
+    func leaseHolder(_ name: String, at now: Int64) throws -> String? {
+        try rows("SELECT owner FROM leases WHERE name = $1 AND expires_at > $2", [.text(name), .int(now)]).first.map { try $0.decode(String.self) }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+
+/// Versioned PostgreSQL schema, the same versions as `SQLiteSchema` (one per entry, applied in order,
+/// recorded in `schema_migrations`). Append migrations; never edit one that shipped. Instances starting
+/// together migrate one at a time (a transaction-scoped advisory lock).
+enum PostgresSchema {
+    static let migrations: [(name: String, sql: [String])] = [
+        ("v1-ledger-outbox-idmap", [
+            """
+            CREATE TABLE ledger (
+                backend TEXT NOT NULL,
+                event_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                received_at BIGINT NOT NULL,
+                PRIMARY KEY (backend, event_id)
+            )
+            """,
+            """
+            CREATE TABLE outbox (
+                id BIGSERIAL PRIMARY KEY,
+                lane TEXT NOT NULL,
+                target_backend TEXT NOT NULL,
+                source_backend TEXT NOT NULL,
+                source_event_id TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                payload BYTEA NOT NULL,
+                state TEXT NOT NULL DEFAULT 'pending',
+                attempts BIGINT NOT NULL DEFAULT 0,
+                next_attempt_at BIGINT NOT NULL DEFAULT 0,
+                last_error TEXT,
+                created_at BIGINT NOT NULL,
+                finished_at BIGINT
+            )
+            """,
+            "CREATE INDEX outbox_pending ON outbox (lane, id) WHERE state = 'pending'",
+            "CREATE INDEX outbox_state ON outbox (state, id)",
+            """
+            CREATE TABLE id_map (
+                from_backend TEXT NOT NULL,
+                from_message TEXT NOT NULL,
+                to_backend TEXT NOT NULL,
+                to_message TEXT NOT NULL,
+                to_conversation TEXT NOT NULL,
+                bridge_created BOOLEAN NOT NULL,
+                created_at BIGINT NOT NULL,
+                PRIMARY KEY (from_backend, from_message, to_backend)
+            )
+            """,
+            """
+            CREATE TABLE checkpoints (
+                name TEXT PRIMARY KEY,
+                value TEXT NOT NULL,
+                updated_at BIGINT NOT NULL
+            )
+            """,
+        ]),
+        ("v2-id-map-target-index", ["CREATE INDEX id_map_bridge_created ON id_map (to_backend, to_message) WHERE bridge_created"]),
+        ("v3-prune-indexes", [
+            "CREATE INDEX outbox_finished ON outbox (finished_at) WHERE state = 'done'",
+            "CREATE INDEX ledger_received ON ledger (received_at)",
+        ]),
+        ("v4-leases", [
+            """
+            CREATE TABLE leases (
+                name TEXT PRIMARY KEY,
+                owner TEXT NOT NULL,
+                expires_at BIGINT NOT NULL
+            )
+            """,
+        ]),
+    ]
+
+    /// An arbitrary constant: the advisory lock key that serializes migrations.
+    static let lockKey: Int64 = 0x494D_4272_6964_6765
+
+    static func migrate(_ session: PostgresSession, schema: String?) throws {
+        try session.transaction {
+            try session.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
+            if let schema { try session.query("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
+            try session.query("""
+                CREATE TABLE IF NOT EXISTS schema_migrations (
+                    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)
+                """)
+            let applied = try appliedVersions(session)
+            for (index, migration) in migrations.enumerated() where !applied.contains(index + 1) {
+                for statement in migration.sql { try session.query(statement) }
+                try session.query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+                                  [.int(Int64(index + 1)), .text(migration.name), .int(Int64(Date().timeIntervalSince1970 * 1000))])
+            }
+        }
+    }
+
+    static func appliedVersions(_ session: PostgresSession) throws -> Set<Int> {
+        var versions: Set<Int> = []
+        for row in try session.query("SELECT version FROM schema_migrations").rows {
+            versions.insert(Int(try row.decode(Int32.self)))
+        }
+        return versions
+    }
+}

@@ -1,0 +1,250 @@
+import Foundation
+import GRDB
+import IMCore
+
+/// The store contract's operations on SQLite (semantics on `StoreTransaction`). Statements go through
+/// the connection's statement cache, so SQLite parses each SQL text once per connection, not per call.
+struct SQLiteOperations: StoreOperations {
+    let db: Database
+
+    // MARK: ledger
+
+    /// Records an inbound event; false when (backend, eventID) was already recorded.
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
+        try db.cachedStatement(sql: "INSERT OR IGNORE INTO ledger (backend, event_id, kind, received_at) VALUES (?, ?, ?, ?)").execute(
+            arguments: [backend.rawValue, eventID.rawValue, kind, now])
+        return db.changesCount == 1
+    }
+
+    func ledgerCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM ledger")) ?? 0
+    }
+
+    // MARK: outbox
+
+    func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data,
+                        at now: Int64) throws -> Int64 {
+        try db.cachedStatement(sql: """
+            INSERT INTO outbox (lane, target_backend, source_backend, source_event_id, kind, payload, created_at, next_attempt_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?, 0)
+            """).execute(arguments: [lane.description, lane.backend.rawValue, sourceBackend.rawValue, sourceEventID.rawValue, kind, payload, now])
+        return db.lastInsertedRowID
+    }
+
+    /// Lanes with pending work whose head is due at `now`, with their head entry; at most `limit`.
+    func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry] {
+        guard let leaseOwner else {
+            return try Row.fetchAll(db.cachedStatement(sql: """
+                SELECT o.* FROM outbox o
+                JOIN (\(Self.laneHeads)) h ON o.id = h.head
+                WHERE o.next_attempt_at <= ?
+                ORDER BY o.id LIMIT ?
+                """), arguments: [now, limit]).compactMap(Self.entry)
+        }
+        return try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT o.* FROM outbox o
+            JOIN (\(Self.laneHeads)) h ON o.id = h.head
+            LEFT JOIN leases l ON l.name = 'lane:' || o.lane
+            WHERE o.next_attempt_at <= ? AND (l.name IS NULL OR l.owner = ? OR l.expires_at <= ?)
+            ORDER BY o.id LIMIT ?
+            """), arguments: [now, leaseOwner, now, limit]).compactMap(Self.entry)
+    }
+
+    /// The earliest time a waiting lane head becomes due (nil when nothing waits).
+    func nextWakeUp() throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT MIN(o.next_attempt_at) FROM outbox o
+            JOIN (\(Self.laneHeads)) h ON o.id = h.head
+            """))
+    }
+
+    /// The earliest time after `now` a lane head becomes due (nil when no head waits for a later time).
+    /// Heads due already are not counted: the scheduler is woken when the lane running them finishes.
+    func nextWakeUp(after now: Int64) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT MIN(o.next_attempt_at) FROM outbox o
+            JOIN (\(Self.laneHeads)) h ON o.id = h.head
+            WHERE o.next_attempt_at > ?
+            """), arguments: [now])
+    }
+
+    /// Each lane's head id. `INDEXED BY` the partial (lane, id) index: without statistics SQLite picks
+    /// `outbox_state` and sorts every pending row into a temporary B-tree instead.
+    static let laneHeads = "SELECT lane, MIN(id) AS head FROM outbox INDEXED BY outbox_pending WHERE state = 'pending' GROUP BY lane"
+
+    /// The first pending entry of a lane (an index search on (lane, id), whatever else is pending).
+    func head(of lane: LaneKey) throws -> OutboxEntry? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1"),
+                         arguments: [lane.description]).flatMap(Self.entry)
+    }
+
+    /// Notes that an attempt is starting (before the call leaves the process), so that after a crash
+    /// the entry is known to have possibly reached the target.
+    func claim(_ id: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE id = ?").execute(arguments: [id])
+    }
+
+    /// The lane's head when it is due at `now`, claimed (`claim`) in this transaction; nil otherwise.
+    /// The returned entry shows the attempts made before this claim.
+    func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry? {
+        guard let head = try head(of: lane), head.nextAttemptAt <= now else { return nil }
+        if let leaseOwner, try leaseHolder(lane.leaseName, at: now) != leaseOwner { return nil }
+        try claim(head.id)
+        return head
+    }
+
+    func complete(_ id: Int64, at now: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE outbox SET state = 'done', finished_at = ?, payload = x'' WHERE id = ?").execute(
+            arguments: [now, id])
+    }
+
+    func reschedule(_ id: Int64, at next: Int64, error: String) throws {
+        try db.cachedStatement(sql: "UPDATE outbox SET next_attempt_at = ?, last_error = ? WHERE id = ?").execute(
+            arguments: [next, error, id])
+    }
+
+    /// Moves an entry to the dead letters; its lane goes on with the next entry.
+    func markDead(_ id: Int64, error: String, at now: Int64) throws {
+        try db.cachedStatement(sql: "UPDATE outbox SET state = 'dead', last_error = ?, finished_at = ? WHERE id = ?").execute(
+            arguments: [error, now, id])
+    }
+
+    func deadLetters(limit: Int) throws -> [OutboxEntry] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM outbox WHERE state = 'dead' ORDER BY id LIMIT ?"), arguments: [limit]).compactMap(Self.entry)
+    }
+
+    /// Puts dead letters back in their lanes (all, or the given ids); returns how many.
+    func retryDeadLetters(ids: [Int64]?) throws -> Int {
+        if let ids {
+            for id in ids {
+                try db.cachedStatement(sql: "UPDATE outbox SET state = 'pending', next_attempt_at = 0 WHERE id = ? AND state = 'dead'").execute(arguments: [id])
+            }
+        } else {
+            try db.cachedStatement(sql: "UPDATE outbox SET state = 'pending', next_attempt_at = 0 WHERE state = 'dead'").execute()
+        }
+        return db.changesCount
+    }
+
+    func count(state: OutboxEntry.State) throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox WHERE state = ?"), arguments: [state.rawValue]) ?? 0
+    }
+
+    /// Pending entries per lane.
+    func laneDepths() throws -> [String: Int] {
+        var depths: [String: Int] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT lane, COUNT(*) AS n FROM outbox INDEXED BY outbox_pending WHERE state = 'pending' GROUP BY lane")) {
+            depths[row["lane"]] = row["n"]
+        }
+        return depths
+    }
+
+    static func entry(_ row: Row) -> OutboxEntry? {
+        guard let lane = LaneKey(row["lane"]), let state = OutboxEntry.State(rawValue: row["state"]) else { return nil }
+        return OutboxEntry(id: row["id"], lane: lane, sourceBackend: BackendID(row["source_backend"] as String),
+                           sourceEventID: EventID(row["source_event_id"] as String), kind: row["kind"], payload: row["payload"],
+                           state: state, attempts: row["attempts"], nextAttemptAt: row["next_attempt_at"],
+                           lastError: row["last_error"], createdAt: row["created_at"])
+    }
+
+    // MARK: pruning
+
+    /// Deletes up to `limit` done outbox entries finished before `cutoff` and up to `limit` ledger rows
+    /// received before `cutoff`, oldest first. Ledger rows as recent as the oldest pending entry are kept
+    /// (a redelivery of an event whose work is still queued must stay a duplicate). Pending and dead
+    /// entries, the id map (edits, recalls, replies and echo detection need it) and checkpoints are never
+    /// pruned. Outbox ids are AUTOINCREMENT, so a pruned id is never reused and the client ids `imb-<id>`
+    /// stay unique.
+    func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned {
+        let oldestPending = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(created_at) FROM outbox INDEXED BY outbox_pending WHERE state = 'pending'"))
+        let ledgerCutoff = min(cutoff, oldestPending ?? .max)
+        var pruned = StoreTransaction.Pruned()
+        try db.cachedStatement(sql: """
+            DELETE FROM outbox WHERE id IN (SELECT id FROM outbox INDEXED BY outbox_finished
+                                            WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?)
+            """).execute(arguments: [cutoff, limit])
+        pruned.outbox = db.changesCount
+        try db.cachedStatement(sql: """
+            DELETE FROM ledger WHERE (backend, event_id) IN (SELECT backend, event_id FROM ledger INDEXED BY ledger_received
+                                                             WHERE received_at < ? ORDER BY received_at LIMIT ?)
+            """).execute(arguments: [ledgerCutoff, limit])
+        pruned.ledger = db.changesCount
+        return pruned
+    }
+
+    // MARK: id map
+
+    /// Records that `source` on one backend and `target` on another are the same message, both ways.
+    func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef),
+                    at now: Int64) throws {
+        let sql = """
+            INSERT OR REPLACE INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
+            VALUES (?, ?, ?, ?, ?, ?, ?)
+            """
+        try db.cachedStatement(sql: sql).execute(arguments: [source.0.rawValue, source.1.rawValue, target.0.rawValue, target.1.rawValue,
+                                             target.2.description, true, now])
+        try db.cachedStatement(sql: sql).execute(arguments: [target.0.rawValue, target.1.rawValue, source.0.rawValue, source.1.rawValue,
+                                             source.2.description, false, now])
+    }
+
+    /// The message on `to` that corresponds to `message` on `from`.
+    func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {
+        try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM id_map WHERE from_backend = ? AND from_message = ? AND to_backend = ?"),
+                         arguments: [from.rawValue, message.rawValue, to.rawValue]).flatMap(Self.mapping)
+    }
+
+    /// Whether the bridge wrote `message` on `backend` (it is the target side of some mapping).
+    func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM id_map WHERE to_backend = ? AND to_message = ? AND bridge_created = 1 LIMIT 1"),
+                          arguments: [backend.rawValue, message.rawValue]) ?? false
+    }
+
+    func mappingCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM id_map WHERE bridge_created = 1")) ?? 0
+    }
+
+    static func mapping(_ row: Row) -> MessageMapping? {
+        guard let conversation = try? ConversationRef(parsing: row["to_conversation"]) else { return nil }
+        return MessageMapping(fromBackend: BackendID(row["from_backend"] as String), fromMessage: MessageID(row["from_message"] as String),
+                              toBackend: BackendID(row["to_backend"] as String), toMessage: MessageID(row["to_message"] as String),
+                              toConversation: conversation, bridgeCreated: row["bridge_created"])
+    }
+
+    // MARK: checkpoints
+
+    func checkpoint(_ name: String) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM checkpoints WHERE name = ?"), arguments: [name])
+    }
+
+    func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
+        try db.cachedStatement(sql: "INSERT OR REPLACE INTO checkpoints (name, value, updated_at) VALUES (?, ?, ?)").execute(arguments: [name, value, now])
+    }
+
+    // MARK: leases
+
+    func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool {
+        try db.cachedStatement(sql: """
+            INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
+            ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+            WHERE leases.owner = excluded.owner OR leases.expires_at <= ?
+            """).execute(arguments: [name, owner, expiresAt, now])
+        return db.changesCount == 1
+    }
+
+    func renewLeases(owner: String, until expiresAt: Int64) throws -> Int {
+        try db.cachedStatement(sql: "UPDATE leases SET expires_at = ? WHERE owner = ?").execute(arguments: [expiresAt, owner])
+        return db.changesCount
+    }
+
+    func releaseLease(_ name: String, owner: String) throws {
+        try db.cachedStatement(sql: "DELETE FROM leases WHERE name = ? AND owner = ?").execute(arguments: [name, owner])
+    }
+
+    func dropAllLeases() throws -> Int {
+        try db.cachedStatement(sql: "DELETE FROM leases").execute()
+        return db.changesCount
+    }
+
+    func leaseHolder(_ name: String, at now: Int64) throws -> String? {
+        try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM leases WHERE name = ? AND expires_at > ?"), arguments: [name, now])
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import IMCore
+
+/// The `store:` setting, parsed. A value starting with `postgres://` or `postgresql://` selects
+/// PostgreSQL: `postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE[?schema=NAME&tls=disable]`; anything
+/// else is the path of an SQLite file. The password may be left out of the URL and given in the
+/// environment variable `IMBRIDGE_STORE_PASSWORD` (the URL's wins). `redacted` never shows it.
+public struct StoreLocation: Sendable, Equatable, CustomStringConvertible {
+    public enum Kind: String, Sendable { case sqlite, postgres }
+    public static let passwordVariable = "IMBRIDGE_STORE_PASSWORD"
+
+    public var kind: Kind
+    /// SQLite: the file.
+    public var path: String = ""
+    public var host = "127.0.0.1"
+    public var port = 5432
+    public var user = ""
+    public var password: String?
+    public var database = ""
+    /// PostgreSQL schema holding the tables (default `public`; created when missing).
+    public var schema: String?
+
+    public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
+        let lower = text.lowercased()
+        guard lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") else {
+            kind = .sqlite
+            path = text
+            return
+        }
+        kind = .postgres
+        let safe = Self.redact(text)
+        guard let url = URLComponents(string: text), let host = url.host, !host.isEmpty else {
+            throw IMError(.invalidArgument, "store: expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, got '\(safe)'")
+        }
+        guard let user = url.user, !user.isEmpty else { throw IMError(.invalidArgument, "store: the URL names no user: '\(safe)'") }
+        let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
+        guard !database.isEmpty else { throw IMError(.invalidArgument, "store: the URL names no database: '\(safe)'") }
+        self.host = host
+        self.port = url.port ?? 5432
+        self.user = user.removingPercentEncoding ?? user
+        self.database = database
+        self.password = url.password.map { $0.removingPercentEncoding ?? $0 } ?? environment[Self.passwordVariable]
+        for item in url.queryItems ?? [] {
+            switch item.name {
+            case "schema":
+                guard let value = item.value, value.range(of: "^[A-Za-z_][A-Za-z0-9_]{0,62}$", options: .regularExpression) != nil else {
+                    throw IMError(.invalidArgument, "store: schema must be a plain identifier: '\(safe)'")
+                }
+                schema = value
+            case "tls", "sslmode":
+                guard item.value == "disable" else {
+                    throw IMError(.invalidArgument, "store: only \(item.name)=disable is supported (loopback or a trusted network): '\(safe)'")
+                }
+            default:
+                throw IMError(.invalidArgument, "store: unknown URL parameter '\(item.name)' in '\(safe)'")
+            }
+        }
+    }
+
+    /// Printable: the PostgreSQL password replaced by `***`.
+    public var redacted: String {
+        switch kind {
+        case .sqlite: return path
+        case .postgres:
+            var text = "postgres://\(user)\(password == nil ? "" : ":***")@\(host):\(port)/\(database)"
+            if let schema { text += "?schema=\(schema)" }
+            return text
+        }
+    }
+
+    public var description: String { redacted }
+
+    /// `text` with the password of a `scheme://user:password@` URL replaced by `***`.
+    public static func redact(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@") else { return text }
+        let userInfo = text[scheme.upperBound..<at]
+        guard let colon = userInfo.firstIndex(of: ":") else { return text }
+        return String(text[..<colon]) + ":***" + String(text[at...])
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+import Synchronization
+
+/// The PostgreSQL server the tests use: the throwaway cluster of `scripts/test-postgres.sh`.
+/// `make test` starts one and names its directory in `IMBRIDGE_TEST_POSTGRES`; a test process started
+/// without it (a bare `swift test`) starts its own on first use and stops it when the process exits.
+/// There is no skipping: when no server can be started, every PostgreSQL test fails with the reason.
+public enum TestPostgres {
+    public struct Cluster: Sendable {
+        /// The cluster's directory (for `restart`).
+        public var directory: String
+        /// `postgres://imbridge@127.0.0.1:PORT/imbridge`
+        public var url: String
+    }
+
+    public struct Unavailable: Error, CustomStringConvertible {
+        public var description: String
+    }
+
+    private static let started = Mutex<Result<Cluster, Unavailable>?>(nil)
+
+    /// The cluster, started when needed.
+    public static func cluster() throws -> Cluster {
+        try started.withLock { state -> Result<Cluster, Unavailable> in
+            if let state { return state }
+            let result = locate()
+            state = result
+            return result
+        }.get()
+    }
+
+    /// A store URL in a schema of its own (created by the store on open): tests do not see each other's rows.
+    public static func freshURL(_ label: String = "t") throws -> String {
+        let schema = "\(label)_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(16).lowercased())"
+        return try cluster().url + "?schema=\(schema)"
+    }
+
+    static var scriptPath: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("scripts/test-postgres.sh").path
+    }
+
+    private static func locate() -> Result<Cluster, Unavailable> {
+        var directory = ProcessInfo.processInfo.environment["IMBRIDGE_TEST_POSTGRES"] ?? ""
+        if directory.isEmpty {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8))").path
+            do {
+                try script("start", directory)
+            } catch {
+                return .failure(Unavailable(description: "cannot start a PostgreSQL test cluster (\(scriptPath) start): \(error)"))
+            }
+            ownedDirectory = directory
+            atexit {
+                if let directory = TestPostgres.ownedDirectory {
+                    try? TestPostgres.script("stop", directory)
+                    try? FileManager.default.removeItem(atPath: directory)
+                }
+            }
+        }
+        guard let url = try? String(contentsOfFile: directory + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+              url.hasPrefix("postgres://") else {
+            return .failure(Unavailable(description: "IMBRIDGE_TEST_POSTGRES=\(directory) holds no cluster url (scripts/test-postgres.sh start DIR)"))
+        }
+        return .success(Cluster(directory: directory, url: url))
+    }
+
+    nonisolated(unsafe) static var ownedDirectory: String?
+
+    static func script(_ command: String, _ directory: String) throws {
+        // Output to a file, not a pipe: the server the script starts inherits the descriptor, so a pipe
+        // would never reach end-of-file.
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8)).out").path
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        defer { try? log.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [scriptPath, command, directory]
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        guard process.terminationStatus == 0 else {
+            throw Unavailable(description: "test-postgres.sh \(command) exited \(process.terminationStatus): \(text)")
+        }
+    }
+}
+
+extension TestPostgres {
+    /// A cluster of the caller's own (for a test that stops and starts the server); `destroy` removes it.
+    public static func startPrivateCluster() throws -> Cluster {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8))").path
+        try script("start", directory)
+        let url = try String(contentsOfFile: directory + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        return Cluster(directory: directory, url: url)
+    }
+
+    /// Stops the server of `cluster` (immediate shutdown, like a crash), keeping its data.
+    public static func stopServer(_ cluster: Cluster) throws { try script("stop-server", cluster.directory) }
+
+    /// Starts it again on the same port.
+    public static func startServer(_ cluster: Cluster) throws { try script("start-server", cluster.directory) }
+
+    /// Stops the server and removes the cluster's directory.
+    public static func destroy(_ cluster: Cluster) {
+        try? script("stop", cluster.directory)
+        try? FileManager.default.removeItem(atPath: cluster.directory)
+    }
+}

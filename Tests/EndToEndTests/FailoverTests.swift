@@ -1,0 +1,209 @@
+import Foundation
+import IMBridgeApp
+import IMLab
+import IMVendors
+import IMCore
+import IMHTTP
+import IMTesting
+import Synchronization
+import Testing
+
+/// Nested in `CrashTests` (a `.serialized` suite): the process-level crash and failover tests run one
+/// after the other, not beside each other — on two shared cores, side by side they starve each other
+/// past their deadlines.
+extension CrashTests {
+    /// Several `imbridge run` processes on one PostgreSQL store (docs/high-availability.md).
+    ///
+    /// The sandboxes post their callbacks to one URL, so a small round-robin forwarder stands in for the
+    /// load balancer: each callback goes to the next instance; one that does not answer (killed) is passed
+    /// over, as a load balancer's health check would. RongCloud (source) redelivers a callback until it gets
+    /// a 200; WuKong (target) lets a resumed send find its earlier copy by `client_msg_no`.
+    @Suite(.serialized) struct FailoverTests {
+        static let routes = "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n"
+
+        @Test func twoInstancesOneKilledEveryMessageOnceInOrder() async throws {
+            let store = try TestPostgres.freshURL("failover")
+            let ports = [try await freePort(), try await freePort()]
+            let forwarder = RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" })
+            try await forwarder.start()
+            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                          callbackBase: forwarder.baseURL)
+            defer { Task { await lab.stop(); await forwarder.stop() } }
+            var bridges: [BridgeProcess] = []
+            for (index, port) in ports.enumerated() {
+                let path = "\(lab.directory)/bridge-\(index).yaml"
+                try (lab.configYAML(store: "\"\(store)\"", listen: "127.0.0.1:\(port)", routes: Self.routes)
+                     + "ha:\n  instance: node\(index)\n").write(toFile: path, atomically: true, encoding: .utf8)
+                bridges.append(try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge-\(index).log"))
+            }
+            defer { for bridge in bridges where bridge.process.isRunning { _ = bridge.terminate() } }
+            let http = HTTPClientWrapper(timeoutSeconds: 2)
+            for port in ports {
+                #expect(try await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
+            }
+
+            let conversations = (1...10).map { "f\($0)" }, perConversation = 200
+            let senders = try await sendAll(lab, conversations, perConversation)
+            func relayed() async throws -> [JSONValue] { try await lab.messages("wk").filter { $0["kind"] == "text" } }
+            #expect(try await eventually(120) { try await relayed().count >= 500 }, "bridge logs:\n\(bridges[0].output)\n\(bridges[1].output)")
+            let beforeKill = forwarder.counts
+            bridges[0].kill()
+            let killedAt = Date()
+            let atKill = try await relayed()
+            // Every conversation not finished at the kill moves again within the lease (8 s) + one scan (1 s),
+            // with slack for the 2 shared cores.
+            let unfinished = conversations.filter { id in atKill.filter { $0["conversation_id"]?.stringValue == id }.count < perConversation }
+            var resumed: [String: Double] = [:]
+            #expect(try await eventually(60) {
+                let now = try await relayed()
+                for id in unfinished where resumed[id] == nil {
+                    if now.filter({ $0["conversation_id"]?.stringValue == id }).count > atKill.filter({ $0["conversation_id"]?.stringValue == id }).count {
+                        resumed[id] = Date().timeIntervalSince(killedAt)
+                    }
+                }
+                return resumed.count == unfinished.count
+            }, "conversations resumed after the kill: \(resumed); callbacks per instance \(forwarder.counts); survivor log:\n\(bridges[1].output.suffix(3000))")
+            #expect((resumed.values.max() ?? 0) < 20, "takeover took \(resumed.values.max() ?? 0) s")
+
+            try await senders.value
+            let total = conversations.count * perConversation
+            #expect(try await eventually(180) { try await relayed().count >= total },
+                    "callbacks per instance \(forwarder.counts), last refusals \(forwarder.refusals); survivor log:\n\(bridges[1].output.suffix(3000))")
+            try await Task.sleep(nanoseconds: 500_000_000)
+            let records = try await relayed()
+            #expect(records.count == total, "\(records.count) copies for \(total) messages (killed at \(atKill.count))")
+            for id in conversations {
+                let texts = records.filter { $0["conversation_id"]?.stringValue == id }.compactMap { $0["text"]?.stringValue }
+                #expect(texts == (1...perConversation).map { "\(id)-\($0)" }, "conversation \(id) is not exactly once, in order")
+            }
+            #expect(beforeKill.allSatisfy { $0 > 50 }, "callbacks were spread over both instances: \(beforeKill)")
+            #expect(atKill.count < total, "the kill happened part way")
+            #expect(bridges[1].terminate() == 0, "SIGTERM ends the survivor cleanly")
+        }
+
+        /// The store's server goes away mid-stream and comes back: while it is down the bridge answers 503
+        /// (vendors redeliver), then it reconnects and relays everything exactly once, in order.
+        @Test func postgresRestartedMidStreamLosesNothing() async throws {
+            // A cluster of its own: stopping the shared one would break the tests running beside this one.
+            let cluster = try TestPostgres.startPrivateCluster()
+            defer { TestPostgres.destroy(cluster) }
+            let port = try await freePort()
+            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                          callbackBase: "http://127.0.0.1:\(port)")
+            defer { Task { await lab.stop() } }
+            let path = "\(lab.directory)/bridge.yaml"
+            try lab.configYAML(store: "\"\(cluster.url)\"", listen: "127.0.0.1:\(port)", routes: Self.routes)
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            let bridge = try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge.log")
+            defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+            let http = HTTPClientWrapper(timeoutSeconds: 2)
+            func health() async -> Int? { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status }
+            #expect(await eventually(30) { await health() == 200 })
+
+            let conversations = (1...4).map { "r\($0)" }, perConversation = 150
+            let senders = try await sendAll(lab, conversations, perConversation)
+            func relayed() async throws -> [JSONValue] { try await lab.messages("wk").filter { $0["kind"] == "text" } }
+            #expect(try await eventually(60) { try await relayed().count >= 100 }, "bridge log:\n\(bridge.output)")
+            try TestPostgres.stopServer(cluster)
+            #expect(await eventually(10) { await health() == 503 }, "healthz answers 503 while the store is down")
+            let metrics = { () async -> String in
+                String(decoding: (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/metrics")))?.body ?? [], as: UTF8.self)
+            }
+            #expect(await eventually(10) { await metrics().contains("imbridge_ingest_errors_total") },
+                    "callbacks were refused (503) while the store was down")
+            let duringOutage = try await relayed().count
+            try await Task.sleep(nanoseconds: 2_000_000_000)
+            #expect(try await relayed().count <= duringOutage + 5, "nothing is relayed without the store (at most the sends in hand)")
+            try TestPostgres.startServer(cluster)
+            #expect(await eventually(30) { await health() == 200 }, "the bridge reconnects")
+
+            try await senders.value
+            let total = conversations.count * perConversation
+            #expect(try await eventually(120) { try await relayed().count >= total }, "bridge log:\n\(bridge.output)")
+            try await Task.sleep(nanoseconds: 500_000_000)
+            let records = try await relayed()
+            #expect(records.count == total, "\(records.count) copies for \(total) messages")
+            for id in conversations {
+                let texts = records.filter { $0["conversation_id"]?.stringValue == id }.compactMap { $0["text"]?.stringValue }
+                #expect(texts == (1...perConversation).map { "\(id)-\($0)" }, "conversation \(id) is not exactly once, in order")
+            }
+            #expect(bridge.terminate() == 0)
+        }
+
+        /// Users sending in every conversation at once, each conversation in order.
+        func sendAll(_ lab: BridgeLab, _ conversations: [String], _ perConversation: Int) async throws -> Task<Void, any Error> {
+            let rc = try await lab.userBackend("rc", registry: ContentRegistry())
+            return Task {
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for id in conversations {
+                        group.addTask {
+                            for n in 1...perConversation {
+                                _ = try await rc.send(OutgoingMessage(conversation: .group(GroupID(id)), sender: UserID("u_\(id)"),
+                                                                      content: .text("\(id)-\(n)")))
+                            }
+                        }
+                    }
+                    try await group.waitForAll()
+                }
+            }
+        }
+    }
+}
+
+/// The load balancer in front of the instances: callback N goes to instance N mod count; an instance
+/// that does not answer within 1 s is passed over (the next one gets the callback) and left out for 3 s,
+/// as a load balancer's health check would. (AsyncHTTPClient keeps retrying a refused connection until
+/// the request's deadline, so without this a dead instance would hold each callback up for the whole
+/// timeout.)
+final class RoundRobinForwarder: Sendable {
+    let targets: [String]
+    private let next = Mutex(0)
+    private let delivered: Mutex<[Int]>
+    private let refused = Mutex<[String]>([])
+    private let downUntil: Mutex<[Date]>
+    /// The last few non-2xx answers (status and body), for a failure message.
+    var refusals: [String] { refused.withLock { $0 } }
+    private let server: HTTPServer
+
+    init(targets: [String]) {
+        self.targets = targets
+        delivered = Mutex(Array(repeating: 0, count: targets.count))
+        downUntil = Mutex(Array(repeating: .distantPast, count: targets.count))
+        let box = Box()
+        server = HTTPServer(host: "127.0.0.1", port: 0) { request in await box.forwarder?.forward(request) ?? .text("", status: 503) }
+        box.forwarder = self
+    }
+
+    final class Box: @unchecked Sendable { weak var forwarder: RoundRobinForwarder? }
+
+    func start() async throws { try await server.start() }
+    func stop() async { await server.stop() }
+    var baseURL: String { server.baseURL }
+    /// Callbacks each instance answered.
+    var counts: [Int] { delivered.withLock { $0 } }
+
+    func forward(_ request: HTTPRequestData) async -> HTTPResponseData {
+        let first = next.withLock { value -> Int in
+            defer { value += 1 }
+            return value
+        }
+        let client = HTTPClientWrapper(timeoutSeconds: 1)
+        let headers = request.headers.filter { !["host", "content-length", "connection"].contains($0.name.lowercased()) }
+        let query = request.rawQuery.map { "?\($0)" } ?? ""
+        let down = downUntil.withLock { $0 }
+        let order = (0..<targets.count).map { (first + $0) % targets.count }
+        for index in order.filter({ down[$0] < Date() }) + order.filter({ down[$0] >= Date() }) {
+            if let response = try? await client.send(OutboundRequest(method: request.method, url: targets[index] + request.path + query,
+                                                                     headers: headers, body: request.body)) {
+                delivered.withLock { $0[index] += 1 }
+                if !(200..<300).contains(response.status) {
+                    let line = "\(index): \(response.status) \(String(decoding: response.body.prefix(300), as: UTF8.self))"
+                    refused.withLock { $0 = Array(($0 + [line]).suffix(5)) }
+                }
+                return response
+            }
+            downUntil.withLock { $0[index] = Date().addingTimeInterval(3) }
+        }
+        return .text("no instance answered", status: 502)
+    }
+}
