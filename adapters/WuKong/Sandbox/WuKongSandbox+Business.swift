@@ -15,6 +15,7 @@ extension WuKongSandbox {
         guard let token = request.header("token"), let uid = state.withLock({ $0.tokenOwners[token] }) else {
             return .json(["msg": "请先登录！"], status: 401)
         }
+        guard Self.serves(request.method, path) else { return Self.notFound() }
         do {
             switch (request.method, path) {
             case ("POST", "/v1/message/extra/sync"): return try extraSync(request, uid: uid)
@@ -24,7 +25,7 @@ extension WuKongSandbox {
             case ("POST", "/v1/message/extra"): return try updateExtra(request, uid: uid)
             case ("POST", "/v1/reactions"): return try react(request, uid: uid)
             case ("POST", "/v1/reaction/sync"): return try reactionSync(request, uid: uid)
-            default: return .json(["msg": "404 page not found"], status: 404)
+            default: return Self.notFound()
             }
         } catch SandboxRefusal.badRequest(let message) {
             return Self.failure(message)

@@ -6,6 +6,7 @@ import WuKong
 /// WuKongIM's own routes (users, channels, messages, history, conversations).
 extension WuKongSandbox {
     func handleIM(_ request: HTTPRequestData, path: String) -> HTTPResponseData {
+        guard Self.serves(request.method, path) else { return Self.notFound() }
         do {
             switch (request.method, path) {
             case ("GET", "/health"): return .json(["status": "ok"])
@@ -20,7 +21,7 @@ extension WuKongSandbox {
             case ("POST", "/messages"): return try lookup(request)
             case ("POST", "/conversation/sync"): return try conversationSync(request)
             case ("POST", "/conversations/clearUnread"): return try clearUnread(request)
-            default: return .json(["msg": "404 page not found"], status: 404)
+            default: return Self.notFound()
             }
         } catch SandboxRefusal.badRequest(let message) {
             return Self.failure(message)

@@ -131,6 +131,26 @@ public final class WuKongSandbox: SandboxVendor {
         }
     }
 
+    /// Every route the sandbox serves, as `"METHOD /path"` (after `normalizedPath`, so a trailing `/` is
+    /// ignored). `handleIM` / `handleBusiness` answer 404 `{"msg":"404 page not found"}` for anything not
+    /// listed here. docs/adapters/wukong.md §5.1 tabulates it; `SandboxEndpointTableTests` checks both.
+    public static let servedRoutes: [String] = [
+        // WuKongIM v2.2.5
+        "GET /health", "POST /user/token",
+        "POST /channel", "POST /channel/info", "POST /channel/delete",
+        "POST /channel/subscriber_add", "POST /channel/subscriber_remove",
+        "POST /message/send", "POST /message/sendbatch",
+        "POST /channel/messagesync", "POST /messages",
+        "POST /conversation/sync", "POST /conversations/clearUnread",
+        // business server (`token` header = a token registered with `/user/token`)
+        "POST /v1/message/extra/sync", "POST /v1/message/revoke", "POST /v1/message/edit", "POST /v1/message/readed",
+        "POST /v1/message/extra", "POST /v1/reactions", "POST /v1/reaction/sync",
+    ]
+
+    static func serves(_ method: String, _ path: String) -> Bool { servedRoutes.contains("\(method) \(path)") }
+
+    static func notFound() -> HTTPResponseData { .json(["msg": "404 page not found"], status: 404) }
+
     // MARK: SandboxVendor
 
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
