@@ -7,6 +7,7 @@ public struct WireContent: Sendable, Equatable {
     public var type: String
     public var body: [String: JSONValue]
 
+    @inlinable
     public init(type: String, body: [String: JSONValue]) {
         self.type = type
         self.body = body
@@ -22,6 +23,7 @@ public struct CodedContent: Sendable, Equatable {
     public var reply: ReplyRef?
     public var vendorExtras: [String: JSONValue]
 
+    @inlinable
     public init(_ content: MessageContent, mentions: Mentions = Mentions(), reply: ReplyRef? = nil,
                 vendorExtras: [String: JSONValue] = [:]) {
         self.content = content
