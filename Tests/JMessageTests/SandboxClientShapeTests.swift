@@ -36,14 +36,8 @@ import Testing
     /// docs/adapters/jmessage.md §5 against the sandbox: the "served" rows are `servedRoutes` and answer
     /// something other than "no such API"; the "not served" rows answer 404 with it.
     @Test func routeTableMatchesTheSandbox() async throws {
-        let doc = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/adapters/jmessage.md"), encoding: .utf8)
-        var served: [String] = [], notServed: [String] = []
-        for line in doc.split(separator: "\n") where line.hasPrefix("| `GET /") || line.hasPrefix("| `POST /") || line.hasPrefix("| `PUT /") || line.hasPrefix("| `DELETE /") {
-            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            let route = cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
-            if cells[1] == "served" { served.append(route) } else if cells[1] == "not served" { notServed.append(route) }
-        }
+        let rows = try EndpointTable.rows(vendor: "jmessage").filter { !$0.endpoint.hasPrefix("/") }
+        let served = rows.filter(\.served).map(\.endpoint), notServed = rows.filter { !$0.served }.map(\.endpoint)
         #expect(Set(served) == Set(JMessageSandbox.servedRoutes) && served.count == JMessageSandbox.servedRoutes.count)
         #expect(!notServed.isEmpty)
         let sandbox = try await SandboxHarness.start()

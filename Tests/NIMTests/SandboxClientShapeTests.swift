@@ -155,16 +155,8 @@ import Testing
     /// docs/adapters/nim.md §4's endpoint table against what the sandbox serves: every "served" row is
     /// `servedPaths` and answers something other than "no such api"; every "not served" row answers 404.
     @Test func endpointTableMatchesTheSandbox() async throws {
-        let doc = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("docs/adapters/nim.md"), encoding: .utf8)
-        var served: [String] = [], notServed: [String] = []
-        for line in doc.split(separator: "\n") where line.hasPrefix("| `/") {
-            let cells = line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
-            guard cells.count >= 2 else { continue }
-            let path = cells[0].trimmingCharacters(in: CharacterSet(charactersIn: "`"))
-            guard path.hasSuffix(".action") else { continue }
-            if cells[1] == "served" { served.append(path) } else if cells[1] == "not served" { notServed.append(path) }
-        }
+        let rows = try EndpointTable.rows(vendor: "nim").filter { $0.endpoint.hasPrefix("/") && $0.endpoint.hasSuffix(".action") }
+        let served = rows.filter(\.served).map(\.endpoint), notServed = rows.filter { !$0.served }.map(\.endpoint)
         #expect(Set(served) == Set(NIMSandbox.servedPaths) && served.count == NIMSandbox.servedPaths.count)
         #expect(!notServed.isEmpty)
         try await NIMSandboxHelpers.with(callbacks: false) { sandbox in

@@ -211,13 +211,7 @@ import SandboxTestSupport
 
     /// docs/adapters/rongcloud.md §6's table, parsed: rows `| `/path` | served |` or `| `/path` | not served |`.
     static func documentedEndpoints() throws -> [(path: String, served: Bool)] {
-        let doc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("docs/adapters/rongcloud.md")
-        let text = try String(contentsOf: doc, encoding: .utf8)
-        return text.split(separator: "\n").compactMap { line in
-            guard let match = line.wholeMatch(of: /\|\s*`(\/[^`]+)`\s*\|\s*(served|not served)\s*\|.*/) else { return nil }
-            return (String(match.1), match.2 == "served")
-        }
+        try EndpointTable.rows(vendor: "rongcloud").filter { $0.endpoint.hasPrefix("/") }.map { ($0.endpoint, $0.served) }
     }
 
     @Test func endpointTableMatchesWhatTheSandboxServes() async throws {

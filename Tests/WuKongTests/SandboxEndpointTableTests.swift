@@ -8,13 +8,7 @@ import WuKongSandbox
 @Suite struct WuKongSandboxEndpointTableTests {
     /// The table's rows `| `METHOD /path` | served |` or `| `METHOD /path` | not served |`.
     static func documentedEndpoints() throws -> [(route: String, served: Bool)] {
-        let doc = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("docs/adapters/wukong.md")
-        let text = try String(contentsOf: doc, encoding: .utf8)
-        return text.split(separator: "\n").compactMap { line in
-            guard let match = line.wholeMatch(of: /\|\s*`((?:GET|POST|PUT|DELETE) \/[^`]*)`\s*\|\s*(served|not served)\s*\|.*/) else { return nil }
-            return (String(match.1), match.2 == "served")
-        }
+        try EndpointTable.rows(vendor: "wukong").filter { !$0.endpoint.hasPrefix("/") }.map { ($0.endpoint, $0.served) }
     }
 
     /// `{name}` segments filled in with `1`.
