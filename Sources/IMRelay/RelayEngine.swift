@@ -356,16 +356,14 @@ public actor RelayEngine {
             let claimNext = await !isStopping
             let owner = lease.owner
             do {
-                let next = try await store.groupedTransaction { tx -> OutboxEntry? in
-                    if let created, case .send(_, let source, _) = payload.action {
-                        try tx.map(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
-                                   target: (entry.lane.backend, created.id, created.conversation), at: now)
-                    }
-                    try tx.complete(entry.id, at: now)
-                    // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
-                    let next = claimNext ? try tx.claimHead(of: entry.lane, dueBy: now, leaseOwner: owner) : nil
-                    if next == nil { try tx.releaseLease(entry.lane.leaseName, owner: owner) }
-                    return next
+                var mapping: StoreTransaction.Mapping?
+                if let created, case .send(_, let source, _) = payload.action {
+                    mapping = .init(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
+                                    target: (entry.lane.backend, created.id, created.conversation))
+                }
+                // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
+                let next = try await store.groupedTransaction { [mapping] tx -> OutboxEntry? in
+                    try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: owner)
                 }
                 return (next, now)
             } catch {
