@@ -1,0 +1,21 @@
+import ArgumentParser
+import Foundation
+import IMCore
+
+/// How `check` and `run` report a configuration they refuse: every problem on its own line on standard
+/// error (`FILE:LINE: key: reason`), then exit status 1 — no usage text, which would only hide the
+/// problems. Messages come from `ConfigCheck`, which never quotes a secret.
+enum ConfigFailure {
+    static func report(_ error: any Error, config: String) -> ExitCode {
+        let lines: [String]
+        if let error = error as? IMError {
+            lines = error.message.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+        } else {
+            lines = ["\(config): \(error)"]
+        }
+        var text = "imbridge: \(config): \(lines.count == 1 ? "1 problem" : "\(lines.count) problems")\n"
+        for line in lines { text += "  \(line)\n" }
+        FileHandle.standardError.write(Data(text.utf8))
+        return ExitCode.failure
+    }
+}
