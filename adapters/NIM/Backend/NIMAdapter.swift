@@ -51,7 +51,7 @@ public enum NIMAdapter {
     /// `freshnessLimitMs` (`AdapterContext.freshnessLimitMs`: half the ledger's retention) is the
     /// default of `callback_max_skew_ms` and its maximum: a message copy is refused once its `CurTime`
     /// is further from now than that, so a captured copy replayed after the ledger forgot its msgid
-    /// cannot relay again (docs/adapters/nim.md §5). Nil (the ledger keeps everything): no default.
+    /// cannot relay again (docs/adapters/nim.md §2 and §3). Nil (the ledger keeps everything): no default.
     public static func makeBackend(_ settings: AdapterSettings, registry: ContentRegistry = ContentRegistry(),
                                    clock: any IMClock = SystemClock(),
                                    mapping: VendorTable = MappingSet.shipped.table("nim"),
