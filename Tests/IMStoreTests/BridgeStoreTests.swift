@@ -33,6 +33,25 @@ import Testing
         #expect(try store.read { try $0.count(state: .pending) } == 0)
     }
 
+    /// `/healthz` reads the oldest pending entry per target backend; done entries do not count.
+    @Test(arguments: StoreKind.allCases) func oldestPendingPerTarget(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        #expect(try store.read { try $0.oldestPendingByTarget() }.isEmpty)
+        let ids = try store.transaction { tx in
+            try [("rc", 50), ("rc", 70), ("yx", 60), ("wk", 10)].enumerated().map { index, item in
+                try tx.enqueue(lane: lane("g\(index)", BackendID(item.0)), sourceBackend: "jm", sourceEventID: EventID("e\(index)"),
+                               kind: "send", payload: Data(), at: Int64(item.1))
+            }
+        }
+        try store.transaction { tx in
+            try tx.claim(ids[0])
+            try tx.complete(ids[0], at: 80)
+            try tx.claim(ids[3])
+            try tx.complete(ids[3], at: 80)
+        }
+        #expect(try store.read { try $0.oldestPendingByTarget() } == ["rc": 70, "yx": 60])
+    }
+
     @Test(arguments: StoreKind.allCases) func lanesAreFIFOAndAWaitingHeadHoldsOnlyItsLane(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
