@@ -18,6 +18,42 @@ import Testing
         #expect(try reopened.schemaVersion() == 4)
     }
 
+    /// `finish` is `map` + `complete` + fenced `claimHead` + `releaseLease` at once (one statement on
+    /// PostgreSQL): the next head claimed with its attempt counted, the lease kept while the lane goes on,
+    /// released when it runs dry, and nothing claimed for an owner whose lease is gone.
+    @Test(arguments: StoreKind.allCases) func finishCompletesMapsAndClaimsTheNextHead(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        let a = lane("a")
+        let ids = try store.transaction { tx in
+            try (0..<3).map { try tx.enqueue(lane: a, sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
+        }
+        let first = try #require(try store.transaction { tx -> OutboxEntry? in
+            #expect(try tx.acquireLease(a.leaseName, owner: "me", until: 1000, now: 1))
+            return try tx.claimHead(of: a, dueBy: 1, leaseOwner: "me")
+        })
+        #expect(first.id == ids[0])
+        let mapping = StoreTransaction.Mapping(source: ("wk", "m0", .group("a")), target: ("rc", "r0", .group("a")))
+        let second = try store.transaction { try $0.finish(first.id, lane: a, at: 5, mapping: mapping, claimNext: true, leaseOwner: "me") }
+        #expect(second?.id == ids[1] && second?.attempts == 0, "the next head, claimed; its attempts as before this claim")
+        #expect(try store.read { try $0.mapped("m0", from: "wk", to: "rc") }?.toMessage == "r0")
+        #expect(try store.read { try $0.isBridgeCreated("r0", on: "rc") })
+        #expect(try store.read { try $0.mapped("r0", from: "rc", to: "wk") }?.toMessage == "m0", "both directions")
+        #expect(try store.read { try $0.count(state: .done) } == 1)
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 5) } == "me", "the lane goes on: the lease stays")
+        #expect(try store.read { try $0.head(of: a) }?.attempts == 1, "the claim was counted")
+
+        // Not asked to go on (stopping): nothing claimed, the lease released.
+        #expect(try store.transaction { try $0.finish(ids[1], lane: a, at: 6, mapping: nil, claimNext: false, leaseOwner: "me") } == nil)
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 6) } == nil)
+        #expect(try store.read { try $0.head(of: a) }?.id == ids[2])
+
+        // Another owner holds the lease: the head is not claimed by us, and their lease stays.
+        #expect(try store.transaction { try $0.acquireLease(a.leaseName, owner: "other", until: 1000, now: 7) })
+        #expect(try store.transaction { try $0.finish(ids[1], lane: a, at: 7, mapping: nil, claimNext: true, leaseOwner: "me") } == nil)
+        #expect(try store.read { try $0.head(of: a) }?.attempts == 0, "fenced: no attempt counted")
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 7) } == "other")
+    }
+
     @Test(arguments: StoreKind.allCases) func aFailedTransactionLeavesNothing(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
