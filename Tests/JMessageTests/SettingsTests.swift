@@ -27,7 +27,7 @@ import Testing
     @Test func theSchemaListsEveryKey() {
         #expect(descriptor.name == "jmessage" && descriptor.mappingFile == "jmessage.yaml")
         #expect(Set(descriptor.settings.map(\.key)) == ["app_key", "master_secret", "admin", "admin_password", "api_url", "report_url",
-                                                         "poll_interval_ms", "poll_overlap_ms", "routing_push"])
+                                                         "poll_interval_ms", "poll_overlap_ms", "routing_push", "timeout_seconds"])
         #expect(descriptor.settings.filter(\.required).map(\.key).sorted() == ["admin", "app_key", "master_secret"])
         #expect(descriptor.settings.filter(\.isSecret).map(\.key).sorted() == ["admin_password", "master_secret"])
     }
