@@ -71,3 +71,20 @@ import Testing
         #expect(error?.code == .invalidArgument && error?.details["setting"] == key, "\(String(describing: error))")
     }
 }
+
+extension JMessageSettingsTests {
+    /// A poll's overlap re-reads reports; it must stay within what the ledger still remembers.
+    @Test func thePollOverlapMustFitTheLedgerRetention() async throws {
+        let context = AdapterContext(mapping: MappingSet.shipped.table("jmessage"), validateOnly: true, ledgerRetentionMs: 2 * 3_600_000)
+        var values = minimal
+        values["poll_overlap_ms"] = String(3_600_000)
+        _ = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
+        values["poll_overlap_ms"] = String(3_600_001)
+        do {
+            _ = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
+            Issue.record("an overlap longer than half the retention was accepted")
+        } catch let error as IMError {
+            #expect(error.details["setting"] == "poll_overlap_ms" && error.message.contains("half of retention_hours"))
+        }
+    }
+}
