@@ -9,7 +9,13 @@ enum ConfigFailure {
     static func report(_ error: any Error, config: String) -> ExitCode {
         let lines: [String]
         if let error = error as? IMError {
+            // In file order, as a linter lists them (a problem without a line keeps its place at the end).
+            func line(_ text: String) -> Int {
+                guard text.hasPrefix(config + ":") else { return .max }
+                return Int(text.dropFirst(config.count + 1).prefix { $0.isNumber }) ?? .max
+            }
             lines = error.message.split(separator: "\n", omittingEmptySubsequences: true).map(String.init)
+                .enumerated().sorted { (line($0.element), $0.offset) < (line($1.element), $1.offset) }.map(\.element)
         } else {
             lines = ["\(config): \(error)"]
         }
