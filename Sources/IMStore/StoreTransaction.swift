@@ -81,9 +81,18 @@ protocol StoreOperations {
     func dropAllLeases() throws -> Int
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 leaseOwner: String) throws -> OutboxEntry?
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> StoreTransaction.EventRecord
 }
 
 extension StoreOperations {
+    /// `StoreTransaction.recordEvent(_:_:kind:at:echoOf:)` as the two operations it stands for.
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> StoreTransaction.EventRecord {
+        guard try recordEvent(backend, eventID, kind: kind, at: now) else { return .duplicate }
+        return try isBridgeCreated(message, on: backend) ? .echo : .new
+    }
+
     /// `StoreTransaction.finish` as the separate operations it stands for (SQLite: each is a call into
     /// the library, no round trip to save).
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
@@ -107,6 +116,23 @@ public struct StoreTransaction {
     /// Records an inbound event; false when (backend, eventID) was already recorded.
     public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
         try ops.recordEvent(backend, eventID, kind: kind, at: now)
+    }
+
+    /// What recording an inbound message found.
+    public enum EventRecord: Sendable, Equatable {
+        /// (backend, eventID) was recorded before: a redelivery.
+        case duplicate
+        /// Recorded now; `message` is one the bridge wrote on that backend (`isBridgeCreated`).
+        case echo
+        /// Recorded now, and not the bridge's own.
+        case new
+    }
+
+    /// `recordEvent`, and for a new event whether `message` is the bridge's own copy on `backend`: the
+    /// two checks of every inbound message at once (one statement on PostgreSQL).
+    public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> EventRecord {
+        try ops.recordEvent(backend, eventID, kind: kind, at: now, echoOf: message)
     }
 
     public func ledgerCount() throws -> Int { try ops.ledgerCount() }

@@ -54,6 +54,20 @@ import Testing
         #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 7) } == "other")
     }
 
+    /// Recording an inbound message tells a redelivery, the bridge's own copy (through the id map) and a new one apart.
+    @Test(arguments: StoreKind.allCases) func recordingAMessageFindsRedeliveriesAndEchoes(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        try store.transaction { try $0.map(source: ("wk", "w1", .group("g")), target: ("rc", "r1", .group("g")), at: 1) }
+        #expect(try store.transaction { try $0.recordEvent("rc", "msg:r1", kind: "message", at: 2, echoOf: "r1") } == .echo)
+        #expect(try store.transaction { try $0.recordEvent("rc", "msg:r1", kind: "message", at: 3, echoOf: "r1") } == .duplicate)
+        #expect(try store.transaction { try $0.recordEvent("rc", "msg:r2", kind: "message", at: 4, echoOf: "r2") } == .new)
+        #expect(try store.transaction { try $0.recordEvent("wk", "msg:w1", kind: "message", at: 5, echoOf: "w1") } == .new,
+                "the source side of a mapping is not the bridge's")
+        #expect(try store.transaction { try $0.recordEvent("wk", "msg:r1", kind: "message", at: 6, echoOf: "r1") } == .new,
+                "the copy is the bridge's on its own backend only")
+        #expect(try store.read { try $0.ledgerCount() } == 4)
+    }
+
     @Test(arguments: StoreKind.allCases) func aFailedTransactionLeavesNothing(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
