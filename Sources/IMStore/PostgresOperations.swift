@@ -176,6 +176,15 @@ struct PostgresOperations: StoreOperations {
         return depths
     }
 
+    func oldestPendingByTarget() throws -> [String: Int64] {
+        var oldest: [String: Int64] = [:]
+        for row in try rows("SELECT target_backend, MIN(created_at) FROM outbox WHERE state = 'pending' GROUP BY target_backend") {
+            let (target, created) = try row.decode((String, Int64).self)
+            oldest[target] = created
+        }
+        return oldest
+    }
+
     static func entry(_ row: PostgresRow) -> OutboxEntry? {
         guard let (id, laneText, source, event, kind, payload, stateText, attempts, next, lastError, created) =
                 try? row.decode((Int64, String, String, String, String, Data, String, Int64, Int64, String?, Int64).self),

@@ -66,6 +66,7 @@ protocol StoreOperations {
     func retryDeadLetters(ids: [Int64]?) throws -> Int
     func count(state: OutboxEntry.State) throws -> Int
     func laneDepths() throws -> [String: Int]
+    func oldestPendingByTarget() throws -> [String: Int64]
     func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned
     func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws
     func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping?
@@ -209,6 +210,12 @@ public struct StoreTransaction {
 
     /// Pending entries per lane.
     public func laneDepths() throws -> [String: Int] { try ops.laneDepths() }
+
+    /// The `created_at` of the oldest pending outbox entry for each target backend that has any
+    /// (`/healthz` shows its age).
+    public func oldestPendingByTarget() throws -> [BackendID: Int64] {
+        Dictionary(uniqueKeysWithValues: try ops.oldestPendingByTarget().map { (BackendID($0.key), $0.value) })
+    }
 
     // MARK: pruning
 

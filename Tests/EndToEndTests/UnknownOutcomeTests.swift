@@ -85,7 +85,10 @@ import Testing
         try await send("stall", 11...15)
 
         // 3. The store refuses to write the id map of sends the target has accepted, then recovers.
-        let database = try DatabaseQueue(path: storePath)
+        // The running bridge writes the same file: wait for its write lock as the bridge's store does.
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        let database = try DatabaseQueue(path: storePath, configuration: configuration)
         try await database.write { db in
             try db.execute(sql: "CREATE TRIGGER full_disk BEFORE INSERT ON id_map BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
         }

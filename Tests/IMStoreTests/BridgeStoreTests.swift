@@ -83,6 +83,25 @@ import Testing
         #expect(try store.read { try $0.count(state: .pending) } == 0)
     }
 
+    /// `/healthz` reads the oldest pending entry per target backend; done entries do not count.
+    @Test(arguments: StoreKind.allCases) func oldestPendingPerTarget(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        #expect(try store.read { try $0.oldestPendingByTarget() }.isEmpty)
+        let ids = try store.transaction { tx in
+            try [("rc", 50), ("rc", 70), ("yx", 60), ("wk", 10)].enumerated().map { index, item in
+                try tx.enqueue(lane: lane("g\(index)", BackendID(item.0)), sourceBackend: "jm", sourceEventID: EventID("e\(index)"),
+                               kind: "send", payload: Data(), at: Int64(item.1))
+            }
+        }
+        try store.transaction { tx in
+            try tx.claim(ids[0])
+            try tx.complete(ids[0], at: 80)
+            try tx.claim(ids[3])
+            try tx.complete(ids[3], at: 80)
+        }
+        #expect(try store.read { try $0.oldestPendingByTarget() } == ["rc": 70, "yx": 60])
+    }
+
     @Test(arguments: StoreKind.allCases) func lanesAreFIFOAndAWaitingHeadHoldsOnlyItsLane(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
@@ -158,5 +177,41 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func anUnopenableStoreIsAClearError(_ kind: StoreKind) {
         #expect { try BridgeStore(path: kind.unopenable) } throws: { ($0 as? IMError)?.code == .unavailable }
+    }
+}
+
+/// The store holds message contents: created 0600 with its sidecars, and an existing wider file is
+/// tightened (README, "The store").
+@Suite struct StorePermissionTests {
+    func mode(_ path: String) -> mode_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_mode & 0o777 : nil
+    }
+
+    @Test func aNewStoreAndItsSidecarsAreOwnerOnly() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-perm-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let path = directory + "/bridge.sqlite"
+        let store = try BridgeStore(path: path)
+        try store.transaction { _ = try $0.recordEvent("rc", "e1", kind: "message", at: 1) }
+        #expect(mode(path) == 0o600)
+        #expect(mode(path + "-wal") == 0o600, "the WAL file exists while the store is open and follows the store's mode")
+        #expect(mode(path + "-shm") == 0o600)
+    }
+
+    @Test func anExistingWorldReadableStoreIsTightened() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-perm-\(UUID().uuidString).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        do {
+            let store = try BridgeStore(path: path)
+            try store.transaction { _ = try $0.recordEvent("rc", "e1", kind: "message", at: 1) }
+        }
+        #expect(chmod(path, 0o644) == 0 && mode(path) == 0o644)
+        let reopened = try BridgeStore(path: path)
+        #expect(try reopened.read { try $0.ledgerCount() } == 1)
+        #expect(mode(path) == 0o600)
     }
 }
