@@ -33,6 +33,8 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -57,7 +59,10 @@ let package = Package(
             "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit"]),
+        .target(name: "IMRelay", dependencies: [
+            "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit",
+            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+        ]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [
             "IMAdapterKit", "IMSandbox",

@@ -60,7 +60,8 @@ public final class BridgeListener: Sendable {
             case ("GET", "/healthz"):
                 return health()
             case ("GET", "/metrics"):
-                var response = HTTPResponseData.text(engine.metrics.prometheusText())
+                // The outbox gauges are read from the store now, then the registry renders.
+                var response = HTTPResponseData.text(engine.metrics.scrape(store: engine.store, now: engine.clock.nowMs()))
                 response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
                 return response
             default:

@@ -102,8 +102,8 @@ extension RelayEngine {
         for fallback in recorded.fallbacks {
             metrics.increment("imbridge_fallbacks_total", ["feature": fallback.feature, "policy": fallback.policy.rawValue])
         }
-        if result.duplicates > 0 { metrics.increment("imbridge_duplicates_total", by: Double(result.duplicates)) }
-        if result.echoes > 0 { metrics.increment("imbridge_echoes_total", by: Double(result.echoes)) }
+        if result.duplicates > 0 { metrics.increment("imbridge_duplicates_total", by: result.duplicates) }
+        if result.echoes > 0 { metrics.increment("imbridge_echoes_total", by: result.echoes) }
         if result.queued > 0 {
             wakes.withLock { $0.touched.formUnion(recorded.lanes) }
             doorbell.yield()

@@ -28,8 +28,8 @@ extension RelayEngine {
             total.ledger += pruned.ledger
             if pruned.outbox < Self.pruneBatch && pruned.ledger < Self.pruneBatch { break }
         }
-        if total.outbox > 0 { metrics.increment("imbridge_pruned_total", ["table": "outbox"], by: Double(total.outbox)) }
-        if total.ledger > 0 { metrics.increment("imbridge_pruned_total", ["table": "ledger"], by: Double(total.ledger)) }
+        if total.outbox > 0 { metrics.increment("imbridge_pruned_total", ["table": "outbox"], by: total.outbox) }
+        if total.ledger > 0 { metrics.increment("imbridge_pruned_total", ["table": "ledger"], by: total.ledger) }
         return total
     }
 

@@ -47,7 +47,6 @@ public actor RelayEngine {
     private var scheduler: Task<Void, Never>?
     private var pruner: Task<Void, Never>?
     private var stopping = false
-    private var lastDepthGaugeMs: Int64 = .min / 2
     /// The one delivery path per target (shared with migration).
     nonisolated let deliveries: [BackendID: Delivery]
     public nonisolated let customFallbacks: CustomTypeFallbacks?
@@ -75,6 +74,10 @@ public actor RelayEngine {
         self.routes = RouteTable(routes)
         self.clock = clock
         self.metrics = metrics
+        // The outbox gauges are read from the store at scrape time (`RelayMetrics.scrape`).
+        let targets = routes.flatMap { $0.direction == .both ? [$0.to.backend, $0.from.backend] : [$0.to.backend] }
+        let configured = Set(backends.map(\.id))
+        metrics.prepare(backends: backends.map(\.id), targets: Set(targets).filter(configured.contains).sorted { $0.rawValue < $1.rawValue })
         self.health = HealthBoard(backends: backends.map(\.id))
         self.retry = retry
         self.maxConcurrentLanes = maxConcurrentLanes
@@ -179,11 +182,6 @@ public actor RelayEngine {
             if wakes.scan || now >= scanDueAt {
                 let due = (try? store.read { [lease] in try $0.dueLanes(at: now, leaseOwner: lease.owner) }) ?? []
                 for entry in due { startLane(entry.lane) }
-                // The depth gauge scans every pending entry: refresh it at most once a second.
-                if now - lastDepthGaugeMs >= 1000, let depths = try? store.read({ try $0.laneDepths() }) {
-                    metrics.setGauge("imbridge_lane_depth", depths.mapValues(Double.init), label: "lane")
-                    lastDepthGaugeMs = now
-                }
                 // Only heads waiting for a later time set the timer: a due head is running (its lane
                 // finishing causes a scan) or waits for a free lane slot (a finishing lane frees one).
                 let next = (try? store.read { try $0.nextWakeUp(after: clock.nowMs()) }) ?? nil

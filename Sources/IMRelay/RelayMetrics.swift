@@ -1,84 +1,281 @@
+import CoreMetrics
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMMapping
+import IMStore
+import Prometheus
 import Synchronization
 
-/// The bridge's counters, gauges and the relay latency histogram, rendered as Prometheus text at
-/// `/metrics`. Names: `imbridge_events_in_total{backend,kind}`, `imbridge_duplicates_total{backend}`,
-/// `imbridge_echoes_total{backend}`, `imbridge_relayed_total{target,action}`, `imbridge_retries_total{target}`,
-/// `imbridge_dead_letters_total{target}`, `imbridge_store_errors_total{operation}`, `imbridge_fallbacks_total{feature,policy}`,
-/// `imbridge_lane_depth{lane}`, `imbridge_relay_latency_seconds` (source event time → target accept).
+/// The bridge's metrics, served at `/metrics` in the Prometheus text format (docs/architecture.md,
+/// "Metrics"). The one facade the engine and tests use: `increment`, `observeLatency`, `value`, `total`,
+/// and `scrape`, which reads the store gauges before it renders.
+///
+/// Counters and the latency histogram are swift-metrics instruments (`CoreMetrics.Counter`, `Timer`)
+/// made by `RelayMetricsFactory` into a swift-prometheus `PrometheusCollectorRegistry` that this object
+/// owns; the registry renders the text (label escaping, histogram series). Why a registry per bridge and
+/// not `MetricsSystem.bootstrap`: the global bootstrap can run once per process, and tests (and the lab)
+/// build several bridges in one process, each of which must count on its own; with the factory passed
+/// explicitly, two engines never share a series.
+///
+/// Every family is declared in `families` with its type and help text: the factory gives each series
+/// its family's `# HELP` line, and a family missing there is rendered without one (a test fails on it).
+/// Series that are known up front (per configured backend, per route target) exist from `prepare` on,
+/// at zero. No label carries a conversation: the outbox is described per target backend.
 public final class RelayMetrics: Sendable {
-    struct State {
-        var counters: [String: [String: Double]] = [:]
-        var gauges: [String: [String: Double]] = [:]
-        var latencyBuckets = [Int](repeating: 0, count: RelayMetrics.bounds.count)
-        var latencyCount = 0
-        var latencySum = 0.0
+    public enum Kind: String, Sendable { case counter, gauge, histogram }
+
+    /// One metric family: its name, type and help text.
+    public struct Family: Sendable {
+        public let name: String
+        public let kind: Kind
+        public let help: String
     }
 
-    static let bounds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
-    private let state = Mutex(State())
+    /// Every family the bridge exposes. Adding a family: add it here (the strict-format test requires a
+    /// `# HELP` on each family) and to the list in docs/architecture.md.
+    public static let families: [String: Family] = Dictionary(uniqueKeysWithValues: [
+        Family(name: "imbridge_build_info", kind: .gauge, help: "Always 1; the labels name the running build (version, commit)."),
+        Family(name: "imbridge_start_time_seconds", kind: .gauge, help: "Unix time at which this bridge's engine was created."),
+        Family(name: "imbridge_events_in_total", kind: .counter, help: "Events received from a backend (callbacks, pollers, streams), by backend and event kind."),
+        Family(name: "imbridge_callbacks_refused_total", kind: .counter,
+               help: "Callbacks turned away (forged signature, malformed body), by backend and error code."),
+        Family(name: "imbridge_ingest_errors_total", kind: .counter, help: "Batches of events the store could not record (the vendor is asked to redeliver)."),
+        Family(name: "imbridge_duplicates_total", kind: .counter, help: "Events received again (same backend and event id) and not relayed again."),
+        Family(name: "imbridge_echoes_total", kind: .counter, help: "Events caused by the bridge itself, recorded and not relayed."),
+        Family(name: "imbridge_fallbacks_total", kind: .counter,
+               help: "Features a target lacks, carried by the route's fallback (notice or drop), by feature and policy."),
+        Family(name: "imbridge_relayed_total", kind: .counter, help: "Outbox entries carried out on their target, by target backend and action."),
+        Family(name: "imbridge_retries_total", kind: .counter, help: "Retryable failures on a target; the entry waits and is tried again."),
+        Family(name: "imbridge_requeued_total", kind: .counter, help: "Changes put back in their lane to wait for the message they refer to."),
+        Family(name: "imbridge_dead_letters_total", kind: .counter, help: "Outbox entries given up on (permanent failure or retry budget used up), by target backend."),
+        Family(name: "imbridge_retry_budget_exhausted_total", kind: .counter,
+               help: "Dead letters because retrying used up retry.max_age_minutes, by target backend."),
+        Family(name: "imbridge_store_errors_total", kind: .counter, help: "Store writes that failed and were tried again, by operation."),
+        Family(name: "imbridge_pruned_total", kind: .counter, help: "Finished rows deleted by retention pruning, by table (outbox, ledger)."),
+        Family(name: "imbridge_relay_latency_seconds", kind: .histogram,
+               help: "Time from the source event to the target's accept of its relay, in seconds."),
+        Family(name: "imbridge_outbox_pending", kind: .gauge, help: "Pending outbox entries per target backend, read from the store at scrape time."),
+        Family(name: "imbridge_outbox_lanes_with_work", kind: .gauge,
+               help: "Lanes (target conversations) with at least one pending entry, per target backend, read at scrape time."),
+        Family(name: "imbridge_outbox_oldest_pending_age_seconds", kind: .gauge,
+               help: "Age of the oldest pending outbox entry per target backend (0 when none), read at scrape time."),
+        Family(name: "imbridge_outbox_dead_letters", kind: .gauge,
+               help: "Dead letters held in the store, waiting for an operator (imbridge deadletters), read at scrape time."),
+        Family(name: "imbridge_store_up", kind: .gauge, help: "1 when the store answered this scrape's reads, 0 when it did not (the outbox gauges then keep their last values)."),
+    ].map { ($0.name, $0) })
 
-    public init() {}
+    /// Upper bounds of the relay latency histogram's buckets, in seconds.
+    public static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
-    public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Double = 1) {
-        let key = Self.labelText(labels)
-        state.withLock { $0.counters[name, default: [:]][key, default: 0] += amount }
+    /// Event kinds (`IMEvent.kindName`) and action kinds (`RelayAction.kindName`), for the series made at start.
+    static let eventKinds = ["message", "edited", "recalled", "expansion", "reaction", "read", "command"]
+    static let actionKinds = ["send", "notice", "edit", "recall", "expansion", "reaction", "read"]
+    /// The codes a callback is refused with (`CallbackExchange`).
+    static let refusalCodes: [IMError.Code] = [.authenticationFailed, .malformedPayload, .invalidArgument]
+
+    /// The registry this bridge's series live in (its own, never the process-wide default).
+    public let registry: PrometheusCollectorRegistry
+    /// The swift-metrics factory over `registry`: code that wants to record through the swift-metrics
+    /// API passes it as `factory:`.
+    public let factory: RelayMetricsFactory
+    private let latency: CoreMetrics.Timer
+
+    public init() {
+        registry = PrometheusCollectorRegistry()
+        factory = RelayMetricsFactory(registry: registry)
+        latency = CoreMetrics.Timer(label: "imbridge_relay_latency_seconds", dimensions: [], factory: factory)
+        let build = MappingSet.buildVersion
+        gauge("imbridge_build_info", ["version": build.version, "commit": build.commit]).set(1)
+        gauge("imbridge_start_time_seconds", [:]).set(Date().timeIntervalSince1970)
+        for name in ["imbridge_ingest_errors_total", "imbridge_duplicates_total", "imbridge_echoes_total"] { increment(name, by: 0) }
+        increment("imbridge_store_errors_total", ["operation": "record"], by: 0)
+        for table in ["outbox", "ledger"] { increment("imbridge_pruned_total", ["table": table], by: 0) }
+        gauge("imbridge_outbox_dead_letters", [:]).set(0)
+        gauge("imbridge_store_up", [:]).set(1)
     }
 
-    public func setGauge(_ name: String, _ values: [String: Double], label: String) {
-        let rendered = Dictionary(uniqueKeysWithValues: values.map { (Self.labelText([label: $0.key]), $0.value) })
-        state.withLock { $0.gauges[name] = rendered }
+    /// Makes, at zero, the series known from the configuration: per backend (events in, refusals) and
+    /// per route target (relays, retries, dead letters, outbox gauges). The engine calls it at creation.
+    public func prepare(backends: [BackendID], targets: [BackendID]) {
+        for backend in backends.map(\.rawValue) {
+            for kind in Self.eventKinds { increment("imbridge_events_in_total", ["backend": backend, "kind": kind], by: 0) }
+            for code in Self.refusalCodes { increment("imbridge_callbacks_refused_total", ["backend": backend, "code": code.rawValue], by: 0) }
+        }
+        for target in targets.map(\.rawValue) {
+            for action in Self.actionKinds { increment("imbridge_relayed_total", ["target": target, "action": action], by: 0) }
+            for name in ["imbridge_retries_total", "imbridge_requeued_total", "imbridge_dead_letters_total", "imbridge_retry_budget_exhausted_total"] {
+                increment(name, ["target": target], by: 0)
+            }
+        }
+        knownTargets.withLock { $0.formUnion(targets.map(\.rawValue)) }
+        setOutboxGauges(StoreGauges(), now: 0)
+    }
+
+    /// The targets the outbox gauges are set for at every scrape.
+    private let knownTargets = Mutex<Set<String>>([])
+
+    // MARK: recording
+
+    /// Adds `amount` to a counter series (made on first use; `by: 0` only makes it).
+    public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Int = 1) {
+        CoreMetrics.Counter(label: name, dimensions: Self.dimensions(labels), factory: factory).increment(by: amount)
     }
 
     public func observeLatency(seconds: Double) {
-        state.withLock { state in
-            state.latencyCount += 1
-            state.latencySum += seconds
-            for (index, bound) in Self.bounds.enumerated() where seconds <= bound { state.latencyBuckets[index] += 1 }
-        }
+        latency.recordNanoseconds(Int64(max(0, seconds) * 1_000_000_000))
     }
 
-    /// A counter's value (tests, the demo's summary).
+    func gauge(_ name: String, _ labels: [String: String]) -> Meter {
+        Meter(label: name, dimensions: Self.dimensions(labels), factory: factory)
+    }
+
+    // MARK: reading
+
+    /// A series' current value as a scrape shows it (tests, the demo's summary); 0 when it does not exist.
+    /// swift-prometheus keeps values private, so this reads the registry's own rendering: what a test
+    /// asserts here is what Prometheus would scrape.
     public func value(_ name: String, _ labels: [String: String] = [:]) -> Double {
-        state.withLock { $0.counters[name]?[Self.labelText(labels)] ?? 0 }
+        let prefix = name + Self.labelText(labels) + " "
+        for line in registry.emitToString().split(separator: "\n") where line.hasPrefix(prefix) {
+            return Double(line.dropFirst(prefix.count)) ?? 0
+        }
+        return 0
     }
 
-    /// Sum of a counter over all its label sets.
+    /// Sum of a family's series over all label sets.
     public func total(_ name: String) -> Double {
-        state.withLock { $0.counters[name]?.values.reduce(0, +) ?? 0 }
-    }
-
-    public func prometheusText() -> String {
-        state.withLock { state in
-            var lines: [String] = []
-            for name in state.counters.keys.sorted() {
-                lines.append("# TYPE \(name) counter")
-                for (labels, value) in state.counters[name]!.sorted(by: { $0.key < $1.key }) { lines.append("\(name)\(labels) \(Self.number(value))") }
-            }
-            for name in state.gauges.keys.sorted() {
-                lines.append("# TYPE \(name) gauge")
-                for (labels, value) in state.gauges[name]!.sorted(by: { $0.key < $1.key }) { lines.append("\(name)\(labels) \(Self.number(value))") }
-            }
-            let histogram = "imbridge_relay_latency_seconds"
-            lines.append("# TYPE \(histogram) histogram")
-            for (index, bound) in Self.bounds.enumerated() {
-                lines.append("\(histogram)_bucket{le=\"\(bound)\"} \(state.latencyBuckets[index])")
-            }
-            lines.append("\(histogram)_bucket{le=\"+Inf\"} \(state.latencyCount)")
-            lines.append("\(histogram)_sum \(state.latencySum)")
-            lines.append("\(histogram)_count \(state.latencyCount)")
-            return lines.joined(separator: "\n") + "\n"
+        registry.emitToString().split(separator: "\n").reduce(0) { sum, line in
+            guard line.hasPrefix(name + "{") || line.hasPrefix(name + " "), let space = line.lastIndex(of: " ") else { return sum }
+            return sum + (Double(line[line.index(after: space)...]) ?? 0)
         }
     }
 
+    /// The exposition as it stands (no store reads).
+    public func exposition() -> String { registry.emitToString() }
+
+    // MARK: store gauges
+
+    /// What the outbox gauges show, read from the store.
+    struct StoreGauges {
+        var pending: [String: Int] = [:]
+        var lanes: [String: Int] = [:]
+        var oldestCreatedMs: [String: Int64] = [:]
+        var dead = 0
+    }
+
+    /// Reads the outbox gauges from `store` (pending entries, lanes with work and oldest pending age per
+    /// target backend, dead letters), then renders. A store that does not answer sets `imbridge_store_up`
+    /// to 0 and leaves the outbox gauges as they were. Cost: one grouped scan of the pending entries.
+    public func scrape(store: BridgeStore, now: Int64) -> String {
+        do {
+            var read = StoreGauges()
+            let (depths, oldest, dead) = try store.read {
+                (try $0.laneDepths(), try $0.oldestPendingByTarget(), try $0.count(state: .dead))
+            }
+            for (laneText, depth) in depths {
+                let target = String(laneText.prefix { $0 != "/" })   // a lane is "<target backend>/<conversation>"
+                read.pending[target, default: 0] += depth
+                read.lanes[target, default: 0] += 1
+            }
+            read.oldestCreatedMs = Dictionary(uniqueKeysWithValues: oldest.map { ($0.key.rawValue, $0.value) })
+            read.dead = dead
+            setOutboxGauges(read, now: now)
+            gauge("imbridge_store_up", [:]).set(1)
+        } catch {
+            gauge("imbridge_store_up", [:]).set(0)
+        }
+        return registry.emitToString()
+    }
+
+    /// Sets the per-target gauges for every known target (0 where the store has nothing) and for any
+    /// other target the store names (entries left from an earlier configuration).
+    private func setOutboxGauges(_ read: StoreGauges, now: Int64) {
+        let targets = knownTargets.withLock { known -> Set<String> in
+            known.formUnion(read.pending.keys)
+            known.formUnion(read.oldestCreatedMs.keys)
+            return known
+        }
+        for target in targets {
+            let labels = ["target": target]
+            gauge("imbridge_outbox_pending", labels).set(Double(read.pending[target] ?? 0))
+            gauge("imbridge_outbox_lanes_with_work", labels).set(Double(read.lanes[target] ?? 0))
+            let age = read.oldestCreatedMs[target].map { Double(max(0, now - $0)) / 1000 } ?? 0
+            gauge("imbridge_outbox_oldest_pending_age_seconds", labels).set(age)
+        }
+        gauge("imbridge_outbox_dead_letters", [:]).set(Double(read.dead))
+    }
+
+    // MARK: labels
+
+    /// Labels in name order: the registry keys a series by its label list, order included, so one
+    /// order keeps one series per label set.
+    static func dimensions(_ labels: [String: String]) -> [(String, String)] {
+        labels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+    }
+
+    /// `{a="x",b="y"}` as the text format writes it (backslash, double quote and line feed escaped).
     static func labelText(_ labels: [String: String]) -> String {
         guard !labels.isEmpty else { return "" }
-        let body = labels.sorted { $0.key < $1.key }.map { key, value in
-            "\(key)=\"\(value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\""))\""
+        let body = dimensions(labels).map { key, value in
+            let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+                .replacingOccurrences(of: "\n", with: "\\n")
+            return "\(key)=\"\(escaped)\""
         }
         return "{\(body.joined(separator: ","))}"
     }
+}
 
-    static func number(_ value: Double) -> String {
-        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
+/// The swift-metrics factory of one `RelayMetrics`: counters, meters and timers become series of its
+/// registry, named by their label, with their family's help text (`RelayMetrics.families`); a timer
+/// records in seconds into `RelayMetrics.latencyBuckets`.
+public struct RelayMetricsFactory: MetricsFactory {
+    public let registry: PrometheusCollectorRegistry
+
+    func descriptor(_ label: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: label, unitName: "", helpText: RelayMetrics.families[label]?.help ?? "")
+    }
+
+    public func makeCounter(label: String, dimensions: [(String, String)]) -> any CounterHandler {
+        registry.makeCounter(descriptor: descriptor(label), labels: dimensions)
+    }
+
+    public func makeFloatingPointCounter(label: String, dimensions: [(String, String)]) -> any FloatingPointCounterHandler {
+        registry.makeCounter(descriptor: descriptor(label), labels: dimensions)
+    }
+
+    public func makeRecorder(label: String, dimensions: [(String, String)], aggregate: Bool) -> any RecorderHandler {
+        guard aggregate else { return registry.makeGauge(descriptor: descriptor(label), labels: dimensions) }
+        return registry.makeValueHistogram(descriptor: descriptor(label), labels: dimensions, buckets: RelayMetrics.latencyBuckets)
+    }
+
+    public func makeMeter(label: String, dimensions: [(String, String)]) -> any MeterHandler {
+        registry.makeGauge(descriptor: descriptor(label), labels: dimensions)
+    }
+
+    public func makeTimer(label: String, dimensions: [(String, String)]) -> any TimerHandler {
+        registry.makeDurationHistogram(descriptor: descriptor(label), labels: dimensions,
+                                       buckets: RelayMetrics.latencyBuckets.map { Duration.milliseconds(Int64($0 * 1000)) })
+    }
+
+    public func destroyCounter(_ handler: any CounterHandler) {
+        if let counter = handler as? Prometheus.Counter { registry.unregisterCounter(counter) }
+    }
+
+    public func destroyFloatingPointCounter(_ handler: any FloatingPointCounterHandler) {
+        if let counter = handler as? Prometheus.Counter { registry.unregisterCounter(counter) }
+    }
+
+    public func destroyRecorder(_ handler: any RecorderHandler) {
+        if let gauge = handler as? Prometheus.Gauge { registry.unregisterGauge(gauge) }
+        if let histogram = handler as? ValueHistogram { registry.unregisterValueHistogram(histogram) }
+    }
+
+    public func destroyMeter(_ handler: any MeterHandler) {
+        if let gauge = handler as? Prometheus.Gauge { registry.unregisterGauge(gauge) }
+    }
+
+    public func destroyTimer(_ handler: any TimerHandler) {
+        if let histogram = handler as? DurationHistogram { registry.unregisterDurationHistogram(histogram) }
     }
 }
