@@ -126,6 +126,9 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
 
     public func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws {
         try capabilities.require(.conversationList)
+        guard capabilities.keepsMuteState else {
+            throw IMError(.unsupported, "\(capabilities.vendor) keeps no mute state", details: ["feature": Feature.conversationList.rawValue])
+        }
         world.setMuted(muted, conversation: conversation, for: user)
     }
 

@@ -158,7 +158,11 @@ import Testing
     }
 
     @Test func totalUnreadSkipsMutedAndListIsNewestFirst() async throws {
-        let im = backend(.wukong)
+        #expect(await code { try await backend(.wukong).setMuted(true, conversation: .direct("me", "x"), for: "me") } == .unsupported,
+                "WuKongIM keeps no mute state, and neither does its preset")
+        var muting = Capabilities.wukong
+        muting.keepsMuteState = true
+        let im = backend(muting)
         let dm = ConversationRef.direct("me", "x")
         let dm2 = ConversationRef.direct("me", "y")
         _ = try await im.send(OutgoingMessage(conversation: dm, sender: "x", content: .text("1")))

@@ -42,6 +42,7 @@ public struct JMessageCodec: Sendable {
         let decoded = try content.decode(msgType: wire.msgType, body: wire.msgBody)
         var kept = decoded.vendorExtras
         let keptExtras = kept.removeValue(forKey: "extras")?.objectValue
+        kept.removeValue(forKey: OutgoingMessage.carriedKey)   // it is in extras, read below
         let extras = keptExtras ?? wire.msgBody["extras"]?.objectValue ?? [:]
         let realSender = identity.userID(username: wire.fromID, appKey: wire.fromAppKey)
         var sender = realSender
@@ -68,6 +69,7 @@ public struct JMessageCodec: Sendable {
         if let platform = wire.fromPlatform, !platform.isEmpty { vendorExtras["jmessage_from_platform"] = .string(platform) }
         if let level = wire.msgLevel { vendorExtras["jmessage_msg_level"] = .int(Int64(level)) }
         if let original = extras[Self.sentAtKey]?.int64Value { vendorExtras["imbridge_original_sent_at"] = .int(original) }
+        if let carried = extras[OutgoingMessage.carriedKey] { vendorExtras[OutgoingMessage.carriedKey] = carried }
         var options = MessageOptions()
         options.persist = !(wire.noOffline ?? false)
         options.push = !(wire.noNotification ?? false)
@@ -129,8 +131,15 @@ public struct JMessageCodec: Sendable {
         }
         var kept = outgoing.vendorExtras["jmessage_body"]?.objectValue ?? [:]
         if let extras { kept["extras"] = .object(extras) }
-        let (msgType, body) = try content.encode(outgoing.content, vendorExtras: kept)
-        let size = body.jsonData().count
+        var withCarried = kept
+        withCarried[OutgoingMessage.carriedKey] = outgoing.vendorExtras[OutgoingMessage.carriedKey]
+        var (msgType, body) = try content.encode(outgoing.content, vendorExtras: withCarried)
+        var size = body.jsonData().count
+        if size > Self.maxBodyBytes, withCarried[OutgoingMessage.carriedKey] != nil {
+            // Carried fields (another vendor's, e.g. a WuKong thumbnail) are given up before the message.
+            (msgType, body) = try content.encode(outgoing.content, vendorExtras: kept)
+            size = body.jsonData().count
+        }
         guard size <= Self.maxBodyBytes else {
             throw IMError(.limitExceeded, "msg_body is \(size) bytes; jmessage allows \(Self.maxBodyBytes)",
                           details: ["limit": "body_size"])
