@@ -73,6 +73,11 @@ public struct JMessageCodec: Sendable {
         var options = MessageOptions()
         options.persist = !(wire.noOffline ?? false)
         options.push = !(wire.noNotification ?? false)
+        // The custom notification: its alert is the neutral push text, its title has no neutral home.
+        if let notification = wire.notification {
+            options.pushText = notification.alert
+            if let title = notification.title { vendorExtras[Self.notificationTitleKey] = .string(title) }
+        }
         return Message(id: MessageID(String(wire.msgid)),
                        clientMessageID: extras[Self.clientIDKey]?.stringValue.map { ClientMessageID($0) },
                        conversation: conversation, sender: sender,
@@ -149,8 +154,17 @@ public struct JMessageCodec: Sendable {
                                fromType: "admin", fromID: identity.admin, fromName: fromName, msgType: msgType,
                                noOffline: outgoing.options.persist ? nil : true,
                                noNotification: outgoing.options.push ? nil : true,
-                               notification: outgoing.options.pushText.map { JMNotification(alert: $0) },
+                               notification: Self.notification(outgoing),
                                msgBody: body)
+    }
+
+    /// `vendorExtras` key of the custom notification's title (`notification.title`).
+    public static let notificationTitleKey = "jmessage_notification_title"
+
+    static func notification(_ outgoing: OutgoingMessage) -> JMNotification? {
+        let title = outgoing.vendorExtras[notificationTitleKey]?.stringValue
+        guard title != nil || outgoing.options.pushText != nil else { return nil }
+        return JMNotification(title: title, alert: outgoing.options.pushText)
     }
 
     /// The event id of a message, shared by the poller and the routing push so that both paths (and

@@ -13,6 +13,8 @@ public struct NIMMessageCodec: Sendable {
     public let content: NIMContentCodec
 
     public static let bodyHintKey = "nim_body"
+    /// `vendorExtras` key of the send `option` flags the neutral options do not express.
+    public static let optionKey = "nim_option"
     public static let extKey = "ext"
 
     public init(content: NIMContentCodec = NIMContentCodec()) {
@@ -97,7 +99,9 @@ public struct NIMMessageCodec: Sendable {
         let target = try Self.target(of: outgoing.conversation, sender: outgoing.sender)
         let encoded = try encodeBody(outgoing.content, hint: outgoing.vendorExtras[Self.bodyHintKey]?.stringValue,
                                      carried: outgoing.vendorExtras[OutgoingMessage.carriedKey])
-        var option = NIMSendOption()
+        // Flags with no neutral form, kept from a form read earlier (`NIMSendOption.unmappedFlags`).
+        var option = NIMSendOption(parsing: outgoing.vendorExtras[Self.optionKey] ?? .null)
+        option.roam = nil; option.history = nil; option.persistent = nil; option.badge = nil; option.push = nil
         if !outgoing.options.persist { option.history = false; option.roam = false; option.persistent = false }
         if !outgoing.options.countUnread { option.badge = false }
         if !outgoing.options.push { option.push = false }
