@@ -106,11 +106,43 @@ import Testing
             guard let listing else { throw IMError(.unsupported, "no ConversationListing") }
             try await listing.setMuted(true, conversation: chat, for: bob)
         }
+        let state = backend as? any ConversationStateSetting
+        await record("clearUnread") {
+            guard let state else { throw IMError(.unsupported, "no ConversationStateSetting") }
+            try await state.clearUnread(in: chat, for: bob)
+        }
+        await record("setPinned") {
+            guard let state else { throw IMError(.unsupported, "no ConversationStateSetting") }
+            try await state.setPinned(true, conversation: chat, for: bob)
+        }
+        await record("reminders") {
+            guard let state else { throw IMError(.unsupported, "no ConversationStateSetting") }
+            _ = try await state.reminders(in: chat, for: bob)
+        }
         await onTarget("recall by sender") { message in
             guard let recalling = backend as? any Recalling else { throw IMError(.unsupported, "no Recalling") }
             try await recalling.recall(message.id, in: chat, by: alice)
         }
         return results
+    }
+
+    /// WuKong's clear-unread, on the memory backend and through the adapter to the sandbox's
+    /// `/conversations/clearUnread`: the unread count drops to zero on both.
+    @Test func wukongClearUnreadClearsOnBoth() async throws {
+        let sink = HTTPServer { _ in .json(Data("{}".utf8)) }
+        let port = try await sink.start()
+        let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong")], callbackBase: "http://127.0.0.1:\(port)")
+        let adapter = try await lab.userBackend("wk", registry: ContentRegistry())
+        for backend in [adapter, MemoryBackend(id: "wk", capabilities: .wukong)] as [any IMBackend] {
+            let chat = ConversationRef.direct("alice", "bobby")
+            for text in ["1", "2"] { _ = try await backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text(text))) }
+            let state = try #require(backend as? any ConversationStateSetting)
+            #expect(try await state.unreadCount(in: chat, for: "bobby") == 2, "\(type(of: backend))")
+            try await state.clearUnread(in: chat, for: "bobby")
+            #expect(try await state.unreadCount(in: chat, for: "bobby") == 0, "\(type(of: backend))")
+        }
+        await lab.stop()
+        await sink.stop()
     }
 
     static let presets: [String: Capabilities] = ["wukong": .wukong, "rongcloud": .rongCloud, "nim": .nim, "jmessage": .jMessage]

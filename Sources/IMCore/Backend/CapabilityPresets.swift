@@ -14,6 +14,9 @@ extension Capabilities {
         var capabilities = wukongBase
         capabilities.expansionOnAnyMessage = true
         capabilities.keepsMuteState = false
+        // `/conversations/clearUnread`; pinning and reminders live in the business server, whose APIs
+        // for them are not documented (docs/adapters/wukong.md): not offered.
+        capabilities.conversationState = [.clearUnread]
         return capabilities
     }()
 
