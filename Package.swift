@@ -47,8 +47,11 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The shipped mapping files are compiled into the module (EmbeddedFiles), not a resource bundle.
         .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams")],
-                resources: [.copy("mappings")]),
+                exclude: ["mappings"], plugins: ["EmbedShippedFiles"]),
+        .executableTarget(name: "imbridge-embed", path: "Sources/imbridge-embed"),
+        .plugin(name: "EmbedShippedFiles", capability: .buildTool(), dependencies: ["imbridge-embed"]),
         .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMMapping"]),
         .target(name: "IMStore", dependencies: [
             "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -100,12 +103,15 @@ let package = Package(
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
-        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "IMTesting"]),
+        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP"]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "imbridge"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
+                                                          .product(name: "GRDB", package: "GRDB.swift")]),
+        // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
+        .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
         .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
         // adapter test targets here

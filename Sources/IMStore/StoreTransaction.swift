@@ -66,6 +66,7 @@ protocol StoreOperations {
     func retryDeadLetters(ids: [Int64]?) throws -> Int
     func count(state: OutboxEntry.State) throws -> Int
     func laneDepths() throws -> [String: Int]
+    func oldestPendingByTarget() throws -> [String: Int64]
     func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned
     func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws
     func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping?
@@ -78,6 +79,48 @@ protocol StoreOperations {
     func releaseLease(_ name: String, owner: String) throws
     func leaseHolder(_ name: String, at now: Int64) throws -> String?
     func dropAllLeases() throws -> Int
+    func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
+                leaseOwner: String) throws -> OutboxEntry?
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> StoreTransaction.EventRecord
+    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord]
+    func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]
+}
+
+extension StoreOperations {
+    /// `StoreTransaction.recordEvents` one event at a time.
+    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
+        try events.map { event in
+            if let message = event.message {
+                return try recordEvent(event.backend, event.eventID, kind: event.kind, at: now, echoOf: message)
+            }
+            return try recordEvent(event.backend, event.eventID, kind: event.kind, at: now) ? .new : .duplicate
+        }
+    }
+
+    /// `StoreTransaction.enqueueAll` one entry at a time.
+    func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
+        try entries.map { try enqueue(lane: $0.lane, sourceBackend: $0.sourceBackend, sourceEventID: $0.sourceEventID, kind: $0.kind,
+                                      payload: $0.payload, at: now) }
+    }
+
+    /// `StoreTransaction.recordEvent(_:_:kind:at:echoOf:)` as the two operations it stands for.
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> StoreTransaction.EventRecord {
+        guard try recordEvent(backend, eventID, kind: kind, at: now) else { return .duplicate }
+        return try isBridgeCreated(message, on: backend) ? .echo : .new
+    }
+
+    /// `StoreTransaction.finish` as the separate operations it stands for (SQLite: each is a call into
+    /// the library, no round trip to save).
+    func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
+                leaseOwner: String) throws -> OutboxEntry? {
+        if let mapping { try map(source: mapping.source, target: mapping.target, at: now) }
+        try complete(id, at: now)
+        let next = claimNext ? try claimHead(of: lane, dueBy: now, leaseOwner: leaseOwner) : nil
+        if next == nil { try releaseLease(lane.leaseName, owner: leaseOwner) }
+        return next
+    }
 }
 
 /// Typed operations inside one store transaction (see `BridgeStore`), the same on every implementation.
@@ -91,6 +134,68 @@ public struct StoreTransaction {
     /// Records an inbound event; false when (backend, eventID) was already recorded.
     public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
         try ops.recordEvent(backend, eventID, kind: kind, at: now)
+    }
+
+    /// An inbound event to record (`recordEvents`); `message` is checked against the id map for echoes.
+    public struct InboundEvent: Sendable {
+        public var backend: BackendID
+        public var eventID: EventID
+        public var kind: String
+        public var message: MessageID?
+        public init(backend: BackendID, eventID: EventID, kind: String, message: MessageID?) {
+            (self.backend, self.eventID, self.kind, self.message) = (backend, eventID, kind, message)
+        }
+    }
+
+    /// `recordEvent` (with `echoOf:` for events with a message) for a whole callback's events at once, in
+    /// order; an event repeated within `events` is a duplicate from its second occurrence. On PostgreSQL
+    /// one statement for all of them.
+    public func recordEvents(_ events: [InboundEvent], at now: Int64) throws -> [EventRecord] {
+        var seen = Set<String>(), firsts: [InboundEvent] = [], positions: [Int?] = []
+        for event in events {
+            if seen.insert("\(event.backend.rawValue)\u{1}\(event.eventID.rawValue)").inserted {
+                positions.append(firsts.count)
+                firsts.append(event)
+            } else {
+                positions.append(nil)
+            }
+        }
+        let recorded = firsts.isEmpty ? [] : try ops.recordEvents(firsts, at: now)
+        return positions.map { $0.map { recorded[$0] } ?? .duplicate }
+    }
+
+    /// An outbox entry to append (`enqueueAll`).
+    public struct NewEntry: Sendable {
+        public var lane: LaneKey
+        public var sourceBackend: BackendID
+        public var sourceEventID: EventID
+        public var kind: String
+        public var payload: Data
+        public init(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data) {
+            (self.lane, self.sourceBackend, self.sourceEventID, self.kind, self.payload) = (lane, sourceBackend, sourceEventID, kind, payload)
+        }
+    }
+
+    /// `enqueue` for several entries, in order; returns their ids (growing). On PostgreSQL one statement.
+    public func enqueueAll(_ entries: [NewEntry], at now: Int64) throws -> [Int64] {
+        entries.isEmpty ? [] : try ops.enqueueAll(entries, at: now)
+    }
+
+    /// What recording an inbound message found.
+    public enum EventRecord: Sendable, Equatable {
+        /// (backend, eventID) was recorded before: a redelivery.
+        case duplicate
+        /// Recorded now; `message` is one the bridge wrote on that backend (`isBridgeCreated`).
+        case echo
+        /// Recorded now, and not the bridge's own.
+        case new
+    }
+
+    /// `recordEvent`, and for a new event whether `message` is the bridge's own copy on `backend`: the
+    /// two checks of every inbound message at once (one statement on PostgreSQL).
+    public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> EventRecord {
+        try ops.recordEvent(backend, eventID, kind: kind, at: now, echoOf: message)
     }
 
     public func ledgerCount() throws -> Int { try ops.ledgerCount() }
@@ -134,6 +239,25 @@ public struct StoreTransaction {
 
     public func complete(_ id: Int64, at now: Int64) throws { try ops.complete(id, at: now) }
 
+    /// The two sides of an id-map row (`map`).
+    public struct Mapping: Sendable {
+        public var source: (BackendID, MessageID, ConversationRef)
+        public var target: (BackendID, MessageID, ConversationRef)
+        public init(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef)) {
+            self.source = source
+            self.target = target
+        }
+    }
+
+    /// What a lane does after a carried-out entry, at once: records `mapping` (a send's id-map row),
+    /// completes entry `id`, and — when `claimNext` — claims the lane's next due head fenced by
+    /// `leaseOwner` (`claimHead`); when nothing is claimed, releases the lane's lease. The same as those
+    /// calls one after the other; on PostgreSQL one statement (one round trip instead of four).
+    public func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: Mapping?, claimNext: Bool,
+                       leaseOwner: String) throws -> OutboxEntry? {
+        try ops.finish(id, lane: lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: leaseOwner)
+    }
+
     public func reschedule(_ id: Int64, at next: Int64, error: String) throws { try ops.reschedule(id, at: next, error: error) }
 
     /// Moves an entry to the dead letters; its lane goes on with the next entry.
@@ -149,6 +273,12 @@ public struct StoreTransaction {
 
     /// Pending entries per lane.
     public func laneDepths() throws -> [String: Int] { try ops.laneDepths() }
+
+    /// The `created_at` of the oldest pending outbox entry for each target backend that has any
+    /// (`/healthz` shows its age).
+    public func oldestPendingByTarget() throws -> [BackendID: Int64] {
+        Dictionary(uniqueKeysWithValues: try ops.oldestPendingByTarget().map { (BackendID($0.key), $0.value) })
+    }
 
     // MARK: pruning
 

@@ -48,3 +48,10 @@ final class BridgeProcess: @unchecked Sendable {
 
 /// A port for the child bridge to bind (outside the ephemeral range the other servers draw from).
 func freePort() async throws -> Int { try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses) }
+
+/// A short-lived `imbridge` command (`check`, `deadletters`, `migrate` …) run to its end.
+enum IMBridgeCLI {
+    static func run(_ arguments: [String], timeoutSeconds: Double = 120) async throws -> (status: Int32, output: String) {
+        try await Subprocess.run(try BridgeProcess.binary(), arguments, timeoutSeconds: timeoutSeconds)
+    }
+}

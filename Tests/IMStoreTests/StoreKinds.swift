@@ -1,6 +1,6 @@
 import Foundation
 import IMStore
-import IMTesting
+import PostgresTestSupport
 import Testing
 
 /// The implementations every store test runs against: the one suite, parameterized (`@Test(arguments:
