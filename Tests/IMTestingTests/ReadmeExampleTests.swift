@@ -79,4 +79,21 @@ struct ReadmeOrderCard: CustomMessageContent {
         clock.advance(bySeconds: 121)
         await #expect(throws: IMError.self) { try await backend.recall(sent.id, in: sent.conversation, by: "a") }
     }
+
+    /// Waiting for an event: the matching one is returned, a missing one is a timeout error, not a hang.
+    @Test func waitingForAnEvent() async throws {
+        let backend = MemoryBackend(id: "wk", capabilities: .wukong)
+        let events = backend.events()
+        _ = try await backend.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("one")))
+        _ = try await backend.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("two")))
+        let second = try await events.first(within: 2) { event in
+            if case .message(let message) = event.kind { return message.content == .text("two") }
+            return false
+        }
+        #expect(second.conversation == .group("g"))
+        let error = await #expect(throws: IMError.self) {
+            try await backend.events().first(within: 0.2) { _ in true }
+        }
+        #expect(error?.code == .timeout)
+    }
 }
