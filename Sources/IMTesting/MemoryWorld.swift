@@ -36,6 +36,8 @@ public final class MemoryWorld: Sendable {
         var groupMembers: [GroupID: Set<UserID>] = [:]
         var readMarks: [ConversationRef: [UserID: Int64]] = [:]
         var muted: [UserID: Set<ConversationRef>] = [:]
+        var pinned: [UserID: Set<ConversationRef>] = [:]
+        var remindersDone: [UserID: Set<MessageID>] = [:]
         var clientIDs: [ClientMessageID: MessageID] = [:]
         var users: [UserID: UserProfile] = [:]
         var media: [String: [UInt8]] = [:]
@@ -45,7 +47,9 @@ public final class MemoryWorld: Sendable {
         var eventCounter = 0
     }
 
-    public init(capabilities: Capabilities, clock: any IMClock = SystemClock()) {
+    /// `clock` defaults to a `TestClock`, as `MemoryBackend`'s does: windows (recall, edit) move only when
+    /// the test moves the clock.
+    public init(capabilities: Capabilities, clock: any IMClock = TestClock()) {
         self.capabilities = capabilities
         self.clock = clock
     }
