@@ -54,7 +54,8 @@ let package = Package(
             "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit"]),
+        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit",
+                                                .product(name: "Logging", package: "swift-log")]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [
             "IMAdapterKit", "IMSandbox",
