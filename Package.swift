@@ -107,7 +107,8 @@ let package = Package(
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "PostgresTestSupport", "imbridge",
-                                                         "IMAdapterKit", "IMMapping", "JMessage"]),
+                                                         "IMAdapterKit", "IMMapping", "IMTesting", "JMessage", "NIM", "RongCloud", "WuKong",
+                                                         "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox"]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
