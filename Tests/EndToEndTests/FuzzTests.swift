@@ -52,7 +52,7 @@ import WuKongSandbox
 
     /// Sends `count` fuzzed requests to `target`; returns the 5xx answers found (described) and the
     /// number of transport errors (allowed only for the oversized bodies).
-    static func fuzz(_ target: Target, count: Int, random: inout SplitMix64) async -> (serverErrors: [String], transportErrors: Int) {
+    static func fuzz(_ target: Target, count: Int, huge: Bool = false, random: inout SplitMix64) async -> (serverErrors: [String], transportErrors: Int) {
         var serverErrors: [String] = [], transportErrors = 0
         let client = HTTPClientWrapper()
         for n in 0..<count {
@@ -63,7 +63,7 @@ import WuKongSandbox
             case 2, 3: body = random.mutate(target.samples.randomElement(using: &random)!, flips: Int.random(in: 1...8, using: &random))
             case 4: body = structured(&random)
             case 5: body = target.samples.randomElement(using: &random)!
-            default: body = n % 49 == 6 ? Array(repeating: UInt8(ascii: "{"), count: 4 << 20) : random.bytes(Int.random(in: 0...64, using: &random))
+            default: body = huge && n % 70 == 6 ? Array(repeating: UInt8(ascii: "{"), count: 1 << 20) : random.bytes(Int.random(in: 0...64, using: &random))
             }
             var headers: [(name: String, value: String)] = []
             // Half the requests correctly signed (verification passes, the body is what is wrong).
@@ -152,8 +152,9 @@ import WuKongSandbox
         let baseline = Self.residentBytes()
         var serverErrors: [String] = [], transportErrors = 0, requests = 0
         for target in targets {
-            let count = target.name.hasPrefix("callback") ? 350 : 40
-            let result = await Self.fuzz(target, count: count, random: &random)
+            let callback = target.name.hasPrefix("callback")
+            let count = callback ? 280 : 24
+            let result = await Self.fuzz(target, count: count, huge: callback, random: &random)
             serverErrors += result.serverErrors
             transportErrors += result.transportErrors
             requests += count
