@@ -4,7 +4,8 @@
 SWIFT ?= swift
 APT_PACKAGES := libsqlite3-dev postgresql
 
-.PHONY: deps build test demo clean
+.PHONY: deps build test demo install clean
+PREFIX ?= /usr/local
 
 # Installs only the Debian packages that are missing (root or sudo needed the first time).
 deps:
@@ -31,6 +32,13 @@ test: deps
 demo: deps
 	$(SWIFT) build --product imbridge
 	$$($(SWIFT) build --show-bin-path)/imbridge demo
+
+# One self-contained executable (the shipped mappings are compiled in; the Swift runtime is linked
+# statically): copy $(PREFIX)/bin/imbridge anywhere.
+install: deps
+	$(SWIFT) build -c release --product imbridge --static-swift-stdlib
+	install -D -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/imbridge" "$(DESTDIR)$(PREFIX)/bin/imbridge"
+	"$(DESTDIR)$(PREFIX)/bin/imbridge" --version
 
 clean:
 	rm -rf .build

@@ -47,8 +47,11 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The shipped mapping files are compiled into the module (EmbeddedFiles), not a resource bundle.
         .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams")],
-                resources: [.copy("mappings")]),
+                exclude: ["mappings"], plugins: ["EmbedShippedFiles"]),
+        .executableTarget(name: "imbridge-embed", path: "Sources/imbridge-embed"),
+        .plugin(name: "EmbedShippedFiles", capability: .buildTool(), dependencies: ["imbridge-embed"]),
         .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMMapping"]),
         .target(name: "IMStore", dependencies: [
             "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
@@ -108,7 +111,8 @@ let package = Package(
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "PostgresTestSupport", "imbridge",
                                                          "IMAdapterKit", "IMMapping", "IMTesting", "JMessage", "NIM", "RongCloud", "WuKong",
-                                                         "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox"]),
+                                                         "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox",
+                                                          .product(name: "GRDB", package: "GRDB.swift")]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.

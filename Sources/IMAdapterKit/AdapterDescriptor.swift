@@ -13,16 +13,28 @@ public struct AdapterContext: Sendable {
     public var clock: any IMClock
     /// True for `imbridge check`: build and validate, contact no vendor.
     public var validateOnly: Bool
+    /// How long the bridge's ledger remembers a received event id (`retention_hours`); nil: for ever.
+    /// An adapter whose callbacks carry a timestamp refuses callbacks older than half of it, so a
+    /// captured callback cannot be replayed once the ledger has forgotten it (`freshnessLimitMs`).
+    public var ledgerRetentionMs: Int64?
 
     public init(registry: ContentRegistry = ContentRegistry(), mapping: VendorTable,
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
-                validateOnly: Bool = false) {
+                validateOnly: Bool = false, ledgerRetentionMs: Int64? = nil) {
         self.registry = registry
         self.mapping = mapping
         self.checkpoints = checkpoints
         self.clock = clock
         self.validateOnly = validateOnly
+        self.ledgerRetentionMs = ledgerRetentionMs
     }
+
+    /// The widest freshness window (ms, compared as |now − callback time|) that keeps replays out:
+    /// a callback first accepted at time R carries a time T ≤ R + W; its ledger row goes at
+    /// R + retention; a replay at X > R + retention then has X − T > retention − W, which the window
+    /// refuses when W ≤ retention / 2. Nil when the ledger keeps everything. See README.md, "What `check` and
+    /// `run` refuse", and docs/adapters/nim.md §3.
+    public var freshnessLimitMs: Int64? { ledgerRetentionMs.map { $0 / 2 } }
 }
 
 /// One vendor's adapter as the rest of IMBridge sees it: its name (the `adapter:` value in

@@ -131,10 +131,12 @@ public struct AdapterSettings: Sendable {
 
     static func parsePairs(_ key: String, _ value: String) -> Result<[(String, String)], IMError> {
         var pairs: [(String, String)] = []
-        for item in value.split(separator: ",") where !item.trimmingCharacters(in: .whitespaces).isEmpty {
+        let items = value.split(separator: ",").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
+        for (index, item) in items.enumerated() {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
-                return .failure(refusal(key, "expected key=value pairs separated by commas, got '\(item)'"))
+                // The item is not quoted back: `session_tokens` pairs hold tokens.
+                return .failure(refusal(key, "expected key=value pairs separated by commas; item \(index + 1) is not one"))
             }
             pairs.append((parts[0], parts[1]))
         }

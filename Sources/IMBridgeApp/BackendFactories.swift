@@ -15,10 +15,13 @@ public struct BackendContext: Sendable {
     public var mappings: MappingSet
     /// Whether this instance is the leader (the JMessage report poller polls only then); nil: always.
     public var leadership: Leadership?
+    /// `retention_hours` in ms (nil: the ledger keeps everything); see `AdapterContext.ledgerRetentionMs`.
+    public var ledgerRetentionMs: Int64?
 
     public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped,
-                leadership: Leadership? = nil) {
+                leadership: Leadership? = nil, ledgerRetentionMs: Int64? = nil) {
         self.store = store
+        self.ledgerRetentionMs = ledgerRetentionMs
         self.leadership = leadership
         self.registry = registry
         self.validateOnly = validateOnly
@@ -35,8 +38,15 @@ public enum BackendFactories {
         }
         var values = config.settings
         values.removeValue(forKey: "adapter")
+        // Every schema problem at once, each at its own line; then what the adapter itself checks.
+        var problems = ConfigProblems()
+        for problem in AdapterSettings.problems(values, schema: vendor.adapter.settings) {
+            problems.add(problem.details["setting"].map { config.error($0, problem.message) } ?? problem)
+        }
+        try problems.throwIfAny()
         let adapterContext = AdapterContext(registry: context.registry, mapping: context.mappings.table(vendor.name),
-                                            checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly)
+                                            checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly,
+                                            ledgerRetentionMs: context.ledgerRetentionMs)
         do {
             return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext)
         } catch let error as IMError {

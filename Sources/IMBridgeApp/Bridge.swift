@@ -14,7 +14,7 @@ public struct Bridge: Sendable {
 
     /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
     public static func open(configPath: String, requireRoutes: Bool = true) async throws -> Bridge {
-        let config = try BridgeConfig.load(path: configPath, requireRoutes: requireRoutes, adapters: Set(Vendors.names))
+        let config = try await ConfigCheck.load(path: configPath, requireRoutes: requireRoutes).config
         return try await open(config: config)
     }
 
@@ -25,7 +25,8 @@ public struct Bridge: Sendable {
         var backends: [any VendorBackend] = []
         for backend in config.backends {
             backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings,
-                                                                                             leadership: leadership)))
+                                                                                             leadership: leadership,
+                                                                                             ledgerRetentionMs: config.ledgerRetentionMs)))
         }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
         let engine = RelayEngine(store: store, backends: backends.map { $0 as any IMBackend }, routes: config.routes, retry: config.retry,

@@ -55,9 +55,21 @@ public struct HTTPClientWrapper: Sendable {
             return HTTPResponseData(status: Int(response.status.code),
                                     headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
-            throw IMError(.timeout, "\(request.method) \(request.url) timed out", isRetryable: true)
+            throw IMError(.timeout, "\(request.method) \(request.url) timed out", isRetryable: true, details: ["transport": "timeout"])
         } catch {
-            throw IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true)
+            throw IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true,
+                          details: ["transport": Self.transportClass(error)])
         }
+    }
+
+    /// A transport failure's class for `/healthz` (`connection_refused`, `connection_reset`, `dns`,
+    /// `tls`, `network`): a fixed word, never the URL or host.
+    static func transportClass(_ error: any Error) -> String {
+        let text = String(describing: error).lowercased()
+        if text.contains("connection refused") { return "connection_refused" }
+        if text.contains("connection reset") || text.contains("remoteconnectionclosed") { return "connection_reset" }
+        if text.contains("dns") || text.contains("resolve") || text.contains("unknown host") { return "dns" }
+        if text.contains("tls") || text.contains("ssl") || text.contains("certificate") { return "tls" }
+        return "network"
     }
 }

@@ -9,26 +9,76 @@ public struct ConfigNode {
     public let path: String
     public let file: String
     let environment: [String: String]
+    /// Where an absent node would be written: the line of the key that names it when that key is
+    /// present, else the line of the enclosing mapping's key (so "is required" errors have a line too).
+    let anchorLine: Int?
 
-    init(node: Node?, path: String, file: String, environment: [String: String]) {
+    init(node: Node?, path: String, file: String, environment: [String: String], anchorLine: Int? = nil) {
         self.node = node
         self.path = path
         self.file = file
         self.environment = environment
+        self.anchorLine = anchorLine
     }
 
-    /// Parses YAML text; a syntax error names the file and line.
+    /// Parses YAML text. A syntax error or a key written twice names the file, line and column and
+    /// the parser's short reason, never the text around it: the document may hold secrets, and the
+    /// YAML library's own error descriptions quote the offending line (or, for a duplicated key, the
+    /// whole document).
     public static func parse(_ yaml: String, file: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> ConfigNode {
         do {
-            return ConfigNode(node: try Yams.compose(yaml: yaml), path: "", file: file, environment: environment)
+            return ConfigNode(node: try Yams.compose(yaml: yaml), path: "", file: file, environment: environment, anchorLine: 1)
+        } catch let error as YamlError {
+            throw IMError(.invalidArgument, "\(file)\(Self.describe(error))", details: ["key": ""])
         } catch {
-            throw IMError(.invalidArgument, "\(file): not valid YAML: \(error)")
+            throw IMError(.invalidArgument, "\(file): not valid YAML", details: ["key": ""])
+        }
+    }
+
+    /// `:LINE:COLUMN: not valid YAML: REASON` from a Yams error, with nothing of the document in it.
+    static func describe(_ error: YamlError) -> String {
+        func at(_ mark: Mark) -> String { ":\(mark.line):\(mark.column)" }
+        func reason(_ context: YamlError.Context?, _ problem: String) -> String {
+            // libyaml's context and problem are fixed phrases ("while scanning a simple key", "mapping
+            // values are not allowed in this context"); the context's own mark is dropped with the text.
+            let prefix = context.map { $0.text.count <= 80 ? "\($0.text), " : "" } ?? ""
+            return prefix + problem
+        }
+        switch error {
+        case let .scanner(context, problem, mark, _), let .parser(context, problem, mark, _), let .composer(context, problem, mark, _):
+            return "\(at(mark)): not valid YAML: \(reason(context, problem))"
+        case let .reader(problem, offset, _, _):
+            return ": not valid YAML: \(problem)\(offset.map { " (at byte \($0))" } ?? "")"
+        case let .duplicatedKeysInMapping(duplicates, context):
+            let keys = duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")
+            return "\(at(context.mark)): not valid YAML: key \(keys) is written more than once in one mapping"
+        case .dataCouldNotBeDecoded:
+            return ": not valid YAML: the file is not UTF-8 text"
+        default:
+            return ": not valid YAML"
         }
     }
 
     public func error(_ message: String) -> IMError {
-        let line = node?.mark.map { ":\($0.line)" } ?? ""
+        let line = (node?.mark?.line ?? anchorLine).map { ":\($0)" } ?? ""
         return IMError(.invalidArgument, "\(file)\(line): \(path.isEmpty ? "(top level)" : path): \(message)", details: ["key": path])
+    }
+
+    /// The line of the key naming this node (or, when absent, of the enclosing mapping's key).
+    public var keyLine: Int? { anchorLine }
+
+    /// What this node holds, for "expected …, got …" errors (never its text).
+    var shape: String {
+        guard let node, isPresent else { return "nothing" }
+        if node.mapping != nil { return "a mapping" }
+        if node.sequence != nil { return "a list" }
+        return "a single value"
+    }
+
+    /// Refuses a node that is present but not a mapping (`retry: 5`).
+    public func expectMapping() throws {
+        guard isPresent, node?.mapping == nil else { return }
+        throw error("expected a mapping (KEY: VALUE lines below it), got \(shape)")
     }
 
     public var isPresent: Bool {
@@ -36,17 +86,19 @@ public struct ConfigNode {
         return node.null == nil
     }
 
-    func child(_ key: String, _ node: Node?) -> ConfigNode {
-        ConfigNode(node: node, path: path.isEmpty ? key : "\(path).\(key)", file: file, environment: environment)
+    func child(_ key: String, _ node: Node?, keyLine: Int? = nil) -> ConfigNode {
+        ConfigNode(node: node, path: path.isEmpty ? key : "\(path).\(key)", file: file, environment: environment,
+                   anchorLine: keyLine ?? anchorLine)
     }
 
     public subscript(key: String) -> ConfigNode {
-        child(key, node?.mapping?[key])
+        let pair = node?.mapping?.first { $0.key.string == key }
+        return child(key, pair?.value, keyLine: pair?.key.mark?.line)
     }
 
     /// The keys of a mapping, in file order.
     public func keys() throws -> [String] {
-        guard let mapping = node?.mapping else { throw error("expected a mapping") }
+        guard let mapping = node?.mapping else { throw error("expected a mapping, got \(shape)") }
         return mapping.keys.compactMap(\.string)
     }
 
@@ -56,28 +108,29 @@ public struct ConfigNode {
         for (keyNode, _) in mapping {
             guard let key = keyNode.string, !allowed.contains(key) else { continue }
             // Point at the key itself: its value may start lines later.
-            throw ConfigNode(node: keyNode, path: child(key, nil).path, file: file, environment: environment)
+            throw ConfigNode(node: keyNode, path: child(key, nil).path, file: file, environment: environment, anchorLine: anchorLine)
                 .error("unknown key (expected one of: \(allowed.sorted().joined(separator: ", ")))")
         }
     }
 
     public func list() throws -> [ConfigNode] {
-        guard let sequence = node?.sequence else { throw error("expected a list") }
+        guard let sequence = node?.sequence else { throw error(isPresent ? "expected a list, got \(shape)" : "expected a list") }
         return sequence.enumerated().map { index, item in
-            ConfigNode(node: item, path: "\(path)[\(index)]", file: file, environment: environment)
+            ConfigNode(node: item, path: "\(path)[\(index)]", file: file, environment: environment, anchorLine: item.mark?.line ?? anchorLine)
         }
     }
 
     /// A string, with `${NAME}` replaced from the environment (an unset variable is an error).
     public func string() throws -> String {
-        guard isPresent, let raw = node?.string ?? node?.scalar?.string else { throw error("is required (a string)") }
+        guard isPresent else { throw error("is required (a string)") }
+        guard let raw = node?.scalar?.string else { throw error("expected a single value, got \(shape)") }
         return try expand(raw)
     }
 
     public func optionalString() throws -> String? { isPresent ? try string() : nil }
 
     public func int() throws -> Int {
-        guard let text = try optionalString(), let value = Int(text) else { throw error("expected an integer") }
+        guard let text = try optionalString(), let value = Int(text) else { throw error("expected a whole number") }
         return value
     }
 
@@ -85,7 +138,7 @@ public struct ConfigNode {
 
     /// A scalar exactly as written (no `${…}` expansion): mapping files use `{field}` templates.
     public func scalar() throws -> String {
-        guard isPresent, let raw = node?.scalar?.string else { throw error("expected a single value") }
+        guard isPresent, let raw = node?.scalar?.string else { throw error("expected a single value, got \(shape)") }
         return raw
     }
 
@@ -113,9 +166,9 @@ public struct ConfigNode {
         var result: [(key: String, node: ConfigNode)] = []
         for (key, value) in mapping {
             guard let name = key.string else { throw error("keys must be text") }
-            let child = child(name, value)
+            let child = child(name, value, keyLine: key.mark?.line)
             guard seen.insert(name).inserted else {
-                throw ConfigNode(node: key, path: child.path, file: file, environment: environment).error("is written twice")
+                throw ConfigNode(node: key, path: child.path, file: file, environment: environment, anchorLine: anchorLine).error("is written twice")
             }
             result.append((name, child))
         }
@@ -127,7 +180,8 @@ public struct ConfigNode {
         var rest = Substring(text)
         while let start = rest.range(of: "${") {
             result += rest[..<start.lowerBound]
-            guard let end = rest[start.upperBound...].firstIndex(of: "}") else { throw error("unterminated ${ in '\(text)'") }
+            // The value is not quoted back: it may be a secret.
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else { throw error("unterminated ${ (expected ${NAME})") }
             let name = String(rest[start.upperBound..<end])
             guard let value = environment[name] else { throw error("environment variable \(name) is not set") }
             result += value

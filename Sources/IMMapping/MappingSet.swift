@@ -20,17 +20,18 @@ public struct CustomTypeMapping: Sendable {
 
 /// Every loaded mapping: one compiled `VendorTable` per vendor and the cross-vendor custom types.
 ///
-/// Loading: the shipped directory (package resource `mappings/`) first, then an override directory
-/// whose files replace shipped files of the same relative path (`wukong.yaml`, `custom/gif.yaml`) and
+/// Loading: the shipped files (Sources/IMMapping/mappings, compiled into the executable at build time:
+/// `EmbeddedFiles`) first, then an override directory whose files replace shipped files of the same relative path (`wukong.yaml`, `custom/gif.yaml`) and
 /// add new ones. Every problem of every file is reported (file, line, what is wrong); a set with
 /// problems is never returned.
 public struct MappingSet: Sendable {
-    /// The vendors that have a table: the stems of the shipped directory's top-level files (each
-    /// adapter ships `<adapter name>.yaml`; the registry in `IMVendors` checks every adapter has one).
-    public static let vendors: [String] = {
-        guard let directory = shippedDirectory, let files = try? MappingLoader.files(in: directory) else { return [] }
-        return files.map(\.0).filter { !$0.contains("/") }.compactMap { $0.split(separator: ".").first.map(String.init) }.sorted()
-    }()
+    /// The vendors that have a table: the stems of the shipped top-level files (each adapter ships
+    /// `<adapter name>.yaml`; the registry in `IMVendors` checks every adapter has one).
+    public static let vendors: [String] = EmbeddedFiles.mappings.map(\.path).filter { !$0.contains("/") }
+        .compactMap { $0.split(separator: ".").first.map(String.init) }.sorted()
+
+    /// The version of this build (`VERSION`) and the commit it was built from (or `unknown`).
+    public static let buildVersion = (version: EmbeddedFiles.version, commit: EmbeddedFiles.commit)
 
     public let tables: [String: VendorTable]
     public let customTypes: [String: CustomTypeMapping]
@@ -45,47 +46,27 @@ public struct MappingSet: Sendable {
 
     public func table(_ vendor: String) -> VendorTable { tables[vendor] ?? VendorTable(vendor: vendor, entries: []) }
 
-    /// The shipped tables (package resources), compiled once. A broken shipped file is a build defect:
-    /// the tests load them, so this never fails in a released binary.
+    /// The shipped tables, compiled once. They are part of the executable and the tests compile them
+    /// (ShippedTablesTests), so a broken shipped file fails the build's tests, never a user's run.
     public static let shipped: MappingSet = {
-        do { return try load(overrides: nil) } catch { fatalError("shipped mappings do not load: \(error)") }
+        do { return try load(overrides: nil) } catch { preconditionFailure("the shipped mappings do not compile (a build defect): \(error)") }
     }()
-
-    /// The directory holding the shipped files: `IMBRIDGE_SHIPPED_MAPPINGS` when set; else the package
-    /// resource bundle installed next to the executable (`IMBridge_IMMapping.resources/mappings`); else,
-    /// for builds and tests run from a checkout, the source directory. Nil when none exists (an
-    /// `imbridge` copied without its resource bundle).
-    public static var shippedDirectory: URL? {
-        let manager = FileManager.default
-        if let path = ProcessInfo.processInfo.environment["IMBRIDGE_SHIPPED_MAPPINGS"], !path.isEmpty {
-            return URL(fileURLWithPath: path)
-        }
-        let bundles = ["IMBridge_IMMapping.resources", "IMBridge_IMMapping.bundle"].map { Bundle.main.bundleURL.appendingPathComponent($0) }
-        if bundles.contains(where: { manager.fileExists(atPath: $0.path) }) {
-            // Only touched when the bundle is there: SwiftPM's accessor stops the process when it is not.
-            return Bundle.module.url(forResource: "mappings", withExtension: nil)
-        }
-        let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("mappings")
-        return manager.fileExists(atPath: source.path) ? source : nil
-    }
 
     /// Loads the shipped files, then `overrides` (a directory laid out like `mappings/`).
     public static func load(overrides: URL?) throws -> MappingSet {
-        var sources: [String: URL] = [:]
-        var order: [String] = []
-        guard let shipped = shippedDirectory else {
-            throw MappingProblems(problems: ["the shipped mappings are missing: install IMBridge_IMMapping.resources next to the "
-                                             + "imbridge executable (it is built beside it), or set IMBRIDGE_SHIPPED_MAPPINGS to a copy of mappings/"])
-        }
-        for directory in [shipped, overrides].compactMap({ $0 }) {
-            for (relative, url) in try MappingLoader.files(in: directory) {
-                if sources[relative] == nil { order.append(relative) }
-                sources[relative] = url
+        var texts: [String: (name: String, text: String)] = [:]
+        for file in EmbeddedFiles.mappings { texts[file.path] = (name: "shipped:\(file.path)", text: file.text) }
+        if let overrides {
+            for (relative, url) in try MappingLoader.files(in: overrides) {
+                do {
+                    texts[relative] = (name: url.path, text: try String(contentsOf: url, encoding: .utf8))
+                } catch {
+                    throw MappingProblems(problems: ["\(url.path): cannot be read (\(error.localizedDescription))"])
+                }
             }
         }
-        let inputs = try order.sorted(by: MappingLoader.loadOrder).map { relative in
-            let url = sources[relative]!
-            return (name: url.path, relative: relative, text: try String(contentsOf: url, encoding: .utf8))
+        let inputs = texts.keys.sorted(by: MappingLoader.loadOrder).map { relative in
+            (name: texts[relative]!.name, relative: relative, text: texts[relative]!.text)
         }
         return try MappingLoader.compile(inputs)
     }

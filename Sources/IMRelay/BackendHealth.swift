@@ -2,18 +2,26 @@ import IMCore
 import Synchronization
 
 /// What `/healthz` says about each backend: `ok` after a successful call, `degraded` while calls to it
-/// fail and are being retried (with the last error), `unknown` before any traffic.
+/// fail and are being retried (with the class of the last error), `unknown` before any traffic.
+///
+/// `/healthz` is often reachable by more people than the logs: it shows error classes (`timeout`,
+/// `connection_refused`, `http_5xx`, `http_429`, `auth` …), never the URLs, host names or vendor
+/// response bodies an error's message may carry.
 public final class HealthBoard: Sendable {
     public struct Entry: Sendable, Codable, Equatable {
         public var state: String
-        public var lastError: String?
+        /// The last failure's class (`HealthBoard.errorClass`).
+        public var lastErrorClass: String?
         public var lastSuccessMs: Int64?
         public var lastFailureMs: Int64?
+        /// Age of the oldest pending outbox entry for this backend (filled in by `/healthz` from the store).
+        public var oldestPendingAgeMs: Int64?
         enum CodingKeys: String, CodingKey {
             case state
-            case lastError = "last_error"
+            case lastErrorClass = "last_error_class"
             case lastSuccessMs = "last_success_ms"
             case lastFailureMs = "last_failure_ms"
+            case oldestPendingAgeMs = "oldest_pending_age_ms"
         }
     }
 
@@ -31,11 +39,31 @@ public final class HealthBoard: Sendable {
         entries.withLock { table in
             var entry = table[backend.rawValue] ?? Entry(state: "degraded")
             entry.state = "degraded"
-            entry.lastError = error.description
+            entry.lastErrorClass = Self.errorClass(error)
             entry.lastFailureMs = now
             table[backend.rawValue] = entry
         }
     }
 
     public var snapshot: [String: Entry] { entries.withLock { $0 } }
+
+    /// A failure's class: a fixed word derived from the error's code, its HTTP status and its transport
+    /// failure, never from its message (which may name a URL or quote a vendor's body).
+    public static func errorClass(_ error: IMError) -> String {
+        if let vendorCode = error.vendorCode, vendorCode.hasPrefix("http_"), let status = Int(vendorCode.dropFirst(5)) {
+            switch status {
+            case 429: return "http_429"
+            case 401, 403: return "auth"
+            case 500...599: return "http_5xx"
+            default: return "http_4xx"
+            }
+        }
+        if let transport = error.details["transport"], transport.allSatisfy({ $0.isLetter || $0 == "_" }) { return transport }
+        switch error.code {
+        case .timeout: return "timeout"
+        case .authenticationFailed, .permissionDenied: return "auth"
+        case .rateLimited: return "rate_limited"
+        default: return error.code.rawValue
+        }
+    }
 }

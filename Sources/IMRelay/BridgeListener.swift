@@ -84,12 +84,17 @@ public final class BridgeListener: Sendable {
                 }
             }
             do {
-                let (pending, dead) = try engine.store.read { (try $0.count(state: .pending), try $0.count(state: .dead)) }
-                let backends = engine.health.snapshot
+                let (pending, dead, oldest) = try engine.store.read {
+                    (try $0.count(state: .pending), try $0.count(state: .dead), try $0.oldestPendingByTarget())
+                }
+                let now = engine.clock.nowMs()
+                var backends = engine.health.snapshot
+                for (backend, created) in oldest { backends[backend.rawValue, default: HealthBoard.Entry(state: "unknown")].oldestPendingAgeMs = max(0, now - created) }
                 let status = backends.values.contains { $0.state == "degraded" } ? "degraded" : "ok"
                 return .json(Body(status: status, backends: backends, pending: pending, deadLetters: dead))
             } catch {
-                return .json(["status": "store_unavailable", "error": "\(error)"], status: 503)
+                // The store's error text may name a PostgreSQL host: only its kind is shown.
+                return .json(["status": "store_unavailable"], status: 503)
             }
         }
     }

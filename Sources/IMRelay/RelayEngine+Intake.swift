@@ -135,13 +135,26 @@ extension RelayEngine {
     nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64) throws -> Recorded {
         var recorded = Recorded()
         for event in events {
-            guard try tx.recordEvent(event.backend, event.eventID, kind: event.kindName, at: now) else {
-                recorded.result.duplicates += 1
-                continue
-            }
-            if try isEcho(event, tx) {
+            // The bridge's own writes, evident without the store, are dropped before the ledger.
+            if isEvidentEcho(event) {
                 recorded.result.echoes += 1
                 continue
+            }
+            let outcome: StoreTransaction.EventRecord
+            if case .message(let message) = event.kind {
+                outcome = try tx.recordEvent(event.backend, event.eventID, kind: event.kindName, at: now, echoOf: message.id)
+            } else {
+                outcome = try tx.recordEvent(event.backend, event.eventID, kind: event.kindName, at: now) ? .new : .duplicate
+            }
+            switch outcome {
+            case .duplicate:
+                recorded.result.duplicates += 1
+                continue
+            case .echo:
+                recorded.result.echoes += 1
+                continue
+            case .new:
+                break
             }
             recorded.result.accepted += 1
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
@@ -185,13 +198,14 @@ extension RelayEngine {
         return result
     }
 
-    nonisolated func isEcho(_ event: IMEvent, _ tx: StoreTransaction) throws -> Bool {
+    /// An event the bridge caused, known from the event alone: a message carrying the bridge's client id or
+    /// sent by one of its identities, a change made by one. (A message the bridge wrote that carries
+    /// neither is found through the id map when it is recorded: `EventRecord.echo`.)
+    nonisolated func isEvidentEcho(_ event: IMEvent) -> Bool {
         func bridge(_ user: UserID?) -> Bool { user.map { routes.isBridgeIdentity($0, on: event.backend) } ?? false }
         switch event.kind {
         case .message(let message):
-            if message.clientMessageID?.rawValue.hasPrefix(Self.clientIDPrefix) == true { return true }
-            if bridge(message.sender) { return true }
-            return try tx.isBridgeCreated(message.id, on: event.backend)
+            return message.clientMessageID?.rawValue.hasPrefix(Self.clientIDPrefix) == true || bridge(message.sender)
         case .edited(_, _, let by, _, _), .recalled(_, _, let by, _):
             return bridge(by)
         case .expansionChanged(_, _, let by, _):

@@ -346,6 +346,37 @@ public actor RelayEngine {
         return .next(nil)
     }
 
+    /// Records a carried-out entry (its id-map row, done) and claims the lane's next due entry. The target
+    /// has done what the entry asked, so a store failure here is not the entry's failure: the commit is
+    /// tried again (backing off up to 2 s) until it holds. Nil when the engine stops first: the entry stays
+    /// claimed with its attempt counted, so whoever runs it next looks for the copy this attempt left
+    /// instead of sending a second one.
+    private nonisolated func record(_ entry: OutboxEntry, payload: OutboxPayload, created: Message?) async -> (OutboxEntry?, Int64)? {
+        var pauseMs: UInt64 = 50
+        while true {
+            let now = clock.nowMs()
+            let claimNext = await !isStopping
+            let owner = lease.owner
+            do {
+                var mapping: StoreTransaction.Mapping?
+                if let created, case .send(_, let source, _) = payload.action {
+                    mapping = .init(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
+                                    target: (entry.lane.backend, created.id, created.conversation))
+                }
+                // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
+                let next = try await store.groupedTransaction { [mapping] tx -> OutboxEntry? in
+                    try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: owner)
+                }
+                return (next, now)
+            } catch {
+                metrics.increment("imbridge_store_errors_total", ["operation": "record"])
+                guard await !isStopping else { return nil }
+                try? await Task.sleep(nanoseconds: pauseMs * 1_000_000)
+                pauseMs = min(pauseMs * 2, 2000)
+            }
+        }
+    }
+
     /// How many times a change may wait for its message (≈ 2 minutes in all with the pauses above).
     static let maxRequeues = 80
 
@@ -356,20 +387,7 @@ public actor RelayEngine {
         do {
             let payload = try payloads.take(entry.id, bytes: entry.payload)
             let created = try await execute(payload, entry: entry)
-            let now = clock.nowMs()
-            let claimNext = await !isStopping
-            let owner = lease.owner
-            let next = try await store.groupedTransaction { tx -> OutboxEntry? in
-                if let created, case .send(_, let source, _) = payload.action {
-                    try tx.map(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
-                               target: (entry.lane.backend, created.id, created.conversation), at: now)
-                }
-                try tx.complete(entry.id, at: now)
-                // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
-                let next = claimNext ? try tx.claimHead(of: entry.lane, dueBy: now, leaseOwner: owner) : nil
-                if next == nil { try tx.releaseLease(entry.lane.leaseName, owner: owner) }
-                return next
-            }
+            guard let (next, now) = await record(entry, payload: payload, created: created) else { return .wait }
             health.succeeded(entry.lane.backend, at: now)
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)

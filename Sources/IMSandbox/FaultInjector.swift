@@ -3,24 +3,29 @@ import IMCore
 import Synchronization
 
 /// Injected failures (`POST /_sandbox/faults`): the next `count` requests whose path starts with
-/// `path_prefix` fail with `status` (and `vendor_code` in the vendor's envelope); `latency_ms` delays
-/// every vendor request. Rules apply in the order they were added; `DELETE /_sandbox/faults` clears all.
+/// `path_prefix` fail with `status` (and `vendor_code` in the vendor's envelope) — with `after_accept`,
+/// the vendor first does what the request asks and only the answer is replaced (the caller cannot know
+/// its request took effect: a gateway timeout after the accept); `latency_ms` delays every vendor request. Rules apply in the order they were added; `DELETE /_sandbox/faults` clears all.
 public final class FaultInjector: Sendable {
     public struct Rule: Codable, Sendable, Equatable {
         public var status: Int
         public var vendorCode: Int?
         public var count: Int
         public var pathPrefix: String?
-        public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil) {
+        /// The request is carried out, then answered with the fault.
+        public var afterAccept: Bool
+        public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil, afterAccept: Bool = false) {
             self.status = status
             self.vendorCode = vendorCode
             self.count = count
             self.pathPrefix = pathPrefix
+            self.afterAccept = afterAccept
         }
         enum CodingKeys: String, CodingKey {
             case status, count
             case vendorCode = "vendor_code"
             case pathPrefix = "path_prefix"
+            case afterAccept = "after_accept"
         }
     }
 
@@ -37,10 +42,10 @@ public final class FaultInjector: Sendable {
             let count = body["count"]?.int64Value ?? 1
             guard count > 0 else { throw IMError(.invalidArgument, "count must be positive") }
             rule = Rule(status: Int(status), vendorCode: body["vendor_code"]?.int64Value.map { Int($0) }, count: Int(count),
-                        pathPrefix: body["path_prefix"]?.stringValue)
+                        pathPrefix: body["path_prefix"]?.stringValue, afterAccept: body["after_accept"] == .bool(true))
         }
         guard rule != nil || latency != nil else {
-            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix) or `latency_ms`")
+            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, after_accept) or `latency_ms`")
         }
         state.withLock { state in
             if let rule { state.rules.append(rule) }

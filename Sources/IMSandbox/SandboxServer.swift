@@ -7,7 +7,7 @@ import IMHTTP
 /// - `GET /_sandbox/messages` → `{"messages":[SandboxMessageRecord…]}`
 /// - `GET /_sandbox/users` → `{"users":[…]}`
 /// - `POST /_sandbox/reset` → clears the vendor state and the faults
-/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix"}` / `{"latency_ms"}`;
+/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept"}` / `{"latency_ms"}`;
 ///   `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}`
 /// - anything else under `/_sandbox/` goes to `SandboxVendor.handleSandboxExtra`.
@@ -43,6 +43,7 @@ public final class SandboxServer: Sendable {
         let latency = faults.latencyMs
         if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency) * 1_000_000) }
         if let rule = faults.take(for: path) {
+            if rule.afterAccept { _ = await vendor.handle(request) }
             return vendor.faultResponse(status: rule.status, vendorCode: rule.vendorCode)
         }
         return await vendor.handle(request)

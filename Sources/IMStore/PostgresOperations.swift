@@ -29,6 +29,19 @@ struct PostgresOperations: StoreOperations {
                     [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now)]) == 1
     }
 
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> StoreTransaction.EventRecord {
+        guard let row = try rows("""
+            WITH ins AS (INSERT INTO ledger (backend, event_id, kind, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1)
+            SELECT EXISTS (SELECT 1 FROM ins),
+                   EXISTS (SELECT 1 FROM id_map WHERE to_backend = $1 AND to_message = $5 AND bridge_created)
+            """, [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now), .text(message.rawValue)]).first else {
+            throw PostgresFailure(message: "postgres: the ledger insert returned no row")
+        }
+        let (inserted, echo) = try row.decode((Bool, Bool).self)
+        return !inserted ? .duplicate : echo ? .echo : .new
+    }
+
     func ledgerCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM ledger") ?? 0) }
 
     // MARK: outbox
@@ -96,6 +109,38 @@ struct PostgresOperations: StoreOperations {
 
     func complete(_ id: Int64, at now: Int64) throws {
         try session.query("UPDATE outbox SET state = 'done', finished_at = $1, payload = ''::bytea WHERE id = $2", [.int(now), .int(id)])
+    }
+
+    /// `StoreTransaction.finish` in one statement. The sub-statements of a WITH query all see the rows as
+    /// they were before it, so the next head is looked for among the entries other than `id`.
+    func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
+                leaseOwner: String) throws -> OutboxEntry? {
+        let returning = Self.entryColumns.replacingOccurrences(of: "attempts,", with: "attempts - 1,")
+        let map = mapping.map { _ in """
+            m AS (
+              INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
+              VALUES ($7, $8, $9, $10, $11, TRUE, $2), ($9, $10, $7, $8, $12, FALSE, $2)
+              ON CONFLICT (from_backend, from_message, to_backend) DO UPDATE SET to_message = EXCLUDED.to_message,
+                  to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at
+            ),
+            """ } ?? ""
+        var values: [PostgresValue] = [.int(id), .int(now), .text(lane.description), .text(lane.leaseName), .text(leaseOwner), .bool(claimNext)]
+        if let mapping {
+            values += [.text(mapping.source.0.rawValue), .text(mapping.source.1.rawValue), .text(mapping.target.0.rawValue),
+                       .text(mapping.target.1.rawValue), .text(mapping.target.2.description), .text(mapping.source.2.description)]
+        }
+        return try rows("""
+            WITH \(map)
+            d AS (UPDATE outbox SET state = 'done', finished_at = $2, payload = ''::bytea WHERE id = $1),
+            n AS (
+              UPDATE outbox SET attempts = attempts + 1
+              WHERE $6 AND id = (SELECT id FROM outbox WHERE lane = $3 AND state = 'pending' AND id <> $1 ORDER BY id LIMIT 1)
+                AND next_attempt_at <= $2 AND EXISTS (SELECT 1 FROM leases WHERE name = $4 AND owner = $5 AND expires_at > $2)
+              RETURNING \(returning)
+            ),
+            r AS (DELETE FROM leases WHERE name = $4 AND owner = $5 AND NOT EXISTS (SELECT 1 FROM n))
+            SELECT * FROM n
+            """, values).first.flatMap(Self.entry)
     }
 
     func reschedule(_ id: Int64, at next: Int64, error: String) throws {
@@ -166,6 +211,15 @@ struct PostgresOperations: StoreOperations {
             depths[lane] = Int(n)
         }
         return depths
+    }
+
+    func oldestPendingByTarget() throws -> [String: Int64] {
+        var oldest: [String: Int64] = [:]
+        for row in try rows("SELECT target_backend, MIN(created_at) FROM outbox WHERE state = 'pending' GROUP BY target_backend") {
+            let (target, created) = try row.decode((String, Int64).self)
+            oldest[target] = created
+        }
+        return oldest
     }
 
     static func entry(_ row: PostgresRow) -> OutboxEntry? {

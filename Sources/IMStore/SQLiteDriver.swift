@@ -13,6 +13,7 @@ final class SQLiteDriver: StoreDriver {
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
+        Self.restrictPermissions(path)
         do {
             pool = try DatabasePool(path: path, configuration: configuration)
             try SQLiteSchema.migrator.migrate(pool)
@@ -20,6 +21,23 @@ final class SQLiteDriver: StoreDriver {
             throw IMError(.unavailable, "cannot open store \(path): \(error)", isRetryable: false)
         }
         self.path = path
+    }
+
+    /// The store holds message contents and the id map: it is created readable by its owner only
+    /// (0600). SQLite gives its `-wal` and `-shm` files the mode of the database file, so they follow.
+    /// An existing store (or sidecar) readable or writable by group or others is tightened to its
+    /// owner's bits, not refused: the bridge's own file should never be shared (README, "The store").
+    static func restrictPermissions(_ path: String) {
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
+        if !FileManager.default.fileExists(atPath: path) {
+            let descriptor = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
+            if descriptor >= 0 { _ = Foundation.close(descriptor) }
+        }
+        for file in [path, path + "-wal", path + "-shm"] {
+            var info = stat()
+            guard stat(file, &info) == 0, info.st_mode & 0o077 != 0 else { continue }
+            chmod(file, info.st_mode & 0o700)
+        }
     }
 
     func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {

@@ -174,6 +174,14 @@ struct SQLiteOperations: StoreOperations {
         return depths
     }
 
+    func oldestPendingByTarget() throws -> [String: Int64] {
+        var oldest: [String: Int64] = [:]
+        for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT target_backend, MIN(created_at) AS t FROM outbox WHERE state = 'pending' GROUP BY target_backend")) {
+            oldest[row["target_backend"]] = row["t"]
+        }
+        return oldest
+    }
+
     static func entry(_ row: Row) -> OutboxEntry? {
         guard let lane = LaneKey(row["lane"]), let state = OutboxEntry.State(rawValue: row["state"]) else { return nil }
         return OutboxEntry(id: row["id"], lane: lane, sourceBackend: BackendID(row["source_backend"] as String),

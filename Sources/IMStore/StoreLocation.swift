@@ -57,6 +57,29 @@ public struct StoreLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// For an SQLite store, why the bridge could not write it, checked without creating anything: the
+    /// file must be writable when it exists, and its directory must exist and be writable (SQLite
+    /// creates the file and its `-wal`/`-shm` sidecars there). Nil when it can (and for PostgreSQL,
+    /// which is checked by connecting).
+    public func accessProblem() -> String? {
+        guard kind == .sqlite else { return nil }
+        let file = URL(fileURLWithPath: path)
+        let directory = file.deletingLastPathComponent().path
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
+            return "directory \(directory) does not exist"
+        }
+        guard isDirectory.boolValue else { return "\(directory) is not a directory" }
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
+            if isDirectory.boolValue { return "\(path) is a directory, not an SQLite file" }
+            if access(path, R_OK | W_OK) != 0 { return "\(path) is not readable and writable by this user" }
+        }
+        if access(directory, W_OK | X_OK) != 0 {
+            return "directory \(directory) is not writable by this user (SQLite keeps its -wal and -shm files next to the store)"
+        }
+        return nil
+    }
+
     /// Printable: the PostgreSQL password replaced by `***`.
     public var redacted: String {
         switch kind {

@@ -87,6 +87,7 @@ protocol StoreOperations {
     func failedInboundRetry(_ id: Int64, reason: String) throws
     func inboundDeadLetterCount() throws -> Int
     func laneDepths() throws -> [String: Int]
+    func oldestPendingByTarget() throws -> [String: Int64]
     func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned
     func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws
     func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping?
@@ -99,6 +100,30 @@ protocol StoreOperations {
     func releaseLease(_ name: String, owner: String) throws
     func leaseHolder(_ name: String, at now: Int64) throws -> String?
     func dropAllLeases() throws -> Int
+    func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
+                leaseOwner: String) throws -> OutboxEntry?
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> StoreTransaction.EventRecord
+}
+
+extension StoreOperations {
+    /// `StoreTransaction.recordEvent(_:_:kind:at:echoOf:)` as the two operations it stands for.
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> StoreTransaction.EventRecord {
+        guard try recordEvent(backend, eventID, kind: kind, at: now) else { return .duplicate }
+        return try isBridgeCreated(message, on: backend) ? .echo : .new
+    }
+
+    /// `StoreTransaction.finish` as the separate operations it stands for (SQLite: each is a call into
+    /// the library, no round trip to save).
+    func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
+                leaseOwner: String) throws -> OutboxEntry? {
+        if let mapping { try map(source: mapping.source, target: mapping.target, at: now) }
+        try complete(id, at: now)
+        let next = claimNext ? try claimHead(of: lane, dueBy: now, leaseOwner: leaseOwner) : nil
+        if next == nil { try releaseLease(lane.leaseName, owner: leaseOwner) }
+        return next
+    }
 }
 
 /// Typed operations inside one store transaction (see `BridgeStore`), the same on every implementation.
@@ -112,6 +137,23 @@ public struct StoreTransaction {
     /// Records an inbound event; false when (backend, eventID) was already recorded.
     public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
         try ops.recordEvent(backend, eventID, kind: kind, at: now)
+    }
+
+    /// What recording an inbound message found.
+    public enum EventRecord: Sendable, Equatable {
+        /// (backend, eventID) was recorded before: a redelivery.
+        case duplicate
+        /// Recorded now; `message` is one the bridge wrote on that backend (`isBridgeCreated`).
+        case echo
+        /// Recorded now, and not the bridge's own.
+        case new
+    }
+
+    /// `recordEvent`, and for a new event whether `message` is the bridge's own copy on `backend`: the
+    /// two checks of every inbound message at once (one statement on PostgreSQL).
+    public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
+        -> EventRecord {
+        try ops.recordEvent(backend, eventID, kind: kind, at: now, echoOf: message)
     }
 
     public func ledgerCount() throws -> Int { try ops.ledgerCount() }
@@ -155,6 +197,25 @@ public struct StoreTransaction {
 
     public func complete(_ id: Int64, at now: Int64) throws { try ops.complete(id, at: now) }
 
+    /// The two sides of an id-map row (`map`).
+    public struct Mapping: Sendable {
+        public var source: (BackendID, MessageID, ConversationRef)
+        public var target: (BackendID, MessageID, ConversationRef)
+        public init(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef)) {
+            self.source = source
+            self.target = target
+        }
+    }
+
+    /// What a lane does after a carried-out entry, at once: records `mapping` (a send's id-map row),
+    /// completes entry `id`, and — when `claimNext` — claims the lane's next due head fenced by
+    /// `leaseOwner` (`claimHead`); when nothing is claimed, releases the lane's lease. The same as those
+    /// calls one after the other; on PostgreSQL one statement (one round trip instead of four).
+    public func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: Mapping?, claimNext: Bool,
+                       leaseOwner: String) throws -> OutboxEntry? {
+        try ops.finish(id, lane: lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: leaseOwner)
+    }
+
     public func reschedule(_ id: Int64, at next: Int64, error: String) throws { try ops.reschedule(id, at: next, error: error) }
 
     /// Moves an entry to the dead letters; its lane goes on with the next entry.
@@ -191,6 +252,12 @@ public struct StoreTransaction {
 
     /// Pending entries per lane.
     public func laneDepths() throws -> [String: Int] { try ops.laneDepths() }
+
+    /// The `created_at` of the oldest pending outbox entry for each target backend that has any
+    /// (`/healthz` shows its age).
+    public func oldestPendingByTarget() throws -> [BackendID: Int64] {
+        Dictionary(uniqueKeysWithValues: try ops.oldestPendingByTarget().map { (BackendID($0.key), $0.value) })
+    }
 
     // MARK: pruning
 

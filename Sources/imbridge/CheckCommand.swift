@@ -15,28 +15,11 @@ struct CheckCommand: AsyncParsableCommand {
 
     func run() async throws {
         let parsed: BridgeConfig
-        do {
-            parsed = try BridgeConfig.load(path: config, adapters: Set(Vendors.names))
-        } catch let error as IMError {
-            throw ValidationError(error.message)
-        }
-        // Build every backend as `run` would (adapter settings are validated there), contacting no vendor.
-        let scratch = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-check-\(UUID().uuidString).sqlite").path
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
         let mappings: MappingSet
         do {
-            mappings = try parsed.loadMappings()
-        } catch let error as IMError {
-            throw ValidationError(error.message)
-        }
-        let context = BackendContext(store: try BridgeStore(path: scratch), registry: ContentRegistry(), validateOnly: true,
-                                     mappings: mappings)
-        for backend in parsed.backends {
-            do {
-                _ = try await BackendFactories.make(backend, context: context)
-            } catch let error as IMError {
-                throw ValidationError(error.message)
-            }
+            (parsed, mappings) = try await ConfigCheck.load(path: config)
+        } catch {
+            throw ConfigFailure.report(error, config: config)
         }
         var out = "config \(config): ok\n  store: \(StoreLocation.redact(parsed.store))\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n"
         out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"

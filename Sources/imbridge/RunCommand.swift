@@ -13,7 +13,12 @@ struct RunCommand: AsyncParsableCommand {
     @Option(name: .long, help: "The bridge configuration (YAML).") var config: String
 
     func run() async throws {
-        let bridge = try await Bridge.open(configPath: config)
+        let bridge: Bridge
+        do {
+            bridge = try await Bridge.open(configPath: config)
+        } catch {
+            throw ConfigFailure.report(error, config: config)
+        }
         try await bridge.start()
         log("imbridge: listening on \(bridge.listener.baseURL) (callbacks at /callbacks/<backend>, /healthz, /metrics)")
         await ShutdownSignal.wait()

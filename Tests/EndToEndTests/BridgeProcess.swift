@@ -49,24 +49,9 @@ final class BridgeProcess: @unchecked Sendable {
 /// A port for the child bridge to bind (outside the ephemeral range the other servers draw from).
 func freePort() async throws -> Int { try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses) }
 
-/// A short-lived `imbridge` command (`check`, `deadletters`, `migrate` …) run to its end; output to a file.
+/// A short-lived `imbridge` command (`check`, `deadletters`, `migrate` …) run to its end.
 enum IMBridgeCLI {
     static func run(_ arguments: [String], timeoutSeconds: Double = 120) async throws -> (status: Int32, output: String) {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-cli-\(UUID().uuidString).log").path
-        FileManager.default.createFile(atPath: path, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        defer { try? handle.close() }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try BridgeProcess.binary())
-        process.arguments = arguments
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeoutSeconds)
-        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOfFile: path, encoding: .utf8)) ?? "")
+        try await Subprocess.run(try BridgeProcess.binary(), arguments, timeoutSeconds: timeoutSeconds)
     }
 }

@@ -64,7 +64,10 @@ extension CrashTests {
                 }
                 return resumed.count == unfinished.count
             }, "conversations resumed after the kill: \(resumed); callbacks per instance \(forwarder.counts); survivor log:\n\(bridges[1].output.suffix(3000))")
-            #expect((resumed.values.max() ?? 0) < 20, "takeover took \(resumed.values.max() ?? 0) s")
+            // The bound is lease_ms (8 s) + one scan (1 s); the rest is slack for relaying on 2 shared cores.
+            let takeover = resumed.values.max() ?? 0
+            print("failover: the survivor resumed the dead instance's \(unfinished.count) lanes within \(String(format: "%.1f", takeover)) s")
+            #expect(takeover < 14, "takeover took \(takeover) s")
 
             try await senders.value
             let total = conversations.count * perConversation

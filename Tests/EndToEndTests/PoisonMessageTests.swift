@@ -4,7 +4,6 @@ import IMBridgeApp
 import IMCore
 import IMHTTP
 import IMLab
-import IMMapping
 import IMRelay
 import JMessage
 import Testing
@@ -121,7 +120,8 @@ import Testing
         // The fix: an override of rongcloud.yaml reading the image URL from `remoteUrl`.
         let overrides = env.lab.directory + "/mappings"
         try FileManager.default.createDirectory(atPath: overrides, withIntermediateDirectories: true)
-        let shipped = try String(contentsOf: try #require(MappingSet.shippedDirectory).appendingPathComponent("rongcloud.yaml"), encoding: .utf8)
+        let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let shipped = try String(contentsOf: checkout.appendingPathComponent("Sources/IMMapping/mappings/rongcloud.yaml"), encoding: .utf8)
         let fixed = shipped.replacingOccurrences(of: "url: {wire: imageUri, required: true}", with: "url: {wire: remoteUrl, required: true}")
         #expect(fixed != shipped)
         try fixed.write(toFile: overrides + "/rongcloud.yaml", atomically: true, encoding: .utf8)

@@ -18,6 +18,56 @@ import Testing
         #expect(try reopened.schemaVersion() == 5)
     }
 
+    /// `finish` is `map` + `complete` + fenced `claimHead` + `releaseLease` at once (one statement on
+    /// PostgreSQL): the next head claimed with its attempt counted, the lease kept while the lane goes on,
+    /// released when it runs dry, and nothing claimed for an owner whose lease is gone.
+    @Test(arguments: StoreKind.allCases) func finishCompletesMapsAndClaimsTheNextHead(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        let a = lane("a")
+        let ids = try store.transaction { tx in
+            try (0..<3).map { try tx.enqueue(lane: a, sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
+        }
+        let first = try #require(try store.transaction { tx -> OutboxEntry? in
+            #expect(try tx.acquireLease(a.leaseName, owner: "me", until: 1000, now: 1))
+            return try tx.claimHead(of: a, dueBy: 1, leaseOwner: "me")
+        })
+        #expect(first.id == ids[0])
+        let mapping = StoreTransaction.Mapping(source: ("wk", "m0", .group("a")), target: ("rc", "r0", .group("a")))
+        let second = try store.transaction { try $0.finish(first.id, lane: a, at: 5, mapping: mapping, claimNext: true, leaseOwner: "me") }
+        #expect(second?.id == ids[1] && second?.attempts == 0, "the next head, claimed; its attempts as before this claim")
+        #expect(try store.read { try $0.mapped("m0", from: "wk", to: "rc") }?.toMessage == "r0")
+        #expect(try store.read { try $0.isBridgeCreated("r0", on: "rc") })
+        #expect(try store.read { try $0.mapped("r0", from: "rc", to: "wk") }?.toMessage == "m0", "both directions")
+        #expect(try store.read { try $0.count(state: .done) } == 1)
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 5) } == "me", "the lane goes on: the lease stays")
+        #expect(try store.read { try $0.head(of: a) }?.attempts == 1, "the claim was counted")
+
+        // Not asked to go on (stopping): nothing claimed, the lease released.
+        #expect(try store.transaction { try $0.finish(ids[1], lane: a, at: 6, mapping: nil, claimNext: false, leaseOwner: "me") } == nil)
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 6) } == nil)
+        #expect(try store.read { try $0.head(of: a) }?.id == ids[2])
+
+        // Another owner holds the lease: the head is not claimed by us, and their lease stays.
+        #expect(try store.transaction { try $0.acquireLease(a.leaseName, owner: "other", until: 1000, now: 7) })
+        #expect(try store.transaction { try $0.finish(ids[1], lane: a, at: 7, mapping: nil, claimNext: true, leaseOwner: "me") } == nil)
+        #expect(try store.read { try $0.head(of: a) }?.attempts == 0, "fenced: no attempt counted")
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 7) } == "other")
+    }
+
+    /// Recording an inbound message tells a redelivery, the bridge's own copy (through the id map) and a new one apart.
+    @Test(arguments: StoreKind.allCases) func recordingAMessageFindsRedeliveriesAndEchoes(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        try store.transaction { try $0.map(source: ("wk", "w1", .group("g")), target: ("rc", "r1", .group("g")), at: 1) }
+        #expect(try store.transaction { try $0.recordEvent("rc", "msg:r1", kind: "message", at: 2, echoOf: "r1") } == .echo)
+        #expect(try store.transaction { try $0.recordEvent("rc", "msg:r1", kind: "message", at: 3, echoOf: "r1") } == .duplicate)
+        #expect(try store.transaction { try $0.recordEvent("rc", "msg:r2", kind: "message", at: 4, echoOf: "r2") } == .new)
+        #expect(try store.transaction { try $0.recordEvent("wk", "msg:w1", kind: "message", at: 5, echoOf: "w1") } == .new,
+                "the source side of a mapping is not the bridge's")
+        #expect(try store.transaction { try $0.recordEvent("wk", "msg:r1", kind: "message", at: 6, echoOf: "r1") } == .new,
+                "the copy is the bridge's on its own backend only")
+        #expect(try store.read { try $0.ledgerCount() } == 4)
+    }
+
     @Test(arguments: StoreKind.allCases) func aFailedTransactionLeavesNothing(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)
@@ -31,6 +81,25 @@ import Testing
         }
         #expect(try store.read { try $0.ledgerCount() } == 0)
         #expect(try store.read { try $0.count(state: .pending) } == 0)
+    }
+
+    /// `/healthz` reads the oldest pending entry per target backend; done entries do not count.
+    @Test(arguments: StoreKind.allCases) func oldestPendingPerTarget(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        #expect(try store.read { try $0.oldestPendingByTarget() }.isEmpty)
+        let ids = try store.transaction { tx in
+            try [("rc", 50), ("rc", 70), ("yx", 60), ("wk", 10)].enumerated().map { index, item in
+                try tx.enqueue(lane: lane("g\(index)", BackendID(item.0)), sourceBackend: "jm", sourceEventID: EventID("e\(index)"),
+                               kind: "send", payload: Data(), at: Int64(item.1))
+            }
+        }
+        try store.transaction { tx in
+            try tx.claim(ids[0])
+            try tx.complete(ids[0], at: 80)
+            try tx.claim(ids[3])
+            try tx.complete(ids[3], at: 80)
+        }
+        #expect(try store.read { try $0.oldestPendingByTarget() } == ["rc": 70, "yx": 60])
     }
 
     @Test(arguments: StoreKind.allCases) func lanesAreFIFOAndAWaitingHeadHoldsOnlyItsLane(_ kind: StoreKind) throws {
@@ -108,5 +177,41 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func anUnopenableStoreIsAClearError(_ kind: StoreKind) {
         #expect { try BridgeStore(path: kind.unopenable) } throws: { ($0 as? IMError)?.code == .unavailable }
+    }
+}
+
+/// The store holds message contents: created 0600 with its sidecars, and an existing wider file is
+/// tightened (README, "The store").
+@Suite struct StorePermissionTests {
+    func mode(_ path: String) -> mode_t? {
+        var info = stat()
+        return stat(path, &info) == 0 ? info.st_mode & 0o777 : nil
+    }
+
+    @Test func aNewStoreAndItsSidecarsAreOwnerOnly() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-perm-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let previous = umask(0o022)
+        defer { umask(previous) }
+        let path = directory + "/bridge.sqlite"
+        let store = try BridgeStore(path: path)
+        try store.transaction { _ = try $0.recordEvent("rc", "e1", kind: "message", at: 1) }
+        #expect(mode(path) == 0o600)
+        #expect(mode(path + "-wal") == 0o600, "the WAL file exists while the store is open and follows the store's mode")
+        #expect(mode(path + "-shm") == 0o600)
+    }
+
+    @Test func anExistingWorldReadableStoreIsTightened() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-perm-\(UUID().uuidString).sqlite").path
+        defer { for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) } }
+        do {
+            let store = try BridgeStore(path: path)
+            try store.transaction { _ = try $0.recordEvent("rc", "e1", kind: "message", at: 1) }
+        }
+        #expect(chmod(path, 0o644) == 0 && mode(path) == 0o644)
+        let reopened = try BridgeStore(path: path)
+        #expect(try reopened.read { try $0.ledgerCount() } == 1)
+        #expect(mode(path) == 0o600)
     }
 }

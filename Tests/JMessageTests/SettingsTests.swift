@@ -27,7 +27,7 @@ import Testing
     @Test func theSchemaListsEveryKey() {
         #expect(descriptor.name == "jmessage" && descriptor.mappingFile == "jmessage.yaml")
         #expect(Set(descriptor.settings.map(\.key)) == ["app_key", "master_secret", "admin", "admin_password", "api_url", "report_url",
-                                                         "poll_interval_ms", "poll_overlap_ms", "routing_push"])
+                                                         "poll_interval_ms", "poll_overlap_ms", "routing_push", "timeout_seconds"])
         #expect(descriptor.settings.filter(\.required).map(\.key).sorted() == ["admin", "app_key", "master_secret"])
         #expect(descriptor.settings.filter(\.isSecret).map(\.key).sorted() == ["admin_password", "master_secret"])
     }
@@ -69,5 +69,22 @@ import Testing
         values[key] = value
         let error = await refusal(values)
         #expect(error?.code == .invalidArgument && error?.details["setting"] == key, "\(String(describing: error))")
+    }
+}
+
+extension JMessageSettingsTests {
+    /// A poll's overlap re-reads reports; it must stay within what the ledger still remembers.
+    @Test func thePollOverlapMustFitTheLedgerRetention() async throws {
+        let context = AdapterContext(mapping: MappingSet.shipped.table("jmessage"), validateOnly: true, ledgerRetentionMs: 2 * 3_600_000)
+        var values = minimal
+        values["poll_overlap_ms"] = String(3_600_000)
+        _ = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
+        values["poll_overlap_ms"] = String(3_600_001)
+        do {
+            _ = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
+            Issue.record("an overlap longer than half the retention was accepted")
+        } catch let error as IMError {
+            #expect(error.details["setting"] == "poll_overlap_ms" && error.message.contains("half of retention_hours"))
+        }
     }
 }

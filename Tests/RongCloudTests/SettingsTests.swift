@@ -42,6 +42,26 @@ struct RongCloudSettingsTests {
         #expect(error?.code == .invalidArgument && error?.details["setting"] == key)
     }
 
+    /// The routing-callback window is bound to the ledger's retention: at most half of it (a callback
+    /// replayed after its ledger row was pruned is refused by its timestamp), and it cannot be turned off
+    /// while the ledger forgets.
+    @Test func theFreshnessWindowIsBoundToTheLedgerRetention() throws {
+        let hour: Int64 = 3_600_000
+        func read(_ values: [String: String], retentionHours: Int64?) throws -> RongCloudBackend.Configuration {
+            try RongCloudBackend.Configuration(try AdapterSettings(backend: "rc", values: values, schema: RongCloudAdapter.descriptor.settings),
+                                               freshnessLimitMs: retentionHours.map { $0 * hour / 2 })
+        }
+        let base = ["app_key": "k", "app_secret": "s"]
+        #expect(try read(base, retentionHours: 168).callbackMaxSkewMs == hour, "the one-hour default fits a week's retention")
+        #expect(try read(base, retentionHours: 1).callbackMaxSkewMs == hour / 2, "the default shrinks to half a short retention")
+        #expect(try read(base.merging(["callback_max_skew_ms": "0"]) { $1 }, retentionHours: nil).callbackMaxSkewMs == nil,
+                "0 turns the check off when the ledger keeps everything")
+        for (value, reason) in [("0", "turns the timestamp check off"), (String(2 * hour), "half of retention_hours")] {
+            let error = #expect(throws: IMError.self) { try read(base.merging(["callback_max_skew_ms": value]) { $1 }, retentionHours: 2) }
+            #expect(error?.details["setting"] == "callback_max_skew_ms" && error?.message.contains(reason) == true, "\(String(describing: error))")
+        }
+    }
+
     @Test func theDescriptorBuildsABackendFromItsSettings() async throws {
         let backend = try await RongCloudAdapter.descriptor.makeBackend(
             id: "rc", settings: ["app_key": "k", "app_secret": "s", "history_viewer": "bot"],

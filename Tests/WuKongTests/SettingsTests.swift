@@ -21,13 +21,15 @@ import Testing
         #expect(config.imURL == "http://wk:5001" && config.businessURL == "http://tsdd:8090" && config.managerToken == "m")
         #expect(config.customTypes == [101: "order_card", 102: "invoice"] && config.sessionTokens == ["u1": "t1"])
         #expect(config.timeoutSeconds == 7 && config.webhookSecret == "s")
-        let defaults = try Self.configuration(["im_url": "http://a"])
+        let defaults = try Self.configuration(["im_url": "http://a", "allow_unsigned_callbacks": "true"])
         #expect(defaults.businessURL == "http://a" && defaults.tokenSecret == "imbridge" && defaults.serviceUID == "imbridge")
         #expect(defaults.timeoutSeconds == 15 && defaults.managerToken == nil && defaults.webhookSecret == nil)
     }
 
     @Test(arguments: [
-        (["business_url": "http://b"], "im_url"),
+        (["business_url": "http://b", "webhook_secret": "s"], "im_url"),
+        (["im_url": "http://a"], "webhook_secret"),
+        (["im_url": "http://a", "allow_unsigned_callbacks": "false"], "webhook_secret"),
         (["im_url": "http://a", "imurl": "x"], "imurl"),
         (["im_url": "http://a", "custom_types": "x=1"], "custom_types"),
         (["im_url": "http://a", "timeout_seconds": "-1"], "timeout_seconds"),
@@ -53,7 +55,7 @@ import Testing
         let backend = try #require(built as? WuKongBackend)
         #expect(backend.id == "wk1" && backend.configuration.imURL == "http://wk:5001" && backend.configuration.webhookSecret == "s")
         await #expect(throws: IMError.self) {
-            try await WuKongAdapter.descriptor.makeBackend(id: "wk1", settings: ["im_url": "http://a", "custom_types": "0=zero"],
+            try await WuKongAdapter.descriptor.makeBackend(id: "wk1", settings: ["im_url": "http://a", "webhook_secret": "s", "custom_types": "0=zero"],
                                                            context: context)
         }
     }

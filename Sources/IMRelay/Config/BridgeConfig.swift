@@ -11,18 +11,23 @@ public struct BackendConfig: Sendable {
     public var file: String
     /// Line of each setting, for errors.
     public var lines: [String: Int]
+    /// Line of `<name>:` under `backends`: where a missing setting is reported.
+    public var line: Int?
 
-    public init(name: BackendID, adapter: String, settings: [String: String], file: String = "(code)", lines: [String: Int] = [:]) {
+    public init(name: BackendID, adapter: String, settings: [String: String], file: String = "(code)", lines: [String: Int] = [:],
+                line: Int? = nil) {
         self.name = name
         self.adapter = adapter
         self.settings = settings
         self.file = file
         self.lines = lines
+        self.line = line
     }
 
-    /// An error about one of this backend's settings, naming `backends.<name>.<key>` and its line.
+    /// An error about one of this backend's settings, naming `backends.<name>.<key>` and its line (for a
+    /// setting that is missing, the line of the backend's own entry).
     public func error(_ key: String, _ message: String) -> IMError {
-        let line = lines[key].map { ":\($0)" } ?? ""
+        let line = (lines[key] ?? line).map { ":\($0)" } ?? ""
         return IMError(.invalidArgument, "\(file)\(line): backends.\(name).\(key): \(message)", details: ["key": "backends.\(name).\(key)"])
     }
 
@@ -45,6 +50,8 @@ public struct BridgeConfig: Sendable {
     /// How long finished outbox rows and ledger rows are kept (`retention_hours`, default 168 = 7 days;
     /// 0 keeps them for ever). See `RelayEngine.prune`.
     public var retentionHours: Int = 168
+    /// `retention_hours` in milliseconds; nil when 0 (the ledger keeps everything).
+    public var ledgerRetentionMs: Int64? { retentionHours > 0 ? Int64(retentionHours) * 3_600_000 : nil }
     /// `ha.lease_ms`: how long a lane or leader lease lasts unrenewed (docs/high-availability.md).
     public var leaseMs: Int64 = LeaseSettings.defaultTTLMs
     /// `ha.instance`: this instance's name in lease owners (default: the host name).
@@ -53,125 +60,276 @@ public struct BridgeConfig: Sendable {
     /// `requireRoutes: false` accepts a configuration without routes (`imbridge migrate` needs only
     /// the store and the backends).
     /// `adapters`: the adapter names this build has (the registry's); nil accepts any name.
+    /// `checkStoreAccess`: also check that an SQLite store's file (or its directory) is writable,
+    /// without creating anything (`StoreLocation.accessProblem`).
+    ///
+    /// Every problem found is reported at once: the error's message has one `FILE:LINE: key: reason`
+    /// line per problem (`details["problems"]` counts them). No message quotes a secret's value.
     public static func load(path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
-                            requireRoutes: Bool = true, adapters: Set<String>? = nil) throws -> BridgeConfig {
+                            requireRoutes: Bool = true, adapters: Set<String>? = nil, checkStoreAccess: Bool = true) throws -> BridgeConfig {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IMError(.notFound, "cannot read config file \(path)")
         }
         return try parse(String(decoding: data, as: UTF8.self), file: path, environment: environment, requireRoutes: requireRoutes,
-                         adapters: adapters)
+                         adapters: adapters, checkStoreAccess: checkStoreAccess)
     }
 
     public static func parse(_ yaml: String, file: String = "bridge.yaml",
                              environment: [String: String] = ProcessInfo.processInfo.environment,
-                             requireRoutes: Bool = true, adapters: Set<String>? = nil) throws -> BridgeConfig {
-        let root = try ConfigNode.parse(yaml, file: file, environment: environment)
-        try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry", "retention_hours", "ha"])
-        let listen = try root["listen"].optionalString() ?? "127.0.0.1:8090"
-        guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
-            throw root["listen"].error("expected HOST:PORT, got '\(listen)'")
+                             requireRoutes: Bool = true, adapters: Set<String>? = nil, checkStoreAccess: Bool = false) throws -> BridgeConfig {
+        var problems = ConfigProblems()
+        let config = parse(yaml, file: file, environment: environment, requireRoutes: requireRoutes, adapters: adapters,
+                           checkStoreAccess: checkStoreAccess, problems: &problems)
+        try problems.throwIfAny()
+        return config!
+    }
+
+    /// Parses what can be parsed, adding every problem to `problems`; nil only when the YAML itself
+    /// cannot be read.
+    public static func parse(_ yaml: String, file: String, environment: [String: String], requireRoutes: Bool,
+                             adapters: Set<String>?, checkStoreAccess: Bool, problems: inout ConfigProblems) -> BridgeConfig? {
+        let root: ConfigNode
+        do { root = try ConfigNode.parse(yaml, file: file, environment: environment) } catch {
+            problems.add(error)
+            return nil
         }
-        let backends = try parseBackends(root["backends"], adapters: adapters)
-        let names = Set(backends.map(\.name))
+        problems.attempt { try root.expectMapping() }
+        problems.attempt { try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry", "retention_hours", "ha"]) }
+        var listenHost = "127.0.0.1", listenPort = 8090
+        problems.attempt {
+            let listen = try root["listen"].optionalString() ?? "127.0.0.1:8090"
+            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
+                throw root["listen"].error("expected HOST:PORT, got '\(listen)'")
+            }
+            listenHost = String(listen[..<colon])
+            listenPort = port
+        }
+        let backends = parseBackends(root["backends"], adapters: adapters, problems: &problems)
+        // Every named backend, parsed or not, so a route to a backend with a problem of its own is not
+        // reported a second time as "not configured".
+        let names = Set(((try? root["backends"].keys()) ?? []).map(BackendID.init))
         let routesNode = root["routes"]
-        let routes = requireRoutes || routesNode.isPresent ? try routesNode.list().map { try parseRoute($0, backends: names) } : []
-        if routes.isEmpty && requireRoutes { throw routesNode.error("at least one route is needed") }
-        var retry = RetryPolicy()
-        if root["retry"].isPresent {
-            try root["retry"].allowOnly(["base_ms", "max_ms", "max_age_minutes"])
-            retry.baseMs = Int64(try root["retry"]["base_ms"].optionalInt() ?? Int(retry.baseMs))
-            retry.maxMs = Int64(try root["retry"]["max_ms"].optionalInt() ?? Int(retry.maxMs))
-            if retry.baseMs <= 0 { throw root["retry"]["base_ms"].error("expected milliseconds > 0, got \(retry.baseMs)") }
-            if retry.maxMs < retry.baseMs { throw root["retry"]["max_ms"].error("expected milliseconds ≥ base_ms (\(retry.baseMs)), got \(retry.maxMs)") }
-            if let minutes = try root["retry"]["max_age_minutes"].optionalInt() {
-                guard minutes >= 0 else { throw root["retry"]["max_age_minutes"].error("expected minutes ≥ 0 (0 retries for ever), got \(minutes)") }
-                retry.maxAgeMs = minutes == 0 ? nil : Int64(minutes) * 60_000
+        var routes: [Route] = []
+        if requireRoutes || routesNode.isPresent {
+            if let items = problems.attempt({ try routesNode.list() }) {
+                for item in items {
+                    var itemProblems = ConfigProblems()
+                    if let route = parseRoute(item, backends: names, problems: &itemProblems) { routes.append(route) }
+                    problems.merge(itemProblems)
+                }
+                if items.isEmpty && requireRoutes { problems.add(routesNode.error("at least one route is needed")) }
             }
         }
-        let retentionHours = try root["retention_hours"].optionalInt() ?? 168
-        guard retentionHours >= 0 else { throw root["retention_hours"].error("expected hours ≥ 0 (0 keeps everything), got \(retentionHours)") }
-        let store = try root["store"].string()
-        do {
-            _ = try StoreLocation(parsing: store, environment: environment)
-        } catch let error as IMError {
-            throw root["store"].error(error.message)
+        let retry = parseRetry(root["retry"], problems: &problems)
+        let retentionHours = problems.attempt { () throws -> Int in
+            let hours = try root["retention_hours"].optionalInt() ?? 168
+            guard hours >= 0 else { throw root["retention_hours"].error("expected hours ≥ 0 (0 keeps everything), got \(hours)") }
+            return hours
+        } ?? 168
+        var store = ""
+        problems.attempt {
+            store = try root["store"].string()
+            let location: StoreLocation
+            do { location = try StoreLocation(parsing: store, environment: environment) } catch let error as IMError {
+                throw root["store"].error(error.message)
+            }
+            if checkStoreAccess, let problem = location.accessProblem() { throw root["store"].error(problem) }
         }
-        var config = BridgeConfig(store: store, listenHost: String(listen[..<colon]), listenPort: port,
-                                  mappings: try root["mappings"].optionalString(), backends: backends, routes: routes, retry: retry,
-                                  retentionHours: retentionHours)
+        let mappings = problems.attempt { try root["mappings"].optionalString() } ?? nil
+        var config = BridgeConfig(store: store, listenHost: listenHost, listenPort: listenPort, mappings: mappings, backends: backends,
+                                  routes: routes, retry: retry, retentionHours: retentionHours)
         let ha = root["ha"]
-        if ha.isPresent {
-            try ha.allowOnly(["lease_ms", "instance"])
-            let leaseMs = try ha["lease_ms"].optionalInt() ?? Int(LeaseSettings.defaultTTLMs)
-            guard leaseMs >= 300 else { throw ha["lease_ms"].error("expected milliseconds ≥ 300, got \(leaseMs)") }
-            config.leaseMs = Int64(leaseMs)
-            config.instance = try ha["instance"].optionalString()
+        problems.attempt { try ha.expectMapping() }
+        if ha.isMapping {
+            problems.attempt { try ha.allowOnly(["lease_ms", "instance"]) }
+            problems.attempt {
+                let leaseMs = try ha["lease_ms"].optionalInt() ?? Int(LeaseSettings.defaultTTLMs)
+                guard leaseMs >= 300 else { throw ha["lease_ms"].error("expected milliseconds ≥ 300, got \(leaseMs)") }
+                config.leaseMs = Int64(leaseMs)
+            }
+            config.instance = problems.attempt { try ha["instance"].optionalString() } ?? nil
         }
         return config
     }
 
-    static func parseBackends(_ node: ConfigNode, adapters: Set<String>?) throws -> [BackendConfig] {
-        let names = try node.keys()
-        if names.isEmpty { throw node.error("at least one backend is needed") }
-        return try names.map { name in
-            let entry = node[name]
-            guard !name.contains(":"), !name.contains("/") else { throw entry.error("backend names may not contain ':' or '/'") }
-            let adapter = try entry["adapter"].string()
-            if let adapters, !adapters.contains(adapter) {
-                throw entry["adapter"].error("unknown adapter '\(adapter)' (known: \(adapters.sorted().joined(separator: ", ")))")
+    static func parseRetry(_ node: ConfigNode, problems: inout ConfigProblems) -> RetryPolicy {
+        var retry = RetryPolicy()
+        guard node.isPresent else { return retry }
+        guard problems.attempt({ try node.expectMapping() }) != nil else { return retry }
+        problems.attempt { try node.allowOnly(["base_ms", "max_ms", "max_age_minutes"]) }
+        let base = problems.attempt { () throws -> Int64 in
+            let value = Int64(try node["base_ms"].optionalInt() ?? Int(retry.baseMs))
+            if value <= 0 { throw node["base_ms"].error("expected milliseconds > 0, got \(value)") }
+            return value
+        }
+        if let base { retry.baseMs = base }
+        problems.attempt {
+            let value = Int64(try node["max_ms"].optionalInt() ?? Int(retry.maxMs))
+            if value <= 0 { throw node["max_ms"].error("expected milliseconds > 0, got \(value)") }
+            if value < retry.baseMs { throw node["max_ms"].error("expected milliseconds ≥ base_ms (\(retry.baseMs)), got \(value)") }
+            retry.maxMs = value
+        }
+        problems.attempt {
+            if let minutes = try node["max_age_minutes"].optionalInt() {
+                guard minutes >= 0 else { throw node["max_age_minutes"].error("expected minutes ≥ 0 (0 retries for ever), got \(minutes)") }
+                retry.maxAgeMs = minutes == 0 ? nil : Int64(minutes) * 60_000
             }
-            let settings = try entry.stringMap()
+        }
+        return retry
+    }
+
+    static func parseBackends(_ node: ConfigNode, adapters: Set<String>?, problems: inout ConfigProblems) -> [BackendConfig] {
+        guard let names = problems.attempt({ try node.keys() }) else { return [] }
+        if names.isEmpty { problems.add(node.error("at least one backend is needed")) }
+        return names.compactMap { name -> BackendConfig? in
+            let entry = node[name]
+            var ok = true
+            if name.contains(":") || name.contains("/") {
+                problems.add(entry.error("backend names may not contain ':' or '/'"))
+                ok = false
+            }
+            guard problems.attempt({ try entry.expectMapping() }) != nil, entry.isMapping else {
+                if !entry.isPresent { problems.add(entry.error("expected a mapping with at least adapter: NAME")) }
+                return nil
+            }
+            let adapter = problems.attempt { () throws -> String in
+                let adapter = try entry["adapter"].string()
+                if let adapters, !adapters.contains(adapter) {
+                    throw entry["adapter"].error("unknown adapter '\(adapter)' (known: \(adapters.sorted().joined(separator: ", ")))")
+                }
+                return adapter
+            }
+            var settings: [String: String] = [:]
             var lines: [String: Int] = [:]
-            for key in settings.keys { lines[key] = entry[key].line }
-            return BackendConfig(name: BackendID(name), adapter: adapter, settings: settings, file: entry.file, lines: lines)
+            for key in (try? entry.keys()) ?? [] where key != "adapter" {
+                if let value = problems.attempt({ try entry[key].string() }) { settings[key] = value } else { ok = false }
+                lines[key] = entry[key].line
+            }
+            guard ok, let adapter else { return nil }
+            return BackendConfig(name: BackendID(name), adapter: adapter, settings: settings, file: entry.file, lines: lines,
+                                 line: entry.keyLine)
         }
     }
 
-    static func parseRoute(_ node: ConfigNode, backends: Set<BackendID>) throws -> Route {
-        try node.allowOnly(["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
-                            "name_format", "media", "fallbacks"])
-        func endpoint(_ key: String) throws -> RouteEndpoint {
-            let text = try node[key].string()
-            let endpoint: RouteEndpoint
-            do { endpoint = try RouteEndpoint(parsing: text) } catch let error as IMError { throw node[key].error(error.message) }
-            guard backends.contains(endpoint.backend) else { throw node[key].error("backend '\(endpoint.backend)' is not configured under backends") }
-            return endpoint
+    /// The conversation kinds a route may name (`BACKEND:KIND:ID`).
+    public static let routeKinds: [ConversationRef.Kind] = [.direct, .group, .chatroom, .system]
+
+    static func parseRoute(_ node: ConfigNode, backends: Set<BackendID>, problems: inout ConfigProblems) -> Route? {
+        guard problems.attempt({ try node.expectMapping() }) != nil, node.isMapping else {
+            if !node.isPresent { problems.add(node.error("expected a mapping with from: and to:")) }
+            return nil
         }
-        let from = try endpoint("from"), to = try endpoint("to")
-        if from.backend == to.backend { throw node["to"].error("a route joins two different backends") }
-        if (from.id == nil) != (to.id == nil) { throw node["to"].error("use '*' on both sides or on neither") }
-        if from.kind != to.kind && from.id == nil { throw node["to"].error("a '*' route maps one kind to the same kind") }
-        let directionText = try node["direction"].optionalString() ?? "both"
-        guard let direction = Route.Direction(rawValue: directionText) else { throw node["direction"].error("expected both or forward") }
-        let mode = try node["users"].optionalString() ?? "puppet"
-        let forward: UserMode, reverse: UserMode
-        switch mode {
-        case "puppet":
-            forward = .puppet(prefix: try node["puppet_prefix"].optionalString() ?? "\(from.backend)_")
-            reverse = .puppet(prefix: try node["reverse_prefix"].optionalString() ?? "\(to.backend)_")
-        case "relay":
-            let account = UserID(try node["relay_account"].string())
-            let format = try node["name_format"].optionalString() ?? "[{name}] "
-            forward = .relay(account: account, nameFormat: format)
-            reverse = .relay(account: account, nameFormat: format)
-        default:
-            throw node["users"].error("expected puppet or relay, got '\(mode)'")
+        let before = problems.count
+        problems.attempt {
+            try node.allowOnly(["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
+                                "name_format", "media", "fallbacks"])
         }
-        let mediaText = try node["media"].optionalString() ?? "link"
-        guard let media = Route.Media(rawValue: mediaText) else { throw node["media"].error("expected link or rehost") }
-        var fallbacks: [Feature: FallbackPolicy] = [:]
-        if node["fallbacks"].isPresent {
-            for key in try node["fallbacks"].keys() {
-                guard let feature = Feature(rawValue: key) else {
-                    throw node["fallbacks"][key].error("unknown feature (expected one of: \(Feature.allCases.map(\.rawValue).joined(separator: ", ")))")
+        func endpoint(_ key: String) -> RouteEndpoint? {
+            problems.attempt {
+                let text = try node[key].string()
+                let endpoint: RouteEndpoint
+                do { endpoint = try RouteEndpoint(parsing: text) } catch let error as IMError { throw node[key].error(error.message) }
+                guard backends.contains(endpoint.backend) else { throw node[key].error("backend '\(endpoint.backend)' is not configured under backends") }
+                guard Self.routeKinds.contains(endpoint.kind) else {
+                    throw node[key].error("unknown conversation kind '\(endpoint.kind)' (expected one of: \(Self.routeKinds.map(\.description).joined(separator: ", ")))")
                 }
-                let text = try node["fallbacks"][key].string()
-                guard let policy = FallbackPolicy(rawValue: text) else { throw node["fallbacks"][key].error("expected notice or drop") }
-                fallbacks[feature] = policy
+                return endpoint
             }
         }
-        return Route(from: from, to: to, direction: direction, usersOnTarget: forward, usersOnSource: reverse, media: media,
+        let from = endpoint("from"), to = endpoint("to")
+        if let from, let to {
+            if from.backend == to.backend { problems.add(node["to"].error("a route joins two different backends")) }
+            if (from.id == nil) != (to.id == nil) { problems.add(node["to"].error("use '*' on both sides or on neither")) }
+            else if from.kind != to.kind && from.id == nil { problems.add(node["to"].error("a '*' route maps one kind to the same kind")) }
+        }
+        let direction = problems.attempt { () throws -> Route.Direction in
+            let text = try node["direction"].optionalString() ?? "both"
+            guard let direction = Route.Direction(rawValue: text) else { throw node["direction"].error("expected both or forward") }
+            return direction
+        }
+        let modes = problems.attempt { () throws -> (UserMode, UserMode) in
+            let mode = try node["users"].optionalString() ?? "puppet"
+            switch mode {
+            case "puppet":
+                return (.puppet(prefix: try node["puppet_prefix"].optionalString() ?? "\(from?.backend.rawValue ?? "")_"),
+                        .puppet(prefix: try node["reverse_prefix"].optionalString() ?? "\(to?.backend.rawValue ?? "")_"))
+            case "relay":
+                let account = UserID(try node["relay_account"].string())
+                let format = try node["name_format"].optionalString() ?? "[{name}] "
+                return (.relay(account: account, nameFormat: format), .relay(account: account, nameFormat: format))
+            default:
+                throw node["users"].error("expected puppet or relay, got '\(mode)'")
+            }
+        }
+        let media = problems.attempt { () throws -> Route.Media in
+            let text = try node["media"].optionalString() ?? "link"
+            guard let media = Route.Media(rawValue: text) else { throw node["media"].error("expected link or rehost") }
+            return media
+        }
+        var fallbacks: [Feature: FallbackPolicy] = [:]
+        let fallbackNode = node["fallbacks"]
+        if fallbackNode.isPresent, problems.attempt({ try fallbackNode.expectMapping() }) != nil {
+            for key in (try? fallbackNode.keys()) ?? [] {
+                problems.attempt {
+                    guard let feature = Feature(rawValue: key) else {
+                        throw fallbackNode[key].error("unknown feature (expected one of: \(Feature.allCases.map(\.rawValue).joined(separator: ", ")))")
+                    }
+                    let text = try fallbackNode[key].string()
+                    guard let policy = FallbackPolicy(rawValue: text) else { throw fallbackNode[key].error("expected notice or drop") }
+                    fallbacks[feature] = policy
+                }
+            }
+        }
+        guard problems.count == before, let from, let to, let direction, let modes, let media else { return nil }
+        return Route(from: from, to: to, direction: direction, usersOnTarget: modes.0, usersOnSource: modes.1, media: media,
                      fallbacks: fallbacks)
+    }
+}
+
+/// Every problem found in a configuration, in the order found; thrown as one `invalid_argument` whose
+/// message has one line per problem.
+public struct ConfigProblems: Sendable {
+    public private(set) var errors: [IMError] = []
+
+    public init() {}
+
+    public var count: Int { errors.count }
+    public var isEmpty: Bool { errors.isEmpty }
+
+    public mutating func add(_ error: any Error) {
+        if let error = error as? IMError {
+            // A nested collection (a backend's adapter settings) arrives as one error of several lines.
+            if let nested = Int(error.details["problems"] ?? ""), nested > 1 {
+                for line in error.message.split(separator: "\n") {
+                    errors.append(IMError(error.code, String(line), details: ["key": error.details["key"] ?? ""]))
+                }
+            } else {
+                errors.append(error)
+            }
+        } else {
+            errors.append(IMError(.invalidArgument, "\(error)"))
+        }
+    }
+
+    public mutating func merge(_ other: ConfigProblems) { errors += other.errors }
+
+    /// Runs `body`; a thrown error is recorded and nil returned.
+    @discardableResult
+    public mutating func attempt<T>(_ body: () throws -> T) -> T? {
+        do { return try body() } catch {
+            add(error)
+            return nil
+        }
+    }
+
+    /// One line per problem.
+    public var message: String { errors.map(\.message).joined(separator: "\n") }
+
+    /// Throws one `invalid_argument` carrying every problem (`details["problems"]` = how many).
+    public func throwIfAny() throws {
+        guard !errors.isEmpty else { return }
+        if errors.count == 1 { throw errors[0] }
+        throw IMError(.invalidArgument, message, details: ["problems": String(errors.count)])
     }
 }
 

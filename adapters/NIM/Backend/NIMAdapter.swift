@@ -14,8 +14,8 @@ import IMMapping
 /// | `create_users` | true | create puppet accounts on first use |
 /// | `custom_type_key`, `custom_data_key`, `custom_untyped_name` | `type`, `data`, `nim_custom` | the type-100 envelope (`NIMCustomFormat`) |
 /// | `custom_aliases` | none | numeric app types → content type names: `1=order_card,2=photo_card` |
-/// | `callback_max_skew_ms` | none | refuse message copies whose CurTime is further off than this |
-/// | `timeout_seconds` | 15 | per-request timeout |
+/// | `callback_max_skew_ms` | half the ledger retention | refuse message copies whose CurTime is further off than this (at most half of `retention_hours`) |
+/// | `timeout_seconds` | 15 | per-request timeout (≥ 1) |
 public enum NIMAdapter {
     public static let defaultBaseURL = "https://api-cn.yunxinapi.com/nimserver"
     /// The longest recall window a NIM console allows (7 days).
@@ -26,28 +26,41 @@ public enum NIMAdapter {
         SettingSpec("app_key", required: true, help: "the app's AppKey"),
         SettingSpec("app_secret", .secret, required: true, help: "the app's AppSecret (signs requests, verifies copies)"),
         SettingSpec("team_query_accid", help: "member accid team history is read as"),
-        SettingSpec("recall_window_ms", .integer(minimum: 0), help: "the console's recall window, if raised"),
+        SettingSpec("recall_window_ms", .integer(minimum: 1), help: "the console's recall window, if raised"),
         SettingSpec("create_users", .flag, help: "create puppet accounts on first use"),
         SettingSpec("custom_type_key", help: "type-100 envelope: the type field"),
         SettingSpec("custom_data_key", help: "type-100 envelope: the data field"),
         SettingSpec("custom_untyped_name", help: "type-100 envelope: name for bodies without a type"),
         SettingSpec("custom_aliases", .pairs, help: "numeric app types: 1=order_card"),
-        SettingSpec("callback_max_skew_ms", .integer(minimum: 0), help: "refuse copies whose CurTime is further off"),
-        SettingSpec("timeout_seconds", .integer(minimum: 0), help: "per-request timeout"),
+        SettingSpec("callback_max_skew_ms", .integer(minimum: 1),
+                    help: "refuse copies whose CurTime is further off (default and maximum: half of retention_hours)"),
+        SettingSpec("timeout_seconds", .integer(minimum: 1), help: "per-request timeout"),
     ]
 
     public static let descriptor = AdapterDescriptor(
         name: "nim", displayName: "NetEase Yunxin (NIM)", capabilities: .nim, settings: settings,
         contentCodec: { NIMContentCodec(registry: $0, mapping: $1) },
         make: { settings, context in
-            try makeBackend(settings, registry: context.registry, clock: context.clock, mapping: context.mapping)
+            try makeBackend(settings, registry: context.registry, clock: context.clock, mapping: context.mapping,
+                            freshnessLimitMs: context.freshnessLimitMs)
         })
 
     /// Builds the backend from checked settings; a value the schema cannot judge alone (a recall window
     /// over NIM's maximum) throws `invalid_argument` with `details["setting"]` naming it.
+    ///
+    /// `freshnessLimitMs` (`AdapterContext.freshnessLimitMs`: half the ledger's retention) is the
+    /// default of `callback_max_skew_ms` and its maximum: a message copy is refused once its `CurTime`
+    /// is further from now than that, so a captured copy replayed after the ledger forgot its msgid
+    /// cannot relay again (docs/adapters/nim.md §2 and §3). Nil (the ledger keeps everything): no default.
     public static func makeBackend(_ settings: AdapterSettings, registry: ContentRegistry = ContentRegistry(),
                                    clock: any IMClock = SystemClock(),
-                                   mapping: VendorTable = MappingSet.shipped.table("nim")) throws -> NIMBackend {
+                                   mapping: VendorTable = MappingSet.shipped.table("nim"),
+                                   freshnessLimitMs: Int64? = nil) throws -> NIMBackend {
+        let skew = settings.integer("callback_max_skew_ms") ?? freshnessLimitMs
+        if let skew, let freshnessLimitMs, skew > freshnessLimitMs {
+            throw settings.refuse("callback_max_skew_ms", "expected at most \(freshnessLimitMs) (half of retention_hours), got \(skew): "
+                                  + "a copy replayed after the ledger forgot it would relay again")
+        }
         var capabilities = NIMBackend.defaultCapabilities
         if let window = settings.integer("recall_window_ms") {
             guard window <= maxRecallWindowMs else {
@@ -65,6 +78,6 @@ public enum NIMAdapter {
                                timeoutSeconds: settings.integer("timeout_seconds", default: 15))
         return NIMBackend(id: settings.backend, config: config, registry: registry, customFormat: format, capabilities: capabilities,
                           teamQueryAccid: settings["team_query_accid"], createUsersOnDemand: settings.flag("create_users", default: true),
-                          callbackMaxSkewMs: settings.integer("callback_max_skew_ms"), clock: clock, mapping: mapping)
+                          callbackMaxSkewMs: skew, clock: clock, mapping: mapping)
     }
 }

@@ -13,7 +13,7 @@ public enum RongCloudAdapter {
         SettingSpec("history_viewer", help: "whose view group history is read as"),
         SettingSpec("object_names", .pairs, help: "custom types: contentType=objectName"),
         SettingSpec("callback_max_skew_ms", .integer(minimum: 0),
-                    help: "routing-callback freshness window in ms, 0 disables (default 3600000)"),
+                    help: "routing-callback freshness window in ms (default 3600000, at most half of retention_hours; 0 disables, only when retention_hours is 0)"),
     ]
 
     public static let descriptor = AdapterDescriptor(
@@ -21,17 +21,19 @@ public enum RongCloudAdapter {
         contentCodec: { RongCloudContentCodec(registry: $0, mapping: $1) },
         make: { values, context in
             RongCloudBackend(try RongCloudBackend.Configuration(values, registry: context.registry, clock: context.clock,
-                                                                mapping: context.mapping))
+                                                                mapping: context.mapping, freshnessLimitMs: context.freshnessLimitMs))
         })
 }
 
 extension RongCloudBackend.Configuration {
     /// A configuration from settings checked against `RongCloudAdapter.settings`: `api_url` defaults
     /// to the China primary and backup hosts, `timeout_seconds` to 10, `callback_max_skew_ms` to one
-    /// hour (`0` disables the check). A custom objectName in `object_names` that RongCloud would not
+    /// hour (`0` disables the check). With `freshnessLimitMs` (half the ledger's retention,
+    /// `AdapterContext.freshnessLimitMs`) the window is at most that, and `0` is refused: a callback
+    /// replayed after the ledger forgot its msgUID must be refused by its timestamp. A custom objectName in `object_names` that RongCloud would not
     /// take throws `invalid_argument` naming the setting.
     public init(_ settings: AdapterSettings, registry: ContentRegistry = ContentRegistry(), clock: any IMClock = SystemClock(),
-                mapping: VendorTable = MappingSet.shipped.table("rongcloud")) throws {
+                mapping: VendorTable = MappingSet.shipped.table("rongcloud"), freshnessLimitMs: Int64? = nil) throws {
         var objectNames: [String: String] = [:]
         for (contentType, objectName) in settings.pairs("object_names") {
             do {
@@ -42,7 +44,17 @@ extension RongCloudBackend.Configuration {
             objectNames[contentType] = objectName
         }
         let urls = settings.list("api_url")
-        let skew = settings.integer("callback_max_skew_ms", default: 3_600_000)
+        let configured = settings.integer("callback_max_skew_ms")
+        let skew = configured ?? min(3_600_000, freshnessLimitMs ?? .max)
+        if let freshnessLimitMs, configured != nil {
+            if skew == 0 {
+                throw settings.refuse("callback_max_skew_ms", "0 turns the timestamp check off: a callback replayed after the ledger "
+                                      + "forgot it (retention_hours) would relay again; set retention_hours: 0 to keep the ledger for ever")
+            }
+            if skew > freshnessLimitMs {
+                throw settings.refuse("callback_max_skew_ms", "expected at most \(freshnessLimitMs) (half of retention_hours), got \(skew)")
+            }
+        }
         self.init(id: settings.backend, appKey: try settings.required("app_key"), appSecret: try settings.required("app_secret"),
                   baseURLs: urls.isEmpty ? RongCloudClient.defaultBaseURLs : urls,
                   timeoutSeconds: settings.integer("timeout_seconds", default: 10), registry: registry,

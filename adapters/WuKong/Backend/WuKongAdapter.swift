@@ -11,6 +11,8 @@ public enum WuKongAdapter {
             SettingSpec("business_url", .url(list: false), help: "the app's business server (extras, reactions), when separate"),
             SettingSpec("manager_token", .secret, help: "WuKongIM's manager token, when its API requires one"),
             SettingSpec("webhook_secret", .secret, help: "shared secret the webhook must carry (query `secret` or X-IMBridge-Secret)"),
+            SettingSpec("allow_unsigned_callbacks", .flag,
+                        help: "true accepts a webhook without webhook_secret (anyone reaching the bridge can inject messages)"),
             SettingSpec("token_secret", .secret, help: "secret puppet session tokens are derived from"),
             SettingSpec("service_uid", help: "the bridge's own user (reads group extras)"),
             SettingSpec("timeout_seconds", .integer(minimum: 1), help: "per-request timeout"),

@@ -5,7 +5,7 @@ extension WuKongBackend.Configuration {
     /// The configuration of a `bridge.yaml` backend entry. The keys, their kinds and which are
     /// required are `WuKongAdapter.descriptor.settings` (checked before this runs); this reads them
     /// and refuses what the schema cannot judge alone (a `custom_types` key that is not a WuKong type
-    /// number). Defaults: `business_url` = `im_url`, `token_secret` and `service_uid` `imbridge`,
+    /// number, a missing `webhook_secret`). Defaults: `business_url` = `im_url`, `token_secret` and `service_uid` `imbridge`,
     /// `timeout_seconds` 15.
     public init(_ settings: AdapterSettings) throws {
         var customTypes: [Int: String] = [:]
@@ -14,6 +14,12 @@ extension WuKongBackend.Configuration {
                 throw settings.refuse("custom_types", "'\(number)' is not a WuKong type number")
             }
             customTypes[type] = name
+        }
+        // WuKongIM signs nothing: without the shared secret the webhook accepts anyone's requests. That
+        // is refused unless the operator says so in so many words (docs/adapters/wukong.md).
+        if settings["webhook_secret"] == nil && !settings.flag("allow_unsigned_callbacks", default: false) {
+            throw settings.refuse("webhook_secret", "is required: without it the webhook accepts anyone's requests "
+                                  + "(set allow_unsigned_callbacks: true to accept that, e.g. on a private network)")
         }
         self.init(id: settings.backend, imURL: try settings.required("im_url"), businessURL: settings["business_url"],
                   managerToken: settings["manager_token"], webhookSecret: settings["webhook_secret"],

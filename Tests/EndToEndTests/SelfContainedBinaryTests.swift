@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+
+/// `imbridge` is one self-contained executable: copied alone into an empty directory and run there with the
+/// source checkout hidden (an empty tmpfs mounted over it in a private mount namespace, `unshare`), it shows
+/// its version and commit, lists its shipped mappings, checks a config and runs the demo.
+@Suite(.serialized) struct SelfContainedBinaryTests {
+    static var checkout: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+    }
+
+    /// Runs the copied binary with `arguments` in `directory`, the checkout hidden; returns status and output.
+    func runHidden(_ binary: String, _ arguments: [String], in directory: String) async throws -> (status: Int32, output: String) {
+        let quoted = ([binary] + arguments).map { "'\($0)'" }.joined(separator: " ")
+        let script = "mount -t tmpfs none '\(Self.checkout)' && test -z \"$(ls -A '\(Self.checkout)')\" && cd '\(directory)' && exec \(quoted)"
+        return try await Subprocess.run("/usr/bin/unshare", ["--mount", "--map-root-user", "sh", "-c", script])
+    }
+
+    @Test func theBinaryAloneRunsCheckMappingsAndTheDemo() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-alone-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let binary = directory + "/imbridge"
+        try FileManager.default.copyItem(atPath: try BridgeProcess.binary(), toPath: binary)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["imbridge"], "nothing beside the binary")
+
+        let version = try await runHidden(binary, ["--version"], in: directory)
+        let expected = try String(contentsOfFile: Self.checkout + "/VERSION", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(version.status == 0, "\(version.output)")
+        #expect(version.output.hasPrefix("imbridge \(expected) (commit "), "\(version.output)")
+        #expect(version.output.range(of: #"\(commit ([0-9a-f]{12}|unknown)\)"#, options: .regularExpression) != nil, "\(version.output)")
+
+        let mappings = try await runHidden(binary, ["mappings", "check"], in: directory)
+        #expect(mappings.status == 0, "\(mappings.output)")
+        for vendor in ["wukong", "rongcloud", "nim", "jmessage"] {
+            #expect(mappings.output.contains("shipped:\(vendor).yaml"), "the shipped \(vendor) table is inside the binary: \(mappings.output)")
+        }
+
+        let config = """
+            store: \(directory)/bridge.sqlite
+            listen: 127.0.0.1:0
+            backends:
+              wk:
+                adapter: wukong
+                im_url: http://127.0.0.1:1
+                webhook_secret: alone-secret
+              rc:
+                adapter: rongcloud
+                app_key: alone-key
+                app_secret: alone-secret
+                api_url: http://127.0.0.1:1
+            routes:
+              - from: "wk:group:*"
+                to: "rc:group:*"
+            """
+        try config.write(toFile: directory + "/bridge.yaml", atomically: true, encoding: .utf8)
+        let check = try await runHidden(binary, ["check", "--config", "bridge.yaml"], in: directory)
+        #expect(check.status == 0, "\(check.output)")
+
+        let demo = try await runHidden(binary, ["demo"], in: directory)
+        #expect(demo.status == 0, "\(demo.output.suffix(3000))")
+        #expect(demo.output.contains("0 dead letters"), "\(demo.output.suffix(3000))")
+    }
+}
+
+/// A child process run to its end, stdout and stderr together (through a file: no pipe to fill up).
+enum Subprocess {
+    static func run(_ executable: String, _ arguments: [String], timeoutSeconds: Double = 180) async throws -> (status: Int32, output: String) {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString).log").path
+        FileManager.default.createFile(atPath: path, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        defer { try? handle.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let deadline = Date().addingTimeInterval(timeoutSeconds)
+        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 20_000_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOfFile: path, encoding: .utf8)) ?? "")
+    }
+}
