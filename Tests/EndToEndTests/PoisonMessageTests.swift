@@ -129,6 +129,11 @@ import Testing
         try env.lab.configYAML(store: env.bridge.store.path, listen: "127.0.0.1:0", routes: route("rc:group:*", "wk:group:*", direction: "forward"),
                                mappings: overrides).write(toFile: config, atomically: true, encoding: .utf8)
 
+        // The command itself lists it (the binary, against the running bridge's store).
+        let listed = try await IMBridgeCLI.run(["deadletters", "list", "--config", config])
+        #expect(listed.status == 0 && listed.output.contains("1 inbound dead letter(s)") && listed.output.contains(" rc msg:"), "\(listed.output)")
+        #expect(listed.output.contains("imageUri"), "the reason is shown: \(listed.output)")
+
         // Without the fix a retry keeps it (and says why); with it, it converts and relays.
         let unfixed = try await Bridge.open(config: try BridgeConfig.parse(
             env.lab.configYAML(store: env.bridge.store.path, listen: "127.0.0.1:0", routes: route("rc:group:*", "wk:group:*", direction: "forward")),
