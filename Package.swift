@@ -109,8 +109,8 @@ let package = Package(
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "PostgresTestSupport", "imbridge",
-                                                         "IMAdapterKit", "IMMapping", "IMTesting", "JMessage", "NIM", "RongCloud", "WuKong",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
+                                                         "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox",
                                                           .product(name: "GRDB", package: "GRDB.swift")]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
