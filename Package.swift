@@ -57,7 +57,8 @@ let package = Package(
             "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit"]),
+        .target(name: "IMRelay", dependencies: ["IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit",
+                                                .product(name: "Logging", package: "swift-log")]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [
             "IMAdapterKit", "IMSandbox",
@@ -109,6 +110,8 @@ let package = Package(
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
+                                                         "JMessage", "NIM", "RongCloud", "WuKong",
+                                                         "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox",
                                                           .product(name: "GRDB", package: "GRDB.swift")]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),

@@ -3,7 +3,8 @@ import Synchronization
 /// The bridge's counters, gauges and the relay latency histogram, rendered as Prometheus text at
 /// `/metrics`. Names: `imbridge_events_in_total{backend,kind}`, `imbridge_duplicates_total{backend}`,
 /// `imbridge_echoes_total{backend}`, `imbridge_relayed_total{target,action}`, `imbridge_retries_total{target}`,
-/// `imbridge_dead_letters_total{target}`, `imbridge_store_errors_total{operation}`, `imbridge_fallbacks_total{feature,policy}`,
+/// `imbridge_dead_letters_total{target}`, `imbridge_store_errors_total{operation}`,
+/// `imbridge_inbound_dead_letters_total{backend}` (poison messages set aside), `imbridge_inbound_dead_letters_retried_total`, `imbridge_fallbacks_total{feature,policy}`,
 /// `imbridge_lane_depth{lane}`, `imbridge_relay_latency_seconds` (source event time → target accept).
 public final class RelayMetrics: Sendable {
     struct State {
