@@ -10,15 +10,81 @@ import IMHTTP
 /// - `accept` returns only when the events are durably taken (for the bridge: ledger and outbox rows
 ///   committed). If it throws, nothing was taken and the adapter must make the vendor redeliver
 ///   (answer its retry response) or, for a poller, not move its checkpoint.
+/// - `accept(_ batch:)` takes a batch's events and its set-aside (poison) messages together: both are
+///   durably taken, or neither. A sink that cannot keep set-aside messages throws (the default does, so
+///   the vendor redelivers rather than anything being dropped).
 /// - `refused` is told about a request the adapter turned away (forged signature, malformed body);
 ///   it must not block. The error's message never contains the request body or a secret.
 public protocol EventSink: Sendable {
     func accept(_ events: [IMEvent]) async throws
+    func accept(_ batch: InboundBatch) async throws
     func refused(_ error: IMError, backend: BackendID)
 }
 
 extension EventSink {
     public func refused(_ error: IMError, backend: BackendID) {}
+
+    public func accept(_ batch: InboundBatch) async throws {
+        guard batch.setAside.isEmpty else {
+            throw IMError(.unavailable, "this sink keeps no set-aside messages (\(batch.setAside.count) in the batch)", isRetryable: true)
+        }
+        try await accept(batch.events)
+    }
+}
+
+/// An inbound message that was correctly authenticated but could not be turned into an event (its
+/// content does not convert through the mapping, or a registered custom type's `validate()` refused
+/// it): a poison message. The adapter acknowledges it to the vendor, so the vendor's stream moves on,
+/// and the sink keeps it as an inbound dead letter (`imbridge deadletters list`) until an operator
+/// retries it (`InboundHandling.replay`) after fixing the mapping.
+public struct SetAsideMessage: Sendable, Hashable {
+    /// The backend it arrived on.
+    public var backend: BackendID
+    /// Stable across redeliveries (the vendor's message id where there is one, else a hash of `raw`):
+    /// the same poison message delivered twice is kept once.
+    public var key: String
+    /// What `raw` is, for `replay`: an adapter-defined name such as `routed-form` or `message-json`.
+    public var format: String
+    /// The message's own bytes in the vendor's wire format (one item of a batch, not the batch).
+    public var raw: [UInt8]
+    /// Why it was set aside (the conversion error; never a secret — a codec's message names fields, not values of credentials).
+    public var reason: String
+
+    public init(backend: BackendID, key: String, format: String, raw: [UInt8], reason: String) {
+        self.backend = backend
+        self.key = key
+        self.format = format
+        self.raw = raw
+        self.reason = reason
+    }
+
+    /// The error's text as a reason (an `IMError` without its code prefix noise).
+    public static func reason(_ error: any Error) -> String {
+        (error as? IMError).map { "\($0.code): \($0.message)" } ?? "\(error)"
+    }
+}
+
+/// What one parse of inbound traffic yields: the events, in order, and the messages set aside.
+public struct InboundBatch: Sendable {
+    public var events: [IMEvent]
+    public var setAside: [SetAsideMessage]
+
+    public init(events: [IMEvent] = [], setAside: [SetAsideMessage] = []) {
+        self.events = events
+        self.setAside = setAside
+    }
+
+    /// Runs `convert` for one item of a batch: its events are appended; a conversion failure (any error
+    /// `convert` throws) sets the item aside instead, with `raw` and the reason. Failures that must
+    /// make the vendor redeliver (a follow-up fetch) belong outside `convert`.
+    public mutating func convert(backend: BackendID, key: String, format: String, raw: @autoclosure () -> [UInt8],
+                                 _ convert: () throws -> [IMEvent]) {
+        do {
+            events += try convert()
+        } catch {
+            setAside.append(SetAsideMessage(backend: backend, key: key, format: format, raw: raw(), reason: SetAsideMessage.reason(error)))
+        }
+    }
 }
 
 /// The inbound half of every adapter's backend: the one way vendor traffic enters IMBridge.
@@ -31,15 +97,22 @@ extension EventSink {
 ///   sink failed. A redelivered callback yields events with the same `eventID`s.
 /// - `startIntake` starts whatever the adapter fetches on its own (JMessage's report poller) pushing
 ///   into the same sink; `stopIntake` stops it and returns when it has. Both default to nothing.
+/// - `replay` converts a set-aside message again (after a mapping fix), through the same conversion as
+///   on arrival but without the request's verification (it was verified when it arrived). What still
+///   does not convert comes back in the batch's `setAside`.
 public protocol InboundHandling: Sendable {
     func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData
     func startIntake(into sink: any EventSink) async throws
     func stopIntake() async
+    func replay(_ message: SetAsideMessage) async throws -> InboundBatch
 }
 
 extension InboundHandling {
     public func startIntake(into sink: any EventSink) async throws {}
     public func stopIntake() async {}
+    public func replay(_ message: SetAsideMessage) async throws -> InboundBatch {
+        throw IMError(.unsupported, "this backend cannot replay set-aside messages of format '\(message.format)'")
+    }
 }
 
 /// What every adapter's backend is: the neutral API plus the inbound contract.
@@ -81,6 +154,10 @@ public struct CallbackAnswers: Sendable {
 /// parse (verify + events) → `sink.accept` → the vendor's success answer; a refusal (an `IMError` of
 /// code `authentication_failed`, `malformed_payload` or `invalid_argument`) → `sink.refused` and the
 /// vendor's refusal; anything else (a failed follow-up fetch, a failed `accept`) → the retry answer.
+/// A parse that yields an `InboundBatch` may set messages aside (poison messages, see
+/// `SetAsideMessage`): the sink takes them with the events, and the vendor gets its success answer, so
+/// one unconvertible message does not hold up the ones after it. Only a request that fails
+/// verification, or whose envelope does not parse at all, is refused.
 /// Accepted events are also published on `fanout`, which backs the adapter's `events()` stream for
 /// app code that reads the neutral API directly.
 public struct CallbackExchange: Sendable {
@@ -96,9 +173,14 @@ public struct CallbackExchange: Sendable {
 
     public func run(_ request: HTTPRequestData, sink: any EventSink,
                     parse: (HTTPRequestData) async throws -> [IMEvent]) async -> HTTPResponseData {
-        let events: [IMEvent]
+        await run(request, sink: sink, batch: { InboundBatch(events: try await parse($0)) })
+    }
+
+    public func run(_ request: HTTPRequestData, sink: any EventSink,
+                    batch parse: (HTTPRequestData) async throws -> InboundBatch) async -> HTTPResponseData {
+        let batch: InboundBatch
         do {
-            events = try await parse(request)
+            batch = try await parse(request)
         } catch let error as IMError {
             if Self.isRefusal(error) {
                 sink.refused(error, backend: backend)
@@ -111,13 +193,17 @@ public struct CallbackExchange: Sendable {
             return answers.refusal(refusal)
         }
         do {
-            try await sink.accept(events)
+            if batch.setAside.isEmpty {
+                try await sink.accept(batch.events)
+            } else {
+                try await sink.accept(batch)
+            }
         } catch let error as IMError {
             return answers.retry(error)
         } catch {
             return answers.retry(IMError(.unavailable, "\(error)"))
         }
-        fanout?.publish(events)
+        fanout?.publish(batch.events)
         return answers.success
     }
 
@@ -129,7 +215,7 @@ public struct CallbackExchange: Sendable {
 /// A sink that keeps what it is given, in order: for apps and tests that call an adapter's `handle`
 /// themselves. `failing` makes `accept` throw (to test the vendor's retry answer).
 public final class CollectingSink: EventSink {
-    private let state = Mutex<(events: [IMEvent], refusals: [IMError], failing: IMError?)>(([], [], nil))
+    private let state = Mutex<(events: [IMEvent], refusals: [IMError], failing: IMError?, setAside: [SetAsideMessage])>(([], [], nil, []))
     public init() {}
     public func accept(_ events: [IMEvent]) async throws {
         try state.withLock { state in
@@ -137,6 +223,15 @@ public final class CollectingSink: EventSink {
             state.events += events
         }
     }
+    public func accept(_ batch: InboundBatch) async throws {
+        try state.withLock { state in
+            if let error = state.failing { throw error }
+            state.events += batch.events
+            state.setAside += batch.setAside
+        }
+    }
+    /// The poison messages set aside, in order.
+    public var setAside: [SetAsideMessage] { state.withLock { $0.setAside } }
     public func refused(_ error: IMError, backend: BackendID) { state.withLock { $0.refusals.append(error) } }
     public var events: [IMEvent] { state.withLock { $0.events } }
     public var refusals: [IMError] { state.withLock { $0.refusals } }

@@ -142,7 +142,7 @@ public enum NeutralForm {
         }
         switch target {
         case .custom(let name):
-            return .custom(try registry.decode(typeName: name, payload: JSONValue.object(f).jsonString()))
+            return .custom(try registry.decodeOrRaw(typeName: name, payload: JSONValue.object(f).jsonString()))
         case .builtin(let kind):
             switch kind {
             case .text: return .text(string("text") ?? "")

@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMStore
+import Logging
 import Synchronization
 
 /// The bridge pipeline (docs/architecture.md, "The path of one message"): ingest → ledger → echo check → routes → translate → outbox,
@@ -30,6 +31,7 @@ public actor RelayEngine {
     public static let clientIDPrefix = "imb-"
 
     public nonisolated let store: BridgeStore
+    nonisolated let logger = Logger(label: "imbridge.relay")
     public nonisolated let metrics: RelayMetrics
     public nonisolated let health: HealthBoard
     nonisolated let backends: [BackendID: any IMBackend]

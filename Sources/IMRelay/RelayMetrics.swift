@@ -51,6 +51,10 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_dead_letters_total", kind: .counter, help: "Outbox entries given up on (permanent failure or retry budget used up), by target backend."),
         Family(name: "imbridge_retry_budget_exhausted_total", kind: .counter,
                help: "Dead letters because retrying used up retry.max_age_minutes, by target backend."),
+        Family(name: "imbridge_inbound_dead_letters_total", kind: .counter,
+               help: "Poison messages (accepted from a vendor, not translatable) set aside as inbound dead letters, by backend."),
+        Family(name: "imbridge_inbound_dead_letters_retried_total", kind: .counter,
+               help: "Inbound dead letters put through the relay again by imbridge deadletters retry."),
         Family(name: "imbridge_store_errors_total", kind: .counter, help: "Store writes that failed and were tried again, by operation."),
         Family(name: "imbridge_pruned_total", kind: .counter, help: "Finished rows deleted by retention pruning, by table (outbox, ledger)."),
         Family(name: "imbridge_relay_latency_seconds", kind: .histogram,
@@ -88,7 +92,9 @@ public final class RelayMetrics: Sendable {
         let build = MappingSet.buildVersion
         gauge("imbridge_build_info", ["version": build.version, "commit": build.commit]).set(1)
         gauge("imbridge_start_time_seconds", [:]).set(Date().timeIntervalSince1970)
-        for name in ["imbridge_ingest_errors_total", "imbridge_duplicates_total", "imbridge_echoes_total"] { increment(name, by: 0) }
+        for name in ["imbridge_ingest_errors_total", "imbridge_duplicates_total", "imbridge_echoes_total", "imbridge_inbound_dead_letters_retried_total"] {
+            increment(name, by: 0)
+        }
         increment("imbridge_store_errors_total", ["operation": "record"], by: 0)
         for table in ["outbox", "ledger"] { increment("imbridge_pruned_total", ["table": table], by: 0) }
         gauge("imbridge_outbox_dead_letters", [:]).set(0)
@@ -100,6 +106,7 @@ public final class RelayMetrics: Sendable {
     public func prepare(backends: [BackendID], targets: [BackendID]) {
         for backend in backends.map(\.rawValue) {
             for kind in Self.eventKinds { increment("imbridge_events_in_total", ["backend": backend, "kind": kind], by: 0) }
+            increment("imbridge_inbound_dead_letters_total", ["backend": backend], by: 0)
             for code in Self.refusalCodes { increment("imbridge_callbacks_refused_total", ["backend": backend, "code": code.rawValue], by: 0) }
         }
         for target in targets.map(\.rawValue) {

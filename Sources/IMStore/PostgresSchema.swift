@@ -68,6 +68,21 @@ enum PostgresSchema {
             )
             """,
         ]),
+        ("v5-inbound-dead-letters", [
+            """
+            CREATE TABLE inbound_dead_letters (
+                id BIGSERIAL PRIMARY KEY,
+                backend TEXT NOT NULL,
+                item_key TEXT NOT NULL,
+                format TEXT NOT NULL,
+                payload BYTEA NOT NULL,
+                reason TEXT NOT NULL,
+                received_at BIGINT NOT NULL,
+                retries BIGINT NOT NULL DEFAULT 0,
+                UNIQUE (backend, item_key)
+            )
+            """,
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

@@ -129,6 +129,42 @@ struct SQLiteOperations: StoreOperations {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox WHERE state = ?"), arguments: [state.rawValue]) ?? 0
     }
 
+    // MARK: inbound dead letters
+
+    func keepInbound(backend: BackendID, key: String, format: String, payload: Data, reason: String, at now: Int64) throws -> Bool {
+        try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO inbound_dead_letters (backend, item_key, format, payload, reason, received_at) VALUES (?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [backend.rawValue, key, format, payload, reason, now])
+        return db.changesCount == 1
+    }
+
+    func inboundDeadLetters(ids: [Int64]?, limit: Int) throws -> [InboundDeadLetter] {
+        let rows: [Row]
+        if let ids {
+            rows = try ids.compactMap { id in
+                try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM inbound_dead_letters WHERE id = ?"), arguments: [id])
+            }.sorted { ($0["id"] as Int64) < ($1["id"] as Int64) }
+        } else {
+            rows = try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM inbound_dead_letters ORDER BY id LIMIT ?"), arguments: [limit])
+        }
+        return rows.prefix(limit).map { row in
+            InboundDeadLetter(id: row["id"], backend: BackendID(row["backend"] as String), key: row["item_key"], format: row["format"],
+                              payload: row["payload"], reason: row["reason"], receivedAt: row["received_at"], retries: row["retries"])
+        }
+    }
+
+    func removeInboundDeadLetter(_ id: Int64) throws {
+        try db.cachedStatement(sql: "DELETE FROM inbound_dead_letters WHERE id = ?").execute(arguments: [id])
+    }
+
+    func failedInboundRetry(_ id: Int64, reason: String) throws {
+        try db.cachedStatement(sql: "UPDATE inbound_dead_letters SET reason = ?, retries = retries + 1 WHERE id = ?").execute(arguments: [reason, id])
+    }
+
+    func inboundDeadLetterCount() throws -> Int {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM inbound_dead_letters")) ?? 0
+    }
+
     /// Pending entries per lane.
     func laneDepths() throws -> [String: Int] {
         var depths: [String: Int] = [:]

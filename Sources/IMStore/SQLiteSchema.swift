@@ -77,6 +77,24 @@ enum SQLiteSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // Inbound dead letters (poison messages): authenticated inbound messages that did not convert,
+        // kept with their raw bytes and the reason until retried; one row per (backend, item_key), so a
+        // redelivered poison message is kept once.
+        migrator.registerMigration("v5-inbound-dead-letters") { db in
+            try db.execute(sql: """
+                CREATE TABLE inbound_dead_letters (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    backend TEXT NOT NULL,
+                    item_key TEXT NOT NULL,
+                    format TEXT NOT NULL,
+                    payload BLOB NOT NULL,
+                    reason TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    retries INTEGER NOT NULL DEFAULT 0,
+                    UNIQUE (backend, item_key)
+                );
+                """)
+        }
         return migrator
     }
 }

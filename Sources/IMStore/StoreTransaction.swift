@@ -35,6 +35,22 @@ public struct OutboxEntry: Sendable, Hashable {
     public var createdAt: Int64
 }
 
+/// An inbound dead letter: a poison message (authenticated, but its content did not convert) kept with
+/// its raw bytes and the reason, until an operator retries it (`imbridge deadletters retry`).
+public struct InboundDeadLetter: Sendable, Hashable {
+    public var id: Int64
+    public var backend: BackendID
+    /// Stable across redeliveries (the vendor's message id, or a hash of the bytes).
+    public var key: String
+    /// The adapter's name for what `payload` is (how to replay it).
+    public var format: String
+    public var payload: Data
+    public var reason: String
+    public var receivedAt: Int64
+    /// Retries that did not convert it either.
+    public var retries: Int
+}
+
 /// A row of the message-id map: `from` on one backend corresponds to `to` on another.
 /// `bridgeCreated` is true when the bridge wrote `to` (an echo of it must not be relayed).
 public struct MessageMapping: Sendable, Hashable {
@@ -65,6 +81,11 @@ protocol StoreOperations {
     func deadLetters(limit: Int) throws -> [OutboxEntry]
     func retryDeadLetters(ids: [Int64]?) throws -> Int
     func count(state: OutboxEntry.State) throws -> Int
+    func keepInbound(backend: BackendID, key: String, format: String, payload: Data, reason: String, at now: Int64) throws -> Bool
+    func inboundDeadLetters(ids: [Int64]?, limit: Int) throws -> [InboundDeadLetter]
+    func removeInboundDeadLetter(_ id: Int64) throws
+    func failedInboundRetry(_ id: Int64, reason: String) throws
+    func inboundDeadLetterCount() throws -> Int
     func laneDepths() throws -> [String: Int]
     func oldestPendingByTarget() throws -> [String: Int64]
     func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned
@@ -270,6 +291,27 @@ public struct StoreTransaction {
     public func retryDeadLetters(ids: [Int64]? = nil) throws -> Int { try ops.retryDeadLetters(ids: ids) }
 
     public func count(state: OutboxEntry.State) throws -> Int { try ops.count(state: state) }
+
+    // MARK: inbound dead letters (poison messages)
+
+    /// Keeps a poison message; false when (backend, key) is kept already (a redelivery: nothing changes).
+    @discardableResult
+    public func keepInbound(backend: BackendID, key: String, format: String, payload: Data, reason: String, at now: Int64) throws -> Bool {
+        try ops.keepInbound(backend: backend, key: key, format: format, payload: payload, reason: reason, at: now)
+    }
+
+    /// Inbound dead letters, oldest first (all, or the given ids).
+    public func inboundDeadLetters(ids: [Int64]? = nil, limit: Int = 1000) throws -> [InboundDeadLetter] {
+        try ops.inboundDeadLetters(ids: ids, limit: limit)
+    }
+
+    /// Forgets an inbound dead letter (its retry converted and was taken in the same transaction).
+    public func removeInboundDeadLetter(_ id: Int64) throws { try ops.removeInboundDeadLetter(id) }
+
+    /// Notes a retry that still did not convert: the new reason, one more retry.
+    public func failedInboundRetry(_ id: Int64, reason: String) throws { try ops.failedInboundRetry(id, reason: reason) }
+
+    public func inboundDeadLetterCount() throws -> Int { try ops.inboundDeadLetterCount() }
 
     /// Pending entries per lane.
     public func laneDepths() throws -> [String: Int] { try ops.laneDepths() }

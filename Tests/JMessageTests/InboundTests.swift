@@ -58,13 +58,38 @@ import Testing
         #expect(sink.refusals.map(\.code.rawValue) == [code])
     }
 
+    /// Near miss (issue #15): the master secret must match in full — not a prefix of it (empty included),
+    /// not one differing only in its last character.
+    @Test func onlyTheWholeMasterSecretIsAccepted() async throws {
+        let lastChanged = String(masterSecret.dropLast()) + (masterSecret.hasSuffix("0") ? "1" : "0")
+        for secret in ["", String(masterSecret.prefix(1)), String(masterSecret.prefix(8)), String(masterSecret.dropLast()), lastChanged,
+                       masterSecret + "x"] {
+            let sink = CollectingSink()
+            let response = await backend.handle(push(Self.body, authorization: "Basic " + Data("\(appKey):\(secret)".utf8).base64EncodedString()),
+                                                sink: sink)
+            #expect(response.status == 401 && sink.events.isEmpty, "secret of \(secret.count) characters")
+            #expect(sink.refusals.map(\.code) == [.authenticationFailed])
+        }
+        let sink = CollectingSink()
+        #expect(await backend.handle(push(Self.body), sink: sink).status == 200 && sink.events.count == 2)
+    }
+
     @Test func refusesMalformedBodies() async throws {
-        for body in ["not json", #"{"total":1}"#, #"{"total":1,"messages":[{"msgid":1}]}"#] {
+        for body in ["not json", #"{"total":1}"#, #"{"total":1,"messages":{}}"#] {
             let sink = CollectingSink()
             let response = await backend.handle(push(body), sink: sink)
             #expect(response.status == 400 && sink.events.isEmpty)
             #expect(sink.refusals.map(\.code) == [.malformedPayload])
         }
+    }
+
+    /// One pushed message that does not decode is set aside; the push is answered 200.
+    @Test func aMessageThatDoesNotDecodeIsSetAsideAndThePushAcknowledged() async throws {
+        let sink = CollectingSink()
+        let response = await backend.handle(push(#"{"total":1,"messages":[{"msgid":1}]}"#), sink: sink)
+        #expect(response.status == 200 && sink.events.isEmpty && sink.refusals.isEmpty)
+        #expect(sink.setAside.map(\.key) == ["jmessage:msg:1"])
+        #expect(sink.setAside.first?.raw == Array(#"{"msgid":1}"#.utf8))
     }
 
     @Test func aSinkThatCannotTakeTheEventsGetsThePushRedelivered() async throws {

@@ -72,13 +72,45 @@ import Testing
         }
     }
 
+    /// Near miss (issue #15): a full-length CheckSum (or MD5) differing only in its last character is
+    /// refused (a comparison of the first bytes only would pass it).
+    @Test func aCheckSumOrMD5WrongOnlyInItsLastCharacterIsRefused() async {
+        func flipLast(_ hex: String) -> String { String(hex.dropLast()) + (hex.hasSuffix("0") ? "1" : "0") }
+        let digest = NIMSignature.md5Hex(Array(Self.docBody.utf8))
+        let sum = NIMSignature.callbackCheckSum(appSecret: Self.secret, md5: digest, curTime: "1440570500855")
+        #expect(sum.count == 40 && digest.count == 32)
+        for request in [Self.request(Self.docBody, checkSum: flipLast(sum)),
+                        Self.request(Self.docBody, md5: flipLast(digest),
+                                     checkSum: NIMSignature.callbackCheckSum(appSecret: Self.secret, md5: flipLast(digest), curTime: "1440570500855"))] {
+            let (answer, sink) = await Self.exchange(request, with: backend)
+            #expect(answer.status == 401 && sink.events.isEmpty && sink.refusals.first?.code == .authenticationFailed)
+        }
+        #expect(await accepted(Self.request(Self.docBody, checkSum: sum)).count == 1)
+    }
+
     @Test func signedGarbageIsMalformedNotAnEvent() async {
         let (answer, sink) = await Self.exchange(Self.request("[1,2"), with: backend)
         #expect(answer.status == 400 && answer.bodyString.hasPrefix("bad request: "))
         #expect(sink.events.isEmpty)
         #expect(sink.refusals.first?.code == .malformedPayload && sink.refusals.first?.details["http_status"] == "400")
+        // A signed JSON object that is not a convertible copy is a poison message: acknowledged, set aside.
         let noType = await Self.exchange(Self.request(#"{"convType":"PERSON"}"#), with: backend)
-        #expect(noType.answer.status == 400 && noType.sink.refusals.first?.code == .malformedPayload)
+        #expect(noType.answer.status == 200 && noType.answer.bodyString == Self.ok && noType.sink.refusals.isEmpty)
+        #expect(noType.sink.setAside.count == 1 && noType.sink.setAside.first?.format == NIMInbound.setAsideFormat)
+        #expect(noType.sink.setAside.first?.raw == Array(#"{"convType":"PERSON"}"#.utf8))
+    }
+
+    /// A PICTURE copy without `url` and a registered custom type failing validate(): set aside, answered
+    /// 200 (NIM moves on), keyed by msgidServer; a sink that keeps no set-aside messages gets a retry answer.
+    @Test func unconvertibleCopiesAreSetAside() async throws {
+        let picture = #"{"eventType":"1","convType":"PERSON","to":"222","fromAccount":"111","msgType":"PICTURE","attach":"{\"name\":\"a.png\",\"ext\":\"png\"}","msgTimestamp":"1441977355557","msgidServer":"777"}"#
+        let (answer, sink) = await Self.exchange(Self.request(picture), with: backend)
+        #expect(answer.status == 200 && sink.events.isEmpty && sink.refusals.isEmpty)
+        #expect(sink.setAside.map(\.key) == ["nim:777"])
+        #expect(sink.setAside.first?.reason.contains("url") == true, "\(sink.setAside)")
+        struct NoSetAside: EventSink { func accept(_ events: [IMEvent]) async throws {} }
+        let refused = await backend.handle(Self.request(picture), sink: NoSetAside())
+        #expect(refused.status == 503, "a sink that cannot keep it makes NIM redeliver, nothing is dropped")
     }
 
     @Test func aSinkThatCannotTakeTheEventsMakesNIMRetry() async {

@@ -159,9 +159,14 @@ struct RongCloudCodecTests {
         let encoded = try codec.encode(.custom(CustomContent(OrderCard(orderId: "B2", amount: 1))))
         #expect(encoded.objectName == "App:OrderMsg")
         #expect(try JSONValue.parse(encoded.content) == ["orderId": "B2", "amount": 1])
-        let invalid = try codec.decode(objectName: "App:OrderMsg", content: #"{"orderId":"A1","amount":-1}"#)
-        #expect(invalid.content == .custom(CustomContent(raw: "order_card", payload: #"{"orderId":"A1","amount":-1}"#)))
-        if case .custom(let raw) = invalid.content { #expect(!raw.isRegistered, "an invalid payload stays raw") }
+        // A payload failing validate() is refused (the routing callback sets the message aside); one
+        // that does not decode as the type stays raw and travels.
+        #expect { try codec.decode(objectName: "App:OrderMsg", content: #"{"orderId":"A1","amount":-1}"#) } throws: {
+            ($0 as? IMError)?.code == .invalidContent
+        }
+        let undecodable = try codec.decode(objectName: "App:OrderMsg", content: #"{"orderId":7}"#)
+        #expect(undecodable.content == .custom(CustomContent(raw: "order_card", payload: #"{"orderId":7}"#)))
+        if case .custom(let raw) = undecodable.content { #expect(!raw.isRegistered, "an undecodable payload stays raw") }
     }
 
     @Test func malformedBuiltInPayloadsAreRefused() {

@@ -87,6 +87,31 @@ struct RongCloudInboundTests {
         #expect(error?.code == .authenticationFailed, "\(why)")
     }
 
+    /// Near miss (issue #15): a full-length signature differing only in its last character is refused
+    /// (a comparison of the first bytes only would pass it).
+    @Test func aSignatureWrongOnlyInItsLastCharacterIsRefused() async {
+        var query = signedQuery()
+        let good = RongCloudSignature.sign(secret: "S", nonce: "0.7940742792184153", timestamp: "1795258879")
+        #expect(good.count == 40)
+        query.items.removeAll { $0.name == "signature" }
+        query.append("signature", String(good.dropLast()) + (good.hasSuffix("0") ? "1" : "0"))
+        let error = await refusal(query: query, body: routed("RC:TxtMsg", #"{"content":"hi"}"#), status: 401)
+        #expect(error?.code == .authenticationFailed)
+        // The control: the same request with the right signature is taken.
+        #expect(await events(query: signedQuery(), body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
+    }
+
+    /// Near miss (issue #15): a callback stamped two hours in the future is as stale as one two hours
+    /// old (the skew check is on the absolute distance).
+    @Test func aCallbackStampedInTheFutureIsRefused() async {
+        for timestamp in ["1795266079", "1795266079000", "1795251679"] {
+            let error = await refusal(query: signedQuery(timestamp: timestamp), body: routed("RC:TxtMsg", #"{"content":"hi"}"#), status: 401)
+            #expect(error?.code == .authenticationFailed, "\(timestamp)")
+        }
+        #expect(await events(query: signedQuery(timestamp: "1795260679"), body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1,
+                "30 minutes ahead is within the hour")
+    }
+
     @Test func unsignedCallbackIsRefused() async {
         let error = await refusal(query: FormBody(), body: routed("RC:TxtMsg", #"{"content":"hi"}"#), status: 401)
         #expect(error?.code == .authenticationFailed)
@@ -97,9 +122,23 @@ struct RongCloudInboundTests {
         missing.items.removeAll { $0.name == "msgUID" }
         let error = await refusal(query: signedQuery(), body: missing, status: 400)
         #expect(error?.code == .malformedPayload && error?.details["field"] == "msgUID")
-        for body in [routed("RC:RcCmd", "{}"), routed("RC:MsgExMsg", #"{"put":{}}"#), routed("RC:TxtMsg", "nope")] {
-            let refused = await refusal(query: signedQuery(), body: body, status: 400)
-            #expect(refused?.code == .malformedPayload)
+    }
+
+    /// A signed routed message whose content does not convert is a poison message: acknowledged
+    /// (RongCloud moves on), no event, set aside with its form body and the reason — not refused.
+    @Test func unconvertibleContentIsSetAsideNotRefused() async throws {
+        for (n, body) in [routed("RC:RcCmd", "{}", uid: "P-1"), routed("RC:MsgExMsg", #"{"put":{}}"#, uid: "P-2"),
+                          routed("RC:TxtMsg", "nope", uid: "P-3"), routed("RC:ImgMsg", #"{"content":"aGk="}"#, uid: "P-4")].enumerated() {
+            let (response, sink) = await exchange(query: signedQuery(), body: body)
+            #expect(response.status == 200 && response.bodyString == "ok")
+            #expect(sink.events.isEmpty && sink.refusals.isEmpty)
+            let item = try #require(sink.setAside.first)
+            #expect(sink.setAside.count == 1 && item.key == "msg:P-\(n + 1)" && item.format == RongCloudInbound.setAsideFormat)
+            #expect(item.raw == Array(body.encoded.utf8), "the form body as received")
+            #expect(item.reason.hasPrefix("malformed_payload"), "\(item.reason)")
+            // Replayed (the mapping unchanged) it is still set aside, with the same key.
+            let replayed = try await backend.replay(item)
+            #expect(replayed.events.isEmpty && replayed.setAside.map(\.key) == [item.key])
         }
     }
 

@@ -167,6 +167,60 @@ import Testing
         #expect(Set(again.map(\.eventID)).isSuperset(of: Set(events.prefix(2).map(\.eventID))))
     }
 
+    /// Near miss (issue #15): a shared secret differing only in its last character is refused.
+    @Test func aSecretWrongOnlyInItsLastCharacterIsRefused() async throws {
+        let secret = "a-long-shared-webhook-secret-0001"
+        let backend = Self.backend(secret: secret)
+        let body = try Self.body([Self.text])
+        for given in ["a-long-shared-webhook-secret-0002", "a-long-shared-webhook-secret-000", ""] {
+            let sink = CollectingSink()
+            let answer = await backend.handle(Self.request("event=msg.notify", headers: [("X-IMBridge-Secret", given)], body: body), sink: sink)
+            #expect(answer.status == 401 && sink.events.isEmpty && sink.refusals.first?.code == .authenticationFailed)
+        }
+        let sink = CollectingSink()
+        let answer = await backend.handle(Self.request("event=msg.notify", headers: [("X-IMBridge-Secret", secret)], body: body), sink: sink)
+        #expect(answer.status == 200 && sink.events.count == 1)
+    }
+
+    /// Near miss (issue #15): several rows whose read count rose, in no particular seq order: the read
+    /// receipt goes up to the highest seq (not the lowest, not the last row).
+    @Test func extrasReadReceiptsGoUpToTheHighestSeqOfSeveralRows() throws {
+        let codec = WuKongExtrasCodec(backend: "wk", content: WuKongContentCodec())
+        let group = ConversationRef.group("g1")
+        let rows: [(previous: WKMessageExtra?, current: WKMessageExtra)] = [(5, 105), (9, 109), (7, 107)].map { seq, id in
+            var before = WKMessageExtra(messageID: Int64(id), messageSeq: UInt64(seq), extraVersion: Int64(seq))
+            before.readedCount = 0
+            var after = before
+            after.readedCount = 2
+            return (before, after)
+        }
+        let reads = codec.events(rows: rows, conversation: group, actor: "u2", at: 9).filter { $0.kindName == "read" }
+        #expect(reads.count == 1)
+        guard case .read(_, let user, let upTo, _)? = reads.first?.kind else { Issue.record("no read"); return }
+        #expect(user == "u2" && upTo == "109")
+    }
+
+    /// Near miss (issue #15): removing some keys of a remote `extra` (not all of them) reports each
+    /// removed key; removing all of them is a clear.
+    @Test func extrasRemovalOfSomeKeysIsReported() throws {
+        let some = try #require(WuKongExtrasCodec.delta(from: ["a": "1", "b": "2", "c": "3"], to: ["a": "1"], version: 7))
+        #expect(Set(some.removed) == ["b", "c"] && some.set.isEmpty && !some.cleared)
+        let one = try #require(WuKongExtrasCodec.delta(from: ["a": "1", "b": "2"], to: ["a": "9"], version: 8))
+        #expect(one.removed == ["b"] && one.set == ["a": "9"])
+        let all = try #require(WuKongExtrasCodec.delta(from: ["a": "1"], to: [:], version: 9))
+        #expect(all.cleared && all.removed == ["a"])
+    }
+
+    /// Issue #15: a remote `extra` with non-string values does not fail the row (and so the sync):
+    /// numbers and booleans become their JSON text, objects their JSON, null drops the key.
+    @Test func extraValuesOfAnyJSONTypeAreKeptAsText() throws {
+        let json = #"[{"message_id":1,"message_id_str":"1","extra_version":2,"extra":{"s":"x","n":3,"b":true,"o":{"k":1},"z":null}},{"message_id":2,"message_id_str":"2","extra_version":3,"extra":"not an object"}]"#
+        let rows = try WuKongJSON.decoder().decode([WKMessageExtra].self, from: Data(json.utf8))
+        #expect(rows.count == 2)
+        #expect(rows[0].extra == ["s": "x", "n": "3", "b": "true", "o": #"{"k":1}"#])
+        #expect(rows[1].extra == nil)
+    }
+
     @Test func reactionRowsBecomeToggles() {
         let codec = WuKongExtrasCodec(backend: "wk", content: WuKongContentCodec())
         let rows = [WKReaction(messageID: "11", channelID: "u2", channelType: 1, seq: 1, uid: "u2", emoji: "👍", isDeleted: 0,

@@ -50,6 +50,25 @@ public final class ContentRegistry: Sendable {
         return CustomContent(typeName: typeName, payload: payload, value: value)
     }
 
+    /// What a codec uses for a payload received from a vendor: like `decode`, except that a registered
+    /// type's payload that does not decode stays a raw `CustomContent` (relayed as it came: the target
+    /// app may still read it) — only a payload that decodes and then fails `validate()` throws
+    /// (`invalid_content`): the app said that value must not travel, so the bridge sets the message aside.
+    public func decodeOrRaw(typeName: String, payload: String) throws -> CustomContent {
+        guard let type = types.withLock({ $0[typeName] }) else {
+            return CustomContent(raw: typeName, payload: payload)
+        }
+        guard let value = try? Self.decode(type, payload) else {
+            return CustomContent(raw: typeName, payload: payload)
+        }
+        do {
+            try value.validate()
+        } catch {
+            throw IMError(.invalidContent, "payload of '\(typeName)' fails its validate(): \(error)", details: ["content_type": typeName])
+        }
+        return CustomContent(typeName: typeName, payload: payload, value: value)
+    }
+
     private static func decode<T: CustomMessageContent>(_ type: T.Type, _ payload: String) throws -> T {
         try JSONDecoder().decode(T.self, from: Data(payload.utf8))
     }

@@ -143,5 +143,12 @@ struct PublishingSink: EventSink {
         fanout.publish(events)
     }
 
+    func accept(_ batch: InboundBatch) async throws {
+        if let inner { try await inner.accept(batch) } else if !batch.setAside.isEmpty {
+            throw IMError(.unavailable, "no sink keeps the set-aside messages", isRetryable: true)
+        }
+        fanout.publish(batch.events)
+    }
+
     func refused(_ error: IMError, backend: BackendID) { inner?.refused(error, backend: backend) }
 }

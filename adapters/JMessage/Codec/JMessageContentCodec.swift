@@ -88,7 +88,7 @@ public struct JMessageContentCodec: ContentCodec {
             return kept
         }
         if msgType == "custom", let typeName = object[Self.typeKey]?.stringValue, let payload = object[Self.payloadKey]?.stringValue {
-            return CodedContent(.custom(try registry.decode(typeName: typeName, payload: payload)), vendorExtras: kept(object))
+            return CodedContent(.custom(try registry.decodeOrRaw(typeName: typeName, payload: payload)), vendorExtras: kept(object))
         }
         guard let mapped = try mapping.decode(wire: msgType, body: object, registry: registry) else {
             if msgType == "custom" {

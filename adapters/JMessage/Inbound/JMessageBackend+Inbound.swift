@@ -9,7 +9,18 @@ extension JMessageBackend: InboundHandling {
     /// the events, and JMessage gets `JMessageInbound.answers` (200 with an empty body once taken).
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         let inbound = self.inbound
-        return await exchange.run(request, sink: sink) { try inbound.events(from: $0) }
+        return await exchange.run(request, sink: sink, batch: { try inbound.batch(from: $0) })
+    }
+
+    /// Converts a set-aside report message again (pushed or polled; see `InboundHandling.replay`).
+    public func replay(_ message: SetAsideMessage) async throws -> InboundBatch {
+        guard message.format == JMessageInbound.setAsideFormat else {
+            throw IMError(.unsupported, "JMessage cannot replay a set-aside message of format '\(message.format)'")
+        }
+        var batch = InboundBatch()
+        inbound.convert(message.raw, into: &batch)
+        for index in batch.setAside.indices { batch.setAside[index].key = message.key }
+        return batch
     }
 
     /// How often `startIntake` polls report v2; nil turns the poller off (routing push only).

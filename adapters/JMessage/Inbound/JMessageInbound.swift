@@ -9,7 +9,9 @@ import IMHTTP
 ///
 /// Verification: the Basic credentials must be exactly our appKey (case-insensitive, as appKeys are)
 /// and master secret; anything else is `authentication_failed` (answered 401) and yields no event.
-/// A body that is not the documented shape is `malformed_payload` (answered 400). Event ids are the
+/// A body that is not the documented shape is `malformed_payload` (answered 400); one pushed message
+/// that does not decode or convert is set aside (`batch(from:)`, format `message-json`, key
+/// `jmessage:msg:<msgid>`): the push is answered 200, the others relay. Event ids are the
 /// poller's (`jmessage:msg:<msgid>`), so a redelivered push, or a message seen by both paths, keeps
 /// one id.
 public struct JMessageInbound: Sendable {
@@ -44,6 +46,48 @@ public struct JMessageInbound: Sendable {
     /// What JMessage expects back: 200 with an empty body once the events were taken; 401 / 400 for a
     /// forged / malformed push, 503 (redelivered) when they could not be taken.
     public static let answers = CallbackAnswers(success: HTTPResponseData(status: 200))
+
+    /// The format name of a set-aside message: its own report-message JSON object.
+    public static let setAsideFormat = "message-json"
+
+    /// Verifies and parses one push into a batch: `message` events in the pushed order, and the messages
+    /// that do not decode or convert set aside (pure: no I/O).
+    public func batch(from request: HTTPRequestData) throws -> InboundBatch {
+        try verify(request)
+        if let push = try? JSONDecoder().decode(JMRoutingPush.self, from: Data(request.body)) {
+            var batch = InboundBatch()
+            for wire in push.messages { convert(wire, into: &batch) }
+            return batch
+        }
+        guard let object = (try? JSONValue.parse(request.bodyString))?.objectValue, case .array(let elements)? = object["messages"] else {
+            throw IMError(.malformedPayload, "routing push body is not {\"total\",\"messages\":[…]}")
+        }
+        var batch = InboundBatch()
+        for element in elements { convert(Array(element.jsonString().utf8), id: element["msgid"], into: &batch) }
+        return batch
+    }
+
+    /// One report message's own JSON (a push element, a poller's message, a set-aside one replayed).
+    public func convert(_ raw: [UInt8], id: JSONValue? = nil, into batch: inout InboundBatch) {
+        let key = id?.int64Value.map { JMessageCodec.messageEventID($0).rawValue } ?? "raw:\(Hashing.sha1Hex(raw))"
+        batch.convert(backend: backend, key: key, format: Self.setAsideFormat, raw: raw) {
+            let wire: JMHistoryMessage
+            do {
+                wire = try JSONDecoder().decode(JMHistoryMessage.self, from: Data(raw))
+            } catch {
+                throw IMError(.malformedPayload, "report message does not decode: \(error)")
+            }
+            return [IMEvent(eventID: JMessageCodec.messageEventID(wire.msgid), backend: backend, kind: .message(try codec.decode(wire)))]
+        }
+    }
+
+    /// A decoded report message: its event, or set aside (raw: the message re-encoded).
+    public func convert(_ wire: JMHistoryMessage, into batch: inout InboundBatch) {
+        batch.convert(backend: backend, key: JMessageCodec.messageEventID(wire.msgid).rawValue, format: Self.setAsideFormat,
+                      raw: (try? Array(JSONEncoder().encode(wire))) ?? []) {
+            [IMEvent(eventID: JMessageCodec.messageEventID(wire.msgid), backend: backend, kind: .message(try codec.decode(wire)))]
+        }
+    }
 
     /// Verifies and parses one push into `message` events, in the pushed order (pure: no I/O).
     public func events(from request: HTTPRequestData) throws -> [IMEvent] {

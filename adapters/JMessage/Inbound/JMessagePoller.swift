@@ -20,7 +20,9 @@ import IMCore
 ///   again from the saved position. A restart resumes from it: nothing accepted is pushed again,
 ///   nothing after the position is missed. A crash between `accept` and the save repeats that page's
 ///   events with the same `eventID`s (at-least-once; the bridge's ledger keeps one).
-/// - A message that does not decode is skipped (counted in `skipped`), never retried forever.
+/// - A message that does not convert is set aside with the page (`sink.accept(InboundBatch)`: kept as an
+///   inbound dead letter, format `message-json`) and counted in `skipped`; the position moves past it,
+///   so it is never fetched again and never holds up the messages after it.
 public actor JMessagePoller {
     public struct Position: Codable, Hashable, Sendable {
         /// Milliseconds: where the next window starts.
@@ -101,22 +103,21 @@ public actor JMessagePoller {
             windowEnd = cursor!.windowEnd
         }
         guard let page else { return false }
-        var events: [IMEvent] = []
+        var batch = InboundBatch()
         var newest: Int64?
         for wire in page.messages {
             newest = max(newest ?? wire.msgCtime, wire.msgCtime)
             guard position.seen[wire.msgid] == nil else { continue }
             position.seen[wire.msgid] = wire.msgCtime
-            do {
-                let message = try codec.decode(wire)
-                events.append(IMEvent(eventID: JMessageCodec.messageEventID(wire.msgid), backend: backend, kind: .message(message)))
-            } catch {
-                skipped += 1
+            batch.convert(backend: backend, key: JMessageCodec.messageEventID(wire.msgid).rawValue, format: JMessageInbound.setAsideFormat,
+                          raw: (try? Array(JSONEncoder().encode(wire))) ?? []) {
+                [IMEvent(eventID: JMessageCodec.messageEventID(wire.msgid), backend: backend, kind: .message(try codec.decode(wire)))]
             }
         }
-        if !events.isEmpty {
+        skipped += batch.setAside.count
+        if !batch.events.isEmpty || !batch.setAside.isEmpty {
             do {
-                try await sink.accept(events)
+                if batch.setAside.isEmpty { try await sink.accept(batch.events) } else { try await sink.accept(batch) }
             } catch {
                 // Fetched again from the saved position on the next poll.
                 cursor = nil

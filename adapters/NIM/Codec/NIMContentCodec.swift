@@ -49,13 +49,13 @@ public struct NIMContentCodec: Sendable {
     func decodeCustom(_ body: String) throws -> MessageContent {
         let (typeName, payload) = customFormat.split(body)
         if customFormat.aliases.values.contains(typeName) {
-            return .custom(try registry.decode(typeName: typeName, payload: payload))
+            return .custom(try registry.decodeOrRaw(typeName: typeName, payload: payload))
         }
         if let object = (try? JSONValue.parse(body))?.objectValue,
            let mapped = try mapping.decode(wire: String(NIMMessageType.custom.rawValue), body: object, registry: registry) {
             return mapped.content
         }
-        return .custom(try registry.decode(typeName: typeName, payload: payload))
+        return .custom(try registry.decodeOrRaw(typeName: typeName, payload: payload))
     }
 
     // MARK: encode

@@ -12,6 +12,10 @@ import IMHTTP
 ///   not a JSON object throws `malformed_payload` with `"400"`. Neither yields an event.
 /// - Freshness: off by default (`maxSkewMs` nil) because NIM's retry schedule is undocumented; when set,
 ///   `CurTime` (milliseconds, or seconds if it has ≤ 10 digits) must be within the skew of the clock.
+/// - Poison messages: a verified copy whose content does not convert (a PICTURE without `url`, a
+///   registered custom type failing `validate()`) is set aside by `batch(from:)` (format `copy-json`,
+///   the body as received; key `nim:<msgidServer>`, else the body's MD5): answered 200 and kept by the
+///   sink as an inbound dead letter. Only a body that is not a JSON object is refused (400).
 /// - Events: eventType 1 chat messages → `message` (or `expansionChanged` for the adapter's expansion
 ///   carrier, see `NIMExpansionCarrier`), custom system notifications → `command`, 7/8/25 → `recalled`;
 ///   every other eventType is accepted and ignored (empty result, still answered 200).
@@ -94,6 +98,30 @@ public struct NIMInbound: Sendable {
             error.details["http_status"] = "400"
             throw error
         }
+    }
+
+    /// The format name of a set-aside copy: the callback body as received.
+    public static let setAsideFormat = "copy-json"
+
+    /// Verifies, then parses one callback into a batch: its events, or the copy set aside when it does
+    /// not convert (see the type's contract).
+    public func batch(from request: HTTPRequestData) throws -> InboundBatch {
+        try verify(request)
+        return try batch(fromBody: request.body)
+    }
+
+    /// A verified body (or a set-aside copy replayed) into a batch.
+    public func batch(fromBody body: [UInt8]) throws -> InboundBatch {
+        let copy: NIMCopyEvent
+        do {
+            copy = try NIMCopyEvent(json: body)
+        } catch {
+            throw IMError(.malformedPayload, "NIM callback body is not a JSON object", details: ["http_status": "400"])
+        }
+        var batch = InboundBatch()
+        batch.convert(backend: backend, key: "nim:\(copy.msgidServer ?? NIMSignature.md5Hex(body))", format: Self.setAsideFormat,
+                      raw: body) { try events(of: copy, rawBody: body) }
+        return batch
     }
 
     /// The events of one verified copy.

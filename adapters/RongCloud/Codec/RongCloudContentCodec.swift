@@ -66,16 +66,16 @@ public struct RongCloudContentCodec: ContentCodec {
     /// The decoded content with the kept fields as a flat object (wrapped by `decode`).
     private func decodeContent(objectName: String, content text: String) throws -> CodedContent {
         if let typeName = objectNames.first(where: { $0.value == objectName })?.key {
-            return CodedContent(.custom(rawOrTyped(typeName, text)))
+            return CodedContent(.custom(try rawOrTyped(typeName, text)))
         }
         guard objectName == RCObjectName.recallNotification || mapping.knows(wire: objectName) else {
             if RCObjectName.isBuiltIn(objectName) {
                 return CodedContent(.unsupported(UnsupportedContent(vendor: Self.vendor, vendorType: objectName, raw: text)))
             }
-            return CodedContent(.custom(rawOrTyped(objectName, text)))
+            return CodedContent(.custom(try rawOrTyped(objectName, text)))
         }
         guard case .object(let object) = try? JSONValue.parse(text) else {
-            if !RCObjectName.isBuiltIn(objectName) { return CodedContent(.custom(rawOrTyped(objectName, text))) }
+            if !RCObjectName.isBuiltIn(objectName) { return CodedContent(.custom(try rawOrTyped(objectName, text))) }
             throw IMError(.malformedPayload, "\(objectName) content is not a JSON object")
         }
         var fields = ContentFields(object)
@@ -89,13 +89,14 @@ public struct RongCloudContentCodec: ContentCodec {
         let mapped: MappedContent?
         do {
             mapped = try mapping.decode(wire: objectName, body: fields.remaining, registry: registry)
-        } catch where !RCObjectName.isBuiltIn(objectName) {
+        } catch where !RCObjectName.isBuiltIn(objectName) && (error as? IMError)?.code != .invalidContent {
             // An app type that does not match its mapping still arrives, raw (refusing it would only
-            // make the vendor redeliver it forever).
+            // make the vendor redeliver it forever); one whose registered type's validate() refused the
+            // value is not relayed (the routing callback sets it aside).
             return CodedContent(.custom(CustomContent(raw: objectName, payload: text)))
         }
         guard let mapped else {
-            return CodedContent(.custom(rawOrTyped(objectName, text)))
+            return CodedContent(.custom(try rawOrTyped(objectName, text)))
         }
         fields.remaining = mapped.remaining
         var reply: ReplyRef?
@@ -103,9 +104,10 @@ public struct RongCloudContentCodec: ContentCodec {
         return CodedContent(mapped.content, mentions: mentions, reply: reply, vendorExtras: fields.remaining)
     }
 
-    /// A registered type whose payload does not decode or validate stays raw.
-    private func rawOrTyped(_ typeName: String, _ text: String) -> CustomContent {
-        (try? registry.decode(typeName: typeName, payload: text)) ?? CustomContent(raw: typeName, payload: text)
+    /// A registered type whose payload does not decode stays raw; one that fails `validate()` throws
+    /// (`ContentRegistry.decodeOrRaw`: the routing callback sets such a message aside).
+    private func rawOrTyped(_ typeName: String, _ text: String) throws -> CustomContent {
+        try registry.decodeOrRaw(typeName: typeName, payload: text)
     }
 
     private static func decodeMentions(_ fields: inout ContentFields) -> Mentions {

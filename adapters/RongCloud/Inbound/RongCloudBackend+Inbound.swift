@@ -3,11 +3,19 @@ import IMCore
 import IMHTTP
 
 /// The routing callback through the shared exchange: `RongCloudInbound.events(from:)` (verify + parse;
-/// the callback implies no follow-up fetch) → `sink.accept` → RongCloud's answers
+/// the callback implies no follow-up fetch; an unconvertible message is set aside, see `batch(from:)`) → `sink.accept` → RongCloud's answers
 /// (`RongCloudInbound.answers`). Accepted events are also published on `events()`.
 extension RongCloudBackend: InboundHandling {
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         await CallbackExchange(backend: id, answers: RongCloudInbound.answers, fanout: fanout)
-            .run(request, sink: sink) { try inbound.events(from: $0) }
+            .run(request, sink: sink, batch: { try inbound.batch(from: $0) })
+    }
+
+    /// Converts a set-aside routed message again (see `InboundHandling.replay`).
+    public func replay(_ message: SetAsideMessage) async throws -> InboundBatch {
+        guard message.format == RongCloudInbound.setAsideFormat else {
+            throw IMError(.unsupported, "RongCloud cannot replay a set-aside message of format '\(message.format)'")
+        }
+        return try inbound.batch(fromBody: message.raw)
     }
 }

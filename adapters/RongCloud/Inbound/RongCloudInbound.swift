@@ -11,8 +11,12 @@ import IMHTTP
 ///   header), when present, must be ours; its absence is accepted (UNCONFIRMED whether it is always
 ///   sent). A timestamp further than `maxSkewMs` from now is stale. Every refusal throws
 ///   `authentication_failed` (HTTP 401) before the body is read, so no event exists.
-/// - Parsing: the form body is one routed message. A missing field or a signal whose content does not
-///   parse throws `malformed_payload` (HTTP 400) and yields no event.
+/// - Parsing: the form body is one routed message. A body that is not a routed message (a missing
+///   field) throws `malformed_payload` (HTTP 400) and yields no event. A routed message whose content
+///   does not convert (`RC:ImgMsg` without `imageUri`, a registered custom type failing `validate()`,
+///   a signal whose content does not parse) is set aside by `batch(from:)`: acknowledged, and kept by the
+///   sink as an inbound dead letter (format `routed-form`, key `msg:<msgUID>`) so the messages after it
+///   are not held up.
 /// - Events, with ids stable across redelivery (derived from vendor ids only):
 ///   - `RC:RcCmd` → `recalled` (`recall:<original msgUID>`), by the routed sender, at `msgTimestamp`;
 ///   - `RC:MsgExMsg` → `expansionChanged` on `mid` (`exp:<signal msgUID>`), version = `msgTimestamp`;
@@ -83,6 +87,35 @@ public struct RongCloudInbound: Sendable {
         guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
         try verify(request)
         return try events(from: request.form)
+    }
+
+    /// The format name of a set-aside routed message: its form body, as received.
+    public static let setAsideFormat = "routed-form"
+
+    /// Verifies and parses one callback into a batch: its event, or the routed message set aside when
+    /// its content does not convert (see the type's contract).
+    public func batch(from request: HTTPRequestData) throws -> InboundBatch {
+        guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
+        try verify(request)
+        return try batch(fromBody: request.body)
+    }
+
+    /// Parses an already verified form body into a batch (a replay of a set-aside message comes here too).
+    public func batch(fromBody body: [UInt8]) throws -> InboundBatch {
+        let routed = try routedMessage(FormBody(items: FormBody.parse(String(decoding: body, as: UTF8.self))))
+        var batch = InboundBatch()
+        batch.convert(backend: backend, key: "msg:\(routed.msgUID)", format: Self.setAsideFormat, raw: body) {
+            try events(from: routed)
+        }
+        return batch
+    }
+
+    func routedMessage(_ body: FormBody) throws -> RCRoutedMessage {
+        do {
+            return try RCRoutedMessage(form: body)
+        } catch {
+            throw IMError(.malformedPayload, "routed message: \(error)", details: ["field": error.field])
+        }
     }
 
     /// Parses an already verified form body.

@@ -77,11 +77,11 @@ public struct WuKongContentCodec: ContentCodec {
         let content: MessageContent
         if type == WKContentType.imbridgeCustom, let name = rest["content_type"]?.stringValue,
            let data = rest["data"]?.stringValue {
-            content = .custom(try registry.decode(typeName: name, payload: data))
+            content = .custom(try registry.decodeOrRaw(typeName: name, payload: data))
             rest["content_type"] = nil
             rest["data"] = nil
         } else if let name = customTypes[type] {
-            content = .custom(try registry.decode(typeName: name, payload: JSONValue.object(rest).jsonString()))
+            content = .custom(try registry.decodeOrRaw(typeName: name, payload: JSONValue.object(rest).jsonString()))
             rest = [:]
         } else if let mapped = try mapping.decode(wire: String(type), body: rest, registry: registry) {
             content = mapped.content

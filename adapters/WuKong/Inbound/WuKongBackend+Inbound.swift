@@ -10,29 +10,56 @@ import IMHTTP
 /// events are also published on `events()` (a repeated `eventID` is dropped there, not in the sink).
 extension WuKongBackend: InboundHandling {
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
-        await CallbackExchange(backend: id, answers: WuKongInbound.answers, fanout: hub).run(request, sink: sink) {
-            try await events(from: $0)
-        }
+        await CallbackExchange(backend: id, answers: WuKongInbound.answers, fanout: hub).run(request, sink: sink, batch: {
+            try await batch(from: $0)
+        })
     }
 
     /// The events of one webhook request, including those of the syncs its CMD messages ask for. A
     /// redelivered request gives the same `eventID`s. Throws the refusal (`authentication_failed`,
-    /// `malformed_payload`) or a sync's error.
+    /// `malformed_payload`), a message's conversion error, or a sync's error.
     public func events(from request: HTTPRequestData) async throws -> [IMEvent] {
-        guard case .messages(let messages, _) = try inbound.parse(request) else { return [] }
-        var events: [IMEvent] = []
-        for wire in messages {
-            for action in try mapper.actions(for: wire) {
+        let batch = try await batch(from: request)
+        if let first = batch.setAside.first { throw IMError(.malformedPayload, first.reason) }
+        return batch.events
+    }
+
+    /// One webhook request as a batch: each message's events in order (syncs included), and the
+    /// messages that do not decode or convert set aside (see `WuKongInbound`). A failed sync throws (the
+    /// whole batch is answered with a retry: a sync failure is the business server's, not the message's).
+    public func batch(from request: HTTPRequestData) async throws -> InboundBatch {
+        try await batch(of: try inbound.messageItems(request))
+    }
+
+    /// Converts a set-aside message again (see `InboundHandling.replay`).
+    public func replay(_ message: SetAsideMessage) async throws -> InboundBatch {
+        guard message.format == WuKongInbound.setAsideFormat else {
+            throw IMError(.unsupported, "WuKong cannot replay a set-aside message of format '\(message.format)'")
+        }
+        var item = WuKongInbound.item(message.raw)
+        item.key = message.key
+        return try await batch(of: [item])
+    }
+
+    func batch(of items: [WuKongInbound.Item]) async throws -> InboundBatch {
+        var batch = InboundBatch()
+        for item in items {
+            var actions: [WuKongInboundAction] = []
+            batch.convert(backend: id, key: item.key, format: WuKongInbound.setAsideFormat, raw: item.raw) {
+                actions = try mapper.actions(for: try item.message.get())
+                return []
+            }
+            for action in actions {
                 switch action {
                 case .event(let event):
-                    events.append(event)
+                    batch.events.append(event)
                 case .syncExtras(let conversation, let actor, let at):
-                    events += try await syncExtras(conversation, actor: actor, at: at)
+                    batch.events += try await syncExtras(conversation, actor: actor, at: at)
                 case .syncReactions(let conversation, _, _):
-                    events += try await syncReactions(conversation)
+                    batch.events += try await syncReactions(conversation)
                 }
             }
         }
-        return events
+        return batch
     }
 }

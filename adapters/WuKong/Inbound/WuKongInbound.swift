@@ -19,6 +19,11 @@ public enum WuKongWebhookPayload: Hashable, Sendable {
 /// `?secret=S?event=msg.notify`, which this parser splits) or as the header `X-IMBridge-Secret`
 /// (added by a proxy in front of the bridge). With no secret configured every request is accepted.
 ///
+/// Poison messages: a message of a verified batch that does not decode, or whose content does not
+/// convert (a registered custom type failing `validate()`), is set aside (`messageItems`, then
+/// `WuKongBackend.batch(from:)`): the batch is answered 200, its other messages relay, and the sink keeps
+/// the bad one as an inbound dead letter (format `message-json`).
+///
 /// Refusals (no events produced): wrong/missing secret → `authentication_failed` (`details["http_status"]`
 /// = 401); wrong method, unknown event, or a body that does not parse → `malformed_payload` (400).
 /// WuKongIM retries `msg.notify` on anything but 200, so a refused batch comes back.
@@ -34,18 +39,7 @@ public struct WuKongInbound: Sendable {
 
     /// Verifies and parses one webhook request (pure: no I/O).
     public func parse(_ request: HTTPRequestData) throws -> WuKongWebhookPayload {
-        let query = Self.parseQuery(request.rawQuery ?? "")
-        if let secret {
-            let given = query[Self.secretQueryKey] ?? request.header(Self.secretHeader) ?? ""
-            guard Hashing.constantTimeEquals(given, secret) else {
-                throw IMError(.authenticationFailed, "WuKong webhook: missing or wrong shared secret",
-                              details: ["http_status": "401"])
-            }
-        }
-        guard request.method.uppercased() == "POST" else {
-            throw Self.malformed("method \(request.method) is not POST")
-        }
-        guard let event = query["event"], !event.isEmpty else { throw Self.malformed("no ?event= in the query") }
+        let event = try verifiedEvent(request)
         let decoder = WuKongJSON.decoder()
         let body = Data(request.body)
         do {
@@ -64,6 +58,76 @@ public struct WuKongInbound: Sendable {
         } catch {
             throw Self.malformed("\(event) body does not parse: \(error)")
         }
+    }
+
+    /// One message of a webhook batch: decoded, or the reason it did not decode; `raw` is its own JSON.
+    public struct Item: Sendable {
+        public var raw: [UInt8]
+        public var message: Result<WKMessage, IMError>
+        /// `msg:<message_id>` when the message names one, else a hash of `raw`: stable across redeliveries.
+        public var key: String
+    }
+
+    /// The format name of a set-aside message: its own JSON object (one element of the batch).
+    public static let setAsideFormat = "message-json"
+
+    /// Verifies one webhook request and splits it into its messages, each decoded on its own, so that
+    /// one message of a `msg.notify` batch that does not decode does not refuse the others. Refused
+    /// (throws): a failed verification, a wrong method or event, or a body that is not a JSON array
+    /// (`msg.notify`) / object (`msg.offline`). `user.onlinestatus` has no messages (empty).
+    public func messageItems(_ request: HTTPRequestData) throws -> [Item] {
+        let event = try verifiedEvent(request)
+        let decoder = WuKongJSON.decoder()
+        switch event {
+        case "msg.notify":
+            // The common case: every message decodes, the batch in one pass.
+            if let messages = try? decoder.decode([WKMessage].self, from: Data(request.body)) {
+                return messages.map { message in
+                    Item(raw: (try? Array(WuKongJSON.encode(message))) ?? [], message: .success(message), key: "msg:\(message.messageIDStr)")
+                }
+            }
+            guard case .array(let elements)? = try? JSONValue.parse(request.bodyString) else {
+                throw Self.malformed("msg.notify body is not a JSON array")
+            }
+            return elements.map { Self.item(Array($0.jsonString().utf8), id: $0["message_id"]) }
+        case "msg.offline":
+            guard let element = try? JSONValue.parse(request.bodyString), element.objectValue != nil else {
+                throw Self.malformed("msg.offline body is not a JSON object")
+            }
+            return [Self.item(request.body, id: element["message_id"])]
+        case "user.onlinestatus":
+            _ = try parse(request)
+            return []
+        default:
+            throw Self.malformed("unknown event '\(event)'")
+        }
+    }
+
+    /// Decodes one message's own JSON (a batch element, or a set-aside message replayed).
+    public static func item(_ raw: [UInt8], id: JSONValue? = nil) -> Item {
+        let key = (id?.int64Value.map(String.init) ?? id?.stringValue).map { "msg:\($0)" } ?? "raw:\(Hashing.sha1Hex(raw))"
+        do {
+            return Item(raw: raw, message: .success(try WuKongJSON.decoder().decode(WKMessage.self, from: Data(raw))), key: key)
+        } catch {
+            return Item(raw: raw, message: .failure(IMError(.malformedPayload, "message does not decode: \(error)")), key: key)
+        }
+    }
+
+    /// Checks the shared secret, the method and the event name; returns the event name.
+    func verifiedEvent(_ request: HTTPRequestData) throws -> String {
+        let query = Self.parseQuery(request.rawQuery ?? "")
+        if let secret {
+            let given = query[Self.secretQueryKey] ?? request.header(Self.secretHeader) ?? ""
+            guard Hashing.constantTimeEquals(given, secret) else {
+                throw IMError(.authenticationFailed, "WuKong webhook: missing or wrong shared secret",
+                              details: ["http_status": "401"])
+            }
+        }
+        guard request.method.uppercased() == "POST" else {
+            throw Self.malformed("method \(request.method) is not POST")
+        }
+        guard let event = query["event"], !event.isEmpty else { throw Self.malformed("no ?event= in the query") }
+        return event
     }
 
     /// WuKongIM's answers: exactly HTTP 200 `{"status":200}` once the events are taken (it redelivers

@@ -70,7 +70,25 @@ public struct WKMessageExtra: Codable, Hashable, Sendable {
         }
         editedAt = try c.lenientInt64(.editedAt)
         extraVersion = try c.lenientInt64(.extraVersion) ?? 0
-        extra = try c.decodeIfPresent([String: String].self, forKey: .extra)
+        extra = Self.stringExtras(try? c.decodeIfPresent(JSONValue.self, forKey: .extra))
+    }
+
+    /// The remote `extra` as strings, whatever a client wrote into it: a string stays itself, a number
+    /// or boolean becomes its JSON text (`3`, `true`), an object or array its compact JSON text, and a
+    /// null value drops the key; the other keys are kept. An `extra` that is not an object is read as
+    /// absent. (A single non-string value used to fail the decoding of the whole sync page, so the
+    /// extras sync — and the callback that asked for it — failed for ever.)
+    public static func stringExtras(_ value: JSONValue?) -> [String: String]? {
+        guard case .object(let object)? = value else { return nil }
+        var strings: [String: String] = [:]
+        for (key, value) in object {
+            switch value {
+            case .string(let text): strings[key] = text
+            case .null: continue
+            default: strings[key] = value.jsonString()
+            }
+        }
+        return strings
     }
 
     /// Go `omitempty` style: zero flags and empty strings are left out.
