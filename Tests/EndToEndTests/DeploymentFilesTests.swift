@@ -58,11 +58,13 @@ import Testing
         await #expect(throws: IMError.self) { _ = try await ConfigCheck.load(path: path, environment: partial) }
     }
 
-    /// Whether `key:` is written on one of `lines`, set or commented out (`# key:`).
+    /// Whether `key:` is written on one of `lines`, set or commented out (`# key:`), or as a list
+    /// item's first key (`- key:`).
     static func mentions(_ key: String, in lines: some Collection<Substring>) -> Bool {
         lines.contains { line in
             var text = line.drop { $0 == " " }
             if text.hasPrefix("#") { text = text.dropFirst().drop { $0 == " " } }
+            if text.hasPrefix("- ") { text = text.dropFirst(2) }
             return text.hasPrefix("\(key):")
         }
     }
@@ -74,10 +76,12 @@ import Testing
         let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
         let topLevel = lines.filter { !$0.hasPrefix(" ") }
         for key in BridgeConfig.topLevelKeys {
-            #expect(Self.mentions(key, in: topLevel), "top-level key \(key) is not in examples/bridge.yaml")
+            let mentioned = Self.mentions(key, in: topLevel)
+            #expect(mentioned, "top-level key \(key) is not in examples/bridge.yaml")
         }
         for key in BridgeConfig.retryKeys + BridgeConfig.haKeys + BridgeConfig.readinessKeys + BridgeConfig.routeKeys {
-            #expect(Self.mentions(key, in: lines), "key \(key) is not in examples/bridge.yaml")
+            let mentioned = Self.mentions(key, in: lines)
+            #expect(mentioned, "key \(key) is not in examples/bridge.yaml")
         }
         for feature in Feature.allCases {
             #expect(text.contains(feature.rawValue), "fallback feature \(feature.rawValue) is not in examples/bridge.yaml")
@@ -94,7 +98,8 @@ import Testing
             while end < lines.count, end != nextBackend, !(lines[end].first.map { $0 != " " && $0 != "#" } ?? false) { end += 1 }
             let section = lines[start..<end]
             for spec in vendor.adapter.settings {
-                #expect(Self.mentions(spec.key, in: section), "\(vendor.name) setting \(spec.key) is not under backends.\(backend.name)")
+                let mentioned = Self.mentions(spec.key, in: section)
+                #expect(mentioned, "\(vendor.name) setting \(spec.key) is not under backends.\(backend.name)")
             }
         }
     }
