@@ -108,7 +108,7 @@ let package = Package(
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "PostgresTestSupport", "imbridge",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
                                                           .product(name: "GRDB", package: "GRDB.swift")]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),

@@ -68,6 +68,10 @@ public struct MappingEntry: Hashable, Sendable {
     public let fields: [FieldRule]
     /// Decoding only (an older wire form still accepted, never written).
     public let decodeOnly: Bool
+    /// A second form of a target on the same vendor (WuKong's seed-001 app types 102, 103, 104 beside
+    /// its built-in 6, 7, 2): decoded like any entry, written only for content that was read from it
+    /// (its codec remembers the wire type), never chosen for content from elsewhere.
+    public let secondary: Bool
     /// The neutral `notice_type` of a notice; the wire type when not given.
     public let noticeType: String?
     public let digest: Template?

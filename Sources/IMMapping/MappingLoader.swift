@@ -104,7 +104,7 @@ enum MappingLoader {
 
     static func parseEntry(_ node: ConfigNode, vendor: String, target: NeutralTarget, vocabulary: [String: NeutralType],
                            required: Set<String>, customFile: String?, allowKind: Bool) throws -> MappingEntry {
-        var allowed: Set<String> = ["wire", "encode_as", "when", "set", "data", "fields", "decode_only", "notice_type", "digest"]
+        var allowed: Set<String> = ["wire", "encode_as", "when", "set", "data", "fields", "decode_only", "secondary", "notice_type", "digest"]
         if allowKind { allowed.insert("kind") }
         try node.allowOnly(allowed)
         let wireText = try node["wire"].scalar()
@@ -161,6 +161,7 @@ enum MappingLoader {
         }
         return MappingEntry(vendor: vendor, wire: wire, encodeWire: encodeWire, when: when, constants: constants, dataKey: dataKey, target: target,
                             fields: rules, decodeOnly: node["decode_only"].isPresent ? try node["decode_only"].bool() : false,
+                            secondary: node["secondary"].isPresent ? try node["secondary"].bool() : false,
                             noticeType: try node["notice_type"].optionalScalar(), digest: digest, customFile: customFile,
                             source: MappingSource(file: node.file, line: node.line))
     }

@@ -61,7 +61,7 @@ public enum NeutralForm {
         case .video: media.merging(["cover_url": .string, "cover_width": .int, "cover_height": .int, "cover_size": .int]) { a, _ in a }
         case .file: media.merging(["name": .string]) { a, _ in a }
         case .location: ["latitude": .double, "longitude": .double, "title": .string, "address": .string, "thumbnail": .string]
-        case .card: ["user_id": .string, "name": .string, "avatar": .string]
+        case .card: ["user_id": .string, "name": .string, "avatar": .string, "phone": .string, "email": .string]
         case .command: ["name": .string, "data": .json]
         case .notice: ["text": .string, "template": .string, "parameters": .json, "notice_type": .string]
         case .custom, .unsupported: nil
@@ -110,6 +110,8 @@ public enum NeutralForm {
         case .card(let card):
             var f: [String: JSONValue] = ["user_id": .string(card.userID.rawValue), "name": .string(card.name)]
             put(&f, "avatar", card.avatar)
+            put(&f, "phone", card.phone)
+            put(&f, "email", card.email)
             return f
         case .command(let command):
             var f: [String: JSONValue] = ["name": .string(command.name)]
@@ -164,7 +166,9 @@ public enum NeutralForm {
                 }
                 return .location(LocationContent(latitude: latitude, longitude: longitude, title: string("title"),
                                                  address: string("address"), thumbnail: string("thumbnail")))
-            case .card: return .card(CardContent(userID: UserID(string("user_id") ?? ""), name: string("name") ?? "", avatar: string("avatar")))
+            case .card:
+                return .card(CardContent(userID: UserID(string("user_id") ?? ""), name: string("name") ?? "", avatar: string("avatar"),
+                                         phone: string("phone"), email: string("email")))
             case .command: return .command(CommandContent(name: string("name") ?? "", data: f["data"] ?? .null))
             case .notice:
                 let parameters = f["parameters"]?.arrayValue ?? []

@@ -50,7 +50,7 @@ public struct VendorTable: Sendable {
         self.byWire = byWire
         self.ranged = ranged
         self.byTarget = byTarget
-        self.encoders = byTarget.mapValues { $0.filter { !$0.decodeOnly } }
+        self.encoders = byTarget.mapValues { $0.filter { !$0.decodeOnly && !$0.secondary } }
     }
 
     public func entries(for target: NeutralTarget) -> [MappingEntry] { byTarget[target] ?? [] }
@@ -125,11 +125,36 @@ public struct VendorTable: Sendable {
         return nil
     }
 
+    /// Encodes a content through the entry of wire type `wire` (a `secondary` one included) when that
+    /// entry takes the content, over `base` (the body the content was read from, see
+    /// `encode(_:base:)`; a key `base` lacks is added only with a value that says something — not
+    /// `""`, not `0`, which another vendor's defaults produce); nil when no entry of that wire type
+    /// takes it (the caller encodes as usual).
+    public func encode(_ content: MessageContent, throughWire wire: String, base: [String: JSONValue]) throws -> MappedWire? {
+        let target = NeutralForm.target(of: content)
+        let candidates = (byTarget[target] ?? []).filter { !$0.decodeOnly && $0.wire.matches(wire) }
+        guard !candidates.isEmpty, let fields = NeutralForm.fields(of: content) else { return nil }
+        for entry in candidates {
+            guard var mapped = encode(fields, entry: entry, noticeType: content.notice?.noticeType) else { continue }
+            if !base.isEmpty {
+                // Another vendor's placeholders (an empty title, a zero size) add no key the body lacked.
+                let body = mapped.body.filter { key, value in base[key] != nil || !(value == .string("") || value == .int(0)) }
+                mapped = MappedWire(entry: mapped.entry, wireType: mapped.wireType, body: body)
+            }
+            return Self.overlaid(mapped, base: base)
+        }
+        return nil
+    }
+
     /// Encodes a content over `base`, the body it was decoded from: keys the mapping does not write
     /// stay, a value the content did not change keeps its original spelling (an alias key such as
     /// `lable`, `16` rather than `16.0`), so a same-vendor round trip writes the body it read.
     public func encode(_ content: MessageContent, base: [String: JSONValue]) throws -> MappedWire? {
         guard let mapped = try encode(content) else { return nil }
+        return Self.overlaid(mapped, base: base)
+    }
+
+    static func overlaid(_ mapped: MappedWire, base: [String: JSONValue]) -> MappedWire {
         guard !base.isEmpty else { return mapped }
         var body = base
         for (key, value) in mapped.body { body[key] = Self.overlay(value, on: base[key]) }
@@ -165,10 +190,15 @@ public struct VendorTable: Sendable {
         return same(value, original) ? original : value
     }
 
+    /// Whether a written value says what the original did: equal, the same number spelled `16` or
+    /// `16.0`, or an integer field's value read from a fractional number (seed 001 writes a CGFloat
+    /// width such as `426.5`; the neutral width 427 came from it, so the original spelling stays).
     static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
         if a == b { return true }
         switch (a, b) {
-        case (.int, .double), (.double, .int), (.int, .int), (.double, .double): return a.doubleValue == b.doubleValue
+        case (.int(let whole), .double(let number)), (.double(let number), .int(let whole)):
+            return Double(whole) == number || Int64(exactly: number.rounded()) == whole
+        case (.double, .double): return a.doubleValue == b.doubleValue
         default: return false
         }
     }

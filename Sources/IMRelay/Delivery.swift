@@ -79,7 +79,14 @@ public final class Delivery: Sendable {
             return try await lookup.message(withClientID: id, in: conversation)
         }
         guard target.capabilities.support(.history) != .rejected else { return nil }
-        let page = try await target.history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 50))
+        let page: HistoryPage
+        do {
+            page = try await target.history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 50))
+        } catch let error as IMError where !error.isRetryable {
+            // This conversation's history cannot be read (e.g. a RongCloud group without `history_viewer`):
+            // sending again risks a duplicate, giving up would lose the message.
+            return nil
+        }
         let targetID = target.id
         for candidate in page.messages.reversed() {
             if let id = candidate.clientMessageID, let ours = outgoing.clientMessageID {

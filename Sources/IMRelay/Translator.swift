@@ -75,7 +75,7 @@ struct Translator: Sendable {
         case .command(_, let sender, let command, let at):
             if capabilities.support(.commands).isNative && capabilities.contentKinds.contains(.command) {
                 let outgoing = OutgoingMessage(conversation: leg.targetConversation, sender: leg.targetUser(sender),
-                                               content: .command(command), sentAt: at)
+                                               content: .command(command), sentAt: at, vendorExtras: event.vendorExtras)
                 planned.actions.append(.notice(outgoing: outgoing, replyToSource: nil))
             } else {
                 planned.fallbacks.append((Feature.commands.rawValue, .drop))

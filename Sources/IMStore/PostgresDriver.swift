@@ -125,6 +125,8 @@ enum PostgresValue {
     case bytes(Data)
     case bool(Bool)
     case ints([Int64])
+    case texts([String])
+    case byteArrays([Data])
 }
 
 /// One connection, used by one thread at a time, opened on first use and after it was lost.
@@ -165,6 +167,8 @@ final class PostgresSession: @unchecked Sendable {
             case .bytes(let v): try binds.append(v)
             case .bool(let v): binds.append(v)
             case .ints(let v): binds.append(v)
+            case .texts(let v): binds.append(v)
+            case .byteArrays(let v): binds.append(v.map { ByteBuffer(bytes: $0) })
             }
         }
         do {

@@ -42,6 +42,45 @@ struct PostgresOperations: StoreOperations {
         return !inserted ? .duplicate : echo ? .echo : .new
     }
 
+    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
+        let rows = try rows("""
+            WITH input AS (
+              SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(backend, event_id, kind, message, n)
+            ),
+            ins AS (
+              INSERT INTO ledger (backend, event_id, kind, received_at) SELECT backend, event_id, kind, $5 FROM input
+              ON CONFLICT DO NOTHING RETURNING backend, event_id
+            )
+            SELECT EXISTS (SELECT 1 FROM ins WHERE ins.backend = input.backend AND ins.event_id = input.event_id),
+                   input.message <> '' AND EXISTS (SELECT 1 FROM id_map WHERE to_backend = input.backend AND to_message = input.message
+                                                   AND bridge_created)
+            FROM input ORDER BY input.n
+            """, [.texts(events.map(\.backend.rawValue)), .texts(events.map(\.eventID.rawValue)), .texts(events.map(\.kind)),
+                  .texts(events.map { $0.message?.rawValue ?? "" }), .int(now)])
+        guard rows.count == events.count else { throw PostgresFailure(message: "postgres: the ledger insert returned \(rows.count) rows for \(events.count)") }
+        return try rows.map { row in
+            let (inserted, echo) = try row.decode((Bool, Bool).self)
+            return !inserted ? .duplicate : echo ? .echo : .new
+        }
+    }
+
+    func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
+        let rows = try rows("""
+            INSERT INTO outbox (lane, target_backend, source_backend, source_event_id, kind, payload, created_at, next_attempt_at)
+            SELECT lane, target, source, event, kind, payload, $7, 0
+            FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::bytea[]) WITH ORDINALITY
+                 AS t(lane, target, source, event, kind, payload, n)
+            ORDER BY n
+            RETURNING id
+            """, [.texts(entries.map(\.lane.description)), .texts(entries.map(\.lane.backend.rawValue)),
+                  .texts(entries.map(\.sourceBackend.rawValue)), .texts(entries.map(\.sourceEventID.rawValue)),
+                  .texts(entries.map(\.kind)), .byteArrays(entries.map(\.payload)), .int(now)])
+        // Ids come from the sequence in the order the rows are inserted (the SELECT's order).
+        let ids = try rows.map { try $0.decode(Int64.self) }.sorted()
+        guard ids.count == entries.count else { throw PostgresFailure(message: "postgres: INSERT returned \(ids.count) ids for \(entries.count)") }
+        return ids
+    }
+
     func ledgerCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM ledger") ?? 0) }
 
     // MARK: outbox

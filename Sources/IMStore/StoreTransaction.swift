@@ -83,9 +83,27 @@ protocol StoreOperations {
                 leaseOwner: String) throws -> OutboxEntry?
     func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
         -> StoreTransaction.EventRecord
+    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord]
+    func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]
 }
 
 extension StoreOperations {
+    /// `StoreTransaction.recordEvents` one event at a time.
+    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
+        try events.map { event in
+            if let message = event.message {
+                return try recordEvent(event.backend, event.eventID, kind: event.kind, at: now, echoOf: message)
+            }
+            return try recordEvent(event.backend, event.eventID, kind: event.kind, at: now) ? .new : .duplicate
+        }
+    }
+
+    /// `StoreTransaction.enqueueAll` one entry at a time.
+    func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
+        try entries.map { try enqueue(lane: $0.lane, sourceBackend: $0.sourceBackend, sourceEventID: $0.sourceEventID, kind: $0.kind,
+                                      payload: $0.payload, at: now) }
+    }
+
     /// `StoreTransaction.recordEvent(_:_:kind:at:echoOf:)` as the two operations it stands for.
     func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
         -> StoreTransaction.EventRecord {
@@ -116,6 +134,51 @@ public struct StoreTransaction {
     /// Records an inbound event; false when (backend, eventID) was already recorded.
     public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
         try ops.recordEvent(backend, eventID, kind: kind, at: now)
+    }
+
+    /// An inbound event to record (`recordEvents`); `message` is checked against the id map for echoes.
+    public struct InboundEvent: Sendable {
+        public var backend: BackendID
+        public var eventID: EventID
+        public var kind: String
+        public var message: MessageID?
+        public init(backend: BackendID, eventID: EventID, kind: String, message: MessageID?) {
+            (self.backend, self.eventID, self.kind, self.message) = (backend, eventID, kind, message)
+        }
+    }
+
+    /// `recordEvent` (with `echoOf:` for events with a message) for a whole callback's events at once, in
+    /// order; an event repeated within `events` is a duplicate from its second occurrence. On PostgreSQL
+    /// one statement for all of them.
+    public func recordEvents(_ events: [InboundEvent], at now: Int64) throws -> [EventRecord] {
+        var seen = Set<String>(), firsts: [InboundEvent] = [], positions: [Int?] = []
+        for event in events {
+            if seen.insert("\(event.backend.rawValue)\u{1}\(event.eventID.rawValue)").inserted {
+                positions.append(firsts.count)
+                firsts.append(event)
+            } else {
+                positions.append(nil)
+            }
+        }
+        let recorded = firsts.isEmpty ? [] : try ops.recordEvents(firsts, at: now)
+        return positions.map { $0.map { recorded[$0] } ?? .duplicate }
+    }
+
+    /// An outbox entry to append (`enqueueAll`).
+    public struct NewEntry: Sendable {
+        public var lane: LaneKey
+        public var sourceBackend: BackendID
+        public var sourceEventID: EventID
+        public var kind: String
+        public var payload: Data
+        public init(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data) {
+            (self.lane, self.sourceBackend, self.sourceEventID, self.kind, self.payload) = (lane, sourceBackend, sourceEventID, kind, payload)
+        }
+    }
+
+    /// `enqueue` for several entries, in order; returns their ids (growing). On PostgreSQL one statement.
+    public func enqueueAll(_ entries: [NewEntry], at now: Int64) throws -> [Int64] {
+        entries.isEmpty ? [] : try ops.enqueueAll(entries, at: now)
     }
 
     /// What recording an inbound message found.

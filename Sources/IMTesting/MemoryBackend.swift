@@ -10,7 +10,7 @@ import IMCore
 /// native are refused with `IMError(.unsupported)` — the adapter-specific substitutes (`fallback`) are
 /// not simulated here. Sending as any user is always allowed (the memory backend models users' clients).
 public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdating, Reacting, ReadReceipting,
-    MediaTransferring, ConversationListing, UserProvisioning, ClientIDLookup, ConversationDiscovery {
+    MediaTransferring, ConversationListing, ConversationStateSetting, UserProvisioning, ClientIDLookup, ConversationDiscovery {
     public let id: BackendID
     public let world: MemoryWorld
     public let viewer: UserID?
@@ -126,7 +126,26 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
 
     public func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws {
         try capabilities.require(.conversationList)
+        guard capabilities.keepsMuteState else {
+            throw IMError(.unsupported, "\(capabilities.vendor) keeps no mute state", details: ["feature": Feature.conversationList.rawValue])
+        }
         world.setMuted(muted, conversation: conversation, for: user)
+    }
+
+    public func clearUnread(in conversation: ConversationRef, for user: UserID) async throws {
+        try world.clearUnread(in: conversation, for: user)
+    }
+
+    public func setPinned(_ pinned: Bool, conversation: ConversationRef, for user: UserID) async throws {
+        try world.setPinned(pinned, conversation: conversation, for: user)
+    }
+
+    public func reminders(in conversation: ConversationRef, for user: UserID) async throws -> [ConversationReminder] {
+        try world.reminders(in: conversation, for: user)
+    }
+
+    public func markReminderDone(_ message: MessageID, in conversation: ConversationRef, for user: UserID) async throws {
+        try world.markReminderDone(message, in: conversation, for: user)
     }
 
     public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {

@@ -127,9 +127,13 @@ extension MemoryWorld {
                 return ConversationSummary(
                     conversation: conversation, lastMessage: last, unreadCount: unread.count,
                     isMuted: state.muted[user]?.contains(conversation) ?? false, updatedAt: last.sentAt,
-                    mentionsMe: unread.contains { $0.mentions.mentions(user) })
+                    mentionsMe: unread.contains { $0.mentions.mentions(user) },
+                    isPinned: state.pinned[user]?.contains(conversation) ?? false)
             }
-            .sorted { ($0.updatedAt, $0.lastMessage?.seq ?? 0, $0.conversation.description) > ($1.updatedAt, $1.lastMessage?.seq ?? 0, $1.conversation.description) }
+            .sorted {
+                if $0.isPinned != $1.isPinned { return $0.isPinned }
+                return ($0.updatedAt, $0.lastMessage?.seq ?? 0, $0.conversation.description) > ($1.updatedAt, $1.lastMessage?.seq ?? 0, $1.conversation.description)
+            }
         }
     }
 
@@ -142,6 +146,52 @@ extension MemoryWorld {
             state.conversations.keys
                 .filter { !(state.muted[user]?.contains($0) ?? false) && state.members(of: $0).contains(user) }
                 .reduce(0) { $0 + state.unread(in: $1, for: user).count }
+        }
+    }
+
+    // MARK: conversation state
+
+    func clearUnread(in conversation: ConversationRef, for user: UserID) throws {
+        try requireState(.clearUnread)
+        state.withLock { state in
+            guard let last = state.conversations[conversation]?.last?.seq else { return }
+            state.readMarks[conversation, default: [:]][user] = max(state.readMarks[conversation]?[user] ?? 0, last)
+        }
+    }
+
+    func setPinned(_ pinned: Bool, conversation: ConversationRef, for user: UserID) throws {
+        try requireState(.pinning)
+        state.withLock { state in
+            if pinned { state.pinned[user, default: []].insert(conversation) } else { state.pinned[user]?.remove(conversation) }
+        }
+    }
+
+    func reminders(in conversation: ConversationRef, for user: UserID) throws -> [ConversationReminder] {
+        try requireState(.reminders)
+        return state.withLock { state in
+            (state.conversations[conversation] ?? []).filter { $0.sender != user && !$0.isRecalled && $0.mentions.mentions(user) }.map {
+                ConversationReminder(messageID: $0.id, sender: $0.sender, all: !$0.mentions.users.contains(user),
+                                     done: state.remindersDone[user]?.contains($0.id) ?? false)
+            }
+        }
+    }
+
+    func markReminderDone(_ id: MessageID, in conversation: ConversationRef, for user: UserID) throws {
+        try requireState(.reminders)
+        try state.withLock { state in
+            let message = try state.message(id, in: conversation)
+            guard message.sender != user, message.mentions.mentions(user) else {
+                throw IMError(.invalidArgument, "message \(id) is not a reminder for \(user)")
+            }
+            state.remindersDone[user, default: []].insert(id)
+        }
+    }
+
+    private func requireState(_ operation: ConversationStateOperation) throws {
+        try capabilities.require(.conversationList)
+        guard capabilities.conversationState.contains(operation) else {
+            throw IMError(.unsupported, "\(capabilities.vendor) offers no \(operation.rawValue) over its server API",
+                          details: ["feature": Feature.conversationList.rawValue, "operation": operation.rawValue])
         }
     }
 

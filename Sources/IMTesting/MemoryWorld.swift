@@ -36,6 +36,8 @@ public final class MemoryWorld: Sendable {
         var groupMembers: [GroupID: Set<UserID>] = [:]
         var readMarks: [ConversationRef: [UserID: Int64]] = [:]
         var muted: [UserID: Set<ConversationRef>] = [:]
+        var pinned: [UserID: Set<ConversationRef>] = [:]
+        var remindersDone: [UserID: Set<MessageID>] = [:]
         var clientIDs: [ClientMessageID: MessageID] = [:]
         var users: [UserID: UserProfile] = [:]
         var media: [String: [UInt8]] = [:]

@@ -11,8 +11,11 @@ import Testing
 final class AcceptThenTimeoutBackend: IMBackend {
     let inner: MemoryBackend
     let timeoutsLeft = Mutex(0)
-    init(_ inner: MemoryBackend, timeouts: Int) {
+    /// History refused for good (like a RongCloud group without a history viewer).
+    let historyRefused: Bool
+    init(_ inner: MemoryBackend, timeouts: Int, historyRefused: Bool = false) {
         self.inner = inner
+        self.historyRefused = historyRefused
         timeoutsLeft.withLock { $0 = timeouts }
     }
     var id: BackendID { inner.id }
@@ -33,6 +36,7 @@ final class AcceptThenTimeoutBackend: IMBackend {
     }
 
     func history(_ query: HistoryQuery) async throws -> HistoryPage {
+        if historyRefused { throw IMError(.invalidArgument, "group history needs a viewer") }
         var page = try await inner.history(query)
         page.messages = page.messages.map { message in
             var message = message
@@ -58,6 +62,20 @@ final class AcceptThenTimeoutBackend: IMBackend {
         #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two"), .text("three")])
         #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1, "the timeouts were retried")
         #expect(try h.store.read { try $0.mappingCount() } == 3)
+        await engine.stop()
+    }
+
+    /// Where the target's history cannot be read at all, an unknown outcome is sent again: a possible
+    /// duplicate, never a dead letter (a lost message).
+    @Test func anUnknownOutcomeWithoutReadableHistoryIsSentAgainNotDropped() async throws {
+        let h = try RelayHarness(rcWrapper: { AcceptThenTimeoutBackend($0, timeouts: 1, historyRefused: true) })
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text("one")))
+        #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 2 })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("one")])
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
         await engine.stop()
     }
 

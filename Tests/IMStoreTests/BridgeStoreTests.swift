@@ -68,6 +68,41 @@ import Testing
         #expect(try store.read { try $0.ledgerCount() } == 4)
     }
 
+    /// A callback's events recorded at once: each as `recordEvent` would, in order, a repeat within the batch
+    /// a duplicate; a batch of entries appended in order with growing ids, FIFO in their lanes.
+    @Test(arguments: StoreKind.allCases) func batchesRecordAndEnqueueLikeSingleCalls(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        try store.transaction { tx in
+            try tx.map(source: ("wk", "w1", .group("g")), target: ("rc", "r1", .group("g")), at: 1)
+            _ = try tx.recordEvent("rc", "msg:old", kind: "message", at: 1)
+        }
+        let events: [StoreTransaction.InboundEvent] = [
+            .init(backend: "rc", eventID: "msg:a", kind: "message", message: "a"),
+            .init(backend: "rc", eventID: "msg:old", kind: "message", message: "old"),
+            .init(backend: "rc", eventID: "msg:r1", kind: "message", message: "r1"),
+            .init(backend: "rc", eventID: "msg:a", kind: "message", message: "a"),
+            .init(backend: "rc", eventID: "edit:a", kind: "edit", message: nil),
+            .init(backend: "wk", eventID: "msg:a", kind: "message", message: "a"),
+        ]
+        let outcomes = try store.transaction { try $0.recordEvents(events, at: 2) }
+        #expect(outcomes == [.new, .duplicate, .echo, .duplicate, .new, .new])
+        #expect(try store.read { try $0.ledgerCount() } == 5)
+        #expect(try store.transaction { try $0.recordEvents([], at: 3) }.isEmpty)
+
+        let entries = ["a", "b", "a", "c", "a"].enumerated().map { index, name in
+            StoreTransaction.NewEntry(lane: lane(name), sourceBackend: "wk", sourceEventID: EventID("e\(index)"), kind: "send",
+                                      payload: Data([UInt8(index), 0, 255]))
+        }
+        let ids = try store.transaction { try $0.enqueueAll(entries, at: 4) }
+        #expect(ids.count == 5 && ids == ids.sorted() && Set(ids).count == 5)
+        let heads = try store.read { try $0.dueLanes(at: 10) }
+        #expect(heads.map(\.id) == [ids[0], ids[1], ids[3]])
+        #expect(heads.map(\.sourceEventID) == ["e0", "e1", "e3"])
+        #expect(heads.map(\.payload) == [Data([0, 0, 255]), Data([1, 0, 255]), Data([3, 0, 255])])
+        #expect(try store.read { try $0.laneDepths() } == ["rc/group:a": 3, "rc/group:b": 1, "rc/group:c": 1])
+        #expect(try store.transaction { try $0.enqueueAll([], at: 5) }.isEmpty)
+    }
+
     @Test(arguments: StoreKind.allCases) func aFailedTransactionLeavesNothing(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)

@@ -158,7 +158,11 @@ import Testing
     }
 
     @Test func totalUnreadSkipsMutedAndListIsNewestFirst() async throws {
-        let im = backend(.wukong)
+        #expect(await code { try await backend(.wukong).setMuted(true, conversation: .direct("me", "x"), for: "me") } == .unsupported,
+                "WuKongIM keeps no mute state, and neither does its preset")
+        var muting = Capabilities.wukong
+        muting.keepsMuteState = true
+        let im = backend(muting)
         let dm = ConversationRef.direct("me", "x")
         let dm2 = ConversationRef.direct("me", "y")
         _ = try await im.send(OutgoingMessage(conversation: dm, sender: "x", content: .text("1")))
@@ -175,6 +179,38 @@ import Testing
         #expect(list[0].isMuted && list[0].mentionsMe && !list[1].mentionsMe)
         #expect(list[0].lastMessage?.content == .text("3"))
         #expect(try await im.conversations(for: "nobody").isEmpty)
+    }
+
+    /// Clear-unread, pinning and @-reminders with their done state, where the capabilities offer them.
+    @Test func conversationStatePinsClearsAndReminds() async throws {
+        var everything = Capabilities.wukong
+        everything.conversationState = Set(ConversationStateOperation.allCases)
+        let im = backend(everything)
+        let dm = ConversationRef.direct("me", "x"), group = ConversationRef.group("g")
+        _ = try await im.send(OutgoingMessage(conversation: dm, sender: "x", content: .text("old")))
+        clock.advance(byMs: 10)
+        let named = try await im.send(OutgoingMessage(conversation: group, sender: "y", content: .text("@me"), mentions: Mentions(users: ["me"])))
+        let all = try await im.send(OutgoingMessage(conversation: group, sender: "z", content: .text("@all"), mentions: Mentions(all: true)))
+        _ = try await im.send(OutgoingMessage(conversation: group, sender: "me", content: .text("@me myself"), mentions: Mentions(users: ["me"])))
+        #expect(try await im.conversations(for: "me").map(\.conversation) == [group, dm])
+        try await im.setPinned(true, conversation: dm, for: "me")
+        let list = try await im.conversations(for: "me")
+        #expect(list.map(\.conversation) == [dm, group] && list[0].isPinned && !list[1].isPinned, "pinned first")
+        #expect(try await im.reminders(in: group, for: "me") == [ConversationReminder(messageID: named.id, sender: "y", all: false),
+                                                                ConversationReminder(messageID: all.id, sender: "z", all: true)])
+        try await im.markReminderDone(all.id, in: group, for: "me")
+        #expect(try await im.reminders(in: group, for: "me").map(\.done) == [false, true])
+        #expect(await code { try await im.markReminderDone(all.id, in: group, for: "z") } == .invalidArgument, "not z's reminder")
+        #expect(try await im.unreadCount(in: group, for: "me") == 2)
+        try await im.clearUnread(in: group, for: "me")
+        #expect(try await im.unreadCount(in: group, for: "me") == 0)
+        try await im.setPinned(false, conversation: dm, for: "me")
+        #expect(try await im.conversations(for: "me").first?.isPinned == false)
+        // The WuKong preset offers clear-unread only (its server API); the others no conversation state.
+        let wukong = backend(.wukong)
+        #expect(await code { try await wukong.setPinned(true, conversation: dm, for: "me") } == .unsupported)
+        #expect(await code { _ = try await wukong.reminders(in: group, for: "me") } == .unsupported)
+        #expect(await code { try await self.backend(.nim).clearUnread(in: dm, for: "me") } == .unsupported)
     }
 
     @Test func sharedWorldViewersSeeTheirOwnConversations() async throws {

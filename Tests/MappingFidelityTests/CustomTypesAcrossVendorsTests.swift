@@ -61,7 +61,8 @@ import Testing
     @Test func titleCardAndItsFallback() throws {
         let nim: [String: JSONValue] = ["title": "Hello", "subTitle": "World"]
         let (content, _) = try codecs["nim"]!.decode("100", nim)
-        #expect(try relay("nim", "100", nim, to: "wukong") == ("102", ["title": "Hello", "sub_title": "World"]))
+        #expect(try relay("nim", "100", nim, to: "wukong") == ("110", ["title": "Hello", "sub_title": "World"]),
+                "110: seed 001 registers 102 as a location")
         #expect(try relay("nim", "100", nim, to: "rongcloud") == ("App:TitleMsg", ["title": "Hello", "subTitle": "World"]))
         let fallbacks = CustomTypeFallbacks(mappings: .shipped, vendors: ["jm": "jmessage", "wk": "wukong"])
         #expect(fallbacks.text(for: content, expansion: [:], target: "jm") == "Hello — World")

@@ -28,6 +28,8 @@ struct FidelityMatrix {
     struct Column {
         let title: String
         let target: NeutralTarget
+        /// A vendor's `secondary` entry (WuKong's seed-001 types): only that vendor produces it.
+        var only: MappingEntry? = nil
     }
 
     let set: MappingSet
@@ -38,7 +40,12 @@ struct FidelityMatrix {
         let builtins = kinds.map { Column(title: $0.rawValue, target: .builtin($0)) }
         let customs = set.customTypes.values.filter { if case .custom = $0.target { true } else { false } }
             .map(\.name).sorted().map { Column(title: $0, target: .custom($0)) }
-        return builtins + customs
+        let variants = Vendors.names.flatMap { vendor in
+            set.table(vendor).entries.filter(\.secondary).map { entry in
+                Column(title: "\(entry.target) (\(Self.names[vendor]!) \(entry.wire))", target: entry.target, only: entry)
+            }
+        }
+        return builtins + variants + customs
     }
 
     /// Fields an adapter carries beside its table (MIME type from NIM's `ext` and JMessage's `format`,
@@ -54,8 +61,8 @@ struct FidelityMatrix {
         }
     }
 
-    func decoded(_ vendor: String, _ target: NeutralTarget) -> (fields: Set<String>, exactDuration: Bool)? {
-        let entries = set.table(vendor).entries(for: target)
+    func decoded(_ vendor: String, _ target: NeutralTarget, only: MappingEntry? = nil) -> (fields: Set<String>, exactDuration: Bool)? {
+        let entries = only.map { $0.vendor == vendor ? [$0] : [] } ?? set.table(vendor).entries(for: target).filter { !$0.secondary }
         guard !entries.isEmpty else { return nil }
         var fields = Self.derived(vendor, target)
         var exact = false
@@ -69,7 +76,7 @@ struct FidelityMatrix {
     }
 
     func encoded(_ vendor: String, _ target: NeutralTarget) -> (fields: Set<String>, lossyDuration: Bool)? {
-        let entries = set.table(vendor).entries(for: target).filter { !$0.decodeOnly }
+        let entries = set.table(vendor).entries(for: target).filter { !$0.decodeOnly && !$0.secondary }
         guard !entries.isEmpty else { return nil }
         var fields = Self.derived(vendor, target)
         var lossy = false
@@ -93,7 +100,7 @@ struct FidelityMatrix {
                 return Self.presets[target]!.support(.commands).isNative ? .exact : .dropped
             }
         }
-        guard let from = decoded(source, column.target) else { return .absent }
+        guard let from = decoded(source, column.target, only: column.only) else { return .absent }
         guard let to = encoded(target, column.target) else { return .fallback }
         var notes = from.fields.subtracting(to.fields).sorted().map { "drops \($0)" }
         if from.exactDuration && to.lossyDuration && to.fields.contains("duration_ms") { notes.append("duration in whole seconds") }
@@ -118,7 +125,9 @@ struct FidelityMatrix {
         }
         out += "\n✓ exact · ≈ converted (below) · ↓ fallback text (the digest, or the custom type's `fallback:` template) · "
             + "✕ dropped (commands are signals: never turned into text) · — the source has no such type. NIM carries commands as "
-            + "custom system notifications, outside the tables.\n"
+            + "custom system notifications, outside the tables. "
+            + "A column such as `image (WuKong 104)` is a WuKong app type of seed 001: what it drops on the way out is carried in the "
+            + "target's message (`imbridge_carried`) and restored when the copy comes back to WuKong.\n"
         out += "\n<details><summary>What “converted” loses, per pair and kind</summary>\n\n" + details.joined(separator: "\n") + "\n\n</details>\n"
         return out
     }

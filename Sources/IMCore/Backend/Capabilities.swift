@@ -82,6 +82,11 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// send-time switch); false where it must be enabled at send time (RongCloud). The bridge then
     /// sends copies of such messages with expansion enabled, so later changes can follow.
     public var expansionOnAnyMessage: Bool = false
+    /// Whether the vendor keeps a per-user mute flag for conversations (`ConversationListing.setMuted`);
+    /// WuKongIM lists conversations and unread counts but keeps no mute state.
+    public var keepsMuteState: Bool = true
+    /// The conversation state operations the vendor's server API offers (`ConversationStateSetting`).
+    public var conversationState: Set<ConversationStateOperation> = []
     public var rateLimits: [RateLimit]
     public var contentKinds: Set<ContentKind>
     /// Human notes per feature: the restriction behind `partial`, the substitute behind `fallback`.

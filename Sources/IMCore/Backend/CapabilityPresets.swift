@@ -13,6 +13,10 @@ extension Capabilities {
     public static let wukong: Capabilities = {
         var capabilities = wukongBase
         capabilities.expansionOnAnyMessage = true
+        capabilities.keepsMuteState = false
+        // `/conversations/clearUnread`; pinning and reminders live in the business server, whose APIs
+        // for them are not documented (docs/adapters/wukong.md): not offered.
+        capabilities.conversationState = [.clearUnread]
         return capabilities
     }()
 
@@ -20,14 +24,15 @@ extension Capabilities {
         vendor: "wukong",
         features: [.customContent: .full, .mentions: .full, .replies: .full, .commands: .full, .recall: .full,
                    .edit: .full, .expansion: .full, .reactions: .full, .readReceipts: .full, .media: .partial,
-                   .conversationList: .full, .userProvisioning: .full, .history: .full, .sendAsAnyUser: .full],
+                   .conversationList: .partial, .userProvisioning: .full, .history: .full, .sendAsAnyUser: .full],
         textMaxLength: 10_000,
         recallWindowMs: nil,
         expansionLimits: ExpansionLimits(maxKeyLength: 64, extraKeyCharacters: nil, maxValueLength: 4096,
                                          maxKeysPerClientChange: 100, maxKeysPerServerCall: 100, maxKeysPerMessage: 300),
         rateLimits: [],
         notes: [.media: "WuKongIM stores no files: attachments travel as URLs (links); upload is the app's file service",
-                .expansion: "mapped onto the business server's remote `extra` dictionary, versioned by extra_version"])
+                .expansion: "mapped onto the business server's remote `extra` dictionary, versioned by extra_version",
+                .conversationList: "WuKongIM keeps no mute state: setMuted is refused"])
 
     /// RongCloud classic Server API. Recall has no time limit and is for the sender's own messages;
     /// there is no edit or reaction API for private/group messages; expansion limits are the documented
@@ -35,7 +40,7 @@ extension Capabilities {
     public static let rongCloud = Capabilities(
         vendor: "rongcloud",
         features: [.customContent: .full, .mentions: .full, .replies: .full, .commands: .full, .recall: .full,
-                   .edit: .rejected, .expansion: .full, .reactions: .rejected, .readReceipts: .partial, .media: .partial,
+                   .edit: .rejected, .expansion: .full, .reactions: .rejected, .readReceipts: .rejected, .media: .partial,
                    .conversationList: .rejected, .userProvisioning: .full, .history: .partial, .sendAsAnyUser: .full],
         textMaxLength: 128 * 1024, textLengthUnit: .utf8Bytes,
         recallWindowMs: nil,
@@ -46,7 +51,7 @@ extension Capabilities {
                      RateLimit(api: "message/expansion", requests: 100, perMs: second),
                      RateLimit(api: "user/getToken", requests: 200, perMs: second)],
         notes: [.media: "the Server API has no upload: media travel as URLs",
-                .readReceipts: "RC:ReadNtf signalling only; no server-side read state",
+                .readReceipts: "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)",
                 .history: "per-conversation query API; hourly log files otherwise"])
 
     /// NetEase Yunxin server API v1. Recall window 2 minutes by default (the console can raise it; set

@@ -66,14 +66,17 @@ public struct ConversationSummary: Hashable, Sendable, Codable {
     /// Time of the last message (or of creation), milliseconds; the list is sorted by it, newest first.
     public var updatedAt: Int64
     public var mentionsMe: Bool
+    /// Pinned to the top (`ConversationStateSetting.setPinned`); pinned conversations are listed first.
+    public var isPinned: Bool
     public init(conversation: ConversationRef, lastMessage: Message?, unreadCount: Int, isMuted: Bool, updatedAt: Int64,
-                mentionsMe: Bool = false) {
+                mentionsMe: Bool = false, isPinned: Bool = false) {
         self.conversation = conversation
         self.lastMessage = lastMessage
         self.unreadCount = unreadCount
         self.isMuted = isMuted
         self.updatedAt = updatedAt
         self.mentionsMe = mentionsMe
+        self.isPinned = isPinned
     }
 }
 
@@ -85,6 +88,41 @@ public protocol ConversationListing: IMBackend {
     /// Sum of unread counts over conversations the user has not muted.
     func totalUnread(for user: UserID) async throws -> Int
     func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws
+}
+
+/// Per-user conversation state beyond the list (seed 000's conversation manager: clearing a
+/// conversation's unread count, 置顶 pinning, @-reminders with a done state). Which of these a vendor's
+/// server API offers is `Capabilities.conversationState`; the rest are refused with `unsupported`.
+public protocol ConversationStateSetting: ConversationListing {
+    /// Everything in the conversation becomes read for `user` (no read receipt is sent).
+    func clearUnread(in conversation: ConversationRef, for user: UserID) async throws
+    /// Pins the conversation to the top of `user`'s list (listed first, newest first among pinned).
+    func setPinned(_ pinned: Bool, conversation: ConversationRef, for user: UserID) async throws
+    /// `user`'s @-reminders in the conversation (messages mentioning them or everyone), oldest first.
+    func reminders(in conversation: ConversationRef, for user: UserID) async throws -> [ConversationReminder]
+    /// Marks one reminder done: it stays listed, with `done` set.
+    func markReminderDone(_ message: MessageID, in conversation: ConversationRef, for user: UserID) async throws
+}
+
+/// Conversation state operations a vendor's server API offers (`Capabilities.conversationState`).
+public enum ConversationStateOperation: String, Hashable, Sendable, Codable, CaseIterable {
+    case clearUnread = "clear_unread"
+    case pinning
+    case reminders
+}
+
+/// One @-reminder: a message that mentions the user (`all`: through @all), and whether it was dealt with.
+public struct ConversationReminder: Hashable, Sendable, Codable {
+    public var messageID: MessageID
+    public var sender: UserID
+    public var all: Bool
+    public var done: Bool
+    public init(messageID: MessageID, sender: UserID, all: Bool, done: Bool = false) {
+        self.messageID = messageID
+        self.sender = sender
+        self.all = all
+        self.done = done
+    }
 }
 
 /// A user as the backend should know them.

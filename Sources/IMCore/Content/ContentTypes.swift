@@ -60,15 +60,21 @@ public struct LocationContent: Hashable, Sendable, Codable {
     }
 }
 
-/// A contact card: a user recommended to the reader.
+/// A contact card: a user recommended to the reader. `phone` and `email` are seed 001's
+/// `WKContactCardContent` fields (WuKong type 103); vendors whose card has no such field carry them
+/// only as far as `OutgoingMessage.carriedKey` reaches (docs/mappings.md).
 public struct CardContent: Hashable, Sendable, Codable {
     public var userID: UserID
     public var name: String
     public var avatar: String?
-    public init(userID: UserID, name: String, avatar: String? = nil) {
+    public var phone: String?
+    public var email: String?
+    public init(userID: UserID, name: String, avatar: String? = nil, phone: String? = nil, email: String? = nil) {
         self.userID = userID
         self.name = name
         self.avatar = avatar
+        self.phone = phone
+        self.email = email
     }
 }
 

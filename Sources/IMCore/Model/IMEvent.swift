@@ -23,11 +23,37 @@ public struct IMEvent: Hashable, Sendable, Codable {
     public var eventID: EventID
     public var backend: BackendID
     public var kind: Kind
+    /// For `edited` and `command`: what travels beside the content — the edited content's mentions and
+    /// quoted reply, and the vendor's fields with no neutral form (a WuKong CMD's `sign`, the kept keys of
+    /// an edited payload), kept like `Message.vendorExtras` so that nothing the vendor sent is dropped.
+    /// Empty for the other kinds (a `message` carries its own).
+    public var mentions: Mentions
+    public var reply: ReplyRef?
+    public var vendorExtras: [String: JSONValue]
 
-    public init(eventID: EventID, backend: BackendID, kind: Kind) {
+    public init(eventID: EventID, backend: BackendID, kind: Kind, mentions: Mentions = Mentions(), reply: ReplyRef? = nil,
+                vendorExtras: [String: JSONValue] = [:]) {
         self.eventID = eventID
         self.backend = backend
         self.kind = kind
+        self.mentions = mentions
+        self.reply = reply
+        self.vendorExtras = vendorExtras
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case eventID, backend, kind, mentions, reply, vendorExtras
+    }
+
+    /// Events written before `mentions`, `reply` and `vendorExtras` existed decode with them empty.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        eventID = try c.decode(EventID.self, forKey: .eventID)
+        backend = try c.decode(BackendID.self, forKey: .backend)
+        kind = try c.decode(Kind.self, forKey: .kind)
+        mentions = try c.decodeIfPresent(Mentions.self, forKey: .mentions) ?? Mentions()
+        reply = try c.decodeIfPresent(ReplyRef.self, forKey: .reply)
+        vendorExtras = try c.decodeIfPresent([String: JSONValue].self, forKey: .vendorExtras) ?? [:]
     }
 
     public var conversation: ConversationRef {

@@ -42,6 +42,7 @@ public struct JMessageCodec: Sendable {
         let decoded = try content.decode(msgType: wire.msgType, body: wire.msgBody)
         var kept = decoded.vendorExtras
         let keptExtras = kept.removeValue(forKey: "extras")?.objectValue
+        kept.removeValue(forKey: OutgoingMessage.carriedKey)   // it is in extras, read below
         let extras = keptExtras ?? wire.msgBody["extras"]?.objectValue ?? [:]
         let realSender = identity.userID(username: wire.fromID, appKey: wire.fromAppKey)
         var sender = realSender
@@ -68,9 +69,15 @@ public struct JMessageCodec: Sendable {
         if let platform = wire.fromPlatform, !platform.isEmpty { vendorExtras["jmessage_from_platform"] = .string(platform) }
         if let level = wire.msgLevel { vendorExtras["jmessage_msg_level"] = .int(Int64(level)) }
         if let original = extras[Self.sentAtKey]?.int64Value { vendorExtras["imbridge_original_sent_at"] = .int(original) }
+        if let carried = extras[OutgoingMessage.carriedKey] { vendorExtras[OutgoingMessage.carriedKey] = carried }
         var options = MessageOptions()
         options.persist = !(wire.noOffline ?? false)
         options.push = !(wire.noNotification ?? false)
+        // The custom notification: its alert is the neutral push text, its title has no neutral home.
+        if let notification = wire.notification {
+            options.pushText = notification.alert
+            if let title = notification.title { vendorExtras[Self.notificationTitleKey] = .string(title) }
+        }
         return Message(id: MessageID(String(wire.msgid)),
                        clientMessageID: extras[Self.clientIDKey]?.stringValue.map { ClientMessageID($0) },
                        conversation: conversation, sender: sender,
@@ -129,8 +136,15 @@ public struct JMessageCodec: Sendable {
         }
         var kept = outgoing.vendorExtras["jmessage_body"]?.objectValue ?? [:]
         if let extras { kept["extras"] = .object(extras) }
-        let (msgType, body) = try content.encode(outgoing.content, vendorExtras: kept)
-        let size = body.jsonData().count
+        var withCarried = kept
+        withCarried[OutgoingMessage.carriedKey] = outgoing.vendorExtras[OutgoingMessage.carriedKey]
+        var (msgType, body) = try content.encode(outgoing.content, vendorExtras: withCarried)
+        var size = body.jsonData().count
+        if size > Self.maxBodyBytes, withCarried[OutgoingMessage.carriedKey] != nil {
+            // Carried fields (another vendor's, e.g. a WuKong thumbnail) are given up before the message.
+            (msgType, body) = try content.encode(outgoing.content, vendorExtras: kept)
+            size = body.jsonData().count
+        }
         guard size <= Self.maxBodyBytes else {
             throw IMError(.limitExceeded, "msg_body is \(size) bytes; jmessage allows \(Self.maxBodyBytes)",
                           details: ["limit": "body_size"])
@@ -140,8 +154,17 @@ public struct JMessageCodec: Sendable {
                                fromType: "admin", fromID: identity.admin, fromName: fromName, msgType: msgType,
                                noOffline: outgoing.options.persist ? nil : true,
                                noNotification: outgoing.options.push ? nil : true,
-                               notification: outgoing.options.pushText.map { JMNotification(alert: $0) },
+                               notification: Self.notification(outgoing),
                                msgBody: body)
+    }
+
+    /// `vendorExtras` key of the custom notification's title (`notification.title`).
+    public static let notificationTitleKey = "jmessage_notification_title"
+
+    static func notification(_ outgoing: OutgoingMessage) -> JMNotification? {
+        let title = outgoing.vendorExtras[notificationTitleKey]?.stringValue
+        guard title != nil || outgoing.options.pushText != nil else { return nil }
+        return JMNotification(title: title, alert: outgoing.options.pushText)
     }
 
     /// The event id of a message, shared by the poller and the routing push so that both paths (and

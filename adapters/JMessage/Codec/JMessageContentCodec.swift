@@ -13,7 +13,8 @@ import IMMapping
 /// - `format` ⇄ the attachment's MIME type (an image whose format is `gif` is a GIF via custom/gif.yaml);
 /// - `vendorExtras`: the body's fields with no neutral home (`media_crc32`, `hash`, `scale` …) and its
 ///   `extras` object (under the key `extras`), so that writing the content back reproduces the body;
-///   a location's address travels in extras `imbridge_address`;
+///   a location's address travels in extras `imbridge_address`, another vendor's carried fields
+///   (`OutgoingMessage.carriedKey`) in extras under that key (and come back in `vendorExtras` under it);
 /// - custom bodies: a mapped custom type (by its discriminator), else IMBridge's envelope
 ///   `{"imbridge_type", "imbridge_payload"}`, else the raw type `jmessage_custom` (the app's own
 ///   `customDictionary`, byte for byte as canonical JSON);
@@ -82,6 +83,8 @@ public struct JMessageContentCodec: ContentCodec {
         func kept(_ fields: [String: JSONValue]) -> [String: JSONValue] {
             var kept = fields
             if let extras { kept[Self.extrasKey] = .object(extras) }
+            // Another vendor's carried fields, where that vendor's codec looks for them.
+            if let carried = extras?[OutgoingMessage.carriedKey] { kept[OutgoingMessage.carriedKey] = carried }
             return kept
         }
         if msgType == "custom", let typeName = object[Self.typeKey]?.stringValue, let payload = object[Self.payloadKey]?.stringValue {
@@ -116,6 +119,9 @@ public struct JMessageContentCodec: ContentCodec {
         -> (msgType: String, body: JSONValue) {
         var kept = vendorExtras
         var extras = kept.removeValue(forKey: Self.extrasKey)?.objectValue
+        if let carried = kept.removeValue(forKey: OutgoingMessage.carriedKey), content.kind != .custom {
+            extras = (extras ?? [:]).merging([OutgoingMessage.carriedKey: carried]) { _, new in new }
+        }
         switch content {
         case .custom(let custom) where custom.typeName == Self.nativeCustomType:
             guard let object = try? JSONValue.parse(custom.payload), object.objectValue != nil else {

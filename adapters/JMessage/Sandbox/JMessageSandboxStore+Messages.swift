@@ -59,7 +59,10 @@ extension JMessageSandboxStore {
             msgType: msgType, msgBody: msgBody, createTime: now / 1000, msgCtime: now, msgid: msgid, msgLevel: crossApp ? 1 : 0,
             setFromName: fromName == nil ? 0 : 1,
             noOffline: body["no_offline"].flatMap(JMHistoryMessage.bool) ?? false,
-            noNotification: body["no_notification"].flatMap(JMHistoryMessage.bool) ?? false)
+            noNotification: body["no_notification"].flatMap(JMHistoryMessage.bool) ?? false,
+            notification: body["notification"].flatMap { note in
+                note.objectValue == nil ? nil : JMNotification(title: note["title"]?.stringValue, alert: note["alert"]?.stringValue)
+            })
         messages.append(stored)
         await push?.enqueue(stored)
         return .json(JMSendResult(msgID: msgid, msgCtime: now), status: 201)

@@ -90,11 +90,14 @@ public struct JMHistoryMessage: Codable, Hashable, Sendable {
     public var setFromName: Int?
     public var noOffline: Bool?
     public var noNotification: Bool?
+    /// The send's custom notification text, where a record carries it (the documented report fields do
+    /// not list it: UNCONFIRMED; IMBridge's sandbox returns what was sent). Read when present.
+    public var notification: JMNotification?
 
     public init(version: Int = 1, targetType: String, targetID: String, targetName: String? = "", targetAppKey: String? = "",
                 fromType: String, fromID: String, fromName: String? = "", fromAppKey: String? = nil, fromPlatform: String? = nil,
                 msgType: String, msgBody: JSONValue, createTime: Int64, msgCtime: Int64, msgid: Int64, msgLevel: Int? = 0,
-                setFromName: Int? = nil, noOffline: Bool? = nil, noNotification: Bool? = nil) {
+                setFromName: Int? = nil, noOffline: Bool? = nil, noNotification: Bool? = nil, notification: JMNotification? = nil) {
         self.version = version
         self.targetType = targetType
         self.targetID = targetID
@@ -114,10 +117,11 @@ public struct JMHistoryMessage: Codable, Hashable, Sendable {
         self.setFromName = setFromName
         self.noOffline = noOffline
         self.noNotification = noNotification
+        self.notification = notification
     }
 
     enum CodingKeys: String, CodingKey {
-        case version, msgid
+        case version, msgid, notification
         case targetType = "target_type", targetID = "target_id", targetName = "target_name", targetAppKey = "target_appkey"
         case fromType = "from_type", fromID = "from_id", fromName = "from_name", fromAppKey = "from_appkey"
         case fromPlatform = "from_platform", msgType = "msg_type", msgBody = "msg_body", createTime = "create_time"
@@ -161,6 +165,7 @@ public struct JMHistoryMessage: Codable, Hashable, Sendable {
         setFromName = try int64(.setFromName).map { Int($0) }
         noOffline = try c.decodeIfPresent(JSONValue.self, forKey: .noOffline).flatMap { Self.bool($0) }
         noNotification = try c.decodeIfPresent(JSONValue.self, forKey: .noNotification).flatMap { Self.bool($0) }
+        notification = try? c.decodeIfPresent(JMNotification.self, forKey: .notification)
     }
 
     /// A vendor flag as JMessage writes it (`true`, `1`, `"true"`, `"0"` …); nil for anything else.

@@ -127,15 +127,13 @@ extension NIMContentCodec: ContentCodec {
         if again?.type != type || again.flatMap({ (try? JSONValue.parse($0.body))?.objectValue }) != wire.body {
             vendorExtras[NIMMessageCodec.bodyHintKey] = .string(body)
         }
+        if let carried = wire.body[OutgoingMessage.carriedKey] { vendorExtras[OutgoingMessage.carriedKey] = carried }
         return CodedContent(content, vendorExtras: vendorExtras)
     }
 
     public func encode(_ coded: CodedContent) throws -> WireContent {
-        var (type, body) = try encode(coded.content)
-        if let hint = coded.vendorExtras[NIMMessageCodec.bodyHintKey]?.stringValue,
-           (try? decode(type: type, body: hint)) == coded.content {
-            body = hint
-        }
+        let (type, body) = try NIMMessageCodec(content: self).encodeBody(coded.content, hint: coded.vendorExtras[NIMMessageCodec.bodyHintKey]?.stringValue,
+                                                                         carried: coded.vendorExtras[OutgoingMessage.carriedKey])
         guard let object = (try? JSONValue.parse(body))?.objectValue else {
             throw IMError(.unsupported, "the NIM type \(type) body is not a JSON object: \(body.prefix(200))")
         }

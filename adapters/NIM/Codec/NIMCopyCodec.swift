@@ -54,6 +54,7 @@ extension NIMMessageCodec {
         if let hint { vendorExtras[Self.bodyHintKey] = .string(hint) }
         if let ext = copy.ext { vendorExtras[Self.extKey] = .string(ext) }
         if let client = copy.msgidClient { vendorExtras["msgidclient"] = .string(client) }
+        if let carried = NIMMessageCodec.carried(inBody: wire.body) { vendorExtras[OutgoingMessage.carriedKey] = carried }
         return Message(id: MessageID(serverID), clientMessageID: ours.clientMessageID ?? copy.msgidClient.map { ClientMessageID($0) },
                        conversation: conversation, sender: UserID(from), sentAt: sentAt, content: decoded,
                        mentions: ours.mentions, reply: ours.reply, vendorExtras: vendorExtras)

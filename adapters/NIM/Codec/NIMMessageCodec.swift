@@ -13,6 +13,8 @@ public struct NIMMessageCodec: Sendable {
     public let content: NIMContentCodec
 
     public static let bodyHintKey = "nim_body"
+    /// `vendorExtras` key of the send `option` flags the neutral options do not express.
+    public static let optionKey = "nim_option"
     public static let extKey = "ext"
 
     public init(content: NIMContentCodec = NIMContentCodec()) {
@@ -33,11 +35,21 @@ public struct NIMMessageCodec: Sendable {
         return (decoded, again.map { $0.type == type && $0.body == body } == true ? nil : body)
     }
 
-    /// Encodes a content, reusing `hint` when it decodes to exactly this content.
-    public func encodeBody(_ value: MessageContent, hint: String?) throws -> (type: Int, body: String) {
+    /// Encodes a content, reusing `hint` when it decodes to exactly this content; another vendor's
+    /// carried fields (`OutgoingMessage.carriedKey`) are added to a freshly encoded built-in body.
+    public func encodeBody(_ value: MessageContent, hint: String?, carried: JSONValue? = nil) throws -> (type: Int, body: String) {
         let encoded = try content.encode(value)
         if let hint, (try? content.decode(type: encoded.type, body: hint)) == value { return (encoded.type, hint) }
-        return encoded
+        guard let carried, value.kind != .custom, value.kind != .unsupported,
+              var object = (try? JSONValue.parse(encoded.body))?.objectValue else { return encoded }
+        object[OutgoingMessage.carriedKey] = carried
+        return (encoded.type, JSONValue.object(object).jsonString())
+    }
+
+    /// The carried fields a body holds (written by `encodeBody` for content from another vendor).
+    static func carried(inBody body: String) -> JSONValue? {
+        guard body.contains(OutgoingMessage.carriedKey) else { return nil }
+        return (try? JSONValue.parse(body))?[OutgoingMessage.carriedKey]
     }
 
     // MARK: history entries
@@ -51,6 +63,7 @@ public struct NIMMessageCodec: Sendable {
         if let ext = entry.ext { vendorExtras[Self.extKey] = .string(ext) }
         if let clientType = entry.fromclienttype { vendorExtras["fromclienttype"] = .int(Int64(clientType)) }
         if let client = entry.msgidclient { vendorExtras["msgidclient"] = .string(client) }
+        if let carried = Self.carried(inBody: entry.body) { vendorExtras[OutgoingMessage.carriedKey] = carried }
         return Message(id: MessageID(String(entry.msgid)),
                        clientMessageID: ours.clientMessageID ?? entry.msgidclient.map { ClientMessageID($0) },
                        conversation: conversation, sender: UserID(entry.from), sentAt: entry.sendtime, content: decoded,
@@ -67,7 +80,7 @@ public struct NIMMessageCodec: Sendable {
         let appExt = vendorExtras.removeValue(forKey: Self.extKey)?.stringValue
         let clientType = vendorExtras.removeValue(forKey: "fromclienttype")?.int64Value.map { Int($0) }
         let vendorClientID = vendorExtras.removeValue(forKey: "msgidclient")?.stringValue
-        let encoded = try encodeBody(message.content, hint: hint)
+        let encoded = try encodeBody(message.content, hint: hint, carried: vendorExtras.removeValue(forKey: OutgoingMessage.carriedKey))
         let ours = NIMExtension(clientMessageID: message.clientMessageID.map(\.rawValue) == vendorClientID ? nil : message.clientMessageID,
                                 reply: message.reply, mentions: message.mentions)
         return NIMHistoryMessage(from: message.sender.rawValue, msgid: msgid,
@@ -84,8 +97,11 @@ public struct NIMMessageCodec: Sendable {
     /// `forcepushlist`/`forcepushall`; client id, reply and mentions travel in `ext` (`NIMExtension`).
     public func sendForm(for outgoing: OutgoingMessage) throws -> NIMSendMessageForm {
         let target = try Self.target(of: outgoing.conversation, sender: outgoing.sender)
-        let encoded = try encodeBody(outgoing.content, hint: outgoing.vendorExtras[Self.bodyHintKey]?.stringValue)
-        var option = NIMSendOption()
+        let encoded = try encodeBody(outgoing.content, hint: outgoing.vendorExtras[Self.bodyHintKey]?.stringValue,
+                                     carried: outgoing.vendorExtras[OutgoingMessage.carriedKey])
+        // Flags with no neutral form, kept from a form read earlier (`NIMSendOption.unmappedFlags`).
+        var option = NIMSendOption(parsing: outgoing.vendorExtras[Self.optionKey] ?? .null)
+        option.roam = nil; option.history = nil; option.persistent = nil; option.badge = nil; option.push = nil
         if !outgoing.options.persist { option.history = false; option.roam = false; option.persistent = false }
         if !outgoing.options.countUnread { option.badge = false }
         if !outgoing.options.push { option.push = false }

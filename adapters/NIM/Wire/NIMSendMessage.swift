@@ -42,6 +42,22 @@ public struct NIMSendOption: Hashable, Sendable {
         return JSONValue.object(object).jsonString()
     }
 
+    /// The neutral options these flags say (the inverse of `NIMMessageCodec.sendForm`'s mapping):
+    /// `history` false → not persisted, `badge` false → not counted unread, `push` false → no push.
+    public var messageOptions: MessageOptions {
+        MessageOptions(persist: history ?? true, countUnread: badge ?? true, push: push ?? true)
+    }
+
+    /// The flags the neutral options have no place for (`sendersync`, `route`, `needPushNick`,
+    /// `sessionUpdate`), as the JSON object `NIMMessageCodec` keeps in `vendorExtras` under `nim_option`.
+    public var unmappedFlags: [String: JSONValue] {
+        var object: [String: JSONValue] = [:]
+        for (key, value) in [("sendersync", sendersync), ("route", route), ("needPushNick", needPushNick), ("sessionUpdate", sessionUpdate)] {
+            if let value { object[key] = .bool(value) }
+        }
+        return object
+    }
+
     /// Parses an `option` JSON object leniently (booleans as `true`/`"true"`/`1`); unknown keys are ignored,
     /// keys match case-insensitively.
     public init(parsing json: JSONValue) {

@@ -67,8 +67,6 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         self.id = configuration.id
         self.configuration = configuration
         var capabilities = Capabilities.rongCloud
-        capabilities.features[.readReceipts] = .rejected
-        capabilities.notes[.readReceipts] = "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)"
         capabilities.notes[.replies] = "RC:ReferenceMsg quotes with a text body; a reply with other content is sent without the quote"
         self.capabilities = capabilities.carrying(configuration.mapping)
         self.client = RongCloudClient(baseURLs: configuration.baseURLs, appKey: configuration.appKey, appSecret: configuration.appSecret,

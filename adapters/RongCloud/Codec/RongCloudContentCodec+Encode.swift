@@ -74,6 +74,7 @@ extension RongCloudContentCodec {
             if !mentions.users.isEmpty { info["userIdList"] = .array(mentions.users.map { .string($0.rawValue) }) }
             object["mentionedInfo"] = .object(info)
         }
+        if let carried = vendorExtras[OutgoingMessage.carriedKey] { object[OutgoingMessage.carriedKey] = carried }
         if let kept { object.merge(kept) }
         return RCContent(objectName: objectName, content: object.json)
     }

@@ -22,6 +22,8 @@ import IMMapping
 /// `vendorExtrasKey`, the shape `Message.vendorExtras` carries them in; encoding merges them back, so
 /// RongCloud → neutral → RongCloud yields the same JSON value. Their presence marks content that came
 /// from RongCloud: fields the neutral model does not carry (a file's `type`) are derived only without it.
+/// Another vendor's carried fields (`OutgoingMessage.carriedKey`) are written as a content key of that
+/// name and read back into `vendorExtras` under it.
 public struct RongCloudContentCodec: ContentCodec {
     public let registry: ContentRegistry
     /// Neutral custom `contentType` → RongCloud objectName, for opaque app types.
@@ -54,7 +56,10 @@ public struct RongCloudContentCodec: ContentCodec {
         // Nothing kept, nothing to wrap (the hot path allocates nothing more) — except for a file, where
         // the wrapper marks RongCloud as the origin (its `type` is derived only for files from elsewhere).
         if decoded.vendorExtras.isEmpty && decoded.content.kind != .file { return decoded }
+        // Another vendor's carried fields are not RongCloud's: they stay beside the kept fields.
+        let carried = decoded.vendorExtras.removeValue(forKey: OutgoingMessage.carriedKey)
         decoded.vendorExtras = [Self.vendorExtrasKey: .object(decoded.vendorExtras)]
+        if let carried { decoded.vendorExtras[OutgoingMessage.carriedKey] = carried }
         return decoded
     }
 

@@ -4,7 +4,30 @@ import IMCore
 /// Conversation lists over `/conversation/sync` (person entries name the peer; `recents[0]` is the
 /// last message; `unread` is WuKongIM's seq arithmetic). WuKongIM keeps no mute state, so `setMuted`
 /// is refused and nothing is reported muted (hence `conversationList: partial`).
-extension WuKongBackend: ConversationListing {
+extension WuKongBackend: ConversationListing, ConversationStateSetting {
+    /// `POST /conversations/clearUnread`: the user's read-to becomes the channel's last seq.
+    public func clearUnread(in conversation: ConversationRef, for user: UserID) async throws {
+        let lookup = try WuKongChannel.lookup(conversation, viewer: user)
+        try await client.clearUnread(WKClearUnreadRequest(uid: user.rawValue, channelID: lookup.id, channelType: lookup.type))
+    }
+
+    public func setPinned(_ pinned: Bool, conversation: ConversationRef, for user: UserID) async throws {
+        throw Self.notOffered(.pinning)
+    }
+
+    public func reminders(in conversation: ConversationRef, for user: UserID) async throws -> [ConversationReminder] {
+        throw Self.notOffered(.reminders)
+    }
+
+    public func markReminderDone(_ message: MessageID, in conversation: ConversationRef, for user: UserID) async throws {
+        throw Self.notOffered(.reminders)
+    }
+
+    static func notOffered(_ operation: ConversationStateOperation) -> IMError {
+        IMError(.unsupported, "WuKong's \(operation.rawValue) lives in the business server, whose API for it is not documented",
+                details: ["feature": Feature.conversationList.rawValue, "operation": operation.rawValue])
+    }
+
     public func conversations(for user: UserID) async throws -> [ConversationSummary] {
         let entries = try await client.conversations(WKConversationSyncRequest(uid: user.rawValue, msgCount: 1))
         return entries.map { entry in

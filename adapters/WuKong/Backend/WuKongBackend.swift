@@ -68,10 +68,7 @@ public final class WuKongBackend: IMBackend, Sendable {
         self.id = configuration.id
         self.configuration = configuration
         self.clock = clock
-        var capabilities = Capabilities.wukong
-        capabilities.features[.conversationList] = .partial
-        capabilities.notes[.conversationList] = "WuKongIM keeps no mute state: setMuted is refused"
-        self.capabilities = capabilities.carrying(mapping)
+        self.capabilities = Capabilities.wukong.carrying(mapping)
         self.client = WuKongClient(imURL: configuration.imURL, businessURL: configuration.businessURL,
                                    managerToken: configuration.managerToken, timeoutSeconds: configuration.timeoutSeconds)
         let content = WuKongContentCodec(registry: registry, customTypes: configuration.customTypes, mapping: mapping)

@@ -15,7 +15,7 @@ extension WuKongContentCodec {
     }
 
     /// The payload JSON object for a content plus the common keys; `vendorExtras` are a message's
-    /// (only `entities`, `payload_fields`, `reply` and the origin key are read).
+    /// (only `entities`, `payload_fields`, `reply`, the origin key and WuKong's carried fields are read).
     /// Throws `unsupported` for another vendor's unsupported payload.
     public func encode(_ content: MessageContent, mentions: Mentions = Mentions(), reply: ReplyRef? = nil,
                        vendorExtras: [String: JSONValue] = [:]) throws -> [String: JSONValue] {
@@ -40,6 +40,13 @@ extension WuKongContentCodec {
             object = ["type": .int(Int64(WKContentType.imbridgeCustom)), "content_type": .string(custom.typeName),
                       "data": .string(custom.payload)]
         default:
+            if let carried = vendorExtras[OutgoingMessage.carriedKey]?[Self.vendor], let carriedType = carried["type"]?.int64Value,
+               let mapped = try mapping.encode(content, throughWire: String(carriedType), base: carried["body"]?.objectValue ?? [:]) {
+                object = mapped.body
+                object["type"] = .int(carriedType)
+                if let origin = vendorExtras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }
+                break
+            }
             guard let mapped = try mapping.encode(content), let type = Int64(mapped.wireType) else {
                 throw IMError(.unsupported, "the WuKong mapping has no type for \(content.kind.rawValue) content",
                               details: ["kind": content.kind.rawValue])

@@ -37,9 +37,14 @@ public struct WuKongExtrasCodec: Sendable {
                previous?.editedAt != editedAt || previous?.contentEdit != edit,
                case .object(let object) = edit, let decoded = try? content.decode(object) {
                 let hash = String(Hashing.crc32(edit.jsonString()), radix: 16)
-                events.append(event("edit:\(id):\(editedAt):\(hash)",
-                                    .edited(messageID: id, conversation: conversation, by: actor ?? UserID(WuKongChannel.systemUID),
-                                            content: decoded.content, at: editedAt * 1000)))
+                var edited = event("edit:\(id):\(editedAt):\(hash)",
+                                   .edited(messageID: id, conversation: conversation, by: actor ?? UserID(WuKongChannel.systemUID),
+                                           content: decoded.content, at: editedAt * 1000))
+                // The edited payload's mentions, quote and kept keys stay with the event.
+                edited.mentions = decoded.mentions
+                edited.reply = decoded.reply
+                edited.vendorExtras = decoded.vendorExtras
+                events.append(edited)
             }
             if let delta = Self.delta(from: previous?.extra, to: row.extra, version: row.extraVersion) {
                 events.append(event("exp:\(id):\(row.extraVersion)",

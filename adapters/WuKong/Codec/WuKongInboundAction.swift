@@ -50,9 +50,11 @@ public struct WuKongInboundMapper: Sendable {
         case Self.syncReactionCommand:
             return [.syncReactions(conversation: message.conversation, actor: message.sender, at: message.sentAt)]
         default:
+            // Parameters beyond `cmd`/`param` (the iOS SDK's `sign` …) and the message's own extras stay with the event.
             return [.event(IMEvent(eventID: EventID("cmd:\(message.id)"), backend: backend,
                                    kind: .command(conversation: message.conversation, sender: message.sender,
-                                                  content: command, at: message.sentAt)))]
+                                                  content: command, at: message.sentAt),
+                                   mentions: message.mentions, reply: message.reply, vendorExtras: message.vendorExtras))]
         }
     }
 }

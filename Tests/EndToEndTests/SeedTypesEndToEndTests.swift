@@ -1,0 +1,59 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMLab
+import IMMapping
+import IMVendors
+import Testing
+
+/// Seed 001's WuKong app types through the real bridge and sandboxes: a WuKong user sends 102, 103 and
+/// 104 as the seed's SDK writes them; RongCloud, NIM and JMessage store their own native location, card
+/// and image; read back from each target's history, every copy writes the original WuKong payload again.
+@Suite struct SeedTypesEndToEndTests {
+    static let payloads: [[String: JSONValue]] = [
+        ["type": 102, "latitude": 39.908722, "longitude": 116.397499, "address": "北京市东城区东长安街", "title": "天安门"],
+        ["type": 103, "uid": "u_1001", "name": "张三", "avatar": "https://cdn.example/a/u_1001.png", "phone": "13800138000",
+         "email": "zhangsan@example.com"],
+        ["type": 104, "url": "https://cdn.example/i/p.jpg", "width": 426.5, "height": 320, "original_size": 183204, "compressed_size": 40960,
+         "thumbnail": "/9j/4AAQSkZJRgABAQ=="],
+    ]
+
+    @Test func relayedCopiesComeBackAsTheSeedTypes() async throws {
+        let env = try await InProcessBridge.start(
+            [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("yx", "nim"),
+             BridgeLab.Member("jm", "jmessage")],
+            routes: route("wk:group:*", "rc:group:*", direction: "forward") + route("wk:group:*", "yx:group:*", direction: "forward")
+                + route("wk:direct:*", "jm:direct:*", direction: "forward"))
+        defer { Task { await env.stop() } }
+        let codec = try #require(Vendors.named("wukong")).adapter.contentCodec(ContentRegistry(), MappingSet.shipped.table("wukong"))
+        let wk = try await env.users("wk")
+        // JMessage groups are created by the server (numeric ids): its copies go through a direct chat,
+        // between users that exist there.
+        let jmUsers = try #require(try await env.users("jm") as? any UserProvisioning)
+        for user in ["wk_alice", "wk_bobby"] { try await jmUsers.ensureUser(UserProfile(id: UserID(user))) }
+        let group = ConversationRef.group("seedg"), chat = ConversationRef.direct("alice", "bobby")
+        for conversation in [group, chat] {
+            for payload in Self.payloads {
+                var body = payload
+                let type = body.removeValue(forKey: "type")!.int64Value!
+                let coded = try codec.decode(WireContent(type: String(type), body: body))
+                _ = try await wk.send(OutgoingMessage(conversation: conversation, sender: "alice", content: coded.content,
+                                                      vendorExtras: coded.vendorExtras))
+            }
+        }
+        let targets: [(BackendID, ConversationRef)] = [("rc", group), ("yx", group), ("jm", .direct("wk_alice", "wk_bobby"))]
+        for (target, conversation) in targets {
+            #expect(try await eventually { try await env.lab.messages(target).count == 3 }, "\(target) got all three")
+            let backend = try await env.users(target)
+            let page = try await backend.history(HistoryQuery(conversation: conversation, limit: 10, viewer: conversation.kind == .group ? "alice" : nil))
+            let kinds = page.messages.map(\.content.kind)
+            #expect(Set(kinds) == [.location, .card, .image], "\(target) stores its native forms: \(kinds)")
+            for message in page.messages {
+                let wire = try codec.encode(CodedContent(message.content, vendorExtras: message.vendorExtras))
+                var written = wire.body
+                written["type"] = .int(Int64(wire.type)!)
+                #expect(Self.payloads.contains(written), "\(target) → WuKong wrote \(JSONValue.object(written).jsonString())")
+            }
+        }
+    }
+}
