@@ -5,6 +5,8 @@ import IMCore
 import IMHTTP
 import IMLab
 import IMRelay
+import IMStore
+import PostgresTestSupport
 import IMVendors
 import Testing
 
@@ -192,5 +194,58 @@ import Testing
         #expect(problems("readiness:\n  backend_failing_seconds: -1\n").contains("b.yaml:3: readiness.backend_failing_seconds: expected seconds ≥ 0"))
         #expect(problems("readiness: 5\n").contains("b.yaml:2: readiness: expected a mapping"))
         #expect(!problems("admin_listen: 127.0.0.1:9090\n").contains("admin_listen"))
+    }
+}
+
+/// `/readyz` when the store can be read but not written: a PostgreSQL database switched to read-only
+/// (`default_transaction_read_only`, taking effect as the bridge reconnects). Liveness stays 200
+/// (the store answers), readiness is 503 `store_unwritable`; both return to normal when it is writable.
+@Suite struct StoreReadinessTests {
+    static func psql(_ url: URL, database: String, _ sql: String) async throws {
+        let binary = (["/usr/bin/psql"] + ((try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql")) ?? [])
+            .map { "/usr/lib/postgresql/\($0)/bin/psql" }).first { FileManager.default.isExecutableFile(atPath: $0) }
+        let (status, output) = try await Subprocess.run(try #require(binary, "psql not found"),
+                                                        ["-v", "ON_ERROR_STOP=1", "-h", url.host ?? "127.0.0.1", "-p", String(url.port ?? 5432),
+                                                         "-U", url.user ?? "imbridge", "-d", database, "-c", sql], timeoutSeconds: 60)
+        #expect(status == 0, "psql \(sql): \(output)")
+    }
+
+    @Test func aStoreThatRefusesWritesIsLiveButNotReady() async throws {
+        let cluster = try TestPostgres.cluster()
+        let server = try #require(URL(string: cluster.url))
+        let database = "ready_\(UUID().uuidString.replacingOccurrences(of: "-", with: "").prefix(12).lowercased())"
+        try await Self.psql(server, database: "imbridge", "CREATE DATABASE \(database)")
+        let store = try BridgeStore(path: "postgres://\(server.user ?? "imbridge")@\(server.host ?? "127.0.0.1"):\(server.port ?? 5432)/\(database)")
+        let engine = RelayEngine(store: store, backends: [], routes: [])
+        let listener = BridgeListener(engine: engine, receivers: [:], host: "127.0.0.1", port: 0)
+        try await listener.start()
+        let http = HTTPClientWrapper()
+        func get(_ path: String) async -> (status: Int, body: JSONValue?)? {
+            guard let response = try? await http.send(OutboundRequest(method: "GET", url: listener.baseURL + path)) else { return nil }
+            return (response.status, try? JSONValue.parse(Data(response.body)))
+        }
+        func switchReadOnly(_ on: Bool) async throws {
+            try await Self.psql(server, database: "imbridge", "ALTER DATABASE \(database) SET default_transaction_read_only = \(on ? "on" : "off")")
+            try await Self.psql(server, database: "imbridge",
+                                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '\(database)' AND pid <> pg_backend_pid()")
+        }
+        #expect(await get("/readyz")?.status == 200)
+
+        try await switchReadOnly(true)
+        let unready = await eventually(30) {
+            guard let ready = await get("/readyz"), let live = await get("/healthz") else { return false }
+            return ready.status == 503 && live.status == 200
+        }
+        #expect(unready, "read-only store: /readyz 503 while /healthz 200")
+        let answer = await get("/readyz")
+        #expect(answer?.body?["reasons"] == .array(["store_unwritable"]))
+        let shown = answer?.body?.jsonString() ?? ""
+        let quotesDriver = shown.contains("read-only") || shown.contains(database)
+        #expect(!quotesDriver, "the driver's message is not shown: \(shown)")
+
+        try await switchReadOnly(false)
+        #expect(await eventually(30) { await get("/readyz")?.status == 200 })
+        await listener.stop()
+        try await Self.psql(server, database: "imbridge", "DROP DATABASE \(database) WITH (FORCE)")
     }
 }
