@@ -47,7 +47,9 @@ public final class MemoryWorld: Sendable {
         var eventCounter = 0
     }
 
-    public init(capabilities: Capabilities, clock: any IMClock = SystemClock()) {
+    /// `clock` defaults to a `TestClock`, as `MemoryBackend`'s does: windows (recall, edit) move only when
+    /// the test moves the clock.
+    public init(capabilities: Capabilities, clock: any IMClock = TestClock()) {
         self.capabilities = capabilities
         self.clock = clock
     }

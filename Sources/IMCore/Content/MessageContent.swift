@@ -130,3 +130,14 @@ extension MessageContent {
         }
     }
 }
+
+extension MessageContent {
+    /// A registered app type as content: `.custom(OrderCard(…))`, the same as `.custom(CustomContent(card))`.
+    public static func custom<T: CustomMessageContent>(_ value: T) -> MessageContent { .custom(CustomContent(value)) }
+
+    /// The typed value, when this is a custom content of type `T` (decoded by a registry that knows `T`).
+    public func custom<T: CustomMessageContent>(as type: T.Type) -> T? {
+        guard case .custom(let content) = self else { return nil }
+        return content.as(type)
+    }
+}

@@ -138,6 +138,9 @@ public struct Message: Hashable, Sendable, Codable {
 
     /// The content readers see now: the latest edit, or the original.
     public var currentContent: MessageContent { edit?.content ?? content }
+
+    /// What readers see, as the app type `T` when it is one (`message.custom(as: OrderCard.self)`).
+    public func custom<T: CustomMessageContent>(as type: T.Type) -> T? { currentContent.custom(as: type) }
     public var isRecalled: Bool { recall != nil }
     /// `[消息已撤回]` once recalled, else the current content's digest.
     public var digest: String { isRecalled ? "[消息已撤回]" : currentContent.digest }
