@@ -2,7 +2,8 @@
 #   make demo   install what the build lacks, build, run `imbridge demo` (two sandboxes + a bridge)
 #   make test   install what the build lacks, start a throwaway PostgreSQL cluster, run every test, stop it
 SWIFT ?= swift
-APT_PACKAGES := libsqlite3-dev postgresql
+# systemd: only its `systemd-analyze verify`, which a test runs on deploy/imbridge.service.
+APT_PACKAGES := libsqlite3-dev postgresql systemd
 
 .PHONY: deps build test demo install clean
 PREFIX ?= /usr/local

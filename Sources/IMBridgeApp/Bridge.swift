@@ -10,7 +10,10 @@ public struct Bridge: Sendable {
     public let store: BridgeStore
     public let backends: [any VendorBackend]
     public let engine: RelayEngine
+    /// Callbacks, and (without `admin_listen`) the operator's endpoints.
     public let listener: BridgeListener
+    /// `/healthz`, `/readyz`, `/metrics` on `admin_listen`, when configured; nil otherwise.
+    public let adminListener: BridgeListener?
 
     /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
     public static func open(configPath: String, requireRoutes: Bool = true) async throws -> Bridge {
@@ -36,14 +39,26 @@ public struct Bridge: Sendable {
                                  leadership: leadership)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },
-                                                               uniquingKeysWith: { first, _ in first }))
-        return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener)
+                                                               uniquingKeysWith: { first, _ in first }),
+                        serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness)
+        var admin: BridgeListener?
+        if let address = config.adminListen {
+            admin = BridgeListener(host: address.host, port: address.port)
+            admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness)
+        }
+        return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener, adminListener: admin)
     }
 
     /// Starts listening (unless the listener was started beforehand), relaying, and the backends'
     /// own intake (pollers).
     public func start() async throws {
         if listener.port == nil { try await listener.start() }
+        if let adminListener, adminListener.port == nil {
+            do { try await adminListener.start() } catch {
+                await listener.stop()
+                throw error
+            }
+        }
         await engine.start()
         try await engine.startIntake(backends)
     }
@@ -52,6 +67,7 @@ public struct Bridge: Sendable {
     public func stop() async {
         await listener.stop()
         await engine.stop()
+        await adminListener?.stop()
     }
 }
 

@@ -16,12 +16,16 @@ public final class HealthBoard: Sendable {
         public var lastFailureMs: Int64?
         /// Age of the oldest pending outbox entry for this backend (filled in by `/healthz` from the store).
         public var oldestPendingAgeMs: Int64?
+        /// When the current run of failures began (the first failure after a success, or ever); nil
+        /// while the backend is not failing. `/readyz` compares it with `ReadinessPolicy`.
+        public var failingSinceMs: Int64?
         enum CodingKeys: String, CodingKey {
             case state
             case lastErrorClass = "last_error_class"
             case lastSuccessMs = "last_success_ms"
             case lastFailureMs = "last_failure_ms"
             case oldestPendingAgeMs = "oldest_pending_age_ms"
+            case failingSinceMs = "failing_since_ms"
         }
     }
 
@@ -32,12 +36,19 @@ public final class HealthBoard: Sendable {
     }
 
     public func succeeded(_ backend: BackendID, at now: Int64) {
-        entries.withLock { $0[backend.rawValue, default: Entry(state: "ok")].state = "ok"; $0[backend.rawValue]?.lastSuccessMs = now }
+        entries.withLock { table in
+            var entry = table[backend.rawValue] ?? Entry(state: "ok")
+            entry.state = "ok"
+            entry.lastSuccessMs = now
+            entry.failingSinceMs = nil
+            table[backend.rawValue] = entry
+        }
     }
 
     public func failed(_ backend: BackendID, error: IMError, at now: Int64) {
         entries.withLock { table in
             var entry = table[backend.rawValue] ?? Entry(state: "degraded")
+            if entry.state != "degraded" || entry.failingSinceMs == nil { entry.failingSinceMs = now }
             entry.state = "degraded"
             entry.lastErrorClass = Self.errorClass(error)
             entry.lastFailureMs = now
@@ -46,6 +57,13 @@ public final class HealthBoard: Sendable {
     }
 
     public var snapshot: [String: Entry] { entries.withLock { $0 } }
+
+    /// The backends failing without a success for at least `thresholdMs` at `now`, by name (nil
+    /// threshold: none ever counts as down).
+    public func down(at now: Int64, thresholdMs: Int64?) -> [String] {
+        guard let thresholdMs else { return [] }
+        return snapshot.filter { _, entry in entry.failingSinceMs.map { now - $0 >= thresholdMs } ?? false }.keys.sorted()
+    }
 
     /// A failure's class: a fixed word derived from the error's code, its HTTP status and its transport
     /// failure, never from its message (which may name a URL or quote a vendor's body).
@@ -65,5 +83,19 @@ public final class HealthBoard: Sendable {
         case .rateLimited: return "rate_limited"
         default: return error.code.rawValue
         }
+    }
+}
+
+/// When `/readyz` says "not ready" because of a backend: after it has failed, with no success in
+/// between, for `backendFailingMs` (config `readiness.backend_failing_seconds`, default 60 s; 0 turns
+/// this check off, leaving only the store's). A load balancer then sends callbacks to another instance,
+/// and an alert fires on what the vendors' own retries would hide.
+public struct ReadinessPolicy: Sendable, Equatable {
+    public static let defaultBackendFailingSeconds = 60
+    /// nil: a failing backend never makes the bridge unready.
+    public var backendFailingMs: Int64?
+
+    public init(backendFailingMs: Int64? = Int64(ReadinessPolicy.defaultBackendFailingSeconds) * 1000) {
+        self.backendFailingMs = backendFailingMs
     }
 }

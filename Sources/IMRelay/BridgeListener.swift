@@ -4,7 +4,12 @@ import IMCore
 import IMHTTP
 import Synchronization
 
-/// The bridge's HTTP side: vendor callbacks at `POST /callbacks/<backend>`, `GET /healthz`, `GET /metrics`.
+/// The bridge's HTTP side: vendor callbacks at `POST /callbacks/<backend>`, and the operator's endpoints
+/// `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`.
+///
+/// One listener serves both by default; with `admin_listen:` the bridge runs two, one serving only
+/// callbacks (`Serves.callbacks`, the address vendors reach) and one only the operator's endpoints
+/// (`Serves.admin`); each answers 404 for the other's paths.
 ///
 /// A callback is answered with the vendor's success response only after `RelayEngine.ingest` committed
 /// its events; a store failure answers 503 so the vendor redelivers, a forged or malformed callback gets
@@ -14,6 +19,17 @@ import Synchronization
 /// callback URLs are known when the backends (or sandboxes) that post to it are created; until
 /// `attach`, every request gets 503 and vendors redeliver.
 public final class BridgeListener: Sendable {
+    /// Which endpoints a listener answers.
+    public struct Serves: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+        /// `POST /callbacks/<backend>`.
+        public static let callbacks = Serves(rawValue: 1)
+        /// `/healthz`, `/readyz`, `/metrics`.
+        public static let admin = Serves(rawValue: 2)
+        public static let all: Serves = [.callbacks, .admin]
+    }
+
     final class Slot: Sendable {
         let handler = Mutex<Handler?>(nil)
     }
@@ -35,9 +51,12 @@ public final class BridgeListener: Sendable {
 
     /// Starts answering with `engine`: `/callbacks/<name>` goes to `receivers[name]`, which pushes
     /// into the engine.
-    public func attach(engine: RelayEngine, receivers: [BackendID: any InboundHandling]) {
+    /// `serves` chooses the endpoints this listener answers (the others get 404); `readiness` when
+    /// `/readyz` counts a failing backend as down.
+    public func attach(engine: RelayEngine, receivers: [BackendID: any InboundHandling], serves: Serves = .all,
+                       readiness: ReadinessPolicy = ReadinessPolicy()) {
         let byName = Dictionary(receivers.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: { first, _ in first })
-        slot.handler.withLock { $0 = Handler(engine: engine, receivers: byName) }
+        slot.handler.withLock { $0 = Handler(engine: engine, receivers: byName, serves: serves, readiness: readiness) }
     }
 
     @discardableResult
@@ -53,12 +72,18 @@ public final class BridgeListener: Sendable {
     struct Handler: Sendable {
         let engine: RelayEngine
         let receivers: [String: any InboundHandling]
+        var serves: Serves = .all
+        var readiness = ReadinessPolicy()
 
         func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
             let path = request.normalizedPath
             switch (request.method, path) {
+            case _ where !serves.contains(.admin):
+                break
             case ("GET", "/healthz"):
                 return health()
+            case ("GET", "/readyz"):
+                return await ready()
             case ("GET", "/metrics"):
                 // The outbox gauges are read from the store now, then the registry renders.
                 var response = HTTPResponseData.text(engine.metrics.scrape(store: engine.store, now: engine.clock.nowMs()))
@@ -67,10 +92,43 @@ public final class BridgeListener: Sendable {
             default:
                 break
             }
-            guard path.hasPrefix("/callbacks/") else { return .text("not found", status: 404) }
+            guard serves.contains(.callbacks), path.hasPrefix("/callbacks/") else { return .text("not found", status: 404) }
             let name = String(path.dropFirst("/callbacks/".count))
             guard let receiver = receivers[name] else { return .text("no callback receiver for backend '\(name)'", status: 404) }
             return await receiver.handle(request, sink: engine)
+        }
+
+        /// Readiness: 200 `{"status":"ready"}` when a write to the store commits and no backend has been
+        /// failing for `readiness.backendFailingMs`; otherwise 503 with `status: "not_ready"` and every
+        /// reason (`store_unwritable`, `backend_failing`) and the backends concerned. Like `/healthz` it
+        /// names error classes, never a store's or vendor's message.
+        func ready() async -> HTTPResponseData {
+            struct Body: Encodable {
+                var status: String
+                var reasons: [String]
+                var failingBackends: [String]
+                var backendFailingThresholdMs: Int64?
+                var backends: [String: HealthBoard.Entry]
+                enum CodingKeys: String, CodingKey {
+                    case status, reasons, backends
+                    case failingBackends = "failing_backends"
+                    case backendFailingThresholdMs = "backend_failing_threshold_ms"
+                }
+            }
+            var reasons: [String] = []
+            let now = engine.clock.nowMs()
+            do {
+                // A real write, through the same writer the relay uses: a read-only file, a full disk or a
+                // PostgreSQL that refuses writes (failover in progress, read-only replica) all fail here.
+                try await engine.store.groupedTransaction { try $0.setCheckpoint("imbridge.readiness_probe", String(now), at: now) }
+            } catch {
+                reasons.append("store_unwritable")
+            }
+            let down = engine.health.down(at: now, thresholdMs: readiness.backendFailingMs)
+            if !down.isEmpty { reasons.append("backend_failing") }
+            let body = Body(status: reasons.isEmpty ? "ready" : "not_ready", reasons: reasons, failingBackends: down,
+                            backendFailingThresholdMs: readiness.backendFailingMs, backends: engine.health.snapshot)
+            return .json(body, status: reasons.isEmpty ? 200 : 503)
         }
 
         func health() -> HTTPResponseData {

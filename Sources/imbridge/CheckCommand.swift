@@ -22,6 +22,9 @@ struct CheckCommand: AsyncParsableCommand {
             throw ConfigFailure.report(error, config: config)
         }
         var out = "config \(config): ok\n  store: \(StoreLocation.redact(parsed.store))\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n"
+        if let admin = parsed.adminListen { out += "  admin_listen: \(admin.host):\(admin.port) (/healthz, /readyz, /metrics; not on listen)\n" }
+        out += "  readiness: " + (parsed.readiness.backendFailingMs.map { "a backend failing for \($0 / 1000) s makes /readyz 503\n" }
+            ?? "failing backends ignored (only the store counts)\n")
         out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"
         for backend in parsed.backends {
             let built = Vendors.named(backend.adapter) != nil ? "" : " (adapter not built into this binary)"

@@ -20,7 +20,11 @@ struct RunCommand: AsyncParsableCommand {
             throw ConfigFailure.report(error, config: config)
         }
         try await bridge.start()
-        log("imbridge: listening on \(bridge.listener.baseURL) (callbacks at /callbacks/<backend>, /healthz, /metrics)")
+        if let admin = bridge.adminListener {
+            log("imbridge: listening on \(bridge.listener.baseURL) (callbacks at /callbacks/<backend>); /healthz, /readyz, /metrics on \(admin.baseURL)")
+        } else {
+            log("imbridge: listening on \(bridge.listener.baseURL) (callbacks at /callbacks/<backend>, /healthz, /readyz, /metrics)")
+        }
         await ShutdownSignal.wait()
         log("imbridge: stopping (finishing in-flight sends)")
         await bridge.stop()

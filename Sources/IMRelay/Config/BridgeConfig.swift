@@ -43,6 +43,11 @@ public struct BridgeConfig: Sendable {
     public var store: String
     public var listenHost: String
     public var listenPort: Int
+    /// `admin_listen: HOST:PORT`: where `/healthz`, `/readyz` and `/metrics` are served instead of on
+    /// `listen` (which then answers only callbacks); nil: everything on `listen`.
+    public var adminListen: (host: String, port: Int)?
+    /// `readiness.backend_failing_seconds`: when `/readyz` counts a failing backend as down.
+    public var readiness = ReadinessPolicy()
     public var mappings: String?
     public var backends: [BackendConfig]
     public var routes: [Route]
@@ -56,6 +61,15 @@ public struct BridgeConfig: Sendable {
     public var leaseMs: Int64 = LeaseSettings.defaultTTLMs
     /// `ha.instance`: this instance's name in lease owners (default: the host name).
     public var instance: String?
+
+    /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.
+    public static let topLevelKeys = ["store", "listen", "admin_listen", "mappings", "backends", "routes", "retry", "retention_hours",
+                                      "readiness", "ha"]
+    public static let retryKeys = ["base_ms", "max_ms", "max_age_minutes"]
+    public static let haKeys = ["lease_ms", "instance"]
+    public static let readinessKeys = ["backend_failing_seconds"]
+    public static let routeKeys = ["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
+                                   "name_format", "media", "fallbacks"]
 
     /// `requireRoutes: false` accepts a configuration without routes (`imbridge migrate` needs only
     /// the store and the backends).
@@ -94,15 +108,18 @@ public struct BridgeConfig: Sendable {
             return nil
         }
         problems.attempt { try root.expectMapping() }
-        problems.attempt { try root.allowOnly(["store", "listen", "mappings", "backends", "routes", "retry", "retention_hours", "ha"]) }
+        problems.attempt { try root.allowOnly(Set(topLevelKeys)) }
         var listenHost = "127.0.0.1", listenPort = 8090
-        problems.attempt {
-            let listen = try root["listen"].optionalString() ?? "127.0.0.1:8090"
-            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65535).contains(port) else {
-                throw root["listen"].error("expected HOST:PORT, got '\(listen)'")
+        problems.attempt { (listenHost, listenPort) = try hostAndPort(root["listen"], default: "127.0.0.1:8090") }
+        var adminListen: (host: String, port: Int)?
+        if root["admin_listen"].isPresent {
+            problems.attempt {
+                let admin = try hostAndPort(root["admin_listen"], default: "")
+                if admin.port != 0 && admin.port == listenPort && (admin.host == listenHost || admin.host == "0.0.0.0" || listenHost == "0.0.0.0") {
+                    throw root["admin_listen"].error("must differ from listen (\(listenHost):\(listenPort)): it keeps /metrics and health off the callbacks' address")
+                }
+                adminListen = admin
             }
-            listenHost = String(listen[..<colon])
-            listenPort = port
         }
         let backends = parseBackends(root["backends"], adapters: adapters, problems: &problems)
         // Every named backend, parsed or not, so a route to a backend with a problem of its own is not
@@ -138,10 +155,21 @@ public struct BridgeConfig: Sendable {
         let mappings = problems.attempt { try root["mappings"].optionalString() } ?? nil
         var config = BridgeConfig(store: store, listenHost: listenHost, listenPort: listenPort, mappings: mappings, backends: backends,
                                   routes: routes, retry: retry, retentionHours: retentionHours)
+        config.adminListen = adminListen
+        let readiness = root["readiness"]
+        problems.attempt { try readiness.expectMapping() }
+        if readiness.isMapping {
+            problems.attempt { try readiness.allowOnly(Set(readinessKeys)) }
+            problems.attempt {
+                let seconds = try readiness["backend_failing_seconds"].optionalInt() ?? ReadinessPolicy.defaultBackendFailingSeconds
+                guard seconds >= 0 else { throw readiness["backend_failing_seconds"].error("expected seconds ≥ 0 (0 turns the check off), got \(seconds)") }
+                config.readiness = ReadinessPolicy(backendFailingMs: seconds == 0 ? nil : Int64(seconds) * 1000)
+            }
+        }
         let ha = root["ha"]
         problems.attempt { try ha.expectMapping() }
         if ha.isMapping {
-            problems.attempt { try ha.allowOnly(["lease_ms", "instance"]) }
+            problems.attempt { try ha.allowOnly(Set(haKeys)) }
             problems.attempt {
                 let leaseMs = try ha["lease_ms"].optionalInt() ?? Int(LeaseSettings.defaultTTLMs)
                 guard leaseMs >= 300 else { throw ha["lease_ms"].error("expected milliseconds ≥ 300, got \(leaseMs)") }
@@ -152,11 +180,21 @@ public struct BridgeConfig: Sendable {
         return config
     }
 
+    /// `HOST:PORT` (port 0: any free port).
+    static func hostAndPort(_ node: ConfigNode, default fallback: String) throws -> (host: String, port: Int) {
+        let text = try node.optionalString() ?? fallback
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
+              colon > text.startIndex else {
+            throw node.error("expected HOST:PORT, got '\(text)'")
+        }
+        return (String(text[..<colon]), port)
+    }
+
     static func parseRetry(_ node: ConfigNode, problems: inout ConfigProblems) -> RetryPolicy {
         var retry = RetryPolicy()
         guard node.isPresent else { return retry }
         guard problems.attempt({ try node.expectMapping() }) != nil else { return retry }
-        problems.attempt { try node.allowOnly(["base_ms", "max_ms", "max_age_minutes"]) }
+        problems.attempt { try node.allowOnly(Set(retryKeys)) }
         let base = problems.attempt { () throws -> Int64 in
             let value = Int64(try node["base_ms"].optionalInt() ?? Int(retry.baseMs))
             if value <= 0 { throw node["base_ms"].error("expected milliseconds > 0, got \(value)") }
@@ -220,10 +258,7 @@ public struct BridgeConfig: Sendable {
             return nil
         }
         let before = problems.count
-        problems.attempt {
-            try node.allowOnly(["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
-                                "name_format", "media", "fallbacks"])
-        }
+        problems.attempt { try node.allowOnly(Set(routeKeys)) }
         func endpoint(_ key: String) -> RouteEndpoint? {
             problems.attempt {
                 let text = try node[key].string()
