@@ -23,25 +23,10 @@ extension CrashTests {
         static let routes = "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n"
 
         @Test func twoInstancesOneKilledEveryMessageOnceInOrder() async throws {
-            let store = try TestPostgres.freshURL("failover")
-            let ports = [try await freePort(), try await freePort()]
-            let forwarder = RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" })
-            try await forwarder.start()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                          callbackBase: forwarder.baseURL)
-            defer { Task { await lab.stop(); await forwarder.stop() } }
-            var bridges: [BridgeProcess] = []
-            for (index, port) in ports.enumerated() {
-                let path = "\(lab.directory)/bridge-\(index).yaml"
-                try (lab.configYAML(store: "\"\(store)\"", listen: "127.0.0.1:\(port)", routes: Self.routes)
-                     + "ha:\n  instance: node\(index)\n").write(toFile: path, atomically: true, encoding: .utf8)
-                bridges.append(try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge-\(index).log"))
-            }
-            defer { for bridge in bridges where bridge.process.isRunning { _ = bridge.terminate() } }
-            let http = HTTPClientWrapper(timeoutSeconds: 2)
-            for port in ports {
-                #expect(try await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
-            }
+            let pair = try await InstancePair.start("failover", routes: Self.routes)
+            defer { pair.stop() }
+            let (lab, forwarder, bridges) = (pair.lab, pair.forwarder, pair.bridges)
+            #expect(try await pair.healthy())
 
             let conversations = (1...10).map { "f\($0)" }, perConversation = 200
             let senders = try await sendAll(lab, conversations, perConversation)
@@ -139,29 +124,12 @@ extension CrashTests {
         /// relayed by a running instance exactly once, and a migration beside the bridges copies what no
         /// route covers, skips what the bridges already relayed (the id map is shared), and a rerun adds nothing.
         @Test func deadLettersAndMigrateWorkOnTheSharedStoreWhileBridgesRun() async throws {
-            let store = try TestPostgres.freshURL("tools")
-            let ports = [try await freePort(), try await freePort()]
-            let forwarder = RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" })
-            try await forwarder.start()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                          callbackBase: forwarder.baseURL)
-            defer { Task { await lab.stop(); await forwarder.stop() } }
             // Only d1 is routed; h1's history is left for the migration.
-            let routes = "  - from: \"rc:group:d1\"\n    to: \"wk:group:d1\"\n    direction: forward\n"
-            var configs: [String] = []
-            var bridges: [BridgeProcess] = []
-            for (index, port) in ports.enumerated() {
-                let path = "\(lab.directory)/bridge-\(index).yaml"
-                try (lab.configYAML(store: "\"\(store)\"", listen: "127.0.0.1:\(port)", routes: routes)
-                     + "ha:\n  instance: tools\(index)\n").write(toFile: path, atomically: true, encoding: .utf8)
-                configs.append(path)
-                bridges.append(try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge-\(index).log"))
-            }
-            defer { for bridge in bridges where bridge.process.isRunning { _ = bridge.terminate() } }
+            let pair = try await InstancePair.start("tools", routes: "  - from: \"rc:group:d1\"\n    to: \"wk:group:d1\"\n    direction: forward\n")
+            defer { pair.stop() }
+            let (lab, configs, bridges) = (pair.lab, pair.configs, pair.bridges)
+            #expect(try await pair.healthy())
             let http = HTTPClientWrapper(timeoutSeconds: 2)
-            for port in ports {
-                #expect(try await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
-            }
             // WuKong refuses the first relayed send for good (HTTP 400): it becomes a dead letter, the lane moves on.
             let fault = try await http.send(OutboundRequest(method: "POST", url: lab.url(of: "wk") + "/_sandbox/faults",
                                                             headers: [("Content-Type", "application/json")],
@@ -232,6 +200,50 @@ extension CrashTests {
                 }
             }
         }
+    }
+}
+
+/// Two `imbridge run` processes on one fresh PostgreSQL schema, behind a round-robin forwarder the RongCloud
+/// and WuKong sandboxes post their callbacks to.
+struct InstancePair {
+    let lab: BridgeLab
+    let forwarder: RoundRobinForwarder
+    let bridges: [BridgeProcess]
+    let configs: [String]
+    let ports: [Int]
+
+    static func start(_ label: String, routes: String) async throws -> InstancePair {
+        let store = try TestPostgres.freshURL(label)
+        let ports = [try await freePort(), try await freePort()]
+        let forwarder = RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" })
+        try await forwarder.start()
+        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                      callbackBase: forwarder.baseURL)
+        var (configs, bridges): ([String], [BridgeProcess]) = ([], [])
+        for (index, port) in ports.enumerated() {
+            let path = "\(lab.directory)/bridge-\(index).yaml"
+            try (lab.configYAML(store: "\"\(store)\"", listen: "127.0.0.1:\(port)", routes: routes)
+                 + "ha:\n  instance: \(label)\(index)\n").write(toFile: path, atomically: true, encoding: .utf8)
+            configs.append(path)
+            bridges.append(try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge-\(index).log"))
+        }
+        return InstancePair(lab: lab, forwarder: forwarder, bridges: bridges, configs: configs, ports: ports)
+    }
+
+    /// Both instances answer `/healthz` (bounded wait).
+    func healthy() async throws -> Bool {
+        let http = HTTPClientWrapper(timeoutSeconds: 2)
+        for port in ports {
+            let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
+            if !up { return false }
+        }
+        return true
+    }
+
+    func stop() {
+        for bridge in bridges where bridge.process.isRunning { _ = bridge.terminate() }
+        let (lab, forwarder) = (lab, forwarder)
+        Task { await lab.stop(); await forwarder.stop() }
     }
 }
 
