@@ -29,19 +29,6 @@ struct PostgresOperations: StoreOperations {
                     [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now)]) == 1
     }
 
-    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
-        -> StoreTransaction.EventRecord {
-        guard let row = try rows("""
-            WITH ins AS (INSERT INTO ledger (backend, event_id, kind, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1)
-            SELECT EXISTS (SELECT 1 FROM ins),
-                   EXISTS (SELECT 1 FROM id_map WHERE to_backend = $1 AND to_message = $5 AND bridge_created)
-            """, [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now), .text(message.rawValue)]).first else {
-            throw PostgresFailure(message: "postgres: the ledger insert returned no row")
-        }
-        let (inserted, echo) = try row.decode((Bool, Bool).self)
-        return !inserted ? .duplicate : echo ? .echo : .new
-    }
-
     func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
         let rows = try rows("""
             WITH input AS (

@@ -102,20 +102,17 @@ protocol StoreOperations {
     func dropAllLeases() throws -> Int
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 leaseOwner: String) throws -> OutboxEntry?
-    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
-        -> StoreTransaction.EventRecord
     func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord]
     func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]
 }
 
 extension StoreOperations {
-    /// `StoreTransaction.recordEvents` one event at a time.
+    /// `StoreTransaction.recordEvents` one event at a time: the ledger insert, then the id-map echo check.
     func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
         try events.map { event in
-            if let message = event.message {
-                return try recordEvent(event.backend, event.eventID, kind: event.kind, at: now, echoOf: message)
-            }
-            return try recordEvent(event.backend, event.eventID, kind: event.kind, at: now) ? .new : .duplicate
+            guard try recordEvent(event.backend, event.eventID, kind: event.kind, at: now) else { return .duplicate }
+            guard let message = event.message else { return .new }
+            return try isBridgeCreated(message, on: event.backend) ? .echo : .new
         }
     }
 
@@ -123,13 +120,6 @@ extension StoreOperations {
     func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
         try entries.map { try enqueue(lane: $0.lane, sourceBackend: $0.sourceBackend, sourceEventID: $0.sourceEventID, kind: $0.kind,
                                       payload: $0.payload, at: now) }
-    }
-
-    /// `StoreTransaction.recordEvent(_:_:kind:at:echoOf:)` as the two operations it stands for.
-    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
-        -> StoreTransaction.EventRecord {
-        guard try recordEvent(backend, eventID, kind: kind, at: now) else { return .duplicate }
-        return try isBridgeCreated(message, on: backend) ? .echo : .new
     }
 
     /// `StoreTransaction.finish` as the separate operations it stands for (SQLite: each is a call into
@@ -212,11 +202,11 @@ public struct StoreTransaction {
         case new
     }
 
-    /// `recordEvent`, and for a new event whether `message` is the bridge's own copy on `backend`: the
-    /// two checks of every inbound message at once (one statement on PostgreSQL).
+    /// `recordEvent`, and for a new event whether `message` is the bridge's own copy on `backend`
+    /// (`recordEvents` for one event).
     public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
         -> EventRecord {
-        try ops.recordEvent(backend, eventID, kind: kind, at: now, echoOf: message)
+        try recordEvents([InboundEvent(backend: backend, eventID: eventID, kind: kind, message: message)], at: now)[0]
     }
 
     public func ledgerCount() throws -> Int { try ops.ledgerCount() }
