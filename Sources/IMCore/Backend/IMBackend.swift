@@ -14,6 +14,19 @@ public protocol IMBackend: Sendable {
     func send(_ message: OutgoingMessage) async throws -> Message
     func events() -> AsyncStream<IMEvent>
     func history(_ query: HistoryQuery) async throws -> HistoryPage
+    /// The history position of `message` in this backend's own form, for `.before`, `.after` and
+    /// `.around` anchors: apps never build cursors by hand. The default uses `seq`; backends whose
+    /// history is positioned by time and id (RongCloud, NIM, JMessage) answer with their own form.
+    func cursor(for message: Message) throws -> HistoryCursor
+}
+
+extension IMBackend {
+    public func cursor(for message: Message) throws -> HistoryCursor {
+        guard let seq = message.seq else {
+            throw IMError(.invalidArgument, "message \(message.id) has no seq, and \(id) positions history by seq")
+        }
+        return HistoryCursor(seq: seq)
+    }
 }
 
 /// Taking a message back. Rules (window, who may recall) come from `Capabilities`.
@@ -130,11 +143,54 @@ public struct UserProfile: Hashable, Sendable, Codable {
     public var id: UserID
     public var name: String?
     public var avatar: String?
-    public init(id: UserID, name: String? = nil, avatar: String? = nil) {
+    /// The vendor's other profile fields, under the vendor's own names (NIM `sign`, `ex`; JMessage
+    /// `signature`, `extras`; …). A migration carries them over where the target has a field of that name
+    /// and keeps the rest in the target's free-form field where it has one.
+    public var extra: [String: JSONValue]
+    public init(id: UserID, name: String? = nil, avatar: String? = nil, extra: [String: JSONValue] = [:]) {
         self.id = id
         self.name = name
         self.avatar = avatar
+        self.extra = extra
     }
+
+    private enum CodingKeys: String, CodingKey { case id, name, avatar, extra }
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        id = try c.decode(UserID.self, forKey: .id)
+        name = try c.decodeIfPresent(String.self, forKey: .name)
+        avatar = try c.decodeIfPresent(String.self, forKey: .avatar)
+        extra = try c.decodeIfPresent([String: JSONValue].self, forKey: .extra) ?? [:]
+    }
+}
+
+/// A group (WuKong group channel, RongCloud group, NIM team, JMessage group) as the backend knows it.
+public struct GroupProfile: Hashable, Sendable, Codable {
+    /// The backend's id. Vendors that assign ids themselves (NIM `tid`, JMessage `gid`) ignore it on
+    /// creation and answer with theirs.
+    public var id: GroupID
+    public var name: String?
+    public var avatar: String?
+    /// The owner (NIM and JMessage need one to create a group); nil where the vendor has no owner.
+    public var owner: UserID?
+    /// Every member, the owner included, in the backend's order.
+    public var members: [UserID]
+    public var announcement: String?
+    /// The vendor's other group fields under its own names (NIM `intro`, `custom`; …).
+    public var extra: [String: JSONValue]
+    public init(id: GroupID, name: String? = nil, avatar: String? = nil, owner: UserID? = nil, members: [UserID] = [],
+                announcement: String? = nil, extra: [String: JSONValue] = [:]) {
+        self.id = id
+        self.name = name
+        self.avatar = avatar
+        self.owner = owner
+        self.members = members
+        self.announcement = announcement
+        self.extra = extra
+    }
+
+    /// The group's conversation.
+    public var conversation: ConversationRef { .group(id) }
 }
 
 /// Creating users on demand (bridge puppets). Creating an existing user is not an error.
@@ -147,6 +203,34 @@ public protocol UserProvisioning: IMBackend {
 /// (a crash between the vendor's accept and our commit), so that it is never written twice.
 public protocol ClientIDLookup: IMBackend {
     func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message?
+}
+
+/// Reading and writing user profiles (whole-account migration). `ensureUser` (from `UserProvisioning`)
+/// creates a missing user and leaves an existing one alone; `saveUser` also brings an existing one up to
+/// date.
+public protocol UserDirectory: UserProvisioning {
+    /// The profiles of those of `ids` that exist, in the order asked; unknown ids are left out.
+    func users(_ ids: [UserID]) async throws -> [UserProfile]
+    /// Creates the user or updates name, avatar and extra fields.
+    func saveUser(_ profile: UserProfile) async throws
+    /// Every user the backend can enumerate. Throws `unsupported` where the vendor's server API cannot
+    /// list users (then a migration takes its users from groups, conversations or a list given to it).
+    func allUsers() async throws -> [UserID]
+}
+
+/// Reading and writing groups and their members (whole-account migration).
+public protocol GroupDirectory: IMBackend {
+    /// The group, or nil when it does not exist.
+    func group(_ id: GroupID) async throws -> GroupProfile?
+    /// Creates the group with its members and returns the id the backend gave it (`profile.id` where
+    /// the vendor lets the caller choose).
+    func createGroup(_ profile: GroupProfile) async throws -> GroupID
+    /// Brings an existing group up to `profile`: name, avatar and announcement set, members that are
+    /// missing added (members are never removed). `profile.id` is the backend's id.
+    func updateGroup(_ profile: GroupProfile) async throws
+    /// Every group the backend can enumerate. Throws `unsupported` where the vendor cannot list groups
+    /// (WuKongIM cannot list channels).
+    func allGroups() async throws -> [GroupID]
 }
 
 /// Listing every conversation a backend holds (server view), for `imbridge migrate --all`.

@@ -9,6 +9,14 @@ import IMHTTP
 /// API works in whole seconds and `/users/…` is documented as exclusive, and duplicates are dropped.
 /// A direct conversation reads both users' feeds and keeps the messages that decode into it.
 extension JMessageBackend {
+    /// JMessage positions history by create time and msg_id: `"<ms>:<msg_id>"`.
+    public func cursor(for message: Message) throws -> HistoryCursor {
+        guard Int64(message.id.rawValue) != nil else {
+            throw IMError(.invalidArgument, "'\(message.id)' is not a jmessage msg_id")
+        }
+        return Key(message).cursor
+    }
+
     static let windowMs: Int64 = 7 * 86_400_000 - 3000
     static let retentionMs: Int64 = 60 * 86_400_000
     /// Future slack for "now": the sandbox's or vendor's clock may run ahead of ours.

@@ -1,6 +1,14 @@
 import IMCore
 
 extension NIMBackend {
+    /// NIM positions history by send time and msgid: `"<ms>:<msgid>"`.
+    public func cursor(for message: Message) throws -> HistoryCursor {
+        guard let msgid = Int64(message.id.rawValue) else {
+            throw IMError(.invalidArgument, "'\(message.id)' is not a NIM msgid")
+        }
+        return NIMHistoryKey(time: message.sentAt, msgid: msgid).cursor
+    }
+
     /// Pages one direct or group conversation (see `NIMHistoryPager`). A team is queried as
     /// `query.viewer`, else `teamQueryAccid`. Messages this process saw recalled are shown in place as
     /// tombstones (`recall` set), since NIM drops them from history.

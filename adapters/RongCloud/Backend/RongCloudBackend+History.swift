@@ -1,6 +1,9 @@
 import IMCore
 
 extension RongCloudBackend {
+    /// RongCloud positions history by `msgTime:msgUID`.
+    public func cursor(for message: Message) throws -> HistoryCursor { HistoryReader.cursor(message) }
+
     /// Pages one conversation through `/v3/message/{private,group}/query.json`.
     ///
     /// That API reads a time window oldest-first (`startTime`, `endTime`, `includeStart`, ≤ 100 rows),
