@@ -229,8 +229,11 @@ public protocol GroupDirectory: IMBackend {
     /// missing added (members are never removed). `profile.id` is the backend's id.
     func updateGroup(_ profile: GroupProfile) async throws
     /// Every group the backend can enumerate. Throws `unsupported` where the vendor cannot list groups
-    /// (WuKongIM cannot list channels).
+    /// (WuKongIM cannot list channels; RongCloud and NIM list only a user's groups).
     func allGroups() async throws -> [GroupID]
+    /// The groups `user` is a member of (RongCloud `/user/group/query.json`, NIM `/team/joinTeams.action`,
+    /// JMessage `/v1/users/{username}/groups/`). Throws `unsupported` where the vendor cannot say.
+    func groups(of user: UserID) async throws -> [GroupID]
 }
 
 /// Listing every conversation a backend holds (server view), for `imbridge migrate --all`.
