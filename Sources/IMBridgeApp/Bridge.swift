@@ -12,7 +12,7 @@ public struct Bridge: Sendable {
     public let engine: RelayEngine
     /// Callbacks, and (without `admin_listen`) the operator's endpoints.
     public let listener: BridgeListener
-    /// `/healthz`, `/readyz`, `/metrics` on `admin_listen`, when configured; nil otherwise.
+    /// `/healthz`, `/readyz`, `/metrics` and the status page on `admin_listen`, when configured; nil otherwise.
     public let adminListener: BridgeListener?
 
     /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
@@ -40,11 +40,11 @@ public struct Bridge: Sendable {
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },
                                                                uniquingKeysWith: { first, _ in first }),
-                        serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness)
+                        serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness, status: StatusContext(config: config))
         var admin: BridgeListener?
         if let address = config.adminListen {
             admin = BridgeListener(host: address.host, port: address.port)
-            admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness)
+            admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness, status: StatusContext(config: config))
         }
         return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener, adminListener: admin)
     }

@@ -76,6 +76,7 @@ public actor RelayEngine {
         self.routes = RouteTable(routes)
         self.clock = clock
         self.metrics = metrics
+        metrics.activity.use(clock: clock)
         // The outbox gauges are read from the store at scrape time (`RelayMetrics.scrape`).
         let targets = routes.flatMap { $0.direction == .both ? [$0.to.backend, $0.from.backend] : [$0.to.backend] }
         let configured = Set(backends.map(\.id))

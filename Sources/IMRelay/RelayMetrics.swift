@@ -84,6 +84,11 @@ public final class RelayMetrics: Sendable {
     /// API passes it as `factory:`.
     public let factory: RelayMetricsFactory
     private let latency: CoreMetrics.Timer
+    /// The last minutes of the counters the status page charts (events in, relayed, retries, dead
+    /// letters, refusals), fed by `increment`.
+    public let activity = ActivityLog()
+    /// When this object (and so the engine) was created, Unix milliseconds.
+    public let startedAtMs = Int64((Date().timeIntervalSince1970 * 1000).rounded())
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -91,7 +96,7 @@ public final class RelayMetrics: Sendable {
         latency = CoreMetrics.Timer(label: "imbridge_relay_latency_seconds", dimensions: [], factory: factory)
         let build = MappingSet.buildVersion
         gauge("imbridge_build_info", ["version": build.version, "commit": build.commit]).set(1)
-        gauge("imbridge_start_time_seconds", [:]).set(Date().timeIntervalSince1970)
+        gauge("imbridge_start_time_seconds", [:]).set(Double(startedAtMs) / 1000)
         for name in ["imbridge_ingest_errors_total", "imbridge_duplicates_total", "imbridge_echoes_total", "imbridge_inbound_dead_letters_retried_total"] {
             increment(name, by: 0)
         }
@@ -127,6 +132,7 @@ public final class RelayMetrics: Sendable {
     /// Adds `amount` to a counter series (made on first use; `by: 0` only makes it).
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Int = 1) {
         CoreMetrics.Counter(label: name, dimensions: Self.dimensions(labels), factory: factory).increment(by: amount)
+        activity.record(family: name, amount)
     }
 
     public func observeLatency(seconds: Double) {

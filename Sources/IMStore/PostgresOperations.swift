@@ -248,6 +248,29 @@ struct PostgresOperations: StoreOperations {
         return oldest
     }
 
+    func laneSummaries(limit: Int) throws -> [LaneSummary] {
+        try rows("""
+            SELECT lane, COUNT(*), MIN(created_at) AS t FROM outbox WHERE state = 'pending'
+            GROUP BY lane ORDER BY t, COUNT(*) DESC, lane LIMIT $1
+            """, [.int(Int64(limit))]).compactMap { row in
+            let (lane, n, created) = try row.decode((String, Int64, Int64).self)
+            return LaneKey(lane).map { LaneSummary(lane: $0, depth: Int(n), oldestCreatedAt: created) }
+        }
+    }
+
+    func recentDeadLetters(limit: Int) throws -> [OutboxEntry] {
+        try rows("SELECT \(Self.entryColumns) FROM outbox WHERE state = 'dead' ORDER BY id DESC LIMIT $1", [.int(Int64(limit))]).compactMap(Self.entry)
+    }
+
+    func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter] {
+        try rows("SELECT \(Self.inboundColumns) FROM inbound_dead_letters ORDER BY id DESC LIMIT $1", [.int(Int64(limit))]).map { row in
+            let (id, backend, key, format, payload, reason, received, retries) =
+                try row.decode((Int64, String, String, String, Data, String, Int64, Int64).self)
+            return InboundDeadLetter(id: id, backend: BackendID(backend), key: key, format: format, payload: payload, reason: reason,
+                                     receivedAt: received, retries: Int(retries))
+        }
+    }
+
     static func entry(_ row: PostgresRow) -> OutboxEntry? {
         guard let (id, laneText, source, event, kind, payload, stateText, attempts, next, lastError, created) =
                 try? row.decode((Int64, String, String, String, String, Data, String, Int64, Int64, String?, Int64).self),
