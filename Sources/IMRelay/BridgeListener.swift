@@ -89,7 +89,10 @@ public final class BridgeListener: Sendable {
                 return health()
             case ("GET", "/readyz"):
                 return await ready()
-            case ("GET", "/status"), ("GET", "/") where serves == .admin:
+            case ("GET", "/status"):
+                return statusPage()
+            case ("GET", "/") where serves == .admin:
+                // Only alone: not at the root of the address the vendors post to (docs/status-page.md).
                 return statusPage()
             case ("GET", "/status.json"):
                 return statusJSON()
