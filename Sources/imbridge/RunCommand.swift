@@ -24,7 +24,7 @@ struct RunCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let loaded: BridgeConfig
+        var loaded: BridgeConfig
         do {
             loaded = try await ConfigCheck.load(path: config).config
         } catch {
@@ -32,8 +32,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         // Once per process, before any logger exists: every line from here on (Hummingbird's too)
         // goes through the bridge's handler, with the configuration's secrets redacted.
-        let level = logLevel.flatMap(Logger.Level.init(rawValue:)) ?? loaded.logLevel
-        BridgeLogHandler.bootstrap(level: level, format: loaded.logFormat, secrets: Bridge.secrets(of: loaded))
+        if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { loaded.logLevel = level }
+        BridgeLogHandler.bootstrap(level: loaded.logLevel, format: loaded.logFormat, secrets: Bridge.secrets(of: loaded))
         let bridge: Bridge
         do {
             bridge = try await Bridge.open(config: loaded, httpLogger: Logger(label: "imbridge.http"))

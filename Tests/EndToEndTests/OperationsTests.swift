@@ -107,7 +107,7 @@ import Testing
         let started = try #require(lines().first { $0.message == "imbridge started" }, "\(bridge.output)")
         #expect(started.label == "imbridge.lifecycle" && started.level == "info")
         #expect(started.meta("store")?.hasPrefix("sqlite ") == true && started.meta("listen") == "http://127.0.0.1:\(setup.port)")
-        #expect(started.meta("routes") == "1" && started.meta("drain_seconds") == "5")
+        #expect(started.meta("routes") == "1" && started.meta("drain_seconds") == "5" && started.meta("log_level") == "info")
 
         // 1. A forged RongCloud callback (wrong signature): refused, one line with the reason, no body.
         let form = "fromUserId=mallory&toUserId=g1&objectName=RC%3ATxtMsg&content=%7B%22content%22%3A%22forged-body-text%22%7D&channelType=GROUP&msgTimestamp=1767225600000&msgUID=FAKE-FAKE-FAKE-FAKE"
@@ -201,6 +201,29 @@ import Testing
         #expect(bridge.terminate() == 0)
     }
 
+    /// The first SIGTERM while a send takes 1.5 s, with time to spare: the send finishes (the target has
+    /// the message when the process has exited) and the bridge exits cleanly right after it.
+    @Test func sigtermLetsASendInFlightFinishWithinTheDeadline() async throws {
+        let setup = try await Setup.make(drainSeconds: 10, logLevel: "info")
+        defer { Task { await setup.lab.stop() } }
+        let bridge = try await setup.start()
+        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        try await setup.fault(#"{"latency_ms":1500}"#)
+        try await setup.send("drain", "drain-1")
+        #expect(try await eventually(20) { try await setup.pending() == 1 }, "the send is in flight")
+        let signalled = Date()
+        bridge.send(SIGTERM)
+        let status = await bridge.waitForExit(seconds: 15)
+        let seconds = Date().timeIntervalSince(signalled)
+        print("shutdown with a 1.5 s send in flight (drain_seconds: 10): \(String(format: "%.2f", seconds)) s")
+        #expect(status == 0, "bridge log:\n\(bridge.output)")
+        let lines = Self.parse(bridge.output).lines
+        let stopped = try #require(lines.first { $0.message.hasPrefix("relay stopped") }, "\(bridge.output)")
+        #expect(stopped.message == "relay stopped: every send in flight finished")
+        #expect(stopped.meta("lanes_in_flight") == "1" && stopped.meta("lanes_cut_off") == "0" && stopped.meta("pending_entries") == "0")
+        #expect(try await setup.copies("drain-1") == 1, "the send in flight was carried out before the exit")
+    }
+
     /// A second signal during the drain exits at once; the entry in flight is relayed after a restart.
     @Test func aSecondSignalDuringTheDrainExitsAtOnce() async throws {
         let setup = try await Setup.make(drainSeconds: 30, logLevel: "info")
@@ -218,6 +241,7 @@ import Testing
         bridge.send(SIGINT)
         let status = await bridge.waitForExit(seconds: 5)
         let seconds = Date().timeIntervalSince(second)
+        print("exit after a second signal during a drain: \(String(format: "%.2f", seconds)) s")
         #expect(status == 130, "bridge log:\n\(bridge.output)")
         #expect(seconds < 3, "exited \(seconds) s after the second signal")
         #expect(Self.parse(bridge.output).lines.contains { $0.message.hasPrefix("second signal: exiting at once") })
