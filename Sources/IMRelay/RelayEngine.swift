@@ -417,9 +417,15 @@ public actor RelayEngine {
                                     target: (entry.lane.backend, created.id, created.conversation))
                 }
                 // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
-                let next = try await store.groupedTransaction { [mapping] tx -> OutboxEntry? in
-                    try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: owner)
+                let commit = { [store, mapping] in
+                    try await store.groupedTransaction { tx -> OutboxEntry? in
+                        try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: owner)
+                    }
                 }
+                // A lane cut off by the drain deadline after the target accepted still records it (the
+                // store refuses a cancelled task's transaction, so the commit runs in a task of its own):
+                // otherwise the next start would send again where the vendor has no earlier-copy search.
+                let next = Task.isCancelled ? try await Task { try await commit() }.value : try await commit()
                 return (next, now)
             } catch {
                 metrics.increment("imbridge_store_errors_total", ["operation": "record"])
