@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IMBridgeApp
 import IMCore
 import IMHTTP
@@ -252,6 +253,40 @@ import Testing
         #expect(try await eventually(30) { try await setup.copies("stuck-1") >= 1 }, "relayed after the restart: \(bridge.output)")
         try await Task.sleep(nanoseconds: 500_000_000)
         #expect(try await setup.copies("stuck-1") == 1, "exactly once")
+        #expect(bridge.terminate() == 0)
+    }
+
+    /// The store refuses the writes that record carried-out sends (a full disk, simulated with a
+    /// trigger on the bridge's SQLite file): `store error` lines, at most one per operation every 5 s,
+    /// and every message arrives once the store recovers.
+    @Test func storeErrorsAreLoggedAndThrottled() async throws {
+        let setup = try await Setup.make(drainSeconds: 2, logLevel: "info")
+        defer { Task { await setup.lab.stop() } }
+        let bridge = try await setup.start()
+        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        let database = try DatabaseQueue(path: "\(setup.lab.directory)/bridge.sqlite", configuration: configuration)
+        try await database.write { db in
+            try db.execute(sql: "CREATE TRIGGER full_disk BEFORE INSERT ON id_map BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+        }
+        let began = Date()
+        for n in 1...3 { try await setup.send("full", "full-\(n)") }
+        func storeLines() -> [Line] { Self.parse(bridge.output).lines.filter { $0.message == "store error" } }
+        #expect(try await eventually(30) { try await setup.metric(#"imbridge_store_errors_total{operation="record"}"#) >= 5 })
+        let seconds = Date().timeIntervalSince(began)
+        let lines = storeLines()
+        #expect(!lines.isEmpty && Double(lines.count) <= seconds / 5 + 2, "\(lines.count) lines in \(seconds) s")
+        let first = try #require(lines.first)
+        #expect(first.label == "imbridge.store" && first.level == "error" && first.meta("operation") == "record")
+        #expect(first.meta("error")?.contains("database or disk is full") == true && first.meta("lane")?.hasPrefix("wk/") == true)
+        try await database.write { try $0.execute(sql: "DROP TRIGGER full_disk") }
+        try database.close()
+        #expect(try await eventually(60) {
+            var all = true
+            for n in 1...3 where try await setup.copies("full-\(n)") != 1 { all = false }
+            return all
+        }, "every message once after the store recovered")
         #expect(bridge.terminate() == 0)
     }
 
