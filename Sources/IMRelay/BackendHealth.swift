@@ -34,13 +34,14 @@ public final class HealthBoard: Sendable {
     /// State changes are logged here: `backend failing` (with the error class) when a backend's calls
     /// start failing, `backend recovered` (with how long it failed) at the next success, and
     /// `backend down` once a run of failures has lasted `downAfterMs` (the readiness threshold).
-    let logger = Logger(label: "imbridge.delivery")
+    let logger: Logger
     let downAfterMs: Int64?
     private let downLogged = Mutex<Set<String>>([])
 
-    public init(backends: [BackendID], downAfterMs: Int64? = nil) {
+    public init(backends: [BackendID], downAfterMs: Int64? = nil, logger: Logger = Logger(label: "imbridge.delivery")) {
         entries = Mutex(Dictionary(uniqueKeysWithValues: backends.map { ($0.rawValue, Entry(state: "unknown")) }))
         self.downAfterMs = downAfterMs
+        self.logger = logger
     }
 
     public func succeeded(_ backend: BackendID, at now: Int64) {

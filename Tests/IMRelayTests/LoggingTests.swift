@@ -87,6 +87,24 @@ import Testing
         #expect(throttle.admit("wk", now: 5_001) == nil)
     }
 
+    /// A backend's state changes are logged once each, not once per failure: failing (with the error
+    /// class), down once past the threshold, recovered at the next success.
+    @Test func backendStateChangesAreLoggedOnceEach() throws {
+        let capture = Capture()
+        let board = HealthBoard(backends: ["wk"], downAfterMs: 1_000, logger: capture.logger("imbridge.delivery", format: .json))
+        let outage = IMError(.unavailable, "HTTP 503 from http://wk.internal/secret-path", vendorCode: "http_503")
+        for at in stride(from: Int64(0), through: 3_000, by: 100) { board.failed("wk", error: outage, at: at) }
+        board.succeeded("wk", at: 3_100)
+        board.succeeded("wk", at: 3_200)
+        let lines = try capture.all.map { try #require(JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(lines.map { $0["message"] as? String } == ["backend failing", "backend down", "backend recovered"])
+        let metadata = lines.map { $0["metadata"] as? [String: String] ?? [:] }
+        #expect(metadata[0] == ["backend": "wk", "state": "failing", "error_class": "http_5xx"])
+        #expect(metadata[1]["state"] == "down" && metadata[1]["failing_for_ms"] == "1000")
+        #expect(metadata[2] == ["backend": "wk", "state": "up", "failed_for_ms": "3100"])
+        #expect(!capture.all.joined().contains("wk.internal"), "an error class, never the error's URL")
+    }
+
     @Test func logAndShutdownKeysParse() throws {
         let yaml = BridgeConfigTests.valid + "\nlog:\n  level: debug\n  format: json\nshutdown:\n  drain_seconds: 3\n"
         let config = try BridgeConfig.parse(yaml, environment: ["WK_TOKEN": "t", "RC_SECRET": "s"])
