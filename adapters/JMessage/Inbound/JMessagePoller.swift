@@ -154,8 +154,8 @@ public actor JMessagePoller {
     /// Logged under `imbridge.poller.<backend>`: start and stop, each round at debug (messages, position),
     /// a summary at info once a minute when messages came, a failed round at warning (one line per
     /// backoff step) and the recovery after failures.
-    public func run(intervalMs: Int64, into sink: any EventSink) async {
-        var logger = Logger(label: "imbridge.poller.\(backend)")
+    public func run(intervalMs: Int64, into sink: any EventSink, logger given: Logger? = nil) async {
+        var logger = given ?? Logger(label: "imbridge.poller.\(backend)")
         logger[metadataKey: "backend"] = "\(backend)"
         logger.info("report poller started", metadata: ["interval_ms": "\(intervalMs)", "path": "\(settings.path)"])
         var failures = 0
