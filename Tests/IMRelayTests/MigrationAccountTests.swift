@@ -177,7 +177,7 @@ import Testing
         let inner = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())
         let lossy = LostAnswerBackend(inner)
         let store = try store()
-        let scope = AccountScope(users: account.users, groups: ["team"])
+        let scope = AccountScope(users: account.users, groups: ["team"], conversations: [.group("team")])
         let first = try await Migrator(store: store, source: account.wk, target: lossy, sendsPerSecond: 100_000)
             .run(plan(scope, target: "nim"))
         #expect(first.account?.failures.count == 1, "the lost answer is reported: \(first.summary)")
@@ -206,6 +206,16 @@ import Testing
         #expect(Set(scope.conversations) == [.group("team"), account.directs[0]], "\(scope.conversations)")
         #expect(throws: IMError.self) { try AccountScope.parse("user: [a]\n", file: "account.yaml") }
         #expect(throws: IMError.self) { try AccountScope.parse("conversations: [\"nonsense\"]\n", file: "account.yaml") }
+    }
+
+    /// Pacing follows the limit of the API a single send uses: NIM's batch API (120/min) does not slow
+    /// single sends (100/s); RongCloud's group publish (20/s) does not slow direct conversations (100/s).
+    @Test func eachSendIsPacedByTheLimitOfItsOwnAPI() {
+        #expect(RateLimiter.sendRate(of: .nim, for: .direct) == 100)
+        #expect(RateLimiter.sendRate(of: .rongCloud, for: .direct) == 100)
+        #expect(RateLimiter.sendRate(of: .rongCloud, for: .group) == 20)
+        #expect(RateLimiter.sendRate(of: .jMessage, for: .group) == 10)
+        #expect(RateLimiter.sendRate(of: .wukong, for: .group) == nil)
     }
 
     @Test func aDryRunCountsTheAccountAndWritesNothing() async throws {

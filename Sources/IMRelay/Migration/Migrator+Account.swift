@@ -244,7 +244,7 @@ extension Migrator {
         var attempt = 0
         while true {
             do {
-                await limiter?.acquire()
+                await pacing.call()
                 return try await directory.createGroup(profile)
             } catch {
                 try await pause(after: error, attempt: &attempt)

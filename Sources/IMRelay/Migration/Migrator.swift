@@ -100,7 +100,8 @@ public actor Migrator {
     let source: any IMBackend
     let target: any IMBackend
     let retry: RetryPolicy
-    let limiter: RateLimiter?
+    /// The target's documented limits, shared by every lane.
+    let pacing: MigrationPacing
     let clock: any IMClock
     let progress: @Sendable (MigrationProgress) -> Void
     /// Fallback texts for declared custom types the target's vendor cannot carry (as the bridge sends them).
@@ -127,8 +128,7 @@ public actor Migrator {
         self.source = source
         self.target = target
         self.retry = retry
-        let rate = sendsPerSecond ?? RateLimiter.sendRate(of: target.capabilities)
-        self.limiter = rate.map { RateLimiter(perSecond: $0) }
+        self.pacing = MigrationPacing(capabilities: target.capabilities, sendsPerSecond: sendsPerSecond)
         self.delivery = Delivery(target: target, store: store, retry: retry)
         self.clock = clock
         self.progress = progress
