@@ -81,7 +81,9 @@ public struct MigrationProgress: Sendable {
     public var startedAt: Date
 }
 
-/// Copies history from one backend to another, oldest → newest, through the target's send API.
+/// Moves an account from one backend to another: users, then groups (`Migrator+Account.swift`), then
+/// each conversation's history, oldest → newest, through the target's send API, `plan.parallel`
+/// conversations at a time (one lane each, order kept inside each).
 ///
 /// Contract:
 /// - Idempotent: every copied message gets an id-map row in the same transaction as its conversation's
@@ -93,7 +95,7 @@ public struct MigrationProgress: Sendable {
 ///   sender in `vendorExtras` (and `sentAt` where the target can set it); the final state travels:
 ///   edits as the latest content, expansions as current key/values, a recall as the target's recall
 ///   (or, where it has none, a `[消息已撤回]` notice instead of the content).
-/// - Rate-limited to the target's documented send rate; retryable failures (429, vendor rate codes,
+/// - Rate-limited to the target's documented limits (`MigrationPacing`, shared by all lanes); retryable failures (429, vendor rate codes,
 ///   5xx) back off and retry; permanent ones are counted with their vendor code and the run goes on.
 public actor Migrator {
     let store: BridgeStore
