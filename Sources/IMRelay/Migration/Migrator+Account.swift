@@ -125,7 +125,11 @@ extension Migrator {
             if let known = sourceProfiles[user] {
                 profile = known
             } else if let directory = source as? any UserDirectory {
-                profile = try? await withRetry { try await directory.users([user]).first }
+                do {
+                    profile = try await withRetry { try await directory.users([user]).first }
+                } catch let error as IMError where error.code == .unsupported {
+                    note("\(source.capabilities.vendor) cannot read user profiles: users are created with their ids as names")
+                }
             }
             var wanted = profile ?? UserProfile(id: user, name: user.rawValue)
             wanted.id = targetID
