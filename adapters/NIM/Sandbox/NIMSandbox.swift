@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// Rules: every call is authenticated like NIM (AppKey, Nonce ≤ 128, CurTime within 5 minutes,
 /// CheckSum = SHA1(secret + Nonce + CurTime)); every answer is HTTP 200 with `{"code":200,…}` or
-/// `{"code":<4xx/5xx>,"desc":…}`. Senders must exist (create them first); teams are not modelled (any
+/// `{"code":<4xx/5xx>,"desc":…}`. Senders must exist (create them first); teams created through
+/// `/team/create.action` are kept (tid assigned here), but sending does not check team membership (any
 /// tid is a team everybody is in). Recall: by the original sender within `recallWindowMs` (default 2 min,
 /// `ignoreTime=1` → 30 days); a recalled message leaves history. Message copies (eventType 1, 7/8,
 /// custom notifications) go to the callback URL in order, signed with MD5 + CheckSum, retried until 2xx.
@@ -91,6 +92,7 @@ public final class NIMSandbox: SandboxVendor {
         "/msg/sendMsg.action", "/msg/sendBatchMsg.action", "/msg/sendAttachMsg.action", "/msg/sendBatchAttachMsg.action",
         "/msg/broadcastMsg.action", "/msg/recall.action", "/msg/upload.action",
         "/history/querySessionMsg.action", "/history/queryTeamMsg.action",
+        "/team/create.action", "/team/add.action", "/team/update.action", "/team/query.action", "/team/joinTeams.action",
     ]
 
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
@@ -114,6 +116,11 @@ public final class NIMSandbox: SandboxVendor {
         case "/msg/upload.action": return upload(form, host: request.header("Host"))
         case "/history/querySessionMsg.action": return history(form, team: false)
         case "/history/queryTeamMsg.action": return history(form, team: true)
+        case "/team/create.action": return createTeam(form)
+        case "/team/add.action": return addTeamMembers(form)
+        case "/team/update.action": return updateTeam(form)
+        case "/team/query.action": return queryTeams(form)
+        case "/team/joinTeams.action": return joinTeams(form)
         default: return Self.fail(404, "no such api \(path)")
         }
     }
