@@ -61,10 +61,12 @@ public struct BridgeConfig: Sendable {
     public var leaseMs: Int64 = LeaseSettings.defaultTTLMs
     /// `ha.instance`: this instance's name in lease owners (default: the host name).
     public var instance: String?
+    /// `catch_up:`: reading sources' history after downtime or a gap (docs/architecture.md, "Catch-up").
+    public var catchUp = CatchUpSettings()
 
     /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.
     public static let topLevelKeys = ["store", "listen", "admin_listen", "mappings", "backends", "routes", "retry", "retention_hours",
-                                      "readiness", "ha"]
+                                      "readiness", "ha", "catch_up"]
     public static let retryKeys = ["base_ms", "max_ms", "max_age_minutes"]
     public static let haKeys = ["lease_ms", "instance"]
     public static let readinessKeys = ["backend_failing_seconds"]
@@ -177,6 +179,7 @@ public struct BridgeConfig: Sendable {
             }
             config.instance = problems.attempt { try ha["instance"].optionalString() } ?? nil
         }
+        config.catchUp = CatchUpSettings.parse(root["catch_up"], retentionHours: retentionHours, problems: &problems)
         return config
     }
 
