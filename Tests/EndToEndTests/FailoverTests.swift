@@ -257,8 +257,8 @@ final class RoundRobinForwarder: Sendable {
     private let next = Mutex(0)
     private let delivered: Mutex<[Int]>
     private let refused = Mutex<[String]>([])
-    /// Callbacks still to be answered 500 without forwarding (`refuseNext`).
-    private let refuseLeft = Mutex(0)
+    /// Callbacks still to be answered 500 without forwarding, and the path they must start with (`refuseNext`).
+    private let refuseLeft = Mutex((count: 0, path: ""))
     /// Callbacks answered 500 on purpose so far.
     private let refusedOnPurpose = Mutex(0)
     private let downUntil: Mutex<[Date]>
@@ -284,13 +284,13 @@ final class RoundRobinForwarder: Sendable {
     var counts: [Int] { delivered.withLock { $0 } }
 
     /// Answers the next `count` callbacks 500 without passing them on (a bridge refusing them).
-    func refuseNext(_ count: Int) { refuseLeft.withLock { $0 = count } }
+    func refuseNext(_ count: Int, path: String = "") { refuseLeft.withLock { $0 = (count, path) } }
     var refusedCount: Int { refusedOnPurpose.withLock { $0 } }
 
     func forward(_ request: HTTPRequestData) async -> HTTPResponseData {
         let refuse = refuseLeft.withLock { left -> Bool in
-            guard left > 0 else { return false }
-            left -= 1
+            guard left.count > 0, request.path.hasPrefix(left.path) else { return false }
+            left.count -= 1
             return true
         }
         if refuse {
