@@ -75,6 +75,9 @@ let package = Package(
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
             "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMMapping", "IMAdapterKit", "IMVendors",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [
@@ -83,6 +86,8 @@ let package = Package(
         .executableTarget(name: "imbridge", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // Benchmarks: release-only executable, never part of `swift test`.
         .executableTarget(name: "imbridge-bench", dependencies: [
@@ -91,7 +96,8 @@ let package = Package(
             .product(name: "Histogram", package: "hdrhistogram-swift"),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/JMessage",
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log")],
+                path: "adapters/JMessage",
                 exclude: ["Sandbox"]),
         .target(name: "JMessageSandbox", dependencies: ["JMessage", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/JMessage/Sandbox"),
@@ -109,7 +115,8 @@ let package = Package(
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP"]),
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP",
+                                                         .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
@@ -122,7 +129,8 @@ let package = Package(
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
         .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
         // adapter test targets here
-        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport",
+                                                          .product(name: "Logging", package: "swift-log")]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "RongCloudSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "WuKongSandbox", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "NIMTests", dependencies: ["NIM", "NIMSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),

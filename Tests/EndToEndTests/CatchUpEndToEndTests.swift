@@ -54,8 +54,9 @@ extension CrashTests {
                 return Rig(lab: lab, config: config, port: port, source: source)
             }
 
-            func bridge() async throws -> BridgeProcess {
-                let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
+            /// `imbridge run`, logging to its own file (`run`: 1, 2 …) so a restart keeps the earlier log.
+            func bridge(run: Int) async throws -> BridgeProcess {
+                let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge-\(run).log")
                 let http = HTTPClientWrapper(timeoutSeconds: 2)
                 let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
                 guard up else { throw IMError(.unavailable, "the bridge did not come up:\n\(process.output)") }
@@ -119,7 +120,7 @@ extension CrashTests {
             let rig = try await Rig.start(source)
             defer { Task { await rig.lab.stop() } }
             let users = try await rig.lab.userBackend(source.name, registry: ContentRegistry())
-            var bridge = try await rig.bridge()
+            var bridge = try await rig.bridge(run: 1)
             let warmUp = try await Self.send(3, on: users)
             #expect(try await eventually(30) { try await rig.relayed() == warmUp }, "warm-up relayed live:\n\(bridge.output)")
             #expect(bridge.terminate() == 0)
@@ -129,7 +130,7 @@ extension CrashTests {
             #expect(dropped >= 200, "the sandbox gave up on every message sent while the bridge was down (\(dropped) dropped)")
 
             let restarted = Date()
-            bridge = try await rig.bridge()
+            bridge = try await rig.bridge(run: 2)
             defer { _ = bridge.terminate() }
             let expected = Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, (warmUp[$0] ?? []) + (down[$0] ?? [])) })
             let recovered = try await eventually(Self.intervalSeconds) { try await rig.relayed() == expected }
@@ -145,7 +146,7 @@ extension CrashTests {
             let rig = try await Rig.start(source)
             defer { Task { await rig.lab.stop() } }
             let users = try await rig.lab.userBackend(source.name, registry: ContentRegistry())
-            var bridge = try await rig.bridge()
+            var bridge = try await rig.bridge(run: 1)
             let warmUp = try await Self.send(3, on: users)
             #expect(try await eventually(30) { try await rig.relayed() == warmUp })
             let stream = Task { try await Self.send(200, on: users, startingAt: Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, 2) })) }
@@ -153,13 +154,14 @@ extension CrashTests {
             bridge.kill()
             let sent = try await stream.value
             _ = try await rig.callbacksSettled(minimumDropped: 1)
-            bridge = try await rig.bridge()
+            bridge = try await rig.bridge(run: 2)
             defer { _ = bridge.terminate() }
             let expected = Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, (warmUp[$0] ?? []) + (sent[$0] ?? [])) })
             let recovered = try await eventually(Self.intervalSeconds) { try await rig.relayed() == expected }
             let relayed = try await rig.relayed()
             let checkpoints = try BridgeStore(path: "\(rig.lab.directory)/bridge.sqlite").read { try $0.checkpoints(prefix: "catchup/") }
-            #expect(recovered, "every message once, in order; got \(relayed.mapValues(\.count)), checkpoints \(checkpoints):\n\(bridge.output)")
+            let killed = (try? String(contentsOfFile: "\(rig.lab.directory)/bridge-1.log", encoding: .utf8)) ?? ""
+            #expect(recovered, "every message once, in order; got \(relayed.mapValues(\.count)), checkpoints \(checkpoints):\n\(killed)\n---\n\(bridge.output)")
         }
 
         /// A live WuKong stream where one `msg.notify` batch is refused until the sandbox drops it: the next

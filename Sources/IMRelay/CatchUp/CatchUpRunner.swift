@@ -90,7 +90,7 @@ public actor CatchUpRunner {
         loop = nil
         task?.cancel()
         await task?.value
-        flushObserved()
+        await flushObserved()
     }
 
     /// How many catch-up passes over all conversations have finished (start-up included); for tests.
@@ -108,7 +108,7 @@ public actor CatchUpRunner {
             }
             let now = clock.nowMs()
             if now >= nextFlush {
-                flushObserved()
+                await flushObserved()
                 nextFlush = now + 1000
             }
             if now >= nextPass {
@@ -120,7 +120,7 @@ public actor CatchUpRunner {
 
     /// Catches up every conversation of every source.
     func pass(reason: String, discover: Bool) async {
-        flushObserved()
+        await flushObserved()
         for backend in sourceNames {
             var keys = Set(records.keys.filter { $0.backend == backend && covered($0) })
             keys.formUnion(namedConversations(of: backend))
@@ -242,7 +242,7 @@ public actor CatchUpRunner {
         if record.viewer == nil, let sender = fresh.last(where: { !routes.isBridgeIdentity($0.sender, on: key.backend) })?.sender {
             record.viewer = sender.rawValue
         }
-        try save([key: record])
+        try await save([key: record])
         return outcome
     }
 
@@ -304,9 +304,12 @@ public actor CatchUpRunner {
 
     // MARK: checkpoints
 
+    /// Checkpoints not saved yet (a failed save is tried again with the next flush).
+    private var unsaved: [CatchUpGate.Key: Record] = [:]
+
     /// Moves the checkpoints of what live traffic recorded (and the members seen) into the store.
-    func flushObserved() {
-        var changed: [CatchUpGate.Key: Record] = [:]
+    func flushObserved() async {
+        var changed = unsaved
         for (key, observed) in gate.drainObserved() where sources[key.backend] != nil && covered(key) {
             var record = records[key] ?? Record()
             if let sender = observed.sender, !routes.isBridgeIdentity(sender, on: key.backend) { record.viewer = sender.rawValue }
@@ -316,20 +319,28 @@ public actor CatchUpRunner {
                 record.at = last.sentAt
                 record.id = last.id.rawValue
             }
-            if record != records[key] || records[key] == nil { changed[key] = record }
+            if record != records[key] || records[key] == nil {
+                changed[key] = record
+                records[key] = record
+            }
         }
         guard !changed.isEmpty else { return }
-        do { try save(changed) } catch {
-            logger.warning("catch-up checkpoints not saved; they are saved with the next change", metadata: ["error": "\(error)"])
+        do {
+            try await save(changed)
+            unsaved = [:]
+        } catch {
+            unsaved = changed
+            logger.warning("catch-up checkpoints not saved; tried again in a second", metadata: ["error": "\(error)"])
         }
     }
 
-    private func save(_ changed: [CatchUpGate.Key: Record]) throws {
+    /// Through the store's group commit (beside the callbacks' and lanes' writes).
+    private func save(_ changed: [CatchUpGate.Key: Record]) async throws {
         let now = clock.nowMs()
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         let rows = try changed.map { (Self.checkpointName(for: $0.key), String(decoding: try encoder.encode($0.value), as: UTF8.self)) }
-        try store.transaction { tx in
+        try await store.groupedTransaction { tx in
             for (name, value) in rows { try tx.setCheckpoint(name, value, at: now) }
         }
         for (key, record) in changed { records[key] = record }
