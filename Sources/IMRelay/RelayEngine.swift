@@ -61,6 +61,8 @@ public actor RelayEngine {
     /// The one delivery path per target (shared with migration).
     nonisolated let deliveries: [BackendID: Delivery]
     public nonisolated let customFallbacks: CustomTypeFallbacks?
+    /// Where live intake meets catch-up (`CatchUpRunner`); admits everything while no source is watched.
+    public nonisolated let catchUpGate = CatchUpGate()
     nonisolated let wakes = Mutex(Wakes())
     nonisolated let payloads = PayloadCache()
     /// This engine's lease owner name and lease length.

@@ -67,6 +67,14 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_outbox_dead_letters", kind: .gauge,
                help: "Dead letters held in the store, waiting for an operator (imbridge deadletters), read at scrape time."),
         Family(name: "imbridge_store_up", kind: .gauge, help: "1 when the store answered this scrape's reads, 0 when it did not (the outbox gauges then keep their last values)."),
+        Family(name: "imbridge_catch_up_runs_total", kind: .counter,
+               help: "Catch-ups of one source conversation from history, by backend and reason (start, gap, held, interval)."),
+        Family(name: "imbridge_catch_up_recovered_total", kind: .counter,
+               help: "Messages read from a source's history by catch-up that the bridge had not received, by backend."),
+        Family(name: "imbridge_catch_up_skipped_total", kind: .counter,
+               help: "Messages catch-up left out (older than catch_up.max_age, or beyond max_messages_per_conversation), by backend."),
+        Family(name: "imbridge_catch_up_errors_total", kind: .counter,
+               help: "Catch-up history reads or conversation listings that failed (tried again later), by backend."),
     ].map { ($0.name, $0) })
 
     /// Upper bounds of the relay latency histogram's buckets, in seconds.
@@ -122,6 +130,16 @@ public final class RelayMetrics: Sendable {
         }
         knownTargets.withLock { $0.formUnion(targets.map(\.rawValue)) }
         setOutboxGauges(StoreGauges(), now: 0)
+    }
+
+    /// Makes a catch-up source's series at zero (`CatchUpRunner.start`).
+    public func prepareCatchUp(backend: BackendID) {
+        for reason in ["start", "gap", "held", "interval"] {
+            increment("imbridge_catch_up_runs_total", ["backend": backend.rawValue, "reason": reason], by: 0)
+        }
+        for name in ["imbridge_catch_up_recovered_total", "imbridge_catch_up_skipped_total", "imbridge_catch_up_errors_total"] {
+            increment(name, ["backend": backend.rawValue], by: 0)
+        }
     }
 
     /// The targets the outbox gauges are set for at every scrape.

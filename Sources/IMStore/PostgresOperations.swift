@@ -331,6 +331,14 @@ struct PostgresOperations: StoreOperations {
         try rows("SELECT value FROM checkpoints WHERE name = $1", [.text(name)]).first.map { try $0.decode(String.self) }
     }
 
+    func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
+        try rows("SELECT name, value FROM checkpoints WHERE left(name, $1::int) = $2 ORDER BY name", [.int(Int64(prefix.count)), .text(prefix)])
+            .map { row in
+                let (name, value) = try row.decode((String, String).self)
+                return (name: name, value: value)
+            }
+    }
+
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
         try session.query("""
             INSERT INTO checkpoints (name, value, updated_at) VALUES ($1, $2, $3)

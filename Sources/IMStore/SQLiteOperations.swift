@@ -279,6 +279,12 @@ struct SQLiteOperations: StoreOperations {
         try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM checkpoints WHERE name = ?"), arguments: [name])
     }
 
+    func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
+        // `substr` instead of LIKE: a prefix may hold `%` or `_`.
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT name, value FROM checkpoints WHERE substr(name, 1, ?) = ? ORDER BY name"),
+                         arguments: [prefix.count, prefix]).map { (name: $0["name"], value: $0["value"]) }
+    }
+
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO checkpoints (name, value, updated_at) VALUES (?, ?, ?)").execute(arguments: [name, value, now])
     }

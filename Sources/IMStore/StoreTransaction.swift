@@ -111,6 +111,7 @@ protocol StoreOperations {
     func mappingCount() throws -> Int
     func checkpoint(_ name: String) throws -> String?
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws
+    func checkpoints(prefix: String) throws -> [(name: String, value: String)]
     func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool
     func renewLeases(owner: String, until expiresAt: Int64) throws -> Int
     func releaseLease(_ name: String, owner: String) throws
@@ -382,6 +383,9 @@ public struct StoreTransaction {
     public func checkpoint(_ name: String) throws -> String? { try ops.checkpoint(name) }
 
     public func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws { try ops.setCheckpoint(name, value, at: now) }
+
+    /// Every checkpoint whose name starts with `prefix`, by name (catch-up keeps one per conversation).
+    public func checkpoints(prefix: String) throws -> [(name: String, value: String)] { try ops.checkpoints(prefix: prefix) }
 
     // MARK: leases (docs/high-availability.md)
 
