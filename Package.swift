@@ -1,5 +1,8 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
+
+/// Remote products are used only with the `Server` trait (on by default).
+let server: TargetDependencyCondition? = .when(traits: ["Server"])
 
 let package = Package(
     name: "IMBridge",
@@ -21,6 +24,14 @@ let package = Package(
         .library(name: "WuKong", targets: ["WuKong"]),
         .library(name: "NIM", targets: ["NIM"]),
     ],
+    // IMCore and IMTesting have no dependencies. Everything else (the server, adapters, sandboxes, store,
+    // CLI) uses the remote packages below, each only under the default `Server` trait: an app that wants
+    // the neutral API and the testing kit alone depends with `traits: []`, and SwiftPM then neither
+    // resolves nor fetches any of them (docs/testing-kit.md, "Depending on the kit alone").
+    traits: [
+        .default(enabledTraits: ["Server"]),
+        .trait(name: "Server", description: "The bridge server, vendor adapters, sandboxes and CLI, with their remote packages."),
+    ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
@@ -41,27 +52,27 @@ let package = Package(
         .target(name: "IMTesting", dependencies: ["IMCore"]),
         .target(name: "IMHTTP", dependencies: [
             "IMCore",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Hummingbird", package: "hummingbird", condition: server),
+            .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+            .product(name: "Crypto", package: "swift-crypto", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
-        .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The shipped mapping files are compiled into the module (EmbeddedFiles), not a resource bundle.
-        .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams")],
+        .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams", condition: server)],
                 exclude: ["mappings"], plugins: ["EmbedShippedFiles"]),
         .executableTarget(name: "imbridge-embed", path: "Sources/imbridge-embed"),
         .plugin(name: "EmbedShippedFiles", capability: .buildTool(), dependencies: ["imbridge-embed"]),
         .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMMapping"]),
         .target(name: "IMStore", dependencies: [
-            "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "Logging", package: "swift-log"),
+            "IMCore", .product(name: "GRDB", package: "GRDB.swift", condition: server), .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         .target(name: "IMRelay", dependencies: [
-            "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log"),
-            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+            "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "CoreMetrics", package: "swift-metrics", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
         ]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [
@@ -82,13 +93,13 @@ let package = Package(
         ]),
         .executableTarget(name: "imbridge", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
         ]),
         // Benchmarks: release-only executable, never part of `swift test`.
         .executableTarget(name: "imbridge-bench", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
-            .product(name: "Histogram", package: "hdrhistogram-swift"),
+            .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/JMessage",
@@ -116,7 +127,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox",
-                                                          .product(name: "GRDB", package: "GRDB.swift")]),
+                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
