@@ -5,7 +5,7 @@ SWIFT ?= swift
 # systemd: only its `systemd-analyze verify`, which a test runs on deploy/imbridge.service.
 APT_PACKAGES := libsqlite3-dev postgresql systemd
 
-.PHONY: deps build test demo install clean
+.PHONY: deps build test test-example demo install clean
 PREFIX ?= /usr/local
 
 # Installs only the Debian packages that are missing (root or sudo needed the first time).
@@ -28,7 +28,12 @@ test: deps
 		echo "make test: FAILED: cannot start the PostgreSQL test cluster (see above)" >&2; rm -rf "$$pgdir"; exit 1; \
 	fi; \
 	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
-	IMBRIDGE_TEST_POSTGRES="$$pgdir" $(SWIFT) test
+	IMBRIDGE_TEST_POSTGRES="$$pgdir" $(SWIFT) test && $(MAKE) --no-print-directory test-example
+
+# The example app (examples/OrderApp): depends on this checkout by path with `traits: []`, so it builds
+# IMCore + IMTesting only and resolves no remote package (works offline on a fresh clone).
+test-example:
+	cd examples/OrderApp && $(SWIFT) test
 
 demo: deps
 	$(SWIFT) build --product imbridge
