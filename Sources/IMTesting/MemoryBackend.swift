@@ -31,13 +31,17 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
         self.init(id: id, world: MemoryWorld(capabilities: capabilities, clock: clock, registry: registry))
     }
 
-    public func send(_ message: OutgoingMessage) async throws -> Message { try world.send(message) }
+    public func send(_ message: OutgoingMessage) async throws -> Message {
+        var sent = try world.send(message)
+        if !world.historyForm.sendAnswersSeq { sent.seq = nil }
+        return sent
+    }
 
     public func events() -> AsyncStream<IMEvent> { world.subscribe(backend: id, viewer: viewer) }
 
     /// The preset's own cursor form (see `HistoryForm`): `seq` for WuKong, `"<sentAt>:<id>"` for RongCloud,
     /// NIM and JMessage, as their adapters answer.
-    public func cursor(for message: Message) throws -> HistoryCursor { try world.historyForm.cursor(for: message) }
+    public func cursor(for message: Message) throws -> HistoryCursor { try world.historyForm.cursor(for: message, backend: id) }
 
     public func history(_ query: HistoryQuery) async throws -> HistoryPage {
         var query = query

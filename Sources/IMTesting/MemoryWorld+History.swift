@@ -3,8 +3,9 @@ import IMCore
 /// How a `MemoryWorld` positions history: the way its preset's adapter does, so that app code paging
 /// with the wrong kind of cursor fails in memory as it would in production.
 ///
-/// - `seq` (WuKong, and any vendor without a preset): messages carry `seq` (1, 2, … per conversation),
-///   cursors are `HistoryCursor(seq:)`; a cursor that is not a non-negative number is refused with the
+/// - `seq` (WuKong, and any vendor without a preset): messages in history and events carry `seq` (1, 2, …
+///   per conversation; under WuKong not the message `send` returns, as the adapter's has none), cursors are
+///   `HistoryCursor(seq:)`; a cursor that is not a non-negative number is refused with the
 ///   WuKong adapter's text.
 /// - time and id (RongCloud `msgTime:msgUID`; NIM and JMessage `<ms>:<msgid>`): messages leave `seq`
 ///   nil, history is ordered by send time (ties in the order stored), cursors are `"<sentAt>:<id>"`, and
@@ -21,8 +22,12 @@ public struct HistoryForm: Hashable, Sendable {
     }
 
     public let kind: Kind
+    /// Whether the message `send` returns carries its `seq`: not on WuKong, whose send reply names only the
+    /// message id (the WuKong adapter's sent messages have no `seq`; history and events have it).
+    public let sendAnswersSeq: Bool
 
     public init(vendor: String) {
+        sendAnswersSeq = vendor != Capabilities.wukong.vendor
         switch vendor {
         case Capabilities.rongCloud.vendor: kind = .rongCloud
         case Capabilities.nim.vendor: kind = .nim
@@ -42,11 +47,12 @@ public struct HistoryForm: Hashable, Sendable {
         }
     }
 
-    /// The cursor of a stored message in this form.
-    public func cursor(for message: Message) throws -> HistoryCursor {
+    /// The cursor of a stored message in this form (`backend` names the backend in the error, as
+    /// `IMBackend`'s default `cursor(for:)` does).
+    public func cursor(for message: Message, backend: BackendID = "memory") throws -> HistoryCursor {
         guard bySeq else { return HistoryCursor("\(message.sentAt):\(message.id.rawValue)") }
         guard let seq = message.seq else {
-            throw IMError(.invalidArgument, "message \(message.id) has no seq, and this backend positions history by seq")
+            throw IMError(.invalidArgument, "message \(message.id) has no seq, and \(backend) positions history by seq")
         }
         return HistoryCursor(seq: seq)
     }

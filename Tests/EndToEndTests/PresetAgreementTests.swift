@@ -140,9 +140,12 @@ import Testing
         func describe(_ page: HistoryPage) -> String {
             page.messages.map { $0.currentContent.digest }.joined(separator: ",") + " older=\(page.hasOlder) newer=\(page.hasNewer)"
         }
+        var sent: [Message] = []
         func step(_ name: String, _ body: () async throws -> String) async {
             do { results.append((name, try await body())) } catch let error as IMError {
-                results.append((name, "\(error.code.rawValue): \(error.message)"))
+                // Message ids differ between backends: an error naming one names it by its text.
+                let text = sent.enumerated().reduce(error.message) { $0.replacingOccurrences(of: $1.element.id.rawValue, with: "p\($1.offset + 1)") }
+                results.append((name, "\(error.code.rawValue): \(text)"))
             } catch { results.append((name, "\(error)")) }
         }
         func page(_ anchor: HistoryAnchor, _ limit: Int) async throws -> HistoryPage {
@@ -155,13 +158,12 @@ import Testing
                 return "ok"
             }
         }
-        var sent: [Message] = []
         await step("send p1…p7") {
             for n in 1...7 {
                 sent.append(try await backend.send(OutgoingMessage(conversation: chat, sender: alice, content: .text("p\(n)"))))
                 try await pause()
             }
-            return "seq " + (sent.allSatisfy { $0.seq == nil } ? "nil" : sent.map { $0.seq.map(String.init) ?? "nil" }.joined(separator: ","))
+            return "seq " + (sent.allSatisfy { $0.seq == nil } ? "nil" : sent.map { $0.seq.map { String($0) } ?? "nil" }.joined(separator: ","))
         }
         var latest: HistoryPage?, oldest: HistoryPage?, middle: Message?
         await step("latest 3") { latest = try await page(.latest, 3); return describe(latest!) }

@@ -24,11 +24,15 @@ import Testing
     @Test(arguments: Capabilities.allPresets)
     func cursorsHaveTheAdaptersForm(_ preset: Capabilities) async throws {
         let (backend, sent) = try await Self.filled(preset)
-        let third = sent[2]
+        let stored = try await page(backend, .oldest, limit: 10).messages
+        try #require(stored.map(\.id) == sent.map(\.id))
+        let third = stored[2]
         let cursor = try backend.cursor(for: third)
         switch preset.vendor {
         case "wukong":
-            #expect(sent.map(\.seq) == [1, 2, 3, 4, 5, 6])
+            #expect(stored.map(\.seq) == [1, 2, 3, 4, 5, 6])
+            #expect(sent.allSatisfy { $0.seq == nil }, "the WuKong adapter's send answers without seq")
+            #expect(throws: IMError.self) { _ = try backend.cursor(for: sent[2]) }
             #expect(cursor == HistoryCursor(seq: 3))
         default:
             #expect(sent.allSatisfy { $0.seq == nil }, "\(preset.vendor) adapters leave seq nil")
