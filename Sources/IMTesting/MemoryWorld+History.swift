@@ -8,7 +8,8 @@ import IMCore
 ///   `HistoryCursor(seq:)`; a cursor that is not a non-negative number is refused with the
 ///   WuKong adapter's text.
 /// - time and id (RongCloud `msgTime:msgUID`; NIM and JMessage `<ms>:<msgid>`): messages leave `seq`
-///   nil, history is ordered by send time (ties in the order stored), cursors are `"<sentAt>:<id>"`, and
+///   nil, history is in the order stored (the server's arrival order), cursors are `"<sentAt>:<id>"` and
+///   find their message by id (by time when the id is not in the conversation), and
 ///   a cursor of another form — `HistoryCursor(seq: 9)` included — is refused with that adapter's text
 ///   (`'9' is not a RongCloud history cursor (msgTime:msgUID)`). NIM and JMessage message ids are
 ///   numbers, as the vendors' msgids are.
@@ -103,24 +104,17 @@ extension MemoryWorld {
                 let keys = stored.indices.map { Int64($0 + 1) }
                 return try Self.page(stored, keys: keys, query.anchor, query.limit, form: historyForm) { try historyForm.seq($0) }
             }
-            // Time order, ties in the order stored; a cursor naming a stored message takes that message's place,
-            // any other sits before every message of its millisecond.
-            let ordered = stored.indices.sorted { (stored[$0].sentAt, $0) < (stored[$1].sentAt, $1) }
-            let keys = ordered.map { TimeKey(time: stored[$0].sentAt, index: $0) }
-            return try Self.page(ordered.map { stored[$0] }, keys: keys, query.anchor, query.limit, form: historyForm) { cursor in
+            // The order stored (the server's arrival order, which its msgTime follows); a cursor naming a stored
+            // message takes that message's place, any other sits just before the first message of its time or later.
+            let keys = stored.indices.map { Double($0) }
+            return try Self.page(stored, keys: keys, query.anchor, query.limit, form: historyForm) { cursor in
                 let (time, id) = try historyForm.timeAndID(cursor)
                 if let location = state.locations[MessageID(id)], location.conversation == query.conversation {
-                    return TimeKey(time: time, index: location.index)
+                    return Double(location.index)
                 }
-                return TimeKey(time: time, index: -1)
+                return Double(stored.firstIndex { $0.sentAt >= time } ?? stored.count) - 0.5
             }
         }
-    }
-
-    struct TimeKey: Comparable {
-        var time: Int64
-        var index: Int
-        static func < (a: Self, b: Self) -> Bool { (a.time, a.index) < (b.time, b.index) }
     }
 
     /// Seed 000's paging rules (see `HistoryAnchor`) over `messages` in history order, whose places are

@@ -144,7 +144,9 @@ import Testing
         func step(_ name: String, _ body: () async throws -> String) async {
             do { results.append((name, try await body())) } catch let error as IMError {
                 // Message ids differ between backends: an error naming one names it by its text.
-                let text = sent.enumerated().reduce(error.message) { $0.replacingOccurrences(of: $1.element.id.rawValue, with: "p\($1.offset + 1)") }
+                let text = sent.enumerated().reduce(error.message) {
+                    $0.replacingOccurrences(of: "message \($1.element.id.rawValue) ", with: "message p\($1.offset + 1) ")
+                }
                 results.append((name, "\(error.code.rawValue): \(text)"))
             } catch { results.append((name, "\(error)")) }
         }

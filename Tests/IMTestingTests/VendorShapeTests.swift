@@ -104,15 +104,18 @@ import Testing
         #expect(refused?.code == .unsupported)
     }
 
-    @Test func timePresetsOrderHistoryBySendTime() async throws {
+    @Test func timeCursorsFindTheirMessageByIDThenByTime() async throws {
         let backend = MemoryBackend(id: "mem", capabilities: .nim)
         let chat = ConversationRef.direct("alice", "bobby")
-        let late = try await backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("late"), sentAt: 2_000))
-        let early = try await backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("early"), sentAt: 1_000))
-        let all = try await backend.history(HistoryQuery(conversation: chat, anchor: .oldest, limit: 10))
-        #expect(all.messages.map(\.id) == [early.id, late.id], "NIM pages by time, not by the order stored")
-        let after = try await backend.history(HistoryQuery(conversation: chat, anchor: .after(try backend.cursor(for: early)), limit: 10))
-        #expect(after.messages.map(\.id) == [late.id])
+        let first = try await backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("1"), sentAt: 1_000))
+        let second = try await backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("2"), sentAt: 1_000))
+        let third = try await backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("3"), sentAt: 2_000))
+        func after(_ cursor: HistoryCursor) async throws -> [MessageID] {
+            try await backend.history(HistoryQuery(conversation: chat, anchor: .after(cursor), limit: 10)).messages.map(\.id)
+        }
+        #expect(try await after(try backend.cursor(for: first)) == [second.id, third.id], "same millisecond: the id decides")
+        #expect(try await after(HistoryCursor("1000:999")) == [first.id, second.id, third.id], "an unknown id sits before its time")
+        #expect(try await after(HistoryCursor("1500:999")) == [third.id])
     }
 }
 
