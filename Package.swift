@@ -86,6 +86,9 @@ let package = Package(
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
             "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMMapping", "IMAdapterKit", "IMVendors",
+            .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [
@@ -94,6 +97,8 @@ let package = Package(
         .executableTarget(name: "imbridge", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         // Benchmarks: release-only executable, never part of `swift test`.
         .executableTarget(name: "imbridge-bench", dependencies: [
@@ -102,7 +107,8 @@ let package = Package(
             .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/JMessage",
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server)],
+                path: "adapters/JMessage",
                 exclude: ["Sandbox"]),
         .target(name: "JMessageSandbox", dependencies: ["JMessage", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/JMessage/Sandbox"),
@@ -120,7 +126,8 @@ let package = Package(
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP"]),
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP",
+                                                         .product(name: "Logging", package: "swift-log", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
         ]),
@@ -133,7 +140,8 @@ let package = Package(
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
         .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
         // adapter test targets here
-        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
+        .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport",
+                                                          .product(name: "Logging", package: "swift-log", condition: server)]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "RongCloudSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "WuKongSandbox", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "NIMTests", dependencies: ["NIM", "NIMSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),

@@ -3,6 +3,7 @@ import IMCore
 import IMRelay
 import IMStore
 import IMVendors
+import Logging
 
 /// A configured bridge: store, backends, engine and listener, started and stopped together.
 public struct Bridge: Sendable {
@@ -21,7 +22,9 @@ public struct Bridge: Sendable {
         return try await open(config: config)
     }
 
-    public static func open(config: BridgeConfig, registry: ContentRegistry = ContentRegistry(), listener existing: BridgeListener? = nil) async throws -> Bridge {
+    /// `httpLogger`: the listeners' HTTP server lines (`imbridge run` passes the bootstrapped one).
+    public static func open(config: BridgeConfig, registry: ContentRegistry = ContentRegistry(), listener existing: BridgeListener? = nil,
+                            httpLogger: Logger? = nil) async throws -> Bridge {
         let mappings = try config.loadMappings()
         let store = try BridgeStore(path: config.store)
         let leadership = Leadership()
@@ -36,14 +39,14 @@ public struct Bridge: Sendable {
                                  retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil,
                                  customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
                                  lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
-                                 leadership: leadership)
-        let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort)
+                                 leadership: leadership, backendDownAfterMs: config.readiness.backendFailingMs)
+        let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort, logger: httpLogger)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },
                                                                uniquingKeysWith: { first, _ in first }),
                         serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness)
         var admin: BridgeListener?
         if let address = config.adminListen {
-            admin = BridgeListener(host: address.host, port: address.port)
+            admin = BridgeListener(host: address.host, port: address.port, logger: httpLogger)
             admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness)
         }
         return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener, adminListener: admin)

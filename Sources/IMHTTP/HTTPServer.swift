@@ -17,10 +17,20 @@ public final class HTTPServer: Sendable {
     private let requestedPort: Int
     private let maxBodyBytes: Int
     private let handler: Handler
+    private let logger: Logger
     private let state = Mutex<(task: Task<Void, Never>?, group: ServiceGroup?, port: Int?)>((nil, nil, nil))
 
-    public init(host: String = "127.0.0.1", port: Int = 0, maxBodyBytes: Int = 32 << 20, handler: @escaping Handler) {
+    /// `logger`: where Hummingbird's own lines go (the bridge's listener passes the bootstrapped
+    /// `imbridge.http` logger); without one, only warnings and errors of the server are logged, which
+    /// keeps the sandboxes quiet.
+    public init(host: String = "127.0.0.1", port: Int = 0, maxBodyBytes: Int = 32 << 20, logger: Logger? = nil,
+                handler: @escaping Handler) {
         self.host = host
+        self.logger = logger ?? {
+            var quiet = Logger(label: "imbridge.http")
+            quiet.logLevel = max(quiet.logLevel, .warning)
+            return quiet
+        }()
         self.requestedPort = port
         self.maxBodyBytes = maxBodyBytes
         self.handler = handler
@@ -59,9 +69,11 @@ public final class HTTPServer: Sendable {
             return Response(status: .init(code: reply.status), headers: headers,
                             body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
         }
-        var logger = Logger(label: "imbridge.http")
-        logger.logLevel = .critical
+        var logger = self.logger
+        logger[metadataKey: "listen"] = "\(host):\(requestedPort)"
         let (bound, continuation) = AsyncStream<Int>.makeStream()
+        // Why the server stopped before it bound (port in use, address not available), for the error.
+        let failure = Mutex<String?>(nil)
         let app = Application(
             responder: responder,
             configuration: ApplicationConfiguration(address: .hostname(host, port: requestedPort), serverName: nil),
@@ -75,14 +87,17 @@ public final class HTTPServer: Sendable {
             do {
                 try await group.run()
             } catch {
-                logger.error("server stopped: \(error)")
+                failure.withLock { $0 = "\(error)" }
+                logger.error("server stopped", metadata: ["error": "\(error)"])
             }
             continuation.finish()
         }
         var iterator = bound.makeAsyncIterator()
         guard let port = await iterator.next(), port > 0 else {
             task.cancel()
-            throw IMHTTPError.bindFailed("could not listen on \(host):\(requestedPort)")
+            await task.value
+            let reason = failure.withLock { $0 }.map { ": \($0)" } ?? ""
+            throw IMHTTPError.bindFailed("could not listen on \(host):\(requestedPort)\(reason)")
         }
         state.withLock { $0 = (task, group, port) }
         return port

@@ -1,4 +1,5 @@
 import IMCore
+import Logging
 import Synchronization
 
 /// What `/healthz` says about each backend: `ok` after a successful call, `degraded` while calls to it
@@ -30,29 +31,52 @@ public final class HealthBoard: Sendable {
     }
 
     private let entries: Mutex<[String: Entry]>
+    /// State changes are logged here: `backend failing` (with the error class) when a backend's calls
+    /// start failing, `backend recovered` (with how long it failed) at the next success, and
+    /// `backend down` once a run of failures has lasted `downAfterMs` (the readiness threshold).
+    let logger: Logger
+    let downAfterMs: Int64?
+    private let downLogged = Mutex<Set<String>>([])
 
-    public init(backends: [BackendID]) {
+    public init(backends: [BackendID], downAfterMs: Int64? = nil, logger: Logger = Logger(label: "imbridge.delivery")) {
         entries = Mutex(Dictionary(uniqueKeysWithValues: backends.map { ($0.rawValue, Entry(state: "unknown")) }))
+        self.downAfterMs = downAfterMs
+        self.logger = logger
     }
 
     public func succeeded(_ backend: BackendID, at now: Int64) {
-        entries.withLock { table in
+        let failingSince = entries.withLock { table -> Int64? in
             var entry = table[backend.rawValue] ?? Entry(state: "ok")
+            let since = entry.state == "degraded" ? entry.failingSinceMs : nil
             entry.state = "ok"
             entry.lastSuccessMs = now
             entry.failingSinceMs = nil
             table[backend.rawValue] = entry
+            return since
+        }
+        if let failingSince {
+            downLogged.withLock { _ = $0.remove(backend.rawValue) }
+            logger.notice("backend recovered", metadata: ["backend": "\(backend)", "state": "up", "failed_for_ms": "\(max(0, now - failingSince))"])
         }
     }
 
     public func failed(_ backend: BackendID, error: IMError, at now: Int64) {
-        entries.withLock { table in
+        let errorClass = Self.errorClass(error)
+        let (began, since) = entries.withLock { table -> (Bool, Int64) in
             var entry = table[backend.rawValue] ?? Entry(state: "degraded")
-            if entry.state != "degraded" || entry.failingSinceMs == nil { entry.failingSinceMs = now }
+            let began = entry.state != "degraded" || entry.failingSinceMs == nil
+            if began { entry.failingSinceMs = now }
             entry.state = "degraded"
-            entry.lastErrorClass = Self.errorClass(error)
+            entry.lastErrorClass = errorClass
             entry.lastFailureMs = now
             table[backend.rawValue] = entry
+            return (began, entry.failingSinceMs ?? now)
+        }
+        if began {
+            logger.warning("backend failing", metadata: ["backend": "\(backend)", "state": "failing", "error_class": "\(errorClass)"])
+        } else if let downAfterMs, now - since >= downAfterMs, downLogged.withLock({ $0.insert(backend.rawValue).inserted }) {
+            logger.error("backend down", metadata: ["backend": "\(backend)", "state": "down", "error_class": "\(errorClass)",
+                                                    "failing_for_ms": "\(now - since)"])
         }
     }
 

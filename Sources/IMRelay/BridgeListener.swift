@@ -2,6 +2,7 @@ import Foundation
 import IMAdapterKit
 import IMCore
 import IMHTTP
+import Logging
 import Synchronization
 
 /// The bridge's HTTP side: vendor callbacks at `POST /callbacks/<backend>`, and the operator's endpoints
@@ -36,9 +37,10 @@ public final class BridgeListener: Sendable {
     let slot = Slot()
     let server: HTTPServer
 
-    public init(host: String, port: Int) {
+    /// `logger`: for the HTTP server's own lines (Hummingbird's); nil keeps only its warnings and errors.
+    public init(host: String, port: Int, logger: Logger? = nil) {
         let slot = self.slot
-        self.server = HTTPServer(host: host, port: port) { request in
+        self.server = HTTPServer(host: host, port: port, logger: logger) { request in
             guard let current = slot.handler.withLock({ $0 }) else { return .text("bridge starting", status: 503) }
             return await current.handle(request)
         }

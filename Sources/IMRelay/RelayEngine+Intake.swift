@@ -12,6 +12,7 @@ extension RelayEngine: EventSink {
             try await ingestGrouped(events)
         } catch {
             metrics.increment("imbridge_ingest_errors_total")
+            logStoreError("ingest", error)
             throw error
         }
     }
@@ -23,12 +24,20 @@ extension RelayEngine: EventSink {
             try await ingestGrouped(batch.events, setAside: batch.setAside)
         } catch {
             metrics.increment("imbridge_ingest_errors_total")
+            logStoreError("ingest", error)
             throw error
         }
     }
 
+    /// Counted, and logged (at most one line per backend a second, with how many were held back): the
+    /// reason's class and the adapter's message, which never quotes the request body.
     public nonisolated func refused(_ error: IMError, backend: BackendID) {
         metrics.increment("imbridge_callbacks_refused_total", ["backend": backend.rawValue, "code": error.code.rawValue])
+        guard let held = refusalLines.admit(backend.rawValue, now: clock.nowMs()) else { return }
+        listenerLogger.warning("callback refused", metadata: [
+            "backend": "\(backend)", "reason": "\(error.code.rawValue)", "detail": "\(String(error.message.prefix(200)))",
+            "refusals_not_logged": "\(held)",
+        ])
     }
 }
 

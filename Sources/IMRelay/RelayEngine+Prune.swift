@@ -34,8 +34,8 @@ extension RelayEngine {
     }
 
     /// Prunes once a minute (and once at start) while the engine runs and holds the leader lease (with
-    /// several instances on one store, one of them prunes).
-    func pruneLoop() async {
+    /// several instances on one store, one of them prunes). Returns when the task is cancelled.
+    public func pruneLoop() async {
         while !Task.isCancelled {
             if leadership.isLeader { _ = try? await prune() } else {
                 try? await Task.sleep(nanoseconds: 1_000_000_000)

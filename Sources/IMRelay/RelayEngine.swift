@@ -32,6 +32,15 @@ public actor RelayEngine {
 
     public nonisolated let store: BridgeStore
     nonisolated let logger = Logger(label: "imbridge.relay")
+    /// Sends: retries (throttled), dead letters. Backend state changes are logged by `HealthBoard`.
+    nonisolated let deliveryLogger = Logger(label: "imbridge.delivery")
+    nonisolated let storeLogger = Logger(label: "imbridge.store")
+    /// A retry storm (a target answering 500 to every lane) logs at most one retry line per target
+    /// backend every 5 s, carrying how many were held back; store errors one per operation every 5 s.
+    nonisolated let retryLines = LogThrottle(intervalMs: 5_000)
+    nonisolated let storeErrorLines = LogThrottle(intervalMs: 5_000)
+    nonisolated let listenerLogger = Logger(label: "imbridge.listener")
+    nonisolated let refusalLines = LogThrottle(intervalMs: 1_000)
     public nonisolated let metrics: RelayMetrics
     public nonisolated let health: HealthBoard
     nonisolated let backends: [BackendID: any IMBackend]
@@ -66,7 +75,8 @@ public actor RelayEngine {
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
                 retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil,
-                lease: LeaseSettings = LeaseSettings(), leadership: Leadership = Leadership()) {
+                lease: LeaseSettings = LeaseSettings(), leadership: Leadership = Leadership(),
+                backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs) {
         self.store = store
         self.lease = lease
         self.leadership = leadership
@@ -80,7 +90,7 @@ public actor RelayEngine {
         let targets = routes.flatMap { $0.direction == .both ? [$0.to.backend, $0.from.backend] : [$0.to.backend] }
         let configured = Set(backends.map(\.id))
         metrics.prepare(backends: backends.map(\.id), targets: Set(targets).filter(configured.contains).sorted { $0.rawValue < $1.rawValue })
-        self.health = HealthBoard(backends: backends.map(\.id))
+        self.health = HealthBoard(backends: backends.map(\.id), downAfterMs: backendDownAfterMs)
         self.retry = retry
         self.maxConcurrentLanes = maxConcurrentLanes
         self.retentionMs = retentionMs
@@ -92,14 +102,23 @@ public actor RelayEngine {
     /// Starts the lane scheduler. Intake is separate: callbacks reach the engine through
     /// `BridgeListener`, and `startIntake` starts the sources that fetch on their own (pollers, event
     /// streams), all pushing into the engine as their `EventSink`.
-    public func start() {
+    /// `pruning: false` leaves pruning to the caller (`imbridge run` runs `pruneLoop` as a service of
+    /// its own).
+    public func start(pruning: Bool = true) {
         guard scheduler == nil else { return }
         stopping = false
         wakes.withLock { $0.scan = true }
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
         leaseKeeper = Task { [weak self] in await self?.leaseLoop() }
-        if retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
+        if pruning && retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
         doorbell.yield()
+    }
+
+    /// Stops the sources `startIntake` started (pollers, streams), and returns once they have.
+    public func stopIntake() async {
+        let sources = intakes
+        intakes.removeAll()
+        for source in sources { await source.stopIntake() }
     }
 
     /// Starts each source's own intake (`InboundHandling.startIntake`) into this engine; `stop()`
@@ -111,12 +130,24 @@ public actor RelayEngine {
         }
     }
 
-    /// Stops intake, lets running lanes finish the entry they hold, and returns when they have.
-    public func stop() async {
+    /// What `stop` did: how many lanes were sending when it began, how many it cut off at the drain
+    /// deadline (their entries stay in the outbox, claimed, and run again at the next start), and how
+    /// long it took.
+    public struct StopReport: Sendable, Equatable {
+        public var lanesInFlight = 0
+        public var lanesCutOff = 0
+        public var elapsedMs: Int64 = 0
+    }
+
+    /// Stops intake, lets running lanes finish the entry they hold, and returns when they have — or,
+    /// with `drainMs`, when that long has passed: the lanes still sending are then cancelled (their
+    /// calls are abandoned, their entries stay in the outbox). Cancelling the calling task cuts the
+    /// drain short the same way. The leader lease is released either way.
+    @discardableResult
+    public func stop(drainMs: Int64? = nil) async -> StopReport {
+        let started = clock.nowMs()
         stopping = true
-        let sources = intakes
-        intakes.removeAll()
-        for source in sources { await source.stopIntake() }
+        await stopIntake()
         scheduler?.cancel()
         scheduler = nil
         pruner?.cancel()
@@ -124,10 +155,29 @@ public actor RelayEngine {
         leaseKeeper?.cancel()
         leaseKeeper = nil
         let tasks = Array(laneTasks.values)
-        for task in tasks { await task.value }
+        var report = StopReport(lanesInFlight: tasks.count)
+        // Waits for the lanes, or for the deadline (or the caller's cancellation), whichever comes first;
+        // at the deadline the lanes still running are cancelled, and the group then sees them end.
+        report.lanesCutOff = await withTaskGroup(of: Bool.self) { group -> Int in
+            group.addTask { for task in tasks { await task.value }; return true }
+            if let drainMs {
+                group.addTask { try? await Task.sleep(nanoseconds: UInt64(max(0, drainMs)) * 1_000_000); return false }
+            }
+            let drained = await group.next() ?? true
+            var cutOff = 0
+            if !drained || Task.isCancelled {
+                cutOff = laneTasks.count
+                for task in tasks { task.cancel() }
+            }
+            group.cancelAll()
+            return cutOff
+        }
         leadership.set(false)
         let owner = lease.owner
-        _ = try? await store.groupedTransaction { try $0.releaseLease(LeaseSettings.leaderLease, owner: owner) }
+        // In a task of its own: a cancelled caller's store call would be refused.
+        await Task { [store] in _ = try? await store.groupedTransaction { try $0.releaseLease(LeaseSettings.leaderLease, owner: owner) } }.value
+        report.elapsedMs = clock.nowMs() - started
+        return report
     }
 
     /// Makes the scheduler look at the outbox now (after dead letters were put back, for instance).
@@ -299,6 +349,7 @@ public actor RelayEngine {
                         return .empty
                     }
                 } catch {
+                    logStoreError("claim", error, lane: lane)
                     failed = true
                     break lanes
                 }
@@ -315,7 +366,10 @@ public actor RelayEngine {
             case .wait: break lanes
             }
         }
-        if failed { _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }
+        // A lane cut off by a drain deadline gives its lease up too (another instance may take it at once).
+        if failed || Task.isCancelled {
+            await Task { [store] in _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }.value
+        }
         if refused { await laneRefused(lane) } else { await laneFinished(lane) }
     }
 
@@ -340,6 +394,7 @@ public actor RelayEngine {
             let reason = "\(error)"
             _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: now) }
             metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
+            logDeadLetter(entry, reason: "the message it refers to never arrived: \(reason)")
         }
         return .next(nil)
     }
@@ -362,12 +417,19 @@ public actor RelayEngine {
                                     target: (entry.lane.backend, created.id, created.conversation))
                 }
                 // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
-                let next = try await store.groupedTransaction { [mapping] tx -> OutboxEntry? in
-                    try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: owner)
+                let commit = { [store, mapping] in
+                    try await store.groupedTransaction { tx -> OutboxEntry? in
+                        try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: owner)
+                    }
                 }
+                // A lane cut off by the drain deadline after the target accepted still records it (the
+                // store refuses a cancelled task's transaction, so the commit runs in a task of its own):
+                // otherwise the next start would send again where the vendor has no earlier-copy search.
+                let next = Task.isCancelled ? try await Task { try await commit() }.value : try await commit()
                 return (next, now)
             } catch {
                 metrics.increment("imbridge_store_errors_total", ["operation": "record"])
+                logStoreError("record", error, lane: entry.lane)
                 guard await !isStopping else { return nil }
                 try? await Task.sleep(nanoseconds: pauseMs * 1_000_000)
                 pauseMs = min(pauseMs * 2, 2000)
@@ -391,6 +453,9 @@ public actor RelayEngine {
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
             return .next(next)
         } catch {
+            // Cut off by a drain deadline: the call was abandoned, not answered. The entry stays claimed
+            // in the outbox; the next start runs it again (looking for the copy this attempt may have left).
+            if Task.isCancelled { return .wait }
             let failure = deliveries[entry.lane.backend]?.classify(error, attempt: max(0, entry.attempts)) ?? .permanent
             switch failure {
             case .waitForMessage:
@@ -400,6 +465,7 @@ public actor RelayEngine {
                 _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
                 metrics.increment("imbridge_dead_letters_total", ["target": target])
                 metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
+                logDeadLetter(entry, reason: reason)
                 return .next(nil)
             case .retry(let delay):
                 let (at, reason, owner) = (clock.nowMs() + delay, "\(error)", lease.owner)
@@ -407,15 +473,45 @@ public actor RelayEngine {
                     try tx.reschedule(entry.id, at: at, error: reason)
                     try tx.releaseLease(entry.lane.leaseName, owner: owner)
                 }
-                health.failed(entry.lane.backend, error: error as? IMError ?? IMError(.unavailable, reason), at: clock.nowMs())
+                let failure = error as? IMError ?? IMError(.unavailable, reason)
+                health.failed(entry.lane.backend, error: failure, at: clock.nowMs())
                 metrics.increment("imbridge_retries_total", ["target": target])
+                if let held = retryLines.admit(target, now: clock.nowMs()) {
+                    deliveryLogger.warning("send failed, will retry", metadata: laneMetadata(entry).merging([
+                        "attempt": "\(entry.attempts + 1)", "retry_in_ms": "\(delay)", "error_class": "\(HealthBoard.errorClass(failure))",
+                        "error": "\(String(reason.prefix(300)))", "retries_not_logged": "\(held)",
+                    ]) { _, new in new })
+                }
                 return .wait
             case .permanent:
                 let (at, reason) = (clock.nowMs(), "\(error)")
                 _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
                 metrics.increment("imbridge_dead_letters_total", ["target": target])
+                logDeadLetter(entry, reason: reason)
                 return .next(nil)
             }
         }
+    }
+}
+
+extension RelayEngine {
+    /// What every line about an outbox entry carries.
+    nonisolated func laneMetadata(_ entry: OutboxEntry) -> Logger.Metadata {
+        ["backend": "\(entry.lane.backend)", "lane": "\(entry.lane)", "route": "\(entry.sourceBackend)->\(entry.lane.backend)",
+         "event_id": "\(entry.sourceEventID)", "entry": "\(entry.id)", "action": "\(entry.kind)"]
+    }
+
+    nonisolated func logDeadLetter(_ entry: OutboxEntry, reason: String) {
+        deliveryLogger.error("outbound dead letter (see `imbridge deadletters list`)",
+                             metadata: laneMetadata(entry).merging(["reason": "\(String(reason.prefix(500)))"]) { _, new in new })
+    }
+
+    /// A store failure, at most one line per operation every 5 s (with how many were held back).
+    nonisolated func logStoreError(_ operation: String, _ error: any Error, lane: LaneKey? = nil) {
+        guard let held = storeErrorLines.admit(operation, now: clock.nowMs()) else { return }
+        var metadata: Logger.Metadata = ["operation": "\(operation)", "error": "\(String("\(error)".prefix(300)))",
+                                         "errors_not_logged": "\(held)"]
+        if let lane { metadata["lane"] = "\(lane)" }
+        storeLogger.error("store error", metadata: metadata)
     }
 }

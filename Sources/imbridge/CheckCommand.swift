@@ -25,6 +25,8 @@ struct CheckCommand: AsyncParsableCommand {
         if let admin = parsed.adminListen { out += "  admin_listen: \(admin.host):\(admin.port) (/healthz, /readyz, /metrics; not on listen)\n" }
         out += "  readiness: " + (parsed.readiness.backendFailingMs.map { "a backend failing for \($0 / 1000) s makes /readyz 503\n" }
             ?? "failing backends ignored (only the store counts)\n")
+        out += "  log: \(parsed.logLevel.rawValue), \(parsed.logFormat.rawValue) lines on standard error (imbridge run --log-level wins)\n"
+        out += "  shutdown: in-flight sends may finish for \(parsed.drainSeconds) s after the first SIGTERM/SIGINT\n"
         out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"
         for backend in parsed.backends {
             let built = Vendors.named(backend.adapter) != nil ? "" : " (adapter not built into this binary)"

@@ -1,5 +1,6 @@
 import ArgumentParser
 import IMMapping
+import IMRelay
 
 @main
 struct IMBridgeCommand: AsyncParsableCommand {
@@ -8,4 +9,22 @@ struct IMBridgeCommand: AsyncParsableCommand {
         abstract: "One neutral API over WuKongIM, RongCloud, NetEase NIM and JMessage; bridges and sandboxes for them.",
         version: "imbridge \(MappingSet.buildVersion.version) (commit \(MappingSet.buildVersion.commit))",
         subcommands: [DemoCommand.self, RunCommand.self, MigrateCommand.self, CheckCommand.self, DeadLettersCommand.self, SandboxCommand.self, MappingsCommand.self])
+
+    /// ArgumentParser's own entry, with logging bootstrapped once: `run` does it itself from its
+    /// configuration (level, format, secrets); every other command (`demo`, `sandbox`, `check` …) keeps
+    /// its printed output readable, with only warnings and errors of the components as text lines on
+    /// standard error.
+    static func main() async {
+        do {
+            var command = try parseAsRoot()
+            if !(command is RunCommand) { BridgeLogHandler.bootstrap(level: .warning, format: .text, secrets: [String]()) }
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -4,6 +4,8 @@ import IMLab
 import IMVendors
 import Foundation
 import IMSandbox
+import Logging
+import ServiceLifecycle
 
 /// `imbridge sandbox <vendor> --port P [--host H] [--app-key K] [--app-secret S] [--callback-url U]
 /// [--state FILE] [--option key=value …]`: serves one vendor's emulated server API until SIGINT/SIGTERM.
@@ -36,8 +38,10 @@ struct SandboxCommand: AsyncParsableCommand {
         let server = try await sandbox.make(options)
         let port = try await server.start()
         FileHandle.standardOutput.write(Data("listening on http://\(host):\(port)\n".utf8))
-        await ShutdownSignal.wait()
-        await server.stop()
+        let group = ServiceGroup(configuration: ServiceGroupConfiguration(
+            services: [.init(service: StopOnShutdown { await server.stop() })], gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: Logger(label: "imbridge.sandbox")))
+        try await group.run()
     }
 }
 

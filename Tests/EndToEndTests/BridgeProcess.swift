@@ -7,13 +7,13 @@ final class BridgeProcess: @unchecked Sendable {
     let process = Process()
     let logPath: String
 
-    init(config: String, logPath: String) throws {
+    init(config: String, logPath: String, arguments extra: [String] = []) throws {
         self.logPath = logPath
         FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         log.seekToEndOfFile()
         process.executableURL = URL(fileURLWithPath: try Self.binary())
-        process.arguments = ["run", "--config", config]
+        process.arguments = ["run", "--config", config] + extra
         process.standardOutput = log
         process.standardError = log
         try process.run()
@@ -39,6 +39,20 @@ final class BridgeProcess: @unchecked Sendable {
 
     func terminate() -> Int32 {
         process.terminate()
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Sends `signal` (SIGTERM, SIGINT …) without waiting.
+    func send(_ signal: Int32) {
+        Foundation.kill(process.processIdentifier, signal)
+    }
+
+    /// Waits up to `seconds` for the process to end; its exit status, nil if it still runs.
+    func waitForExit(seconds: Double) async -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { try? await Task.sleep(nanoseconds: 10_000_000) }
+        if process.isRunning { return nil }
         process.waitUntilExit()
         return process.terminationStatus
     }

@@ -55,6 +55,9 @@ import Testing
         ("secret-holding settings", { $0.replacingOccurrences(of: "app_secret: S3CRET-aaaaaaaa", with: "app_secret: S3CRET-aaaaaaaa${X")
             .replacingOccurrences(of: "    webhook_secret: S3CRET-bbbbbbbb\n", with: "    webhook_secret: S3CRET-bbbbbbbb\n    session_tokens: S3CRET-cccccccc\n") },
          [".yaml:12: backends.rc.app_secret: unterminated ${", ".yaml:8: backends.wk.session_tokens: expected key=value pairs"]),
+        ("log and shutdown", { $0 + "log:\n  level: loud\n  format: xml\nshutdown:\n  drain_seconds: 99999\n" },
+         [".yaml:17: log.level: expected one of trace, debug, info, notice, warning, error, critical, got 'loud'",
+          ".yaml:18: log.format: expected text or json, got 'xml'", ".yaml:20: shutdown.drain_seconds: expected seconds from 0 (stop at once) to 3600"]),
         ("freshness off", { $0.replacingOccurrences(of: "    app_key: k\n", with: "    app_key: k\n    callback_max_skew_ms: 0\n") },
          [".yaml:11: backends.rc.callback_max_skew_ms: 0 turns the timestamp check off"]),
     ]
@@ -72,6 +75,7 @@ import Testing
         let result = try await IMBridgeCLI.run(["check", "--config", "\(dir)/bridge.yaml"], timeoutSeconds: 60)
         #expect(result.status == 0 && result.output.contains("ok"), "\(result.output)")
         #expect(!result.output.contains("S3CRET"))
+        #expect(result.output.contains("log: info, text lines") && result.output.contains("shutdown: in-flight sends may finish for 10 s"))
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/bridge.sqlite"), "check creates no store")
     }
 

@@ -81,7 +81,8 @@ import Testing
             let mentioned = Self.mentions(key, in: topLevel)
             #expect(mentioned, "top-level key \(key) is not in examples/bridge.yaml")
         }
-        for key in BridgeConfig.retryKeys + BridgeConfig.haKeys + BridgeConfig.readinessKeys + BridgeConfig.routeKeys {
+        for key in BridgeConfig.retryKeys + BridgeConfig.haKeys + BridgeConfig.readinessKeys + BridgeConfig.routeKeys
+                   + BridgeConfig.logKeys + BridgeConfig.shutdownKeys {
             let mentioned = Self.mentions(key, in: lines)
             #expect(mentioned, "key \(key) is not in examples/bridge.yaml")
         }

@@ -4,7 +4,29 @@ import IMCore
 import IMHTTP
 import IMTesting
 import JMessage
+import Logging
+import Synchronization
 import Testing
+
+/// Log lines a poller wrote (message and metadata).
+final class RecordedLines: Sendable {
+    let lines = Mutex<[(message: String, metadata: Logger.Metadata)]>([])
+    var messages: [String] { lines.withLock { $0.map(\.message) } }
+}
+
+struct PollerLogRecorder: LogHandler {
+    let recorded: RecordedLines
+    var logLevel: Logger.Level = .debug
+    var metadata: Logger.Metadata = [:]
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+    func log(event: LogEvent) {
+        let merged = metadata.merging(event.metadata ?? [:]) { _, new in new }
+        recorded.lines.withLock { $0.append((event.message.description, merged)) }
+    }
+}
 
 /// The routing push through `handle(_:sink:)` and the report v2 poller into a sink.
 @Suite struct JMessageInboundTests {
@@ -151,6 +173,41 @@ import Testing
         #expect(third.texts == ["b1", "b2", "b3"])
         let ids = (first.events + second.events + third.events).map(\.eventID)
         #expect(Set(ids).count == 8 && ids.allSatisfy { $0.rawValue.hasPrefix("jmessage:msg:") })
+    }
+
+    /// The poller's log lines (`imbridge.poller.<backend>`): started, each round at debug with its
+    /// messages, a progress line once a minute of the poller's clock, stopped with the total.
+    @Test func thePollerLogsItsProgress() async throws {
+        let sandbox = try await SandboxHarness.start(baseClock: time)
+        defer { Task { await sandbox.stop() } }
+        try await sandbox.seedUsers()
+        try await send(sandbox, ["p1", "p2", "p3"])
+        let recorded = RecordedLines()
+        let logger = Logger(label: "imbridge.poller.jm") { _ in PollerLogRecorder(recorded: recorded) }
+        let sink = CollectingSink()
+        let polling = poller(sandbox, storage: InMemoryCheckpointStorage())
+        let task = Task { await polling.run(intervalMs: 20, into: sink, logger: logger) }
+        #expect(await Self.eventually { sink.texts == ["p1", "p2", "p3"] })
+        time.advance(byMs: 61_000)
+        #expect(await Self.eventually { recorded.messages.contains("report poller progress") })
+        task.cancel()
+        await task.value
+        let all = recorded.lines.withLock { $0 }
+        #expect(all.first?.message == "report poller started" && all.first?.metadata["backend"] == "jm")
+        let rounds = all.filter { $0.message == "report poll" }
+        #expect(rounds.compactMap { Int("\($0.metadata["messages"] ?? "0")") }.reduce(0, +) == 3, "each round counts what it delivered")
+        let progress = try #require(all.first { $0.message == "report poller progress" })
+        #expect(progress.metadata["messages"] == "3")
+        #expect(all.last?.message == "report poller stopped" && all.last?.metadata["messages_total"] == "3")
+    }
+
+    static func eventually(_ seconds: Double = 10, _ condition: () async -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(nanoseconds: 10_000_000)
+        }
+        return await condition()
     }
 
     @Test func anExpiredCursorRestartsTheWindowWithoutRepeats() async throws {

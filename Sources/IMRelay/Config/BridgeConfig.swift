@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMMapping
 import IMStore
+import Logging
 
 /// A configured backend: its adapter name and the adapter's own settings (base URLs, credentials …).
 public struct BackendConfig: Sendable {
@@ -61,13 +62,24 @@ public struct BridgeConfig: Sendable {
     public var leaseMs: Int64 = LeaseSettings.defaultTTLMs
     /// `ha.instance`: this instance's name in lease owners (default: the host name).
     public var instance: String?
+    /// `log.level` (default info; `imbridge run --log-level` wins) and `log.format` (text or json).
+    public var logLevel: Logger.Level = .info
+    public var logFormat: LogFormat = .text
+    /// `shutdown.drain_seconds`: how long the first SIGTERM/SIGINT lets in-flight sends finish before
+    /// the bridge stops anyway (unfinished entries stay in the outbox for the next start).
+    public var drainSeconds: Int = BridgeConfig.defaultDrainSeconds
+    public static let defaultDrainSeconds = 10
 
     /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.
     public static let topLevelKeys = ["store", "listen", "admin_listen", "mappings", "backends", "routes", "retry", "retention_hours",
-                                      "readiness", "ha"]
+                                      "readiness", "ha", "log", "shutdown"]
     public static let retryKeys = ["base_ms", "max_ms", "max_age_minutes"]
     public static let haKeys = ["lease_ms", "instance"]
     public static let readinessKeys = ["backend_failing_seconds"]
+    public static let logKeys = ["level", "format"]
+    public static let shutdownKeys = ["drain_seconds"]
+    /// The names `log.level` and `--log-level` accept, quietest last.
+    public static let logLevelNames = Logger.Level.allCases.map(\.rawValue)
     public static let routeKeys = ["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
                                    "name_format", "media", "fallbacks"]
 
@@ -176,6 +188,35 @@ public struct BridgeConfig: Sendable {
                 config.leaseMs = Int64(leaseMs)
             }
             config.instance = problems.attempt { try ha["instance"].optionalString() } ?? nil
+        }
+        let log = root["log"]
+        problems.attempt { try log.expectMapping() }
+        if log.isMapping {
+            problems.attempt { try log.allowOnly(Set(logKeys)) }
+            problems.attempt {
+                guard let text = try log["level"].optionalString() else { return }
+                guard let level = Logger.Level(rawValue: text) else {
+                    throw log["level"].error("expected one of \(logLevelNames.joined(separator: ", ")), got '\(text)'")
+                }
+                config.logLevel = level
+            }
+            problems.attempt {
+                guard let text = try log["format"].optionalString() else { return }
+                guard let format = LogFormat(rawValue: text) else { throw log["format"].error("expected text or json, got '\(text)'") }
+                config.logFormat = format
+            }
+        }
+        let shutdown = root["shutdown"]
+        problems.attempt { try shutdown.expectMapping() }
+        if shutdown.isMapping {
+            problems.attempt { try shutdown.allowOnly(Set(shutdownKeys)) }
+            problems.attempt {
+                let seconds = try shutdown["drain_seconds"].optionalInt() ?? defaultDrainSeconds
+                guard (0...3600).contains(seconds) else {
+                    throw shutdown["drain_seconds"].error("expected seconds from 0 (stop at once) to 3600, got \(seconds)")
+                }
+                config.drainSeconds = seconds
+            }
         }
         return config
     }

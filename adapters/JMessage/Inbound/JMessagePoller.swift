@@ -1,6 +1,7 @@
 import Foundation
 import IMAdapterKit
 import IMCore
+import Logging
 
 /// The backend's intake without a webhook: polls report v2 (`/v2/messages` by default) over a
 /// moving time window, turns new messages into `message` events and pushes each page into an
@@ -61,6 +62,8 @@ public actor JMessagePoller {
     var position: Position?
     var cursor: (value: String, obtainedAt: Int64, windowEnd: Int64)?
     public private(set) var skipped = 0
+    /// Messages pushed into the sink so far (progress lines).
+    public private(set) var delivered = 0
     public private(set) var windowRestarts = 0
 
     public init(client: JMessageClient, codec: JMessageCodec, backend: BackendID, storage: any CheckpointStorage,
@@ -118,6 +121,7 @@ public actor JMessagePoller {
         if !batch.events.isEmpty || !batch.setAside.isEmpty {
             do {
                 if batch.setAside.isEmpty { try await sink.accept(batch.events) } else { try await sink.accept(batch) }
+                delivered += batch.events.count
             } catch {
                 // Fetched again from the saved position on the next poll.
                 cursor = nil
@@ -146,18 +150,42 @@ public actor JMessagePoller {
 
     /// Polls into `sink` every `intervalMs` until the task is cancelled; failures (the vendor's or the
     /// sink's) back off up to 30 s.
-    public func run(intervalMs: Int64, into sink: any EventSink) async {
+    ///
+    /// Logged under `imbridge.poller.<backend>`: start and stop, each round at debug (messages, position),
+    /// a summary at info once a minute when messages came, a failed round at warning (one line per
+    /// backoff step) and the recovery after failures.
+    public func run(intervalMs: Int64, into sink: any EventSink, logger given: Logger? = nil) async {
+        var logger = given ?? Logger(label: "imbridge.poller.\(backend)")
+        logger[metadataKey: "backend"] = "\(backend)"
+        logger.info("report poller started", metadata: ["interval_ms": "\(intervalMs)", "path": "\(settings.path)"])
         var failures = 0
+        var summary = (at: clock.nowMs(), delivered: delivered)
         while !Task.isCancelled {
+            let before = delivered
             do {
                 try await pollOnce(into: sink)
+                if failures > 0 { logger.notice("report poller recovered", metadata: ["failed_rounds": "\(failures)"]) }
                 failures = 0
+                let from = position.map { "\($0.fromMs)" } ?? "-"
+                logger.debug("report poll", metadata: ["messages": "\(delivered - before)", "position_ms": "\(from)"])
+                if clock.nowMs() - summary.at >= 60_000 {
+                    if delivered > summary.delivered {
+                        logger.info("report poller progress", metadata: ["messages": "\(delivered - summary.delivered)", "position_ms": "\(from)",
+                                                                          "set_aside_total": "\(skipped)"])
+                    }
+                    summary = (clock.nowMs(), delivered)
+                }
             } catch {
                 failures += 1
+                if !Task.isCancelled {
+                    logger.warning("report poll failed; retrying with backoff",
+                                   metadata: ["failed_rounds": "\(failures)", "error": "\(String("\(error)".prefix(300)))"])
+                }
             }
             let delay = failures == 0 ? intervalMs : min(30_000, intervalMs << min(failures, 8))
             try? await Task.sleep(nanoseconds: UInt64(max(1, delay)) * 1_000_000)
         }
+        logger.info("report poller stopped", metadata: ["messages_total": "\(delivered)"])
     }
 
     public func currentPosition() async throws -> Position { try await loadPosition() }

@@ -1,0 +1,219 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMMapping
+import IMRelay
+import IMStore
+import IMVendors
+import Logging
+import ServiceLifecycle
+import Synchronization
+import UnixSignals
+
+/// `imbridge run`: the bridge's parts as swift-service-lifecycle `Service`s in one `ServiceGroup`
+/// (docs/architecture.md, "Running: services and shutdown").
+///
+/// Services, in start order (a graceful shutdown stops them in reverse):
+/// 1. the admin listener (`admin_listen`), stopped last so `/healthz` and `/metrics` answer during the drain;
+/// 2. the engine (lane scheduler, leases): on shutdown it drains — lanes finish the send in hand — for
+///    at most what is left of `shutdown.drain_seconds`, then cuts the rest off (their entries stay in
+///    the outbox) and releases its leader lease;
+/// 3. pruning (leader only);
+/// 4. intake of the backends that fetch on their own (the JMessage report poller);
+/// 5. the callback listener, stopped first: it stops accepting, answers the requests it holds, closes.
+///
+/// The first SIGTERM or SIGINT starts that graceful shutdown; a second one exits at once (status 130):
+/// whatever was not sent stays in the outbox, as after a crash.
+extension Bridge {
+    /// Runs until a signal (or a service failing) stops it. The listeners bind first, so a taken port
+    /// is reported (with its reason) before anything else starts.
+    public func run(logger: Logger = Logger(label: "imbridge.lifecycle")) async throws {
+        let drainMs = Int64(config.drainSeconds) * 1000
+        if listener.port == nil { try await listener.start() }
+        if let adminListener, adminListener.port == nil {
+            do { try await adminListener.start() } catch {
+                await listener.stop()
+                throw error
+            }
+        }
+        logStartupSummary(logger)
+        let deadline = DrainDeadline(drainMs: drainMs)
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let adminListener { services.append(.init(service: ListenerService(listener: adminListener, role: "admin", logger: logger))) }
+        services.append(.init(service: EngineService(engine: engine, deadline: deadline, logger: logger)))
+        services.append(.init(service: PruneService(engine: engine)))
+        services.append(.init(service: IntakeService(engine: engine, sources: backends, logger: logger)))
+        services.append(.init(service: ListenerService(listener: listener, role: "callbacks", logger: logger)))
+        var configuration = ServiceGroupConfiguration(services: services, logger: logger)
+        // A backstop only: the engine keeps the drain deadline itself; this cancels a service that
+        // does not return after it (a stuck poller request, say).
+        configuration.maximumGracefulShutdownDuration = .milliseconds(drainMs + 5_000)
+        configuration.maximumCancellationDuration = .seconds(2)
+        let group = ServiceGroup(configuration: configuration)
+        let signals = Task {
+            var count = 0
+            for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+                count += 1
+                if count == 1 {
+                    deadline.begin()
+                    logger.notice("shutting down: intake stops, in-flight sends may finish (a second signal exits at once)",
+                                  metadata: ["signal": "\(signal)", "drain_seconds": "\(config.drainSeconds)"])
+                    await group.triggerGracefulShutdown()
+                } else {
+                    logger.warning("second signal: exiting at once; unsent entries stay in the outbox for the next start",
+                                   metadata: ["signal": "\(signal)"])
+                    exit(130)
+                }
+            }
+        }
+        defer { signals.cancel() }
+        try await group.run()
+    }
+
+    /// One line saying what runs: version, store (kind and location, password hidden), listeners with
+    /// their ports, backends, routes, logging and drain settings; then one line per route.
+    func logStartupSummary(_ logger: Logger) {
+        let location = (try? StoreLocation(parsing: config.store))?.redacted ?? "(unreadable)"
+        var metadata: Logger.Metadata = [
+            "version": "\(IMBridgeVersion.text)",
+            "store": "\(store.kind.rawValue) \(location)",
+            "listen": "\(listener.baseURL)",
+            "backends": .array(config.backends.map { "\($0.name)=\($0.adapter)" }),
+            "routes": "\(config.routes.count)",
+            "log_level": "\(config.logLevel.rawValue)",
+            "drain_seconds": "\(config.drainSeconds)",
+        ]
+        metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics on listen)"
+        logger.info("imbridge started", metadata: metadata)
+        for (index, route) in config.routes.enumerated() {
+            logger.info("route", metadata: ["index": "\(index)", "from": "\(route.from)", "to": "\(route.to)",
+                                            "direction": "\(route.direction.rawValue)"])
+        }
+    }
+
+    /// The values `BridgeLogHandler` redacts: every adapter setting its schema marks secret, the values
+    /// of token lists (`session_tokens`), and the store's password (as given and URL-encoded).
+    public static func secrets(of config: BridgeConfig,
+                               environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        var secrets: [String] = []
+        for backend in config.backends {
+            for spec in Vendors.named(backend.adapter)?.adapter.settings ?? [] {
+                guard let value = backend.settings[spec.key], !value.isEmpty else { continue }
+                if spec.isSecret { secrets.append(value) }
+                if case .pairs = spec.kind, spec.key.contains("token") {
+                    for pair in value.split(separator: ",") {
+                        if let equals = pair.firstIndex(of: "=") { secrets.append(String(pair[pair.index(after: equals)...])) }
+                    }
+                }
+            }
+        }
+        if let password = (try? StoreLocation(parsing: config.store, environment: environment))?.password {
+            secrets.append(password)
+            if let encoded = password.addingPercentEncoding(withAllowedCharacters: .urlPasswordAllowed) { secrets.append(encoded) }
+        }
+        return secrets
+    }
+}
+
+/// The version the startup line shows.
+public enum IMBridgeVersion {
+    public static var text: String { "\(MappingSet.buildVersion.version) (commit \(MappingSet.buildVersion.commit))" }
+}
+
+/// When the drain began (the first signal) and how much of it is left.
+final class DrainDeadline: Sendable {
+    let drainMs: Int64
+    let clock: any IMClock
+    private let began = Mutex<Int64?>(nil)
+
+    init(drainMs: Int64, clock: any IMClock = SystemClock()) {
+        self.drainMs = drainMs
+        self.clock = clock
+    }
+
+    func begin() { began.withLock { if $0 == nil { $0 = clock.nowMs() } } }
+
+    var remainingMs: Int64 {
+        begin()
+        let start = began.withLock { $0 } ?? clock.nowMs()
+        return max(0, drainMs - (clock.nowMs() - start))
+    }
+}
+
+/// A started listener: stops (no new connections, the requests it holds answered) at shutdown.
+struct ListenerService: Service {
+    let listener: BridgeListener
+    let role: String
+    let logger: Logger
+
+    func run() async throws {
+        if listener.port == nil { try await listener.start() }
+        try? await gracefulShutdown()
+        await listener.stop()
+        logger.info("listener stopped", metadata: ["role": "\(role)", "listen": "\(listener.baseURL)"])
+    }
+}
+
+/// The relay engine's scheduler and lanes; drains at shutdown within the deadline.
+struct EngineService: Service {
+    let engine: RelayEngine
+    let deadline: DrainDeadline
+    let logger: Logger
+
+    func run() async throws {
+        await engine.start(pruning: false)
+        try? await gracefulShutdown()
+        let report = await engine.stop(drainMs: deadline.remainingMs)
+        let pending = await Task { [store = engine.store] in try? store.read { try $0.count(state: .pending) } }.value
+        var metadata: Logger.Metadata = [
+            "lanes_in_flight": "\(report.lanesInFlight)", "lanes_cut_off": "\(report.lanesCutOff)",
+            "drain_ms": "\(report.elapsedMs)", "drain_limit_ms": "\(deadline.drainMs)",
+        ]
+        if let pending { metadata["pending_entries"] = "\(pending)" }
+        if report.lanesCutOff > 0 {
+            logger.warning("relay stopped at the drain deadline; the unfinished entries stay in the outbox", metadata: metadata)
+        } else {
+            logger.notice("relay stopped: every send in flight finished", metadata: metadata)
+        }
+    }
+}
+
+/// Finished work pruned once a minute while this instance leads (`RelayEngine.pruneLoop`).
+struct PruneService: Service {
+    let engine: RelayEngine
+
+    func run() async throws {
+        guard engine.retentionMs != nil else {
+            try? await gracefulShutdown()   // a service that returns would stop the group
+            return
+        }
+        await cancelWhenGracefulShutdown { [engine] in await engine.pruneLoop() }
+    }
+}
+
+/// The backends' own intake (pollers): started with the group, stopped before the engine drains.
+struct IntakeService: Service {
+    let engine: RelayEngine
+    let sources: [any VendorBackend]
+    let logger: Logger
+
+    func run() async throws {
+        try await engine.startIntake(sources)
+        try? await gracefulShutdown()
+        await engine.stopIntake()
+        logger.info("intake stopped")
+    }
+}
+
+/// Waits for the group's graceful shutdown, then runs `stop`: what a command that serves until
+/// SIGTERM/SIGINT (`imbridge sandbox`) puts in its `ServiceGroup`.
+public struct StopOnShutdown: Service {
+    let stop: @Sendable () async -> Void
+
+    public init(_ stop: @escaping @Sendable () async -> Void) { self.stop = stop }
+
+    public func run() async throws {
+        try? await gracefulShutdown()
+        await stop()
+    }
+}
