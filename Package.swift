@@ -130,6 +130,7 @@ let package = Package(
                                                          .product(name: "Logging", package: "swift-log", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
+            "WuKong", "RongCloud", "NIM", "JMessage",
         ]),
         .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",

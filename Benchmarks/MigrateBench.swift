@@ -5,17 +5,22 @@ import IMVendors
 import IMCore
 import IMRelay
 
-/// Copies one large WuKong group to RongCloud with the `Migrator` (the engine `imbridge migrate` runs):
-/// history pages from WuKong, silent sends to RongCloud, an id-map row and checkpoint per page in the
-/// durable store. The target's documented send rate (which `imbridge migrate` respects by default) is
-/// lifted here so that the bridge's own cost is what is measured.
+/// Copies WuKong groups to RongCloud with the `Migrator` (the engine `imbridge migrate` runs): history
+/// pages from WuKong, silent sends to RongCloud, an id-map row and checkpoint per page in the durable
+/// store. `migrate`: one large group (one lane); `migrate-many`: the same number of messages spread over
+/// `conversations` groups, copied `parallel` at a time (`imbridge migrate --parallel`). The target's
+/// documented send rate (which `imbridge migrate` respects by default) is lifted here so that the
+/// bridge's own cost is what is measured. History only: the groups are not created first.
 struct MigrateBench {
     var messages: Int
     var concurrency: Int
     var pageSize: Int
+    var conversations = 1
+    var parallel = 1
+    var name = "migrate"
 
     func run() async throws -> ScenarioResult {
-        var result = ScenarioResult("migrate")
+        var result = ScenarioResult(name)
         let wk = try SandboxProcess(vendor: "wukong", callbackURL: nil)
         let rc = try SandboxProcess(vendor: "rongcloud", callbackURL: nil)
         defer { wk.stop(); rc.stop() }
@@ -24,8 +29,9 @@ struct MigrateBench {
         defer { try? FileManager.default.removeItem(atPath: directory) }
 
         let calls = VendorCalls()
-        let (_, fillSeconds) = try await RelayBench.drive(count: messages, first: 0, conversations: 1, concurrency: concurrency, rate: nil) { _, from, group, text in
-            try await calls.wukongSend(wk.baseURL, from: from, group: "big", text: text)
+        let (_, fillSeconds) = try await RelayBench.drive(count: messages, first: 0, conversations: conversations, concurrency: concurrency,
+                                                          rate: nil) { _, from, group, text in
+            try await calls.wukongSend(wk.baseURL, from: from, group: group, text: text)
         }
         let yaml = "store: \(directory)/bridge.sqlite\nlisten: 127.0.0.1:0\n"
             + RelayRig.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + RelayRig.route
@@ -34,7 +40,9 @@ struct MigrateBench {
             throw BenchError("backends missing")
         }
         let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry, sendsPerSecond: 1e9)
-        let plan = MigrationPlan(source: "wk", target: "rc", conversations: [(.group("big"), .group("big"))], pageSize: pageSize)
+        let groups = (0..<conversations).map { ConversationRef.group(GroupID("g\($0)")) }
+        let plan = MigrationPlan(source: "wk", target: "rc", conversations: groups.map { ($0, $0) }, pageSize: pageSize, account: false,
+                                 parallel: parallel)
         let start = monotonicSeconds()
         let report = try await migrator.run(plan)
         let seconds = monotonicSeconds() - start
@@ -42,8 +50,10 @@ struct MigrateBench {
         let stored = try await calls.storedMessages(rc.baseURL).count
         let memory = ProcessMemory.read()
 
-        result.add("messages in the source group", "\(messages) (filled at \(fmt(Double(messages) / fillSeconds)) msg/s)",
+        result.add("messages in the source", "\(messages) in \(conversations) group(s) (filled at \(fmt(Double(messages) / fillSeconds)) msg/s)",
                    key: "messages", .int(Int64(messages)))
+        result.add("conversations / lanes", "\(conversations) / \(min(parallel, conversations))", key: "conversations", .int(Int64(conversations)))
+        result.json["parallel"] = .int(Int64(parallel))
         result.add("page size", "\(pageSize)", key: "page_size", .int(Int64(pageSize)))
         result.add("copied / failed / skipped", "\(copied) / \(report.total.failedTotal) / \(report.total.skippedTotal)",
                    key: "copied", .int(Int64(copied)))

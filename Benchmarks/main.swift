@@ -3,9 +3,9 @@ import Foundation
 /// `imbridge-bench <scenario>… [--json] [--messages N] …` — see docs/performance.md. Release builds only:
 /// `swift run -c release imbridge-bench all`.
 let usage = """
-    usage: imbridge-bench <relay|relay-many|migrate|codec|memory|all>… [--json]
+    usage: imbridge-bench <relay|relay-many|migrate|migrate-many|codec|memory|all>… [--json]
            [--messages N] [--rate R] [--rate-messages N] [--concurrency C] [--conversations K]
-           [--notify-interval-ms MS] [--no-echo] [--codec-seconds S] [--page-size P]
+           [--notify-interval-ms MS] [--no-echo] [--codec-seconds S] [--page-size P] [--parallel L] (migrate-many)
            [--store postgres://USER@HOST:PORT/DB] [--instances N]   (relay, relay-many)
     """
 
@@ -36,7 +36,7 @@ while index < arguments.count {
     }
     index += 1
 }
-if scenarios.isEmpty || scenarios == ["all"] { scenarios = ["codec", "relay", "relay-many", "migrate", "memory"] }
+if scenarios.isEmpty || scenarios == ["all"] { scenarios = ["codec", "relay", "relay-many", "migrate", "migrate-many", "memory"] }
 
 let options = flags
 @MainActor func int(_ name: String, _ fallback: Int) -> Int { options[name].flatMap { Int($0.replacingOccurrences(of: "_", with: "")) } ?? fallback }
@@ -66,6 +66,9 @@ for scenario in scenarios {
                 .run(name: "relay-many")
         case "migrate":
             result = try await MigrateBench(messages: int("messages", 100_000), concurrency: concurrency, pageSize: int("page-size", 100)).run()
+        case "migrate-many":
+            result = try await MigrateBench(messages: int("messages", 100_000), concurrency: concurrency, pageSize: int("page-size", 100),
+                                            conversations: int("conversations", 20), parallel: int("parallel", 8), name: "migrate-many").run()
         case "memory":
             result = try await MemoryBench(messages: int("messages", 1_000_000), conversations: int("conversations", 100), concurrency: concurrency,
                                            notifyIntervalMs: notify).run()

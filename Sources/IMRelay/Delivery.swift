@@ -70,6 +70,12 @@ public final class Delivery: Sendable {
         provisioned.withLock { _ = $0.insert(user) }
     }
 
+    /// Records a user already written to the target with a full profile (a migration's user phase), so
+    /// that `provision` does not write it again as a bare id (RongCloud's token call would reset the name).
+    public func markProvisioned(_ user: UserID) {
+        provisioned.withLock { _ = $0.insert(user) }
+    }
+
     /// The copy an earlier attempt left on the target without an id-map row, if any: looked up by client
     /// id where the target can; else the newest message among the target's last 50 that carries our client
     /// id, or (target without client ids) has the same sender, kind and digest, was stored after the attempt

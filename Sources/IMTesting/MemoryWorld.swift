@@ -50,6 +50,8 @@ public final class MemoryWorld: Sendable {
         var remindersDone: [UserID: Set<MessageID>] = [:]
         var clientIDs: [ClientMessageID: MessageID] = [:]
         var users: [UserID: UserProfile] = [:]
+        /// Group profiles (name, avatar, owner, announcement); members live in `groupMembers`.
+        var groups: [GroupID: GroupProfile] = [:]
         var media: [String: [UInt8]] = [:]
         var subscribers: [Int: Subscriber] = [:]
         var nextSubscriber = 0
@@ -80,8 +82,11 @@ public final class MemoryWorld: Sendable {
 
     public var knownUsers: [UserProfile] { state.withLock { $0.users.values.sorted { $0.id < $1.id } } }
 
+    /// Creates a missing user; an existing one is left as it is (`UserProvisioning`'s contract).
     func ensureUser(_ profile: UserProfile) {
-        state.withLock { $0.users[profile.id] = profile }
+        state.withLock { state in
+            if state.users[profile.id] == nil { state.users[profile.id] = profile }
+        }
     }
 
     /// Every stored message of every conversation (test introspection).

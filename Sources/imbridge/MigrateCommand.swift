@@ -6,55 +6,81 @@ import IMRelay
 import IMStore
 import Synchronization
 
-/// `imbridge migrate --config FILE --from A --to B (--conversation KIND:ID[=KIND:ID] … | --all)
-/// [--since ISO8601] [--until ISO8601] [--dry-run] [--report FILE.json]`
+/// `imbridge migrate --config FILE --from A --to B (--conversation KIND:ID[=KIND:ID] … | --all | --account-file FILE)
+/// [--user-prefix P] [--parallel N] [--history-only] [--since ISO8601] [--until ISO8601] [--dry-run] [--report FILE.json]`
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "migrate", abstract: "Copy conversation history from one backend to another (resumable, idempotent).")
+        commandName: "migrate",
+        abstract: "Move an account from one backend to another: users, groups and members, then history (resumable, idempotent).")
 
     @Option(name: .long, help: "The bridge configuration (YAML): backends and the store.") var config: String
     @Option(name: .long, help: "Source backend name.") var from: String
     @Option(name: .long, help: "Target backend name.") var to: String
     @Option(name: .long, help: "KIND:ID, or KIND:ID=KIND:ID to rename on the target (repeatable).") var conversation: [String] = []
-    @Flag(name: .long, help: "Every conversation the source can list.") var all = false
+    @Flag(name: .long, help: "Every user, group and conversation the source can enumerate (plus --account-file's).") var all = false
+    @Option(name: .customLong("account-file"),
+            help: "YAML/JSON with 'users', 'groups' and 'conversations' lists: what to migrate where the source cannot list it.")
+    var accountFile: String?
     @Option(name: .long, help: "Only messages sent at or after this time (ISO 8601).") var since: String?
     @Option(name: .long, help: "Only messages sent at or before this time (ISO 8601).") var until: String?
     @Flag(name: .customLong("dry-run"), help: "Write nothing; report what would happen.") var dryRun = false
     @Option(name: .long, help: "Write the report as JSON to this file.") var report: String?
-    @Option(name: .customLong("users-prefix"), help: "Puppet prefix for senders on the target (default: '<from>_').") var usersPrefix: String?
+    @Option(name: [.customLong("user-prefix"), .customLong("users-prefix")],
+            help: "Puppet prefix for users on the target (default: none, users keep their ids); direct conversations are renamed to the puppets' pair.")
+    var userPrefix: String?
+    @Option(name: .long, help: "Conversations copied at once (default \(MigrationPlan.defaultParallel)); all share the target's rate limit.")
+    var parallel: Int = MigrationPlan.defaultParallel
+    @Flag(name: .customLong("history-only"), help: "Copy messages only: no users, no groups (they must exist on the target).")
+    var historyOnly = false
     @Option(name: .long, help: "rehost (default: copy attachments into a target that stores files) or link (keep the source's URLs).")
     var media: String = "rehost"
 
     func validate() throws {
-        if conversation.isEmpty && !all { throw ValidationError("name at least one --conversation, or --all") }
+        if conversation.isEmpty && !all && accountFile == nil { throw ValidationError("name at least one --conversation, or --all, or --account-file") }
         if !conversation.isEmpty && all { throw ValidationError("--conversation and --all exclude each other") }
         if !["rehost", "link"].contains(media) { throw ValidationError("--media: expected rehost or link, got '\(media)'") }
+        if parallel < 1 { throw ValidationError("--parallel: expected 1 or more, got \(parallel)") }
     }
 
     func run() async throws {
         let bridge = try await Bridge.open(configPath: config, requireRoutes: false)
         guard let source = bridge.backends.first(where: { $0.id.rawValue == from }) else { throw ValidationError("--from: no backend '\(from)' in \(config)") }
         guard let target = bridge.backends.first(where: { $0.id.rawValue == to }) else { throw ValidationError("--to: no backend '\(to)' in \(config)") }
-        var pairs: [(ConversationRef, ConversationRef)] = []
-        if all {
-            guard let discovery = source as? any ConversationDiscovery else {
-                throw ValidationError("--all: \(source.capabilities.vendor) cannot list its conversations; name them with --conversation")
-            }
-            pairs = try await discovery.allConversations().map { ($0, $0) }
-        } else {
-            for text in conversation {
-                let sides = text.split(separator: "=", maxSplits: 1).map(String.init)
-                do {
-                    let left = try ConversationRef(parsing: sides[0])
-                    pairs.append((left, sides.count == 2 ? try ConversationRef(parsing: sides[1]) : left))
-                } catch let error as IMError {
-                    throw ValidationError("--conversation \(text): \(error.message)")
-                }
+        let users = UserMode.puppet(prefix: userPrefix ?? "")
+        var given = AccountScope()
+        if let accountFile {
+            do {
+                given = try AccountScope.load(file: accountFile)
+            } catch let error as IMError {
+                throw ValidationError("--account-file: \(error.message)")
             }
         }
-        let plan = MigrationPlan(source: source.id, target: target.id, conversations: pairs, sinceMs: try Self.parseTime(since, "--since"),
-                                 untilMs: try Self.parseTime(until, "--until"), dryRun: dryRun,
-                                 users: .puppet(prefix: usersPrefix ?? "\(from)_"), media: media == "link" ? .link : .rehost)
+        var pairs: [(ConversationRef, ConversationRef)] = []
+        for text in conversation {
+            let sides = text.split(separator: "=", maxSplits: 1).map(String.init)
+            do {
+                let left = try ConversationRef(parsing: sides[0])
+                pairs.append((left, sides.count == 2 ? try ConversationRef(parsing: sides[1]) : MigrationPlan.targetConversation(for: left, users: users)))
+            } catch let error as IMError {
+                throw ValidationError("--conversation \(text): \(error.message)")
+            }
+        }
+        var scope = AccountScope()
+        if all || accountFile != nil {
+            scope = try await AccountScope.discover(source, given: given, everything: all)
+            for conversation in scope.conversations where !pairs.contains(where: { $0.0 == conversation }) {
+                pairs.append((conversation, MigrationPlan.targetConversation(for: conversation, users: users)))
+            }
+            if all && pairs.isEmpty && scope.users.isEmpty && scope.groups.isEmpty {
+                throw ValidationError("--all: \(source.capabilities.vendor) lists nothing here (\(scope.notes.joined(separator: "; "))); "
+                                      + "name users and groups with --account-file, or conversations with --conversation")
+            }
+        }
+        var plan = MigrationPlan(source: source.id, target: target.id, conversations: pairs, sinceMs: try Self.parseTime(since, "--since"),
+                                 untilMs: try Self.parseTime(until, "--until"), dryRun: dryRun, users: users,
+                                 media: media == "link" ? .link : .rehost, account: !historyOnly,
+                                 extraUsers: scope.users, extraGroups: scope.groups, parallel: parallel)
+        plan.notes = scope.notes
         let display = ProgressDisplay()
         let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry,
                                 progress: { display.show($0) }, customFallbacks: bridge.engine.customFallbacks)
@@ -62,7 +88,7 @@ struct MigrateCommand: AsyncParsableCommand {
         display.finish()
         FileHandle.standardOutput.write(Data((result.summary + "\n").utf8))
         if let report { try result.json().write(to: URL(fileURLWithPath: report)) }
-        if result.total.failedTotal > 0 { throw ExitCode(2) }
+        if result.total.failedTotal > 0 || !(result.account?.failures.isEmpty ?? true) { throw ExitCode(2) }
     }
 
     static func parseTime(_ text: String?, _ flag: String) throws -> Int64? {

@@ -18,12 +18,12 @@ import Testing
         try await lab.provision([seed.a, seed.b] + puppets)
         try await lab.write(seed, on: source)
         let sourceRecords = Expectation.expected(from: try await lab.records(source, between: (seed.a, seed.b)), source: source)
-        // Senders become puppets `<source>_<user>` (the default user mode), so the direct conversation is renamed.
-        let renamed = ConversationRef.direct(puppets[0], puppets[1])
+        // With a puppet prefix, senders become `<source>_<user>` and the direct conversation is renamed to the
+        // puppets' pair without being told.
         let store = "\(lab.lab.directory)/migrate.sqlite"
         let config = try lab.configFile(store: store)
         let arguments = ["--config", config, "--from", source.rawValue, "--to", target.rawValue,
-                         "--conversation", "direct:\(seed.conversation.id)=direct:\(renamed.id)", "--report", "\(lab.lab.directory)/report.json"]
+                         "--conversation", "direct:\(seed.conversation.id)", "--user-prefix", "\(source)_", "--report", "\(lab.lab.directory)/report.json"]
 
         try await lab.fault(target, ["latency_ms": 120])
         let first = try MigrateProcess(arguments, directory: lab.lab.directory)

@@ -52,7 +52,7 @@ import Testing
         let storePath = "\(lab.lab.directory)/dry.sqlite"
         let reportPath = "\(lab.lab.directory)/dry.json"
         let run = try MigrateProcess(["--config", try lab.configFile(store: storePath), "--from", "wk", "--to", "jm",
-                                      "--conversation", "direct:\(seed.conversation.id)=direct:wk_\(seed.a),wk_\(seed.b)", "--dry-run",
+                                      "--conversation", "direct:\(seed.conversation.id)", "--dry-run",
                                       "--report", reportPath], directory: lab.lab.directory)
         let finished = await run.wait()
         #expect(finished?.status == 0, "\(run.log)")

@@ -10,11 +10,11 @@ extension Migrator {
     func deliver(_ outgoing: OutgoingMessage, to conversation: ConversationRef, earlierAttemptAt: Int64?,
                  media: Route.Media) async throws -> Message {
         let startedAt = earlierAttemptAt ?? clock.nowMs()
-        let (delivery, limiter, source) = (self.delivery, self.limiter, self.source)
+        let (delivery, pacing, source) = (self.delivery, self.pacing, self.source)
         var attempt = 0
         while true {
             do {
-                await limiter?.acquire()
+                await pacing.send(in: conversation.kind)
                 return try await delivery.send(outgoing, in: conversation, earlierAttemptAt: attempt > 0 ? startedAt : earlierAttemptAt,
                                                media: media, source: source)
             } catch {
@@ -23,12 +23,12 @@ extension Migrator {
         }
     }
 
-    /// A call to the target other than a send (recall, lookup), paced like the sends: some vendors'
-    /// limits count every API call (JMessage's 600/min).
+    /// A call to the target other than a send (recall, lookup, profiles, groups), paced by the target's
+    /// global limits: some vendors' limits count every API call (JMessage's 600/min).
     func onTarget<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        let limiter = self.limiter
+        let pacing = self.pacing
         return try await withRetry {
-            await limiter?.acquire()
+            await pacing.call()
             return try await body()
         }
     }

@@ -6,20 +6,37 @@ import IMStore
 public struct MigrationPlan: Sendable {
     public var source: BackendID
     public var target: BackendID
-    /// Source conversation → target conversation.
+    /// Source conversation → target conversation. A group whose target is its own id is created on the
+    /// target (or found in the store's group map) before its history when `account` is on, and its
+    /// history goes into the group the target gave (`targetConversation(for:users:)` names the default
+    /// target of a conversation).
     public var conversations: [(ConversationRef, ConversationRef)]
     public var sinceMs: Int64?
     public var untilMs: Int64?
     public var dryRun: Bool
-    /// How senders appear on the target (the route's user mode).
+    /// How senders appear on the target. Default: the same ids (`.puppet(prefix: "")`) — an app that
+    /// changes vendor keeps its users.
     public var users: UserMode
     public var pageSize: Int
     /// `.rehost` (default): attachments are fetched from the source and uploaded to a target that stores
     /// files, so the copies outlive the source account; `.link` keeps the source's URLs.
     public var media: Route.Media
+    /// Bring the account along: the profiles of the users (given, group members, direct participants,
+    /// senders) and the groups (name, avatar, announcement, owner, members) before the history. Off:
+    /// history only, into conversations that must exist.
+    public var account: Bool
+    /// Users and groups to migrate besides those the conversations need (`--all`, `--account-file`).
+    public var extraUsers: [UserID]
+    public var extraGroups: [GroupID]
+    /// Conversations copied at once (one lane each, order kept inside each); the target's rate limit
+    /// is shared by all lanes.
+    public var parallel: Int
+    /// Said in the report's account notes (what the scope could not enumerate, `AccountScope.notes`).
+    public var notes: [String] = []
 
     public init(source: BackendID, target: BackendID, conversations: [(ConversationRef, ConversationRef)], sinceMs: Int64? = nil,
-                untilMs: Int64? = nil, dryRun: Bool = false, users: UserMode? = nil, pageSize: Int = 100, media: Route.Media = .rehost) {
+                untilMs: Int64? = nil, dryRun: Bool = false, users: UserMode? = nil, pageSize: Int = 100, media: Route.Media = .rehost,
+                account: Bool = true, extraUsers: [UserID] = [], extraGroups: [GroupID] = [], parallel: Int = MigrationPlan.defaultParallel) {
         self.media = media
         self.source = source
         self.target = target
@@ -27,8 +44,32 @@ public struct MigrationPlan: Sendable {
         self.sinceMs = sinceMs
         self.untilMs = untilMs
         self.dryRun = dryRun
-        self.users = users ?? .puppet(prefix: "\(source)_")
+        self.users = users ?? .puppet(prefix: "")
         self.pageSize = pageSize
+        self.account = account
+        self.extraUsers = extraUsers
+        self.extraGroups = extraGroups
+        self.parallel = max(1, parallel)
+    }
+
+    /// Conversations copied at once unless told otherwise.
+    public static let defaultParallel = 8
+
+    /// Where a conversation goes by default: a direct conversation between the users' target ids (the
+    /// puppets' pair with a prefix), anything else under its own id.
+    public static func targetConversation(for conversation: ConversationRef, users: UserMode) -> ConversationRef {
+        guard conversation.kind == .direct, case .puppet(let prefix) = users, !prefix.isEmpty else { return conversation }
+        let pair = conversation.participants
+        guard pair.count == 2 else { return conversation }
+        return .direct(UserID(prefix + pair[0].rawValue), UserID(prefix + pair[1].rawValue))
+    }
+
+    /// The target id of a source user.
+    public func targetUser(_ user: UserID) -> UserID {
+        switch users {
+        case .puppet(let prefix): UserID(prefix + user.rawValue)
+        case .relay(let account, _): account
+        }
     }
 }
 
@@ -40,7 +81,9 @@ public struct MigrationProgress: Sendable {
     public var startedAt: Date
 }
 
-/// Copies history from one backend to another, oldest → newest, through the target's send API.
+/// Moves an account from one backend to another: users, then groups (`Migrator+Account.swift`), then
+/// each conversation's history, oldest → newest, through the target's send API, `plan.parallel`
+/// conversations at a time (one lane each, order kept inside each).
 ///
 /// Contract:
 /// - Idempotent: every copied message gets an id-map row in the same transaction as its conversation's
@@ -52,20 +95,31 @@ public struct MigrationProgress: Sendable {
 ///   sender in `vendorExtras` (and `sentAt` where the target can set it); the final state travels:
 ///   edits as the latest content, expansions as current key/values, a recall as the target's recall
 ///   (or, where it has none, a `[消息已撤回]` notice instead of the content).
-/// - Rate-limited to the target's documented send rate; retryable failures (429, vendor rate codes,
+/// - Rate-limited to the target's documented limits (`MigrationPacing`, shared by all lanes); retryable failures (429, vendor rate codes,
 ///   5xx) back off and retry; permanent ones are counted with their vendor code and the run goes on.
 public actor Migrator {
     let store: BridgeStore
     let source: any IMBackend
     let target: any IMBackend
     let retry: RetryPolicy
-    let limiter: RateLimiter?
+    /// The target's documented limits, shared by every lane.
+    let pacing: MigrationPacing
     let clock: any IMClock
     let progress: @Sendable (MigrationProgress) -> Void
     /// Fallback texts for declared custom types the target's vendor cannot carry (as the bridge sends them).
     let customFallbacks: CustomTypeFallbacks?
     /// The delivery path the relay uses too: provisioning, media, earlier copies, failure classes.
     let delivery: Delivery
+    /// The run's account counts (users, groups, members).
+    var account = MigrationReport.Account()
+    /// Each user's profile migration, started once per run (lanes that meet the same sender wait for it).
+    var userWork: [UserID: Task<Void, Never>] = [:]
+    /// Source conversations whose target group could not be made this run (their history waits).
+    var blocked: Set<ConversationRef> = []
+    /// Source profiles read ahead in batches (nil: the source does not know the user).
+    var sourceProfiles: [UserID: UserProfile?] = [:]
+    /// Target profiles read ahead in batches, by target id (nil: not on the target).
+    var targetProfiles: [UserID: UserProfile?] = [:]
 
     public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
                 sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
@@ -76,19 +130,45 @@ public actor Migrator {
         self.source = source
         self.target = target
         self.retry = retry
-        let rate = sendsPerSecond ?? RateLimiter.sendRate(of: target.capabilities)
-        self.limiter = rate.map { RateLimiter(perSecond: $0) }
+        self.pacing = MigrationPacing(capabilities: target.capabilities, sendsPerSecond: sendsPerSecond)
         self.delivery = Delivery(target: target, store: store, retry: retry)
         self.clock = clock
         self.progress = progress
     }
 
+    /// Users, then groups (when `plan.account`), then the history of every conversation, `plan.parallel`
+    /// conversations at a time.
     public func run(_ plan: MigrationPlan) async throws -> MigrationReport {
         var report = MigrationReport(source: plan.source.rawValue, target: plan.target.rawValue, dryRun: plan.dryRun)
-        for (from, to) in plan.conversations {
-            report.conversations.append(try await migrate(from, to, plan))
-        }
+        account = MigrationReport.Account()
+        account.notes = plan.notes
+        userWork = [:]
+        blocked = []
+        var pairs = plan.conversations
+        if plan.account { pairs = try await migrateAccount(plan, pairs) }
+        report.conversations = try await copyHistory(plan, pairs)
+        if plan.account { report.account = account }
         return report
+    }
+
+    /// One lane per conversation, at most `plan.parallel` at once; the report keeps the plan's order.
+    func copyHistory(_ plan: MigrationPlan, _ pairs: [(ConversationRef, ConversationRef)]) async throws -> [MigrationReport.Conversation] {
+        var results = [MigrationReport.Conversation?](repeating: nil, count: pairs.count)
+        try await withThrowingTaskGroup(of: (Int, MigrationReport.Conversation).self) { lanes in
+            var next = 0, running = 0
+            while next < pairs.count || running > 0 {
+                while next < pairs.count && running < plan.parallel {
+                    let index = next, (from, to) = pairs[index]
+                    lanes.addTask { (index, try await self.migrate(from, to, plan)) }
+                    next += 1
+                    running += 1
+                }
+                guard let (index, result) = try await lanes.next() else { break }
+                running -= 1
+                results[index] = result
+            }
+        }
+        return results.compactMap { $0 }
     }
 
     /// One checkpoint per conversation pair and time window: a run limited by `--since`/`--until` moves
@@ -104,6 +184,11 @@ public actor Migrator {
 
     func migrate(_ from: ConversationRef, _ to: ConversationRef, _ plan: MigrationPlan) async throws -> MigrationReport.Conversation {
         var result = MigrationReport.Conversation(source: "\(plan.source):\(from)", target: "\(plan.target):\(to)")
+        if blocked.contains(from) {
+            result.counts.failed["group_missing", default: 0] += 1
+            result.failures.append("\(from): the group could not be made on \(plan.target) (see the account failures); a rerun copies its history")
+            return result
+        }
         let checkpoint = Self.checkpointName(plan, from, to)
         let route = Route(from: RouteEndpoint(backend: plan.source, kind: from.kind, id: from.id),
                           to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users)
@@ -179,6 +264,7 @@ public actor Migrator {
             }
             // Recorded before the send: if the process dies between the target's accept and the id map, the
             // rerun looks for this message on the target instead of sending it again.
+            if plan.account { await bringUser(message.sender, plan) }
             let earlierAttempt = pending.attempt(of: message.id)
             if earlierAttempt == nil { try pending.add(message.id, at: clock.nowMs()) }
             let sent = try await deliver(outgoing, to: leg.targetConversation, earlierAttemptAt: earlierAttempt, media: plan.media)

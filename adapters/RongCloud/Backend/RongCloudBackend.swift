@@ -17,7 +17,8 @@ import IMHTTP
 ///   are also yielded on every `events()` stream (a redelivered callback is not yielded twice; see
 ///   `EventFanout`).
 /// - Opt-in protocols: `Recalling` (sender only, no window), `ExpansionUpdating` (server-call limits,
-///   validated with `ExpansionLimits.validate` before any call), `UserProvisioning` (`getToken`).
+///   validated with `ExpansionLimits.validate` before any call), `UserProvisioning` (`getToken`),
+///   `UserDirectory` and `GroupDirectory` (`RongCloudBackend+Directory.swift`).
 ///   No edit, reaction, read-state or conversation-list API exists for private/group messages.
 public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning {
     public struct Configuration: Sendable {
@@ -68,6 +69,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         self.configuration = configuration
         var capabilities = Capabilities.rongCloud
         capabilities.notes[.replies] = "RC:ReferenceMsg quotes with a text body; a reply with other content is sent without the quote"
+        capabilities.notes[.userProvisioning] = "users: name and portrait; groups: name and members (no owner, avatar or announcement outside profile hosting); cannot list all users or groups"
         self.capabilities = capabilities.carrying(configuration.mapping)
         self.client = RongCloudClient(baseURLs: configuration.baseURLs, appKey: configuration.appKey, appSecret: configuration.appSecret,
                                       timeoutSeconds: configuration.timeoutSeconds, clock: configuration.clock)

@@ -91,12 +91,17 @@ public enum RongCloudRefusal {
     public static let notSender = "fromUserId is not the sender of the message"
     public static let notExtensible = "message is not extensible (sent without expansion=true)"
     public static let expansionLimit = "expansion limit exceeded"
+    /// `/user/info.json` and `/user/refresh.json` of a user never registered.
+    public static let userNotFound = "user not found"
+    /// `/group/refresh.json` of a group that has no members.
+    public static let groupNotFound = "group not found"
 
     static func refine(_ text: String) -> IMError.Code? {
         if text.contains(messageNotFound) { return .notFound }
         if text.contains(notSender) { return .permissionDenied }
         if text.contains(notExtensible) { return .expansionNotEnabled }
         if text.contains(expansionLimit) { return .expansionLimitExceeded }
+        if text.contains(userNotFound) || text.contains(groupNotFound) { return .notFound }
         return nil
     }
 }

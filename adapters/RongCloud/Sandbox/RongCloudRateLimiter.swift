@@ -10,7 +10,8 @@ import RongCloud
 /// Costs follow the vendor: a private publish counts one message per `toUserId` (6000 per minute), a
 /// system publish one per `toUserId` (100 per second), a group publish one per `toGroupId` (20 per
 /// second), comma-joined values counted after splitting; token, recall, each expansion endpoint and
-/// user info/refresh/checkOnline count one per request (200, 100, 100, 100 per second).
+/// user info/refresh/checkOnline and the group endpoints count one per request (200, 100, 100, 100,
+/// 100 per second).
 final class RongCloudRateLimiter: Sendable {
     struct Rule: Sendable {
         var limit: Int
@@ -26,10 +27,10 @@ final class RongCloudRateLimiter: Sendable {
         RCPaths.expansionDelete: Rule(limit: 100, windowMs: 1000),
         RCPaths.expansionQuery: Rule(limit: 100, windowMs: 1000),
         RCSandboxPaths.systemPublish: Rule(limit: 100, windowMs: 1000),
-        RCSandboxPaths.userInfo: Rule(limit: 100, windowMs: 1000),
-        RCSandboxPaths.userRefresh: Rule(limit: 100, windowMs: 1000),
+        RCPaths.userInfo: Rule(limit: 100, windowMs: 1000),
+        RCPaths.userRefresh: Rule(limit: 100, windowMs: 1000),
         RCSandboxPaths.userCheckOnline: Rule(limit: 100, windowMs: 1000),
-    ]
+    ].merging(RCPaths.groupPaths.map { ($0, Rule(limit: 100, windowMs: 1000)) }) { first, _ in first }
 
     private let spent = Mutex<[String: [(at: Int64, cost: Int)]]>([:])
     let clock: any IMClock

@@ -11,6 +11,7 @@ import RongCloud
 ///   or milliseconds; any nonce characters. Missing or wrong → HTTP 401 `{"code":1004,…}`; an unknown
 ///   app key is answered the same way. No freshness window is enforced (UNCONFIRMED at the vendor).
 /// - Endpoints: `servedPaths` — `/user/{getToken,info,refresh,checkOnline}.json`,
+///   `/group/{create,join,refresh,user/query}.json`, `/user/group/query.json`,
 ///   `/message/{private,group,system}/publish.json`, `/message/recall.json`,
 ///   `/message/expansion/{set,delete,query}.json`, `/message/history.json` (forms, lenient) and
 ///   `/v3/message/{private,group}/query.json` (JSON, typed or all-string values); trailing slashes are
@@ -111,11 +112,11 @@ public final class RongCloudSandbox: SandboxVendor {
     /// Every path the sandbox serves (all POST); docs/adapters/rongcloud.md §6 lists the same set and a
     /// test compares the two.
     public static let servedPaths: [String] = [
-        RCPaths.getToken, RCSandboxPaths.userInfo, RCSandboxPaths.userRefresh, RCSandboxPaths.userCheckOnline,
+        RCPaths.getToken, RCPaths.userInfo, RCPaths.userRefresh, RCSandboxPaths.userCheckOnline,
         RCPaths.privatePublish, RCPaths.groupPublish, RCSandboxPaths.systemPublish,
         RCPaths.recall, RCPaths.expansionSet, RCPaths.expansionDelete, RCPaths.expansionQuery,
         RCPaths.privateHistory, RCPaths.groupHistory, RCSandboxPaths.historyLog,
-    ]
+    ] + RCPaths.groupPaths
 
     private func route(_ request: HTTPRequestData) throws -> (response: HTTPResponseData, messages: [RCRoutedMessage]) {
         let path = request.normalizedPath
@@ -137,9 +138,9 @@ public final class RongCloudSandbox: SandboxVendor {
         switch path {
         case RCPaths.getToken:
             return (.json(try store.getToken(userId: form["userId"], name: form["name"], portraitUri: form["portraitUri"])), [])
-        case RCSandboxPaths.userInfo:
+        case RCPaths.userInfo:
             return (.json(try store.userInfo(form)), [])
-        case RCSandboxPaths.userRefresh:
+        case RCPaths.userRefresh:
             try store.refreshUser(form)
             return (Self.ok, [])
         case RCSandboxPaths.userCheckOnline:
@@ -157,6 +158,8 @@ public final class RongCloudSandbox: SandboxVendor {
             return (Self.ok, try store.updateExpansion(form, delete: path == RCPaths.expansionDelete).map { [$0] } ?? [])
         case RCPaths.expansionQuery:
             return (.json(try store.queryExpansion(form)), [])
+        case _ where RCPaths.groupPaths.contains(path):
+            return (try store.directory(path, form), [])
         case RCSandboxPaths.historyLog:
             return (.json(try store.historyLog(form)), [])
         default:
@@ -196,8 +199,6 @@ public final class RongCloudSandbox: SandboxVendor {
 
 /// Paths the sandbox serves beyond those the adapter calls (`RCPaths`).
 public enum RCSandboxPaths {
-    public static let userInfo = "/user/info.json"
-    public static let userRefresh = "/user/refresh.json"
     public static let userCheckOnline = "/user/checkOnline.json"
     public static let systemPublish = "/message/system/publish.json"
     public static let historyLog = "/message/history.json"

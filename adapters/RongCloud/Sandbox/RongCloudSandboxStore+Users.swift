@@ -3,15 +3,6 @@ import IMCore
 import IMHTTP
 import RongCloud
 
-/// `/user/info.json`'s answer.
-public struct RCUserInfoResponse: Codable, Hashable, Sendable {
-    public var code = 200
-    public var userName: String
-    public var userPortrait: String
-    /// `yyyy-MM-dd HH:mm:ss`, Beijing time (docs/adapters/rongcloud.md §6).
-    public var createTime: String
-}
-
 /// `/user/checkOnline.json`'s answer: `status` is a string, "1" online, "0" offline.
 public struct RCOnlineStatusResponse: Codable, Hashable, Sendable {
     public var code = 200

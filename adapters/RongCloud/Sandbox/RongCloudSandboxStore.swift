@@ -91,8 +91,22 @@ public final class RongCloudSandboxStore: Sendable {
         var lastTime: Int64 = 0
         var counter: Int64 = 0
         var index: [String: Int] = [:]
+        /// Groups by id (`/group/*.json`, RongCloudSandboxStore+Directory.swift).
+        var groups: [String: Group] = [:]
 
-        enum CodingKeys: String, CodingKey { case users, messages, lastTime, counter }
+        enum CodingKeys: String, CodingKey { case users, messages, lastTime, counter, groups }
+
+        init() {}
+
+        /// State files from before groups were kept have no `groups`.
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            users = try c.decode([String: User].self, forKey: .users)
+            messages = try c.decode([RongCloudStoredMessage].self, forKey: .messages)
+            lastTime = try c.decode(Int64.self, forKey: .lastTime)
+            counter = try c.decode(Int64.self, forKey: .counter)
+            groups = try c.decodeIfPresent([String: Group].self, forKey: .groups) ?? [:]
+        }
 
         mutating func reindex() {
             index = Dictionary(uniqueKeysWithValues: messages.enumerated().map { ($0.element.msgUID, $0.offset) })

@@ -12,10 +12,12 @@ import WuKong
 /// `syncMessageExtra` / `syncMessageReaction` (`no_persist` → `msg.offline`).
 extension WuKongSandbox {
     func handleBusiness(_ request: HTTPRequestData, path: String) -> HTTPResponseData {
+        if let avatar = avatarResponse(request, path: path) { return avatar }
         guard let token = request.header("token"), let uid = state.withLock({ $0.tokenOwners[token] }) else {
             return .json(["msg": "请先登录！"], status: 401)
         }
         guard Self.serves(request.method, path) else { return Self.notFound() }
+        if let directory = handleDirectory(request, path: path, uid: uid) { return directory }
         do {
             switch (request.method, path) {
             case ("POST", "/v1/message/extra/sync"): return try extraSync(request, uid: uid)

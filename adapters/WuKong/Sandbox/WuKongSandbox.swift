@@ -52,6 +52,8 @@ public final class WuKongSandbox: SandboxVendor {
     public let clock: any IMClock
     let codec = WuKongMessageCodec()
     let state = Mutex(WuKongSandboxState())
+    /// The business server's users and groups (`WuKongSandbox+Directory.swift`).
+    let directory = Mutex(WuKongDirectoryState())
     private let notifyFeed: AsyncStream<WKMessage>.Continuation
     private let offlineFeed: AsyncStream<WKMessage>.Continuation
     public let notifier: CallbackDeliverer<WKMessage>?
@@ -65,6 +67,9 @@ public final class WuKongSandbox: SandboxVendor {
         self.stateFile = stateFile
         if let saved = try stateFile?.load(WuKongSandboxState.self, name: Self.stateName) {
             state.withLock { $0 = saved }
+        }
+        if let saved = try stateFile?.load(WuKongDirectoryState.self, name: Self.directoryStateName) {
+            directory.withLock { $0 = saved }
         }
         let (notifyStream, notifyFeed) = AsyncStream<WKMessage>.makeStream()
         let (offlineStream, offlineFeed) = AsyncStream<WKMessage>.makeStream()
@@ -115,6 +120,7 @@ public final class WuKongSandbox: SandboxVendor {
     func persist() {
         guard let stateFile else { return }
         state.withLock { try? stateFile.save($0, name: Self.stateName) }
+        directory.withLock { try? stateFile.save($0, name: Self.directoryStateName) }
     }
 
     /// Hands a message to the webhook: stored ones to `msg.notify`, `no_persist` ones to `msg.offline`
@@ -145,9 +151,18 @@ public final class WuKongSandbox: SandboxVendor {
         // business server (`token` header = a token registered with `/user/token`)
         "POST /v1/message/extra/sync", "POST /v1/message/revoke", "POST /v1/message/edit", "POST /v1/message/readed",
         "POST /v1/message/extra", "POST /v1/reactions", "POST /v1/reaction/sync",
-    ]
+    ] + directoryRoutes
 
-    static func serves(_ method: String, _ path: String) -> Bool { servedRoutes.contains("\(method) \(path)") }
+    /// A `{name}` segment of a route matches any one segment.
+    static func serves(_ method: String, _ path: String) -> Bool {
+        let asked = path.split(separator: "/", omittingEmptySubsequences: false)
+        return servedRoutes.contains { route in
+            let parts = route.split(separator: " ", maxSplits: 1)
+            let segments = parts[1].split(separator: "/", omittingEmptySubsequences: false)
+            return parts[0] == method && segments.count == asked.count
+                && zip(segments, asked).allSatisfy { $0.hasPrefix("{") && $0.hasSuffix("}") ? !$1.isEmpty : $0 == $1 }
+        }
+    }
 
     static func notFound() -> HTTPResponseData { .json(["msg": "404 page not found"], status: 404) }
 
@@ -174,6 +189,7 @@ public final class WuKongSandbox: SandboxVendor {
 
     public func reset() async {
         state.withLock { $0 = WuKongSandboxState() }
+        directory.withLock { $0 = WuKongDirectoryState() }
         persist()
     }
 

@@ -1,0 +1,103 @@
+import IMCore
+
+/// Users and groups of a memory world (`UserDirectory`, `GroupDirectory`), so that a whole-account
+/// migration can be tested in memory first.
+///
+/// Rules:
+/// - every user and group can be listed (`allUsers`, `allGroups`); a group also exists once it has
+///   members (`addMembers`), with no name;
+/// - worlds with the NIM or JMessage preset give new groups ids of their own (`"100001"`, …), as
+///   those vendors do (NIM `tid`, JMessage `gid`); the others keep the id asked for, and refuse to create
+///   a group that exists (`conflict`);
+/// - `updateGroup` sets name, avatar, announcement and extra fields and adds missing members (never
+///   removes one); members are listed sorted, the owner included.
+extension MemoryWorld {
+    /// Whether this world's vendor assigns group ids itself.
+    var assignsGroupIDs: Bool { ["nim", "jmessage"].contains(capabilities.vendor) }
+
+    func users(_ ids: [UserID]) -> [UserProfile] {
+        state.withLock { state in ids.compactMap { state.users[$0] } }
+    }
+
+    func saveUser(_ profile: UserProfile) {
+        state.withLock { $0.users[profile.id] = profile }
+    }
+
+    func allUsers() -> [UserID] {
+        state.withLock { $0.users.keys.sorted { $0 < $1 } }
+    }
+
+    func group(_ id: GroupID) -> GroupProfile? {
+        state.withLock { $0.groupProfile(id) }
+    }
+
+    func createGroup(_ profile: GroupProfile) throws -> GroupID {
+        try state.withLock { state in
+            var id = profile.id
+            if assignsGroupIDs {
+                id = GroupID(String(100_001 + state.groups.count))
+            } else if state.groupProfile(id) != nil {
+                throw IMError(.conflict, "group \(id) exists")
+            }
+            var stored = profile
+            stored.id = id
+            stored.members = []
+            state.groups[id] = stored
+            var members = Set(profile.members)
+            if let owner = profile.owner { members.insert(owner) }
+            state.groupMembers[id, default: []].formUnion(members)
+            return id
+        }
+    }
+
+    func updateGroup(_ profile: GroupProfile) throws {
+        try state.withLock { state in
+            guard var stored = state.groupProfile(profile.id) else { throw IMError(.notFound, "no group \(profile.id)") }
+            stored.name = profile.name ?? stored.name
+            stored.avatar = profile.avatar ?? stored.avatar
+            stored.announcement = profile.announcement ?? stored.announcement
+            stored.owner = stored.owner ?? profile.owner
+            stored.extra.merge(profile.extra) { _, new in new }
+            stored.members = []
+            state.groups[profile.id] = stored
+            state.groupMembers[profile.id, default: []].formUnion(profile.members)
+        }
+    }
+
+    func allGroups() -> [GroupID] {
+        state.withLock { Set($0.groups.keys).union($0.groupMembers.keys).sorted { $0.rawValue < $1.rawValue } }
+    }
+
+    func groups(of user: UserID) -> [GroupID] {
+        state.withLock { state in
+            state.groupMembers.filter { $0.value.contains(user) }.keys.sorted { $0.rawValue < $1.rawValue }
+        }
+    }
+}
+
+extension MemoryWorld.State {
+    func groupProfile(_ id: GroupID) -> GroupProfile? {
+        guard groups[id] != nil || groupMembers[id] != nil else { return nil }
+        var profile = groups[id] ?? GroupProfile(id: id)
+        profile.members = (groupMembers[id] ?? []).sorted { $0 < $1 }
+        return profile
+    }
+}
+
+extension MemoryBackend: UserDirectory, GroupDirectory {
+    public func users(_ ids: [UserID]) async throws -> [UserProfile] { world.users(ids) }
+
+    public func saveUser(_ profile: UserProfile) async throws { world.saveUser(profile) }
+
+    public func allUsers() async throws -> [UserID] { world.allUsers() }
+
+    public func group(_ id: GroupID) async throws -> GroupProfile? { world.group(id) }
+
+    public func createGroup(_ profile: GroupProfile) async throws -> GroupID { try world.createGroup(profile) }
+
+    public func updateGroup(_ profile: GroupProfile) async throws { try world.updateGroup(profile) }
+
+    public func allGroups() async throws -> [GroupID] { world.allGroups() }
+
+    public func groups(of user: UserID) async throws -> [GroupID] { world.groups(of: user) }
+}

@@ -1,0 +1,213 @@
+import Foundation
+import IMCore
+import IMHTTP
+import WuKong
+
+/// What the business server keeps about users and groups (docs/adapters/wukong.md §6), saved beside
+/// the WuKongIM state as its own snapshot (`WuKongSandbox.directoryStateName`).
+struct WuKongDirectoryState: Codable {
+    struct Member: Codable {
+        var uid: String
+        var role: Int64
+        var createdAt: String
+    }
+
+    struct Group: Codable {
+        var name: String
+        var notice: String
+        var invite: Int64 = 0
+        var createdAt: String
+        var updatedAt: String
+        var version: Int64
+        var members: [Member]
+    }
+
+    /// uid → the fields set with `PUT /v1/user/current`.
+    var users: [String: [String: JSONValue]] = [:]
+    var groups: [String: Group] = [:]
+}
+
+/// The business server's user and group routes as TangSengDaoDao serves them: a user exists once
+/// WuKongIM knows the uid (`/user/token`) or it updated itself; a group is created by the caller
+/// (`group_no` assigned here, the caller its creator, role 1) and is a WuKongIM group channel whose
+/// subscribers follow its members. Refusals are HTTP 400 `{"msg","status":400}`: an unknown user or
+/// group `用户不存在！` / `群不存在！`, a field the route does not take, a non-manager changing a group.
+/// The avatar routes need no session and answer a placeholder PNG (uploads are not served).
+extension WuKongSandbox {
+    static let directoryStateName = "wukong-directory"
+
+    /// The directory's routes; `handleBusiness` asks here first.
+    static let directoryRoutes = [
+        "GET /v1/users/{uid}", "PUT /v1/user/current", "GET /v1/users/{uid}/avatar",
+        "POST /v1/group/create", "GET /v1/groups/{group_no}/detail", "PUT /v1/groups/{group_no}",
+        "GET /v1/groups/{group_no}/members", "POST /v1/groups/{group_no}/members", "GET /v1/groups/{group_no}/avatar",
+    ]
+
+    /// A 1×1 transparent PNG: the avatar of everyone and every group.
+    static let placeholderAvatar = Data(base64Encoded:
+        "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==") ?? Data()
+
+    /// The avatar routes, answered without a session; nil for any other request.
+    func avatarResponse(_ request: HTTPRequestData, path: String) -> HTTPResponseData? {
+        let parts = path.split(separator: "/")
+        guard request.method == "GET", parts.count == 4, parts[0] == "v1", parts[1] == "users" || parts[1] == "groups",
+              parts[3] == "avatar" else { return nil }
+        return HTTPResponseData(status: 200, headers: [("Content-Type", "image/png")], body: Array(Self.placeholderAvatar))
+    }
+
+    /// The directory routes for the session's `uid`; nil when the request is for another route.
+    func handleDirectory(_ request: HTTPRequestData, path: String, uid: String) -> HTTPResponseData? {
+        let parts = path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
+        do {
+            switch (request.method, parts.count, parts) {
+            case ("GET", 3, let p) where p[1] == "users": return try userInfo(p[2])
+            case ("PUT", 3, let p) where p[1] == "user" && p[2] == "current": return try updateCurrentUser(request, uid: uid)
+            case ("POST", 3, let p) where p[1] == "group" && p[2] == "create": return try createGroup(request, uid: uid)
+            case ("GET", 4, let p) where p[1] == "groups" && p[3] == "detail": return try groupDetail(p[2])
+            case ("PUT", 3, let p) where p[1] == "groups": return try updateGroup(request, groupNo: p[2], uid: uid)
+            case ("GET", 4, let p) where p[1] == "groups" && p[3] == "members": return try groupMembers(request, groupNo: p[2])
+            case ("POST", 4, let p) where p[1] == "groups" && p[3] == "members": return try addMembers(request, groupNo: p[2], uid: uid)
+            default: return nil
+            }
+        } catch SandboxRefusal.badRequest(let message) {
+            return Self.failure(message)
+        } catch {
+            return Self.failure("\(error)")
+        }
+    }
+
+    // MARK: users
+
+    private func userInfo(_ target: String) throws -> HTTPResponseData {
+        let known = state.withLock { $0.devices[target] != nil }
+        guard let fields = directory.withLock({ $0.users[target] }) ?? (known ? [:] : nil) else {
+            throw SandboxRefusal.badRequest("用户不存在！")
+        }
+        var object: [String: JSONValue] = ["uid": .string(target), "name": .string(""), "username": .string(target), "sex": .int(0),
+                                           "short_no": .string(""), "category": .string(""), "robot": .int(0), "is_upload_avatar": .int(0)]
+        object.merge(fields) { _, set in set }
+        return .json(JSONValue.object(object))
+    }
+
+    private func updateCurrentUser(_ request: HTTPRequestData, uid: String) throws -> HTTPResponseData {
+        guard let fields = (try? JSONValue.parse(Data(request.body)))?.objectValue else { throw SandboxRefusal.badRequest("数据格式有误！") }
+        for (key, value) in fields {
+            guard WKDirectoryPaths.userFields.contains(key) else { throw SandboxRefusal.badRequest("不支持的字段[\(key)]！") }
+            if key == "name" || key == "short_no" {
+                guard let text = value.stringValue, value.objectValue == nil, value.arrayValue == nil else {
+                    throw SandboxRefusal.badRequest("\(key)格式有误！")
+                }
+                if key == "name", text.isEmpty || text.count > 100 { throw SandboxRefusal.badRequest("名字不能为空且不能超过100个字符！") }
+            } else if value.int64Value == nil {
+                throw SandboxRefusal.badRequest("\(key)格式有误！")
+            }
+        }
+        directory.withLock { $0.users[uid, default: [:]].merge(fields) { _, new in new } }
+        return Self.ok()
+    }
+
+    // MARK: groups
+
+    private func now() -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(secondsFromGMT: 8 * 3600)
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+        return formatter.string(from: Date(timeIntervalSince1970: Double(clock.nowMs()) / 1000))
+    }
+
+    private static func detail(_ groupNo: String, _ group: WuKongDirectoryState.Group) -> JSONValue {
+        .object(["group_no": .string(groupNo), "name": .string(group.name), "notice": .string(group.notice), "forbidden": .int(0),
+                 "invite": .int(group.invite), "created_at": .string(group.createdAt), "updated_at": .string(group.updatedAt),
+                 "member_count": .int(Int64(group.members.count)), "version": .int(group.version)])
+    }
+
+    private func createGroup(_ request: HTTPRequestData, uid: String) throws -> HTTPResponseData {
+        let body = try Self.decode(WKGroupCreateRequest.self, request)
+        guard !body.members.isEmpty else { throw SandboxRefusal.badRequest("群成员不能为空！") }
+        let groupNo = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
+        let time = now()
+        var seen = Set<String>()
+        let uids = ([uid] + body.members).filter { !$0.isEmpty && seen.insert($0).inserted }
+        let group = WuKongDirectoryState.Group(
+            name: body.name, notice: "", createdAt: time, updatedAt: time, version: 1,
+            members: uids.map { WuKongDirectoryState.Member(uid: $0, role: $0 == uid ? WKDirectoryPaths.creatorRole : 0, createdAt: time) })
+        directory.withLock { $0.groups[groupNo] = group }
+        subscribe(uids, to: groupNo)
+        return .json(Self.detail(groupNo, group))
+    }
+
+    private func groupDetail(_ groupNo: String) throws -> HTTPResponseData {
+        guard let group = directory.withLock({ $0.groups[groupNo] }) else { throw SandboxRefusal.badRequest("群不存在！") }
+        return .json(Self.detail(groupNo, group))
+    }
+
+    private func updateGroup(_ request: HTTPRequestData, groupNo: String, uid: String) throws -> HTTPResponseData {
+        guard let fields = (try? JSONValue.parse(Data(request.body)))?.objectValue else { throw SandboxRefusal.badRequest("数据格式有误！") }
+        for key in fields.keys where !WKDirectoryPaths.groupFields.contains(key) { throw SandboxRefusal.badRequest("不支持的属性[\(key)]！") }
+        let time = now()
+        try directory.withLock { directory in
+            guard var group = directory.groups[groupNo] else { throw SandboxRefusal.badRequest("群不存在！") }
+            let role = group.members.first { $0.uid == uid }?.role
+            guard role == WKDirectoryPaths.creatorRole || role == WKDirectoryPaths.managerRole else {
+                throw SandboxRefusal.badRequest("只有管理者才能修改群资料！")
+            }
+            if let name = fields["name"] {
+                guard let text = name.stringValue, !text.isEmpty else { throw SandboxRefusal.badRequest("群名不能为空！") }
+                group.name = text
+            }
+            if let notice = fields["notice"] {
+                guard let text = notice.stringValue else { throw SandboxRefusal.badRequest("群公告格式有误！") }
+                group.notice = text
+            }
+            if let invite = fields["invite"] {
+                guard let value = invite.int64Value else { throw SandboxRefusal.badRequest("invite格式有误！") }
+                group.invite = value
+            }
+            group.updatedAt = time
+            group.version += 1
+            directory.groups[groupNo] = group
+        }
+        return Self.ok()
+    }
+
+    /// `page` from 1 (default 1), `limit` 1–1000 (default 100), in join order.
+    private func groupMembers(_ request: HTTPRequestData, groupNo: String) throws -> HTTPResponseData {
+        guard let group = directory.withLock({ $0.groups[groupNo] }) else { throw SandboxRefusal.badRequest("群不存在！") }
+        let page = max(1, request.queryValue("page").flatMap { Int($0) } ?? 1)
+        let limit = min(max(1, request.queryValue("limit").flatMap { Int($0) } ?? 100), 1000)
+        let names = directory.withLock { directory in group.members.map { directory.users[$0.uid]?["name"]?.stringValue ?? "" } }
+        let rows: [JSONValue] = zip(group.members, names).dropFirst((page - 1) * limit).prefix(limit).map { member, name in
+            .object(["uid": .string(member.uid), "group_no": .string(groupNo), "name": .string(name), "remark": .string(""),
+                     "role": .int(member.role), "version": .int(group.version), "is_deleted": .int(0), "status": .int(1),
+                     "robot": .int(0), "created_at": .string(member.createdAt), "updated_at": .string(member.createdAt)])
+        }
+        return .json(JSONValue.array(rows))
+    }
+
+    /// Any member may add members; those already in are skipped.
+    private func addMembers(_ request: HTTPRequestData, groupNo: String, uid: String) throws -> HTTPResponseData {
+        let body = try Self.decode(WKGroupMembersRequest.self, request)
+        guard !body.members.isEmpty else { throw SandboxRefusal.badRequest("成员不能为空！") }
+        let time = now()
+        let added = try directory.withLock { directory -> [String] in
+            guard var group = directory.groups[groupNo] else { throw SandboxRefusal.badRequest("群不存在！") }
+            guard group.members.contains(where: { $0.uid == uid }) else { throw SandboxRefusal.badRequest("您不在群内，不能添加成员！") }
+            var present = Set(group.members.map(\.uid))
+            let added = body.members.filter { !$0.isEmpty && present.insert($0).inserted }
+            group.members += added.map { WuKongDirectoryState.Member(uid: $0, role: 0, createdAt: time) }
+            group.version += 1
+            directory.groups[groupNo] = group
+            return added
+        }
+        subscribe(added, to: groupNo)
+        return Self.ok()
+    }
+
+    /// What the business server asks of WuKongIM: the group channel (type 2) gets these subscribers.
+    private func subscribe(_ uids: [String], to groupNo: String) {
+        state.withLock { state in
+            Self.addSubscribers(uids, reset: false, to: WuKongSandboxState.ChannelKey(id: groupNo, type: WKChannelType.group), in: &state)
+        }
+    }
+}
