@@ -136,7 +136,7 @@ final class AcceptThenTimeoutBackend: IMBackend {
         let engine = h.engine(retry: RetryPolicy(baseMs: 5, maxMs: 20, maxAgeMs: 300))
         try await engine.start(feeding: [h.wk, h.rcMemory])
         _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("stuck")))
-        #expect(try await eventually(5) { try h.store.read { try $0.count(state: .dead) } == 1 })
+        #expect(try await eventually(30) { try h.store.read { try $0.count(state: .dead) } == 1 })
         flaky.failing.withLock { $0[.group("g")] = 0 }
         _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("next")))
         #expect(try await eventually { try await h.history(h.rc, "g").map(\.content) == [.text("next")] })

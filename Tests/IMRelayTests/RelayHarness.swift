@@ -34,7 +34,7 @@ struct RelayHarness {
 }
 
 /// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 10, _ condition: () async throws -> Bool) async rethrows -> Bool {
+func eventually(_ seconds: Double = 30, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try await condition() { return true }

@@ -165,7 +165,9 @@ import WuKongSandbox
         #expect(ids == Array(repeating: [dropped], count: 5), "the same batch each time")
         let arrivals = recorder.arrivals.prefix(5)
         let gaps = zip(arrivals.dropFirst(), arrivals).map { $0.timeIntervalSince($1) }
-        #expect(gaps.count == 4 && gaps.allSatisfy { $0 >= 0.9 && $0 <= 2.0 }, "about 1 s between attempts: \(gaps)")
+        // Never sooner than the vendor's 1 s; the upper bound leaves room for a loaded machine (a full parallel
+        // test run stretched gaps to 2.3 s) while still catching a growing backoff (1, 2, 4, 8 s).
+        #expect(gaps.count == 4 && gaps.allSatisfy { $0 >= 0.9 && $0 <= 3.5 }, "about 1 s between attempts: \(gaps)")
         // Given up: the next message goes out alone (the receiver answers 200 again), the dropped one never again.
         let next = try await rig.sendText("next", from: "u1", to: "u2")
         let all = await recorder.waitFor(6, timeout: 5)
