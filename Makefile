@@ -3,7 +3,8 @@
 #   make test   install what the build lacks, start a throwaway PostgreSQL cluster, run every test, stop it
 SWIFT ?= swift
 # systemd: only its `systemd-analyze verify`, which a test runs on deploy/imbridge.service.
-APT_PACKAGES := libsqlite3-dev postgresql systemd
+# chromium: headless, for the status page's browser test (Tests/EndToEndTests/StatusPageBrowserTests.swift).
+APT_PACKAGES := libsqlite3-dev postgresql systemd chromium
 
 .PHONY: deps build test demo install clean
 PREFIX ?= /usr/local
@@ -22,13 +23,14 @@ build: deps
 
 # The PostgreSQL tests need a server: a throwaway cluster (scripts/test-postgres.sh) in a temp dir on a
 # free loopback port, stopped and removed afterwards. If it cannot be started the run fails here.
+# IMBRIDGE_REQUIRE_BROWSER=1: the browser test fails (instead of skipping) when chromium is missing.
 test: deps
 	@pgdir=$$(mktemp -d /tmp/imbridge-pg.XXXXXX); \
 	if ! scripts/test-postgres.sh start "$$pgdir"; then \
 		echo "make test: FAILED: cannot start the PostgreSQL test cluster (see above)" >&2; rm -rf "$$pgdir"; exit 1; \
 	fi; \
 	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
-	IMBRIDGE_TEST_POSTGRES="$$pgdir" $(SWIFT) test
+	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test
 
 demo: deps
 	$(SWIFT) build --product imbridge

@@ -35,6 +35,7 @@ let package = Package(
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
     ],
     targets: [
         .target(name: "IMCore"),
@@ -62,6 +63,8 @@ let package = Package(
         .target(name: "IMRelay", dependencies: [
             "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log"),
             .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+            // The status page's template engine (Status/StatusPage.swift).
+            .product(name: "Mustache", package: "swift-mustache"),
         ]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [

@@ -13,8 +13,10 @@ public struct Bridge: Sendable {
     public let engine: RelayEngine
     /// Callbacks, and (without `admin_listen`) the operator's endpoints.
     public let listener: BridgeListener
-    /// `/healthz`, `/readyz`, `/metrics` on `admin_listen`, when configured; nil otherwise.
+    /// `/healthz`, `/readyz`, `/metrics` and the status page on `admin_listen`, when configured; nil otherwise.
     public let adminListener: BridgeListener?
+    /// Catch-up from the sources' history (`catch_up:`); nil when turned off.
+    public let catchUp: CatchUpRunner?
 
     /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
     public static func open(configPath: String, requireRoutes: Bool = true) async throws -> Bridge {
@@ -43,18 +45,24 @@ public struct Bridge: Sendable {
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort, logger: httpLogger)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },
                                                                uniquingKeysWith: { first, _ in first }),
-                        serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness)
+                        serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness, status: StatusContext(config: config))
         var admin: BridgeListener?
         if let address = config.adminListen {
             admin = BridgeListener(host: address.host, port: address.port, logger: httpLogger)
-            admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness)
+            admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness, status: StatusContext(config: config))
         }
-        return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener, adminListener: admin)
+        let catchUp = config.catchUp.enabled
+            ? CatchUpRunner(engine: engine, backends: backends.map { $0 as any IMBackend }, routes: config.routes, settings: config.catchUp)
+            : nil
+        return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener, adminListener: admin,
+                      catchUp: catchUp)
     }
 
     /// Starts listening (unless the listener was started beforehand), relaying, and the backends'
     /// own intake (pollers).
     public func start() async throws {
+        // Before callbacks are taken: live messages of the catch-up sources wait for the start-up catch-up.
+        try await catchUp?.start()
         if listener.port == nil { try await listener.start() }
         if let adminListener, adminListener.port == nil {
             do { try await adminListener.start() } catch {
@@ -69,6 +77,7 @@ public struct Bridge: Sendable {
     /// Stops intake first (the listener), then lets the lanes finish what they hold.
     public func stop() async {
         await listener.stop()
+        await catchUp?.stop()
         await engine.stop()
         await adminListener?.stop()
     }

@@ -20,7 +20,8 @@ import UnixSignals
 ///    the outbox) and releases its leader lease;
 /// 3. pruning (leader only);
 /// 4. intake of the backends that fetch on their own (the JMessage report poller);
-/// 5. the callback listener, stopped first: it stops accepting, answers the requests it holds, closes.
+/// 5. catch-up from history (`catch_up:`; its loop starts before the listeners bind);
+/// 6. the callback listener, stopped first: it stops accepting, answers the requests it holds, closes.
 ///
 /// The first SIGTERM or SIGINT starts that graceful shutdown; a second one exits at once (status 130):
 /// whatever was not sent stays in the outbox, as after a crash.
@@ -29,6 +30,8 @@ extension Bridge {
     /// is reported (with its reason) before anything else starts.
     public func run(logger: Logger = Logger(label: "imbridge.lifecycle")) async throws {
         let drainMs = Int64(config.drainSeconds) * 1000
+        // Before callbacks are taken: live messages of the catch-up sources wait for the start-up catch-up.
+        try await catchUp?.start()
         if listener.port == nil { try await listener.start() }
         if let adminListener, adminListener.port == nil {
             do { try await adminListener.start() } catch {
@@ -43,6 +46,7 @@ extension Bridge {
         services.append(.init(service: EngineService(engine: engine, deadline: deadline, logger: logger)))
         services.append(.init(service: PruneService(engine: engine)))
         services.append(.init(service: IntakeService(engine: engine, sources: backends, logger: logger)))
+        if let catchUp { services.append(.init(service: CatchUpService(runner: catchUp))) }
         services.append(.init(service: ListenerService(listener: listener, role: "callbacks", logger: logger)))
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         // A backstop only: the engine keeps the drain deadline itself; this cancels a service that
@@ -83,7 +87,7 @@ extension Bridge {
             "log_level": "\(config.logLevel.rawValue)",
             "drain_seconds": "\(config.drainSeconds)",
         ]
-        metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics on listen)"
+        metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics, /status on listen)"
         logger.info("imbridge started", metadata: metadata)
         for (index, route) in config.routes.enumerated() {
             logger.info("route", metadata: ["index": "\(index)", "from": "\(route.from)", "to": "\(route.to)",
@@ -202,6 +206,17 @@ struct IntakeService: Service {
         try? await gracefulShutdown()
         await engine.stopIntake()
         logger.info("intake stopped")
+    }
+}
+
+/// Catch-up from history (`CatchUpRunner`, started before the listeners): stopped after the callback
+/// listener, saving the checkpoints live traffic moved.
+struct CatchUpService: Service {
+    let runner: CatchUpRunner
+
+    func run() async throws {
+        try? await gracefulShutdown()
+        await runner.stop()
     }
 }
 

@@ -39,10 +39,23 @@ public struct HTTPClientWrapper: Sendable {
     public var timeout: TimeAmount
     public var maxResponseBytes: Int
 
-    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20) {
+    /// False: a connection that cannot be made (nothing listens) fails at once, as a vendor's webhook
+    /// sees a stopped receiver, instead of being tried again until the deadline (the sandboxes' callbacks).
+    public var retriesConnecting: Bool
+
+    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20, retriesConnecting: Bool = true) {
         self.timeout = .seconds(timeoutSeconds)
         self.maxResponseBytes = maxResponseBytes
+        self.retriesConnecting = retriesConnecting
     }
+
+    /// The client for `retriesConnecting: false`: one connection attempt, 5 s to connect (as WuKongIM's webhook).
+    static let connectOnce: HTTPClient = {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.timeout.connect = .seconds(5)
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }()
 
     public func send(_ request: OutboundRequest) async throws -> HTTPResponseData {
         var outgoing = HTTPClientRequest(url: request.url)
@@ -50,7 +63,7 @@ public struct HTTPClientWrapper: Sendable {
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
         do {
-            let response = try await HTTPClient.shared.execute(outgoing, timeout: timeout)
+            let response = try await (retriesConnecting ? HTTPClient.shared : Self.connectOnce).execute(outgoing, timeout: timeout)
             let body = try await response.body.collect(upTo: maxResponseBytes)
             return HTTPResponseData(status: Int(response.status.code),
                                     headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))

@@ -6,11 +6,15 @@ import Logging
 import Synchronization
 
 /// The bridge's HTTP side: vendor callbacks at `POST /callbacks/<backend>`, and the operator's endpoints
-/// `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`.
+/// `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`, and the status page `GET /status`
+/// with its JSON twin `GET /status.json` (docs/status-page.md).
 ///
 /// One listener serves both by default; with `admin_listen:` the bridge runs two, one serving only
 /// callbacks (`Serves.callbacks`, the address vendors reach) and one only the operator's endpoints
-/// (`Serves.admin`); each answers 404 for the other's paths.
+/// (`Serves.admin`); each answers 404 for the other's paths. The status page is also served at `/` of a
+/// listener that serves only the operator's endpoints, never at `/` of one that takes callbacks: that
+/// address is the one given to the vendors and often public, and its root is what any visitor or
+/// scanner requests first (docs/status-page.md, "Where it is served").
 ///
 /// A callback is answered with the vendor's success response only after `RelayEngine.ingest` committed
 /// its events; a store failure answers 503 so the vendor redelivers, a forged or malformed callback gets
@@ -26,7 +30,7 @@ public final class BridgeListener: Sendable {
         public init(rawValue: Int) { self.rawValue = rawValue }
         /// `POST /callbacks/<backend>`.
         public static let callbacks = Serves(rawValue: 1)
-        /// `/healthz`, `/readyz`, `/metrics`.
+        /// `/healthz`, `/readyz`, `/metrics`, `/status`, `/status.json` (and `/` when alone).
         public static let admin = Serves(rawValue: 2)
         public static let all: Serves = [.callbacks, .admin]
     }
@@ -54,11 +58,11 @@ public final class BridgeListener: Sendable {
     /// Starts answering with `engine`: `/callbacks/<name>` goes to `receivers[name]`, which pushes
     /// into the engine.
     /// `serves` chooses the endpoints this listener answers (the others get 404); `readiness` when
-    /// `/readyz` counts a failing backend as down.
+    /// `/readyz` counts a failing backend as down; `status` what the status page adds from the configuration.
     public func attach(engine: RelayEngine, receivers: [BackendID: any InboundHandling], serves: Serves = .all,
-                       readiness: ReadinessPolicy = ReadinessPolicy()) {
+                       readiness: ReadinessPolicy = ReadinessPolicy(), status: StatusContext = StatusContext()) {
         let byName = Dictionary(receivers.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: { first, _ in first })
-        slot.handler.withLock { $0 = Handler(engine: engine, receivers: byName, serves: serves, readiness: readiness) }
+        slot.handler.withLock { $0 = Handler(engine: engine, receivers: byName, serves: serves, readiness: readiness, status: status) }
     }
 
     @discardableResult
@@ -76,6 +80,7 @@ public final class BridgeListener: Sendable {
         let receivers: [String: any InboundHandling]
         var serves: Serves = .all
         var readiness = ReadinessPolicy()
+        var status = StatusContext()
 
         func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
             let path = request.normalizedPath
@@ -86,6 +91,13 @@ public final class BridgeListener: Sendable {
                 return health()
             case ("GET", "/readyz"):
                 return await ready()
+            case ("GET", "/status"):
+                return statusPage()
+            case ("GET", "/") where serves == .admin:
+                // Only alone: not at the root of the address the vendors post to (docs/status-page.md).
+                return statusPage()
+            case ("GET", "/status.json"):
+                return statusJSON()
             case ("GET", "/metrics"):
                 // The outbox gauges are read from the store now, then the registry renders.
                 var response = HTTPResponseData.text(engine.metrics.scrape(store: engine.store, now: engine.clock.nowMs()))
@@ -131,6 +143,26 @@ public final class BridgeListener: Sendable {
             let body = Body(status: reasons.isEmpty ? "ready" : "not_ready", reasons: reasons, failingBackends: down,
                             backendFailingThresholdMs: readiness.backendFailingMs, backends: engine.health.snapshot)
             return .json(body, status: reasons.isEmpty ? 200 : 503)
+        }
+
+        /// The status page: HTML rendered on the server, no script; the page may only load inline styles
+        /// (`Content-Security-Policy`), so even a value that escaped escaping could run nothing.
+        func statusPage() -> HTTPResponseData {
+            let report = StatusReport.collect(engine: engine, context: status, readiness: readiness)
+            return HTTPResponseData(status: 200, headers: [
+                ("Content-Type", "text/html; charset=utf-8"),
+                ("Cache-Control", "no-store"),
+                ("X-Content-Type-Options", "nosniff"),
+                ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+            ], body: Array(StatusPage.html(report, refreshSeconds: status.refreshSeconds).utf8))
+        }
+
+        func statusJSON() -> HTTPResponseData {
+            let report = StatusReport.collect(engine: engine, context: status, readiness: readiness)
+            guard let body = try? report.json() else { return .json(["status": "unavailable"], status: 500) }
+            var response = HTTPResponseData.json(body)
+            response.headers.append(("Cache-Control", "no-store"))
+            return response
         }
 
         func health() -> HTTPResponseData {

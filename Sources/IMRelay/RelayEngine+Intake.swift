@@ -8,8 +8,10 @@ import Logging
 /// rows (group commit) before it returns; `refused` counts a turned-away callback.
 extension RelayEngine: EventSink {
     public nonisolated func accept(_ events: [IMEvent]) async throws {
+        let admitted = catchUpGate.admit(events)
         do {
-            try await ingestGrouped(events)
+            try await ingestGrouped(admitted)
+            catchUpGate.recorded(admitted)
         } catch {
             metrics.increment("imbridge_ingest_errors_total")
             logStoreError("ingest", error)
@@ -19,9 +21,13 @@ extension RelayEngine: EventSink {
 
     /// Takes a batch's events and its poison messages in one transaction: the events as `accept`, each
     /// set-aside message kept as an inbound dead letter (once per backend and key).
+    /// Live messages of a conversation being caught up are held by `catchUpGate` (docs/architecture.md,
+    /// "Catch-up") and recorded by the catch-up in source order.
     public nonisolated func accept(_ batch: InboundBatch) async throws {
+        let admitted = catchUpGate.admit(batch.events)
         do {
-            try await ingestGrouped(batch.events, setAside: batch.setAside)
+            try await ingestGrouped(admitted, setAside: batch.setAside)
+            catchUpGate.recorded(admitted)
         } catch {
             metrics.increment("imbridge_ingest_errors_total")
             logStoreError("ingest", error)

@@ -61,6 +61,8 @@ public actor RelayEngine {
     /// The one delivery path per target (shared with migration).
     nonisolated let deliveries: [BackendID: Delivery]
     public nonisolated let customFallbacks: CustomTypeFallbacks?
+    /// Where live intake meets catch-up (`CatchUpRunner`); admits everything while no source is watched.
+    public nonisolated let catchUpGate = CatchUpGate()
     nonisolated let wakes = Mutex(Wakes())
     nonisolated let payloads = PayloadCache()
     /// This engine's lease owner name and lease length.
@@ -86,6 +88,7 @@ public actor RelayEngine {
         self.routes = RouteTable(routes)
         self.clock = clock
         self.metrics = metrics
+        metrics.activity.use(clock: clock)
         // The outbox gauges are read from the store at scrape time (`RelayMetrics.scrape`).
         let targets = routes.flatMap { $0.direction == .both ? [$0.to.backend, $0.from.backend] : [$0.to.backend] }
         let configured = Set(backends.map(\.id))

@@ -67,6 +67,14 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_outbox_dead_letters", kind: .gauge,
                help: "Dead letters held in the store, waiting for an operator (imbridge deadletters), read at scrape time."),
         Family(name: "imbridge_store_up", kind: .gauge, help: "1 when the store answered this scrape's reads, 0 when it did not (the outbox gauges then keep their last values)."),
+        Family(name: "imbridge_catch_up_runs_total", kind: .counter,
+               help: "Catch-ups of one source conversation from history, by backend and reason (start, gap, held, interval)."),
+        Family(name: "imbridge_catch_up_recovered_total", kind: .counter,
+               help: "Messages read from a source's history by catch-up that the bridge had not received, by backend."),
+        Family(name: "imbridge_catch_up_skipped_total", kind: .counter,
+               help: "Messages catch-up left out (older than catch_up.max_age, or beyond max_messages_per_conversation), by backend."),
+        Family(name: "imbridge_catch_up_errors_total", kind: .counter,
+               help: "Catch-up history reads or conversation listings that failed (tried again later), by backend."),
     ].map { ($0.name, $0) })
 
     /// Upper bounds of the relay latency histogram's buckets, in seconds.
@@ -84,6 +92,11 @@ public final class RelayMetrics: Sendable {
     /// API passes it as `factory:`.
     public let factory: RelayMetricsFactory
     private let latency: CoreMetrics.Timer
+    /// The last minutes of the counters the status page charts (events in, relayed, retries, dead
+    /// letters, refusals), fed by `increment`.
+    public let activity = ActivityLog()
+    /// When this object (and so the engine) was created, Unix milliseconds.
+    public let startedAtMs = Int64((Date().timeIntervalSince1970 * 1000).rounded())
 
     public init() {
         registry = PrometheusCollectorRegistry()
@@ -91,7 +104,7 @@ public final class RelayMetrics: Sendable {
         latency = CoreMetrics.Timer(label: "imbridge_relay_latency_seconds", dimensions: [], factory: factory)
         let build = MappingSet.buildVersion
         gauge("imbridge_build_info", ["version": build.version, "commit": build.commit]).set(1)
-        gauge("imbridge_start_time_seconds", [:]).set(Date().timeIntervalSince1970)
+        gauge("imbridge_start_time_seconds", [:]).set(Double(startedAtMs) / 1000)
         for name in ["imbridge_ingest_errors_total", "imbridge_duplicates_total", "imbridge_echoes_total", "imbridge_inbound_dead_letters_retried_total"] {
             increment(name, by: 0)
         }
@@ -119,6 +132,16 @@ public final class RelayMetrics: Sendable {
         setOutboxGauges(StoreGauges(), now: 0)
     }
 
+    /// Makes a catch-up source's series at zero (`CatchUpRunner.start`).
+    public func prepareCatchUp(backend: BackendID) {
+        for reason in ["start", "gap", "held", "interval"] {
+            increment("imbridge_catch_up_runs_total", ["backend": backend.rawValue, "reason": reason], by: 0)
+        }
+        for name in ["imbridge_catch_up_recovered_total", "imbridge_catch_up_skipped_total", "imbridge_catch_up_errors_total"] {
+            increment(name, ["backend": backend.rawValue], by: 0)
+        }
+    }
+
     /// The targets the outbox gauges are set for at every scrape.
     private let knownTargets = Mutex<Set<String>>([])
 
@@ -127,6 +150,7 @@ public final class RelayMetrics: Sendable {
     /// Adds `amount` to a counter series (made on first use; `by: 0` only makes it).
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Int = 1) {
         CoreMetrics.Counter(label: name, dimensions: Self.dimensions(labels), factory: factory).increment(by: amount)
+        activity.record(family: name, amount)
     }
 
     public func observeLatency(seconds: Double) {

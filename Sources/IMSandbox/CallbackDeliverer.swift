@@ -2,15 +2,78 @@ import Foundation
 import IMCore
 import IMHTTP
 
-/// Delivers a vendor's callbacks to the configured URL the way vendors do: in order, retried until the
-/// receiver answers 2xx, optionally batched.
+/// How a sandbox delivers its callbacks: batching, how often a refused batch is tried, and when it is
+/// given up. Vendors do not redeliver for ever (README, "When the bridge is down"); each sandbox starts
+/// from its vendor's policy (`WuKongSandbox`: WuKongIM's) and takes the same `--option` keys to change it:
+///
+/// | option | meaning |
+/// |---|---|
+/// | `callback_attempts=N` | attempts in total before a batch is dropped; `0` tries until it succeeds |
+/// | `callback_retry_ms=N` | the pause after a failed attempt |
+/// | `callback_retry_max_ms=N` | when larger than `callback_retry_ms`, the pause doubles per failure up to it |
+public struct CallbackPolicy: Sendable, Equatable {
+    /// Most items in one request.
+    public var maxBatch: Int
+    /// A batch is sent this long after its first item arrived (0: at once).
+    public var intervalMs: Int64
+    /// Attempts in total before the batch is dropped; nil: until it succeeds.
+    public var maxAttempts: Int?
+    /// The pause after a failed attempt (the first one when `retryMaxMs` is larger: it doubles up to it).
+    public var retryMs: Int64
+    public var retryMaxMs: Int64
+
+    public init(maxBatch: Int = 1, intervalMs: Int64 = 0, maxAttempts: Int?, retryMs: Int64, retryMaxMs: Int64? = nil) {
+        self.maxBatch = max(1, maxBatch)
+        self.intervalMs = max(0, intervalMs)
+        self.maxAttempts = maxAttempts.flatMap { $0 > 0 ? $0 : nil }
+        self.retryMs = max(0, retryMs)
+        self.retryMaxMs = max(self.retryMs, retryMaxMs ?? retryMs)
+    }
+
+    /// Tries until the receiver answers success; the pause doubles from `retryMs` to `retryMaxMs`.
+    public static func untilDelivered(maxBatch: Int = 1, intervalMs: Int64 = 0, retryMs: Int64 = 100, retryMaxMs: Int64 = 5000) -> CallbackPolicy {
+        CallbackPolicy(maxBatch: maxBatch, intervalMs: intervalMs, maxAttempts: nil, retryMs: retryMs, retryMaxMs: retryMaxMs)
+    }
+
+    public static let optionKeys = ["callback_attempts", "callback_retry_ms", "callback_retry_max_ms"]
+
+    /// This policy changed by the `--option` keys above; a value that is not a number ≥ 0 is an
+    /// `invalid_argument` naming the option.
+    public func applying(_ options: [String: String]) throws -> CallbackPolicy {
+        func number(_ key: String) throws -> Int64? {
+            guard let text = options[key] else { return nil }
+            guard let value = Int64(text.trimmingCharacters(in: .whitespaces)), value >= 0 else {
+                throw IMError(.invalidArgument, "--option \(key)=\(text): expected a whole number ≥ 0", details: ["option": key])
+            }
+            return value
+        }
+        var policy = self
+        if let attempts = try number("callback_attempts") { policy.maxAttempts = attempts == 0 ? nil : Int(attempts) }
+        if let retry = try number("callback_retry_ms") {
+            policy.retryMs = retry
+            policy.retryMaxMs = max(retry, options["callback_retry_max_ms"] == nil ? retry : policy.retryMaxMs)
+        }
+        if let cap = try number("callback_retry_max_ms") { policy.retryMaxMs = max(policy.retryMs, cap) }
+        return policy
+    }
+
+    /// The pause after failed attempt number `attempt` (1-based).
+    func pauseMs(after attempt: Int) -> Int64 {
+        min(retryMaxMs, retryMs << Int64(min(max(0, attempt - 1), 20)))
+    }
+}
+
+/// Delivers a vendor's callbacks to the configured URL the way vendors do: in order, retried as the
+/// `CallbackPolicy` says, optionally batched.
 ///
 /// Contract:
 /// - Items leave in the order they were enqueued; a batch holds at most `maxBatch` items and is sent
-///   `interval` after its first item arrived (0: at once), so several quick items share one request.
-/// - A batch that gets a non-2xx answer or a transport failure is retried (backoff from `retryBase`
-///   doubling up to `retryMax`) and blocks the items behind it — the same batch is sent again, rendered
-///   afresh (new timestamp and signature), which is what makes receivers dedupe.
+///   `intervalMs` after its first item arrived (0: at once), so several quick items share one request.
+/// - A batch that gets a refused answer or a transport failure is tried again after the policy's pause
+///   and blocks the items behind it (head-of-line) — the same batch is sent again, rendered afresh (new
+///   timestamp and signature), which is what makes receivers dedupe. After `maxAttempts` attempts in
+///   total it is dropped (counted in `Stats.dropped`) and the items behind it go on.
+/// - The retry state lives in memory only: a sandbox that stops loses the batches it was retrying.
 /// - `isSuccess` decides which answer status ends the retries (default: any 2xx; WuKongIM: exactly 200).
 /// - `render` turns a batch into the HTTP request (the vendor's path, body and signature headers).
 public actor CallbackDeliverer<Item: Sendable> {
@@ -21,13 +84,12 @@ public actor CallbackDeliverer<Item: Sendable> {
         public var attempts: Int = 0
         public var failures: Int = 0
         public var pending: Int = 0
+        /// Items given up on after the policy's last attempt.
+        public var dropped: Int = 0
     }
 
+    public let policy: CallbackPolicy
     private let render: Render
-    private let maxBatch: Int
-    private let intervalMs: Int64
-    private let retryBaseMs: Int64
-    private let retryMaxMs: Int64
     private let client: HTTPClientWrapper
     private let isSuccess: @Sendable (Int) -> Bool
     private var queue: [Item] = []
@@ -37,16 +99,21 @@ public actor CallbackDeliverer<Item: Sendable> {
     private var doorbell: AsyncStream<Void>.Continuation?
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
 
+    public init(policy: CallbackPolicy, timeoutSeconds: Int64 = 5,
+                isSuccess: @escaping @Sendable (Int) -> Bool = { (200..<300).contains($0) }, render: @escaping Render) {
+        self.policy = policy
+        self.isSuccess = isSuccess
+        self.render = render
+        // A receiver that is down refuses the connection: that is one failed attempt, as for a vendor.
+        self.client = HTTPClientWrapper(timeoutSeconds: timeoutSeconds, retriesConnecting: false)
+    }
+
+    /// Tries until delivered, the pause doubling from `retryBaseMs` to `retryMaxMs`.
     public init(maxBatch: Int = 1, intervalMs: Int64 = 0, retryBaseMs: Int64 = 100, retryMaxMs: Int64 = 5000,
                 timeoutSeconds: Int64 = 5, isSuccess: @escaping @Sendable (Int) -> Bool = { (200..<300).contains($0) },
                 render: @escaping Render) {
-        self.isSuccess = isSuccess
-        self.render = render
-        self.maxBatch = max(1, maxBatch)
-        self.intervalMs = intervalMs
-        self.retryBaseMs = retryBaseMs
-        self.retryMaxMs = retryMaxMs
-        self.client = HTTPClientWrapper(timeoutSeconds: timeoutSeconds)
+        self.init(policy: .untilDelivered(maxBatch: maxBatch, intervalMs: intervalMs, retryMs: retryBaseMs, retryMaxMs: retryMaxMs),
+                  timeoutSeconds: timeoutSeconds, isSuccess: isSuccess, render: render)
     }
 
     public func enqueue(_ item: Item) {
@@ -66,7 +133,7 @@ public actor CallbackDeliverer<Item: Sendable> {
         return current
     }
 
-    /// Returns once everything enqueued so far was delivered (or `timeoutMs` passed; then false).
+    /// Returns once everything enqueued so far was delivered or dropped (or `timeoutMs` passed; then false).
     @discardableResult
     public func waitUntilIdle(timeoutMs: Int64 = 10_000) async -> Bool {
         if queue.isEmpty && inFlight == 0 { return true }
@@ -108,22 +175,26 @@ public actor CallbackDeliverer<Item: Sendable> {
 
     private func drain() async {
         while !queue.isEmpty, !Task.isCancelled {
-            if intervalMs > 0 { try? await Task.sleep(nanoseconds: UInt64(intervalMs) * 1_000_000) }
-            let batch = Array(queue.prefix(maxBatch))
+            if policy.intervalMs > 0 { try? await Task.sleep(nanoseconds: UInt64(policy.intervalMs) * 1_000_000) }
+            let batch = Array(queue.prefix(policy.maxBatch))
             inFlight = batch.count
             var attempt = 0
+            var delivered = false
             while !Task.isCancelled {
                 stats.attempts += 1
-                if await deliver(batch) { break }
-                stats.failures += 1
-                let delay = min(retryMaxMs, retryBaseMs << min(attempt, 20))
                 attempt += 1
-                try? await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000)
+                if await deliver(batch) {
+                    delivered = true
+                    break
+                }
+                stats.failures += 1
+                if let most = policy.maxAttempts, attempt >= most { break }
+                try? await Task.sleep(nanoseconds: UInt64(policy.pauseMs(after: attempt)) * 1_000_000)
             }
             if Task.isCancelled { return }
             queue.removeFirst(min(batch.count, queue.count))
             inFlight = 0
-            stats.delivered += batch.count
+            if delivered { stats.delivered += batch.count } else { stats.dropped += batch.count }
         }
         if queue.isEmpty { releaseIdleWaiters() }
     }

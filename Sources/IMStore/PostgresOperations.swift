@@ -248,6 +248,29 @@ struct PostgresOperations: StoreOperations {
         return oldest
     }
 
+    func laneSummaries(limit: Int) throws -> [LaneSummary] {
+        try rows("""
+            SELECT lane, COUNT(*), MIN(created_at) AS t FROM outbox WHERE state = 'pending'
+            GROUP BY lane ORDER BY t, COUNT(*) DESC, lane LIMIT $1
+            """, [.int(Int64(limit))]).compactMap { row in
+            let (lane, n, created) = try row.decode((String, Int64, Int64).self)
+            return LaneKey(lane).map { LaneSummary(lane: $0, depth: Int(n), oldestCreatedAt: created) }
+        }
+    }
+
+    func recentDeadLetters(limit: Int) throws -> [OutboxEntry] {
+        try rows("SELECT \(Self.entryColumns) FROM outbox WHERE state = 'dead' ORDER BY id DESC LIMIT $1", [.int(Int64(limit))]).compactMap(Self.entry)
+    }
+
+    func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter] {
+        try rows("SELECT \(Self.inboundColumns) FROM inbound_dead_letters ORDER BY id DESC LIMIT $1", [.int(Int64(limit))]).map { row in
+            let (id, backend, key, format, payload, reason, received, retries) =
+                try row.decode((Int64, String, String, String, Data, String, Int64, Int64).self)
+            return InboundDeadLetter(id: id, backend: BackendID(backend), key: key, format: format, payload: payload, reason: reason,
+                                     receivedAt: received, retries: Int(retries))
+        }
+    }
+
     static func entry(_ row: PostgresRow) -> OutboxEntry? {
         guard let (id, laneText, source, event, kind, payload, stateText, attempts, next, lastError, created) =
                 try? row.decode((Int64, String, String, String, String, Data, String, Int64, Int64, String?, Int64).self),
@@ -306,6 +329,14 @@ struct PostgresOperations: StoreOperations {
 
     func checkpoint(_ name: String) throws -> String? {
         try rows("SELECT value FROM checkpoints WHERE name = $1", [.text(name)]).first.map { try $0.decode(String.self) }
+    }
+
+    func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
+        try rows("SELECT name, value FROM checkpoints WHERE left(name, $1::int) = $2 ORDER BY name", [.int(Int64(prefix.count)), .text(prefix)])
+            .map { row in
+                let (name, value) = try row.decode((String, String).self)
+                return (name: name, value: value)
+            }
     }
 
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {

@@ -182,6 +182,26 @@ struct SQLiteOperations: StoreOperations {
         return oldest
     }
 
+    func laneSummaries(limit: Int) throws -> [LaneSummary] {
+        try Row.fetchAll(db.cachedStatement(sql: """
+            SELECT lane, COUNT(*) AS n, MIN(created_at) AS t FROM outbox INDEXED BY outbox_pending WHERE state = 'pending'
+            GROUP BY lane ORDER BY t, n DESC, lane LIMIT ?
+            """), arguments: [limit]).compactMap { row in
+            LaneKey(row["lane"]).map { LaneSummary(lane: $0, depth: row["n"], oldestCreatedAt: row["t"]) }
+        }
+    }
+
+    func recentDeadLetters(limit: Int) throws -> [OutboxEntry] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM outbox WHERE state = 'dead' ORDER BY id DESC LIMIT ?"), arguments: [limit]).compactMap(Self.entry)
+    }
+
+    func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM inbound_dead_letters ORDER BY id DESC LIMIT ?"), arguments: [limit]).map { row in
+            InboundDeadLetter(id: row["id"], backend: BackendID(row["backend"] as String), key: row["item_key"], format: row["format"],
+                              payload: row["payload"], reason: row["reason"], receivedAt: row["received_at"], retries: row["retries"])
+        }
+    }
+
     static func entry(_ row: Row) -> OutboxEntry? {
         guard let lane = LaneKey(row["lane"]), let state = OutboxEntry.State(rawValue: row["state"]) else { return nil }
         return OutboxEntry(id: row["id"], lane: lane, sourceBackend: BackendID(row["source_backend"] as String),
@@ -257,6 +277,12 @@ struct SQLiteOperations: StoreOperations {
 
     func checkpoint(_ name: String) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM checkpoints WHERE name = ?"), arguments: [name])
+    }
+
+    func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
+        // `substr` instead of LIKE: a prefix may hold `%` or `_`.
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT name, value FROM checkpoints WHERE substr(name, 1, ?) = ? ORDER BY name"),
+                         arguments: [prefix.count, prefix]).map { (name: $0["name"], value: $0["value"]) }
     }
 
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {

@@ -51,6 +51,19 @@ public struct InboundDeadLetter: Sendable, Hashable {
     public var retries: Int
 }
 
+/// A lane with pending work, as the status page shows it: its depth and when its oldest pending entry
+/// was queued.
+public struct LaneSummary: Sendable, Hashable {
+    public var lane: LaneKey
+    public var depth: Int
+    public var oldestCreatedAt: Int64
+    public init(lane: LaneKey, depth: Int, oldestCreatedAt: Int64) {
+        self.lane = lane
+        self.depth = depth
+        self.oldestCreatedAt = oldestCreatedAt
+    }
+}
+
 /// A row of the message-id map: `from` on one backend corresponds to `to` on another.
 /// `bridgeCreated` is true when the bridge wrote `to` (an echo of it must not be relayed).
 public struct MessageMapping: Sendable, Hashable {
@@ -88,6 +101,9 @@ protocol StoreOperations {
     func inboundDeadLetterCount() throws -> Int
     func laneDepths() throws -> [String: Int]
     func oldestPendingByTarget() throws -> [String: Int64]
+    func laneSummaries(limit: Int) throws -> [LaneSummary]
+    func recentDeadLetters(limit: Int) throws -> [OutboxEntry]
+    func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter]
     func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned
     func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws
     func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping?
@@ -95,6 +111,7 @@ protocol StoreOperations {
     func mappingCount() throws -> Int
     func checkpoint(_ name: String) throws -> String?
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws
+    func checkpoints(prefix: String) throws -> [(name: String, value: String)]
     func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool
     func renewLeases(owner: String, until expiresAt: Int64) throws -> Int
     func releaseLease(_ name: String, owner: String) throws
@@ -312,6 +329,16 @@ public struct StoreTransaction {
         Dictionary(uniqueKeysWithValues: try ops.oldestPendingByTarget().map { (BackendID($0.key), $0.value) })
     }
 
+    /// Up to `limit` lanes with pending work, the one whose oldest pending entry is oldest first (then
+    /// the deeper one): the lanes an operator looks at first. Cost: one grouped scan of the pending entries.
+    public func laneSummaries(limit: Int) throws -> [LaneSummary] { try ops.laneSummaries(limit: max(0, limit)) }
+
+    /// The `limit` newest outbound dead letters, newest first (`deadLetters` lists oldest first).
+    public func recentDeadLetters(limit: Int) throws -> [OutboxEntry] { try ops.recentDeadLetters(limit: max(0, limit)) }
+
+    /// The `limit` newest inbound dead letters, newest first.
+    public func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter] { try ops.recentInboundDeadLetters(limit: max(0, limit)) }
+
     // MARK: pruning
 
     /// Rows removed by one `prune` call.
@@ -356,6 +383,9 @@ public struct StoreTransaction {
     public func checkpoint(_ name: String) throws -> String? { try ops.checkpoint(name) }
 
     public func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws { try ops.setCheckpoint(name, value, at: now) }
+
+    /// Every checkpoint whose name starts with `prefix`, by name (catch-up keeps one per conversation).
+    public func checkpoints(prefix: String) throws -> [(name: String, value: String)] { try ops.checkpoints(prefix: prefix) }
 
     // MARK: leases (docs/high-availability.md)
 

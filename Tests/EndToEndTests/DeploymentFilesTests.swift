@@ -53,6 +53,7 @@ import Testing
         #expect(config.adminListen?.host == "127.0.0.1" && config.adminListen?.port == 9090)
         #expect(config.readiness.backendFailingMs == 60_000)
         #expect(config.listenHost == "0.0.0.0" && config.listenPort == 8090)
+        #expect(config.catchUp == CatchUpSettings(enabled: true, maxAgeMs: 86_400_000, maxMessagesPerConversation: 1000, intervalMs: 300_000))
 
         // A missing secret is refused by the same path (the example really depends on its environment).
         var partial = environment
@@ -82,7 +83,8 @@ import Testing
             #expect(mentioned, "top-level key \(key) is not in examples/bridge.yaml")
         }
         for key in BridgeConfig.retryKeys + BridgeConfig.haKeys + BridgeConfig.readinessKeys + BridgeConfig.routeKeys
-                   + BridgeConfig.logKeys + BridgeConfig.shutdownKeys {
+                   + BridgeConfig.logKeys + BridgeConfig.shutdownKeys
+                   + CatchUpSettings.keys {
             let mentioned = Self.mentions(key, in: lines)
             #expect(mentioned, "key \(key) is not in examples/bridge.yaml")
         }

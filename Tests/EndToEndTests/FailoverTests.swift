@@ -17,8 +17,8 @@ extension CrashTests {
     ///
     /// The sandboxes post their callbacks to one URL, so a small round-robin forwarder stands in for the
     /// load balancer: each callback goes to the next instance; one that does not answer (killed) is passed
-    /// over, as a load balancer's health check would. RongCloud (source) redelivers a callback until it gets
-    /// a 200; WuKong (target) lets a resumed send find its earlier copy by `client_msg_no`.
+    /// over, as a load balancer's health check would. The RongCloud sandbox (source) is set to redeliver a
+    /// callback until it gets a 200 (`callback_attempts=0`); WuKong (target) lets a resumed send find its earlier copy by `client_msg_no`.
     @Suite(.serialized) struct FailoverTests {
         static let routes = "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n"
 
@@ -77,7 +77,7 @@ extension CrashTests {
             let cluster = try TestPostgres.startPrivateCluster()
             defer { TestPostgres.destroy(cluster) }
             let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
                                           callbackBase: "http://127.0.0.1:\(port)")
             defer { Task { await lab.stop() } }
             let path = "\(lab.directory)/bridge.yaml"
@@ -217,7 +217,7 @@ struct InstancePair {
         let ports = [try await freePort(), try await freePort()]
         let forwarder = RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" })
         try await forwarder.start()
-        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
                                       callbackBase: forwarder.baseURL)
         var (configs, bridges): ([String], [BridgeProcess]) = ([], [])
         for (index, port) in ports.enumerated() {
@@ -257,6 +257,10 @@ final class RoundRobinForwarder: Sendable {
     private let next = Mutex(0)
     private let delivered: Mutex<[Int]>
     private let refused = Mutex<[String]>([])
+    /// Callbacks still to be answered 500 without forwarding, and the path they must start with (`refuseNext`).
+    private let refuseLeft = Mutex((count: 0, path: ""))
+    /// Callbacks answered 500 on purpose so far.
+    private let refusedOnPurpose = Mutex(0)
     private let downUntil: Mutex<[Date]>
     /// The last few non-2xx answers (status and body), for a failure message.
     var refusals: [String] { refused.withLock { $0 } }
@@ -279,7 +283,20 @@ final class RoundRobinForwarder: Sendable {
     /// Callbacks each instance answered.
     var counts: [Int] { delivered.withLock { $0 } }
 
+    /// Answers the next `count` callbacks 500 without passing them on (a bridge refusing them).
+    func refuseNext(_ count: Int, path: String = "") { refuseLeft.withLock { $0 = (count, path) } }
+    var refusedCount: Int { refusedOnPurpose.withLock { $0 } }
+
     func forward(_ request: HTTPRequestData) async -> HTTPResponseData {
+        let refuse = refuseLeft.withLock { left -> Bool in
+            guard left.count > 0, request.path.hasPrefix(left.path) else { return false }
+            left.count -= 1
+            return true
+        }
+        if refuse {
+            refusedOnPurpose.withLock { $0 += 1 }
+            return .text("refused on purpose", status: 500)
+        }
         let first = next.withLock { value -> Int in
             defer { value += 1 }
             return value

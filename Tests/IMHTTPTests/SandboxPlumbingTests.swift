@@ -107,8 +107,29 @@ final class EchoVendor: SandboxVendor {
         await receiver.stop()
     }
 
+    @Test func aPolicyWithAttemptsDropsTheBatchAndGoesOn() async throws {
+        let attempts = Mutex<[String]>([])
+        let receiver = HTTPServer { request in
+            attempts.withLock { $0.append(request.bodyString) }
+            return request.bodyString == "[1]" ? .text("no", status: 500) : .text("ok")
+        }
+        let port = try await receiver.start()
+        let policy = try CallbackPolicy(maxAttempts: 3, retryMs: 10).applying(["callback_retry_max_ms": "40"])
+        #expect(policy.maxAttempts == 3 && policy.retryMs == 10 && policy.retryMaxMs == 40)
+        let deliverer = CallbackDeliverer<Int>(policy: policy) { batch in .json("http://127.0.0.1:\(port)/hook", Data("\(batch)".utf8)) }
+        await deliverer.enqueue([1, 2])
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 5000))
+        #expect(attempts.withLock { $0 } == ["[1]", "[1]", "[1]", "[2]"], "3 attempts in total, then the next item")
+        let stats = await deliverer.currentStats
+        #expect(stats.dropped == 1 && stats.delivered == 1 && stats.failures == 3 && stats.pending == 0)
+        #expect(throws: IMError.self) { try policy.applying(["callback_attempts": "many"]) }
+        #expect(try policy.applying(["callback_attempts": "0"]).maxAttempts == nil, "0 retries until delivered")
+        await deliverer.stop()
+        await receiver.stop()
+    }
+
     @Test func anUnreachableReceiverKeepsItemsPending() async throws {
-        // AsyncHTTPClient keeps retrying a refused connection until the request deadline (1 s here).
+        // Each refused connection is one failed attempt; retried for ever, the item stays pending.
         let deliverer = CallbackDeliverer<Int>(retryBaseMs: 5, retryMaxMs: 10, timeoutSeconds: 1) { _ in
             .json("http://127.0.0.1:9/hook", Data("[]".utf8))
         }

@@ -48,13 +48,15 @@ final class FlakyBackend: IMBackend, Recalling, ExpansionUpdating {
     let inner: MemoryBackend
     let failing = Mutex<[ConversationRef: Int]>([:])
     let permanent = Mutex<Set<String>>([])
+    /// The vendor's message of the permanent refusal (the status page shows it as the dead letter's reason).
+    let permanentReason = Mutex("refused for good")
     init(_ inner: MemoryBackend) { self.inner = inner }
     var id: BackendID { inner.id }
     var capabilities: Capabilities { inner.capabilities }
 
     func send(_ message: OutgoingMessage) async throws -> Message {
         if case .text(let text) = message.content, permanent.withLock({ $0.contains(text.text) }) {
-            throw IMError(.invalidArgument, "refused for good", vendorCode: "1002")
+            throw IMError(.invalidArgument, permanentReason.withLock { $0 }, vendorCode: "1002")
         }
         let fail = failing.withLock { table -> Bool in
             guard let left = table[message.conversation], left > 0 else { return false }

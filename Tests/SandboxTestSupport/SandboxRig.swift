@@ -10,6 +10,7 @@ import Synchronization
 public final class CallbackRecorder: Sendable {
     final class State: Sendable {
         let received = Mutex<[HTTPRequestData]>([])
+        let arrivals = Mutex<[Date]>([])
         let failures = Mutex<(left: Int, status: Int)>((0, 500))
     }
     let state = State()
@@ -20,6 +21,7 @@ public final class CallbackRecorder: Sendable {
         let state = self.state
         server = HTTPServer { request in
             state.received.withLock { $0.append(request) }
+            state.arrivals.withLock { $0.append(Date()) }
             let status = state.failures.withLock { failures -> Int? in
                 guard failures.left > 0 else { return nil }
                 failures.left -= 1
@@ -43,6 +45,9 @@ public final class CallbackRecorder: Sendable {
     public func failNext(_ count: Int, status: Int = 500) { state.failures.withLock { $0 = (count, status) } }
 
     public var requests: [HTTPRequestData] { state.received.withLock { $0 } }
+
+    /// When each request arrived (wall clock), in the order of `requests`.
+    public var arrivals: [Date] { state.arrivals.withLock { $0 } }
 
     /// Waits (at most `timeout` seconds) until `condition` holds for the requests received so far.
     @discardableResult

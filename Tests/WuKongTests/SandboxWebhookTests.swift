@@ -1,8 +1,10 @@
 import Foundation
 import IMCore
 import Testing
+import IMSandbox
 import SandboxTestSupport
 @testable import WuKong
+import WuKongSandbox
 
 /// The sandbox's webhook and business-server routes over HTTP.
 @Suite struct WuKongSandboxWebhookTests {
@@ -138,5 +140,49 @@ import SandboxTestSupport
         #expect(records[0]["recalled"] == true && records[0]["conversation_type"] == "direct" && records[0]["conversation_id"] == "u1,u2")
         #expect(records[1]["edited"] == true && records[1]["text"] == "b2" && records[1]["expansion"] == ["k": "v"])
         #expect(records[1]["from"] == "u1" && records[1]["to"] == "u2" && records[1]["kind"] == "text")
+    }
+}
+
+/// The sandbox's `msg.notify` delivery follows WuKongIM v2.2.5 by default (docs/adapters/wukong.md,
+/// "Webhook delivery and catch-up"): 5 attempts in total about 1 s apart, then the batch is dropped.
+@Suite struct WuKongSandboxNotifyPolicyTests {
+    @Test func givesUpAfterFiveAttemptsAboutOneSecondApart() async throws {
+        let recorder = CallbackRecorder()
+        recorder.failNext(5, status: 500)
+        let url = try await recorder.start()
+        // The vendor's policy as `imbridge sandbox wukong` builds it; only the batching interval is shortened.
+        let server = try WuKongSandbox.server(options: SandboxOptions(callbackURL: url, extra: ["notify_interval_ms": "20"]))
+        try await server.start()
+        let rig = SandboxRig(server: server)
+        defer { Task { await rig.stop(); await recorder.stop() } }
+        let sandbox = try #require(server.vendor as? WuKongSandbox)
+        let policy = sandbox.configuration.notify
+        #expect(policy.maxAttempts == 5 && policy.retryMs == 1000 && policy.retryMaxMs == 1000 && policy.maxBatch == 100)
+        let dropped = try await rig.sendText("dropped", from: "u1", to: "u2")
+        let failed = await recorder.waitFor(5, timeout: 15)
+        #expect(failed.count == 5)
+        let ids = failed.map { $0.jsonBody.arrayValue?.compactMap { $0["message_id"]?.int64Value } ?? [] }
+        #expect(ids == Array(repeating: [dropped], count: 5), "the same batch each time")
+        let arrivals = recorder.arrivals.prefix(5)
+        let gaps = zip(arrivals.dropFirst(), arrivals).map { $0.timeIntervalSince($1) }
+        #expect(gaps.count == 4 && gaps.allSatisfy { $0 >= 0.9 && $0 <= 2.0 }, "about 1 s between attempts: \(gaps)")
+        // Given up: the next message goes out alone (the receiver answers 200 again), the dropped one never again.
+        let next = try await rig.sendText("next", from: "u1", to: "u2")
+        let all = await recorder.waitFor(6, timeout: 5)
+        #expect(all.count == 6)
+        #expect(all.last.map { $0.jsonBody.arrayValue?.compactMap { $0["message_id"]?.int64Value } ?? [] } == [next])
+        let notifier = try #require(sandbox.notifier)
+        #expect(await notifier.waitUntilIdle(timeoutMs: 5000))
+        let stats = await notifier.currentStats
+        #expect(stats.dropped == 1 && stats.delivered == 1 && stats.attempts == 6)
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        #expect(recorder.requests.count == 6, "no attempt after the fifth")
+    }
+
+    @Test func policyOptionsAreCheckedAndRetryForEverIsAnOption() throws {
+        let forever = try WuKongSandbox.Configuration(options: SandboxOptions(extra: ["callback_attempts": "0", "callback_retry_ms": "50"]))
+        #expect(forever.notify.maxAttempts == nil && forever.notify.retryMs == 50)
+        #expect(throws: IMError.self) { try WuKongSandbox.Configuration(options: SandboxOptions(extra: ["callback_attempts": "-1"])) }
+        #expect(throws: IMError.self) { try WuKongSandbox.Configuration(options: SandboxOptions(extra: ["callback_retry_ms": "soon"])) }
     }
 }

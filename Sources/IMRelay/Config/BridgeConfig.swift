@@ -62,6 +62,9 @@ public struct BridgeConfig: Sendable {
     public var leaseMs: Int64 = LeaseSettings.defaultTTLMs
     /// `ha.instance`: this instance's name in lease owners (default: the host name).
     public var instance: String?
+    /// `catch_up:`: reading sources' history after downtime or a gap (docs/architecture.md, "Catch-up").
+    public var catchUp = CatchUpSettings()
+
     /// `log.level` (default info; `imbridge run --log-level` wins) and `log.format` (text or json).
     public var logLevel: Logger.Level = .info
     public var logFormat: LogFormat = .text
@@ -72,7 +75,7 @@ public struct BridgeConfig: Sendable {
 
     /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.
     public static let topLevelKeys = ["store", "listen", "admin_listen", "mappings", "backends", "routes", "retry", "retention_hours",
-                                      "readiness", "ha", "log", "shutdown"]
+                                      "readiness", "ha", "log", "shutdown", "catch_up"]
     public static let retryKeys = ["base_ms", "max_ms", "max_age_minutes"]
     public static let haKeys = ["lease_ms", "instance"]
     public static let readinessKeys = ["backend_failing_seconds"]
@@ -218,6 +221,7 @@ public struct BridgeConfig: Sendable {
                 config.drainSeconds = seconds
             }
         }
+        config.catchUp = CatchUpSettings.parse(root["catch_up"], retentionHours: retentionHours, problems: &problems)
         return config
     }
 

@@ -48,7 +48,9 @@ public final class JMessageSandbox: SandboxVendor {
     /// docs/adapters/jmessage.md §5; a test checks the table, this list and the running sandbox agree.
     public static let servedRoutes: [String] = [
         "POST /v1/admins", "POST /v1/users", "GET /v1/users/{username}", "POST /v1/groups",
-        "POST /v1/groups/{gid}/members", "GET /v1/groups/{gid}/members", "POST /v1/messages",
+        "POST /v1/groups/{gid}/members", "GET /v1/groups/{gid}/members",
+        "PUT /v1/users/{username}", "GET /v1/users", "GET /v1/users/{username}/groups", "GET /v1/groups/{gid}", "PUT /v1/groups/{gid}",
+        "GET /v1/groups", "POST /v1/messages",
         "POST /v1/messages/{username}/{msgid}/retract", "POST /v1/resource", "GET /v1/resource",
         "GET /v2/messages", "GET /v2/users/{username}/messages", "GET /v2/groups/{gid}/messages",
         "GET /v2/chatrooms/{id}/messages",
@@ -71,6 +73,12 @@ public final class JMessageSandbox: SandboxVendor {
         case ("POST", _) where path == "/v1/resource": return await store.persist(await store.upload(request))
         case ("GET", _) where path == "/v1/resource": return await store.resource(request)
         case ("GET", _) where segments.first == "v2" && segments.last == "messages": return await store.report(request, segments: segments)
+        case ("PUT", 3) where path.hasPrefix("/v1/users/"): return await store.persist(await store.updateUser(segments[2], request))
+        case ("GET", 2) where path == "/v1/users": return await store.listUsers(request)
+        case ("GET", 4) where path.hasPrefix("/v1/users/") && segments[3] == "groups": return await store.groupsOf(segments[2])
+        case ("GET", 3) where path.hasPrefix("/v1/groups/"): return await store.group(segments[2])
+        case ("PUT", 3) where path.hasPrefix("/v1/groups/"): return await store.persist(await store.updateGroup(segments[2], request))
+        case ("GET", 2) where path == "/v1/groups": return await store.listGroups(request)
         default:
             return Self.error(404, 899003, "no such API: \(request.method) \(path)")
         }

@@ -17,12 +17,27 @@ public actor JMessageSandboxStore {
         var nickname: String?
         var isAdmin: Bool
         var ctime: Int64
+        /// The other profile fields (`JMessageSandboxStore+Directory.swift`); nil = never set.
+        var avatar: String?
+        var birthday: String?
+        var gender: Int?
+        var signature: String?
+        var region: String?
+        var address: String?
+        var extras: JSONValue?
+        var mtime: Int64?
     }
     struct Group: Codable {
         var gid: Int64
         var name: String
         var owner: String
         var members: [String]
+        var avatar: String?
+        var desc: String?
+        /// 1 private (the default), 2 public.
+        var flag: Int?
+        var ctime: Int64?
+        var mtime: Int64?
     }
     struct Media: Codable {
         var type: String
@@ -126,8 +141,11 @@ public actor JMessageSandboxStore {
               let password = item["password"]?.stringValue, (4...128).contains(password.utf8.count) else {
             return .init(code: 899003, message: "username or password invalid")
         }
+        if let refusal = Self.profileRefusal(item) { return refusal }
         guard users[username] == nil else { return .init(code: 899001, message: "user exist") }
-        users[username] = User(username: username, nickname: item["nickname"]?.stringValue, isAdmin: admin, ctime: clock.nowMs())
+        var user = User(username: username, nickname: nil, isAdmin: admin, ctime: clock.nowMs())
+        Self.applyProfile(item, to: &user)
+        users[username] = user
         return nil
     }
 
@@ -160,10 +178,7 @@ public actor JMessageSandboxStore {
 
     func user(_ username: String) -> HTTPResponseData {
         guard let user = users[username] else { return JMessageSandbox.error(899002, "user not exist") }
-        var object: [String: JSONValue] = ["username": .string(user.username), "ctime": .string(JMessageTime.format(ms: user.ctime)),
-                                           "mtime": .string(JMessageTime.format(ms: user.ctime))]
-        if let nickname = user.nickname { object["nickname"] = .string(nickname) }
-        return .json(JSONValue.object(object))
+        return .json(user.json)
     }
 
     func userList() -> [JSONValue] {
@@ -178,12 +193,18 @@ public actor JMessageSandboxStore {
             return JMessageSandbox.error(899003, "owner_username and name are required")
         }
         let members = body.membersUsername ?? []
+        if let refusal = Self.groupRefusal(name: body.name, desc: body.desc, flag: body.flag) { return refusal }
         guard users[body.ownerUsername] != nil, members.allSatisfy({ users[$0] != nil }) else {
             return JMessageSandbox.error(899002, "user not exist")
         }
+        var distinct: [String] = []
+        for member in members where member != body.ownerUsername && !distinct.contains(member) { distinct.append(member) }
+        guard distinct.count + 1 <= Self.maxMemberCount else { return JMessageSandbox.error(899012, "not enough room in group") }
         let gid = nextGid
         nextGid += 1
-        groups[gid] = Group(gid: gid, name: body.name, owner: body.ownerUsername, members: [body.ownerUsername] + members.filter { $0 != body.ownerUsername })
+        let now = clock.nowMs()
+        groups[gid] = Group(gid: gid, name: body.name, owner: body.ownerUsername, members: [body.ownerUsername] + distinct,
+                            avatar: body.avatar, desc: body.desc, flag: body.flag, ctime: now, mtime: now)
         return .json(JMGroupCreated(gid: gid, ownerUsername: body.ownerUsername, name: body.name, membersUsername: members,
                                       desc: body.desc ?? "", maxMemberCount: 500), status: 201)
     }
@@ -197,7 +218,10 @@ public actor JMessageSandboxStore {
         guard add.allSatisfy({ users[$0] != nil }) else { return JMessageSandbox.error(899002, "user not exist") }
         guard remove.allSatisfy(group.members.contains) else { return JMessageSandbox.error(899014, "user not in group") }
         if add.contains(where: group.members.contains) { return JMessageSandbox.error(899011, "member already in group") }
-        group.members = group.members.filter { !remove.contains($0) } + add
+        let after = group.members.filter { !remove.contains($0) } + add
+        guard after.count <= Self.maxMemberCount else { return JMessageSandbox.error(899012, "not enough room in group") }
+        group.members = after
+        group.mtime = clock.nowMs()
         groups[gid] = group
         return HTTPResponseData(status: 204)
     }
@@ -205,7 +229,11 @@ public actor JMessageSandboxStore {
     func members(_ gidText: String) -> HTTPResponseData {
         guard let gid = Int64(gidText), let group = groups[gid] else { return JMessageSandbox.error(899006, "group not exist") }
         let list = group.members.map { name -> JSONValue in
-            JSONValue.object(["username": .string(name), "nickname": .string(users[name]?.nickname ?? ""), "flag": .int(name == group.owner ? 1 : 0)])
+            var object = users[name]?.memberFields ?? [:]
+            object["username"] = .string(name)
+            object["nickname"] = .string(users[name]?.nickname ?? "")
+            object["flag"] = .int(name == group.owner ? 1 : 0)
+            return JSONValue.object(object)
         }
         return .json(JSONValue.array(list))
     }

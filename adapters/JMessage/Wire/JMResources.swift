@@ -81,15 +81,18 @@ public struct JMGroupCreate: Codable, Hashable, Sendable {
     public var membersUsername: [String]?
     public var desc: String?
     public var flag: Int?
-    public init(ownerUsername: String, name: String, membersUsername: [String]? = nil, desc: String? = nil, flag: Int? = nil) {
+    public var avatar: String?
+    public init(ownerUsername: String, name: String, membersUsername: [String]? = nil, desc: String? = nil, flag: Int? = nil,
+                avatar: String? = nil) {
         self.ownerUsername = ownerUsername
         self.name = name
         self.membersUsername = membersUsername
         self.desc = desc
         self.flag = flag
+        self.avatar = avatar
     }
     enum CodingKeys: String, CodingKey {
-        case name, desc, flag
+        case name, desc, flag, avatar
         case ownerUsername = "owner_username", membersUsername = "members_username"
     }
 }

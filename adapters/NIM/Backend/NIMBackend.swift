@@ -4,8 +4,9 @@ import IMMapping
 import IMHTTP
 import Synchronization
 
-/// NetEase Yunxin (NIM) server API v1 as an `IMBackend`, with `Recalling`, `MediaTransferring` and
-/// `UserProvisioning`. Not offered (v1 has no API): `Editing`, `Reacting`, `ReadReceipting`,
+/// NetEase Yunxin (NIM) server API v1 as an `IMBackend`, with `Recalling`, `MediaTransferring`,
+/// `UserProvisioning` and the directory (`UserDirectory`, `GroupDirectory`: `NIMBackend+Directory.swift`).
+/// Not offered (v1 has no API): `Editing`, `Reacting`, `ReadReceipting`,
 /// `ConversationListing`, `ExpansionUpdating` (see `sendExpansionChange` for the fallback).
 ///
 /// Contract:
@@ -73,6 +74,8 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
             + "`imbridge.expansion` message, turned back into expansionChanged on the way in; send(expansion:) is refused"
         capabilities.notes[.edit] = "NIM v1 has no edit API (v2 modifyMsg is marked in development)"
         capabilities.notes[.history] = "time-window paging; recalled messages leave NIM history (shown only to the process that saw the recall)"
+        capabilities.notes[.userProvisioning] = "accounts and advanced teams (tid assigned by NIM); NIM cannot list all accounts or all teams, "
+            + "only one account's teams (/team/joinTeams.action)"
         return capabilities
     }
 

@@ -10,6 +10,10 @@ import IMCore
 /// | 403, 315, 422, 7101 | permission_denied | no |
 /// | 404 | not_found | no |
 /// | 405, 419 | limit_exceeded | no |
+/// | 801 (team full) | limit_exceeded | no |
+/// | 802 (no permission on the team), 804 (not in the team) | permission_denied | no |
+/// | 803 (no such team) | not_found | no |
+/// | 809 (already in the team) | conflict | no |
 /// | 408 | timeout | yes |
 /// | 416 | rate_limited, `retryAfterMs` 10 000 (NIM blocks the app for 10 s) | yes |
 /// | 417 | conflict (`already_recalled` for a recall) | no |
@@ -41,6 +45,14 @@ public enum NIMErrorMapping {
             return make(.permissionDenied, "not allowed (\(text))")
         case 404:
             return make(.notFound, "object does not exist (\(text))")
+        case 801:
+            return make(.limitExceeded, "team member limit reached (\(text))")
+        case 802, 804:
+            return make(.permissionDenied, code == 802 ? "no permission on the team (\(text))" : "not a member of the team (\(text))")
+        case 803:
+            return make(.notFound, "team does not exist (\(text))")
+        case 809:
+            return make(.conflict, "already in the team (\(text))")
         case 405, 419:
             return make(.limitExceeded, "over a limit (\(text))")
         case 408:

@@ -14,7 +14,8 @@ import Synchronization
 ///
 /// Rules: every call is authenticated like NIM (AppKey, Nonce ≤ 128, CurTime within 5 minutes,
 /// CheckSum = SHA1(secret + Nonce + CurTime)); every answer is HTTP 200 with `{"code":200,…}` or
-/// `{"code":<4xx/5xx>,"desc":…}`. Senders must exist (create them first); teams are not modelled (any
+/// `{"code":<4xx/5xx>,"desc":…}`. Senders must exist (create them first); teams created through
+/// `/team/create.action` are kept (tid assigned here), but sending does not check team membership (any
 /// tid is a team everybody is in). Recall: by the original sender within `recallWindowMs` (default 2 min,
 /// `ignoreTime=1` → 30 days); a recalled message leaves history. Message copies (eventType 1, 7/8,
 /// custom notifications) go to the callback URL in order, signed with MD5 + CheckSum, retried until 2xx.
@@ -30,15 +31,20 @@ public final class NIMSandbox: SandboxVendor {
     public static let thirtyDaysMs: Int64 = 30 * 86_400_000
     static let signatureWindowMs: Int64 = 5 * 60_000
 
+    /// The message copy's default delivery: NetEase does not publish how often it retries a copy that
+    /// was not answered 200 (docs/adapters/nim.md, "Callback delivery and catch-up"), so the sandbox gives up like the
+    /// other vendors, after 3 attempts in total 1 s apart. `--option callback_attempts=0` retries until 2xx.
+    public static let vendorPolicy = CallbackPolicy(maxAttempts: 3, retryMs: 1000)
+
     public init(appKey: String, appSecret: String, callbackURL: String?, clock: SandboxClock,
-                recallWindowMs: Int64 = 120_000, rateLimits: [RateLimit]? = nil) {
+                recallWindowMs: Int64 = 120_000, rateLimits: [RateLimit]? = nil, callbackPolicy: CallbackPolicy = NIMSandbox.vendorPolicy) {
         self.rateLimiter = rateLimits.map(NIMSandboxRateLimiter.init(limits:))
         self.appKey = appKey
         self.appSecret = appSecret
         self.clock = clock
         self.recallWindowMs = recallWindowMs
         if let callbackURL {
-            self.deliverer = CallbackDeliverer<NIMCopyEvent>(retryBaseMs: 100, retryMaxMs: 2000) { [appKey, appSecret, clock] batch in
+            self.deliverer = CallbackDeliverer<NIMCopyEvent>(policy: callbackPolicy) { [appKey, appSecret, clock] batch in
                 let body = batch[0].jsonData
                 let headers = NIMSignature.callbackHeaders(appKey: appKey, appSecret: appSecret, body: body, curTimeMs: clock.nowMs())
                 return OutboundRequest(url: callbackURL,
@@ -51,7 +57,8 @@ public final class NIMSandbox: SandboxVendor {
     }
 
     /// A ready-to-start server for `imbridge sandbox nim`: `--option recall_window_ms=N` sets the window,
-    /// `--option rate_limits=on` enforces the documented rate limits (`Capabilities.nim.rateLimits`).
+    /// `--option rate_limits=on` enforces the documented rate limits (`Capabilities.nim.rateLimits`),
+    /// the `CallbackPolicy` keys change how copies are retried.
     /// `--state` is refused: this sandbox keeps its state in memory only.
     public static func server(_ options: SandboxOptions) throws -> SandboxServer {
         if let path = options.statePath {
@@ -61,8 +68,14 @@ public final class NIMSandbox: SandboxVendor {
         let window = options.extra["recall_window_ms"].flatMap { Int64($0) } ?? 120_000
         let limits = Lenient.bool(options.extra["rate_limits"]) == true ? Capabilities.nim.rateLimits : nil
         let vendor = NIMSandbox(appKey: options.appKey, appSecret: options.appSecret, callbackURL: options.callbackURL,
-                                clock: clock, recallWindowMs: window, rateLimits: limits)
+                                clock: clock, recallWindowMs: window, rateLimits: limits,
+                                callbackPolicy: try vendorPolicy.applying(options.extra))
         return SandboxServer(vendor: vendor, clock: clock, host: options.host, port: options.port)
+    }
+
+    /// How the message copies fared so far (delivered, dropped, pending); nil without a callback URL.
+    public func deliveryStats() async -> CallbackDeliverer<NIMCopyEvent>.Stats? {
+        await deliverer?.currentStats
     }
 
     /// Returns once every callback enqueued so far was delivered (tests).
@@ -91,6 +104,7 @@ public final class NIMSandbox: SandboxVendor {
         "/msg/sendMsg.action", "/msg/sendBatchMsg.action", "/msg/sendAttachMsg.action", "/msg/sendBatchAttachMsg.action",
         "/msg/broadcastMsg.action", "/msg/recall.action", "/msg/upload.action",
         "/history/querySessionMsg.action", "/history/queryTeamMsg.action",
+        "/team/create.action", "/team/add.action", "/team/update.action", "/team/query.action", "/team/joinTeams.action",
     ]
 
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
@@ -114,6 +128,11 @@ public final class NIMSandbox: SandboxVendor {
         case "/msg/upload.action": return upload(form, host: request.header("Host"))
         case "/history/querySessionMsg.action": return history(form, team: false)
         case "/history/queryTeamMsg.action": return history(form, team: true)
+        case "/team/create.action": return createTeam(form)
+        case "/team/add.action": return addTeamMembers(form)
+        case "/team/update.action": return updateTeam(form)
+        case "/team/query.action": return queryTeams(form)
+        case "/team/joinTeams.action": return joinTeams(form)
         default: return Self.fail(404, "no such api \(path)")
         }
     }

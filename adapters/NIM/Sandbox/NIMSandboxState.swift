@@ -107,4 +107,7 @@ struct NIMSandboxState: Sendable {
     var broadcasts: [NIMStoredBroadcast] = []
     var nextBroadcastId: Int64 = 1
     var tokenGeneration = 0
+    var teams: [Int64: NIMStoredTeam] = [:]
+    var teamOrder: [Int64] = []
+    var nextTid: Int64 = 1_300_000_001
 }

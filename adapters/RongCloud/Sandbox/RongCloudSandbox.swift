@@ -21,8 +21,11 @@ import RongCloud
 /// - Rate limits (`--option rate_limits=true`): the documented per-endpoint rates, see `RongCloudRateLimiter`.
 /// - Routing callback: with a callback URL, every routed message (published messages, `RC:RcCmd` on
 ///   recall, `RC:MsgExMsg` on expansion changes) is POSTed in order as a form to
-///   `<url>?appKey=…&nonce=…&timestamp=<ms>&signature=…`, signed afresh on each attempt, retried until
-///   the receiver answers 2xx.
+///   `<url>?appKey=…&nonce=…&timestamp=<ms>&signature=…`, signed afresh on each attempt. RongCloud does
+///   not publish its routing retry policy; the sandbox's default (`vendorPolicy`: 3 attempts in total,
+///   1 s apart, then the message is dropped) follows the retries it documents for its other callbacks
+///   (docs/adapters/rongcloud.md, "Callback delivery and catch-up"). `--option callback_attempts=0` retries until the
+///   receiver answers 2xx; `callback_retry_ms` / `callback_retry_max_ms` change the spacing.
 public final class RongCloudSandbox: SandboxVendor {
     public let appKey: String
     public let appSecret: String
@@ -32,7 +35,11 @@ public final class RongCloudSandbox: SandboxVendor {
     let rateLimiter: RongCloudRateLimiter?
     let codec = RongCloudContentCodec()
 
-    /// Throws when `options.statePath` names a state file that cannot be opened or read.
+    /// The routing callback's default delivery (see the type's comment).
+    public static let vendorPolicy = CallbackPolicy(maxAttempts: 3, retryMs: 1000)
+
+    /// Throws when `options.statePath` names a state file that cannot be opened or read, or a
+    /// `CallbackPolicy` option is not a number.
     public init(options: SandboxOptions, clock: any IMClock) throws {
         self.appKey = options.appKey
         self.appSecret = options.appSecret
@@ -41,7 +48,8 @@ public final class RongCloudSandbox: SandboxVendor {
         rateLimiter = Lenient.bool(options.extra["rate_limits"]) == true ? RongCloudRateLimiter(clock: clock) : nil
         if let url = options.callbackURL {
             let (key, secret) = (options.appKey, options.appSecret)
-            deliverer = CallbackDeliverer { batch in Self.callbackRequest(url: url, appKey: key, secret: secret, batch[0]) }
+            let policy = try Self.vendorPolicy.applying(options.extra)
+            deliverer = CallbackDeliverer(policy: policy) { batch in Self.callbackRequest(url: url, appKey: key, secret: secret, batch[0]) }
         } else {
             deliverer = nil
         }
@@ -59,6 +67,11 @@ public final class RongCloudSandbox: SandboxVendor {
     /// Waits until every routed message so far was delivered (tests).
     public func waitForDeliveries(timeoutMs: Int64 = 10_000) async -> Bool {
         await deliverer?.waitUntilIdle(timeoutMs: timeoutMs) ?? true
+    }
+
+    /// How the routing callbacks fared so far (delivered, dropped, pending); nil without a callback URL.
+    public func deliveryStats() async -> CallbackDeliverer<RCRoutedMessage>.Stats? {
+        await deliverer?.currentStats
     }
 
     /// Stops delivering callbacks (undelivered ones are dropped); for shutting a sandbox down.

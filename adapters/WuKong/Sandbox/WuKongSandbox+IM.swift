@@ -20,6 +20,7 @@ extension WuKongSandbox {
             case ("POST", "/channel/messagesync"): return try messageSync(request)
             case ("POST", "/messages"): return try lookup(request)
             case ("POST", "/conversation/sync"): return try conversationSync(request)
+            case ("POST", "/conversation/channels"): return try conversationChannels(request)
             case ("POST", "/conversations/clearUnread"): return try clearUnread(request)
             default: return Self.notFound()
             }

@@ -12,10 +12,13 @@ import WuKong
 ///   Business routes (`/v1/…`) authenticate the caller by the `token` header = a token registered
 ///   with `/user/token` (401 `{"msg":…}` otherwise), which stands in for the business server's login
 ///   session.
-/// - Webhook: `POST <callbackURL>?event=msg.notify` with a JSON array of rendered messages, batches of
-///   ≤ 100 every `notifyIntervalMs` (default 500), redelivered until the receiver answers exactly
-///   HTTP 200 (the real server also drops a message after 5 failures; the sandbox keeps trying so
-///   tests can see redelivery). `no_persist` messages (the business server's sync CMDs) go out once
+/// - Webhook: `POST <callbackURL>?event=msg.notify` with a JSON array of rendered messages, delivered as
+///   WuKongIM v2.2.5 does (docs/adapters/wukong.md, "Webhook delivery and catch-up"): batches of ≤ 100 every
+///   `notifyIntervalMs` (default 500); a batch not answered exactly HTTP 200 is tried again 1 s later and
+///   dropped after 5 attempts in total, and the messages behind it wait meanwhile; the retry state is in
+///   memory, so a sandbox restart loses the batch being retried. `--option callback_attempts=0` retries
+///   until delivered (tests that need redelivery), and the other `CallbackPolicy` keys change the
+///   spacing. `no_persist` messages (the business server's sync CMDs) go out once
 ///   each as `msg.offline` (one object, `to_uids`, no retry), as WuKongIM does for users without a
 ///   master connection — nobody is connected to a sandbox.
 /// - With `webhookSecret` set, every webhook request carries the header `X-IMBridge-Secret`.
@@ -24,27 +27,33 @@ public final class WuKongSandbox: SandboxVendor {
         public var managerToken: String?
         public var callbackURL: String?
         public var webhookSecret: String?
-        public var notifyIntervalMs: Int64
-        public var notifyBatchSize: Int
-        public var retryBaseMs: Int64
+        /// How `msg.notify` is delivered (WuKongIM's policy by default, see `vendorPolicy`).
+        public var notify: CallbackPolicy
 
+        /// WuKongIM v2.2.5's `msg.notify` delivery: `msgNotifyEventCountPerPush` 100,
+        /// `msgNotifyEventPushInterval` 500 ms, `msgNotifyEventRetryMaxCount` 5 attempts in total, 1 s
+        /// apart (docs/adapters/wukong.md, "Webhook delivery and catch-up").
+        public static let vendorPolicy = CallbackPolicy(maxBatch: 100, intervalMs: 500, maxAttempts: 5, retryMs: 1000)
+
+        /// `maxAttempts` nil retries until delivered.
         public init(managerToken: String? = nil, callbackURL: String? = nil, webhookSecret: String? = nil,
-                    notifyIntervalMs: Int64 = 500, notifyBatchSize: Int = 100, retryBaseMs: Int64 = 1000) {
+                    notifyIntervalMs: Int64 = 500, notifyBatchSize: Int = 100, retryBaseMs: Int64 = 1000, maxAttempts: Int? = 5) {
             self.managerToken = managerToken
             self.callbackURL = callbackURL
             self.webhookSecret = webhookSecret
-            self.notifyIntervalMs = notifyIntervalMs
-            self.notifyBatchSize = notifyBatchSize
-            self.retryBaseMs = retryBaseMs
+            self.notify = CallbackPolicy(maxBatch: notifyBatchSize, intervalMs: notifyIntervalMs, maxAttempts: maxAttempts, retryMs: retryBaseMs)
         }
 
         /// From `imbridge sandbox wukong … --option manager_token=T --option webhook_secret=S
-        /// --option notify_interval_ms=N`. WuKongIM has no app key/secret; those flags are ignored.
-        public init(options: SandboxOptions) {
+        /// --option notify_interval_ms=N --option retry_base_ms=N` and the `CallbackPolicy` keys
+        /// (`callback_attempts`, `callback_retry_ms`, `callback_retry_max_ms`; `retry_base_ms` is the
+        /// older name of `callback_retry_ms`). WuKongIM has no app key/secret; those flags are ignored.
+        public init(options: SandboxOptions) throws {
             self.init(managerToken: options.extra["manager_token"], callbackURL: options.callbackURL,
                       webhookSecret: options.extra["webhook_secret"],
                       notifyIntervalMs: options.extra["notify_interval_ms"].flatMap { Int64($0) } ?? 500,
                       retryBaseMs: options.extra["retry_base_ms"].flatMap { Int64($0) } ?? 1000)
+            notify = try notify.applying(options.extra)
         }
     }
 
@@ -80,10 +89,7 @@ public final class WuKongSandbox: SandboxVendor {
             return
         }
         let headers = configuration.webhookSecret.map { [(name: WuKongInbound.secretHeader, value: $0)] } ?? []
-        let notifier = CallbackDeliverer<WKMessage>(
-            maxBatch: configuration.notifyBatchSize, intervalMs: configuration.notifyIntervalMs,
-            retryBaseMs: configuration.retryBaseMs, retryMaxMs: max(configuration.retryBaseMs, 5000),
-            isSuccess: { $0 == 200 }) { batch in
+        let notifier = CallbackDeliverer<WKMessage>(policy: configuration.notify, timeoutSeconds: 30, isSuccess: { $0 == 200 }) { batch in
             let body = (try? WuKongJSON.encode(batch.map(WuKongSandboxState.render))) ?? Data("[]".utf8)
             return OutboundRequest.json("\(url)?event=msg.notify", body, headers: headers)
         }
@@ -106,7 +112,7 @@ public final class WuKongSandbox: SandboxVendor {
     }
 
     public convenience init(options: SandboxOptions, clock: any IMClock) throws {
-        try self.init(configuration: Configuration(options: options), clock: clock,
+        try self.init(configuration: try Configuration(options: options), clock: clock,
                       stateFile: try options.statePath.map(SandboxStateFile.init(path:)))
     }
 
@@ -147,7 +153,7 @@ public final class WuKongSandbox: SandboxVendor {
         "POST /channel/subscriber_add", "POST /channel/subscriber_remove",
         "POST /message/send", "POST /message/sendbatch",
         "POST /channel/messagesync", "POST /messages",
-        "POST /conversation/sync", "POST /conversations/clearUnread",
+        "POST /conversation/sync", "POST /conversation/channels", "POST /conversations/clearUnread",
         // business server (`token` header = a token registered with `/user/token`)
         "POST /v1/message/extra/sync", "POST /v1/message/revoke", "POST /v1/message/edit", "POST /v1/message/readed",
         "POST /v1/message/extra", "POST /v1/reactions", "POST /v1/reaction/sync",

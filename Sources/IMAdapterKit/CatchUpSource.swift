@@ -1,0 +1,39 @@
+import IMCore
+
+/// What the bridge's catch-up (docs/architecture.md, "Catch-up") needs from a source backend besides
+/// `IMBackend.history` and `IMBackend.cursor(for:)`: the event a live callback would have produced for
+/// a message read from history, how a gap shows in live traffic, and which conversations a user is in.
+///
+/// Contract:
+/// - `catchUpEvent(for:)` returns the event with the same `eventID` the backend's callback gives the
+///   same message, so the ledger keeps one copy whichever way it arrives first; nil for what a callback
+///   would not relay as a message (a transient command).
+/// - `gapSignal` is `.sequence` only where a conversation's messages carry consecutive `seq` numbers
+///   (WuKongIM `message_seq`): a live message whose seq is more than one past the last one seen shows a gap.
+/// - `catchUpConversations(of:)` lists the conversations `user` takes part in where the vendor can say
+///   (it throws `unsupported` otherwise); catch-up asks it for users it knows from earlier traffic.
+public protocol CatchUpSource: IMBackend {
+    func catchUpEvent(for message: Message) -> IMEvent?
+    var gapSignal: CatchUpGapSignal { get }
+    func catchUpConversations(of user: UserID) async throws -> [ConversationRef]
+}
+
+/// How a backend's live traffic shows that messages were missed.
+public enum CatchUpGapSignal: String, Sendable {
+    /// Consecutive per-conversation sequence numbers: a jump is a gap, seen at once.
+    case sequence
+    /// Time-positioned history (RongCloud, NIM): a gap is not visible in live traffic; catch-up finds it
+    /// on start and every `catch_up.interval`.
+    case none
+}
+
+extension CatchUpSource {
+    /// By default a user's groups, where the backend is a `GroupDirectory` (RongCloud
+    /// `/user/group/query.json`, NIM `/team/joinTeams.action`); `unsupported` otherwise.
+    public func catchUpConversations(of user: UserID) async throws -> [ConversationRef] {
+        guard let directory = self as? any GroupDirectory else {
+            throw IMError(.unsupported, "\(id) cannot list the conversations of a user")
+        }
+        return try await directory.groups(of: user).map { .group($0) }
+    }
+}

@@ -1,0 +1,187 @@
+import IMAdapterKit
+import IMCore
+import Synchronization
+
+/// The seam between live intake and catch-up (docs/architecture.md, "Catch-up"): every batch a source's
+/// callback delivers passes `admit` before the engine records it.
+///
+/// - While a conversation is being caught up (or its backend's start-up catch-up has not yet listed its
+///   conversations), its live messages are **held**, not recorded: the history read that is under way (or
+///   one more, started because something was held) returns them in source order, and catch-up records
+///   them in that order. So a live message never overtakes older messages catch-up is still reading.
+///   What is held is recorded after the catch-up (the ledger drops those the read already took), so a
+///   failed read loses nothing the callback brought.
+/// - For a `.sequence` source (WuKongIM), a live message whose `seq` is more than one past the last one
+///   recorded in its conversation shows a gap: it is held and a catch-up of that conversation is asked for.
+/// - The last recorded message of each conversation, and the sender seen (a member, for reading history
+///   as and for listing a user's conversations), are kept for catch-up's checkpoints (`drainObserved`).
+public final class CatchUpGate: Sendable {
+    public struct Key: Hashable, Sendable {
+        public var backend: BackendID
+        public var conversation: ConversationRef
+        public init(backend: BackendID, conversation: ConversationRef) {
+            self.backend = backend
+            self.conversation = conversation
+        }
+    }
+
+    /// What live traffic showed about a conversation since the last `drainObserved`.
+    struct Observed: Sendable {
+        var sender: UserID?
+        /// The newest message recorded in order (`.sequence` sources only).
+        var last: Message?
+    }
+
+    struct Lane: Sendable {
+        var lastSeq: Int64?
+        var running = false
+        /// Something was held since the running read began: read again before finishing.
+        var missed = false
+        var held: [IMEvent] = []
+    }
+
+    struct State: Sendable {
+        var signals: [BackendID: CatchUpGapSignal] = [:]
+        /// Backends whose start-up catch-up has not listed their conversations yet: all their live
+        /// messages are held.
+        var starting: Set<BackendID> = []
+        var lanes: [Key: Lane] = [:]
+        var observed: [Key: Observed] = [:]
+        /// Conversations asked for (a gap, or held while starting) and not yet taken by the runner.
+        var requested: [Key: String] = [:]
+    }
+
+    let state = Mutex(State())
+
+    public init() {}
+
+    /// Whether any source is watched (an engine without catch-up admits everything untouched).
+    var isActive: Bool { state.withLock { !$0.signals.isEmpty } }
+
+    func watch(_ backend: BackendID, signal: CatchUpGapSignal, starting: Bool) {
+        state.withLock {
+            $0.signals[backend] = signal
+            if starting { $0.starting.insert(backend) }
+        }
+    }
+
+    func seed(_ key: Key, lastSeq: Int64?) {
+        state.withLock { state in
+            if let lastSeq { state.lanes[key, default: Lane()].lastSeq = max(lastSeq, state.lanes[key]?.lastSeq ?? lastSeq) }
+        }
+    }
+
+    /// The events to record now; the others are held for the running (or requested) catch-up.
+    public func admit(_ events: [IMEvent]) -> [IMEvent] {
+        state.withLock { state -> [IMEvent] in
+            guard !state.signals.isEmpty else { return events }
+            var admitted: [IMEvent] = []
+            var expected: [Key: Int64] = [:]
+            for event in events {
+                guard case .message(let message) = event.kind, let signal = state.signals[event.backend] else {
+                    admitted.append(event)
+                    continue
+                }
+                let key = Key(backend: event.backend, conversation: message.conversation)
+                var lane = state.lanes[key] ?? Lane()
+                state.observed[key, default: Observed()].sender = message.sender
+                if state.starting.contains(event.backend) || lane.running {
+                    lane.held.append(event)
+                    lane.missed = true
+                    if !lane.running, state.requested[key] == nil { state.requested[key] = "held" }
+                    state.lanes[key] = lane
+                    continue
+                }
+                if signal == .sequence, let seq = message.seq, let last = expected[key] ?? lane.lastSeq, seq > last + 1 {
+                    lane.held.append(event)
+                    lane.missed = true
+                    lane.running = true
+                    state.requested[key] = "gap"
+                    state.lanes[key] = lane
+                    continue
+                }
+                if signal == .sequence, let seq = message.seq { expected[key] = max(expected[key] ?? seq, seq) }
+                admitted.append(event)
+            }
+            return admitted
+        }
+    }
+
+    /// Called after `events` (admitted ones) were recorded: moves the conversations' last positions.
+    public func recorded(_ events: [IMEvent]) {
+        state.withLock { state in
+            for event in events {
+                guard case .message(let message) = event.kind, state.signals[event.backend] == .sequence, let seq = message.seq else { continue }
+                let key = Key(backend: event.backend, conversation: message.conversation)
+                if seq > (state.lanes[key]?.lastSeq ?? 0) {
+                    state.lanes[key, default: Lane()].lastSeq = seq
+                    state.observed[key, default: Observed()].last = message
+                }
+            }
+        }
+    }
+
+    /// Catch-up of `key` begins (it may already be marked running by a gap).
+    func begin(_ key: Key) {
+        state.withLock { state in
+            state.lanes[key, default: Lane()].running = true
+            state.requested[key] = nil
+        }
+    }
+
+    /// Before each read: whether anything was held since the previous call (and clears the mark).
+    func takeMissed(_ key: Key) -> Bool {
+        state.withLock { state in
+            let missed = state.lanes[key]?.missed ?? false
+            state.lanes[key]?.missed = false
+            return missed
+        }
+    }
+
+    /// Catch-up of `key` read up to `seq` (`.sequence` sources): later live messages compare with it.
+    func caughtUp(_ key: Key, seq: Int64?) {
+        guard let seq else { return }
+        state.withLock { state in
+            if seq > (state.lanes[key]?.lastSeq ?? 0) { state.lanes[key, default: Lane()].lastSeq = seq }
+        }
+    }
+
+    /// Ends the catch-up of `key`; returns what was held, to be recorded now. Nil (and the lane stays
+    /// held) when something was held after the last read: the caller reads again.
+    func finish(_ key: Key, force: Bool) -> [IMEvent]? {
+        state.withLock { state in
+            guard var lane = state.lanes[key] else { return [] }
+            if lane.missed && !force { return nil }
+            let held = lane.held
+            lane.held = []
+            lane.running = false
+            lane.missed = false
+            state.lanes[key] = lane
+            return held
+        }
+    }
+
+    /// The start-up catch-up of `backend` has listed its conversations: from now on only conversations
+    /// being caught up hold their live messages. Returns the conversations that held something meanwhile.
+    func started(_ backend: BackendID) -> [Key] {
+        state.withLock { state in
+            state.starting.remove(backend)
+            return state.lanes.filter { $0.key.backend == backend && !$0.value.held.isEmpty }.map(\.key)
+        }
+    }
+
+    /// Conversations asked for since the last call, with the reason (`gap`, `held`).
+    func takeRequested() -> [Key: String] {
+        state.withLock { state in
+            defer { state.requested = [:] }
+            return state.requested
+        }
+    }
+
+    func drainObserved() -> [Key: Observed] {
+        state.withLock { state in
+            defer { state.observed = [:] }
+            return state.observed
+        }
+    }
+}

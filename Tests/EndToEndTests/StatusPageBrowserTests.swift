@@ -1,0 +1,117 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMLab
+import IMRelay
+import Testing
+
+/// The status page in a real browser (issue #16, item 5): `imbridge run` as a child process with three
+/// sandboxes over loopback — RongCloud relaying to WuKong and to NIM, the NIM sandbox stopped (a backend
+/// down) and one poison message from RongCloud (an inbound dead letter) — and headless Chromium loading
+/// `http://127.0.0.1:<admin port>/`. The test reads the DOM Chromium built (`--dump-dom`), not the
+/// bytes the server sent: what an operator's browser shows.
+///
+/// Without Chromium the test is skipped with a printed reason, unless `IMBRIDGE_REQUIRE_BROWSER` is set
+/// (`make test` sets it, so there a missing browser fails). `IMBRIDGE_STATUS_SCREENSHOT=FILE.png` also
+/// saves a screenshot of the page.
+@Suite(.serialized) struct StatusPageBrowserTests {
+    static func chromium() -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for directory in path.split(separator: ":") + ["/usr/bin"] {
+            for name in ["chromium", "chromium-browser"] where FileManager.default.isExecutableFile(atPath: "\(directory)/\(name)") {
+                return "\(directory)/\(name)"
+            }
+        }
+        return nil
+    }
+
+    /// Runs the browser headless on `url` with `arguments`; its standard output (the DOM) apart from its
+    /// standard error (its own diagnostics).
+    static func browse(_ browser: String, _ arguments: [String], url: String, profile: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let out = profile + "/stdout", err = profile + "/stderr"
+        for file in [out, err] { FileManager.default.createFile(atPath: file, contents: nil) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: browser)
+        // Root needs --no-sandbox; a profile of its own keeps runs apart.
+        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)/profile"] + arguments + [url]
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
+        try process.run()
+        let deadline = Date().addingTimeInterval(90)
+        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        return (process.terminationStatus, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
+                (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+    }
+
+    @Test func chromiumShowsBackendStatesADeadLetterAndALane() async throws {
+        guard let browser = Self.chromium() else {
+            if ProcessInfo.processInfo.environment["IMBRIDGE_REQUIRE_BROWSER"] != nil {
+                Issue.record("IMBRIDGE_REQUIRE_BROWSER is set but no chromium is installed (apt-get install chromium; `make deps` does)")
+            } else {
+                print("StatusPageBrowserTests: skipped: chromium is not installed (apt-get install chromium) and IMBRIDGE_REQUIRE_BROWSER is unset")
+            }
+            return
+        }
+        let port = try await freePort()
+        let adminPort = try await freePort()
+        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
+                                      callbackBase: "http://127.0.0.1:\(port)")
+        let config = lab.directory + "/bridge.yaml"
+        let yaml = lab.configYAML(store: lab.directory + "/bridge.sqlite", listen: "127.0.0.1:\(port)",
+                                  routes: route("rc:group:*", "wk:group:*", direction: "forward") + route("rc:group:*", "yx:group:*", direction: "forward"))
+            + "admin_listen: 127.0.0.1:\(adminPort)\n"
+        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
+        let bridge = try BridgeProcess(config: config, logPath: lab.directory + "/bridge.log")
+        defer {
+            _ = bridge.terminate()
+            Task { await lab.stop() }
+        }
+        let admin = "http://127.0.0.1:\(adminPort)"
+        let http = HTTPClientWrapper()
+        func status() async throws -> StatusReport {
+            try StatusReport.decode(Data(try await http.send(OutboundRequest(method: "GET", url: admin + "/status.json")).body))
+        }
+        let up = await eventually(60) { (try? await http.send(OutboundRequest(method: "GET", url: admin + "/healthz")))?.status == 200 }
+        try #require(up, "the bridge did not come up: \(bridge.output)")
+
+        // NIM goes away; then traffic: two messages (relayed to WuKong, stuck for NIM) and a poison one.
+        await lab.sandboxes["yx"]?.stop()
+        let users = try await lab.userBackend("rc", registry: ContentRegistry())
+        let group = ConversationRef.group("ops")
+        for text in ["first", "second"] { _ = try await users.send(OutgoingMessage(conversation: group, sender: "alice", content: .text(text))) }
+        _ = try await users.send(OutgoingMessage(conversation: group, sender: "alice", content: .unsupported(
+            UnsupportedContent(vendor: "rongcloud", vendorType: "RC:ImgMsg", raw: #"{"content":"aGk=","extra":""}"#))))
+        let settled = await eventually(60) {
+            guard let report = try? await status() else { return false }
+            let byName = Dictionary(uniqueKeysWithValues: report.backends.map { ($0.name, $0) })
+            return byName["yx"]?.state == "degraded" && byName["wk"]?.state == "ok" && report.deadLetters.inboundTotal == 1
+                && report.lanes.top.contains { $0.lane == "yx/group:ops" && $0.depth == 2 }
+        }
+        let report = try await status()
+        #expect(settled, "status.json never showed the expected state: \(report) \(bridge.output)")
+        let deadLetter = try #require(report.deadLetters.inbound.first)
+        #expect(deadLetter.reason.contains("imageUri"), "\(deadLetter.reason)")
+        let yxError = try #require(report.backends.first { $0.name == "yx" }?.lastErrorClass)
+
+        let shot = ProcessInfo.processInfo.environment["IMBRIDGE_STATUS_SCREENSHOT"]
+        let page = try await Self.browse(browser, ["--virtual-time-budget=3000", "--dump-dom"] + (shot.map { ["--screenshot=\($0)", "--window-size=1280,1400"] } ?? []),
+                                         url: admin + "/", profile: lab.directory)
+        let dom = page.stdout
+        #expect(page.status == 0 && dom.contains("<title>IMBridge status</title>"),
+                "chromium exited \(page.status); stderr: \(page.stderr.suffix(2000)); dom: \(dom.prefix(500))")
+        // Backend states, as rows the browser parsed.
+        #expect(dom.contains(#"data-backend="yx" data-state="degraded""#), "\(dom)")
+        #expect(dom.contains(#"data-backend="wk" data-state="ok""#))
+        #expect(dom.contains(#"data-backend="rc""#))
+        #expect(dom.contains("<code>\(yxError)</code>"), "the last error class of the stopped backend (\(yxError))")
+        // The dead letter with its reason, and the waiting lane.
+        #expect(dom.range(of: #"<td class="reason">[^<]*imageUri"#, options: .regularExpression) != nil, "the dead letter's reason")
+        #expect(dom.range(of: #"<tr class="lane"><td><code>yx</code></td><td><code>group:ops</code></td><td class="num">2</td>"#,
+                          options: .regularExpression) != nil, "the lane of the stopped backend with its depth")
+        #expect(dom.contains("<code>rc:group:*</code>") && dom.contains("<code>yx:group:*</code>"), "the routes")
+        #expect(!dom.contains(BridgeLab.appSecret) && !dom.contains(BridgeLab.webhookSecret), "no secret on the page")
+        if let shot { print("StatusPageBrowserTests: screenshot at \(shot)") }
+    }
+}

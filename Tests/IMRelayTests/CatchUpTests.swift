@@ -1,0 +1,107 @@
+import IMAdapterKit
+import IMCore
+@testable import IMRelay
+import Testing
+
+/// `catch_up:` parsing and the gate that orders live messages against catch-up (docs/architecture.md,
+/// "Catch-up"). The end-to-end behaviour is in Tests/EndToEndTests/CatchUpEndToEndTests.swift.
+@Suite struct CatchUpTests {
+    static func config(_ catchUp: String, retention: String = "") -> String {
+        """
+        store: /tmp/imbridge.sqlite
+        listen: 127.0.0.1:8090
+        \(retention)
+        backends:
+          wk:
+            adapter: wukong
+          rc:
+            adapter: rongcloud
+        routes:
+          - from: wk:group:*
+            to: rc:group:*
+        \(catchUp)
+        """
+    }
+
+    @Test func defaultsAndDurations() throws {
+        #expect(try BridgeConfig.parse(Self.config("")).catchUp == CatchUpSettings())
+        let set = try BridgeConfig.parse(Self.config("catch_up:\n  max_age: 2h\n  max_messages_per_conversation: 50\n  interval: 1500ms\n"))
+        #expect(set.catchUp == CatchUpSettings(enabled: true, maxAgeMs: 7_200_000, maxMessagesPerConversation: 50, intervalMs: 1500))
+        #expect(try BridgeConfig.parse(Self.config("catch_up:\n  enabled: false\n  interval: 90\n")).catchUp
+                == CatchUpSettings(enabled: false, intervalMs: 90_000))
+    }
+
+    @Test func badValuesAreRefusedWithTheirLine() throws {
+        for (yaml, expected) in [
+            ("catch_up:\n  max_age: soon\n", "catch_up.max_age"),
+            ("catch_up:\n  interval: 10ms\n", "catch_up.interval"),
+            ("catch_up:\n  max_messages_per_conversation: 0\n", "catch_up.max_messages_per_conversation"),
+            ("catch_up:\n  every: 5m\n", "every"),
+            ("catch_up:\n  max_age: 9d\n", "retention_hours"),
+        ] {
+            do {
+                _ = try BridgeConfig.parse(Self.config(yaml))
+                Issue.record("accepted \(yaml)")
+            } catch let error as IMError {
+                #expect(error.message.contains(expected), "\(yaml): \(error.message)")
+            }
+        }
+        // A longer retention allows a longer max_age; retention 0 keeps the ledger for ever.
+        #expect(try BridgeConfig.parse(Self.config("catch_up:\n  max_age: 9d\n", retention: "retention_hours: 240")).catchUp.maxAgeMs == 9 * 86_400_000)
+        #expect(try BridgeConfig.parse(Self.config("catch_up:\n  max_age: 90d\n", retention: "retention_hours: 0")).catchUp.maxAgeMs == 90 * 86_400_000)
+    }
+
+    static func message(_ seq: Int64, in group: String = "g1") -> IMEvent {
+        let message = Message(id: MessageID("m\(seq)"), conversation: .group(GroupID(group)), sender: UserID("ann"),
+                              sentAt: 1000 + seq, seq: seq, content: .text("\(seq)"))
+        return IMEvent(eventID: EventID("msg:m\(seq)"), backend: "wk", kind: .message(message))
+    }
+
+    static func seqs(_ events: [IMEvent]) -> [Int64] {
+        events.compactMap { if case .message(let message) = $0.kind { message.seq } else { nil } }
+    }
+
+    @Test func aSeqJumpIsHeldAndAsksForCatchUp() {
+        let gate = CatchUpGate()
+        gate.watch("wk", signal: .sequence, starting: false)
+        let key = CatchUpGate.Key(backend: "wk", conversation: .group("g1"))
+        let first = gate.admit([Self.message(1), Self.message(2)])
+        #expect(Self.seqs(first) == [1, 2], "in order: admitted")
+        gate.recorded(first)
+        #expect(gate.takeRequested().isEmpty)
+        #expect(Self.seqs(gate.admit([Self.message(4), Self.message(5)])) == [], "3 is missing: 4 and everything after it in the conversation wait")
+        #expect(gate.takeRequested() == [key: "gap"])
+        #expect(Self.seqs(gate.admit([Self.message(1, in: "g2")])) == [1], "other conversations go on")
+        // The catch-up reads 3…5; something was held since the read began, so it reads again first.
+        gate.begin(key)
+        #expect(gate.takeMissed(key))
+        #expect(Self.seqs(gate.admit([Self.message(6)])) == [], "held while the read runs")
+        gate.caughtUp(key, seq: 5)
+        #expect(gate.finish(key, force: false) == nil, "6 arrived during the read: read again")
+        #expect(gate.takeMissed(key), "the second read starts")
+        gate.caughtUp(key, seq: 6)
+        let held = gate.finish(key, force: false)
+        #expect(held.map(Self.seqs) == [4, 5, 6], "what was held is handed back to be recorded (the ledger drops what the reads took)")
+        #expect(Self.seqs(gate.admit([Self.message(7)])) == [7], "after the catch-up, live messages are admitted again")
+    }
+
+    @Test func startingHoldsEverythingOfTheSourceUntilItsConversationsAreListed() {
+        let gate = CatchUpGate()
+        gate.watch("wk", signal: .none, starting: true)
+        #expect(gate.admit([Self.message(10)]).isEmpty)
+        let other = IMEvent(eventID: "msg:x", backend: "rc", kind: Self.message(1).kind)
+        #expect(gate.admit([other]).count == 1, "a backend that is not a catch-up source is not held")
+        let key = CatchUpGate.Key(backend: "wk", conversation: .group("g1"))
+        #expect(gate.started("wk") == [key], "the conversation held something: it is caught up too")
+        #expect(gate.admit([Self.message(11, in: "g9")]).count == 1, "time-positioned sources show no gaps live")
+        #expect(gate.finish(key, force: true).map(Self.seqs) == [10])
+    }
+
+    @Test func checkpointNamesRoundTrip() throws {
+        let key = CatchUpGate.Key(backend: "wk", conversation: .direct("ann", "bob"))
+        let name = CatchUpRunner.checkpointName(for: key)
+        #expect(name.hasPrefix(CatchUpRunner.checkpointPrefix))
+        #expect(CatchUpRunner.key(fromCheckpoint: name) == key)
+        #expect(CatchUpRunner.key(fromCheckpoint: "jmessage.jm.poller") == nil)
+    }
+}
