@@ -6,7 +6,7 @@ SWIFT ?= swift
 # chromium: headless, for the status page's browser test (Tests/EndToEndTests/StatusPageBrowserTests.swift).
 APT_PACKAGES := libsqlite3-dev postgresql systemd chromium
 
-.PHONY: deps build test demo install clean
+.PHONY: deps build test test-example demo install clean
 PREFIX ?= /usr/local
 
 # Installs only the Debian packages that are missing (root or sudo needed the first time).
@@ -30,7 +30,12 @@ test: deps
 		echo "make test: FAILED: cannot start the PostgreSQL test cluster (see above)" >&2; rm -rf "$$pgdir"; exit 1; \
 	fi; \
 	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
-	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test
+	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test && $(MAKE) --no-print-directory test-example
+
+# The example app (examples/OrderApp): depends on this checkout by path with `traits: []`, so it builds
+# IMCore + IMTesting only and resolves no remote package (works offline on a fresh clone).
+test-example:
+	cd examples/OrderApp && $(SWIFT) test
 
 demo: deps
 	$(SWIFT) build --product imbridge

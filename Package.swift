@@ -1,5 +1,8 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
+
+/// Remote products are used only with the `Server` trait (on by default).
+let server: TargetDependencyCondition? = .when(traits: ["Server"])
 
 let package = Package(
     name: "IMBridge",
@@ -20,6 +23,14 @@ let package = Package(
         .library(name: "RongCloud", targets: ["RongCloud"]),
         .library(name: "WuKong", targets: ["WuKong"]),
         .library(name: "NIM", targets: ["NIM"]),
+    ],
+    // IMCore and IMTesting have no dependencies. Everything else (the server, adapters, sandboxes, store,
+    // CLI) uses the remote packages below, each only under the default `Server` trait: an app that wants
+    // the neutral API and the testing kit alone depends with `traits: []`, and SwiftPM then neither
+    // resolves nor fetches any of them (docs/testing-kit.md, "Depending on the kit alone").
+    traits: [
+        .default(enabledTraits: ["Server"]),
+        .trait(name: "Server", description: "The bridge server, vendor adapters, sandboxes and CLI, with their remote packages."),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -42,29 +53,29 @@ let package = Package(
         .target(name: "IMTesting", dependencies: ["IMCore"]),
         .target(name: "IMHTTP", dependencies: [
             "IMCore",
-            .product(name: "Hummingbird", package: "hummingbird"),
-            .product(name: "AsyncHTTPClient", package: "async-http-client"),
-            .product(name: "Crypto", package: "swift-crypto"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "HTTPTypes", package: "swift-http-types"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Hummingbird", package: "hummingbird", condition: server),
+            .product(name: "AsyncHTTPClient", package: "async-http-client", condition: server),
+            .product(name: "Crypto", package: "swift-crypto", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
-        .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift")]),
+        .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The shipped mapping files are compiled into the module (EmbeddedFiles), not a resource bundle.
-        .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams")],
+        .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams", condition: server)],
                 exclude: ["mappings"], plugins: ["EmbedShippedFiles"]),
         .executableTarget(name: "imbridge-embed", path: "Sources/imbridge-embed"),
         .plugin(name: "EmbedShippedFiles", capability: .buildTool(), dependencies: ["imbridge-embed"]),
         .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMMapping"]),
         .target(name: "IMStore", dependencies: [
-            "IMCore", .product(name: "GRDB", package: "GRDB.swift"), .product(name: "PostgresNIO", package: "postgres-nio"),
-            .product(name: "Logging", package: "swift-log"),
+            "IMCore", .product(name: "GRDB", package: "GRDB.swift", condition: server), .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         .target(name: "IMRelay", dependencies: [
-            "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log"),
-            .product(name: "CoreMetrics", package: "swift-metrics"), .product(name: "Prometheus", package: "swift-prometheus"),
+            "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "CoreMetrics", package: "swift-metrics", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
             // The status page's template engine (Status/StatusPage.swift).
-            .product(name: "Mustache", package: "swift-mustache"),
+            .product(name: "Mustache", package: "swift-mustache", condition: server),
         ]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [
@@ -78,9 +89,9 @@ let package = Package(
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
             "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMMapping", "IMAdapterKit", "IMVendors",
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "UnixSignals", package: "swift-service-lifecycle"),
+            .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+            .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [
@@ -88,18 +99,18 @@ let package = Package(
         ]),
         .executableTarget(name: "imbridge", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            .product(name: "Logging", package: "swift-log"),
-            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         // Benchmarks: release-only executable, never part of `swift test`.
         .executableTarget(name: "imbridge-bench", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
-            .product(name: "Histogram", package: "hdrhistogram-swift"),
+            .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log")],
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server)],
                 path: "adapters/JMessage",
                 exclude: ["Sandbox"]),
         .target(name: "JMessageSandbox", dependencies: ["JMessage", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
@@ -119,7 +130,7 @@ let package = Package(
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP",
-                                                         .product(name: "Logging", package: "swift-log")]),
+                                                         .product(name: "Logging", package: "swift-log", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
             "WuKong", "RongCloud", "NIM", "JMessage",
@@ -127,14 +138,14 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox",
-                                                          .product(name: "GRDB", package: "GRDB.swift")]),
+                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
         .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
         // adapter test targets here
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport",
-                                                          .product(name: "Logging", package: "swift-log")]),
+                                                          .product(name: "Logging", package: "swift-log", condition: server)]),
         .testTarget(name: "RongCloudTests", dependencies: ["RongCloud", "RongCloudSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "WuKongTests", dependencies: ["WuKong", "WuKongSandbox", "IMCore", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),
         .testTarget(name: "NIMTests", dependencies: ["NIM", "NIMSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport"]),

@@ -7,10 +7,11 @@ import IMCore
 ///
 /// Several backends on one `MemoryWorld` share its state: give each a `viewer` to see only that user's
 /// conversations, or none to see everything (the server's view). Features the preset does not mark
-/// native are refused with `IMError(.unsupported)` — the adapter-specific substitutes (`fallback`) are
-/// not simulated here. Sending as any user is always allowed (the memory backend models users' clients).
+/// native are refused with `IMError(.unsupported)`; of the adapters' substitutes (`fallback`), NIM's
+/// expansion carrier is simulated (`sendExpansionChange`), the others are not. Sending as any user is always allowed (the memory backend models users' clients).
 public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdating, Reacting, ReadReceipting,
-    MediaTransferring, ConversationListing, ConversationStateSetting, UserProvisioning, ClientIDLookup, ConversationDiscovery {
+    MediaTransferring, ConversationListing, ConversationStateSetting, UserProvisioning, ClientIDLookup, ConversationDiscovery,
+    ExpansionChangeSending {
     public let id: BackendID
     public let world: MemoryWorld
     public let viewer: UserID?
@@ -23,14 +24,24 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
         self.viewer = viewer
     }
 
-    /// A backend with its own world.
-    public convenience init(id: BackendID = "memory", capabilities: Capabilities = .rongCloud, clock: any IMClock = TestClock()) {
-        self.init(id: id, world: MemoryWorld(capabilities: capabilities, clock: clock))
+    /// A backend with its own world; give the app's `registry` to have custom contents checked and
+    /// round-tripped through it (see `MemoryWorld`).
+    public convenience init(id: BackendID = "memory", capabilities: Capabilities = .rongCloud, clock: any IMClock = TestClock(),
+                            registry: ContentRegistry? = nil) {
+        self.init(id: id, world: MemoryWorld(capabilities: capabilities, clock: clock, registry: registry))
     }
 
-    public func send(_ message: OutgoingMessage) async throws -> Message { try world.send(message) }
+    public func send(_ message: OutgoingMessage) async throws -> Message {
+        var sent = try world.send(message)
+        if !world.historyForm.sendAnswersSeq { sent.seq = nil }
+        return sent
+    }
 
     public func events() -> AsyncStream<IMEvent> { world.subscribe(backend: id, viewer: viewer) }
+
+    /// The preset's own cursor form (see `HistoryForm`): `seq` for WuKong, `"<sentAt>:<id>"` for RongCloud,
+    /// NIM and JMessage, as their adapters answer.
+    public func cursor(for message: Message) throws -> HistoryCursor { try world.historyForm.cursor(for: message, backend: id) }
 
     public func history(_ query: HistoryQuery) async throws -> HistoryPage {
         var query = query
@@ -53,6 +64,14 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
 
     public func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
         try world.expansion(of: message, in: conversation)
+    }
+
+    /// NIM's expansion fallback, as `NIMBackend.sendExpansionChange` does it (see `MemoryWorld`); other
+    /// presets refuse it with `unsupported`.
+    @discardableResult
+    public func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
+                                    by user: UserID) async throws -> Message {
+        try world.sendExpansionChange(delta, of: target, in: conversation, by: user)
     }
 
     public func toggleReaction(_ emoji: String, on message: MessageID, in conversation: ConversationRef,

@@ -22,6 +22,7 @@ extension MemoryWorld {
     func edit(_ id: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) throws {
         try capabilities.require(.edit)
         try capabilities.check(content)
+        let content = try admit(content)
         let now = clock.nowMs()
         try state.withLock { state in
             let message = try state.message(id, in: conversation)
@@ -91,15 +92,16 @@ extension MemoryWorld {
         try capabilities.require(.readReceipts)
         let now = clock.nowMs()
         try state.withLock { state in
-            let target = try state.message(id, in: conversation)
+            _ = try state.message(id, in: conversation)
             let previous = state.readMarks[conversation]?[user] ?? 0
-            guard let seq = target.seq, seq > previous else { return }
+            let seq = state.position(of: id)
+            guard seq > previous else { return }
             state.readMarks[conversation, default: [:]][user] = seq
             let members = state.members(of: conversation)
             let marks = state.readMarks[conversation] ?? [:]
-            for message in state.conversations[conversation] ?? []
-            where message.readCounts != nil && message.sender != user && message.seq! > previous && message.seq! <= seq {
-                let readers = members.filter { $0 != message.sender && (marks[$0] ?? 0) >= message.seq! }
+            for (index, message) in (state.conversations[conversation] ?? []).enumerated()
+            where message.readCounts != nil && message.sender != user && Int64(index + 1) > previous && Int64(index + 1) <= seq {
+                let readers = members.filter { $0 != message.sender && (marks[$0] ?? 0) >= Int64(index + 1) }
                 let counts = ReadCounts(read: readers.count, unread: members.count - 1 - readers.count)
                 state.update(message.id) { $0.readCounts = counts }
             }
@@ -132,7 +134,7 @@ extension MemoryWorld {
             }
             .sorted {
                 if $0.isPinned != $1.isPinned { return $0.isPinned }
-                return ($0.updatedAt, $0.lastMessage?.seq ?? 0, $0.conversation.description) > ($1.updatedAt, $1.lastMessage?.seq ?? 0, $1.conversation.description)
+                return ($0.updatedAt, $0.conversation.description) > ($1.updatedAt, $1.conversation.description)
             }
         }
     }
@@ -154,7 +156,8 @@ extension MemoryWorld {
     func clearUnread(in conversation: ConversationRef, for user: UserID) throws {
         try requireState(.clearUnread)
         state.withLock { state in
-            guard let last = state.conversations[conversation]?.last?.seq else { return }
+            guard let count = state.conversations[conversation]?.count, count > 0 else { return }
+            let last = Int64(count)
             state.readMarks[conversation, default: [:]][user] = max(state.readMarks[conversation]?[user] ?? 0, last)
         }
     }
@@ -207,6 +210,10 @@ extension MemoryWorld {
 }
 
 extension MemoryWorld.State {
+    /// A stored message's place in its conversation, from 1 in the order stored (its `seq` where the
+    /// preset positions history by seq); read marks are kept in these numbers.
+    func position(of id: MessageID) -> Int64 { Int64((locations[id]?.index ?? -1) + 1) }
+
     mutating func nextEventNumber() -> Int {
         eventCounter += 1
         return eventCounter
@@ -214,8 +221,8 @@ extension MemoryWorld.State {
 
     func unread(in conversation: ConversationRef, for user: UserID) -> [Message] {
         let mark = readMarks[conversation]?[user] ?? 0
-        return (conversations[conversation] ?? []).filter {
-            $0.sender != user && $0.options.countUnread && !$0.isRecalled && ($0.seq ?? 0) > mark
-        }
+        return (conversations[conversation] ?? []).enumerated().filter { index, message in
+            message.sender != user && message.options.countUnread && !message.isRecalled && Int64(index + 1) > mark
+        }.map(\.element)
     }
 }

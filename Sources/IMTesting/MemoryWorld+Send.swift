@@ -1,8 +1,12 @@
+import Foundation
 import IMCore
 
 extension MemoryWorld {
-    func send(_ outgoing: OutgoingMessage) throws -> Message {
+    /// `carrying`: the expansion change a carrier message stands for; its event is `expansionChanged`.
+    func send(_ outgoing: OutgoingMessage, carrying change: (target: MessageID, delta: ExpansionDelta)? = nil) throws -> Message {
         try capabilities.check(outgoing.content)
+        var outgoing = outgoing
+        outgoing.content = try admit(outgoing.content)
         if outgoing.conversation.kind == .direct, outgoing.conversation.peer(of: outgoing.sender) == nil {
             throw IMError(.invalidArgument, "\(outgoing.sender) is not a user of \(outgoing.conversation)")
         }
@@ -27,7 +31,7 @@ extension MemoryWorld {
             }
             state.nextMessageNumber += 1
             var message = Message(
-                id: MessageID("m\(state.nextMessageNumber)"), clientMessageID: outgoing.clientMessageID,
+                id: historyForm.messageID(state.nextMessageNumber), clientMessageID: outgoing.clientMessageID,
                 conversation: outgoing.conversation, sender: outgoing.sender, sentAt: outgoing.sentAt ?? now,
                 content: outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply, options: outgoing.options,
                 expansion: expansion, vendorExtras: outgoing.vendorExtras)
@@ -37,11 +41,9 @@ extension MemoryWorld {
                 return message
             }
             if outgoing.options.persist {
-                let seq = (state.nextSeq[outgoing.conversation] ?? 0) + 1
-                state.nextSeq[outgoing.conversation] = seq
-                message.seq = seq
-                if outgoing.options.receiptRequested { message.readCounts = ReadCounts() }
                 var list = state.conversations[outgoing.conversation, default: []]
+                if historyForm.bySeq { message.seq = Int64(list.count + 1) }
+                if outgoing.options.receiptRequested { message.readCounts = ReadCounts() }
                 list.append(message)
                 state.conversations[outgoing.conversation] = list
                 state.locations[message.id] = (outgoing.conversation, list.count - 1)
@@ -52,50 +54,70 @@ extension MemoryWorld {
                     message = try state.message(message.id, in: message.conversation)
                 }
             }
-            Self.publish("msg:\(message.id)", .message(message), in: &state)
+            if let change {
+                Self.publish("exp:\(message.id)", .expansionChanged(messageID: change.target, conversation: message.conversation,
+                                                                     by: message.sender, delta: change.delta), in: &state)
+            } else {
+                Self.publish("msg:\(message.id)", .message(message), in: &state)
+            }
             return message
         }
     }
+}
 
-    func history(_ query: HistoryQuery) throws -> HistoryPage {
-        guard query.limit > 0 else { throw IMError(.invalidArgument, "history limit must be positive, got \(query.limit)") }
-        return state.withLock { state in
-            if let viewer = query.viewer, query.conversation.kind == .direct, query.conversation.peer(of: viewer) == nil {
-                return HistoryPage(messages: [], olderCursor: nil, newerCursor: nil, hasOlder: false, hasNewer: false)
+extension MemoryWorld {
+    /// A content as production would carry it: with a registry, a typed custom content must be of a
+    /// registered type, and its payload is decoded again by the registry (a typed value from the app is
+    /// decoded strictly; a raw payload of a registered type is re-typed where it decodes, as the
+    /// adapters' codecs do). Without a registry, or for other contents, the content is unchanged.
+    func admit(_ content: MessageContent) throws -> MessageContent {
+        guard let registry, case .custom(let custom) = content else { return content }
+        if let value = custom.value {
+            guard registry.isRegistered(custom.typeName) else {
+                throw IMError(.invalidContent,
+                              "custom content type '\(custom.typeName)' (\(type(of: value))) is not registered in the world's ContentRegistry: "
+                              + "register it (registry.register(\(type(of: value)).self)) as the app must at start-up",
+                              details: ["content_type": custom.typeName])
             }
-            let all = state.conversations[query.conversation] ?? []
-            return Self.page(all, query.anchor, query.limit)
+            return .custom(try registry.decode(typeName: custom.typeName, payload: custom.payload))
         }
+        return .custom(try registry.decodeOrRaw(typeName: custom.typeName, payload: custom.payload))
     }
+}
 
-    /// Seed 000's paging rules over a seq-ordered list (see `HistoryAnchor`).
-    static func page(_ all: [Message], _ anchor: HistoryAnchor, _ limit: Int) -> HistoryPage {
-        func seqOf(_ cursor: HistoryCursor) -> Int64 { cursor.seq ?? 0 }
-        let range: Range<Int>
-        switch anchor {
-        case .latest:
-            range = max(0, all.count - limit)..<all.count
-        case .oldest:
-            range = 0..<min(limit, all.count)
-        case .before(let cursor):
-            let end = all.firstIndex { $0.seq! >= seqOf(cursor) } ?? all.count
-            range = max(0, end - limit)..<end
-        case .after(let cursor):
-            let start = all.firstIndex { $0.seq! > seqOf(cursor) } ?? all.count
-            range = start..<min(all.count, start + limit)
-        case .around(let cursor):
-            let center = all.firstIndex { $0.seq! >= seqOf(cursor) } ?? all.count
-            var lower = max(0, center - (limit - 1) / 2)
-            let upper = min(all.count, lower + limit)
-            lower = max(0, upper - limit)
-            range = lower..<upper
+extension MemoryWorld {
+    /// NIM's expansion fallback as the NIM adapter does it (docs/adapters/nim.md): the delta travels as a
+    /// stored custom message of type `imbridge.expansion` (payload `{"cleared","msgid","removed","set",
+    /// "version"}`, not counted unread, not pushed), subscribers get an `expansionChanged` event instead
+    /// of a message, and no expansion state is kept. Only under a preset whose expansion is this fallback.
+    func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
+                             by user: UserID) throws -> Message {
+        guard historyForm.kind == .nim, capabilities.support(.expansion) == .fallback else {
+            throw IMError(.unsupported, "\(capabilities.vendor) does not carry expansion changes as messages (only NIM's fallback does)",
+                          details: ["feature": Feature.expansion.rawValue])
         }
-        let messages = Array(all[range])
-        return HistoryPage(
-            messages: messages,
-            olderCursor: messages.first.map { HistoryCursor(seq: $0.seq!) },
-            newerCursor: messages.last.map { HistoryCursor(seq: $0.seq!) },
-            hasOlder: range.lowerBound > 0,
-            hasNewer: range.upperBound < all.count)
+        guard !delta.isEmpty else { throw IMError(.invalidArgument, "an empty expansion delta carries nothing") }
+        let carrier = ExpansionCarrierPayload(msgid: target.rawValue, version: delta.version, set: delta.set,
+                                              removed: delta.removed, cleared: delta.cleared)
+        return try send(OutgoingMessage(conversation: conversation, sender: user,
+                                        content: .custom(CustomContent(raw: ExpansionCarrierPayload.contentType, payload: carrier.json)),
+                                        options: MessageOptions(persist: true, countUnread: false, push: false)),
+                        carrying: (target, delta))
+    }
+}
+
+/// The payload of NIM's expansion carrier, written as the NIM adapter writes it.
+struct ExpansionCarrierPayload: Codable {
+    static let contentType = "imbridge.expansion"
+    var msgid: String
+    var version: Int64
+    var set: [String: String]
+    var removed: [String]
+    var cleared: Bool
+
+    var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
     }
 }

@@ -9,7 +9,14 @@ import Synchronization
 ///   never stored; `persist: false` messages are delivered but not stored;
 /// - a direct message's sender must be one of its two users;
 /// - a repeated `clientMessageID` returns the first message and emits nothing (idempotent send);
-/// - every stored message gets the next per-conversation `seq`, from 1;
+/// - history is positioned as the preset's adapter positions it (`HistoryForm`): WuKong (and any vendor
+///   without a preset) by `seq`, numbered per conversation from 1; RongCloud by `msgTime:msgUID`, NIM and
+///   JMessage by `<ms>:<msgid>` with numeric message ids — those three leave `seq` nil, as their adapters
+///   do, and refuse a seq cursor with the adapter's error text;
+/// - with a `registry`, a typed custom content whose type is not registered is refused (`invalid_content`
+///   naming the type), and every custom payload round-trips through the registry (encoded, then decoded
+///   as the adapter's codec does on the way back), so a forgotten `register` or a broken `Codable` fails
+///   here as it would in production;
 /// - recall: within `recallWindowMs`, by the sender only when `recallBySenderOnly`, once;
 /// - edit: by the sender only when `editBySenderOnly`, within `editWindowMs`, never on a recalled message;
 /// - expansion: only on messages sent with one, within `expansionLimits` for `expansionCaller`;
@@ -21,6 +28,10 @@ import Synchronization
 public final class MemoryWorld: Sendable {
     public let capabilities: Capabilities
     public let clock: any IMClock
+    /// The app's custom content types; nil accepts any custom content as given (no round trip).
+    public let registry: ContentRegistry?
+    /// How this world positions history (from the preset's vendor).
+    public let historyForm: HistoryForm
     let state = Mutex(State())
 
     struct Subscriber {
@@ -32,7 +43,6 @@ public final class MemoryWorld: Sendable {
     struct State {
         var conversations: [ConversationRef: [Message]] = [:]
         var locations: [MessageID: (conversation: ConversationRef, index: Int)] = [:]
-        var nextSeq: [ConversationRef: Int64] = [:]
         var groupMembers: [GroupID: Set<UserID>] = [:]
         var readMarks: [ConversationRef: [UserID: Int64]] = [:]
         var muted: [UserID: Set<ConversationRef>] = [:]
@@ -50,10 +60,13 @@ public final class MemoryWorld: Sendable {
     }
 
     /// `clock` defaults to a `TestClock`, as `MemoryBackend`'s does: windows (recall, edit) move only when
-    /// the test moves the clock.
-    public init(capabilities: Capabilities, clock: any IMClock = TestClock()) {
+    /// the test moves the clock. Give the app's `registry` to have custom contents checked and
+    /// round-tripped as production does.
+    public init(capabilities: Capabilities, clock: any IMClock = TestClock(), registry: ContentRegistry? = nil) {
         self.capabilities = capabilities
         self.clock = clock
+        self.registry = registry
+        self.historyForm = HistoryForm(vendor: capabilities.vendor)
     }
 
     // MARK: membership and users

@@ -8,10 +8,11 @@ import Testing
     func memoryBackendConforms(preset: Capabilities) async throws {
         let suite = ConformanceSuite {
             let clock = TestClock()
-            let world = MemoryWorld(capabilities: preset, clock: clock)
+            let registry = ContentRegistry()
+            let world = MemoryWorld(capabilities: preset, clock: clock, registry: registry)
             world.addMembers(["alice", "bob", "carol"], to: "team")
             return ConformanceSubject(backend: MemoryBackend(id: "mem", world: world), users: ["alice", "bob", "carol"],
-                                      group: "team", advanceClock: { clock.advance(byMs: $0) }, registry: ContentRegistry())
+                                      group: "team", advanceClock: { clock.advance(byMs: $0) }, registry: registry)
         }
         let report = await suite.run()
         #expect(report.failures.isEmpty, "\(report)")

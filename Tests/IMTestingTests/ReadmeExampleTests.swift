@@ -53,6 +53,17 @@ struct ReadmeOrderCard: CustomMessageContent {
         #expect(block == marked)
     }
 
+    /// "Testing your app" shows the example package's main suite: the README block is that file's marked text.
+    @Test func readmeOrderAppBlockIsTheExamplesSuite() throws {
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let source = try String(contentsOf: Self.root.appendingPathComponent("examples/OrderApp/Tests/OrderAppTests/OrderAppTests.swift"),
+                                encoding: .utf8)
+        let marked = try #require(source.components(separatedBy: "// README-BEGIN\n").dropFirst().first?.components(separatedBy: "// README-END").first)
+        let block = try #require(readme.components(separatedBy: "```swift\nimport IMCore\nimport IMTesting\nimport OrderApp\nimport Testing\n\n")
+            .dropFirst().first?.components(separatedBy: "```").first)
+        #expect(block == marked)
+    }
+
     @Test func customTypes() async throws {
         let registry = ContentRegistry()
         try registry.register(ReadmeOrderCard.self)

@@ -47,6 +47,16 @@ public protocol ExpansionUpdating: IMBackend {
     func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion
 }
 
+/// Expansion changes carried as messages, where the vendor keeps no expansion state (NIM's `fallback`:
+/// a type-100 `imbridge.expansion` message, docs/adapters/nim.md). Receivers see an `expansionChanged`
+/// event instead of a message; there is no `expansion(of:)` to ask and no limit checked but the caller's.
+public protocol ExpansionChangeSending: IMBackend {
+    /// Sends `delta` for `target` from `user` into `conversation`; returns the carrier message.
+    @discardableResult
+    func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
+                             by user: UserID) async throws -> Message
+}
+
 /// Emoji reactions: the same user adding the same emoji again removes it.
 public protocol Reacting: IMBackend {
     /// Returns true when the reaction was added, false when it was removed.

@@ -78,4 +78,26 @@ public final class ContentRegistry: Sendable {
         guard case .custom(let custom) = content, custom.value == nil else { return content }
         return .custom(try decode(typeName: custom.typeName, payload: custom.payload))
     }
+
+    /// The typed payload of what `message` shows now (its latest edit, else its content), decoded by
+    /// this registry: `let card = try registry.resolve(message, as: OrderCard.self)`. Throws, naming what
+    /// is wrong: `invalid_argument` when the message is not a custom content of `T`'s type name, and
+    /// `invalid_content` when `T` is not registered here or the payload does not decode or validate.
+    public func resolve<T: CustomMessageContent>(_ message: Message, as type: T.Type) throws -> T {
+        guard case .custom(let custom) = message.currentContent else {
+            throw IMError(.invalidArgument, "message \(message.id) is \(message.currentContent.kind.rawValue), not custom '\(T.contentType)'")
+        }
+        guard custom.typeName == T.contentType else {
+            throw IMError(.invalidArgument, "message \(message.id) carries custom '\(custom.typeName)', not '\(T.contentType)'")
+        }
+        guard let registered = types.withLock({ $0[T.contentType] }), ObjectIdentifier(registered) == ObjectIdentifier(T.self) else {
+            throw IMError(.invalidContent, "'\(T.contentType)' is not registered as \(T.self) in this ContentRegistry: register(\(T.self).self) first",
+                          details: ["content_type": T.contentType])
+        }
+        if let value = custom.value as? T { return value }
+        guard let value = try decode(typeName: custom.typeName, payload: custom.payload).value as? T else {
+            throw IMError(.invalidContent, "payload of '\(T.contentType)' did not decode as \(T.self)")
+        }
+        return value
+    }
 }

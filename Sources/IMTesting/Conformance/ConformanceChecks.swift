@@ -1,12 +1,17 @@
 import IMCore
 
-struct ConformanceCheck: Sendable {
-    var name: String
-    var body: @Sendable (ConformanceContext) async throws -> Void
+/// One named check: `body` throws `ConformanceFailure` (or any error) to fail, `ConformanceSkip` to skip.
+public struct ConformanceCheck: Sendable {
+    public var name: String
+    public var body: @Sendable (ConformanceContext) async throws -> Void
+    public init(name: String, body: @escaping @Sendable (ConformanceContext) async throws -> Void) {
+        self.name = name
+        self.body = body
+    }
 }
 
 enum ConformanceChecks {
-    static let all: [ConformanceCheck] = messaging + contents + history + features + expansion
+    static let all: [ConformanceCheck] = messaging + contents + history + features + expansion + conversations
 
     static let messaging: [ConformanceCheck] = [
         ConformanceCheck(name: "send.text.history") { ctx in

@@ -68,19 +68,22 @@ public struct ConformanceSuite: Sendable {
     public typealias Factory = @Sendable () async throws -> ConformanceSubject
 
     public let factory: Factory
+    /// The app's own checks, run after the built-in ones.
+    public let additionalChecks: [ConformanceCheck]
 
-    public init(factory: @escaping Factory) {
+    public init(additionalChecks: [ConformanceCheck] = [], factory: @escaping Factory) {
+        self.additionalChecks = additionalChecks
         self.factory = factory
     }
 
-    /// Names of every check, in the order they run.
+    /// Names of every built-in check, in the order they run.
     public static var checkNames: [String] { ConformanceChecks.all.map(\.name) }
 
     /// Runs every check (or only those named) and reports each outcome; it never throws.
     public func run(only names: Set<String>? = nil) async -> ConformanceReport {
         var results: [ConformanceResult] = []
         var backendName = "?"
-        for check in ConformanceChecks.all where names?.contains(check.name) ?? true {
+        for check in ConformanceChecks.all + additionalChecks where names?.contains(check.name) ?? true {
             do {
                 let subject = try await factory()
                 backendName = "\(subject.backend.id) (\(subject.backend.capabilities.vendor))"
@@ -96,11 +99,17 @@ public struct ConformanceSuite: Sendable {
     }
 }
 
-struct ConformanceSkip: Error {
-    var reason: String
+/// Thrown by a check that does not apply to the subject (a feature the capabilities do not offer, no
+/// group given, a clock that cannot move): the report lists it as skipped with `reason`, not failed.
+public struct ConformanceSkip: Error, CustomStringConvertible {
+    public var reason: String
+    public init(_ reason: String) { self.reason = reason }
+    public var description: String { "skipped: \(reason)" }
 }
 
 /// A failed expectation inside a check.
 public struct ConformanceFailure: Error, CustomStringConvertible {
     public var description: String
+    public init(_ description: String) { self.description = description }
+    public init(description: String) { self.description = description }
 }

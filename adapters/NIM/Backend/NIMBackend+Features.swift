@@ -127,3 +127,6 @@ extension NIMBackend {
                                               options: MessageOptions(persist: true, countUnread: false, push: false)))
     }
 }
+
+/// The app-facing form of the fallback, which `MemoryBackend(.nim)` simulates.
+extension NIMBackend: ExpansionChangeSending {}

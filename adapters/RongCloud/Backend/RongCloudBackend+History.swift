@@ -47,9 +47,12 @@ extension RongCloudBackend {
                     newerCursor: messages.last.map(HistoryReader.cursor), hasOlder: hasOlder, hasNewer: hasNewer)
     }
 
-    /// The index of the first message at or after the cursor's position.
+    /// The index of the cursor's message when it is there, else of the first message at or after the
+    /// cursor's position. The message `send` returns has our clock's time, not RongCloud's `msgTime`
+    /// (the publish reply carries none), so its cursor is found by its msgUID.
     static func index(of cursor: HistoryCursor, in messages: [Message]) throws -> Int {
         let position = try HistoryReader.position(cursor)
+        if let exact = messages.firstIndex(where: { $0.id.rawValue == position.uid }) { return exact }
         return messages.firstIndex { ($0.sentAt, $0.id.rawValue) >= (position.time, position.uid) } ?? messages.count
     }
 }

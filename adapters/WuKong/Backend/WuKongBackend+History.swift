@@ -46,8 +46,11 @@ extension WuKongBackend {
         let messages = try await decorate(wire.map { try codec.decode($0) }.filter { $0.content.kind != .command },
                                           in: query.conversation)
         let first = messages.first?.seq, last = messages.last?.seq
+        var hasOlder = (first ?? 0) > 1
+        // An empty page after a cursor still has the cursor's message (and those before it) behind it.
+        if first == nil, case .after(let cursor) = query.anchor, let seq = cursor.seq, seq >= 1 { hasOlder = true }
         return HistoryPage(messages: messages, olderCursor: first.map { HistoryCursor(seq: $0) },
-                           newerCursor: last.map { HistoryCursor(seq: $0) }, hasOlder: (first ?? 0) > 1, hasNewer: hasNewer)
+                           newerCursor: last.map { HistoryCursor(seq: $0) }, hasOlder: hasOlder, hasNewer: hasNewer)
     }
 
     static func seq(_ cursor: HistoryCursor) throws -> Int64 {
