@@ -16,13 +16,21 @@ import WuKong
 ///
 /// It needs the user and group directories of the adapters (issue 18 item 1); until an adapter has them
 /// the test is reported as skipped with that reason.
+///
+/// What a side cannot keep is left out of the comparison per vendor, with the reason:
+/// - WuKong reads a user's avatar only once an image was uploaded to the business server, which the
+///   backend does not do (docs/adapters/wukong.md §6): the source's users read back without avatars, so
+///   user avatars compare as "none on both sides". WuKong gives the groups their ids (`group_no`).
+/// - RongCloud's classic Server API keeps no group owner, avatar or announcement
+///   (docs/adapters/rongcloud.md §7): for RongCloud only the group name and members are compared.
+/// - JMessage REST has no group announcement (docs/adapters/jmessage.md): not compared there.
 @Suite struct AccountMigrationTests {
     static func hasDirectories(_ types: [Any.Type]) -> Bool {
         types.allSatisfy { $0 is any UserDirectory.Type && $0 is any GroupDirectory.Type }
     }
 
     static let users = (1...10).map { UserID(String(format: "wkuser%02d", $0)) }
-    static let groups: [GroupID] = ["wkteam1", "wkteam2", "wkteam3"]
+    static let groupNames = ["团队 1", "团队 2", "团队 3"]
     static var directs: [ConversationRef] { [.direct(users[0], users[1]), .direct(users[2], users[5])] }
 
     @Test(.enabled(if: hasDirectories([WuKongBackend.self, RongCloudBackend.self]), "WuKong and RongCloud adapters read and write users and groups"))
@@ -34,6 +42,15 @@ import WuKong
     @Test(.enabled(if: hasDirectories([WuKongBackend.self, JMessageBackend.self]), "WuKong and JMessage adapters read and write users and groups"))
     func toJMessage() async throws { try await migrateAccount(to: "jm") }
 
+    /// The group fields beyond name and members a target keeps (the others are not compared; reasons above).
+    static func groupFieldsKept(by target: BackendID) -> (owner: Bool, avatar: Bool, announcement: Bool) {
+        switch target {
+        case "rc": (false, false, false)
+        case "jm": (true, true, false)
+        default: (true, true, true)
+        }
+    }
+
     func migrateAccount(to target: BackendID) async throws {
         let lab = try await MigrationLab()
         let wk = try await lab.backend("wk", store: try lab.newStore())
@@ -42,13 +59,15 @@ import WuKong
         for (n, user) in Self.users.enumerated() {
             try await wkUsers.saveUser(UserProfile(id: user, name: "用户 \(n + 1)", avatar: "https://img.example/\(user).png"))
         }
-        for (n, group) in Self.groups.enumerated() {
+        // WuKong's business server gives each group its `group_no`: the ids are what createGroup returns.
+        var groups: [GroupID] = []
+        for (n, name) in Self.groupNames.enumerated() {
             let members = Array(Self.users[(n * 3)..<(n * 3 + 4)])
-            _ = try await wkGroups.createGroup(GroupProfile(id: group, name: "团队 \(n + 1)", avatar: "https://img.example/\(group).png",
-                                                            owner: members[0], members: members))
+            groups.append(try await wkGroups.createGroup(GroupProfile(id: GroupID("wkteam\(n + 1)"), name: name, owner: members[0],
+                                                                      members: members, announcement: "公告 \(n + 1)")))
         }
         var sent: [ConversationRef: [(UserID, String)]] = [:]
-        for (n, group) in Self.groups.enumerated() {
+        for (n, group) in groups.enumerated() {
             for m in 1...8 {
                 let sender = Self.users[n * 3 + m % 4], text = "\(group) message \(m)"
                 _ = try await wk.send(OutgoingMessage(conversation: .group(group), sender: sender, content: .text(text)))
@@ -66,7 +85,7 @@ import WuKong
 
         // WuKongIM lists neither users nor channels: the account file names them.
         let accountFile = "\(lab.lab.directory)/account.yaml"
-        try ("users: [\(Self.users.map(\.rawValue).joined(separator: ", "))]\ngroups: [\(Self.groups.map(\.rawValue).joined(separator: ", "))]\n"
+        try ("users: [\(Self.users.map(\.rawValue).joined(separator: ", "))]\ngroups: [\(groups.map(\.rawValue).joined(separator: ", "))]\n"
              + "conversations: [\(Self.directs.map { "\"direct:\($0.id)\"" }.joined(separator: ", "))]\n")
             .write(toFile: accountFile, atomically: true, encoding: .utf8)
         let storePath = "\(lab.lab.directory)/migrate.sqlite"
@@ -96,24 +115,30 @@ import WuKong
 
         let targetBackend = try await lab.backend(target, store: try lab.newStore())
         let users = try #require(targetBackend as? any UserDirectory)
-        let groups = try #require(targetBackend as? any GroupDirectory)
+        let targetGroups = try #require(targetBackend as? any GroupDirectory)
+        let keeps = Self.groupFieldsKept(by: target)
         for user in Self.users {
             let want = try #require(try await wkUsers.users([user]).first)
             let got = try await users.users([user]).first
             #expect(got?.name == want.name && got?.avatar == want.avatar, "user \(user): \(String(describing: got)) vs \(want)")
         }
         let store = try BridgeStore(path: storePath)
-        for group in Self.groups {
+        for (n, group) in groups.enumerated() {
             let want = try #require(try await wkGroups.group(group))
+            #expect(want.name == Self.groupNames[n] && want.members.count == 4 && want.owner == Self.users[n * 3], "the source group \(group): \(want)")
             let mapped = try store.read { try $0.checkpoint("migrate-group:wk:\(group.rawValue)->\(target)") }
             let targetID = GroupID(try #require(mapped, "group \(group) in the store's group map"))
-            let got = try #require(try await groups.group(targetID), "group \(group) → \(targetID) on \(target)")
+            let got = try #require(try await targetGroups.group(targetID), "group \(group) → \(targetID) on \(target)")
             #expect(got.name == want.name, "name of \(group)")
             #expect(Set(got.members).subtracting([MigrationLab.jmAdmin]) == Set(want.members), "members of \(group): \(got.members)")
-            if let owner = got.owner, let wanted = want.owner ?? want.members.first { #expect(owner == wanted, "owner of \(group)") }
-            let sameName = try await groups.groups(of: Self.users[Self.groups.firstIndex(of: group)! * 3])
+            if keeps.owner { #expect(got.owner == want.owner, "owner of \(group): \(String(describing: got.owner))") }
+            if keeps.avatar { #expect(got.avatar == want.avatar, "avatar of \(group): \(String(describing: got.avatar))") }
+            if keeps.announcement {
+                #expect(got.announcement == want.announcement, "announcement of \(group): \(String(describing: got.announcement))")
+            }
+            let sameName = try await targetGroups.groups(of: Self.users[n * 3])
             var named = 0
-            for candidate in sameName where try await groups.group(candidate)?.name == want.name { named += 1 }
+            for candidate in sameName where try await targetGroups.group(candidate)?.name == want.name { named += 1 }
             #expect(named == 1, "exactly one group named \(want.name ?? "") on \(target)")
             let records = try await lab.records(target, in: .group(targetID))
             #expect(records.map(\.text) == sent[.group(group)]!.map(\.1), "history of \(group), once, in order")
