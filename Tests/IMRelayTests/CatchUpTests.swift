@@ -94,7 +94,25 @@ import Testing
         let key = CatchUpGate.Key(backend: "wk", conversation: .group("g1"))
         #expect(gate.started("wk") == [key], "the conversation held something: it is caught up too")
         #expect(gate.admit([Self.message(11, in: "g9")]).count == 1, "time-positioned sources show no gaps live")
-        #expect(gate.finish(key, force: true).map(Self.seqs) == [10])
+        #expect(gate.admit([Self.message(12)]).isEmpty, "g1 holds on until it is caught up: 12 cannot overtake the held 10")
+        #expect(gate.finish(key, force: true).map(Self.seqs) == [10, 12])
+        #expect(gate.admit([Self.message(13)]).count == 1, "after its catch-up g1 is live again")
+    }
+
+    /// A conversation the start-up pass read before its first message came, then held one while the pass
+    /// went on, is read again before live messages flow: they would otherwise be recorded before it.
+    @Test func aMessageHeldAfterItsConversationWasReadIsNotOvertaken() {
+        let gate = CatchUpGate()
+        gate.watch("rc", signal: .none, starting: true)
+        let key = CatchUpGate.Key(backend: "rc", conversation: .group("g1"))
+        func event(_ seq: Int64) -> IMEvent { IMEvent(eventID: EventID("msg:\(seq)"), backend: "rc", kind: Self.message(seq).kind) }
+        gate.begin(key)
+        #expect(gate.finish(key, force: false) == [], "read while empty")
+        #expect(gate.admit([event(1)]).isEmpty, "held: the source is still starting")
+        #expect(gate.started("rc") == [key], "handed back to be read although it was read in this pass")
+        #expect(gate.admit([event(2)]).isEmpty, "2 waits behind 1")
+        gate.begin(key)
+        #expect(gate.finish(key, force: true).map(Self.seqs) == [1, 2])
     }
 
     @Test func checkpointNamesRoundTrip() throws {

@@ -162,11 +162,19 @@ public final class CatchUpGate: Sendable {
     }
 
     /// The start-up catch-up of `backend` has listed its conversations: from now on only conversations
-    /// being caught up hold their live messages. Returns the conversations that held something meanwhile.
+    /// being caught up hold their live messages. Returns the conversations that held something meanwhile;
+    /// they go on holding (marked running) until the caller has caught each up, so a message arriving now
+    /// is not recorded before the held ones.
     func started(_ backend: BackendID) -> [Key] {
         state.withLock { state in
             state.starting.remove(backend)
-            return state.lanes.filter { $0.key.backend == backend && !$0.value.held.isEmpty }.map(\.key)
+            let keys = state.lanes.filter { $0.key.backend == backend && !$0.value.held.isEmpty }.map(\.key)
+                .sorted { $0.conversation.description < $1.conversation.description }
+            for key in keys {
+                state.lanes[key]?.running = true
+                state.requested[key] = nil
+            }
+            return keys
         }
     }
 

@@ -128,8 +128,10 @@ public actor CatchUpRunner {
             for key in keys.sorted(by: { $0.conversation.description < $1.conversation.description }) {
                 await catchUp(key, reason: reason)
             }
-            // Conversations that held live messages while the list above was made.
-            for key in gate.started(backend) where !keys.contains(key) {
+            // Conversations that held live messages while the list above was made (also those caught up
+            // above before their first message came): they hold on until read again, so a live message
+            // coming now cannot overtake one held.
+            for key in gate.started(backend) {
                 await catchUp(key, reason: "held")
             }
         }
