@@ -67,8 +67,13 @@ public struct HTTPClientWrapper: Sendable {
             let body = try await response.body.collect(upTo: maxResponseBytes)
             return HTTPResponseData(status: Int(response.status.code),
                                     headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
-        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout || error == .connectTimeout {
-            throw IMError(.timeout, "\(request.method) \(request.url) timed out", isRetryable: true, details: ["transport": "timeout"])
+        } catch let error as HTTPClientError where error == .connectTimeout {
+            throw IMError(.timeout, "\(request.method) \(request.url) timed out connecting", isRetryable: true, details: ["transport": "timeout"])
+        } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {
+            // The request went out and may still be carried out: `abandoned_after_ms` tells the caller how
+            // long it was in flight (Delivery waits as long again before it trusts "no copy there").
+            throw IMError(.timeout, "\(request.method) \(request.url) timed out", isRetryable: true,
+                          details: ["transport": "timeout", IMError.abandonedAfterMsKey: "\(timeout.nanoseconds / 1_000_000)"])
         } catch {
             throw IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true,
                           details: ["transport": Self.transportClass(error)])

@@ -14,7 +14,8 @@ import Synchronization
 ///   by client id where the target can look one up (`ClientIDLookup`), else among the target's newest
 ///   messages — and returns it instead of writing a second one.
 /// - **Failures** are classified once, in `classify`: retry later (with the backoff, or the vendor's
-///   `Retry-After`), wait for a message not relayed yet, or permanent.
+///   `Retry-After`, and after a timed-out request at least as long as it was in flight), wait for a
+///   message not relayed yet, or permanent.
 public final class Delivery: Sendable {
     public let target: any IMBackend
     let store: BridgeStore
@@ -43,7 +44,12 @@ public final class Delivery: Sendable {
         guard let error = error as? IMError else { return .permanent }
         if error.details["unmapped"] != nil { return .waitForMessage }
         guard error.isRetryable else { return .permanent }
-        return .retry(afterMs: retry.delayMs(attempt: attempt, retryAfterMs: error.retryAfterMs))
+        let delay = retry.delayMs(attempt: attempt, retryAfterMs: error.retryAfterMs)
+        // A request abandoned after it went out may still be carried out by a slow server. The next
+        // attempt first looks for its copy; waiting at least as long as the request was in flight makes
+        // that lookup happen twice the timeout after the send, so it sees the copy of any send the server
+        // carries out within that time instead of writing a second one.
+        return .retry(afterMs: max(delay, error.abandonedAfterMs ?? 0))
     }
 
     /// Sends `outgoing` to `conversation` on the target. `earlierAttemptAt`: when an earlier attempt may

@@ -104,7 +104,8 @@ import Testing
         }
         #expect(await bridge.engine.waitUntilIdle())
         for (id, count) in [("lost", 20), ("stall", 15), ("full", 10)] {
-            #expect(try await texts(id) == (1...count).map { "\(id)-\($0)" }, "\(target.vendor) \(id): every message once, in order")
+            let got = try await texts(id)
+            #expect(got == (1...count).map { "\(id)-\($0)" }, "\(target.vendor) \(id): every message once, in order; got \(got)")
         }
         #expect(try bridge.store.read { try $0.count(state: .dead) } == 0, "nothing set aside")
         #expect(metrics.value("imbridge_retries_total", ["target": target.name.rawValue]) >= 4, "the unknown outcomes were retried")

@@ -47,6 +47,49 @@ final class AcceptThenTimeoutBackend: IMBackend {
     }
 }
 
+/// A target that times out after `timeoutMs` while the send it abandoned is carried out `holdMs` after it
+/// arrived (a stalled server working through what it received): the first `stalls` sends only.
+final class LateAcceptBackend: IMBackend {
+    let inner: MemoryBackend
+    let stallsLeft: Mutex<Int>
+    let (timeoutMs, holdMs): (Int64, Int64)
+    init(_ inner: MemoryBackend, stalls: Int, timeoutMs: Int64, holdMs: Int64) {
+        self.inner = inner
+        stallsLeft = Mutex(stalls)
+        (self.timeoutMs, self.holdMs) = (timeoutMs, holdMs)
+    }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+
+    func send(_ message: OutgoingMessage) async throws -> Message {
+        var stripped = message
+        stripped.clientMessageID = nil
+        let stall = stallsLeft.withLock { left -> Bool in
+            guard left > 0 else { return false }
+            left -= 1
+            return true
+        }
+        guard stall else { return try await inner.send(stripped) }
+        Task { [inner, holdMs] in
+            try await Task.sleep(nanoseconds: UInt64(holdMs) * 1_000_000)
+            _ = try await inner.send(stripped)
+        }
+        try await Task.sleep(nanoseconds: UInt64(timeoutMs) * 1_000_000)
+        throw IMError(.timeout, "POST /send timed out", isRetryable: true, details: [IMError.abandonedAfterMsKey: "\(timeoutMs)"])
+    }
+
+    func history(_ query: HistoryQuery) async throws -> HistoryPage {
+        var page = try await inner.history(query)
+        page.messages = page.messages.map { message in
+            var message = message
+            message.clientMessageID = nil
+            return message
+        }
+        return page
+    }
+}
+
 @Suite struct DeliveryTests {
     /// The relay and migration share one delivery path, so the relay too finds the copy a timed-out send
     /// left on a target without client-id lookup (in its newest history) instead of sending it again.
@@ -62,6 +105,25 @@ final class AcceptThenTimeoutBackend: IMBackend {
         #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two"), .text("three")])
         #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1, "the timeouts were retried")
         #expect(try h.store.read { try $0.mappingCount() } == 3)
+        await engine.stop()
+    }
+
+    /// A send abandoned at its timeout that the target carries out later still (here 250 ms after the
+    /// timeout): the retry waits as long as the send was in flight before it looks for the copy, so it
+    /// finds the late copy instead of sending a second one. (Looking at once, after the policy's 5 ms,
+    /// found nothing and doubled the message.)
+    @Test func aSendCarriedOutAfterItsTimeoutIsNotDoubled() async throws {
+        let h = try RelayHarness(rcWrapper: { LateAcceptBackend($0, stalls: 2, timeoutMs: 500, holdMs: 750) })
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        for text in ["one", "two", "three"] {
+            _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text(text)))
+        }
+        #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 3 })
+        #expect(await engine.waitUntilIdle())
+        try await Task.sleep(nanoseconds: 800_000_000)
+        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two"), .text("three")])
+        #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 2, "both timeouts were retried")
         await engine.stop()
     }
 
@@ -87,6 +149,10 @@ final class AcceptThenTimeoutBackend: IMBackend {
         #expect(delivery.classify(IMError(.invalidArgument, "no"), attempt: 0) == .permanent)
         #expect(delivery.classify(IMError(.notFound, "later", isRetryable: false, details: ["unmapped": "m1"]), attempt: 0) == .waitForMessage)
         #expect(delivery.classify(CancellationError(), attempt: 0) == .permanent)
+        // A request abandoned in flight is retried no sooner than it was in flight; one never sent is not.
+        let abandoned = IMError(.timeout, "timed out", details: [IMError.abandonedAfterMsKey: "15000"])
+        #expect(delivery.classify(abandoned, attempt: 0) == .retry(afterMs: 15000))
+        #expect(delivery.classify(IMError(.timeout, "timed out connecting"), attempt: 0) == .retry(afterMs: 100))
     }
 }
 

@@ -66,6 +66,13 @@ public struct IMError: Error, Hashable, Sendable, Codable, CustomStringConvertib
         return text
     }
 
+    /// The `details` key of a timeout whose request had gone out: how long it was in flight, in ms.
+    public static let abandonedAfterMsKey = "abandoned_after_ms"
+
+    /// For a request that timed out after it went out, how long it was in flight: such a request has an
+    /// unknown outcome (a slow server may still carry it out later). Nil for every other failure.
+    public var abandonedAfterMs: Int64? { details[Self.abandonedAfterMsKey].flatMap(Int64.init) }
+
     /// Maps an HTTP status with no more specific vendor meaning: 429 → rate limited, 5xx → unavailable
     /// (both retryable), 401 → authentication, 403 → permission, 404 → not found, other 4xx → invalid.
     public static func http(status: Int, body: String, retryAfterMs: Int64? = nil) -> IMError {
