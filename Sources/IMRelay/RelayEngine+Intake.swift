@@ -8,26 +8,22 @@ import Logging
 /// rows (group commit) before it returns; `refused` counts a turned-away callback.
 extension RelayEngine: EventSink {
     public nonisolated func accept(_ events: [IMEvent]) async throws {
-        let admitted = catchUpGate.admit(events)
-        do {
-            try await ingestGrouped(admitted)
-            catchUpGate.recorded(admitted)
-        } catch {
-            metrics.increment("imbridge_ingest_errors_total")
-            logStoreError("ingest", error)
-            throw error
-        }
+        try await accept(InboundBatch(events: events))
     }
 
     /// Takes a batch's events and its poison messages in one transaction: the events as `accept`, each
     /// set-aside message kept as an inbound dead letter (once per backend and key).
     /// Live messages of a conversation being caught up are held by `catchUpGate` (docs/architecture.md,
-    /// "Catch-up") and recorded by the catch-up in source order.
+    /// "Catch-up") and recorded by the catch-up in source order; a conversation seen for the first time
+    /// gets its catch-up checkpoint in the same transaction.
     public nonisolated func accept(_ batch: InboundBatch) async throws {
         let admitted = catchUpGate.admit(batch.events)
+        let fresh = catchUpGate.unknownConversations(in: admitted)
         do {
-            try await ingestGrouped(admitted, setAside: batch.setAside)
+            try await ingestGrouped(admitted, setAside: batch.setAside,
+                                    firstCheckpoints: CatchUpRunner.firstCheckpoints(fresh, routes: routes))
             catchUpGate.recorded(admitted)
+            catchUpGate.markKnown(fresh.keys)
         } catch {
             metrics.increment("imbridge_ingest_errors_total")
             logStoreError("ingest", error)
@@ -60,11 +56,15 @@ extension RelayEngine {
     /// writes submitted at the same time (other callbacks, lanes completing), off the cooperative
     /// thread pool. Same contract: it returns only after the events' rows are committed.
     @discardableResult
-    public nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage] = []) async throws -> IngestResult {
+    public nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage] = [],
+                                          firstCheckpoints: [(name: String, value: String)] = []) async throws -> IngestResult {
         let now = clock.nowMs()
         let planned = try await store.groupedTransaction { [self] tx in
             var recorded = try record(events, tx, at: now)
             recorded.kept = try keep(setAside, tx, at: now)
+            for (name, value) in firstCheckpoints where try tx.checkpoint(name) == nil {
+                try tx.setCheckpoint(name, value, at: now)
+            }
             return recorded
         }
         return finishIngest(events, planned)

@@ -142,8 +142,7 @@ extension CrashTests {
 
         /// The same with the bridge SIGKILLed part way through a stream: the messages whose callbacks were
         /// dropped while it was dead come back from history, nothing is doubled, order holds.
-        @Test(.disabled("fails: after a SIGKILL no catch-up checkpoint of the live traffic is in the store (the runner's periodic flush saves none; the stop-time flush does), so the restart finds no conversation to catch up"),
-              arguments: sources) func sigkillMidStreamIsRecoveredFromHistory(_ source: Source) async throws {
+        @Test(arguments: sources) func sigkillMidStreamIsRecoveredFromHistory(_ source: Source) async throws {
             let rig = try await Rig.start(source)
             defer { Task { await rig.lab.stop() } }
             let users = try await rig.lab.userBackend(source.name, registry: ContentRegistry())

@@ -15,6 +15,9 @@ import Synchronization
 ///   recorded in its conversation shows a gap: it is held and a catch-up of that conversation is asked for.
 /// - The last recorded message of each conversation, and the sender seen (a member, for reading history
 ///   as and for listing a user's conversations), are kept for catch-up's checkpoints (`drainObserved`).
+///   A conversation seen for the first time gets its checkpoint in the transaction that records its
+///   message (`unknownConversations`), not a second later: a SIGKILL in between would leave the next start
+///   unaware of it, and what its vendor then gave up delivering would never be read back.
 public final class CatchUpGate: Sendable {
     public struct Key: Hashable, Sendable {
         public var backend: BackendID
@@ -49,6 +52,8 @@ public final class CatchUpGate: Sendable {
         var observed: [Key: Observed] = [:]
         /// Conversations asked for (a gap, or held while starting) and not yet taken by the runner.
         var requested: [Key: String] = [:]
+        /// Conversations with a checkpoint in the store (so a restart knows them).
+        var known: Set<Key> = []
     }
 
     let state = Mutex(State())
@@ -105,6 +110,26 @@ public final class CatchUpGate: Sendable {
             }
             return admitted
         }
+    }
+
+    /// The conversations of `events` (messages of watched sources) that have no checkpoint yet, each with
+    /// the first sender seen: the intake writes a first checkpoint for them in the transaction that
+    /// records the messages, so a bridge killed right after still knows them on its next start.
+    func unknownConversations(in events: [IMEvent]) -> [Key: UserID] {
+        state.withLock { state in
+            var found: [Key: UserID] = [:]
+            for event in events {
+                guard case .message(let message) = event.kind, state.signals[event.backend] != nil else { continue }
+                let key = Key(backend: event.backend, conversation: message.conversation)
+                if !state.known.contains(key), found[key] == nil { found[key] = message.sender }
+            }
+            return found
+        }
+    }
+
+    /// These conversations have a checkpoint in the store now.
+    func markKnown(_ keys: some Sequence<Key>) {
+        state.withLock { $0.known.formUnion(keys) }
     }
 
     /// Called after `events` (admitted ones) were recorded: moves the conversations' last positions.

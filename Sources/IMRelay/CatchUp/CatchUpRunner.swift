@@ -77,6 +77,7 @@ public actor CatchUpRunner {
             records[key] = record
             gate.seed(key, lastSeq: sources[key.backend]?.gapSignal == .sequence ? record.seq : nil)
         }
+        gate.markKnown(records.keys)
         for (backend, source) in sources {
             metrics.prepareCatchUp(backend: backend)
             gate.watch(backend, signal: source.gapSignal, starting: true)
@@ -346,6 +347,20 @@ public actor CatchUpRunner {
             for (name, value) in rows { try tx.setCheckpoint(name, value, at: now) }
         }
         for (key, record) in changed { records[key] = record }
+        gate.markKnown(changed.keys)
+    }
+
+    /// The first checkpoints of conversations live intake records before catch-up knows them (no position
+    /// yet, only a member to read history as): written with the messages, kept if one is there already.
+    static func firstCheckpoints(_ fresh: [CatchUpGate.Key: UserID], routes: RouteTable) -> [(name: String, value: String)] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return fresh.compactMap { key, sender in
+            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty else { return nil }
+            let record = Record(viewer: routes.isBridgeIdentity(sender, on: key.backend) ? nil : sender.rawValue)
+            guard let value = try? encoder.encode(record) else { return nil }
+            return (checkpointName(for: key), String(decoding: value, as: UTF8.self))
+        }
     }
 
     static func checkpointName(for key: CatchUpGate.Key) -> String {
