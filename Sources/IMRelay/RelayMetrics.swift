@@ -75,6 +75,13 @@ public final class RelayMetrics: Sendable {
                help: "Messages catch-up left out (older than catch_up.max_age, or beyond max_messages_per_conversation), by backend."),
         Family(name: "imbridge_catch_up_errors_total", kind: .counter,
                help: "Catch-up history reads or conversation listings that failed (tried again later), by backend."),
+        // The standard process families (Linux, read from /proc at scrape time: `ProcessStats`).
+        Family(name: "process_cpu_seconds_total", kind: .counter, help: "Total user and system CPU time spent in seconds."),
+        Family(name: "process_resident_memory_bytes", kind: .gauge, help: "Resident memory size in bytes."),
+        Family(name: "process_virtual_memory_bytes", kind: .gauge, help: "Virtual memory size in bytes."),
+        Family(name: "process_open_fds", kind: .gauge, help: "Number of open file descriptors."),
+        Family(name: "process_max_fds", kind: .gauge, help: "Maximum number of open file descriptors."),
+        Family(name: "process_start_time_seconds", kind: .gauge, help: "Start time of the process since unix epoch in seconds."),
     ].map { ($0.name, $0) })
 
     /// Upper bounds of the relay latency histogram's buckets, in seconds.
@@ -216,7 +223,26 @@ public final class RelayMetrics: Sendable {
         } catch {
             gauge("imbridge_store_up", [:]).set(0)
         }
+        setProcessMetrics(ProcessStats.read())
         return registry.emitToString()
+    }
+
+    /// The CPU seconds already added to `process_cpu_seconds_total` (a counter only moves by increments).
+    private let cpuSecondsCounted = Mutex<Double>(0)
+
+    func setProcessMetrics(_ stats: ProcessStats?) {
+        guard let stats else { return }
+        let delta = cpuSecondsCounted.withLock { counted -> Double in
+            let delta = max(0, stats.cpuSeconds - counted)
+            counted = max(counted, stats.cpuSeconds)
+            return delta
+        }
+        FloatingPointCounter(label: "process_cpu_seconds_total", dimensions: [], factory: factory).increment(by: delta)
+        gauge("process_resident_memory_bytes", [:]).set(stats.residentBytes)
+        gauge("process_virtual_memory_bytes", [:]).set(stats.virtualBytes)
+        gauge("process_open_fds", [:]).set(stats.openFDs)
+        if let maxFDs = stats.maxFDs { gauge("process_max_fds", [:]).set(maxFDs) }
+        if let start = stats.startTimeSeconds { gauge("process_start_time_seconds", [:]).set(start) }
     }
 
     /// Sets the per-target gauges for every known target (0 where the store has nothing) and for any

@@ -2,7 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMMapping
-import IMRelay
+@testable import IMRelay
 import IMStore
 import Testing
 
@@ -48,6 +48,18 @@ import Testing
         #expect(first.value("imbridge_outbox_dead_letters") == 0)
         #expect(first.value("imbridge_store_up") == 1)
         #expect(first.value("imbridge_relay_latency_seconds_count") == 0)
+        #if os(Linux)
+        // The standard process families, read from /proc: plausible for this very process.
+        #expect((first.value("process_resident_memory_bytes") ?? 0) > 1_000_000)
+        #expect((first.value("process_virtual_memory_bytes") ?? 0) >= (first.value("process_resident_memory_bytes") ?? .infinity))
+        #expect((first.value("process_open_fds") ?? 0) >= 3)
+        #expect((first.value("process_max_fds") ?? 0) >= (first.value("process_open_fds") ?? .infinity))
+        #expect((first.value("process_cpu_seconds_total") ?? 0) > 0)
+        let startedAt = first.value("process_start_time_seconds") ?? 0
+        #expect(startedAt <= Date().timeIntervalSince1970 + 2 && startedAt > Date().timeIntervalSince1970 - 86_400 * 7,
+                "the test process started within the last week: \(startedAt)")
+        #expect(first.families["process_cpu_seconds_total"]?.type == "counter")
+        #endif
 
         // One relayed, one refused for good (dead letter), three held by a target that keeps answering 429.
         flaky.permanent.withLock { $0.insert("doomed") }
@@ -74,6 +86,9 @@ import Testing
         #expect(after.value("imbridge_relay_latency_seconds_count") == 1)
         #expect((after.value("imbridge_retries_total", ["target": "rc"]) ?? 0) >= 2)
         #expect(after.families["imbridge_lane_depth"] == nil)
+        #if os(Linux)
+        #expect((after.value("process_cpu_seconds_total") ?? 0) >= (first.value("process_cpu_seconds_total") ?? .infinity), "a counter never goes down")
+        #endif
         let labels = after.families.values.flatMap(\.samples).flatMap(\.labels)
         #expect(!labels.contains { ["lane", "conversation"].contains($0.key) || $0.value.contains("slow") },
                 "no label names a conversation")
@@ -92,6 +107,20 @@ import Testing
         let parsed = try PrometheusExposition.parse(text)
         #expect(parsed.value("imbridge_fallbacks_total", ["feature": nasty, "policy": "notice"]) == 2)
         #expect(metrics.value("imbridge_fallbacks_total", ["feature": nasty, "policy": "notice"]) == 2)
+    }
+
+    /// `/proc/self/stat` with a command name holding spaces and a parenthesis: fields are counted after
+    /// the last `)`.
+    @Test func processStatsParseProcFields() throws {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt utime stime … starttime vsize rss
+        let stat = "4242 (imb ridge) x) S 1 4242 4242 0 -1 4194560 900 0 0 0 250 50 0 0 20 0 12 0 3000 104857600 2560 18446744073709551615\n"
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\nMax open files            1024                 524288               files\n"
+        let stats = try #require(ProcessStats.parse(stat: stat, ticksPerSecond: 100, pageSize: 4096, openFDs: 9, limits: limits,
+                                                     bootTime: ProcessStats.bootTime(procStat: "cpu  1 2 3\nbtime 1700000000\nprocesses 5\n")))
+        #expect(stats == ProcessStats(cpuSeconds: 3, residentBytes: 2560 * 4096, virtualBytes: 104_857_600, openFDs: 9, maxFDs: 1024,
+                                      startTimeSeconds: 1_700_000_030))
+        #expect(ProcessStats.parse(stat: "garbage", ticksPerSecond: 100, pageSize: 4096, openFDs: 0, limits: nil, bootTime: nil) == nil)
+        #expect(ProcessStats.maxOpenFiles(limits: "Max open files            unlimited            unlimited            files") == nil)
     }
 
     /// Each bridge has its own registry: two in one process count apart (no global bootstrap).
