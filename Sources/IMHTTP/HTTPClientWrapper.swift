@@ -39,19 +39,23 @@ public struct HTTPClientWrapper: Sendable {
     public var timeout: TimeAmount
     public var maxResponseBytes: Int
 
-    /// False: a connection that cannot be made (nothing listens) fails at once, as a vendor's webhook
-    /// sees a stopped receiver, instead of being tried again until the deadline (the sandboxes' callbacks).
+    /// False (the default): a connection that cannot be made (nothing listens) fails at once, as a
+    /// vendor's webhook sees a stopped receiver. True: AsyncHTTPClient tries to connect again until the
+    /// request's deadline. The bridge wants the first: a refused connection is then a failure its retry
+    /// policy backs off from and its health board shows at once, instead of a send hanging for the whole
+    /// timeout (15 s by default) before anything is known.
     public var retriesConnecting: Bool
 
-    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20, retriesConnecting: Bool = true) {
+    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20, retriesConnecting: Bool = false) {
         self.timeout = .seconds(timeoutSeconds)
         self.maxResponseBytes = maxResponseBytes
         self.retriesConnecting = retriesConnecting
     }
 
-    /// The client for `retriesConnecting: false`: one connection attempt, 5 s to connect (as WuKongIM's webhook).
+    /// The client for `retriesConnecting: false`: the shared client's settings, but one connection attempt
+    /// with 5 s to connect (as WuKongIM's webhook).
     static let connectOnce: HTTPClient = {
-        var configuration = HTTPClient.Configuration()
+        var configuration = HTTPClient.Configuration.singletonConfiguration
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = .seconds(5)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)

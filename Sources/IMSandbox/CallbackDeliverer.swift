@@ -105,7 +105,7 @@ public actor CallbackDeliverer<Item: Sendable> {
         self.isSuccess = isSuccess
         self.render = render
         // A receiver that is down refuses the connection: that is one failed attempt, as for a vendor.
-        self.client = HTTPClientWrapper(timeoutSeconds: timeoutSeconds, retriesConnecting: false)
+        self.client = HTTPClientWrapper(timeoutSeconds: timeoutSeconds)
     }
 
     /// Tries until delivered, the pause doubling from `retryBaseMs` to `retryMaxMs`.

@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 import IMHTTP
 import Testing
 
@@ -59,5 +60,31 @@ import Testing
         #expect(Hashing.constantTimeEquals("abc", "abc"))
         #expect(!Hashing.constantTimeEquals("abc", "abd"))
         #expect(!Hashing.constantTimeEquals("abc", "abcd"))
+    }
+}
+
+@Suite struct HTTPClientWrapperTests {
+    /// Nothing listens: the request fails at once as `connection_refused` (retryable), not after the whole
+    /// timeout of connection attempts (which kept a dead target's sends hanging 15 s before the bridge's
+    /// health board knew anything), and without `abandoned_after_ms` (nothing went out).
+    @Test func aRefusedConnectionFailsAtOnce() async throws {
+        let port = try await freeLoopbackPort()
+        let started = Date()
+        do {
+            _ = try await HTTPClientWrapper(timeoutSeconds: 15).send(OutboundRequest(method: "POST", url: "http://127.0.0.1:\(port)/send", body: Array("{}".utf8)))
+            Issue.record("a request to a closed port succeeded")
+        } catch let error as IMError {
+            #expect(error.isRetryable && error.details["transport"] == "connection_refused", "\(error)")
+            #expect(error.abandonedAfterMs == nil)
+        }
+        #expect(Date().timeIntervalSince(started) < 5, "failed after \(Date().timeIntervalSince(started)) s, not at once")
+    }
+
+    /// A port nothing listens on: bound by a server that is then stopped.
+    func freeLoopbackPort() async throws -> Int {
+        let server = HTTPServer(host: "127.0.0.1", port: 0) { _ in HTTPResponseData.json(["ok": true]) }
+        let port = try await server.start()
+        await server.stop()
+        return port
     }
 }
