@@ -37,13 +37,7 @@ final class AcceptThenTimeoutBackend: IMBackend {
 
     func history(_ query: HistoryQuery) async throws -> HistoryPage {
         if historyRefused { throw IMError(.invalidArgument, "group history needs a viewer") }
-        var page = try await inner.history(query)
-        page.messages = page.messages.map { message in
-            var message = message
-            message.clientMessageID = nil
-            return message
-        }
-        return page
+        return try await historyWithoutClientIDs(inner, query)
     }
 }
 
@@ -80,14 +74,19 @@ final class LateAcceptBackend: IMBackend {
     }
 
     func history(_ query: HistoryQuery) async throws -> HistoryPage {
-        var page = try await inner.history(query)
-        page.messages = page.messages.map { message in
-            var message = message
-            message.clientMessageID = nil
-            return message
-        }
-        return page
+        try await historyWithoutClientIDs(inner, query)
     }
+}
+
+/// `inner`'s history as a target that keeps no client ids shows it.
+func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) async throws -> HistoryPage {
+    var page = try await inner.history(query)
+    page.messages = page.messages.map { message in
+        var message = message
+        message.clientMessageID = nil
+        return message
+    }
+    return page
 }
 
 @Suite struct DeliveryTests {
