@@ -85,7 +85,8 @@ public final class Delivery: Sendable {
     /// The copy an earlier attempt left on the target without an id-map row, if any: looked up by client
     /// id where the target can; else the newest message among the target's last 50 that carries our client
     /// id, or (target without client ids) has the same sender, kind and digest, was stored after the attempt
-    /// started (5 s skew allowed) and is no other message's copy.
+    /// started (5 s skew allowed; or carries exactly the `sentAt` the send asked for) and is no other
+    /// message's copy.
     public func findEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
         if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
             return try await lookup.message(withClientID: id, in: conversation)
@@ -105,7 +106,11 @@ public final class Delivery: Sendable {
                 if id == ours { return candidate }
                 continue
             }
-            guard candidate.sender == outgoing.sender, candidate.sentAt >= attemptAt - 5_000,
+            // Stored after the attempt began — or at exactly the time the send asked for, on a target
+            // that keeps a requested `sentAt` (the relay asks for the source's time, which may be long
+            // before the attempt when intake or the lane was slow).
+            let stampedAsAsked = outgoing.sentAt.map { $0 == candidate.sentAt } ?? false
+            guard candidate.sender == outgoing.sender, candidate.sentAt >= attemptAt - 5_000 || stampedAsAsked,
                   candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
                   try !store.read({ try $0.isBridgeCreated(candidate.id, on: targetID) }) else { continue }
             return candidate

@@ -101,18 +101,41 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         }
         #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 3 })
         #expect(await engine.waitUntilIdle())
-        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two"), .text("three")])
+        let got = try await h.history(h.rcMemory, "g")
+        #expect(got.map(\.content) == [.text("one"), .text("two"), .text("three")], "\(got.map { "\($0.id) \($0.sentAt) \($0.content)" })")
         #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1, "the timeouts were retried")
         #expect(try h.store.read { try $0.mappingCount() } == 3)
         await engine.stop()
     }
 
-    /// A send abandoned at its timeout that the target carries out later still (here 250 ms after the
+    /// The relay asks the target for the source message's time; a target that keeps it stores the copy
+    /// with that time, which can lie long before the attempt (here a minute: a slow intake, a backlog).
+    /// The lookup still takes that copy as the earlier attempt's. (It used to ask for a copy stored after
+    /// the attempt began, so a loaded machine's 10 s stall doubled messages.)
+    @Test func aCopyStampedWithTheRequestedTimeIsFound() async throws {
+        let h = try RelayHarness(rcWrapper: { AcceptThenTimeoutBackend($0, timeouts: 2) })
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        let minuteAgo = h.clock.nowMs() - 60_000
+        for (offset, text) in ["one", "two", "three"].enumerated() {
+            var outgoing = OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text(text))
+            outgoing.sentAt = minuteAgo + Int64(offset)
+            _ = try await h.wk.send(outgoing)
+        }
+        #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 3 })
+        #expect(await engine.waitUntilIdle())
+        let got = try await h.history(h.rcMemory, "g")
+        #expect(got.map(\.content) == [.text("one"), .text("two"), .text("three")], "\(got.map { "\($0.sentAt) \($0.content)" })")
+        #expect(got.first?.sentAt == minuteAgo, "the target kept the requested time")
+        await engine.stop()
+    }
+
+    /// A send abandoned at its timeout that the target carries out later still (here 300 ms after the
     /// timeout): the retry waits as long as the send was in flight before it looks for the copy, so it
     /// finds the late copy instead of sending a second one. (Looking at once, after the policy's 5 ms,
     /// found nothing and doubled the message.)
     @Test func aSendCarriedOutAfterItsTimeoutIsNotDoubled() async throws {
-        let h = try RelayHarness(rcWrapper: { LateAcceptBackend($0, stalls: 2, timeoutMs: 500, holdMs: 750) })
+        let h = try RelayHarness(rcWrapper: { LateAcceptBackend($0, stalls: 2, timeoutMs: 800, holdMs: 1100) })
         let engine = h.engine()
         try await engine.start(feeding: [h.wk, h.rcMemory])
         for text in ["one", "two", "three"] {
@@ -120,8 +143,9 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         }
         #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 3 })
         #expect(await engine.waitUntilIdle())
-        try await Task.sleep(nanoseconds: 800_000_000)
-        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two"), .text("three")])
+        try await Task.sleep(nanoseconds: 1_200_000_000)
+        let got = try await h.history(h.rcMemory, "g")
+        #expect(got.map(\.content) == [.text("one"), .text("two"), .text("three")], "\(got.map { "\($0.id) \($0.sentAt) \($0.content)" })")
         #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 2, "both timeouts were retried")
         await engine.stop()
     }
