@@ -206,6 +206,9 @@ public actor RelayEngine {
         public var duplicates = 0
         public var echoes = 0
         public var queued = 0
+        /// Messages recorded without a relay because the target already has their copy (a migration
+        /// wrote it; only asked for with `skipCopied`, by catch-up).
+        public var alreadyCopied = 0
     }
 
     // MARK: lanes

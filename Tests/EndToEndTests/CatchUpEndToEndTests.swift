@@ -164,6 +164,43 @@ extension CrashTests {
             #expect(recovered, "every message once, in order; got \(relayed.mapValues(\.count)), checkpoints \(checkpoints):\n\(killed)\n---\n\(bridge.output)")
         }
 
+        /// History copied by `imbridge migrate` is not relayed again when the bridge starts on the same
+        /// store and its start-up catch-up reads that history (the ledger does not know migrated messages;
+        /// the id map does). Messages sent after the migration, while the bridge was still down, do come.
+        @Test func historyAMigrationCopiedIsNotRelayedAgainByCatchUp() async throws {
+            let port = try await freePort()
+            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                          callbackBase: "http://127.0.0.1:\(port)")
+            defer { Task { await lab.stop() } }
+            let config = "\(lab.directory)/bridge.yaml"
+            try (lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
+                                routes: "  - from: \"wk:group:mig\"\n    to: \"rc:group:mig\"\n    direction: forward\n")
+                 + "catch_up:\n  interval: 10m\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
+            let wk = try await lab.userBackend("wk", registry: ContentRegistry())
+            func send(_ range: ClosedRange<Int>) async throws {
+                for n in range { _ = try await wk.send(OutgoingMessage(conversation: .group("mig"), sender: "ann", content: .text("mig-\(n)"))) }
+            }
+            func relayed() async throws -> [String] {
+                try await lab.messages("rc").filter { $0["kind"] == "text" && $0["conversation_id"] == "mig" }.compactMap { $0["text"]?.stringValue }
+            }
+            try await send(1...8)
+            let migrated = try await IMBridgeCLI.run(["migrate", "--config", config, "--from", "wk", "--to", "rc", "--conversation", "group:mig"])
+            #expect(migrated.status == 0, "\(migrated.output)")
+            #expect(try await relayed() == (1...8).map { "mig-\($0)" }, "the migration copied the history")
+            try await send(9...10)
+            let vendor = try #require(lab.sandboxes["wk"]?.vendor as? WuKongSandbox)
+            #expect(await eventually(60) { await vendor.notifier?.currentStats.pending == 0 }, "the sandbox gave up on the callbacks")
+
+            let bridge = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
+            defer { _ = bridge.terminate() }
+            let expected = (1...10).map { "mig-\($0)" }
+            let arrived = try await eventually(30) { try await relayed().count >= 10 }
+            try await Task.sleep(nanoseconds: 1_000_000_000)
+            let got = try await relayed()
+            #expect(arrived && got == expected, "each message once, in order: \(got)\n\(bridge.output)")
+            #expect(bridge.output.contains("caught up from history"), "the start-up catch-up read the conversation")
+        }
+
         /// A live WuKong stream where one `msg.notify` batch is refused until the sandbox drops it: the next
         /// message shows a `message_seq` jump, the bridge reads the missing one back and relays the stream
         /// in order, once, without a restart.
