@@ -137,7 +137,13 @@ final class PostgresSession: @unchecked Sendable {
     let logger = Logger(label: "imbridge.store.postgres")
     private var connection: PostgresConnection?
 
-    init(configuration: PostgresConnection.Configuration) { self.configuration = configuration }
+    /// How long a statement (or opening a connection) may go unanswered (`PostgresSession.wait`).
+    let answerTimeout: TimeAmount
+
+    init(configuration: PostgresConnection.Configuration, answerTimeout: TimeAmount = PostgresSession.defaultAnswerTimeout) {
+        self.configuration = configuration
+        self.answerTimeout = answerTimeout
+    }
 
     var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
 
@@ -146,7 +152,10 @@ final class PostgresSession: @unchecked Sendable {
         connection = nil
         do {
             let id = Self.ids.wrappingAdd(1, ordering: .relaxed).newValue
-            let opened = try PostgresConnection.connect(on: Self.group.any(), configuration: configuration, id: id, logger: logger).wait()
+            let connecting = PostgresConnection.connect(on: Self.group.any(), configuration: configuration, id: id, logger: logger)
+            let opened = try wait(for: connecting, what: "connecting") {
+                connecting.whenSuccess { late in late.close().whenComplete { _ in _ = late } }
+            }
             connection = opened
             return opened
         } catch {
@@ -172,11 +181,42 @@ final class PostgresSession: @unchecked Sendable {
             }
         }
         do {
-            return try connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger).wait()
+            return try wait(for: connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger), what: "a statement") {
+                connection.close().whenComplete { _ in _ = connection }
+            }
         } catch {
-            if connection.isClosed { self.connection = nil }
+            if connection.isClosed || error is AnswerTimeout { self.connection = nil }
             throw PostgresFailure(error)
         }
+    }
+
+    /// The default `answerTimeout`. Past it the connection is closed
+    /// and the transaction in hand fails as unavailable (a callback answered 503, a lane retried): a
+    /// connection whose server went away without closing it (a network cut, a host that died) would
+    /// otherwise hold its caller — for the grouped writer, every write of the bridge — for ever, since
+    /// postgres-nio sets no deadline of its own.
+    static let defaultAnswerTimeout = TimeAmount.seconds(30)
+
+    struct AnswerTimeout: Error, CustomStringConvertible {
+        var what: String
+        var after: TimeAmount
+        var description: String { "no answer from the server within \(after.nanoseconds / 1_000_000) ms (\(what)); connection closed" }
+    }
+
+    /// Waits for `future` on the calling thread for at most `answerTimeout`; `onTimeout` runs (on the
+    /// future's event loop) when it gives up.
+    func wait<T: Sendable>(for future: EventLoopFuture<T>, what: String, onTimeout: @escaping @Sendable () -> Void) throws -> T {
+        let (loop, after) = (future.eventLoop, answerTimeout)
+        let promise = loop.makePromise(of: T.self)
+        let timer = loop.scheduleTask(in: after) {
+            onTimeout()
+            promise.fail(AnswerTimeout(what: what, after: after))   // ignored when the answer came first
+        }
+        future.whenComplete { result in
+            timer.cancel()
+            promise.completeWith(result)
+        }
+        return try promise.futureResult.wait()
     }
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
