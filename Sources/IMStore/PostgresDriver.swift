@@ -29,7 +29,10 @@ final class PostgresDriver: StoreDriver {
         pool = PostgresSessionPool(configuration: configuration, size: 4)
         writerSession = PostgresSession(configuration: configuration)
         do {
-            try PostgresSchema.migrate(writerSession, schema: location.schema)
+            // A schema step may build an index over a large table: its own session, with a long deadline.
+            let migrator = PostgresSession(configuration: configuration, answerTimeout: .minutes(30))
+            defer { migrator.close() }
+            try PostgresSchema.migrate(migrator, schema: location.schema)
         } catch {
             throw IMError(.unavailable, "cannot open store \(location.redacted): \(Self.describe(error))", isRetryable: false)
         }
@@ -190,7 +193,7 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    /// The default `answerTimeout`. Past it the connection is closed
+    /// The default `answerTimeout` (schema migration uses a session with 30 minutes). Past it the connection is closed
     /// and the transaction in hand fails as unavailable (a callback answered 503, a lane retried): a
     /// connection whose server went away without closing it (a network cut, a host that died) would
     /// otherwise hold its caller — for the grouped writer, every write of the bridge — for ever, since
