@@ -58,9 +58,9 @@ public struct Bridge: Sendable {
                       catchUp: catchUp)
     }
 
-    /// Starts listening (unless the listener was started beforehand), relaying, and the backends'
-    /// own intake (pollers).
-    public func start() async throws {
+    /// Catch-up first (live messages of its sources then wait for its start-up pass), then the callback
+    /// and admin listeners unless started beforehand; a failing admin listener stops the callback one.
+    func startCatchUpAndListeners() async throws {
         // Before callbacks are taken: live messages of the catch-up sources wait for the start-up catch-up.
         try await catchUp?.start()
         if listener.port == nil { try await listener.start() }
@@ -70,6 +70,12 @@ public struct Bridge: Sendable {
                 throw error
             }
         }
+    }
+
+    /// Starts listening (unless the listener was started beforehand), relaying, and the backends'
+    /// own intake (pollers).
+    public func start() async throws {
+        try await startCatchUpAndListeners()
         await engine.start()
         try await engine.startIntake(backends)
     }

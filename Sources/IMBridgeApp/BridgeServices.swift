@@ -30,15 +30,7 @@ extension Bridge {
     /// is reported (with its reason) before anything else starts.
     public func run(logger: Logger = Logger(label: "imbridge.lifecycle")) async throws {
         let drainMs = Int64(config.drainSeconds) * 1000
-        // Before callbacks are taken: live messages of the catch-up sources wait for the start-up catch-up.
-        try await catchUp?.start()
-        if listener.port == nil { try await listener.start() }
-        if let adminListener, adminListener.port == nil {
-            do { try await adminListener.start() } catch {
-                await listener.stop()
-                throw error
-            }
-        }
+        try await startCatchUpAndListeners()
         logStartupSummary(logger)
         let deadline = DrainDeadline(drainMs: drainMs)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []

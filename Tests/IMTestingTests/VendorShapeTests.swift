@@ -119,15 +119,8 @@ import Testing
     }
 }
 
-struct OrderCard: CustomMessageContent {
-    static let contentType = "order_card"
-    var orderID: String
-    var amountCents: Int
-    var digest: String { "[订单] \(orderID)" }
-    func validate() throws {
-        if amountCents < 0 { throw IMError(.invalidContent, "negative amount") }
-    }
-}
+/// The README example's order card (Tests/IMTestingTests/ReadmeExampleTests.swift).
+typealias OrderCard = ReadmeOrderCard
 
 /// Encodes a field its decoder does not read back: a `Codable` that breaks on the way in.
 struct BrokenCard: CustomMessageContent {

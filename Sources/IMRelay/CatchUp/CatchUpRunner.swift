@@ -29,6 +29,13 @@ public actor CatchUpRunner {
         var at: Int64?
         var id: String?
         var viewer: String?
+
+        /// The checkpoint's stored value: JSON with sorted keys.
+        func stored() throws -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            return String(decoding: try encoder.encode(self), as: UTF8.self)
+        }
     }
 
     public static let checkpointPrefix = "catchup/"
@@ -341,9 +348,7 @@ public actor CatchUpRunner {
     /// Through the store's group commit (beside the callbacks' and lanes' writes).
     private func save(_ changed: [CatchUpGate.Key: Record]) async throws {
         let now = clock.nowMs()
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let rows = try changed.map { (Self.checkpointName(for: $0.key), String(decoding: try encoder.encode($0.value), as: UTF8.self)) }
+        let rows = try changed.map { (Self.checkpointName(for: $0.key), try $0.value.stored()) }
         try await store.groupedTransaction { tx in
             for (name, value) in rows { try tx.setCheckpoint(name, value, at: now) }
         }
@@ -354,13 +359,11 @@ public actor CatchUpRunner {
     /// The first checkpoints of conversations live intake records before catch-up knows them (no position
     /// yet, only a member to read history as): written with the messages, kept if one is there already.
     static func firstCheckpoints(_ fresh: [CatchUpGate.Key: UserID], routes: RouteTable) -> [(name: String, value: String)] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return fresh.compactMap { key, sender in
-            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty else { return nil }
-            let record = Record(viewer: routes.isBridgeIdentity(sender, on: key.backend) ? nil : sender.rawValue)
-            guard let value = try? encoder.encode(record) else { return nil }
-            return (checkpointName(for: key), String(decoding: value, as: UTF8.self))
+        fresh.compactMap { key, sender in
+            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty,
+                  let value = try? Record(viewer: routes.isBridgeIdentity(sender, on: key.backend) ? nil : sender.rawValue).stored()
+            else { return nil }
+            return (checkpointName(for: key), value)
         }
     }
 
