@@ -87,18 +87,51 @@ public final class Delivery: Sendable {
     /// id, or (target without client ids) has the same sender, kind and digest, was stored after the attempt
     /// started (5 s skew allowed; or carries exactly the `sentAt` the send asked for) and is no other
     /// message's copy.
+    ///
+    /// Both read the conversation as the copy's own sender (who wrote into it, so can read it) when the
+    /// target's settings name nobody else. A lookup that cannot run — the target down, a setting missing,
+    /// any refusal — is never taken as "no copy" (sending again could double the message) nor as the
+    /// send's permanent failure (that would lose it): it fails as retryable (`lookupFailed`), and the lane
+    /// tries the whole entry again later.
     public func findEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
+        do {
+            return try await searchEarlierCopy(of: outgoing, in: conversation, since: attemptAt)
+        } catch {
+            throw Self.lookupFailed(error)
+        }
+    }
+
+    /// The failure of an earlier-copy lookup, as the send's failure: always retryable, keeping the
+    /// vendor's `Retry-After` and the in-flight time of a timed-out request.
+    public static func lookupFailed(_ error: any Error) -> IMError {
+        let cause = error as? IMError
+        var details = cause?.details ?? [:]
+        details[lookupFailedKey] = cause?.code.rawValue ?? "error"
+        details["unmapped"] = nil
+        return IMError(cause?.isRetryable == true ? cause!.code : .unavailable,
+                       "could not check the target for an earlier attempt's copy, so nothing was sent; tried again later: \(error)",
+                       vendorCode: cause?.vendorCode, vendorMessage: cause?.vendorMessage, isRetryable: true,
+                       retryAfterMs: cause?.retryAfterMs, details: details)
+    }
+
+    /// `details` key of a send that failed because its earlier-copy lookup did (the lookup's error code).
+    public static let lookupFailedKey = "earlier_copy_lookup_failed"
+
+    func searchEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
         if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
-            return try await lookup.message(withClientID: id, in: conversation)
+            return try await lookup.message(withClientID: id, in: conversation, readingAs: outgoing.sender)
         }
         guard target.capabilities.support(.history) != .rejected else { return nil }
+        let query = HistoryQuery(conversation: conversation, anchor: .latest, limit: 50)
         let page: HistoryPage
         do {
-            page = try await target.history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 50))
-        } catch let error as IMError where !error.isRetryable {
-            // This conversation's history cannot be read (e.g. a RongCloud group without `history_viewer`):
-            // sending again risks a duplicate, giving up would lose the message.
-            return nil
+            page = try await target.history(query)
+        } catch let error as IMError where error.code == .invalidArgument && !error.isRetryable {
+            // The target reads this conversation as a configured user and none is set (a RongCloud group
+            // without `history_viewer`): read it as the copy's sender.
+            var asSender = query
+            asSender.viewer = outgoing.sender
+            page = try await target.history(asSender)
         }
         let targetID = target.id
         for candidate in page.messages.reversed() {

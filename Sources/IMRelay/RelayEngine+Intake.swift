@@ -20,8 +20,11 @@ extension RelayEngine: EventSink {
         let admitted = catchUpGate.admit(batch.events)
         let fresh = catchUpGate.unknownConversations(in: admitted)
         do {
-            try await ingestGrouped(admitted, setAside: batch.setAside,
-                                    firstCheckpoints: CatchUpRunner.firstCheckpoints(fresh, routes: routes))
+            let backends = self.backends
+            let first = CatchUpRunner.firstCheckpoints(fresh, routes: routes) { key, message in
+                try? (backends[key.backend] as? any CatchUpSource)?.cursor(for: message)
+            }
+            try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first)
             catchUpGate.recorded(admitted)
             catchUpGate.markKnown(fresh.keys)
         } catch {

@@ -167,7 +167,7 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
         try world.markReminderDone(message, in: conversation, for: user)
     }
 
-    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
+    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message? {
         world.state.withLock { state in
             guard let messageID = state.clientIDs[id], let location = state.locations[messageID],
                   location.conversation == conversation else { return nil }

@@ -11,11 +11,14 @@ import Testing
 final class AcceptThenTimeoutBackend: IMBackend {
     let inner: MemoryBackend
     let timeoutsLeft = Mutex(0)
-    /// History refused for good (like a RongCloud group without a history viewer).
+    /// History refused to a query that names no viewer (like a RongCloud group without `history_viewer`).
     let historyRefused: Bool
-    init(_ inner: MemoryBackend, timeouts: Int, historyRefused: Bool = false) {
+    /// History reads that fail as a refused connection before they work (the target down for a while).
+    let historyDown: Mutex<Int>
+    init(_ inner: MemoryBackend, timeouts: Int, historyRefused: Bool = false, historyDownFor reads: Int = 0) {
         self.inner = inner
         self.historyRefused = historyRefused
+        historyDown = Mutex(reads)
         timeoutsLeft.withLock { $0 = timeouts }
     }
     var id: BackendID { inner.id }
@@ -36,7 +39,13 @@ final class AcceptThenTimeoutBackend: IMBackend {
     }
 
     func history(_ query: HistoryQuery) async throws -> HistoryPage {
-        if historyRefused { throw IMError(.invalidArgument, "group history needs a viewer") }
+        if historyRefused && query.viewer == nil { throw IMError(.invalidArgument, "group history needs a viewer") }
+        let down = historyDown.withLock { left -> Bool in
+            guard left > 0 else { return false }
+            left -= 1
+            return true
+        }
+        if down { throw IMError(.unavailable, "connection refused", isRetryable: true) }
         return try await historyWithoutClientIDs(inner, query)
     }
 }
@@ -150,18 +159,46 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         await engine.stop()
     }
 
-    /// Where the target's history cannot be read at all, an unknown outcome is sent again: a possible
-    /// duplicate, never a dead letter (a lost message).
-    @Test func anUnknownOutcomeWithoutReadableHistoryIsSentAgainNotDropped() async throws {
+    /// Where the target reads group history only as a named viewer and none is configured (a RongCloud
+    /// group without `history_viewer`), the earlier-copy search reads it as the copy's sender: an unknown
+    /// outcome is found, not sent again (a duplicate) nor given up (a dead letter).
+    @Test func anUnknownOutcomeIsFoundReadingHistoryAsTheSender() async throws {
         let h = try RelayHarness(rcWrapper: { AcceptThenTimeoutBackend($0, timeouts: 1, historyRefused: true) })
         let engine = h.engine()
         try await engine.start(feeding: [h.wk, h.rcMemory])
         _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text("one")))
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text("two")))
         #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 2 })
         #expect(await engine.waitUntilIdle())
-        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("one")])
+        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two")])
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
         await engine.stop()
+    }
+
+    /// A lookup that cannot run (the target refusing connections while the retry looks for the earlier
+    /// copy) is retried later: never the send's permanent failure, never a second copy.
+    @Test func aFailedEarlierCopyLookupIsRetriedNotDeadLettered() async throws {
+        let h = try RelayHarness(rcWrapper: { AcceptThenTimeoutBackend($0, timeouts: 1, historyDownFor: 4) })
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rcMemory])
+        for text in ["one", "two", "three"] {
+            _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text(text)))
+        }
+        #expect(try await eventually { try await h.history(h.rcMemory, "g").count >= 3 })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.history(h.rcMemory, "g").map(\.content) == [.text("one"), .text("two"), .text("three")])
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+        #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 5, "the timeout and each failed lookup were retried")
+        await engine.stop()
+    }
+
+    /// The lookup's failure as the send's: retryable whatever the lookup's error was.
+    @Test func aLookupFailureIsAlwaysRetryable() {
+        let refused = Delivery.lookupFailed(IMError(.invalidArgument, "NIM team history needs a member accid"))
+        #expect(refused.isRetryable && refused.code == .unavailable)
+        #expect(refused.details[Delivery.lookupFailedKey] == "invalid_argument")
+        let limited = Delivery.lookupFailed(IMError(.rateLimited, "slow down", retryAfterMs: 3000))
+        #expect(limited.isRetryable && limited.retryAfterMs == 3000 && limited.code == .rateLimited)
     }
 
     @Test func failuresAreClassifiedOnce() throws {

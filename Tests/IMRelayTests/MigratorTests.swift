@@ -30,8 +30,8 @@ final class LossyAckBackend: IMBackend, Recalling, ClientIDLookup {
     func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
         try await inner.recall(message, in: conversation, by: user)
     }
-    func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
-        try await inner.message(withClientID: id, in: conversation)
+    func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message? {
+        try await inner.message(withClientID: id, in: conversation, readingAs: viewer)
     }
 }
 

@@ -211,8 +211,18 @@ public protocol UserProvisioning: IMBackend {
 /// Finding a message by the idempotency key it was sent with (WuKong `GET /message/byclientmsgno`).
 /// The bridge asks before re-sending something whose earlier attempt may have reached the vendor
 /// (a crash between the vendor's accept and our commit), so that it is never written twice.
+///
+/// `viewer`: a user who can read the conversation (the bridge passes the copy's own sender, who just wrote
+/// into it), for vendors whose group history is read as a member (NIM); others ignore it.
 public protocol ClientIDLookup: IMBackend {
-    func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message?
+    func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message?
+}
+
+extension ClientIDLookup {
+    /// The lookup as whoever the backend's settings name (or need none).
+    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
+        try await message(withClientID: id, in: conversation, readingAs: nil)
+    }
 }
 
 /// Reading and writing user profiles (whole-account migration). `ensureUser` (from `UserProvisioning`)

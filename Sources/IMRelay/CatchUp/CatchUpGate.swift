@@ -91,14 +91,16 @@ public final class CatchUpGate: Sendable {
                 var lane = state.lanes[key] ?? Lane()
                 state.observed[key, default: Observed()].sender = message.sender
                 if state.starting.contains(event.backend) || lane.running {
-                    lane.held.append(event)
+                    // Beyond the bound a held message is let go: it is in the source's history after the
+                    // conversation's checkpoint (which cannot move while it is held), so the read brings it.
+                    if lane.held.count < Self.maxHeld { lane.held.append(event) }
                     lane.missed = true
                     if !lane.running, state.requested[key] == nil { state.requested[key] = "held" }
                     state.lanes[key] = lane
                     continue
                 }
                 if signal == .sequence, let seq = message.seq, let last = expected[key] ?? lane.lastSeq, seq > last + 1 {
-                    lane.held.append(event)
+                    if lane.held.count < Self.maxHeld { lane.held.append(event) }
                     lane.missed = true
                     lane.running = true
                     state.requested[key] = "gap"
@@ -113,15 +115,15 @@ public final class CatchUpGate: Sendable {
     }
 
     /// The conversations of `events` (messages of watched sources) that have no checkpoint yet, each with
-    /// the first sender seen: the intake writes a first checkpoint for them in the transaction that
-    /// records the messages, so a bridge killed right after still knows them on its next start.
-    func unknownConversations(in events: [IMEvent]) -> [Key: UserID] {
+    /// its first message: the intake writes a first checkpoint for them in the transaction that records
+    /// the messages, so a bridge killed right after still knows them on its next start.
+    func unknownConversations(in events: [IMEvent]) -> [Key: Message] {
         state.withLock { state in
-            var found: [Key: UserID] = [:]
+            var found: [Key: Message] = [:]
             for event in events {
                 guard case .message(let message) = event.kind, state.signals[event.backend] != nil else { continue }
                 let key = Key(backend: event.backend, conversation: message.conversation)
-                if !state.known.contains(key), found[key] == nil { found[key] = message.sender }
+                if !state.known.contains(key), found[key] == nil { found[key] = message }
             }
             return found
         }
@@ -143,6 +145,18 @@ public final class CatchUpGate: Sendable {
                     state.observed[key, default: Observed()].last = message
                 }
             }
+        }
+    }
+
+    /// The most live messages one conversation holds in memory (the rest come from history).
+    static let maxHeld = 5_000
+
+    /// Catch-up of `key` failed: it holds its live messages (and its position) until it is read again.
+    func hold(_ key: Key) {
+        state.withLock { state in
+            state.lanes[key, default: Lane()].running = true
+            state.lanes[key]?.missed = true
+            state.requested[key] = nil
         }
     }
 
@@ -208,6 +222,16 @@ public final class CatchUpGate: Sendable {
         state.withLock { state in
             defer { state.requested = [:] }
             return state.requested
+        }
+    }
+
+    /// What `drainObserved` gave that could not be saved yet: kept for the next flush (newer wins).
+    func putBack(_ key: Key, _ observed: Observed) {
+        state.withLock { state in
+            var merged = state.observed[key] ?? observed
+            if merged.sender == nil { merged.sender = observed.sender }
+            if (observed.last?.seq ?? .min) > (merged.last?.seq ?? .min) { merged.last = observed.last }
+            state.observed[key] = merged
         }
     }
 

@@ -17,8 +17,13 @@ import Logging
 ///   `message_seq` jump) or held a message, and every `catch_up.interval` (on the leader only).
 /// - **Which.** Conversations the store knows, those named by routes, and for wildcard routes those the
 ///   source lists for the users seen so far (`CatchUpSource.catchUpConversations(of:)`).
-/// - **How far.** From the checkpoint forward; with no checkpoint, or more than
-///   `max_messages_per_conversation` since it, the newest that many. Older than `max_age`: skipped.
+/// - **How far.** From the checkpoint forward to the newest message, page by page, the checkpoint saved
+///   after each page is recorded; with no checkpoint (a conversation seen for the first time), the newest
+///   `max_messages_per_conversation`. Older than `max_age`: skipped.
+/// - **Failures.** A read or a write that fails leaves the conversation held (its live messages are not
+///   recorded, so nothing newer is relayed before what is unread) and its checkpoint where it was, and is
+///   tried again with a growing pause (`retryDelayMs`): the checkpoint never moves past a message that was
+///   not recorded.
 /// - **Order.** While a conversation is read, its live messages are held by `CatchUpGate` and read again
 ///   with it, so they are recorded in source order after the older ones (see the gate).
 public actor CatchUpRunner {
@@ -49,6 +54,8 @@ public actor CatchUpRunner {
     private var records: [CatchUpGate.Key: Record] = [:]
     private var loop: Task<Void, Never>?
     private var passes = 0
+    /// Conversations whose catch-up failed: when to try again, and how many failures in a row.
+    private var retries: [CatchUpGate.Key: (at: Int64, failures: Int)] = [:]
 
     /// The sources among `backends` that routes read from and that can be caught up.
     public init(engine: RelayEngine, backends: [any IMBackend], routes: [Route], settings: CatchUpSettings,
@@ -114,6 +121,8 @@ public actor CatchUpRunner {
             for (key, reason) in gate.takeRequested().sorted(by: { $0.key.conversation.description < $1.key.conversation.description }) {
                 await catchUp(key, reason: reason)
             }
+            let due = retries.filter { $0.value.at <= clock.nowMs() }.keys.sorted { $0.conversation.description < $1.conversation.description }
+            for key in due where !Task.isCancelled { await catchUp(key, reason: "retry") }
             let now = clock.nowMs()
             if now >= nextFlush {
                 await flushObserved()
@@ -149,14 +158,15 @@ public actor CatchUpRunner {
     // MARK: one conversation
 
     /// Reads `key`'s history since its checkpoint and records it; reads again while live messages were
-    /// held meanwhile (at most 5 reads), then records what was held.
+    /// held meanwhile (at most 5 reads), then records what was held. When a read or a write fails, the
+    /// conversation stays held (and its checkpoint where it was) and is tried again after a pause.
     func catchUp(_ key: CatchUpGate.Key, reason: String) async {
         guard sources[key.backend] != nil else { return }
         metrics.increment("imbridge_catch_up_runs_total", ["backend": key.backend.rawValue, "reason": reason])
         gate.begin(key)
         var reads = 0
-        var failed = false
         var recovered = 0, skipped = 0
+        var failure: (any Error)?
         while true {
             _ = gate.takeMissed(key)
             do {
@@ -164,14 +174,16 @@ public actor CatchUpRunner {
                 recovered += outcome.recovered
                 skipped += outcome.skipped
             } catch {
-                failed = true
-                metrics.increment("imbridge_catch_up_errors_total", ["backend": key.backend.rawValue])
-                logger.warning("catch-up could not read history; it is tried again at the next gap or interval",
-                               metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)", "error": "\(error)"])
+                failure = error
+                break
             }
             reads += 1
-            if let held = gate.finish(key, force: failed || reads >= 5) {
-                await recordHeld(held, key)
+            if let held = gate.finish(key, force: reads >= 5) {
+                do {
+                    try await recordHeld(held)
+                } catch {
+                    failure = error
+                }
                 break
             }
         }
@@ -179,24 +191,34 @@ public actor CatchUpRunner {
             logger.info("caught up from history", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
                                                              "reason": "\(reason)", "recovered": "\(recovered)", "skipped": "\(skipped)"])
         }
+        if let failure {
+            // Held until read again: a live message recorded now would move the position past what is unread.
+            gate.hold(key)
+            let failures = (retries[key]?.failures ?? 0) + 1
+            let delay = Self.retryDelayMs(failures: failures)
+            retries[key] = (clock.nowMs() + delay, failures)
+            metrics.increment("imbridge_catch_up_errors_total", ["backend": key.backend.rawValue])
+            logger.warning("catch-up failed; the conversation's live messages wait and it is read again from its checkpoint",
+                           metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)", "retry_in_ms": "\(delay)",
+                                      "error": "\(String("\(failure)".prefix(300)))"])
+        } else {
+            retries[key] = nil
+        }
     }
 
+    /// The pause before the `failures`-th retry of a conversation's catch-up: 0.5 s doubling, at most 30 s.
+    static func retryDelayMs(failures: Int) -> Int64 {
+        min(30_000, 500 << Int64(min(max(failures - 1, 0), 6)))
+    }
+
+    /// Conversations waiting to be read again after a failure (for the status page and tests).
+    public var failingConversations: Int { retries.count }
+
     /// Held live messages, recorded after the read (the ledger drops those the read already took).
-    private func recordHeld(_ held: [IMEvent], _ key: CatchUpGate.Key) async {
+    private func recordHeld(_ held: [IMEvent]) async throws {
         guard !held.isEmpty else { return }
-        for attempt in 0..<20 {
-            do {
-                try await engine.ingestGrouped(held, skipCopied: true)
-                gate.recorded(held)
-                return
-            } catch {
-                if attempt == 19 {
-                    logger.error("held live messages could not be recorded; the next catch-up reads them from history",
-                                 metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)", "error": "\(error)"])
-                }
-                try? await Task.sleep(nanoseconds: 200_000_000)
-            }
-        }
+        try await engine.ingestGrouped(held, skipCopied: true)
+        gate.recorded(held)
     }
 
     struct Outcome {
@@ -204,57 +226,57 @@ public actor CatchUpRunner {
         var skipped = 0
     }
 
+    /// Reads `key` from its checkpoint to the newest message (or, with no checkpoint, its newest
+    /// `max_messages_per_conversation`) and records it, saving the checkpoint after each page recorded.
     func readAndRecord(_ key: CatchUpGate.Key) async throws -> Outcome {
         guard let source = sources[key.backend] else { return Outcome() }
-        var record = records[key] ?? Record()
+        var record = try storedRecord(key)
         let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
-        let limit = settings.maxMessagesPerConversation
         var outcome = Outcome()
-        var messages: [Message]
-        if let cursor = record.cursor {
-            var collected: [Message] = []
-            var anchor = HistoryCursor(cursor)
-            while collected.count <= limit {
-                let page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .after(anchor),
-                                                                 limit: min(100, limit + 1 - collected.count), viewer: viewer))
-                collected += page.messages
-                guard page.hasNewer, let next = page.newerCursor, !page.messages.isEmpty else { break }
-                anchor = next
-            }
-            if collected.count > limit {
-                messages = try await newest(limit, source, key, viewer: viewer)
-                logger.warning("more messages since the checkpoint than catch_up.max_messages_per_conversation; the older ones are skipped",
-                               metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)", "limit": "\(limit)"])
-                outcome.skipped += 1
-            } else {
-                messages = collected
-            }
-        } else {
-            messages = try await newest(limit, source, key, viewer: viewer)
+        guard let cursor = record.cursor else {
+            let newest = try await newest(settings.maxMessagesPerConversation, source, key, viewer: viewer)
+            try await recordPage(newest, key, source, &record, &outcome)
+            return outcome
         }
+        var anchor = HistoryCursor(cursor)
+        while !Task.isCancelled {
+            let page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .after(anchor), limit: 100, viewer: viewer))
+            try await recordPage(page.messages, key, source, &record, &outcome)
+            guard page.hasNewer, let next = page.newerCursor, !page.messages.isEmpty else { break }
+            anchor = next
+        }
+        return outcome
+    }
+
+    /// Records one page of history (oldest first) through the intake, then moves and saves the checkpoint
+    /// to its last message: a failure before the save leaves the checkpoint before the page.
+    private func recordPage(_ messages: [Message], _ key: CatchUpGate.Key, _ source: any CatchUpSource, _ record: inout Record,
+                            _ outcome: inout Outcome) async throws {
         let oldest = clock.nowMs() - settings.maxAgeMs
         let fresh = messages.filter { $0.sentAt >= oldest }
-        outcome.skipped += messages.count - fresh.count
         let events = fresh.compactMap { source.catchUpEvent(for: $0) }
+        var recovered = 0
         for start in stride(from: 0, to: events.count, by: 200) {
             let chunk = Array(events[start..<min(events.count, start + 200)])
             let result = try await engine.ingestGrouped(chunk, skipCopied: true)
-            outcome.recovered += result.accepted - result.alreadyCopied
+            recovered += result.accepted - result.alreadyCopied
         }
-        if outcome.recovered > 0 { metrics.increment("imbridge_catch_up_recovered_total", ["backend": key.backend.rawValue], by: outcome.recovered) }
-        if outcome.skipped > 0 { metrics.increment("imbridge_catch_up_skipped_total", ["backend": key.backend.rawValue], by: outcome.skipped) }
+        let skipped = messages.count - fresh.count
+        outcome.recovered += recovered
+        outcome.skipped += skipped
+        if recovered > 0 { metrics.increment("imbridge_catch_up_recovered_total", ["backend": key.backend.rawValue], by: recovered) }
+        if skipped > 0 { metrics.increment("imbridge_catch_up_skipped_total", ["backend": key.backend.rawValue], by: skipped) }
         if let last = messages.last {
             record.cursor = (try? source.cursor(for: last))?.rawValue ?? record.cursor
             record.seq = last.seq
             record.at = last.sentAt
             record.id = last.id.rawValue
-            gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil)
         }
         if record.viewer == nil, let sender = fresh.last(where: { !routes.isBridgeIdentity($0.sender, on: key.backend) })?.sender {
             record.viewer = sender.rawValue
         }
-        try await save([key: record])
-        return outcome
+        if record != records[key] || records[key] == nil { try await save([key: record]) }
+        if let last = messages.last { gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil) }
     }
 
     /// The newest `count` messages (oldest first), paging back from the latest; stops early at `max_age`.
@@ -322,7 +344,10 @@ public actor CatchUpRunner {
     func flushObserved() async {
         var changed = unsaved
         for (key, observed) in gate.drainObserved() where sources[key.backend] != nil && covered(key) {
-            var record = records[key] ?? Record()
+            guard var record = try? storedRecord(key) else {
+                gate.putBack(key, observed)
+                continue
+            }
             if let sender = observed.sender, !routes.isBridgeIdentity(sender, on: key.backend) { record.viewer = sender.rawValue }
             if let last = observed.last, let source = sources[key.backend], (last.seq ?? 0) > (record.seq ?? 0) {
                 record.cursor = (try? source.cursor(for: last))?.rawValue ?? record.cursor
@@ -345,6 +370,18 @@ public actor CatchUpRunner {
         }
     }
 
+    /// `key`'s checkpoint: as this runner last saved or loaded it, else as stored (the intake writes a
+    /// conversation's first checkpoint itself), else empty. Throws when the store cannot be read, so
+    /// that nothing overwrites a checkpoint it has not seen.
+    func storedRecord(_ key: CatchUpGate.Key) throws -> Record {
+        if let known = records[key] { return known }
+        let name = Self.checkpointName(for: key)
+        guard let value = try store.read({ try $0.checkpoint(name) }),
+              let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
+        records[key] = record
+        return record
+    }
+
     /// Through the store's group commit (beside the callbacks' and lanes' writes).
     private func save(_ changed: [CatchUpGate.Key: Record]) async throws {
         let now = clock.nowMs()
@@ -356,13 +393,19 @@ public actor CatchUpRunner {
         gate.markKnown(changed.keys)
     }
 
-    /// The first checkpoints of conversations live intake records before catch-up knows them (no position
-    /// yet, only a member to read history as): written with the messages, kept if one is there already.
-    static func firstCheckpoints(_ fresh: [CatchUpGate.Key: UserID], routes: RouteTable) -> [(name: String, value: String)] {
-        fresh.compactMap { key, sender in
-            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty,
-                  let value = try? Record(viewer: routes.isBridgeIdentity(sender, on: key.backend) ? nil : sender.rawValue).stored()
-            else { return nil }
+    /// The first checkpoints of conversations live intake records before catch-up knows them: positioned
+    /// at the first message recorded (`cursor`, when the source gives one) with its sender as the member to
+    /// read history as; written with the message, kept if one is there already. A bridge killed a moment
+    /// later reads the conversation from there on its next start, however much came meanwhile.
+    static func firstCheckpoints(_ fresh: [CatchUpGate.Key: Message], routes: RouteTable,
+                                 cursor: (CatchUpGate.Key, Message) -> HistoryCursor?) -> [(name: String, value: String)] {
+        fresh.compactMap { key, first in
+            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty else { return nil }
+            var record = Record(viewer: routes.isBridgeIdentity(first.sender, on: key.backend) ? nil : first.sender.rawValue)
+            if let position = cursor(key, first) {
+                (record.cursor, record.seq, record.at, record.id) = (position.rawValue, first.seq, first.sentAt, first.id.rawValue)
+            }
+            guard let value = try? record.stored() else { return nil }
             return (checkpointName(for: key), value)
         }
     }

@@ -9,8 +9,10 @@ public struct CatchUpSettings: Sendable, Equatable {
     public var enabled: Bool = true
     /// Messages older than this are not recovered (`max_age`, default 24 h).
     public var maxAgeMs: Int64 = 24 * 3_600_000
-    /// The most messages one catch-up reads in one conversation (`max_messages_per_conversation`,
-    /// default 1000): with more since the checkpoint, the newest ones are taken and the older skipped.
+    /// How many of the newest messages are read from a conversation that has no checkpoint yet (seen for
+    /// the first time: `max_messages_per_conversation`, default 1000). A conversation with a checkpoint is
+    /// read from it to the end, however many messages that is (only `max_age` bounds it): skipping some
+    /// would lose them, or relay them later out of order.
     public var maxMessagesPerConversation: Int = 1000
     /// How often every covered conversation is looked at without a sign of a gap (`interval`, default
     /// 5 min). This is also how long a message lost from a time-positioned vendor (RongCloud, NIM) can

@@ -4,7 +4,7 @@ import IMCore
 extension JMessageBackend: ClientIDLookup, ConversationDiscovery {
     /// The message sent with `id` (carried as `extras.imbridge_client_id`, JMessage has no client-id
     /// field), searched newest window first over the 60 days report v2 keeps; nil when absent.
-    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
+    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message? {
         let paths = try reportPaths(for: conversation)
         let now = clock.nowMs() + Self.clockSlackMs
         let edge = now - Self.retentionMs - Self.clockSlackMs

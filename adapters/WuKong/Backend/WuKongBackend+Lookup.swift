@@ -5,7 +5,7 @@ import IMCore
 /// whose earlier attempt may have reached WuKongIM, so a crash between WuKongIM's accept and the
 /// bridge's commit never writes a message twice.
 extension WuKongBackend: ClientIDLookup {
-    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
+    public func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message? {
         let lookup = try WuKongChannel.lookup(conversation, viewer: conversation.participants.first)
         let found = try await client.lookup(WKLookupRequest(loginUID: lookup.loginUID, channelID: lookup.id, channelType: lookup.type,
                                                             clientMsgNos: [id.rawValue]))

@@ -1,0 +1,153 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMRelay
+import IMStore
+import IMTesting
+import Synchronization
+import Testing
+
+/// A WuKong-rules memory backend as a catch-up source whose history can be made to fail (the vendor
+/// unreachable while the bridge reads back what it missed).
+final class FailingHistorySource: CatchUpSource {
+    let inner: MemoryBackend
+    let historyDown = Mutex(false)
+    let reads = Mutex(0)
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
+    func cursor(for message: Message) throws -> HistoryCursor { try inner.cursor(for: message) }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage {
+        reads.withLock { $0 += 1 }
+        if historyDown.withLock({ $0 }) { throw IMError(.unavailable, "connection refused", isRetryable: true) }
+        return try await inner.history(query)
+    }
+    func catchUpEvent(for message: Message) -> IMEvent? {
+        IMEvent(eventID: EventID("msg:\(message.id)"), backend: id, kind: .message(message))
+    }
+    var gapSignal: CatchUpGapSignal { .sequence }
+    func catchUpConversations(of user: UserID) async throws -> [ConversationRef] { [] }
+}
+
+/// Catch-up against failures (docs/architecture.md, "Catch-up"), in process over a real SQLite store: the
+/// checkpoint follows what was recorded — it advances, and it never passes a message that was not recorded.
+@Suite(.serialized) struct CatchUpRecoveryTests {
+    struct Rig {
+        let h: RelayHarness
+        let source: FailingHistorySource
+        let engine: RelayEngine
+        let runner: CatchUpRunner
+
+        init(maxMessages: Int = 1000) throws {
+            try self.init(h: RelayHarness(), source: FailingHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())),
+                          maxMessages: maxMessages)
+        }
+
+        /// A new engine and runner over `h`'s store and `source` (a restart when they were used before).
+        init(h: RelayHarness, source: FailingHistorySource, maxMessages: Int) throws {
+            self.h = h
+            self.source = source
+            engine = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+            runner = CatchUpRunner(engine: engine, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: maxMessages, intervalMs: 600_000))
+        }
+
+        func start() async throws {
+            await engine.start()
+            try await runner.start()
+        }
+
+        func stop() async {
+            await runner.stop()
+            await engine.stop()
+        }
+
+        /// Sends `texts` into group g on the source; delivers the callbacks of those `delivered` says.
+        func send(_ texts: [String], delivered: Bool) async throws -> [Message] {
+            var sent: [Message] = []
+            for text in texts {
+                let message = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+                let stored = try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last ?? message
+                sent.append(stored)
+                if delivered, let event = source.catchUpEvent(for: stored) { try await engine.accept([event]) }
+            }
+            return sent
+        }
+
+        func relayed() async throws -> [String] {
+            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+        }
+
+        /// The stored checkpoint's seq for group g, nil without one.
+        func checkpointSeq() throws -> Int64? {
+            guard let value = try h.store.read({ try $0.checkpoint("catchup/wk/group:g") }) else { return nil }
+            return try JSONValue.parse(Data(value.utf8))["seq"]?.int64Value
+        }
+    }
+
+    /// Live messages recorded in order move the checkpoint to the last of them (a catch-up that never
+    /// advanced would re-read from the start and, past `max_messages_per_conversation`, skip messages).
+    @Test func theCheckpointAdvancesWithWhatIsRecorded() async throws {
+        let rig = try Rig()
+        try await rig.start()
+        let sent = try await rig.send((1...6).map { "n\($0)" }, delivered: true)
+        #expect(try await eventually { try await rig.relayed() == (1...6).map { "n\($0)" } })
+        let advanced = try await eventually { try rig.checkpointSeq() == sent.last?.seq }
+        #expect(advanced, "checkpoint at seq \(String(describing: try? rig.checkpointSeq()))")
+        await rig.stop()
+        #expect(try rig.checkpointSeq() == 6)
+    }
+
+    /// Messages whose callbacks were given up, then the source's history unreachable when the gap shows:
+    /// nothing after the gap is relayed before it and the checkpoint stays before it; when history comes
+    /// back, everything arrives once, in order, and the checkpoint moves to the end.
+    @Test func aFailedReadHoldsTheConversationAndNeverSkipsTheGap() async throws {
+        let rig = try Rig()
+        try await rig.start()
+        _ = try await rig.send(["n1", "n2", "n3"], delivered: true)
+        #expect(try await eventually { try await rig.relayed() == ["n1", "n2", "n3"] })
+        #expect(try await eventually { try rig.checkpointSeq() == 3 })
+
+        _ = try await rig.send((4...8).map { "n\($0)" }, delivered: false)
+        rig.source.historyDown.withLock { $0 = true }
+        _ = try await rig.send((9...12).map { "n\($0)" }, delivered: true)
+        let readsBefore = rig.source.reads.withLock { $0 }
+        #expect(await eventually(10) { rig.source.reads.withLock { $0 } >= readsBefore + 2 }, "the failed read is tried again")
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(try await rig.relayed() == ["n1", "n2", "n3"], "nothing newer overtakes the unread gap")
+        #expect(try rig.checkpointSeq() == 3, "the checkpoint does not move past unrecorded messages")
+
+        rig.source.historyDown.withLock { $0 = false }
+        let expected = (1...12).map { "n\($0)" }
+        let recovered = try await eventually(20) { try await rig.relayed() == expected }
+        let got = try await rig.relayed()
+        #expect(recovered, "got \(got)")
+        _ = try await rig.send(["n13"], delivered: true)
+        #expect(try await eventually { try await rig.relayed() == expected + ["n13"] })
+        #expect(try await eventually { try rig.checkpointSeq() == 13 })
+        await rig.stop()
+    }
+
+    /// A conversation with a checkpoint is read from it to the end, however many messages came since:
+    /// `max_messages_per_conversation` bounds only a conversation seen for the first time.
+    @Test func moreThanTheLimitSinceTheCheckpointIsAllReadInOrder() async throws {
+        let rig = try Rig(maxMessages: 20)
+        try await rig.start()
+        _ = try await rig.send(["n1"], delivered: true)
+        #expect(try await eventually { try rig.checkpointSeq() == 1 })
+        await rig.stop()
+
+        _ = try await rig.send((2...75).map { "n\($0)" }, delivered: false)
+        let again = try Rig(h: rig.h, source: rig.source, maxMessages: 20)
+        try await again.start()
+        let expected = (1...75).map { "n\($0)" }
+        let recovered = try await eventually(20) { try await again.relayed() == expected }
+        let got = try await again.relayed()
+        #expect(recovered, "got \(got)")
+        #expect(try await eventually { try again.checkpointSeq() == 75 })
+        await again.stop()
+    }
+}
+
