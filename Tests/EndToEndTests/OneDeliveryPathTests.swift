@@ -39,7 +39,11 @@ extension CrashTests {
             static func start(_ pair: Pair, store: String? = nil, targetURL: ((BridgeLab) async throws -> String)? = nil,
                               extra: String = "") async throws -> Rig {
                 let port = try await freePort()
-                let lab = try await BridgeLab(members: [BridgeLab.Member(pair.source, pair.sourceVendor), BridgeLab.Member(pair.target, pair.targetVendor)],
+                // The source gives up on a callback after 2 quick attempts (its vendor gives up too, later:
+                // README, "When the bridge is down"), so a burst sent while the bridge is down settles fast.
+                let giveUp = ["callback_attempts": "2", "callback_retry_ms": "20"]
+                let lab = try await BridgeLab(members: [BridgeLab.Member(pair.source, pair.sourceVendor, options: giveUp),
+                                                        BridgeLab.Member(pair.target, pair.targetVendor)],
                                               callbackBase: "http://127.0.0.1:\(port)")
                 let config = "\(lab.directory)/bridge.yaml"
                 let routes = "  - from: \"\(pair.source):group:*\"\n    to: \"\(pair.target):group:*\"\n    direction: forward\n    users: puppet\n"
