@@ -3,7 +3,9 @@ import IMCore
 import IMStore
 import Synchronization
 
-/// Writing messages to one target backend: the single path the relay's lanes and migration share.
+/// Writing to one target backend: the single path the relay's lanes and migration share, for every
+/// action kind — a send (below) and the changes to a copy already there (`edit`, `recall`,
+/// `updateExpansion`, `setReaction`, `markRead`) — with one failure classification (`classify`).
 ///
 /// - **Provisioning**: a sender is created on a target that needs users to exist (`UserProvisioning`),
 ///   once per `Delivery`.
@@ -149,5 +151,48 @@ public final class Delivery: Sendable {
             return candidate
         }
         return nil
+    }
+}
+
+/// The changes to a copy already on the target (the message id is the target's, from the id map).
+extension Delivery {
+    public func edit(_ message: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) async throws {
+        try await capability((any Editing).self, .edit).edit(message, in: conversation, by: user, content: content)
+    }
+
+    /// A copy the target already shows recalled counts as recalled.
+    public func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
+        do {
+            try await capability((any Recalling).self, .recall).recall(message, in: conversation, by: user)
+        } catch let error as IMError where error.code == .alreadyRecalled {
+            return
+        }
+    }
+
+    public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta) async throws {
+        let updater = try capability((any ExpansionUpdating).self, .expansion)
+        for change in delta.asChanges {
+            _ = try await updater.updateExpansion(of: message, in: conversation, by: user, change)
+        }
+    }
+
+    /// Brings `user`'s `emoji` on the copy to `added` (a toggle only when it is not so already, so a
+    /// retried change does not undo itself).
+    public func setReaction(_ emoji: String, added: Bool, on message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
+        let reacting = try capability((any Reacting).self, .reactions)
+        let present = try await reacting.reactions(on: message, in: conversation).contains { $0.user == user && $0.emoji == emoji }
+        if present != added { _ = try await reacting.toggleReaction(emoji, on: message, in: conversation, by: user) }
+    }
+
+    public func markRead(_ conversation: ConversationRef, by user: UserID, upTo message: MessageID) async throws {
+        try await capability((any ReadReceipting).self, .readReceipts).markRead(conversation, by: user, upTo: message)
+    }
+
+    /// The target as the protocol of `feature`, or `unsupported` (permanent).
+    func capability<P>(_ type: P.Type, _ feature: Feature) throws -> P {
+        guard let typed = target as? P else {
+            throw IMError(.unsupported, "\(target.id) does not offer \(feature.rawValue)", isRetryable: false)
+        }
+        return typed
     }
 }

@@ -29,29 +29,15 @@ extension RelayEngine {
             _ = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt)
             return nil
         case .edit(let source, let by, let content):
-            let target = try mapped(source, entry: entry)
-            try await capability(backend, as: (any Editing).self, .edit).edit(target, in: conversation, by: by, content: content)
+            try await delivery.edit(try mapped(source, entry: entry), in: conversation, by: by, content: content)
         case .recall(let source, let by):
-            let target = try mapped(source, entry: entry)
-            do {
-                try await capability(backend, as: (any Recalling).self, .recall).recall(target, in: conversation, by: by)
-            } catch let error as IMError where error.code == .alreadyRecalled {
-                return nil
-            }
+            try await delivery.recall(try mapped(source, entry: entry), in: conversation, by: by)
         case .expansion(let source, let by, let delta):
-            let target = try mapped(source, entry: entry)
-            let updater = try capability(backend, as: (any ExpansionUpdating).self, .expansion)
-            for change in delta.asChanges {
-                _ = try await updater.updateExpansion(of: target, in: conversation, by: by, change)
-            }
+            try await delivery.updateExpansion(of: try mapped(source, entry: entry), in: conversation, by: by, delta)
         case .reaction(let source, let by, let emoji, let added):
-            let target = try mapped(source, entry: entry)
-            let reacting = try capability(backend, as: (any Reacting).self, .reactions)
-            let present = try await reacting.reactions(on: target, in: conversation).contains { $0.user == by && $0.emoji == emoji }
-            if present != added { _ = try await reacting.toggleReaction(emoji, on: target, in: conversation, by: by) }
+            try await delivery.setReaction(emoji, added: added, on: try mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
-            let target = try mapped(source, entry: entry)
-            try await capability(backend, as: (any ReadReceipting).self, .readReceipts).markRead(conversation, by: by, upTo: target)
+            try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
         }
         return nil
     }
@@ -68,12 +54,5 @@ extension RelayEngine {
         guard let source, backend.capabilities.support(.replies).isNative,
               let mapping = try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) else { return nil }
         return ReplyRef(messageID: mapping.toMessage, sender: nil, digest: quoted?.digest ?? "")
-    }
-
-    nonisolated func capability<P>(_ backend: any IMBackend, as type: P.Type, _ feature: Feature) throws -> P {
-        guard let typed = backend as? P else {
-            throw IMError(.unsupported, "\(backend.id) does not offer \(feature.rawValue)", isRetryable: false)
-        }
-        return typed
     }
 }
