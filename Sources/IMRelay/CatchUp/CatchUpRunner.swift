@@ -186,7 +186,7 @@ public actor CatchUpRunner {
         guard !held.isEmpty else { return }
         for attempt in 0..<20 {
             do {
-                try await engine.ingestGrouped(held, skipCopied: true)
+                try await engine.ingestGrouped(held)
                 gate.recorded(held)
                 return
             } catch {
@@ -238,8 +238,8 @@ public actor CatchUpRunner {
         let events = fresh.compactMap { source.catchUpEvent(for: $0) }
         for start in stride(from: 0, to: events.count, by: 200) {
             let chunk = Array(events[start..<min(events.count, start + 200)])
-            let result = try await engine.ingestGrouped(chunk, skipCopied: true)
-            outcome.recovered += result.accepted - result.alreadyCopied
+            let result = try await engine.ingestGrouped(chunk)
+            outcome.recovered += result.accepted
         }
         if outcome.recovered > 0 { metrics.increment("imbridge_catch_up_recovered_total", ["backend": key.backend.rawValue], by: outcome.recovered) }
         if outcome.skipped > 0 { metrics.increment("imbridge_catch_up_skipped_total", ["backend": key.backend.rawValue], by: outcome.skipped) }

@@ -1,0 +1,78 @@
+import Foundation
+import IMCore
+import IMRelay
+import IMStore
+import IMTesting
+import Testing
+
+/// A migration of a conversation that the bridge also relays (docs/migration.md, "Through the outbox"):
+/// both paths queue into the same lane, share the ledger and the id map, and leave one copy of each
+/// message on the target, whichever path saw it first.
+@Suite struct MigrationOverlapTests {
+    let g = ConversationRef.group("g")
+
+    func texts(_ backend: any IMBackend, _ conversation: ConversationRef) async throws -> [String] {
+        try await backend.history(HistoryQuery(conversation: conversation, anchor: .oldest, limit: 10_000)).messages.map { $0.content.digest }
+    }
+
+    /// 40 messages of history, then live messages every 2 ms while `Migrator` copies the conversation into
+    /// the group the bridge relays it to, on one SQLite store: every message once, old and new.
+    @Test func aLiveRelayAndAMigrationOfOneConversationLeaveOneCopyOfEach() async throws {
+        let harness = try RelayHarness()
+        for n in 1...40 { _ = try await harness.wk.send(OutgoingMessage(conversation: g, sender: UserID("u\(n % 3)"), content: .text("old \(n)"))) }
+        let live = harness.engine()
+        try await live.start(feeding: [harness.wk, harness.rc])
+        let wk = harness.wk, g = self.g
+        let sender = Task {
+            for n in 1...150 {
+                _ = try await wk.send(OutgoingMessage(conversation: g, sender: UserID("u\(n % 3)"), content: .text("live \(n)")))
+                try await Task.sleep(nanoseconds: 2_000_000)
+            }
+        }
+        #expect(await eventually(10) { (try? await texts(harness.rcMemory, g).count) ?? 0 >= 20 }, "live relay under way")
+        let report = try await Migrator(store: harness.store, source: harness.wk, target: harness.rc, sendsPerSecond: 100_000,
+                                        routes: harness.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], pageSize: 7, account: false))
+        try await sender.value
+        #expect(await live.waitUntilIdle(timeoutMs: 30_000))
+        await live.stop()
+
+        let copies = try await texts(harness.rcMemory, g)
+        let want = (1...40).map { "old \($0)" } + (1...150).map { "live \($0)" }
+        #expect(copies.count == want.count, "one copy each: \(copies.count) for \(want.count)")
+        #expect(Set(copies) == Set(want))
+        #expect(Dictionary(grouping: copies, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted() == [], "doubles")
+        #expect(copies.filter { $0.hasPrefix("old ") } == (1...40).map { "old \($0)" }, "history in order")
+        #expect(copies.filter { $0.hasPrefix("live ") } == (1...150).map { "live \($0)" }, "live messages in order")
+        #expect(report.total.failedTotal == 0, "\(report.summary)")
+        #expect(report.total.sentTotal > 40, "the migration met live messages too (the overlap happened): \(report.summary)")
+    }
+
+    /// The migration records the ledger row a callback (or catch-up) would: when the callback comes after
+    /// the migration queued the message it is a duplicate and queues nothing; the other legs of the routes
+    /// get the message from the migration's recording, once.
+    @Test func aCallbackAfterTheMigrationIsADuplicateAndOtherLegsStillGetTheMessage() async throws {
+        let harness = try RelayHarness()
+        let nim = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())
+        let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "rc:group:*"), direction: .forward),
+                      Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "nim:group:*"), direction: .forward)]
+        var sent: [Message] = []
+        for n in 1...10 { sent.append(try await harness.wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("m\(n)")))) }
+        let report = try await Migrator(store: harness.store, source: harness.wk, target: harness.rc, sendsPerSecond: 100_000,
+                                        routes: routes, backends: [nim])
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], pageSize: 4, account: false))
+        #expect(report.total.sentTotal == 10 && report.total.failedTotal == 0, "\(report.summary)")
+        #expect(try await texts(harness.rcMemory, g).count == 10)
+
+        let bridge = RelayEngine(store: harness.store, backends: [harness.wk, harness.rc, nim], routes: routes,
+                                 retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        // The callbacks MemoryBackend would have delivered (`msg:<id>`), arriving late.
+        let late = try bridge.ingest(sent.map { IMEvent(eventID: EventID("msg:\($0.id)"), backend: "wk", kind: .message($0)) })
+        #expect(late.duplicates == 10 && late.queued == 0, "\(late)")
+        await bridge.start()
+        #expect(await bridge.waitUntilIdle(timeoutMs: 10_000))
+        await bridge.stop()
+        #expect(try await texts(nim, g) == (1...10).map { "m\($0)" }, "the other leg, once each")
+        #expect(try await texts(harness.rcMemory, g) == (1...10).map { "m\($0)" }, "the migration's target, once each")
+    }
+}
