@@ -2,14 +2,16 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMLab
+import PostgresTestSupport
 import Testing
 
 /// `imbridge migrate` of a conversation while `imbridge run` relays new messages into it, two processes
-/// on one SQLite store against the sandboxes (docs/migration.md, "Through the outbox"): one copy of each
-/// message, old and new.
+/// on one store (SQLite, PostgreSQL) against the sandboxes (docs/migration.md, "Through the outbox"): one
+/// copy of each message, old and new.
 extension CrashTests {
     @Suite(.serialized) struct MigrateWhileRelayingTests {
-        @Test func aMigrationDuringLiveRelayLeavesExactlyOneCopyOfEachMessage() async throws {
+        @Test(arguments: ["sqlite", "postgresql"])
+        func aMigrationDuringLiveRelayLeavesExactlyOneCopyOfEachMessage(store kind: String) async throws {
             let port = try await freePort()
             let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
                                           callbackBase: "http://127.0.0.1:\(port)")
@@ -17,7 +19,8 @@ extension CrashTests {
             let config = "\(lab.directory)/bridge.yaml"
             let routes = "  - from: \"wk:group:mig1\"\n    to: \"rc:group:mig1\"\n    direction: forward\n"
             // Without catch-up the history sent before the bridge starts is left to the migration.
-            try (lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
+            let store = kind == "sqlite" ? "\(lab.directory)/bridge.sqlite" : "\"\(try TestPostgres.freshURL("migrelay"))\""
+            try (lab.configYAML(store: store, listen: "127.0.0.1:\(port)", routes: routes)
                  + "catch_up:\n  enabled: false\n").write(toFile: config, atomically: true, encoding: .utf8)
             let wk = try await lab.userBackend("wk", registry: ContentRegistry())
             let group = ConversationRef.group("mig1")
@@ -28,6 +31,7 @@ extension CrashTests {
             }
 
             let bridge = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
+            defer { if bridge.process.isRunning { _ = bridge.terminate() } }
             let http = HTTPClientWrapper(timeoutSeconds: 2)
             #expect(await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
             // Live messages at about 20 a second for 10 s; the migration starts one second in.
