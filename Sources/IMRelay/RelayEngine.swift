@@ -390,8 +390,11 @@ public actor RelayEngine {
             case .wait: break lanes
             }
         }
-        // A lane cut off by a drain deadline gives its lease up too (another instance may take it at once).
-        if failed || Task.isCancelled {
+        // A lane cut off by a drain deadline gives its lease up too (another instance may take it at once),
+        // and so does one that stops holding an entry it claimed but did not start (the stop came between
+        // the claim and the call): a guest engine (`start(lanes:)`) stopping while the bridge goes on must
+        // not hold the lane for a lease length.
+        if failed || Task.isCancelled || claimed != nil {
             await Task { [store] in _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }.value
         }
         if refused { await laneRefused(lane) } else { await laneFinished(lane) }

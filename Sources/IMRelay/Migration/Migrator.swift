@@ -242,12 +242,29 @@ public actor Migrator {
         let started = Date()
         while true {
             let head = try store.read { try $0.head(of: lane) }
-            let finished = head.map { head in tracked.filter { $0.id < head.id }.count } ?? tracked.count
+            let finished = tracked.count - Self.pending(tracked, head: head)
             progress(MigrationProgress(conversation: "\(conversation)", done: finished, total: tracked.count, startedAt: started))
             guard let head, head.id <= lastID else { return }
             try await Task.sleep(nanoseconds: 50_000_000)
         }
     }
+
+    /// How many of `tracked` (by growing id) are not carried out yet: a lane runs in id order, so those
+    /// from its pending head on.
+    static func pending(_ tracked: [Tracked], head: OutboxEntry?) -> Int {
+        guard let head else { return 0 }
+        var (low, high) = (0, tracked.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if tracked[middle].id < head.id { low = middle + 1 } else { high = middle }
+        }
+        return tracked.count - low
+    }
+
+    /// Copies a conversation may have queued and not carried out before the next page is read: history
+    /// does not pile up in the lane (where a live message queued behind it would wait for all of it), and
+    /// the outbox stays small; enough for the lane never to run dry while the next page is read.
+    static func lookahead(_ plan: MigrationPlan) -> Int { max(200, 4 * plan.pageSize) }
 
     /// Counts what became of the tracked copies: done by their tally, dead as failed (by vendor code).
     func settle(_ tracked: [Tracked], into result: inout MigrationReport.Conversation) throws {
@@ -332,6 +349,10 @@ public actor Migrator {
                     tally(item.mark, into: &result)
                 }
             } else if !items.isEmpty || (!past && page.newerCursor != nil) {
+                let lane = LaneKey(backend: plan.target, conversation: to)
+                while Self.pending(tracked.copies, head: try store.read({ try $0.head(of: lane) })) > Self.lookahead(plan) {
+                    try await Task.sleep(nanoseconds: 20_000_000)
+                }
                 // The checkpoint moves in the transaction that queues the page: a rerun reads on after it.
                 let moved = past ? nil : page.newerCursor.map { (name: checkpoint, value: $0.rawValue) }
                 let outcomes = try await engine.queueMigration(items, leg: leg, checkpoint: moved)
