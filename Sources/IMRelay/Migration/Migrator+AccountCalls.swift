@@ -5,7 +5,7 @@ import IMCore
 /// the relay's failure classes. Messages do not come here: they go through the outbox
 /// (`RelayEngine.queueMigration`).
 extension Migrator {
-    /// A call to the target other than a send (recall, lookup, profiles, groups), paced by the target's
+    /// An account call to the target (profiles, groups, lookups), paced by the target's
     /// global limits: some vendors' limits count every API call (JMessage's 600/min).
     func onTarget<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
         let pacing = self.pacing
