@@ -49,6 +49,25 @@ import Testing
         #expect(report.total.sentTotal > 40, "the migration met live messages too (the overlap happened): \(report.summary)")
     }
 
+    /// The migration's engine is a guest on the store: it leaves the leases of a bridge running on the
+    /// same SQLite file alone (a bridge's own start drops them all), and its copies are paced to the rate
+    /// it is given (the target's documented rate by default).
+    @Test func theMigrationsEngineLeavesOtherLeasesAloneAndPacesItsCopies() async throws {
+        let harness = try RelayHarness()
+        let now = SystemClock().nowMs()
+        let busy = LaneKey(backend: "rc", conversation: .group("elsewhere"))
+        #expect(try harness.store.transaction { try $0.acquireLease(busy.leaseName, owner: "bridge-1", until: now + 60_000, now: now) })
+        for n in 1...25 { _ = try await harness.wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("m\(n)"))) }
+        let started = Date()
+        let report = try await Migrator(store: harness.store, source: harness.wk, target: harness.rc, sendsPerSecond: 10)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], account: false))
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(report.total.sentTotal == 25 && report.total.failedTotal == 0, "\(report.summary)")
+        #expect(try harness.store.read { try $0.leaseHolder(busy.leaseName, at: SystemClock().nowMs()) } == "bridge-1")
+        // 10 a second with a burst of 10: the last of 25 copies no sooner than 1.5 s after the first.
+        #expect(elapsed >= 1.4, "paced: \(elapsed) s")
+    }
+
     /// The migration records the ledger row a callback (or catch-up) would: when the callback comes after
     /// the migration queued the message it is a duplicate and queues nothing; the other legs of the routes
     /// get the message from the migration's recording, once.
