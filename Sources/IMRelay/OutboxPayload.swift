@@ -44,4 +44,7 @@ struct MigrationMark: Codable, Sendable, Hashable {
     var tally: String?
     /// The content kind of the source message (the report's `by_kind`).
     var kind: String?
+    /// The sender was written to the target with its profile by the migration's user phase: the executor
+    /// does not provision it again as a bare id (which would reset the name on RongCloud).
+    var senderMigrated: Bool?
 }

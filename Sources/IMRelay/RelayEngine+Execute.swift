@@ -28,6 +28,9 @@ extension RelayEngine {
                 if case .send = payload.action { await pacing.send(in: conversation.kind) } else { await pacing.call() }
             }
         }
+        if payload.migration?.senderMigrated == true, case .send(let outgoing, _, _) = payload.action {
+            delivery.markProvisioned(outgoing.sender)
+        }
         switch payload.action {
         case .send(var outgoing, _, let replyTo):
             let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")

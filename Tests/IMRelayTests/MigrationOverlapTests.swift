@@ -3,6 +3,7 @@ import IMCore
 import IMRelay
 import IMStore
 import IMTesting
+import Synchronization
 import Testing
 
 /// A migration of a conversation that the bridge also relays (docs/migration.md, "Through the outbox"):
@@ -68,6 +69,33 @@ import Testing
         #expect(elapsed >= 1.4, "paced: \(elapsed) s")
     }
 
+    /// A bridge that holds the lane carries out the migration's copies; senders the migration's user phase
+    /// wrote with their profiles are not provisioned again as bare ids (`UserProvisioning.ensureUser`, which
+    /// on RongCloud resets the name).
+    @Test func copiesABridgeCarriesOutDoNotProvisionMigratedSendersAgain() async throws {
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        for user in ["u1", "u2"] as [UserID] { try await wk.saveUser(UserProfile(id: user, name: "Name of \(user)")) }
+        for n in 1...6 { _ = try await wk.send(OutgoingMessage(conversation: g, sender: n.isMultiple(of: 2) ? "u1" : "u2", content: .text("m\(n)"))) }
+        let inner = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: SystemClock())
+        let rc = ProvisionCounting(inner)
+        let store = try RelayHarness().store
+        let bridge = RelayEngine(store: store, backends: [wk, rc], routes: [], lease: LeaseSettings(owner: "bridge-1"))
+        let lane = LaneKey(backend: "rc", conversation: g)
+        await bridge.start()
+        // Once the bridge leads (its SQLite start has dropped every lease by then), it holds the lane, as
+        // while it relays into it: the migration's engine is refused the lane.
+        #expect(await eventually(10) { (try? store.read { try $0.leaseHolder(LeaseSettings.leaderLease, at: SystemClock().nowMs()) }) == "bridge-1" })
+        let now = SystemClock().nowMs()
+        #expect(try store.transaction { try $0.acquireLease(lane.leaseName, owner: "bridge-1", until: now + 60_000, now: now) })
+        let report = try await Migrator(store: store, source: wk, target: rc, sendsPerSecond: 100_000)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)]))
+        await bridge.stop()
+        #expect(report.total.sentTotal == 6 && report.account?.usersCreated == 2, "\(report.summary)")
+        #expect(try await texts(inner, g) == (1...6).map { "m\($0)" })
+        #expect(rc.ensured.withLock { $0 } == [], "provisioned again: \(rc.ensured.withLock { $0 })")
+        #expect(try await inner.users(["u1", "u2"]).map(\.name) == ["Name of u1", "Name of u2"])
+    }
+
     /// The migration records the ledger row a callback (or catch-up) would: when the callback comes after
     /// the migration queued the message it is a duplicate and queues nothing; the other legs of the routes
     /// get the message from the migration's recording, once.
@@ -95,4 +123,23 @@ import Testing
         #expect(try await texts(nim, g) == (1...10).map { "m\($0)" }, "the other leg, once each")
         #expect(try await texts(harness.rcMemory, g) == (1...10).map { "m\($0)" }, "the migration's target, once each")
     }
+}
+
+/// Forwards to a memory backend, noting every `ensureUser` (a bare provisioning call).
+final class ProvisionCounting: IMBackend, UserDirectory {
+    let inner: MemoryBackend
+    let ensured = Mutex<[UserID]>([])
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
+    func ensureUser(_ profile: UserProfile) async throws {
+        ensured.withLock { $0.append(profile.id) }
+        try await inner.ensureUser(profile)
+    }
+    func users(_ ids: [UserID]) async throws -> [UserProfile] { try await inner.users(ids) }
+    func saveUser(_ profile: UserProfile) async throws { try await inner.saveUser(profile) }
+    func allUsers() async throws -> [UserID] { try await inner.allUsers() }
 }

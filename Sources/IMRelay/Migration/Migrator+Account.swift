@@ -163,6 +163,7 @@ extension Migrator {
             if !plan.dryRun { engine?.deliveries[target.id]?.markProvisioned(targetID) }
         } catch {
             account.failures.append("user \(user): \(error)")
+            failedUsers.insert(user)
         }
     }
 

@@ -135,6 +135,8 @@ public actor Migrator {
     var userWork: [UserID: Task<Void, Never>] = [:]
     /// Source conversations whose target group could not be made this run (their history waits).
     var blocked: Set<ConversationRef> = []
+    /// Users whose profile could not be written this run (their copies leave provisioning to the executor).
+    var failedUsers: Set<UserID> = []
     /// Source profiles read ahead in batches (nil: the source does not know the user).
     var sourceProfiles: [UserID: UserProfile?] = [:]
     /// Target profiles read ahead in batches, by target id (nil: not on the target).
@@ -168,6 +170,7 @@ public actor Migrator {
         account.notes = plan.notes
         userWork = [:]
         blocked = []
+        failedUsers = []
         let engine = RelayEngine(store: store, backends: [source, target] + others, routes: routes, clock: clock, retry: retry,
                                  maxConcurrentLanes: plan.parallel, retentionMs: nil, customFallbacks: customFallbacks,
                                  migrationSendsPerSecond: sendsPerSecond)
@@ -427,8 +430,9 @@ public actor Migrator {
         let converted = !planned.fallbacks.isEmpty || message.edit != nil || outgoing.content != message.currentContent
         var actions: [RelayAction] = [.send(outgoing: outgoing, source: message.id, replyToSource: message.reply?.messageID)]
         if recallNatively { actions.append(.recall(source: message.id, by: outgoing.sender)) }
-        let mark = MigrationMark(run: checkpoint, tally: fellBack ? "fell_back" : converted ? "converted" : "copied",
+        var mark = MigrationMark(run: checkpoint, tally: fellBack ? "fell_back" : converted ? "converted" : "copied",
                                  kind: message.currentContent.kind.rawValue)
+        if plan.account, case .puppet = plan.users, !failedUsers.contains(message.sender) { mark.senderMigrated = true }
         return RelayEngine.MigrationItem(event: sourceEvent(for: message), message: message, actions: actions, mark: mark,
                                          recordInLedger: message.sentAt >= clock.nowMs() - liveWindowMs)
     }
