@@ -10,6 +10,27 @@ extension RelayEngine {
         // A retry (or a crash) may follow an attempt that got through: look for its copy first.
         let earlierAttemptAt = entry.attempts > 0 ? entry.createdAt : nil
         let conversation = entry.lane.conversation
+        if payload.migration != nil {
+            // A migration's copy of a message that already has one on this target (relayed live before the
+            // migration queued it, or by an earlier entry of this lane) is not sent again.
+            if case .send(_, let source, _) = payload.action,
+               try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) != nil {
+                return nil
+            }
+            // A migration's follow-up (the recall) runs after its copy in the same lane: when the copy is not
+            // there, the copy failed, and waiting for it is pointless (a rerun retries both, in order).
+            if case .recall(let source, _) = payload.action,
+               try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) == nil {
+                throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) was not copied to \(entry.lane.backend)", isRetryable: false)
+            }
+            // Paced to the target's documented rate (docs/migration.md, "Rate limits").
+            if let pacing = migrationPacing[entry.lane.backend] {
+                if case .send = payload.action { await pacing.send(in: conversation.kind) } else { await pacing.call() }
+            }
+        }
+        if payload.migration?.senderMigrated == true, case .send(let outgoing, _, _) = payload.action {
+            delivery.markProvisioned(outgoing.sender)
+        }
         switch payload.action {
         case .send(var outgoing, _, let replyTo):
             let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")

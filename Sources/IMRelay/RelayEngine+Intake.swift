@@ -58,16 +58,14 @@ extension RelayEngine {
     /// `ingest` through the store's group commit: the transaction is committed together with other
     /// writes submitted at the same time (other callbacks, lanes completing), off the cooperative
     /// thread pool. Same contract: it returns only after the events' rows are committed.
-    /// `skipCopied`: a message whose copy the id map already names on a leg's target (written by
-    /// `imbridge migrate`) is recorded but not sent there again — catch-up re-reads history a migration
-    /// may have copied. One id-map read per message and leg, so live intake does not ask for it.
+    /// (History a migration copied needs no check here: the migration records the ledger rows of the
+    /// messages live intake or catch-up can still meet, `queueMigration`.)
     @discardableResult
     public nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage] = [],
-                                          firstCheckpoints: [(name: String, value: String)] = [],
-                                          skipCopied: Bool = false) async throws -> IngestResult {
+                                          firstCheckpoints: [(name: String, value: String)] = []) async throws -> IngestResult {
         let now = clock.nowMs()
         let planned = try await store.groupedTransaction { [self] tx in
-            var recorded = try record(events, tx, at: now, skipCopied: skipCopied)
+            var recorded = try record(events, tx, at: now)
             recorded.kept = try keep(setAside, tx, at: now)
             for (name, value) in firstCheckpoints where try tx.checkpoint(name) == nil {
                 try tx.setCheckpoint(name, value, at: now)
@@ -157,7 +155,7 @@ extension RelayEngine {
     /// Records a callback's events and queues their relays: the ledger rows (with the echo check) for all
     /// events at once, then the outbox rows for all at once — on PostgreSQL two statements per callback,
     /// however many messages it carries.
-    nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64, skipCopied: Bool = false) throws -> Recorded {
+    nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64) throws -> Recorded {
         var recorded = Recorded()
         // The bridge's own writes, evident without the store, are dropped before the ledger.
         let candidates = events.filter { event in
@@ -186,10 +184,6 @@ extension RelayEngine {
             recorded.result.accepted += 1
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
-                if skipCopied, case .message(let message) = event.kind, try tx.mapped(message.id, from: event.backend, to: leg.target) != nil {
-                    recorded.result.alreadyCopied += 1
-                    continue
-                }
                 let planned = Translator(target: target, source: backends[event.backend], customFallbacks: customFallbacks)
                     .plan(event, leg: leg)
                 recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) }

@@ -73,18 +73,23 @@ public actor RelayEngine {
     /// Lanes whose lease another instance held when we last tried, until when not to try again on
     /// ingest's wake-ups alone (a scan, which leaves leased lanes out, starts them when they are free).
     private var heldElsewhere: [LaneKey: Int64] = [:]
+    /// The lanes this engine works when started with `start(lanes:)` (a migration's); nil: every lane.
+    private var onlyLanes: Set<LaneKey>?
+    /// Each target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
+    nonisolated let migrationPacing: [BackendID: MigrationPacing]
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
                 retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil,
                 lease: LeaseSettings = LeaseSettings(), leadership: Leadership = Leadership(),
-                backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs) {
+                backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs, migrationSendsPerSecond: Double? = nil) {
         self.store = store
         self.lease = lease
         self.leadership = leadership
         self.customFallbacks = customFallbacks
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.deliveries = self.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }
+        self.migrationPacing = self.backends.mapValues { MigrationPacing(capabilities: $0.capabilities, sendsPerSecond: migrationSendsPerSecond) }
         self.routes = RouteTable(routes)
         self.clock = clock
         self.metrics = metrics
@@ -110,10 +115,25 @@ public actor RelayEngine {
     public func start(pruning: Bool = true) {
         guard scheduler == nil else { return }
         stopping = false
+        onlyLanes = nil
         wakes.withLock { $0.scan = true }
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
-        leaseKeeper = Task { [weak self] in await self?.leaseLoop() }
+        leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: true) }
         if pruning && retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
+        doorbell.yield()
+    }
+
+    /// Starts the lane scheduler for `lanes` only, as a guest on a store a bridge may be running on
+    /// (`imbridge migrate`, docs/migration.md): the lanes are leased like any instance's, but no lease
+    /// of another instance is dropped (not even on SQLite), the leader lease is not sought and nothing is
+    /// pruned. A running bridge may work the same lanes; whoever holds a lane's lease runs it.
+    public func start(lanes: Set<LaneKey>) {
+        guard scheduler == nil else { return }
+        stopping = false
+        onlyLanes = lanes
+        wakes.withLock { $0.scan = true }
+        scheduler = Task { [weak self] in await self?.scheduleLoop() }
+        leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: false) }
         doorbell.yield()
     }
 
@@ -206,9 +226,6 @@ public actor RelayEngine {
         public var duplicates = 0
         public var echoes = 0
         public var queued = 0
-        /// Messages recorded without a relay because the target already has their copy (a migration
-        /// wrote it; only asked for with `skipCopied`, by catch-up).
-        public var alreadyCopied = 0
     }
 
     // MARK: lanes
@@ -266,7 +283,7 @@ public actor RelayEngine {
     /// Starts a lane unless it is running or all slots are taken (a finishing lane causes a scan,
     /// which finds it then). A lane whose head is not due ends at once.
     private func startLane(_ lane: LaneKey) {
-        guard !running.contains(lane), running.count < maxConcurrentLanes else { return }
+        guard !running.contains(lane), running.count < maxConcurrentLanes, onlyLanes?.contains(lane) ?? true else { return }
         running.insert(lane)
         laneTasks[lane] = Task { [weak self] in await self?.runLane(lane) }
     }
@@ -292,10 +309,11 @@ public actor RelayEngine {
 
     /// Renews this engine's leases every third of the lease length and tries for the leader lease.
     /// When renewing has failed for a whole lease length (store unreachable), leadership is given up.
-    private nonisolated func leaseLoop() async {
+    /// `sole: false` (a guest engine, `start(lanes:)`) only renews.
+    private nonisolated func leaseLoop(sole: Bool) async {
         let (owner, ttl) = (lease.owner, lease.ttlMs)
         // An SQLite store has one instance: leases a killed predecessor left are its own to drop.
-        if store.kind == .sqlite {
+        if sole && store.kind == .sqlite {
             _ = try? await store.groupedTransaction { try $0.dropAllLeases() }
             wake()
         }
@@ -305,7 +323,7 @@ public actor RelayEngine {
             do {
                 let leader = try await store.groupedTransaction { tx in
                     try tx.renewLeases(owner: owner, until: now + ttl)
-                    return try tx.acquireLease(LeaseSettings.leaderLease, owner: owner, until: now + ttl, now: now)
+                    return sole ? try tx.acquireLease(LeaseSettings.leaderLease, owner: owner, until: now + ttl, now: now) : false
                 }
                 leadership.set(leader)
                 lastRenewal = now
@@ -372,8 +390,11 @@ public actor RelayEngine {
             case .wait: break lanes
             }
         }
-        // A lane cut off by a drain deadline gives its lease up too (another instance may take it at once).
-        if failed || Task.isCancelled {
+        // A lane cut off by a drain deadline gives its lease up too (another instance may take it at once),
+        // and so does one that stops holding an entry it claimed but did not start (the stop came between
+        // the claim and the call): a guest engine (`start(lanes:)`) stopping while the bridge goes on must
+        // not hold the lane for a lease length.
+        if failed || Task.isCancelled || claimed != nil {
             await Task { [store] in _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }.value
         }
         if refused { await laneRefused(lane) } else { await laneFinished(lane) }

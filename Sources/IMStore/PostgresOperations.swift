@@ -113,6 +113,15 @@ struct PostgresOperations: StoreOperations {
                  [.text(lane.description)]).first.flatMap(Self.entry)
     }
 
+    func pendingEntries(of lane: LaneKey, limit: Int) throws -> [OutboxEntry] {
+        try rows("SELECT \(Self.entryColumns) FROM outbox WHERE lane = $1 AND state = 'pending' ORDER BY id LIMIT $2",
+                 [.text(lane.description), .int(Int64(limit))]).compactMap(Self.entry)
+    }
+
+    func entries(ids: [Int64]) throws -> [OutboxEntry] {
+        try rows("SELECT \(Self.entryColumns) FROM outbox WHERE id = ANY($1) ORDER BY id", [.ints(ids)]).compactMap(Self.entry)
+    }
+
     func claim(_ id: Int64) throws {
         try session.query("UPDATE outbox SET attempts = attempts + 1 WHERE id = $1", [.int(id)])
     }

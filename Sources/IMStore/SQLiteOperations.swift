@@ -78,6 +78,22 @@ struct SQLiteOperations: StoreOperations {
                          arguments: [lane.description]).flatMap(Self.entry)
     }
 
+    func pendingEntries(of lane: LaneKey, limit: Int) throws -> [OutboxEntry] {
+        try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?"),
+                         arguments: [lane.description, limit]).compactMap(Self.entry)
+    }
+
+    func entries(ids: [Int64]) throws -> [OutboxEntry] {
+        var found: [OutboxEntry] = []
+        for start in stride(from: 0, to: ids.count, by: 500) {
+            let chunk = Array(ids[start..<min(ids.count, start + 500)])
+            let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
+            found += try Row.fetchAll(db, sql: "SELECT * FROM outbox WHERE id IN (\(marks))", arguments: StatementArguments(chunk))
+                .compactMap(Self.entry)
+        }
+        return found.sorted { $0.id < $1.id }
+    }
+
     /// Notes that an attempt is starting (before the call leaves the process), so that after a crash
     /// the entry is known to have possibly reached the target.
     func claim(_ id: Int64) throws {

@@ -86,6 +86,8 @@ protocol StoreOperations {
     func nextWakeUp() throws -> Int64?
     func nextWakeUp(after now: Int64) throws -> Int64?
     func head(of lane: LaneKey) throws -> OutboxEntry?
+    func pendingEntries(of lane: LaneKey, limit: Int) throws -> [OutboxEntry]
+    func entries(ids: [Int64]) throws -> [OutboxEntry]
     func claim(_ id: Int64) throws
     func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry?
     func complete(_ id: Int64, at now: Int64) throws
@@ -252,6 +254,15 @@ public struct StoreTransaction {
 
     /// The first pending entry of a lane.
     public func head(of lane: LaneKey) throws -> OutboxEntry? { try ops.head(of: lane) }
+
+    /// A lane's pending entries in lane order, at most `limit`.
+    public func pendingEntries(of lane: LaneKey, limit: Int) throws -> [OutboxEntry] {
+        try ops.pendingEntries(of: lane, limit: max(0, limit))
+    }
+
+    /// The entries with these ids, in any state, by id (ids not found are left out). A done entry's
+    /// payload is empty (`complete` drops it).
+    public func entries(ids: [Int64]) throws -> [OutboxEntry] { ids.isEmpty ? [] : try ops.entries(ids: ids) }
 
     /// Notes that an attempt is starting (before the call leaves the process), so that after a crash
     /// the entry is known to have possibly reached the target.

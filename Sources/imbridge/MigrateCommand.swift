@@ -82,8 +82,12 @@ struct MigrateCommand: AsyncParsableCommand {
                                  extraUsers: scope.users, extraGroups: scope.groups, parallel: parallel)
         plan.notes = scope.notes
         let display = ProgressDisplay()
+        // The configured routes: a recent message the migration records is queued for their other legs
+        // too, as the bridge's intake would queue it (docs/migration.md, "Through the outbox").
         let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry,
-                                progress: { display.show($0) }, customFallbacks: bridge.engine.customFallbacks)
+                                progress: { display.show($0) }, customFallbacks: bridge.engine.customFallbacks,
+                                routes: bridge.config.routes, backends: bridge.backends.map { $0 as any IMBackend },
+                                liveWindowMs: bridge.config.catchUp.maxAgeMs)
         let result = try await migrator.run(plan)
         display.finish()
         FileHandle.standardOutput.write(Data((result.summary + "\n").utf8))

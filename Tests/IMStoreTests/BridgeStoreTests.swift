@@ -183,6 +183,30 @@ import Testing
         #expect(try store.read { try $0.deadLetters() }.isEmpty)
     }
 
+    /// What a migration reads back (docs/migration.md, "Through the outbox"): a lane's pending entries in
+    /// order, and entries by id in whatever state they are.
+    @Test(arguments: StoreKind.allCases) func pendingEntriesOfALaneAndEntriesByID(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        let ids = try store.transaction { tx in
+            try (1...4).map { n in
+                try tx.enqueue(lane: lane(n == 3 ? "b" : "a"), sourceBackend: "wk", sourceEventID: EventID("e\(n)"), kind: "send",
+                               payload: Data("p\(n)".utf8), at: 1)
+            }
+        }
+        try store.transaction { tx in
+            try tx.complete(ids[0], at: 2)
+            try tx.markDead(ids[1], error: "invalid_argument: no", at: 2)
+        }
+        #expect(try store.read { try $0.pendingEntries(of: lane("a"), limit: 10) }.map(\.id) == [ids[3]])
+        #expect(try store.read { try $0.pendingEntries(of: lane("b"), limit: 10) }.map(\.sourceEventID) == ["e3"])
+        #expect(try store.read { try $0.pendingEntries(of: lane("a"), limit: 0) }.isEmpty)
+        let found = try store.read { try $0.entries(ids: [ids[3], ids[0], ids[1], 999_999]) }
+        #expect(found.map(\.id) == [ids[0], ids[1], ids[3]], "by id, the unknown one left out")
+        #expect(found.map(\.state) == [.done, .dead, .pending])
+        #expect(found[1].lastError == "invalid_argument: no" && found[2].payload == Data("p4".utf8))
+        #expect(try store.read { try $0.entries(ids: []) }.isEmpty)
+    }
+
     @Test(arguments: StoreKind.allCases) func idMapWorksBothWays(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()
         let store = try BridgeStore(path: path)

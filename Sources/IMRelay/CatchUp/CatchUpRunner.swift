@@ -217,7 +217,7 @@ public actor CatchUpRunner {
     /// Held live messages, recorded after the read (the ledger drops those the read already took).
     private func recordHeld(_ held: [IMEvent]) async throws {
         guard !held.isEmpty else { return }
-        try await engine.ingestGrouped(held, skipCopied: true)
+        try await engine.ingestGrouped(held)
         gate.recorded(held)
     }
 
@@ -258,8 +258,8 @@ public actor CatchUpRunner {
         var recovered = 0
         for start in stride(from: 0, to: events.count, by: 200) {
             let chunk = Array(events[start..<min(events.count, start + 200)])
-            let result = try await engine.ingestGrouped(chunk, skipCopied: true)
-            recovered += result.accepted - result.alreadyCopied
+            let result = try await engine.ingestGrouped(chunk)
+            recovered += result.accepted
         }
         let skipped = messages.count - fresh.count
         outcome.recovered += recovered

@@ -160,9 +160,10 @@ extension Migrator {
                     account.usersSkipped += 1
                 }
             }
-            if !plan.dryRun { delivery.markProvisioned(targetID) }
+            if !plan.dryRun { engine?.deliveries[target.id]?.markProvisioned(targetID) }
         } catch {
             account.failures.append("user \(user): \(error)")
+            failedUsers.insert(user)
         }
     }
 

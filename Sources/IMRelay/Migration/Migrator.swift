@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMStore
 
@@ -82,40 +83,60 @@ public struct MigrationProgress: Sendable {
 }
 
 /// Moves an account from one backend to another: users, then groups (`Migrator+Account.swift`), then
-/// each conversation's history, oldest → newest, through the target's send API, `plan.parallel`
-/// conversations at a time (one lane each, order kept inside each).
+/// each conversation's history, oldest → newest, through the outbox (docs/migration.md, "Through the
+/// outbox"): `plan.parallel` conversations at a time, one lane each, order kept inside each.
 ///
 /// Contract:
-/// - Idempotent: every copied message gets an id-map row in the same transaction as its conversation's
-///   checkpoint; a rerun skips mapped messages, and before re-sending a message whose earlier attempt may
-///   have reached the target it asks the target by client id (`ClientIDLookup`) where it can.
+/// - The migrator sends nothing itself. Each history page becomes outbox entries in the lane (target,
+///   target conversation) — the copy as a `.send` (and a recalled message's `.recall` after it) — queued
+///   in one transaction with the page's dedupe facts and the conversation's checkpoint; an engine of its
+///   own (`RelayEngine.start(lanes:)`) runs them, as a bridge on the same store may: client id
+///   `imb-<entry id>`, the earlier-copy search on a retry, the id-map row in the completing transaction,
+///   the relay's retry policy and dead letters. `run` returns when every entry it queued (and every entry
+///   an interrupted run left) is done or dead; the report counts the dead ones as failed.
+/// - Exactly once, with live relay too: see `RelayEngine.queueMigration`.
 /// - Resumable: the checkpoint per (source conversation → target conversation) is the history cursor
-///   after the last page copied without a failure; a rerun starts there (and retries what failed).
+///   after the last page queued; a rerun reads on from there, runs what an interrupted run left pending
+///   and puts its dead entries back in their lane (the same entry, so the same client id: a copy an
+///   earlier attempt left is found, not written twice).
 /// - Writes silently (`MessageOptions.silent`: stored, no unread, no push) with the original time and
 ///   sender in `vendorExtras` (and `sentAt` where the target can set it); the final state travels:
 ///   edits as the latest content, expansions as current key/values, a recall as the target's recall
 ///   (or, where it has none, a `[消息已撤回]` notice instead of the content).
-/// - Rate-limited to the target's documented limits (`MigrationPacing`, shared by all lanes); retryable failures (429, vendor rate codes,
-///   5xx) back off and retry; permanent ones are counted with their vendor code and the run goes on.
+/// - Paced to the target's documented limits (`MigrationPacing`, applied by the executor to entries
+///   marked as a migration's); retryable failures (429, vendor rate codes, 5xx) back off in the lane.
 public actor Migrator {
     let store: BridgeStore
     let source: any IMBackend
     let target: any IMBackend
     let retry: RetryPolicy
-    /// The target's documented limits, shared by every lane.
+    /// The target's documented limits (`nil`: from its capabilities); the executor applies them.
+    let sendsPerSecond: Double?
+    /// The account calls' pacing (profiles, groups): the target's global limits.
     let pacing: MigrationPacing
     let clock: any IMClock
     let progress: @Sendable (MigrationProgress) -> Void
     /// Fallback texts for declared custom types the target's vendor cannot carry (as the bridge sends them).
     let customFallbacks: CustomTypeFallbacks?
-    /// The delivery path the relay uses too: provisioning, media, earlier copies, failure classes.
+    /// The configured routes and the other backends they name: a recent message the migration records in
+    /// the ledger is queued for the routes' other legs as intake would (`RelayEngine.queueMigration`).
+    let routes: [Route]
+    let others: [any IMBackend]
+    /// How old a message may be and still reach the bridge through a callback or catch-up
+    /// (`catch_up.max_age`): such a message is recorded in the ledger by the migration.
+    let liveWindowMs: Int64
+    /// Failure classes of the account calls (the relay's).
     let delivery: Delivery
+    /// The engine that runs this run's lanes.
+    var engine: RelayEngine?
     /// The run's account counts (users, groups, members).
     var account = MigrationReport.Account()
     /// Each user's profile migration, started once per run (lanes that meet the same sender wait for it).
     var userWork: [UserID: Task<Void, Never>] = [:]
     /// Source conversations whose target group could not be made this run (their history waits).
     var blocked: Set<ConversationRef> = []
+    /// Users whose profile could not be written this run (their copies leave provisioning to the executor).
+    var failedUsers: Set<UserID> = []
     /// Source profiles read ahead in batches (nil: the source does not know the user).
     var sourceProfiles: [UserID: UserProfile?] = [:]
     /// Target profiles read ahead in batches, by target id (nil: not on the target).
@@ -124,16 +145,21 @@ public actor Migrator {
     public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
                 sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
                 progress: @escaping @Sendable (MigrationProgress) -> Void = { _ in },
-                customFallbacks: CustomTypeFallbacks? = nil) {
+                customFallbacks: CustomTypeFallbacks? = nil, routes: [Route] = [], backends: [any IMBackend] = [],
+                liveWindowMs: Int64 = CatchUpSettings().maxAgeMs) {
         self.store = store
         self.customFallbacks = customFallbacks
         self.source = source
         self.target = target
         self.retry = retry
+        self.sendsPerSecond = sendsPerSecond
         self.pacing = MigrationPacing(capabilities: target.capabilities, sendsPerSecond: sendsPerSecond)
         self.delivery = Delivery(target: target, store: store, retry: retry)
         self.clock = clock
         self.progress = progress
+        self.routes = routes
+        self.others = backends.filter { $0.id != source.id && $0.id != target.id }
+        self.liveWindowMs = liveWindowMs
     }
 
     /// Users, then groups (when `plan.account`), then the history of every conversation, `plan.parallel`
@@ -144,36 +170,133 @@ public actor Migrator {
         account.notes = plan.notes
         userWork = [:]
         blocked = []
+        failedUsers = []
+        let engine = RelayEngine(store: store, backends: [source, target] + others, routes: routes, clock: clock, retry: retry,
+                                 maxConcurrentLanes: plan.parallel, retentionMs: nil, customFallbacks: customFallbacks,
+                                 migrationSendsPerSecond: sendsPerSecond)
+        self.engine = engine
         var pairs = plan.conversations
         if plan.account { pairs = try await migrateAccount(plan, pairs) }
-        report.conversations = try await copyHistory(plan, pairs)
+        if !plan.dryRun {
+            await engine.start(lanes: Set(pairs.filter { !blocked.contains($0.0) }.map { LaneKey(backend: plan.target, conversation: $0.1) }))
+        }
+        do {
+            report.conversations = try await copyHistory(plan, pairs, engine: engine)
+        } catch {
+            await engine.stop()
+            throw error
+        }
+        await engine.stop()
         if plan.account { report.account = account }
         return report
     }
 
-    /// One lane per conversation, at most `plan.parallel` at once; the report keeps the plan's order.
-    func copyHistory(_ plan: MigrationPlan, _ pairs: [(ConversationRef, ConversationRef)]) async throws -> [MigrationReport.Conversation] {
-        var results = [MigrationReport.Conversation?](repeating: nil, count: pairs.count)
-        try await withThrowingTaskGroup(of: (Int, MigrationReport.Conversation).self) { lanes in
+    /// A copy this run waits for: its `.send` entry and how it counts.
+    struct Tracked: Sendable {
+        var id: Int64
+        var source: String
+        var mark: MigrationMark
+    }
+
+    /// A conversation's copies to wait for, and its last entry (a recall may follow the last copy).
+    struct Queued: Sendable {
+        var copies: [Tracked] = []
+        var last: Int64 = 0
+    }
+
+    /// One producer per conversation, at most `plan.parallel` at once, then the wait for every lane's
+    /// entries; the report keeps the plan's order.
+    func copyHistory(_ plan: MigrationPlan, _ pairs: [(ConversationRef, ConversationRef)], engine: RelayEngine) async throws
+        -> [MigrationReport.Conversation] {
+        var results = [(MigrationReport.Conversation, Queued)?](repeating: nil, count: pairs.count)
+        try await withThrowingTaskGroup(of: (Int, MigrationReport.Conversation, Queued).self) { lanes in
             var next = 0, running = 0
             while next < pairs.count || running > 0 {
                 while next < pairs.count && running < plan.parallel {
                     let index = next, (from, to) = pairs[index]
-                    lanes.addTask { (index, try await self.migrate(from, to, plan)) }
+                    lanes.addTask {
+                        let (result, tracked) = try await self.migrate(from, to, plan, engine: engine)
+                        return (index, result, tracked)
+                    }
                     next += 1
                     running += 1
                 }
-                guard let (index, result) = try await lanes.next() else { break }
+                guard let (index, result, tracked) = try await lanes.next() else { break }
                 running -= 1
-                results[index] = result
+                results[index] = (result, tracked)
             }
         }
-        return results.compactMap { $0 }
+        var conversations: [MigrationReport.Conversation] = []
+        for (index, item) in results.enumerated() {
+            guard var (result, tracked) = item else { continue }
+            if tracked.last > 0 {
+                let lane = LaneKey(backend: plan.target, conversation: pairs[index].1)
+                try await waitForLane(lane, through: tracked.last, conversation: pairs[index].0, count: tracked.copies)
+                try settle(tracked.copies, into: &result)
+            }
+            conversations.append(result)
+        }
+        return conversations
+    }
+
+    /// Waits until `lane` has no pending entry up to `lastID` (whoever runs the lane: this run's engine
+    /// or a bridge on the same store), showing progress.
+    func waitForLane(_ lane: LaneKey, through lastID: Int64, conversation: ConversationRef, count tracked: [Tracked]) async throws {
+        let started = Date()
+        while true {
+            let head = try store.read { try $0.head(of: lane) }
+            let finished = tracked.count - Self.pending(tracked, head: head)
+            progress(MigrationProgress(conversation: "\(conversation)", done: finished, total: tracked.count, startedAt: started))
+            guard let head, head.id <= lastID else { return }
+            try await Task.sleep(nanoseconds: 50_000_000)
+        }
+    }
+
+    /// How many of `tracked` (by growing id) are not carried out yet: a lane runs in id order, so those
+    /// from its pending head on.
+    static func pending(_ tracked: [Tracked], head: OutboxEntry?) -> Int {
+        guard let head else { return 0 }
+        var (low, high) = (0, tracked.count)
+        while low < high {
+            let middle = (low + high) / 2
+            if tracked[middle].id < head.id { low = middle + 1 } else { high = middle }
+        }
+        return tracked.count - low
+    }
+
+    /// Copies a conversation may have queued and not carried out before the next page is read: history
+    /// does not pile up in the lane (where a live message queued behind it would wait for all of it), and
+    /// the outbox stays small; enough for the lane never to run dry while the next page is read.
+    static func lookahead(_ plan: MigrationPlan) -> Int { max(200, 4 * plan.pageSize) }
+
+    /// Counts what became of the tracked copies: done by their tally, dead as failed (by vendor code).
+    func settle(_ tracked: [Tracked], into result: inout MigrationReport.Conversation) throws {
+        let entries = Dictionary(try store.read { try $0.entries(ids: tracked.map(\.id)) }.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        for copy in tracked {
+            let entry = entries[copy.id]
+            if let entry, entry.state == .dead {
+                let reason = entry.lastError ?? "dead letter"
+                result.counts.failed[Self.failureCode(reason), default: 0] += 1
+                result.failures.append("\(copy.source): \(reason)")
+                continue
+            }
+            tally(copy.mark, into: &result)
+        }
+    }
+
+    /// The vendor code in a dead letter's reason (`IMError`'s `[vendor CODE…]`), else its error code.
+    static func failureCode(_ reason: String) -> String {
+        if let range = reason.range(of: "[vendor ") {
+            let rest = reason[range.upperBound...]
+            return String(rest.prefix { $0 != ":" && $0 != "]" })
+        }
+        if reason.hasPrefix("gave up after") { return "gave_up" }
+        return reason.split(separator: ":", maxSplits: 1).first.map(String.init) ?? "error"
     }
 
     /// One checkpoint per conversation pair and time window: a run limited by `--since`/`--until` moves
     /// its own checkpoint, so a later run with another window (or none) still reads the messages the first
-    /// one skipped (the id map keeps it from writing any message twice).
+    /// one skipped (the id map and the executor keep it from writing any message twice).
     static func checkpointName(_ plan: MigrationPlan, _ from: ConversationRef, _ to: ConversationRef) -> String {
         var name = "migrate:\(plan.source):\(from)->\(plan.target):\(to)"
         if plan.sinceMs != nil || plan.untilMs != nil {
@@ -182,132 +305,144 @@ public actor Migrator {
         return name
     }
 
-    func migrate(_ from: ConversationRef, _ to: ConversationRef, _ plan: MigrationPlan) async throws -> MigrationReport.Conversation {
+    /// Queues one conversation's history page by page; returns its counts so far (skips, and in a dry
+    /// run what would be sent) and the copies to wait for.
+    func migrate(_ from: ConversationRef, _ to: ConversationRef, _ plan: MigrationPlan, engine: RelayEngine) async throws
+        -> (MigrationReport.Conversation, Queued) {
         var result = MigrationReport.Conversation(source: "\(plan.source):\(from)", target: "\(plan.target):\(to)")
         if blocked.contains(from) {
             result.counts.failed["group_missing", default: 0] += 1
             result.failures.append("\(from): the group could not be made on \(plan.target) (see the account failures); a rerun copies its history")
-            return result
+            return (result, Queued())
         }
         let checkpoint = Self.checkpointName(plan, from, to)
         let route = Route(from: RouteEndpoint(backend: plan.source, kind: from.kind, id: from.id),
-                          to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users)
+                          to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users,
+                          media: plan.media)
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
         let translator = Translator(target: target, source: source, customFallbacks: customFallbacks)
+        var tracked = plan.dryRun ? Queued() : try resume(checkpoint, lane: LaneKey(backend: plan.target, conversation: to))
         var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
-        var pending = try PendingSends(store: store, name: checkpoint + ":pending")
         let started = Date()
         var done = 0
         pages: while true {
             let query = HistoryQuery(conversation: from, anchor: anchor, limit: plan.pageSize)
             let page = try await withRetry { try await self.source.history(query) }
+            var items: [RelayEngine.MigrationItem] = []
+            var past = false
             for message in page.messages {
                 done += 1
                 if let since = plan.sinceMs, message.sentAt < since {
                     result.counts.skipped["before_since", default: 0] += 1
                     continue
                 }
-                if let until = plan.untilMs, message.sentAt > until { break pages }
-                await copy(message, leg: leg, translator: translator, plan: plan, pending: &pending, into: &result)
+                if let until = plan.untilMs, message.sentAt > until {
+                    past = true
+                    break
+                }
+                if !plan.dryRun && plan.account { await bringUser(message.sender, plan) }
+                items.append(self.item(for: message, leg: leg, translator: translator, plan: plan, checkpoint: checkpoint))
+            }
+            if plan.dryRun {
+                for item in items {
+                    if try store.read({ try $0.mapped(item.message.id, from: plan.source, to: plan.target) }) != nil {
+                        result.counts.skipped["already_copied", default: 0] += 1
+                        continue
+                    }
+                    tally(item.mark, into: &result)
+                }
+            } else if !items.isEmpty || (!past && page.newerCursor != nil) {
+                let lane = LaneKey(backend: plan.target, conversation: to)
+                while Self.pending(tracked.copies, head: try store.read({ try $0.head(of: lane) })) > Self.lookahead(plan) {
+                    try await Task.sleep(nanoseconds: 20_000_000)
+                }
+                // The checkpoint moves in the transaction that queues the page: a rerun reads on after it.
+                let moved = past ? nil : page.newerCursor.map { (name: checkpoint, value: $0.rawValue) }
+                let outcomes = try await engine.queueMigration(items, leg: leg, checkpoint: moved)
+                for (item, outcome) in zip(items, outcomes) {
+                    switch outcome {
+                    case .alreadyCopied:
+                        result.counts.skipped["already_copied", default: 0] += 1
+                    case .queued(let id, let last):
+                        tracked.copies.append(Tracked(id: id, source: item.message.id.rawValue, mark: item.mark))
+                        tracked.last = max(tracked.last, last)
+                    }
+                }
             }
             progress(MigrationProgress(conversation: "\(from)", done: done, total: nil, startedAt: started))
-            guard page.hasNewer, let next = page.newerCursor else { break }
-            // The checkpoint only moves past pages that copied completely, so a rerun retries failures.
-            if !plan.dryRun && result.failures.isEmpty {
-                try store.transaction { try $0.setCheckpoint(checkpoint, next.rawValue, at: clock.nowMs()) }
-            }
+            guard !past, page.hasNewer, let next = page.newerCursor else { break }
             anchor = .after(next)
         }
-        return result
+        return (result, tracked)
     }
 
-    func copy(_ message: Message, leg: RouteLeg, translator: Translator, plan: MigrationPlan, pending: inout PendingSends,
-              into result: inout MigrationReport.Conversation) async {
-        do {
-            if let mapping = try store.read({ try $0.mapped(message.id, from: plan.source, to: plan.target) }) {
-                // A run that stopped between the copy's id map and its recall finishes the recall now.
-                if !plan.dryRun, pending.attempt(of: Self.recallKey(message.id)) != nil, let recaller = target as? any Recalling {
-                    let by = leg.targetUser(message.sender)
-                    try await onTarget { try await recaller.recall(mapping.toMessage, in: leg.targetConversation, by: by) }
-                    try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
+    /// What an interrupted run of this conversation pair left in its lane: its pending copies (waited for
+    /// and counted by this run) and its dead ones, put back in the lane to be tried again.
+    func resume(_ checkpoint: String, lane: LaneKey) throws -> Queued {
+        func ours(_ entry: OutboxEntry) -> MigrationMark? {
+            guard entry.lane == lane, let payload = try? OutboxPayload.decode(entry.payload), payload.migration?.run == checkpoint else { return nil }
+            return payload.migration
+        }
+        return try store.transaction { tx in
+            let dead = try tx.deadLetters(limit: 1_000_000).filter { ours($0) != nil }
+            if !dead.isEmpty { try tx.retryDeadLetters(ids: dead.map(\.id)) }
+            var queued = Queued()
+            for entry in try tx.pendingEntries(of: lane, limit: 1_000_000) {
+                guard let mark = ours(entry) else { continue }
+                queued.last = max(queued.last, entry.id)
+                if let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let id, _) = payload.action, mark.tally != nil {
+                    queued.copies.append(Tracked(id: entry.id, source: id.rawValue, mark: mark))
                 }
-                result.counts.skipped["already_copied", default: 0] += 1
-                return
             }
-            var planned = Planned()
-            var outgoing = translator.outgoing(for: message, leg: leg, planned: &planned)
-            outgoing.options = .silent
-            outgoing.vendorExtras["imbridge_source_id"] = .string(message.id.rawValue)
-            // Original id, sender, time (and expansion values the target cannot hold) in the target's extension field.
-            var origin: [String: JSONValue] = ["backend": .string(plan.source.rawValue), "id": .string(message.id.rawValue),
-                                               "sender": .string(message.sender.rawValue), "sent_at": .int(message.sentAt)]
-            if outgoing.expansion == nil, let values = message.expansion?.values, !values.isEmpty {
-                origin["expansion"] = .object(values.mapValues { .string($0) })
-            }
-            outgoing.vendorExtras[OutgoingMessage.originKey] = .object(origin)
-            outgoing.clientMessageID = ClientMessageID("imm-\(Self.stableHash("\(plan.source)/\(message.id)"))")
-            var fellBack = !planned.fallbacks.isEmpty && planned.fallbacks.contains { $0.policy == .notice }
-            let recallNatively = message.isRecalled && target.capabilities.support(.recall).isNative && target is any Recalling
-            if message.isRecalled && !recallNatively {
-                outgoing.content = .notice(NoticeContent(text: "[消息已撤回]"))
-                outgoing.expansion = outgoing.expansion.map { _ in [:] }
-                fellBack = true
-            }
-            if let reply = outgoing.reply {
-                let mapped = try store.read { try $0.mapped(reply.messageID, from: plan.source, to: plan.target) }
-                outgoing.reply = mapped.map { ReplyRef(messageID: $0.toMessage, digest: reply.digest) }
-            }
-            let converted = !planned.fallbacks.isEmpty || message.edit != nil || outgoing.content != message.currentContent
-            if plan.dryRun {
-                tally(message, converted: converted, fellBack: fellBack, into: &result)
-                return
-            }
-            // Recorded before the send: if the process dies between the target's accept and the id map, the
-            // rerun looks for this message on the target instead of sending it again.
-            if plan.account { await bringUser(message.sender, plan) }
-            let earlierAttempt = pending.attempt(of: message.id)
-            if earlierAttempt == nil { try pending.add(message.id, at: clock.nowMs()) }
-            let sent = try await deliver(outgoing, to: leg.targetConversation, earlierAttemptAt: earlierAttempt, media: plan.media)
-            try store.transaction { tx in
-                try tx.map(source: (plan.source, message.id, message.conversation), target: (plan.target, sent.id, sent.conversation),
-                           at: clock.nowMs())
-                try pending.remove(message.id, in: tx, at: clock.nowMs())
-                if recallNatively { try pending.add(Self.recallKey(message.id), in: tx, at: clock.nowMs()) }
-            }
-            if recallNatively, let recaller = target as? any Recalling {
-                let sender = outgoing.sender
-                try await onTarget { try await recaller.recall(sent.id, in: sent.conversation, by: sender) }
-                try store.transaction { try pending.remove(Self.recallKey(message.id), in: $0, at: clock.nowMs()) }
-            }
-            tally(message, converted: converted, fellBack: fellBack, into: &result)
-        } catch {
-            let code = (error as? IMError).map { $0.vendorCode ?? $0.code.rawValue } ?? "error"
-            result.counts.failed[code, default: 0] += 1
-            result.failures.append("\(message.id): \(error)")
+            return queued
         }
     }
 
-    func tally(_ message: Message, converted: Bool, fellBack: Bool, into result: inout MigrationReport.Conversation) {
-        if fellBack {
-            result.counts.fellBack += 1
-        } else if converted {
-            result.counts.converted += 1
-        } else {
-            result.counts.copied += 1
-        }
-        result.counts.byKind[message.currentContent.kind.rawValue, default: 0] += 1
+    /// The event a callback or catch-up gives `message` (the ledger's key for it).
+    func sourceEvent(for message: Message) -> IMEvent {
+        (source as? any CatchUpSource)?.catchUpEvent(for: message)
+            ?? IMEvent(eventID: EventID("msg:\(message.id)"), backend: source.id, kind: .message(message))
     }
 
-    /// The pending entry of a copy whose recall is still to be made.
-    static func recallKey(_ message: MessageID) -> MessageID { MessageID("recall:\(message.rawValue)") }
-
-    /// FNV-1a, 64-bit, as hex: a stable client id from a source message id.
-    static func stableHash(_ text: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash &*= 0x100_0000_01b3
+    /// The copy of one source message as the migration queues it: the relay's translation, silent, with
+    /// its origin; a recalled message is sent and then recalled (or sent as a notice on a target without
+    /// recall).
+    func item(for message: Message, leg: RouteLeg, translator: Translator, plan: MigrationPlan, checkpoint: String)
+        -> RelayEngine.MigrationItem {
+        var planned = Planned()
+        var outgoing = translator.outgoing(for: message, leg: leg, planned: &planned)
+        outgoing.options = .silent
+        outgoing.vendorExtras["imbridge_source_id"] = .string(message.id.rawValue)
+        // Original id, sender, time (and expansion values the target cannot hold) in the target's extension field.
+        var origin: [String: JSONValue] = ["backend": .string(plan.source.rawValue), "id": .string(message.id.rawValue),
+                                           "sender": .string(message.sender.rawValue), "sent_at": .int(message.sentAt)]
+        if outgoing.expansion == nil, let values = message.expansion?.values, !values.isEmpty {
+            origin["expansion"] = .object(values.mapValues { .string($0) })
         }
-        return String(hash, radix: 16)
+        outgoing.vendorExtras[OutgoingMessage.originKey] = .object(origin)
+        var fellBack = !planned.fallbacks.isEmpty && planned.fallbacks.contains { $0.policy == .notice }
+        let recallNatively = message.isRecalled && target.capabilities.support(.recall).isNative && target is any Recalling
+        if message.isRecalled && !recallNatively {
+            outgoing.content = .notice(NoticeContent(text: "[消息已撤回]"))
+            outgoing.expansion = outgoing.expansion.map { _ in [:] }
+            fellBack = true
+        }
+        let converted = !planned.fallbacks.isEmpty || message.edit != nil || outgoing.content != message.currentContent
+        var actions: [RelayAction] = [.send(outgoing: outgoing, source: message.id, replyToSource: message.reply?.messageID)]
+        if recallNatively { actions.append(.recall(source: message.id, by: outgoing.sender)) }
+        var mark = MigrationMark(run: checkpoint, tally: fellBack ? "fell_back" : converted ? "converted" : "copied",
+                                 kind: message.currentContent.kind.rawValue)
+        if plan.account, case .puppet = plan.users, !failedUsers.contains(message.sender) { mark.senderMigrated = true }
+        return RelayEngine.MigrationItem(event: sourceEvent(for: message), message: message, actions: actions, mark: mark,
+                                         recordInLedger: message.sentAt >= clock.nowMs() - liveWindowMs)
+    }
+
+    func tally(_ mark: MigrationMark, into result: inout MigrationReport.Conversation) {
+        switch mark.tally {
+        case "fell_back": result.counts.fellBack += 1
+        case "converted": result.counts.converted += 1
+        default: result.counts.copied += 1
+        }
+        result.counts.byKind[mark.kind ?? "text", default: 0] += 1
     }
 }

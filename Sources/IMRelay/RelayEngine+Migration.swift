@@ -1,0 +1,101 @@
+import Foundation
+import IMCore
+import IMStore
+
+/// `imbridge migrate` as a producer of outbox entries (docs/migration.md, "Through the outbox"): a
+/// history page's copies are queued in the migration's lane in one transaction with the dedupe facts
+/// and the conversation's checkpoint, and then run like every other entry (client id `imb-<id>`, the
+/// earlier-copy search on a retry, the id-map row in the completing transaction, retries, dead letters).
+extension RelayEngine {
+    /// One source message as a migration queues it.
+    struct MigrationItem: Sendable {
+        /// The event live intake and catch-up give the same message (`CatchUpSource.catchUpEvent(for:)`),
+        /// whose ledger row is the dedupe fact they share with the migration.
+        var event: IMEvent
+        var message: Message
+        /// The copy (`.send`) and, for a message recalled on the source, its `.recall` after it.
+        var actions: [RelayAction]
+        var mark: MigrationMark
+        /// Recent enough for a live callback or catch-up to meet it (`Migrator.liveWindowMs`): recorded in
+        /// the ledger, with the other legs of the configured routes, as intake would record it.
+        var recordInLedger: Bool
+    }
+
+    /// What became of one item.
+    enum MigrationQueued: Sendable, Equatable {
+        /// Queued: the id of its `.send` entry and of its last entry (the recall that follows it, or the send).
+        case queued(send: Int64, last: Int64)
+        /// The id map names its copy on the target already: nothing queued.
+        case alreadyCopied
+    }
+
+    /// Queues `items` (one history page, oldest first) in `leg`'s lane and moves `checkpoint` in the same
+    /// transaction, so that what a rerun starts after is exactly what is queued.
+    ///
+    /// Duplicate check, shared with live intake and catch-up: a recent item's ledger row
+    /// `(source, eventID)` is recorded here (see `MigrationItem.recordInLedger`); a callback or catch-up
+    /// of the same message that comes later is a ledger duplicate and queues nothing. When the row is
+    /// new, the other legs of the configured routes get the message as intake would give it (skipping a
+    /// target whose id map already names a copy), so recording it here takes nothing from them. When
+    /// the row was there already (live intake or catch-up came first), the copy is queued anyway: it
+    /// runs after the live entry in the same lane, and the executor sends no message whose copy the id
+    /// map names (`execute`), so the lane keeps one copy whichever entry carries it.
+    nonisolated func queueMigration(_ items: [MigrationItem], leg: RouteLeg, checkpoint: (name: String, value: String)?) async throws
+        -> [MigrationQueued] {
+        let now = clock.nowMs()
+        let lane = LaneKey(backend: leg.target, conversation: leg.targetConversation)
+        let (outcomes, lanes) = try await store.groupedTransaction { [self] tx -> ([MigrationQueued], Set<LaneKey>) in
+            let ledgered = items.filter(\.recordInLedger)
+            let records = try tx.recordEvents(ledgered.map { item in
+                StoreTransaction.InboundEvent(backend: item.event.backend, eventID: item.event.eventID, kind: item.event.kindName,
+                                              message: item.message.id)
+            }, at: now)
+            var recordsByEvent: [EventID: StoreTransaction.EventRecord] = [:]
+            for (item, record) in zip(ledgered, records) where recordsByEvent[item.event.eventID] == nil {
+                recordsByEvent[item.event.eventID] = record
+            }
+            var entries: [StoreTransaction.NewEntry] = []
+            var sendIndex: [(first: Int, last: Int)?] = []
+            var lanes: Set<LaneKey> = [lane]
+            for item in items {
+                let source = item.event.backend
+                if recordsByEvent[item.event.eventID] == .new {
+                    for other in routes.legs(from: source, conversation: item.message.conversation)
+                    where other.target != leg.target || other.targetConversation != leg.targetConversation {
+                        guard let target = backends[other.target],
+                              try tx.mapped(item.message.id, from: source, to: other.target) == nil else { continue }
+                        let planned = Translator(target: target, source: backends[source], customFallbacks: customFallbacks)
+                            .plan(item.event, leg: other)
+                        let otherLane = LaneKey(backend: other.target, conversation: other.targetConversation)
+                        for action in planned.actions {
+                            let payload = OutboxPayload(action: action, route: other.route, eventTimeMs: item.message.sentAt,
+                                                        sourceConversation: item.message.conversation)
+                            entries.append(.init(lane: otherLane, sourceBackend: source, sourceEventID: item.event.eventID,
+                                                 kind: action.kindName, payload: try payload.encoded()))
+                            lanes.insert(otherLane)
+                        }
+                    }
+                }
+                if try tx.mapped(item.message.id, from: source, to: leg.target) != nil {
+                    sendIndex.append(nil)
+                    continue
+                }
+                sendIndex.append((entries.count, entries.count + item.actions.count - 1))
+                for (n, action) in item.actions.enumerated() {
+                    var mark = item.mark
+                    if n > 0 { mark.tally = nil }
+                    let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: item.message.sentAt,
+                                                sourceConversation: item.message.conversation, migration: mark)
+                    entries.append(.init(lane: lane, sourceBackend: source, sourceEventID: item.event.eventID, kind: action.kindName,
+                                         payload: try payload.encoded()))
+                }
+            }
+            let ids = try tx.enqueueAll(entries, at: now)
+            if let checkpoint { try tx.setCheckpoint(checkpoint.name, checkpoint.value, at: now) }
+            return (sendIndex.map { $0.map { .queued(send: ids[$0.first], last: ids[$0.last]) } ?? .alreadyCopied }, lanes)
+        }
+        wakes.withLock { $0.touched.formUnion(lanes) }
+        doorbell.yield()
+        return outcomes
+    }
+}

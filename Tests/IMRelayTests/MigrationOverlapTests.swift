@@ -1,0 +1,145 @@
+import Foundation
+import IMCore
+import IMRelay
+import IMStore
+import IMTesting
+import Synchronization
+import Testing
+
+/// A migration of a conversation that the bridge also relays (docs/migration.md, "Through the outbox"):
+/// both paths queue into the same lane, share the ledger and the id map, and leave one copy of each
+/// message on the target, whichever path saw it first.
+@Suite struct MigrationOverlapTests {
+    let g = ConversationRef.group("g")
+
+    func texts(_ backend: any IMBackend, _ conversation: ConversationRef) async throws -> [String] {
+        try await backend.history(HistoryQuery(conversation: conversation, anchor: .oldest, limit: 10_000)).messages.map { $0.content.digest }
+    }
+
+    /// 40 messages of history, then live messages every 2 ms while `Migrator` copies the conversation into
+    /// the group the bridge relays it to, on one SQLite store: every message once, old and new.
+    @Test func aLiveRelayAndAMigrationOfOneConversationLeaveOneCopyOfEach() async throws {
+        let harness = try RelayHarness()
+        for n in 1...40 { _ = try await harness.wk.send(OutgoingMessage(conversation: g, sender: UserID("u\(n % 3)"), content: .text("old \(n)"))) }
+        let live = harness.engine()
+        try await live.start(feeding: [harness.wk, harness.rc])
+        let wk = harness.wk, g = self.g
+        let sender = Task {
+            for n in 1...150 {
+                _ = try await wk.send(OutgoingMessage(conversation: g, sender: UserID("u\(n % 3)"), content: .text("live \(n)")))
+                try await Task.sleep(nanoseconds: 2_000_000)
+            }
+        }
+        #expect(await eventually(10) { (try? await texts(harness.rcMemory, g).count) ?? 0 >= 20 }, "live relay under way")
+        let report = try await Migrator(store: harness.store, source: harness.wk, target: harness.rc, sendsPerSecond: 100_000,
+                                        routes: harness.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], pageSize: 7, account: false))
+        try await sender.value
+        // Within less than a lease length (8 s): the migration's engine, stopping, leaves no lane leased.
+        #expect(await live.waitUntilIdle(timeoutMs: 6_000))
+        await live.stop()
+
+        let copies = try await texts(harness.rcMemory, g)
+        let want = (1...40).map { "old \($0)" } + (1...150).map { "live \($0)" }
+        #expect(copies.count == want.count, "one copy each: \(copies.count) for \(want.count)")
+        #expect(Set(copies) == Set(want))
+        #expect(Dictionary(grouping: copies, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted() == [], "doubles")
+        #expect(copies.filter { $0.hasPrefix("old ") } == (1...40).map { "old \($0)" }, "history in order")
+        #expect(copies.filter { $0.hasPrefix("live ") } == (1...150).map { "live \($0)" }, "live messages in order")
+        #expect(report.total.failedTotal == 0, "\(report.summary)")
+        #expect(report.total.sentTotal > 40, "the migration met live messages too (the overlap happened): \(report.summary)")
+    }
+
+    /// The migration's engine is a guest on the store: it leaves the leases of a bridge running on the
+    /// same SQLite file alone (a bridge's own start drops them all), and its copies are paced to the rate
+    /// it is given (the target's documented rate by default).
+    @Test func theMigrationsEngineLeavesOtherLeasesAloneAndPacesItsCopies() async throws {
+        let harness = try RelayHarness()
+        let now = SystemClock().nowMs()
+        let busy = LaneKey(backend: "rc", conversation: .group("elsewhere"))
+        #expect(try harness.store.transaction { try $0.acquireLease(busy.leaseName, owner: "bridge-1", until: now + 60_000, now: now) })
+        for n in 1...25 { _ = try await harness.wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("m\(n)"))) }
+        let started = Date()
+        let report = try await Migrator(store: harness.store, source: harness.wk, target: harness.rc, sendsPerSecond: 10)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], account: false))
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(report.total.sentTotal == 25 && report.total.failedTotal == 0, "\(report.summary)")
+        #expect(try harness.store.read { try $0.leaseHolder(busy.leaseName, at: SystemClock().nowMs()) } == "bridge-1")
+        // 10 a second with a burst of 10: the last of 25 copies no sooner than 1.5 s after the first.
+        #expect(elapsed >= 1.4, "paced: \(elapsed) s")
+    }
+
+    /// A bridge that holds the lane carries out the migration's copies; senders the migration's user phase
+    /// wrote with their profiles are not provisioned again as bare ids (`UserProvisioning.ensureUser`, which
+    /// on RongCloud resets the name).
+    @Test func copiesABridgeCarriesOutDoNotProvisionMigratedSendersAgain() async throws {
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        for user in ["u1", "u2"] as [UserID] { try await wk.saveUser(UserProfile(id: user, name: "Name of \(user)")) }
+        for n in 1...6 { _ = try await wk.send(OutgoingMessage(conversation: g, sender: n.isMultiple(of: 2) ? "u1" : "u2", content: .text("m\(n)"))) }
+        let inner = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: SystemClock())
+        let rc = ProvisionCounting(inner)
+        let store = try RelayHarness().store
+        let bridge = RelayEngine(store: store, backends: [wk, rc], routes: [], lease: LeaseSettings(owner: "bridge-1"))
+        let lane = LaneKey(backend: "rc", conversation: g)
+        await bridge.start()
+        // Once the bridge leads (its SQLite start has dropped every lease by then), it holds the lane, as
+        // while it relays into it: the migration's engine is refused the lane.
+        #expect(await eventually(10) { (try? store.read { try $0.leaseHolder(LeaseSettings.leaderLease, at: SystemClock().nowMs()) }) == "bridge-1" })
+        let now = SystemClock().nowMs()
+        #expect(try store.transaction { try $0.acquireLease(lane.leaseName, owner: "bridge-1", until: now + 60_000, now: now) })
+        let report = try await Migrator(store: store, source: wk, target: rc, sendsPerSecond: 100_000)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)]))
+        await bridge.stop()
+        #expect(report.total.sentTotal == 6 && report.account?.usersCreated == 2, "\(report.summary)")
+        #expect(try await texts(inner, g) == (1...6).map { "m\($0)" })
+        #expect(rc.ensured.withLock { $0 } == [], "provisioned again: \(rc.ensured.withLock { $0 })")
+        #expect(try await inner.users(["u1", "u2"]).map(\.name) == ["Name of u1", "Name of u2"])
+    }
+
+    /// The migration records the ledger row a callback (or catch-up) would: when the callback comes after
+    /// the migration queued the message it is a duplicate and queues nothing; the other legs of the routes
+    /// get the message from the migration's recording, once.
+    @Test func aCallbackAfterTheMigrationIsADuplicateAndOtherLegsStillGetTheMessage() async throws {
+        let harness = try RelayHarness()
+        let nim = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())
+        let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "rc:group:*"), direction: .forward),
+                      Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "nim:group:*"), direction: .forward)]
+        var sent: [Message] = []
+        for n in 1...10 { sent.append(try await harness.wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("m\(n)")))) }
+        let report = try await Migrator(store: harness.store, source: harness.wk, target: harness.rc, sendsPerSecond: 100_000,
+                                        routes: routes, backends: [nim])
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], pageSize: 4, account: false))
+        #expect(report.total.sentTotal == 10 && report.total.failedTotal == 0, "\(report.summary)")
+        #expect(try await texts(harness.rcMemory, g).count == 10)
+
+        let bridge = RelayEngine(store: harness.store, backends: [harness.wk, harness.rc, nim], routes: routes,
+                                 retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        // The callbacks MemoryBackend would have delivered (`msg:<id>`), arriving late.
+        let late = try bridge.ingest(sent.map { IMEvent(eventID: EventID("msg:\($0.id)"), backend: "wk", kind: .message($0)) })
+        #expect(late.duplicates == 10 && late.queued == 0, "\(late)")
+        await bridge.start()
+        #expect(await bridge.waitUntilIdle(timeoutMs: 10_000))
+        await bridge.stop()
+        #expect(try await texts(nim, g) == (1...10).map { "m\($0)" }, "the other leg, once each")
+        #expect(try await texts(harness.rcMemory, g) == (1...10).map { "m\($0)" }, "the migration's target, once each")
+    }
+}
+
+/// Forwards to a memory backend, noting every `ensureUser` (a bare provisioning call).
+final class ProvisionCounting: IMBackend, UserDirectory {
+    let inner: MemoryBackend
+    let ensured = Mutex<[UserID]>([])
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
+    func ensureUser(_ profile: UserProfile) async throws {
+        ensured.withLock { $0.append(profile.id) }
+        try await inner.ensureUser(profile)
+    }
+    func users(_ ids: [UserID]) async throws -> [UserProfile] { try await inner.users(ids) }
+    func saveUser(_ profile: UserProfile) async throws { try await inner.saveUser(profile) }
+    func allUsers() async throws -> [UserID] { try await inner.allUsers() }
+}
