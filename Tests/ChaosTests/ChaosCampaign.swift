@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IMAdapterKit
 import IMCore
 import IMHTTP
@@ -86,13 +87,14 @@ enum ChaosCampaign {
 
             timeline.start()
             let workload = Task { try await Self.sendWorkload(plan, users: users) }
-            let faults = Task { await Self.inject(plan, bridge: bridge, target: targetServer, http: http, timeline: timeline) }
+            let faults = Task { await Self.inject(plan, Parties(bridge: bridge, target: targetServer, storePath: storePath, http: http, timeline: timeline)) }
             try await workload.value
             timeline.note("workload sent: \(plan.conversations.count * plan.perConversation) texts")
             violations += await faults.value
             // Heal whatever is still in effect: the check is about the state after the faults.
             _ = try? await http.send(.json(lab.url(of: target.name) + "/_sandbox/faults", Data(#"{"latency_ms":0}"#.utf8)))
             try await targetServer.acceptConnections()
+            try await StoreFull.set(false, storePath)
             bridge.resume()
             if bridge.process == nil { try await bridge.start() }
 
@@ -165,15 +167,25 @@ enum ChaosCampaign {
         }
     }
 
+    /// What the faults act on.
+    struct Parties: Sendable {
+        var bridge: ChaosBridge
+        var target: SandboxServer
+        var storePath: String
+        var http: HTTPClientWrapper
+        var timeline: Timeline
+    }
+
     /// Carries out the schedule; returns violations seen while doing so (a restart that never came up).
-    static func inject(_ plan: ChaosPlan, bridge: ChaosBridge, target: SandboxServer, http: HTTPClientWrapper, timeline: Timeline) async -> [String] {
-        // Bridge and target faults run side by side, each party's in order.
-        async let bridgeSide = runFaults(plan.faults.filter(\.kind.hitsBridge), bridge: bridge, target: target, http: http, timeline: timeline)
-        async let targetSide = runFaults(plan.faults.filter { !$0.kind.hitsBridge }, bridge: bridge, target: target, http: http, timeline: timeline)
+    static func inject(_ plan: ChaosPlan, _ parties: Parties) async -> [String] {
+        // The bridge's side and the target's run side by side, each party's faults in order.
+        async let bridgeSide = runFaults(plan.faults.filter(\.kind.hitsBridge), parties)
+        async let targetSide = runFaults(plan.faults.filter { !$0.kind.hitsBridge }, parties)
         return await bridgeSide + targetSide
     }
 
-    static func runFaults(_ faults: [Fault], bridge: ChaosBridge, target: SandboxServer, http: HTTPClientWrapper, timeline: Timeline) async -> [String] {
+    static func runFaults(_ faults: [Fault], _ parties: Parties) async -> [String] {
+        let (bridge, target, http, timeline) = (parties.bridge, parties.target, parties.http, parties.timeline)
         var problems: [String] = []
         for fault in faults {
             await timeline.sleep(untilMs: fault.atMs)
@@ -197,6 +209,12 @@ enum ChaosCampaign {
                     try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
                     bridge.resume()
                     timeline.note("SIGCONT bridge run \(bridge.runs)")
+                case .storeFull:
+                    try await StoreFull.set(true, parties.storePath)
+                    timeline.note("store full: every write fails")
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    try await StoreFull.set(false, parties.storePath)
+                    timeline.note("store writable again")
                 case .refused:
                     await target.refuseConnections()
                     timeline.note("target refuses connections")
@@ -264,6 +282,34 @@ enum ChaosCampaign {
             try? await Task.sleep(nanoseconds: 250_000_000)
         }
         return await condition()
+    }
+}
+
+/// A full disk under the bridge's SQLite store, staged from outside the process: triggers that make
+/// every insert, update and delete fail with the message SQLite gives for SQLITE_FULL (the same
+/// staging as `UnknownOutcomeTests`, on every table). The bridge's connection sees them at its next
+/// statement (the schema changed).
+enum StoreFull {
+    static let tables = ["ledger", "outbox", "id_map", "checkpoints", "leases", "inbound_dead_letters"]
+
+    static func set(_ full: Bool, _ path: String) async throws {
+        var configuration = Configuration()
+        // The running bridge writes the same file: wait for its write lock as its store does.
+        configuration.busyMode = .timeout(10)
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? database.close() }
+        try await database.write { db in
+            for table in tables {
+                for operation in ["INSERT", "UPDATE", "DELETE"] {
+                    let name = "chaos_full_\(table)_\(operation.lowercased())"
+                    if full {
+                        try db.execute(sql: "CREATE TRIGGER IF NOT EXISTS \(name) BEFORE \(operation) ON \(table) BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+                    } else {
+                        try db.execute(sql: "DROP TRIGGER IF EXISTS \(name)")
+                    }
+                }
+            }
+        }
     }
 }
 

@@ -18,10 +18,14 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     case lostAnswer = "after-accept"
     /// The target refuses connections for a while.
     case refused
+    /// The bridge's SQLite store refuses every write for a while, as on a full disk (triggers raising
+    /// SQLITE_FULL's message; the process itself is untouched).
+    case storeFull = "store-full"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
-    var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop].contains(self) }
+    /// Faults of the bridge's side (process and store) do not overlap one another; nor do the target's.
+    var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop, .storeFull].contains(self) }
 
     /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Findings"): left out of the
     /// default set so that `make test` stays green; `IMBRIDGE_CHAOS_FAULTS=all` puts them back.
@@ -64,6 +68,7 @@ struct Fault: Sendable, CustomStringConvertible {
         case .sigkill, .sigterm: return "\(at) \(kind.rawValue): bridge down \(durationMs) ms, then restarted"
         case .sigstop: return "\(at) sigstop: bridge paused \(durationMs) ms, then SIGCONT"
         case .refused: return "\(at) refused: target refuses connections for \(durationMs) ms"
+        case .storeFull: return "\(at) store-full: every write to the bridge's store fails for \(durationMs) ms"
         case .latency: return "\(at) latency: target answers \(latencyMs) ms late for \(durationMs) ms"
         case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
             return "\(at) \(kind.rawValue): next \(count) target requests\(pathPrefix.map { " to \($0)" } ?? "") answered \(status)"
@@ -111,7 +116,7 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
         (source, target) = Self.pairs[Int.random(in: 0..<Self.pairs.count, using: &rng)]
         conversations = (1...Int.random(in: 3...6, using: &rng)).map { "c\($0)" }
         workloadMs = Int.random(in: 12...18, using: &rng) * 1000
-        let rate = Int.random(in: 8...20, using: &rng)
+        let rate = Int.random(in: 8...40, using: &rng)
         spacingMs = 1000 * conversations.count / rate
         perConversation = workloadMs / spacingMs
         let bridgeKinds = kinds.filter(\.hitsBridge).sorted()
@@ -131,7 +136,7 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
                 switch kind {
                 case .sigkill, .sigterm: fault.durationMs = min(room, Int.random(in: 200...3000, using: &rng))
                 case .sigstop: fault.durationMs = min(room, Int.random(in: 500...7000, using: &rng))
-                case .refused: fault.durationMs = min(room, Int.random(in: 500...5000, using: &rng))
+                case .refused, .storeFull: fault.durationMs = min(room, Int.random(in: 500...5000, using: &rng))
                 case .latency:
                     fault.durationMs = min(room, Int.random(in: 1000...5000, using: &rng))
                     fault.latencyMs = Int.random(in: 300...2500, using: &rng)
