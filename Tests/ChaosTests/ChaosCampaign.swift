@@ -55,7 +55,7 @@ enum ChaosCampaign {
                                                 BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"])],
                                       callbackBase: "http://127.0.0.1:\(port)")
         let storePath = "\(lab.directory)/bridge.sqlite"
-        let routes = plan.conversations.map {
+        let routes = plan.groups.map {
             "  - from: \"\(source.name):group:\($0)\"\n    to: \"\(target.name):group:\($0)\"\n    direction: forward\n"
         }.joined()
         let config = "\(lab.directory)/bridge.yaml"
@@ -72,24 +72,25 @@ enum ChaosCampaign {
         func relayed() async throws -> [String: [String]] { try await texts(lab, target.name) }
         var expected: [String: [String]] = [:]
         for conversation in plan.conversations { expected[conversation] = (1...(plan.perConversation + 1)).map { text(plan.seed, conversation, $0) } }
+        if plan.flood > 0 { expected["flood"] = (1...(plan.flood + 1)).map { text(plan.seed, "flood", $0) } }
 
         do {
             try await bridge.start()
             timeline.note("bridge run 1 up")
             // Warm-up: one message per group relayed live, so the store knows each conversation and a
             // member to read its history as before anything goes wrong.
-            for (index, conversation) in plan.conversations.enumerated() {
+            for (index, conversation) in plan.groups.enumerated() {
                 _ = try await users.send(OutgoingMessage(conversation: .group(GroupID(conversation)), sender: senders[index % senders.count],
                                                          content: .text(text(plan.seed, conversation, 1))))
             }
-            let warm = await poll(60) { (try? await relayed()).map { got in plan.conversations.allSatisfy { got[$0]?.isEmpty == false } } ?? false }
+            let warm = await poll(60) { (try? await relayed()).map { got in plan.groups.allSatisfy { got[$0]?.isEmpty == false } } ?? false }
             if !warm { violations.append("the warm-up messages were not relayed within 60 s (before any fault)") }
 
             timeline.start()
             let workload = Task { try await Self.sendWorkload(plan, users: users) }
             let faults = Task { await Self.inject(plan, Parties(bridge: bridge, target: targetServer, storePath: storePath, http: http, timeline: timeline)) }
             try await workload.value
-            timeline.note("workload sent: \(plan.conversations.count * plan.perConversation) texts")
+            timeline.note("workload sent: \(plan.conversations.count * plan.perConversation + plan.flood) texts")
             violations += await faults.value
             // Heal whatever is still in effect: the check is about the state after the faults.
             _ = try? await http.send(.json(lab.url(of: target.name) + "/_sandbox/faults", Data(#"{"latency_ms":0}"#.utf8)))
@@ -101,7 +102,7 @@ enum ChaosCampaign {
             let total = expected.values.map(\.count).reduce(0, +)
             let converged = await poll(convergenceSeconds) {
                 guard let got = try? await relayed() else { return false }
-                return plan.conversations.allSatisfy { (got[$0]?.count ?? 0) >= expected[$0]!.count }
+                return plan.groups.allSatisfy { (got[$0]?.count ?? 0) >= expected[$0]!.count }
             }
             timeline.note(converged ? "target holds at least \(total) texts" : "target still short after \(Int(convergenceSeconds)) s")
             // Late doubles (a retry of something already delivered) get a moment to show.
@@ -114,7 +115,7 @@ enum ChaosCampaign {
 
             let sent = try await texts(lab, source.name)
             let got = try await relayed()
-            for conversation in plan.conversations {
+            for conversation in plan.groups {
                 if sent[conversation] ?? [] != expected[conversation]! {
                     notes.append("the source sandbox holds \(sent[conversation]?.count ?? 0) texts in \(conversation), \(expected[conversation]!.count) were sent")
                 }
@@ -146,7 +147,8 @@ enum ChaosCampaign {
                             seconds: Date().timeIntervalSince(began))
     }
 
-    /// Sends each group's texts in order, one every `spacingMs` (groups offset from each other).
+    /// Sends each group's texts in order, one every `spacingMs` (groups offset from each other), and the
+    /// flood group's back to back.
     static func sendWorkload(_ plan: ChaosPlan, users: any IMBackend) async throws {
         let start = Date()
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -160,6 +162,14 @@ enum ChaosCampaign {
                         _ = try await users.send(OutgoingMessage(conversation: .group(GroupID(conversation)),
                                                                  sender: senders[number % senders.count],
                                                                  content: .text(text(plan.seed, conversation, number))))
+                    }
+                }
+            }
+            if plan.flood > 0 {
+                group.addTask {
+                    for number in 2...(plan.flood + 1) {
+                        _ = try await users.send(OutgoingMessage(conversation: .group("flood"), sender: senders[number % senders.count],
+                                                                 content: .text(text(plan.seed, "flood", number))))
                     }
                 }
             }
@@ -180,7 +190,7 @@ enum ChaosCampaign {
     static func inject(_ plan: ChaosPlan, _ parties: Parties) async -> [String] {
         // The bridge's side and the target's run side by side, each party's faults in order.
         async let bridgeSide = runFaults(plan.faults.filter(\.kind.hitsBridge), parties)
-        async let targetSide = runFaults(plan.faults.filter { !$0.kind.hitsBridge }, parties)
+        async let targetSide = runFaults(plan.faults.filter(\.kind.hitsTarget), parties)
         return await bridgeSide + targetSide
     }
 
@@ -227,6 +237,7 @@ enum ChaosCampaign {
                     try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
                     try await post(target, #"{"latency_ms":0}"#, http)
                     timeline.note("target latency off")
+                case .flood: break
                 case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
                     var body: [String: JSONValue] = ["status": .int(Int64(fault.status)), "count": .int(Int64(fault.count))]
                     if let prefix = fault.pathPrefix { body["path_prefix"] = .string(prefix) }

@@ -21,21 +21,27 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// The bridge's SQLite store refuses every write for a while, as on a full disk (triggers raising
     /// SQLITE_FULL's message; the process itself is untouched).
     case storeFull = "store-full"
+    /// Not a fault but a workload shape: one more group gets 300–800 texts back to back from the start,
+    /// so its outbox lane has a backlog (and a send in flight) when the bridge faults hit.
+    case flood
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
     /// Faults of the bridge's side (process and store) do not overlap one another; nor do the target's.
     var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop, .storeFull].contains(self) }
+    var hitsTarget: Bool { !hitsBridge && self != .flood }
 
-    /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Findings"): left out of the
-    /// default set so that `make test` stays green; `IMBRIDGE_CHAOS_FAULTS=all` puts them back.
-    static let knownFailing: Set<FaultKind> = [.sigkill]
+    /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Seeds run and findings"),
+    /// and `flood` (it doubles a seed's time): left out of the default set so that `make test` stays
+    /// green and quick; `IMBRIDGE_CHAOS_FAULTS=all` puts them back.
+    static let knownFailing: Set<FaultKind> = [.sigkill, .storeFull]
+    static let defaultSet = Set(allCases).subtracting(knownFailing).subtracting([.flood])
 
     /// The kinds a run draws from: `IMBRIDGE_CHAOS_FAULTS` (`all`, or names separated by commas),
-    /// else every kind not known to fail.
+    /// else `defaultSet`.
     static func allowed(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Set<FaultKind> {
         let text = (environment["IMBRIDGE_CHAOS_FAULTS"] ?? "").trimmingCharacters(in: .whitespaces)
-        if text.isEmpty { return Set(allCases).subtracting(knownFailing) }
+        if text.isEmpty { return defaultSet }
         if text == "all" { return Set(allCases) }
         var kinds = Set<FaultKind>()
         for name in text.split(separator: ",") {
@@ -69,6 +75,7 @@ struct Fault: Sendable, CustomStringConvertible {
         case .sigstop: return "\(at) sigstop: bridge paused \(durationMs) ms, then SIGCONT"
         case .refused: return "\(at) refused: target refuses connections for \(durationMs) ms"
         case .storeFull: return "\(at) store-full: every write to the bridge's store fails for \(durationMs) ms"
+        case .flood: return "\(at) flood"
         case .latency: return "\(at) latency: target answers \(latencyMs) ms late for \(durationMs) ms"
         case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
             return "\(at) \(kind.rawValue): next \(count) target requests\(pathPrefix.map { " to \($0)" } ?? "") answered \(status)"
@@ -108,6 +115,11 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
     var spacingMs: Int
     var workloadMs: Int
     var faults: [Fault]
+    /// Texts sent back to back into the group `flood` (0: no such group).
+    var flood = 0
+
+    /// Every group relayed: the paced ones and the flooded one.
+    var groups: [String] { conversations + (flood > 0 ? ["flood"] : []) }
 
     init(seed: UInt64, kinds: Set<FaultKind>) {
         var rng = SplitMix64(seed: seed)
@@ -120,7 +132,7 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
         spacingMs = 1000 * conversations.count / rate
         perConversation = workloadMs / spacingMs
         let bridgeKinds = kinds.filter(\.hitsBridge).sorted()
-        let targetKinds = kinds.filter { !$0.hitsBridge }.sorted()
+        let targetKinds = kinds.filter(\.hitsTarget).sorted()
         var faults: [Fault] = []
         // Faults of one party do not overlap: each gets its own slot of the workload window.
         let window = 1500..<(workloadMs - 1500)
@@ -152,17 +164,20 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
                     fault.status = 504
                     fault.count = Int.random(in: 1...5, using: &rng)
                     fault.pathPrefix = target.sendPath
+                case .flood: break
                 }
                 faults.append(fault)
             }
         }
         self.faults = faults.sorted { $0.atMs < $1.atMs }
+        // Drawn last, and only when allowed, so that plans without it stay what they were.
+        if kinds.contains(.flood) && Bool.random(using: &rng) { flood = Int.random(in: 300...800, using: &rng) }
     }
 
     /// The command that replays this plan.
     var replay: String {
         let all = Set(FaultKind.allCases)
-        let faults = kinds == all.subtracting(FaultKind.knownFailing) ? ""
+        let faults = kinds == FaultKind.defaultSet ? ""
             : kinds == all ? " FAULTS=all" : " FAULTS=\(kinds.sorted().map(\.rawValue).joined(separator: ","))"
         return "make chaos SEED=\(seed)\(faults)"
     }
@@ -170,7 +185,8 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
     var description: String {
         var lines = ["seed \(seed) (replay: \(replay))",
                      "topology: \(source.name) (\(source.vendor)) → \(target.name) (\(target.vendor)), one `imbridge run` on SQLite, routes forward",
-                     "workload: \(conversations.count) groups (\(conversations.joined(separator: ", "))), 1 warm-up + \(perConversation) texts each, one every \(spacingMs) ms per group, over \(workloadMs) ms",
+                     "workload: \(conversations.count) groups (\(conversations.joined(separator: ", "))), 1 warm-up + \(perConversation) texts each, one every \(spacingMs) ms per group, over \(workloadMs) ms"
+                        + (flood > 0 ? "; group flood: 1 warm-up + \(flood) texts back to back from the start" : ""),
                      "schedule (ms after the workload started):"]
         lines += faults.map { "  \($0)" }
         if faults.isEmpty { lines.append("  (no faults)") }
