@@ -1,11 +1,15 @@
 import Foundation
 import IMCore
+import IMHTTP
 import Synchronization
 
 /// Injected failures (`POST /_sandbox/faults`): the next `count` requests whose path starts with
 /// `path_prefix` fail with `status` (and `vendor_code` in the vendor's envelope) — with `after_accept`,
 /// the vendor first does what the request asks and only the answer is replaced (the caller cannot know
-/// its request took effect: a gateway timeout after the accept); `latency_ms` delays every vendor request. Rules apply in the order they were added; `DELETE /_sandbox/faults` clears all.
+/// its request took effect: a gateway timeout after the accept); `retry_after` (seconds) sets the
+/// answer's `Retry-After` header, `0` removes the one the vendor's envelope would carry (a 429 storm with
+/// and without a wait to honour); `latency_ms` delays every vendor request. Rules apply in the order they
+/// were added; `DELETE /_sandbox/faults` clears all.
 public final class FaultInjector: Sendable {
     public struct Rule: Codable, Sendable, Equatable {
         public var status: Int
@@ -14,18 +18,32 @@ public final class FaultInjector: Sendable {
         public var pathPrefix: String?
         /// The request is carried out, then answered with the fault.
         public var afterAccept: Bool
-        public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil, afterAccept: Bool = false) {
+        /// The answer's `Retry-After` in seconds; 0 removes it; nil leaves the vendor's envelope as it is.
+        public var retryAfter: Int?
+        public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil, afterAccept: Bool = false,
+                    retryAfter: Int? = nil) {
             self.status = status
             self.vendorCode = vendorCode
             self.count = count
             self.pathPrefix = pathPrefix
             self.afterAccept = afterAccept
+            self.retryAfter = retryAfter
         }
         enum CodingKeys: String, CodingKey {
             case status, count
             case vendorCode = "vendor_code"
             case pathPrefix = "path_prefix"
             case afterAccept = "after_accept"
+            case retryAfter = "retry_after"
+        }
+
+        /// The vendor's fault answer with `retryAfter` applied.
+        public func applyRetryAfter(to response: HTTPResponseData) -> HTTPResponseData {
+            guard let retryAfter else { return response }
+            var response = response
+            response.headers.removeAll { $0.name.lowercased() == "retry-after" }
+            if retryAfter > 0 { response.headers.append(("Retry-After", String(retryAfter))) }
+            return response
         }
     }
 
@@ -41,11 +59,14 @@ public final class FaultInjector: Sendable {
             guard (100...599).contains(status) else { throw IMError(.invalidArgument, "status \(status) is not an HTTP status") }
             let count = body["count"]?.int64Value ?? 1
             guard count > 0 else { throw IMError(.invalidArgument, "count must be positive") }
+            let retryAfter = body["retry_after"]?.int64Value
+            if let retryAfter, retryAfter < 0 { throw IMError(.invalidArgument, "retry_after must be ≥ 0 (0 removes the header)") }
             rule = Rule(status: Int(status), vendorCode: body["vendor_code"]?.int64Value.map { Int($0) }, count: Int(count),
-                        pathPrefix: body["path_prefix"]?.stringValue, afterAccept: body["after_accept"] == .bool(true))
+                        pathPrefix: body["path_prefix"]?.stringValue, afterAccept: body["after_accept"] == .bool(true),
+                        retryAfter: retryAfter.map { Int($0) })
         }
         guard rule != nil || latency != nil else {
-            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, after_accept) or `latency_ms`")
+            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, after_accept, retry_after) or `latency_ms`")
         }
         state.withLock { state in
             if let rule { state.rules.append(rule) }

@@ -1,38 +1,79 @@
 import Foundation
 import IMCore
 import IMHTTP
+import Synchronization
 
 /// Serves a `SandboxVendor` over real HTTP with the shared `/_sandbox/` namespace in front of it:
 ///
 /// - `GET /_sandbox/messages` → `{"messages":[SandboxMessageRecord…]}`
 /// - `GET /_sandbox/users` → `{"users":[…]}`
 /// - `POST /_sandbox/reset` → clears the vendor state and the faults
-/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept"}` / `{"latency_ms"}`;
-///   `DELETE /_sandbox/faults`
+/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept","retry_after"}` /
+///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}`
 /// - anything else under `/_sandbox/` goes to `SandboxVendor.handleSandboxExtra`.
 /// Every other request first meets the fault injector, then the vendor.
+///
+/// `refuseConnections()` / `acceptConnections()` take the whole server off the network and back on the
+/// same port (a vendor endpoint that is down: connections refused, not answered with an error).
 public final class SandboxServer: Sendable {
     public let vendor: any SandboxVendor
     public let faults: FaultInjector
     public let clock: SandboxClock
-    private let server: HTTPServer
+    private let host: String
+    private let handler: HTTPServer.Handler
+    /// The listener; replaced by a new one on the same port when connections are accepted again.
+    private let server: Mutex<(listener: HTTPServer, refusing: Bool)>
 
     public init(vendor: any SandboxVendor, clock: SandboxClock, faults: FaultInjector = FaultInjector(),
                 host: String = "127.0.0.1", port: Int = 0) {
         self.vendor = vendor
         self.faults = faults
         self.clock = clock
-        self.server = HTTPServer(host: host, port: port) { [vendor, faults, clock] request in
+        self.host = host
+        let handler: HTTPServer.Handler = { [vendor, faults, clock] request in
             await Self.route(request, vendor: vendor, faults: faults, clock: clock)
         }
+        self.handler = handler
+        self.server = Mutex((HTTPServer(host: host, port: port, handler: handler), false))
     }
 
     @discardableResult
-    public func start() async throws -> Int { try await server.start() }
-    public func stop() async { await server.stop() }
-    public var port: Int? { server.port }
-    public var baseURL: String { server.baseURL }
+    public func start() async throws -> Int { try await server.withLock { $0.listener }.start() }
+    public func stop() async { await server.withLock { $0.listener }.stop() }
+    public var port: Int? { server.withLock { $0.listener.port } }
+    public var baseURL: String { server.withLock { $0.listener.baseURL } }
+
+    /// Closes the listener (requests in flight finish): new connections are refused until
+    /// `acceptConnections()`. The vendor's state, faults and outgoing callbacks are untouched.
+    public func refuseConnections() async {
+        let listener = server.withLock { state -> HTTPServer? in
+            guard !state.refusing else { return nil }
+            state.refusing = true
+            return state.listener
+        }
+        await listener?.stop()
+    }
+
+    /// Listens again on the port the server had (a no-op when it was not refusing).
+    public func acceptConnections() async throws {
+        let (wasRefusing, port) = server.withLock { ($0.refusing, $0.listener.port) }
+        guard wasRefusing, let port else { return }
+        let listener = HTTPServer(host: host, port: port, handler: handler)
+        // The old socket may linger for a moment after close; try again briefly.
+        var attempt = 0
+        while true {
+            do {
+                try await listener.start()
+                break
+            } catch {
+                attempt += 1
+                if attempt >= 50 { throw error }
+                try await Task.sleep(nanoseconds: 100_000_000)
+            }
+        }
+        server.withLock { $0 = (listener, false) }
+    }
 
     static func route(_ request: HTTPRequestData, vendor: any SandboxVendor, faults: FaultInjector,
                       clock: SandboxClock) async -> HTTPResponseData {
@@ -44,7 +85,7 @@ public final class SandboxServer: Sendable {
         if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency) * 1_000_000) }
         if let rule = faults.take(for: path) {
             if rule.afterAccept { _ = await vendor.handle(request) }
-            return vendor.faultResponse(status: rule.status, vendorCode: rule.vendorCode)
+            return rule.applyRetryAfter(to: vendor.faultResponse(status: rule.status, vendorCode: rule.vendorCode))
         }
         return await vendor.handle(request)
     }

@@ -70,6 +70,37 @@ final class EchoVendor: SandboxVendor {
         await server.stop()
     }
 
+    /// `retry_after` sets or removes the fault answer's `Retry-After`; `refuseConnections` takes the
+    /// server off its port (connections refused) and `acceptConnections` puts it back with its state.
+    @Test func retryAfterAndRefusedConnections() async throws {
+        let clock = SandboxClock()
+        let server = SandboxServer(vendor: EchoVendor(clock: clock), clock: clock)
+        let port = try await server.start()
+        let base = server.baseURL
+        #expect(try await post(base + "/_sandbox/faults", json: #"{"status":429,"retry_after":3}"#).status == 200)
+        let waited = try await post(base + "/send", form: [("text", "x")])
+        #expect(waited.status == 429 && waited.headers.filter { $0.name.lowercased() == "retry-after" }.map(\.value) == ["3"])
+        #expect(try await post(base + "/_sandbox/faults", json: #"{"status":429,"retry_after":-1}"#).status == 400)
+        #expect(try await post(base + "/_sandbox/faults", json: #"{"status":503,"retry_after":0}"#).status == 200)
+        let bare = try await post(base + "/send", form: [("text", "x")])
+        #expect(bare.status == 503 && !bare.headers.contains { $0.name.lowercased() == "retry-after" })
+
+        _ = try await post(base + "/send", form: [("text", "before")])
+        await server.refuseConnections()
+        do {
+            _ = try await post(base + "/send", form: [("text", "while down")])
+            Issue.record("a refusing sandbox answered")
+        } catch let error as IMError {
+            #expect(error.isRetryable && error.code == .unavailable, "\(error)")
+        }
+        try await server.acceptConnections()
+        #expect(server.port == port && server.baseURL == base)
+        #expect(try await post(base + "/send", form: [("text", "after")]).status == 200)
+        let texts = await server.vendor.messages().map(\.text)
+        #expect(texts == ["before", "after"], "the faulted and the refused requests never reached the vendor")
+        await server.stop()
+    }
+
     @Test func transportFailuresAreRetryableErrors() async throws {
         let port = try await LoopbackPorts.unused(in: LoopbackPorts.dead)
         do {

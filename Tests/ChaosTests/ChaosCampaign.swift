@@ -1,0 +1,354 @@
+import Foundation
+import GRDB
+import IMAdapterKit
+import IMCore
+import IMHTTP
+import IMLab
+import IMSandbox
+import IMStore
+import IMVendors
+import Synchronization
+
+/// What one seed's run saw: the schedule as carried out, and every violation of the guarantee.
+struct ChaosOutcome: Sendable {
+    var plan: ChaosPlan
+    var timeline: [String]
+    var violations: [String]
+    var notes: [String]
+    /// Where the bridge logs were kept (only when something was violated).
+    var keptLogs: String?
+    var seconds: Double
+
+    var report: String {
+        var lines = ["chaos \(plan)", "carried out:"] + timeline.map { "  \($0)" }
+        lines += notes.map { "note: \($0)" }
+        if violations.isEmpty {
+            lines.append("every message once, in source order; no dead letter; no secret in the logs (\(String(format: "%.1f", seconds)) s)")
+        } else {
+            lines.append("VIOLATIONS (\(violations.count)):")
+            lines += violations.map { "  \($0)" }
+            if let keptLogs { lines.append("bridge logs and store kept in \(keptLogs)") }
+        }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Runs one `ChaosPlan` against real processes: the two sandboxes in this process (`BridgeLab`), one
+/// `imbridge run` child on SQLite, the plan's workload through the source sandbox, its faults on the
+/// bridge process and the target sandbox; then the strict check of docs/reliability.md.
+enum ChaosCampaign {
+    /// `catch_up.interval` of the bridge: RongCloud and NIM callbacks given up on while the bridge runs
+    /// are only found by the interval pass (docs/architecture.md, "Catch-up").
+    static let catchUpInterval = "3s"
+    /// How long the target may take to show everything once the faults are over.
+    static let convergenceSeconds = 90.0
+    static let senders: [UserID] = ["ann", "bob"]
+
+    static func text(_ seed: UInt64, _ conversation: String, _ number: Int) -> String { "s\(seed)-\(conversation)-\(number)" }
+
+    static func run(_ plan: ChaosPlan) async throws -> ChaosOutcome {
+        let began = Date()
+        let port = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
+        let source = plan.source, target = plan.target
+        // The target answers within 2 s or the send's outcome is unknown (latency faults reach past it).
+        let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
+                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"])],
+                                      callbackBase: "http://127.0.0.1:\(port)")
+        let storePath = "\(lab.directory)/bridge.sqlite"
+        let routes = plan.groups.map {
+            "  - from: \"\(source.name):group:\($0)\"\n    to: \"\(target.name):group:\($0)\"\n    direction: forward\n"
+        }.joined()
+        let config = "\(lab.directory)/bridge.yaml"
+        try (lab.configYAML(store: storePath, listen: "127.0.0.1:\(port)", routes: routes)
+             + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
+        let bridge = ChaosBridge(config: config, directory: lab.directory, port: port)
+        let timeline = Timeline()
+        var violations: [String] = []
+        var notes: [String] = []
+        let users = try await lab.userBackend(source.name, registry: ContentRegistry())
+        let targetServer = try lab.sandboxes[target.name].orThrow("no target sandbox")
+        let http = HTTPClientWrapper(timeoutSeconds: 5)
+
+        func relayed() async throws -> [String: [String]] { try await texts(lab, target.name) }
+        var expected: [String: [String]] = [:]
+        for conversation in plan.conversations { expected[conversation] = (1...(plan.perConversation + 1)).map { text(plan.seed, conversation, $0) } }
+        if plan.flood > 0 { expected["flood"] = (1...(plan.flood + 1)).map { text(plan.seed, "flood", $0) } }
+
+        do {
+            try await bridge.start()
+            timeline.note("bridge run 1 up")
+            // Warm-up: one message per group relayed live, so the store knows each conversation and a
+            // member to read its history as before anything goes wrong.
+            for (index, conversation) in plan.groups.enumerated() {
+                _ = try await users.send(OutgoingMessage(conversation: .group(GroupID(conversation)), sender: senders[index % senders.count],
+                                                         content: .text(text(plan.seed, conversation, 1))))
+            }
+            let warm = await poll(60) { (try? await relayed()).map { got in plan.groups.allSatisfy { got[$0]?.isEmpty == false } } ?? false }
+            if !warm { violations.append("the warm-up messages were not relayed within 60 s (before any fault)") }
+
+            timeline.start()
+            let workload = Task { try await Self.sendWorkload(plan, users: users) }
+            let faults = Task { await Self.inject(plan, Parties(bridge: bridge, target: targetServer, storePath: storePath, http: http, timeline: timeline)) }
+            try await workload.value
+            timeline.note("workload sent: \(plan.conversations.count * plan.perConversation + plan.flood) texts")
+            violations += await faults.value
+            // Heal whatever is still in effect: the check is about the state after the faults.
+            _ = try? await http.send(.json(lab.url(of: target.name) + "/_sandbox/faults", Data(#"{"latency_ms":0}"#.utf8)))
+            try await targetServer.acceptConnections()
+            try await StoreFull.set(false, storePath)
+            bridge.resume()
+            if bridge.process == nil { try await bridge.start() }
+
+            let total = expected.values.map(\.count).reduce(0, +)
+            let converged = await poll(convergenceSeconds) {
+                guard let got = try? await relayed() else { return false }
+                return plan.groups.allSatisfy { (got[$0]?.count ?? 0) >= expected[$0]!.count }
+            }
+            timeline.note(converged ? "target holds at least \(total) texts" : "target still short after \(Int(convergenceSeconds)) s")
+            // Late doubles (a retry of something already delivered) get a moment to show.
+            try await Task.sleep(nanoseconds: 2_000_000_000)
+            let stopped = await bridge.terminate()
+            if stopped != 0 {
+                violations.append(stopped.map { "the last bridge run ended with status \($0) on SIGTERM" } ?? "the last bridge run did not end within 30 s of SIGTERM")
+            }
+            timeline.note("bridge stopped (SIGTERM)")
+
+            let sent = try await texts(lab, source.name)
+            let got = try await relayed()
+            for conversation in plan.groups {
+                if sent[conversation] ?? [] != expected[conversation]! {
+                    notes.append("the source sandbox holds \(sent[conversation]?.count ?? 0) texts in \(conversation), \(expected[conversation]!.count) were sent")
+                }
+                if let problem = ChaosChecker.compare(conversation: conversation, expected: sent[conversation] ?? [], got: got[conversation] ?? []) {
+                    violations.append(problem)
+                }
+            }
+            let store = try BridgeStore(path: storePath)
+            let (dead, inboundDead, pending) = try store.read { (try $0.deadLetters(limit: 20), try $0.inboundDeadLetters(limit: 20), try $0.count(state: .pending)) }
+            for entry in dead {
+                violations.append("dead letter \(entry.id) (\(entry.lane), \(entry.kind), \(entry.sourceEventID), \(entry.attempts) attempts): \(entry.lastError ?? "")")
+            }
+            for letter in inboundDead { violations.append("inbound dead letter \(letter.id) (\(letter.backend) \(letter.key)): \(letter.reason)") }
+            if pending > 0 { notes.append("\(pending) outbox entries still pending at the end") }
+        } catch {
+            violations.append("the run could not be carried out: \(error)")
+            if let process = bridge.process, process.isRunning { _ = await bridge.terminate(seconds: 5) }
+        }
+
+        violations += secretViolations(lab, logs: bridge.logPaths)
+        var kept: String?
+        if !violations.isEmpty {
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-chaos-seed-\(plan.seed)-\(Int(Date().timeIntervalSince1970))").path
+            try? FileManager.default.copyItem(atPath: lab.directory, toPath: directory)
+            kept = directory
+        }
+        await lab.stop()
+        return ChaosOutcome(plan: plan, timeline: timeline.lines, violations: violations, notes: notes, keptLogs: kept,
+                            seconds: Date().timeIntervalSince(began))
+    }
+
+    /// Sends each group's texts in order, one every `spacingMs` (groups offset from each other), and the
+    /// flood group's back to back.
+    static func sendWorkload(_ plan: ChaosPlan, users: any IMBackend) async throws {
+        let start = Date()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, conversation) in plan.conversations.enumerated() {
+                group.addTask {
+                    let offset = plan.spacingMs * index / plan.conversations.count
+                    for number in 2...(plan.perConversation + 1) {
+                        let due = start.addingTimeInterval(Double(offset + (number - 2) * plan.spacingMs) / 1000)
+                        let wait = due.timeIntervalSinceNow
+                        if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
+                        _ = try await users.send(OutgoingMessage(conversation: .group(GroupID(conversation)),
+                                                                 sender: senders[number % senders.count],
+                                                                 content: .text(text(plan.seed, conversation, number))))
+                    }
+                }
+            }
+            if plan.flood > 0 {
+                group.addTask {
+                    for number in 2...(plan.flood + 1) {
+                        _ = try await users.send(OutgoingMessage(conversation: .group("flood"), sender: senders[number % senders.count],
+                                                                 content: .text(text(plan.seed, "flood", number))))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    /// What the faults act on.
+    struct Parties: Sendable {
+        var bridge: ChaosBridge
+        var target: SandboxServer
+        var storePath: String
+        var http: HTTPClientWrapper
+        var timeline: Timeline
+    }
+
+    /// Carries out the schedule; returns violations seen while doing so (a restart that never came up).
+    static func inject(_ plan: ChaosPlan, _ parties: Parties) async -> [String] {
+        // The bridge's side and the target's run side by side, each party's faults in order.
+        async let bridgeSide = runFaults(plan.faults.filter(\.kind.hitsBridge), parties)
+        async let targetSide = runFaults(plan.faults.filter(\.kind.hitsTarget), parties)
+        return await bridgeSide + targetSide
+    }
+
+    static func runFaults(_ faults: [Fault], _ parties: Parties) async -> [String] {
+        let (bridge, target, http, timeline) = (parties.bridge, parties.target, parties.http, parties.timeline)
+        var problems: [String] = []
+        for fault in faults {
+            await timeline.sleep(untilMs: fault.atMs)
+            do {
+                switch fault.kind {
+                case .sigkill, .sigterm:
+                    if fault.kind == .sigkill {
+                        bridge.kill()
+                        timeline.note("SIGKILL bridge run \(bridge.runs)")
+                    } else {
+                        let status = await bridge.terminate()
+                        timeline.note("SIGTERM bridge run \(bridge.runs): " + (status.map { "exit \($0)" } ?? "did not end within 30 s, SIGKILLed"))
+                        if status != 0 { problems.append("bridge run \(bridge.runs) on SIGTERM: " + (status.map { "exit status \($0)" } ?? "did not end within 30 s")) }
+                    }
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    try await bridge.start()
+                    timeline.note("bridge run \(bridge.runs) up")
+                case .sigstop:
+                    bridge.pause()
+                    timeline.note("SIGSTOP bridge run \(bridge.runs)")
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    bridge.resume()
+                    timeline.note("SIGCONT bridge run \(bridge.runs)")
+                case .storeFull:
+                    try await StoreFull.set(true, parties.storePath)
+                    timeline.note("store full: every write fails")
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    try await StoreFull.set(false, parties.storePath)
+                    timeline.note("store writable again")
+                case .refused:
+                    await target.refuseConnections()
+                    timeline.note("target refuses connections")
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    try await target.acceptConnections()
+                    timeline.note("target accepts connections")
+                case .latency:
+                    try await post(target, #"{"latency_ms":\#(fault.latencyMs)}"#, http)
+                    timeline.note("target latency \(fault.latencyMs) ms")
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    try await post(target, #"{"latency_ms":0}"#, http)
+                    timeline.note("target latency off")
+                case .flood: break
+                case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
+                    var body: [String: JSONValue] = ["status": .int(Int64(fault.status)), "count": .int(Int64(fault.count))]
+                    if let prefix = fault.pathPrefix { body["path_prefix"] = .string(prefix) }
+                    if fault.kind == .lostAnswer { body["after_accept"] = .bool(true) }
+                    if fault.kind == .rateLimited { body["retry_after"] = .int(1) }
+                    if fault.kind == .rateLimitedNoWait { body["retry_after"] = .int(0) }
+                    try await post(target, JSONValue.object(body).jsonString(), http)
+                    timeline.note("target: next \(fault.count) requests\(fault.pathPrefix.map { " to \($0)" } ?? "") answered \(fault.status)"
+                                  + (fault.kind == .lostAnswer ? " after being carried out" : ""))
+                }
+            } catch {
+                problems.append("\(fault.kind.rawValue) at +\(fault.atMs) ms: \(error)")
+                timeline.note("\(fault.kind.rawValue) failed: \(error)")
+            }
+        }
+        return problems
+    }
+
+    static func post(_ target: SandboxServer, _ body: String, _ http: HTTPClientWrapper) async throws {
+        let response = try await http.send(.json(target.baseURL + "/_sandbox/faults", Data(body.utf8)))
+        guard response.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/faults \(body): \(response.status)") }
+    }
+
+    /// Text messages per conversation, in the sandbox's order.
+    static func texts(_ lab: BridgeLab, _ backend: BackendID) async throws -> [String: [String]] {
+        var texts: [String: [String]] = [:]
+        for record in try await lab.messages(backend) where record["kind"] == "text" {
+            guard let id = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
+            texts[id, default: []].append(text)
+        }
+        return texts
+    }
+
+    /// Every setting the adapters declare secret, looked for in every bridge log.
+    static func secretViolations(_ lab: BridgeLab, logs: [String]) -> [String] {
+        var secrets: [String: String] = [:]
+        for member in lab.members {
+            let specs = Vendors.named(member.vendor)?.adapter.settings ?? []
+            for (key, value) in lab.settings(for: member) where specs.contains(where: { $0.key == key && $0.isSecret }) {
+                secrets["backends.\(member.name).\(key)"] = value
+            }
+        }
+        return logs.flatMap { path in
+            ChaosChecker.secretsIn(log: (try? String(contentsOfFile: path, encoding: .utf8)) ?? "",
+                                   file: URL(fileURLWithPath: path).lastPathComponent, secrets: secrets)
+        }
+    }
+
+    static func poll(_ seconds: Double, _ condition: () async -> Bool) async -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        while Date() < deadline {
+            if await condition() { return true }
+            try? await Task.sleep(nanoseconds: 250_000_000)
+        }
+        return await condition()
+    }
+}
+
+/// A full disk under the bridge's SQLite store, staged from outside the process: triggers that make
+/// every insert, update and delete fail with the message SQLite gives for SQLITE_FULL (the same
+/// staging as `UnknownOutcomeTests`, on every table). The bridge's connection sees them at its next
+/// statement (the schema changed).
+enum StoreFull {
+    static let tables = ["ledger", "outbox", "id_map", "checkpoints", "leases", "inbound_dead_letters"]
+
+    static func set(_ full: Bool, _ path: String) async throws {
+        var configuration = Configuration()
+        // The running bridge writes the same file: wait for its write lock as its store does.
+        configuration.busyMode = .timeout(10)
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? database.close() }
+        try await database.write { db in
+            for table in tables {
+                for operation in ["INSERT", "UPDATE", "DELETE"] {
+                    let name = "chaos_full_\(table)_\(operation.lowercased())"
+                    if full {
+                        try db.execute(sql: "CREATE TRIGGER IF NOT EXISTS \(name) BEFORE \(operation) ON \(table) BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+                    } else {
+                        try db.execute(sql: "DROP TRIGGER IF EXISTS \(name)")
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The schedule as it was carried out, each line stamped with the time since the workload started.
+final class Timeline: Sendable {
+    private let state = Mutex<(start: Date?, lines: [String])>((nil, []))
+
+    func start() { state.withLock { $0.start = Date() } }
+
+    func note(_ line: String) {
+        state.withLock { state in
+            let stamp = state.start.map { String(format: "+%6.3fs", Date().timeIntervalSince($0)) } ?? "  setup "
+            state.lines.append("\(stamp) \(line)")
+        }
+    }
+
+    func sleep(untilMs ms: Int) async {
+        guard let start = state.withLock({ $0.start }) else { return }
+        let wait = start.addingTimeInterval(Double(ms) / 1000).timeIntervalSinceNow
+        if wait > 0 { try? await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
+    }
+
+    var lines: [String] { state.withLock { $0.lines } }
+}
+
+extension Optional {
+    func orThrow(_ message: String) throws -> Wrapped {
+        guard let self else { throw IMError(.unavailable, message) }
+        return self
+    }
+}

@@ -1,0 +1,211 @@
+import Foundation
+import IMCore
+import IMTesting
+
+/// The faults the campaign can inject (docs/reliability.md, "Fault kinds").
+enum FaultKind: String, CaseIterable, Sendable, Comparable {
+    /// The bridge process: killed (no shutdown at all), stopped with SIGTERM, or paused with SIGSTOP.
+    case sigkill, sigterm, sigstop
+    /// The target answers 500/502/503 to a burst of requests.
+    case serverErrors = "5xx"
+    /// The target rate-limits a burst with `Retry-After: 1`.
+    case rateLimited = "429"
+    /// The target rate-limits a burst with no `Retry-After` at all.
+    case rateLimitedNoWait = "429-no-wait"
+    /// Every target request is delayed, some past the adapter's timeout (sends carried out late).
+    case latency
+    /// The target carries out a send and answers it with a gateway timeout.
+    case lostAnswer = "after-accept"
+    /// The target refuses connections for a while.
+    case refused
+    /// The bridge's SQLite store refuses every write for a while, as on a full disk (triggers raising
+    /// SQLITE_FULL's message; the process itself is untouched).
+    case storeFull = "store-full"
+    /// Not a fault but a workload shape: one more group gets 300–800 texts back to back from the start,
+    /// so its outbox lane has a backlog (and a send in flight) when the bridge faults hit.
+    case flood
+
+    static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
+
+    /// Faults of the bridge's side (process and store) do not overlap one another; nor do the target's.
+    var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop, .storeFull].contains(self) }
+    var hitsTarget: Bool { !hitsBridge && self != .flood }
+
+    /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Seeds run and findings"),
+    /// and `flood` (it doubles a seed's time): left out of the default set so that `make test` stays
+    /// green and quick; `IMBRIDGE_CHAOS_FAULTS=all` puts them back.
+    static let knownFailing: Set<FaultKind> = [.sigkill, .storeFull]
+    static let defaultSet = Set(allCases).subtracting(knownFailing).subtracting([.flood])
+
+    /// The kinds a run draws from: `IMBRIDGE_CHAOS_FAULTS` (`all`, or names separated by commas),
+    /// else `defaultSet`.
+    static func allowed(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Set<FaultKind> {
+        let text = (environment["IMBRIDGE_CHAOS_FAULTS"] ?? "").trimmingCharacters(in: .whitespaces)
+        if text.isEmpty { return defaultSet }
+        if text == "all" { return Set(allCases) }
+        var kinds = Set<FaultKind>()
+        for name in text.split(separator: ",") {
+            let name = name.trimmingCharacters(in: .whitespaces)
+            guard let kind = FaultKind(rawValue: name) else {
+                throw IMError(.invalidArgument, "IMBRIDGE_CHAOS_FAULTS: unknown fault kind '\(name)' (known: all, \(allCases.map(\.rawValue).joined(separator: ", ")))")
+            }
+            kinds.insert(kind)
+        }
+        return kinds
+    }
+}
+
+/// One scheduled fault: what, when (ms after the workload started) and for how long.
+struct Fault: Sendable, CustomStringConvertible {
+    var kind: FaultKind
+    var atMs: Int
+    /// Downtime (sigkill, sigterm), pause (sigstop), outage (refused), or how long latency lasts.
+    var durationMs: Int = 0
+    /// Requests hit (5xx, 429, after-accept).
+    var count: Int = 0
+    var status: Int = 0
+    var latencyMs: Int = 0
+    /// The target path the burst is limited to; nil: every request of the target.
+    var pathPrefix: String?
+
+    var description: String {
+        let at = String(format: "+%6.3fs", Double(atMs) / 1000)
+        switch kind {
+        case .sigkill, .sigterm: return "\(at) \(kind.rawValue): bridge down \(durationMs) ms, then restarted"
+        case .sigstop: return "\(at) sigstop: bridge paused \(durationMs) ms, then SIGCONT"
+        case .refused: return "\(at) refused: target refuses connections for \(durationMs) ms"
+        case .storeFull: return "\(at) store-full: every write to the bridge's store fails for \(durationMs) ms"
+        case .flood: return "\(at) flood"
+        case .latency: return "\(at) latency: target answers \(latencyMs) ms late for \(durationMs) ms"
+        case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
+            return "\(at) \(kind.rawValue): next \(count) target requests\(pathPrefix.map { " to \($0)" } ?? "") answered \(status)"
+        }
+    }
+}
+
+/// One end of the topology: a sandbox (`wk`) and the vendor it emulates.
+struct Side: Sendable {
+    var name: BackendID
+    var vendor: String
+    /// The vendor path of a group send (what a target burst is aimed at).
+    var sendPath: String
+
+    static let wukong = Side(name: "wk", vendor: "wukong", sendPath: "/message/send")
+    static let rongcloud = Side(name: "rc", vendor: "rongcloud", sendPath: "/message/group/publish.json")
+    static let nim = Side(name: "yx", vendor: "nim", sendPath: "/msg/sendMsg.action")
+}
+
+/// Everything one seed decides: topology, workload and fault schedule. The same seed and fault kinds
+/// give the same plan on every machine (`SplitMix64`); the interleaving with the bridge's own timing is
+/// not replayed (docs/reliability.md, "What the campaign cannot stage").
+struct ChaosPlan: Sendable, CustomStringConvertible {
+    static let pairs: [(Side, Side)] = [
+        (.wukong, .rongcloud), (.rongcloud, .nim), (.nim, .wukong),
+        (.rongcloud, .wukong), (.wukong, .nim), (.nim, .rongcloud),
+    ]
+
+    var seed: UInt64
+    var kinds: Set<FaultKind>
+    var source: Side
+    var target: Side
+    var conversations: [String]
+    /// Messages per conversation after the warm-up message.
+    var perConversation: Int
+    /// Milliseconds between two sends into one conversation.
+    var spacingMs: Int
+    var workloadMs: Int
+    var faults: [Fault]
+    /// Texts sent back to back into the group `flood` (0: no such group).
+    var flood = 0
+
+    /// Every group relayed: the paced ones and the flooded one.
+    var groups: [String] { conversations + (flood > 0 ? ["flood"] : []) }
+
+    init(seed: UInt64, kinds: Set<FaultKind>) {
+        var rng = SplitMix64(seed: seed)
+        self.seed = seed
+        self.kinds = kinds
+        (source, target) = Self.pairs[Int.random(in: 0..<Self.pairs.count, using: &rng)]
+        conversations = (1...Int.random(in: 3...6, using: &rng)).map { "c\($0)" }
+        workloadMs = Int.random(in: 12...18, using: &rng) * 1000
+        let rate = Int.random(in: 8...40, using: &rng)
+        spacingMs = 1000 * conversations.count / rate
+        perConversation = workloadMs / spacingMs
+        let bridgeKinds = kinds.filter(\.hitsBridge).sorted()
+        let targetKinds = kinds.filter(\.hitsTarget).sorted()
+        var faults: [Fault] = []
+        // Faults of one party do not overlap: each gets its own slot of the workload window.
+        let window = 1500..<(workloadMs - 1500)
+        for parties in [bridgeKinds, targetKinds] where !parties.isEmpty {
+            let count = Int.random(in: 1...3, using: &rng)
+            let slot = window.count / count
+            for index in 0..<count {
+                let kind = parties[Int.random(in: 0..<parties.count, using: &rng)]
+                let start = window.lowerBound + index * slot
+                let at = start + Int.random(in: 0..<(slot / 3), using: &rng)
+                let room = start + slot - at - 300
+                var fault = Fault(kind: kind, atMs: at)
+                switch kind {
+                case .sigkill, .sigterm: fault.durationMs = min(room, Int.random(in: 200...3000, using: &rng))
+                case .sigstop: fault.durationMs = min(room, Int.random(in: 500...7000, using: &rng))
+                case .refused, .storeFull: fault.durationMs = min(room, Int.random(in: 500...5000, using: &rng))
+                case .latency:
+                    fault.durationMs = min(room, Int.random(in: 1000...5000, using: &rng))
+                    fault.latencyMs = Int.random(in: 300...2500, using: &rng)
+                case .serverErrors:
+                    fault.status = [500, 502, 503][Int.random(in: 0..<3, using: &rng)]
+                    fault.count = Int.random(in: 3...20, using: &rng)
+                    fault.pathPrefix = Bool.random(using: &rng) ? target.sendPath : nil
+                case .rateLimited, .rateLimitedNoWait:
+                    fault.status = 429
+                    fault.count = Int.random(in: 3...20, using: &rng)
+                    fault.pathPrefix = Bool.random(using: &rng) ? target.sendPath : nil
+                case .lostAnswer:
+                    fault.status = 504
+                    fault.count = Int.random(in: 1...5, using: &rng)
+                    fault.pathPrefix = target.sendPath
+                case .flood: break
+                }
+                faults.append(fault)
+            }
+        }
+        self.faults = faults.sorted { $0.atMs < $1.atMs }
+        // Drawn last, and only when allowed, so that plans without it stay what they were.
+        if kinds.contains(.flood) && Bool.random(using: &rng) { flood = Int.random(in: 300...800, using: &rng) }
+    }
+
+    /// The command that replays this plan.
+    var replay: String {
+        let all = Set(FaultKind.allCases)
+        let faults = kinds == FaultKind.defaultSet ? ""
+            : kinds == all ? " FAULTS=all" : " FAULTS=\(kinds.sorted().map(\.rawValue).joined(separator: ","))"
+        return "make chaos SEED=\(seed)\(faults)"
+    }
+
+    var description: String {
+        var lines = ["seed \(seed) (replay: \(replay))",
+                     "topology: \(source.name) (\(source.vendor)) → \(target.name) (\(target.vendor)), one `imbridge run` on SQLite, routes forward",
+                     "workload: \(conversations.count) groups (\(conversations.joined(separator: ", "))), 1 warm-up + \(perConversation) texts each, one every \(spacingMs) ms per group, over \(workloadMs) ms"
+                        + (flood > 0 ? "; group flood: 1 warm-up + \(flood) texts back to back from the start" : ""),
+                     "schedule (ms after the workload started):"]
+        lines += faults.map { "  \($0)" }
+        if faults.isEmpty { lines.append("  (no faults)") }
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// The seeds a run covers: `IMBRIDGE_CHAOS_SEED=N` (one), `IMBRIDGE_CHAOS_SEEDS=N` (1…N), `=A-B` or
+/// `=A,B,C`; without either, the fixed CI set.
+enum ChaosSeeds {
+    /// Seeds verified to pass on today's bridge with the default fault kinds (docs/reliability.md).
+    static let ci: [UInt64] = [1, 2, 3]
+
+    static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [UInt64] {
+        if let one = environment["IMBRIDGE_CHAOS_SEED"].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }) { return [one] }
+        guard let text = environment["IMBRIDGE_CHAOS_SEEDS"]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return ci }
+        if let count = UInt64(text) { return count == 0 ? [] : Array(1...count) }
+        let range = text.split(separator: "-").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+        if range.count == 2, range[0] <= range[1], !text.contains(",") { return Array(range[0]...range[1]) }
+        return text.split(separator: ",").compactMap { UInt64($0.trimmingCharacters(in: .whitespaces)) }
+    }
+}
