@@ -130,7 +130,8 @@ let package = Package(
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP",
-                                                         .product(name: "Logging", package: "swift-log", condition: server)]),
+                                                         .product(name: "Logging", package: "swift-log", condition: server),
+                                                         .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
             "WuKong", "RongCloud", "NIM", "JMessage",

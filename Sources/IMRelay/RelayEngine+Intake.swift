@@ -28,6 +28,7 @@ extension RelayEngine: EventSink {
             catchUpGate.recorded(admitted)
             catchUpGate.markKnown(fresh.keys)
         } catch {
+            catchUpGate.notRecorded(admitted)
             metrics.increment("imbridge_ingest_errors_total")
             logStoreError("ingest", error)
             throw error

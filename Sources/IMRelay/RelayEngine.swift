@@ -496,9 +496,18 @@ public actor RelayEngine {
                 return .next(nil)
             case .retry(let delay):
                 let (at, reason, owner) = (clock.nowMs() + delay, "\(error)", lease.owner)
-                _ = try? await store.groupedTransaction { tx in
+                let rescheduled = (try? await store.groupedTransaction { tx -> Bool in
                     try tx.reschedule(entry.id, at: at, error: reason)
                     try tx.releaseLease(entry.lane.leaseName, owner: owner)
+                    return true
+                }) ?? false
+                if !rescheduled {
+                    // The store did not take the pause (it is down or full): the entry is still due now, and
+                    // the lane would run it again the moment the store is back — sooner than the pause says,
+                    // and after a timed-out send sooner than a late copy can show (a double). The lane task
+                    // keeps the pause itself.
+                    metrics.increment("imbridge_store_errors_total", ["operation": "reschedule"])
+                    try? await Task.sleep(nanoseconds: UInt64(max(0, at - clock.nowMs())) * 1_000_000)
                 }
                 let failure = error as? IMError ?? IMError(.unavailable, reason)
                 health.failed(entry.lane.backend, error: failure, at: clock.nowMs())

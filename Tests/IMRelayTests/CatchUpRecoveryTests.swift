@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IMAdapterKit
 import IMCore
 import IMRelay
@@ -13,7 +14,11 @@ final class FailingHistorySource: CatchUpSource {
     let inner: MemoryBackend
     let historyDown = Mutex(false)
     let reads = Mutex(0)
-    init(_ inner: MemoryBackend) { self.inner = inner }
+    let gapSignal: CatchUpGapSignal
+    init(_ inner: MemoryBackend, gapSignal: CatchUpGapSignal = .sequence) {
+        self.inner = inner
+        self.gapSignal = gapSignal
+    }
     var id: BackendID { inner.id }
     var capabilities: Capabilities { inner.capabilities }
     func events() -> AsyncStream<IMEvent> { inner.events() }
@@ -27,7 +32,6 @@ final class FailingHistorySource: CatchUpSource {
     func catchUpEvent(for message: Message) -> IMEvent? {
         IMEvent(eventID: EventID("msg:\(message.id)"), backend: id, kind: .message(message))
     }
-    var gapSignal: CatchUpGapSignal { .sequence }
     func catchUpConversations(of user: UserID) async throws -> [ConversationRef] { [] }
 }
 
@@ -40,8 +44,9 @@ final class FailingHistorySource: CatchUpSource {
         let engine: RelayEngine
         let runner: CatchUpRunner
 
-        init(maxMessages: Int = 1000) throws {
-            try self.init(h: RelayHarness(), source: FailingHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())),
+        init(maxMessages: Int = 1000, gapSignal: CatchUpGapSignal = .sequence) throws {
+            try self.init(h: RelayHarness(), source: FailingHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()),
+                                                                         gapSignal: gapSignal),
                           maxMessages: maxMessages)
         }
 
@@ -149,5 +154,48 @@ final class FailingHistorySource: CatchUpSource {
         #expect(try await eventually { try again.checkpointSeq() == 75 })
         await again.stop()
     }
+
+    /// The store refuses a callback's message (a full disk) and the vendor gives up on it; the store
+    /// comes back and a newer message arrives live. On a source whose live traffic shows no gap (RongCloud,
+    /// NIM), the newer one must still wait: the refused one is read back from history first.
+    @Test func aCallbackTheStoreRefusedIsNotOvertakenOnASourceWithoutSequence() async throws {
+        let rig = try Rig(gapSignal: .none)
+        try await rig.start()
+        _ = try await rig.send(["n1", "n2", "n3"], delivered: true)
+        #expect(try await eventually { try await rig.relayed() == ["n1", "n2", "n3"] })
+        try await StoreFull.set(true, rig.h.path)
+        await #expect(throws: (any Error).self, "the callback is refused while the store is full") {
+            _ = try await rig.send(["n4"], delivered: true)
+        }
+        try await StoreFull.set(false, rig.h.path)
+        _ = try await rig.send(["n5"], delivered: true)
+        let expected = ["n1", "n2", "n3", "n4", "n5"]
+        let arrived = try await eventually(20) { try await rig.relayed().count >= 5 }
+        let got = try await rig.relayed()
+        #expect(arrived && got == expected, "got \(got)")
+        await rig.stop()
+    }
 }
 
+/// A full disk under an SQLite store, staged with triggers that fail every write with SQLite's own
+/// message for SQLITE_FULL (the store's connection sees them at its next statement).
+enum StoreFull {
+    static func set(_ full: Bool, _ path: String) async throws {
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(10)
+        let database = try DatabaseQueue(path: path, configuration: configuration)
+        defer { try? database.close() }
+        try await database.write { db in
+            for table in ["ledger", "outbox", "id_map", "checkpoints"] {
+                for operation in ["INSERT", "UPDATE", "DELETE"] {
+                    let name = "full_\(table)_\(operation.lowercased())"
+                    if full {
+                        try db.execute(sql: "CREATE TRIGGER IF NOT EXISTS \(name) BEFORE \(operation) ON \(table) BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+                    } else {
+                        try db.execute(sql: "DROP TRIGGER IF EXISTS \(name)")
+                    }
+                }
+            }
+        }
+    }
+}

@@ -148,6 +148,27 @@ public final class CatchUpGate: Sendable {
         }
     }
 
+    /// The intake could not record these admitted events (the store failed and the vendor was told to
+    /// retry): the vendor may give up on them, and on a source whose live traffic shows no gap (`.none`:
+    /// RongCloud, NIM) nothing else would reveal it before newer messages were relayed. So their
+    /// conversations hold their live messages from now on and are caught up from their checkpoints
+    /// (`requested`, reason `refused`) before anything newer is recorded.
+    func notRecorded(_ events: [IMEvent]) {
+        state.withLock { state in
+            for event in events {
+                guard case .message(let message) = event.kind, state.signals[event.backend] != nil else { continue }
+                let key = Key(backend: event.backend, conversation: message.conversation)
+                var lane = state.lanes[key] ?? Lane()
+                lane.missed = true
+                if !lane.running {
+                    lane.running = true
+                    state.requested[key] = "refused"
+                }
+                state.lanes[key] = lane
+            }
+        }
+    }
+
     /// The most live messages one conversation holds in memory (the rest come from history).
     static let maxHeld = 5_000
 

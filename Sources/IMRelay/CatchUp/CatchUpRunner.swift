@@ -206,9 +206,10 @@ public actor CatchUpRunner {
         }
     }
 
-    /// The pause before the `failures`-th retry of a conversation's catch-up: 0.5 s doubling, at most 30 s.
+    /// The pause before the `failures`-th retry of a conversation's catch-up: 0.5 s doubling, at most 10 s
+    /// (its live messages wait meanwhile).
     static func retryDelayMs(failures: Int) -> Int64 {
-        min(30_000, 500 << Int64(min(max(failures - 1, 0), 6)))
+        min(10_000, 500 << Int64(min(max(failures - 1, 0), 5)))
     }
 
     /// Conversations waiting to be read again after a failure (for the status page and tests).
