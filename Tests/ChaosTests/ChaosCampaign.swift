@@ -59,8 +59,11 @@ enum ChaosCampaign {
             "  - from: \"\(source.name):group:\($0)\"\n    to: \"\(target.name):group:\($0)\"\n    direction: forward\n"
         }.joined()
         let config = "\(lab.directory)/bridge.yaml"
+        // With a flood, a cap the flood outgrows while the bridge is down (the default, 1,000, is more
+        // than a seed sends into one group).
+        let cap = plan.flood > 0 ? "  max_messages_per_conversation: \(ChaosPlan.floodCatchUpCap)\n" : ""
         try (lab.configYAML(store: storePath, listen: "127.0.0.1:\(port)", routes: routes)
-             + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
+             + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap).write(toFile: config, atomically: true, encoding: .utf8)
         let bridge = ChaosBridge(config: config, directory: lab.directory, port: port)
         let timeline = Timeline()
         var violations: [String] = []
