@@ -51,8 +51,10 @@ enum ChaosCampaign {
         let port = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
         let source = plan.source, target = plan.target
         // The target answers within 2 s or the send's outcome is unknown (latency faults reach past it).
+        // Its port is outside the ephemeral range: while it refuses connections, no client socket takes it.
+        let targetPort = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
         let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
-                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"])],
+                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"], port: targetPort)],
                                       callbackBase: "http://127.0.0.1:\(port)")
         let storePath = "\(lab.directory)/bridge.sqlite"
         let routes = plan.groups.map {
