@@ -20,11 +20,16 @@ public final class BridgeLab: Sendable {
         public var options: [String: String]
         /// Extra adapter settings (custom type tables …) for every backend talking to this sandbox.
         public var settings: [String: String]
-        public init(_ name: BackendID, _ vendor: String, options: [String: String] = [:], settings: [String: String] = [:]) {
+        /// The port to listen on; 0: any free one. A sandbox that will refuse connections for a while
+        /// (`SandboxServer.refuseConnections`) takes one outside the ephemeral range
+        /// (`LoopbackPorts.forChildProcesses`), so that no client socket takes it meanwhile.
+        public var port: Int
+        public init(_ name: BackendID, _ vendor: String, options: [String: String] = [:], settings: [String: String] = [:], port: Int = 0) {
             self.name = name
             self.vendor = vendor
             self.options = options
             self.settings = settings
+            self.port = port
         }
     }
 
@@ -50,7 +55,7 @@ public final class BridgeLab: Sendable {
             }
             let endpoint = Self.endpoint(baseURL: "")
             let extra = vendor.sandbox.labOptions(endpoint, fastCallbacks).merging(member.options) { _, given in given }
-            let options = SandboxOptions(host: "127.0.0.1", port: 0, appKey: Self.appKey, appSecret: Self.appSecret,
+            let options = SandboxOptions(host: "127.0.0.1", port: member.port, appKey: Self.appKey, appSecret: Self.appSecret,
                                          callbackURL: "\(callbackBase)/callbacks/\(member.name)", extra: extra)
             let server = try await vendor.sandbox.make(options)
             try await server.start()

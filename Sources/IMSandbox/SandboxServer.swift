@@ -15,7 +15,9 @@ import Synchronization
 /// Every other request first meets the fault injector, then the vendor.
 ///
 /// `refuseConnections()` / `acceptConnections()` take the whole server off the network and back on the
-/// same port (a vendor endpoint that is down: connections refused, not answered with an error).
+/// same port (a vendor endpoint that is down: connections refused, not answered with an error). A server
+/// that will refuse is best started on a port outside the ephemeral range (`LoopbackPorts`): a port-0
+/// one may meanwhile become some client socket's local port.
 public final class SandboxServer: Sendable {
     public let vendor: any SandboxVendor
     public let faults: FaultInjector

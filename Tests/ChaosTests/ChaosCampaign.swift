@@ -51,16 +51,21 @@ enum ChaosCampaign {
         let port = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
         let source = plan.source, target = plan.target
         // The target answers within 2 s or the send's outcome is unknown (latency faults reach past it).
+        // Its port is outside the ephemeral range: while it refuses connections, no client socket takes it.
+        let targetPort = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
         let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
-                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"])],
+                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"], port: targetPort)],
                                       callbackBase: "http://127.0.0.1:\(port)")
         let storePath = "\(lab.directory)/bridge.sqlite"
         let routes = plan.groups.map {
             "  - from: \"\(source.name):group:\($0)\"\n    to: \"\(target.name):group:\($0)\"\n    direction: forward\n"
         }.joined()
         let config = "\(lab.directory)/bridge.yaml"
+        // With a flood, a cap the flood outgrows while the bridge is down (the default, 1,000, is more
+        // than a seed sends into one group).
+        let cap = plan.flood > 0 ? "  max_messages_per_conversation: \(ChaosPlan.floodCatchUpCap)\n" : ""
         try (lab.configYAML(store: storePath, listen: "127.0.0.1:\(port)", routes: routes)
-             + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
+             + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap).write(toFile: config, atomically: true, encoding: .utf8)
         let bridge = ChaosBridge(config: config, directory: lab.directory, port: port)
         let timeline = Timeline()
         var violations: [String] = []
