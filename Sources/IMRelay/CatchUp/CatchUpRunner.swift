@@ -345,7 +345,10 @@ public actor CatchUpRunner {
     func flushObserved() async {
         var changed = unsaved
         for (key, observed) in gate.drainObserved() where sources[key.backend] != nil && covered(key) {
-            guard var record = try? storedRecord(key) else {
+            // A conversation's first checkpoint is the intake's to write (positioned at its first message,
+            // in the transaction that records it) or a catch-up read's: one not in the store yet waits, so
+            // that a flush racing that transaction never writes a checkpoint without a position over it.
+            guard records[key] != nil || (try? hasStoredRecord(key)) == true, var record = try? storedRecord(key) else {
                 gate.putBack(key, observed)
                 continue
             }
@@ -381,6 +384,11 @@ public actor CatchUpRunner {
               let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
         records[key] = record
         return record
+    }
+
+    func hasStoredRecord(_ key: CatchUpGate.Key) throws -> Bool {
+        let name = Self.checkpointName(for: key)
+        return try store.read { try $0.checkpoint(name) } != nil
     }
 
     /// Through the store's group commit (beside the callbacks' and lanes' writes).
