@@ -32,10 +32,10 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop, .storeFull].contains(self) }
     var hitsTarget: Bool { !hitsBridge && self != .flood }
 
-    /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Seeds run and findings"),
-    /// and `flood` (it doubles a seed's time): left out of the default set so that `make test` stays
-    /// green and quick; `IMBRIDGE_CHAOS_FAULTS=all` puts them back.
-    static let knownFailing: Set<FaultKind> = [.sigkill, .storeFull, .latency]
+    /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Seeds run and findings"):
+    /// none since the one delivery path; `flood` stays out of the default set because it doubles a seed's
+    /// time (and its seed 7 is an open finding). `IMBRIDGE_CHAOS_FAULTS=all` puts it back.
+    static let knownFailing: Set<FaultKind> = []
     static let defaultSet = Set(allCases).subtracting(knownFailing).subtracting([.flood])
 
     /// The kinds a run draws from: `IMBRIDGE_CHAOS_FAULTS` (`all`, or names separated by commas),
@@ -202,7 +202,7 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
 /// `=A,B,C`; without either, the fixed CI set.
 enum ChaosSeeds {
     /// Seeds verified to pass on today's bridge with the default fault kinds (docs/reliability.md).
-    static let ci: [UInt64] = [1, 4, 6, 10]
+    static let ci: [UInt64] = [1, 3, 4, 6]
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [UInt64] {
         if let one = environment["IMBRIDGE_CHAOS_SEED"].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }) { return [one] }

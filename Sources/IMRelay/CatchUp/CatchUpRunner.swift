@@ -324,7 +324,12 @@ public actor CatchUpRunner {
                     let key = CatchUpGate.Key(backend: backend, conversation: conversation)
                     guard covered(key) else { continue }
                     found.append(key)
-                    if records[key] == nil { records[key] = Record(viewer: user) }
+                    // Known from the store (the intake may have positioned it) or new: never a blank record
+                    // over a stored one, which the next save would write back without its position.
+                    if records[key] == nil, var record = try? storedRecord(key) {
+                        if record.viewer == nil { record.viewer = user }
+                        records[key] = record
+                    }
                 }
             } catch let error as IMError where error.code == .unsupported {
                 return found
