@@ -44,8 +44,8 @@ final class FailingHistorySource: CatchUpSource {
         let engine: RelayEngine
         let runner: CatchUpRunner
 
-        init(maxMessages: Int = 1000, gapSignal: CatchUpGapSignal = .sequence) throws {
-            try self.init(h: RelayHarness(), source: FailingHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()),
+        init(maxMessages: Int = 1000, gapSignal: CatchUpGapSignal = .sequence, routes: [Route]? = nil) throws {
+            try self.init(h: RelayHarness(routes: routes), source: FailingHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()),
                                                                          gapSignal: gapSignal),
                           maxMessages: maxMessages)
         }
@@ -173,6 +173,28 @@ final class FailingHistorySource: CatchUpSource {
         let arrived = try await eventually(20) { try await rig.relayed().count >= 5 }
         let got = try await rig.relayed()
         #expect(arrived && got == expected, "got \(got)")
+        await rig.stop()
+    }
+}
+
+extension CatchUpRecoveryTests {
+    /// A conversation a route names is read at start while its history is still empty: that read learns
+    /// no position and stores none, so the intake gives the conversation its first checkpoint at its first
+    /// message (a stored checkpoint without a position made the next start read only the newest messages).
+    @Test func anEmptyReadLeavesTheFirstCheckpointToTheIntake() async throws {
+        let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:g"), to: try RouteEndpoint(parsing: "rc:group:g"))]
+        let rig = try Rig(gapSignal: .none, routes: routes)
+        try await rig.start()
+        #expect(await eventually { rig.source.reads.withLock { $0 } >= 1 }, "the start-up pass read the named conversation")
+        try await Task.sleep(nanoseconds: 200_000_000)
+        _ = try await rig.send(["n1"], delivered: true)
+        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+        let cursor = { () throws -> String? in
+            guard let value = try rig.h.store.read({ try $0.checkpoint("catchup/wk/group:g") }) else { return nil }
+            return try JSONValue.parse(Data(value.utf8))["cursor"]?.stringValue
+        }
+        let positioned = try await eventually(5) { try cursor() != nil }
+        #expect(positioned, "the conversation's checkpoint has a position: \(String(describing: try? rig.h.store.read { try $0.checkpoint("catchup/wk/group:g") }))")
         await rig.stop()
     }
 }

@@ -216,10 +216,21 @@ public actor CatchUpRunner {
     public var failingConversations: Int { retries.count }
 
     /// Held live messages, recorded after the read (the ledger drops those the read already took).
+    /// A conversation without a position yet gets its first checkpoint at the first of them, as the
+    /// intake would have given it.
     private func recordHeld(_ held: [IMEvent]) async throws {
         guard !held.isEmpty else { return }
-        try await engine.ingestGrouped(held)
+        var first: [CatchUpGate.Key: Message] = [:]
+        for event in held {
+            guard case .message(let message) = event.kind else { continue }
+            let key = CatchUpGate.Key(backend: event.backend, conversation: message.conversation)
+            if first[key] == nil, records[key]?.cursor == nil { first[key] = message }
+        }
+        let sources = self.sources
+        let checkpoints = Self.firstCheckpoints(first, routes: routes) { key, message in try? sources[key.backend]?.cursor(for: message) }
+        try await engine.ingestGrouped(held, firstCheckpoints: checkpoints)
         gate.recorded(held)
+        gate.markKnown(first.keys)
     }
 
     struct Outcome {
@@ -276,7 +287,10 @@ public actor CatchUpRunner {
         if record.viewer == nil, let sender = fresh.last(where: { !routes.isBridgeIdentity($0.sender, on: key.backend) })?.sender {
             record.viewer = sender.rawValue
         }
-        if record != records[key] || records[key] == nil { try await save([key: record]) }
+        // A read that found nothing gives no position: storing a checkpoint without one would keep the
+        // intake from writing the conversation's first checkpoint (at its first recorded message), and the
+        // next start would read only the newest messages.
+        if record.cursor != nil, record != records[key] || records[key] == nil { try await save([key: record]) }
         if let last = messages.last { gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil) }
     }
 
