@@ -34,7 +34,7 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
 
     /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Seeds run and findings"):
     /// none since the one delivery path; `flood` stays out of the default set because it doubles a seed's
-    /// time (and its seed 7 is an open finding). `IMBRIDGE_CHAOS_FAULTS=all` puts it back.
+    /// time. `IMBRIDGE_CHAOS_FAULTS=all` puts it back.
     static let knownFailing: Set<FaultKind> = []
     static let defaultSet = Set(allCases).subtracting(knownFailing).subtracting([.flood])
 
