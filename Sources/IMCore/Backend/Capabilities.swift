@@ -62,7 +62,7 @@ public enum LengthUnit: String, Hashable, Sendable, Codable {
 }
 
 /// What a backend can do, as a value. Presets for the four vendors carry the figures of the vendor
-/// docs (`shared/vendors/*.md`); an adapter may adjust them from its configuration (a NIM console can
+/// docs (docs/adapters/<vendor>.md, with their public sources); an adapter may adjust them from its configuration (a NIM console can
 /// raise the recall window, for instance).
 public struct Capabilities: Hashable, Sendable, Codable {
     public var vendor: String

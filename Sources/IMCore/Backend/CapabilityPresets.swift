@@ -1,4 +1,4 @@
-/// The four vendors' capabilities, with figures from `shared/vendors/*.md`.
+/// The four vendors' capabilities, with figures from docs/adapters/<vendor>.md (each with its public source).
 ///
 /// Where the vendors differ, the rule chosen is written next to the figure.
 extension Capabilities {

@@ -8,7 +8,7 @@ public struct HistoryCursor: Hashable, Sendable, Codable, CustomStringConvertibl
     public var description: String { rawValue }
 }
 
-/// Where a history page starts, after seed 000's `pullLastMessages` / `pullDown` / `pullUp` / `pullAround`:
+/// Where a history page starts (the anchors the vendors' client SDKs page by: newest, oldest, before, after, around):
 /// - `latest`: the newest `limit` messages;
 /// - `oldest`: the first `limit` messages (what migration reads first);
 /// - `before(c)`: the `limit` messages just older than `c`, excluding `c` (pull down: from 100 with
