@@ -114,7 +114,7 @@ public final class BridgeListener: Sendable {
 
         /// Readiness: 200 `{"status":"ready"}` when a write to the store commits and no backend has been
         /// failing for `readiness.backendFailingMs`; otherwise 503 with `status: "not_ready"` and every
-        /// reason (`store_unwritable`, `backend_failing`) and the backends concerned. Like `/healthz` it
+        /// reason (`store_unwritable`, `store_stuck` — no answer within 0.9 s —, `backend_failing`) and the backends concerned. Like `/healthz` it
         /// names error classes, never a store's or vendor's message.
         func ready() async -> HTTPResponseData {
             struct Body: Encodable {
@@ -131,12 +131,11 @@ public final class BridgeListener: Sendable {
             }
             var reasons: [String] = []
             let now = engine.clock.nowMs()
-            do {
-                // A real write, through the same writer the relay uses: a read-only file, a full disk or a
-                // PostgreSQL that refuses writes (failover in progress, read-only replica) all fail here.
-                try await engine.store.groupedTransaction { try $0.setCheckpoint("imbridge.readiness_probe", String(now), at: now) }
-            } catch {
-                reasons.append("store_unwritable")
+            // A real write, answered within a second even when the store is stuck (`RelayEngine.probeStore`).
+            switch await engine.probeStore() {
+            case .writable: break
+            case .unwritable: reasons.append("store_unwritable")
+            case .stuck: reasons.append("store_stuck")
             }
             let down = engine.health.down(at: now, thresholdMs: readiness.backendFailingMs)
             if !down.isEmpty { reasons.append("backend_failing") }

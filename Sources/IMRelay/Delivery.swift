@@ -56,9 +56,11 @@ public final class Delivery: Sendable {
 
     /// Sends `outgoing` to `conversation` on the target. `earlierAttemptAt`: when an earlier attempt may
     /// have got through (nil on a first attempt), the copy it left is returned instead of a new send.
-    /// `media: .rehost` moves the attachments from `source` to the target first.
+    /// `media: .rehost` moves the attachments from `source` to the target first. `beforeWrite` runs right
+    /// before the message is written (the relay's lease check); it throws to write nothing.
     public func send(_ outgoing: OutgoingMessage, in conversation: ConversationRef, earlierAttemptAt: Int64?,
-                     media: Route.Media = .link, source: (any IMBackend)? = nil) async throws -> Message {
+                     media: Route.Media = .link, source: (any IMBackend)? = nil,
+                     beforeWrite: @Sendable () throws -> Void = {}) async throws -> Message {
         if let earlierAttemptAt, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: earlierAttemptAt) {
             return existing
         }
@@ -67,6 +69,7 @@ public final class Delivery: Sendable {
             outgoing.content = try await rehoster.rehost(outgoing.content, from: source, to: target)
         }
         try await provision(outgoing.sender)
+        try beforeWrite()
         return try await target.send(outgoing)
     }
 

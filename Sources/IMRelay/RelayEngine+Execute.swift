@@ -2,8 +2,10 @@ import IMCore
 import IMStore
 
 extension RelayEngine {
-    /// Performs one action on the target; returns the created message for a `send`.
-    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry) async throws -> Message? {
+    /// Performs one action on the target; returns the created message for a `send`. `mayWrite` is asked
+    /// right before a send's write (after its lookups, provisioning and media), and throws when the lane's
+    /// lease may have lapsed meanwhile.
+    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @Sendable () throws -> Void = {}) async throws -> Message? {
         guard let backend = backends[entry.lane.backend], let delivery = deliveries[entry.lane.backend] else {
             throw IMError(.notFound, "backend \(entry.lane.backend) is not configured", isRetryable: false)
         }
@@ -37,7 +39,7 @@ extension RelayEngine {
             outgoing.clientMessageID = clientID
             outgoing.reply = try replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
             return try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, media: payload.route.media,
-                                           source: backends[entry.sourceBackend])
+                                           source: backends[entry.sourceBackend], beforeWrite: mayWrite)
         case .notice(var outgoing, let replyTo):
             outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.reply = try replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
@@ -47,7 +49,7 @@ extension RelayEngine {
                 // native change would, so it never precedes the message; after the wait it goes unquoted.
                 _ = try mapped(replyTo, entry: entry)
             }
-            _ = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt)
+            _ = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, beforeWrite: mayWrite)
             return nil
         case .edit(let source, let by, let content):
             try await delivery.edit(try mapped(source, entry: entry), in: conversation, by: by, content: content)

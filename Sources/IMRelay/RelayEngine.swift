@@ -70,6 +70,10 @@ public actor RelayEngine {
     /// Whether this engine holds the leader lease (kept by `leaseLoop`).
     public nonisolated let leadership: Leadership
     private var leaseKeeper: Task<Void, Never>?
+    /// This engine's leases as confirmed on its monotonic clock: asked before every vendor call.
+    nonisolated let heldLeases: HeldLeases
+    /// The readiness probe in flight (`probeStore`), if any.
+    nonisolated let storeProbe = ProbeSlot()
     /// Lanes whose lease another instance held when we last tried, until when not to try again on
     /// ingest's wake-ups alone (a scan, which leaves leased lanes out, starts them when they are free).
     private var heldElsewhere: [LaneKey: Int64] = [:]
@@ -86,6 +90,7 @@ public actor RelayEngine {
         self.store = store
         self.lease = lease
         self.leadership = leadership
+        self.heldLeases = HeldLeases(ttlMs: lease.ttlMs)
         self.customFallbacks = customFallbacks
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.deliveries = self.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }
@@ -321,10 +326,15 @@ public actor RelayEngine {
         while !Task.isCancelled {
             let now = clock.nowMs()
             do {
-                let leader = try await store.groupedTransaction { tx in
-                    try tx.renewLeases(owner: owner, until: now + ttl)
-                    return sole ? try tx.acquireLease(LeaseSettings.leaderLease, owner: owner, until: now + ttl, now: now) : false
+                // On a session of its own (`StoreSideSession.leases`): renewals never queue behind the
+                // relay's writes, which a lock held by a frozen instance may keep waiting.
+                let asked = ContinuousClock.now
+                let (renewed, leader) = try await store.sideTransaction(.leases) { tx in
+                    let renewed = try tx.renewLeases(owner: owner, ttlMs: ttl, now: now)
+                    let leader = sole ? try tx.takeLease(LeaseSettings.leaderLease, owner: owner, ttlMs: ttl, now: now) != nil : false
+                    return (renewed, leader)
                 }
+                heldLeases.renewed(renewed, askedAt: asked)
                 leadership.set(leader)
                 lastRenewal = now
             } catch {
@@ -336,7 +346,7 @@ public actor RelayEngine {
 
     /// The first claim of a lane run: take (or renew) the lane's lease and claim its head together.
     enum FirstClaim: Sendable {
-        case claimed(OutboxEntry)
+        case claimed(OutboxEntry, LeaseFence)
         case empty
         case refused
     }
@@ -348,6 +358,9 @@ public actor RelayEngine {
     enum LaneStep: Sendable {
         case next(OutboxEntry?)
         case wait
+        /// The lane's lease lapsed or was taken over: this engine stops working the lane at once, writing
+        /// nothing more for it (`HeldLeases`, `StoreTransaction.LeaseLost`).
+        case fenced
     }
 
     /// Runs a lane's due entries in order. Each entry is claimed before its call leaves the process: the
@@ -355,20 +368,22 @@ public actor RelayEngine {
     /// predecessor (one write per relayed message instead of two).
     private nonisolated func runLane(_ lane: LaneKey) async {
         var claimed: OutboxEntry?
+        var fence: LeaseFence?
         var refused = false, failed = false
         let (owner, ttl) = (lease.owner, lease.ttlMs)
         lanes: while await !isStopping {
             let entry: OutboxEntry
-            if let next = claimed {
+            if let next = claimed, fence != nil {
                 entry = next
                 claimed = nil
             } else {
                 let now = clock.nowMs()
                 let outcome: FirstClaim
+                let asked = ContinuousClock.now
                 do {
                     outcome = try await store.groupedTransaction { tx -> FirstClaim in
-                        guard try tx.acquireLease(lane.leaseName, owner: owner, until: now + ttl, now: now) else { return .refused }
-                        if let head = try tx.claimHead(of: lane, dueBy: now) { return .claimed(head) }
+                        guard let fence = try tx.takeLease(lane.leaseName, owner: owner, ttlMs: ttl, now: now) else { return .refused }
+                        if let head = try tx.claimHead(of: lane, dueBy: now) { return .claimed(head, fence) }
                         try tx.releaseLease(lane.leaseName, owner: owner)
                         return .empty
                     }
@@ -378,18 +393,29 @@ public actor RelayEngine {
                     break lanes
                 }
                 switch outcome {
-                case .claimed(let head): entry = head
+                case .claimed(let head, let taken):
+                    heldLeases.took(taken, askedAt: asked)
+                    fence = taken
+                    entry = head
                 case .empty: break lanes
                 case .refused:
                     refused = true
                     break lanes
                 }
             }
-            switch await process(entry) {
+            switch await process(entry, fence: fence!) {
             case .next(let next): claimed = next
             case .wait: break lanes
+            case .fenced:
+                refused = true
+                claimed = nil
+                metrics.increment("imbridge_lanes_fenced_total", ["target": lane.backend.rawValue])
+                logger.warning("lane lease lapsed or taken over: this instance stops working the lane (another one goes on)",
+                               metadata: ["lane": "\(lane)", "backend": "\(lane.backend)"])
+                break lanes
             }
         }
+        heldLeases.released(lane.leaseName)
         // A lane cut off by a drain deadline gives its lease up too (another instance may take it at once),
         // and so does one that stops holding an entry it claimed but did not start (the stop came between
         // the claim and the call): a guest engine (`start(lanes:)`) stopping while the bridge goes on must
@@ -402,7 +428,7 @@ public actor RelayEngine {
 
     /// A change that refers to a message not relayed yet goes back to the end of its lane (after the
     /// message, if that is queued behind it), with a growing pause; after `maxRequeues` it is a dead letter.
-    private nonisolated func requeueOrBury(_ entry: OutboxEntry, _ error: IMError) async -> LaneStep {
+    private nonisolated func requeueOrBury(_ entry: OutboxEntry, _ error: IMError, fence: LeaseFence) async -> LaneStep {
         let now = clock.nowMs()
         do {
             var payload = try OutboxPayload.decode(entry.payload)
@@ -411,16 +437,18 @@ public actor RelayEngine {
             payload.requeues = count
             let encoded = try payload.encoded()
             try await store.groupedTransaction { tx in
+                guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
                 try tx.complete(entry.id, at: now)
                 let id = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: entry.sourceEventID,
                                         kind: entry.kind, payload: encoded, at: now)
                 try tx.reschedule(id, at: now + min(2000, 50 * Int64(count)), error: "waiting for the message it refers to")
             }
             metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
+        } catch is StoreTransaction.LeaseLost {
+            return .fenced
         } catch {
             let reason = "\(error)"
-            _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: now) }
-            metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
+            guard await bury(entry, reason: reason, at: now, fence: fence) else { return .fenced }
             logDeadLetter(entry, reason: "the message it refers to never arrived: \(reason)")
         }
         return .next(nil)
@@ -431,37 +459,56 @@ public actor RelayEngine {
     /// tried again (backing off up to 2 s) until it holds. Nil when the engine stops first: the entry stays
     /// claimed with its attempt counted, so whoever runs it next looks for the copy this attempt left
     /// instead of sending a second one.
-    private nonisolated func record(_ entry: OutboxEntry, payload: OutboxPayload, created: Message?) async -> (OutboxEntry?, Int64)? {
+    private nonisolated func record(_ entry: OutboxEntry, payload: OutboxPayload, created: Message?, fence: LeaseFence) async -> RecordOutcome {
         var pauseMs: UInt64 = 50
         while true {
             let now = clock.nowMs()
             let claimNext = await !isStopping
-            let owner = lease.owner
             do {
                 var mapping: StoreTransaction.Mapping?
                 if let created, case .send(_, let source, _) = payload.action {
                     mapping = .init(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
                                     target: (entry.lane.backend, created.id, created.conversation))
                 }
-                // Fenced: when our lease lapsed (another instance may work the lane now), claim nothing.
+                // Fenced: when another instance took the lane over, nothing is written (it runs the entry,
+                // finding this attempt's copy where the target can look it up); when our lease merely
+                // expired, nothing more is claimed.
                 let commit = { [store, mapping] in
                     try await store.groupedTransaction { tx -> OutboxEntry? in
-                        try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: owner)
+                        try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
                     }
                 }
                 // A lane cut off by the drain deadline after the target accepted still records it (the
                 // store refuses a cancelled task's transaction, so the commit runs in a task of its own):
                 // otherwise the next start would send again where the vendor has no earlier-copy search.
                 let next = Task.isCancelled ? try await Task { try await commit() }.value : try await commit()
-                return (next, now)
+                return .recorded(next, at: now)
+            } catch is StoreTransaction.LeaseLost {
+                return .fenced
             } catch {
                 metrics.increment("imbridge_store_errors_total", ["operation": "record"])
                 logStoreError("record", error, lane: entry.lane)
-                guard await !isStopping else { return nil }
+                guard await !isStopping else { return .stopped }
                 try? await Task.sleep(nanoseconds: pauseMs * 1_000_000)
                 pauseMs = min(pauseMs * 2, 2000)
             }
         }
+    }
+
+    enum RecordOutcome {
+        case recorded(OutboxEntry?, at: Int64)
+        /// The engine stopped before the commit held.
+        case stopped
+        /// Another instance holds the lane now: nothing was written.
+        case fenced
+    }
+
+    /// Moves the entry to the dead letters, fenced; false when the lane's lease was taken over (nothing written).
+    private nonisolated func bury(_ entry: OutboxEntry, reason: String, at now: Int64, fence: LeaseFence) async -> Bool {
+        let buried = (try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: now, fence: fence) }) ?? true
+        guard buried else { return false }
+        metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
+        return true
     }
 
     /// How many times a change may wait for its message (≈ 2 minutes in all with the pauses above).
@@ -469,12 +516,23 @@ public actor RelayEngine {
 
     /// Runs one (claimed) entry and records the outcome, claiming the lane's next due entry in the same
     /// transaction when the engine is not stopping; `.wait` when the lane must wait (retry scheduled).
-    private nonisolated func process(_ entry: OutboxEntry) async -> LaneStep {
+    private nonisolated func process(_ entry: OutboxEntry, fence: LeaseFence) async -> LaneStep {
         let target = entry.lane.backend.rawValue
         do {
             let payload = try payloads.take(entry.id, bytes: entry.payload)
-            let created = try await execute(payload, entry: entry)
-            guard let (next, now) = await record(entry, payload: payload, created: created) else { return .wait }
+            // No vendor call starts unless the lane's lease is provably still ours when it leaves
+            // (`HeldLeases`): asked here and again right before a send's write, after its lookups.
+            let mayWrite: @Sendable () throws -> Void = { [heldLeases] in
+                guard heldLeases.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
+            }
+            try mayWrite()
+            let created = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            let (next, now): (OutboxEntry?, Int64)
+            switch await record(entry, payload: payload, created: created, fence: fence) {
+            case .recorded(let claimed, let at): (next, now) = (claimed, at)
+            case .stopped: return .wait
+            case .fenced: return .fenced
+            }
             health.succeeded(entry.lane.backend, at: now)
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
@@ -483,25 +541,26 @@ public actor RelayEngine {
             // Cut off by a drain deadline: the call was abandoned, not answered. The entry stays claimed
             // in the outbox; the next start runs it again (looking for the copy this attempt may have left).
             if Task.isCancelled { return .wait }
+            if error is LeaseLapsed { return .fenced }
             let failure = deliveries[entry.lane.backend]?.classify(error, attempt: max(0, entry.attempts)) ?? .permanent
             switch failure {
             case .waitForMessage:
-                return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"))
+                return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
             case .retry where retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
                 let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age_minutes): \(error)")
-                _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
-                metrics.increment("imbridge_dead_letters_total", ["target": target])
+                guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
                 metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
                 logDeadLetter(entry, reason: reason)
                 return .next(nil)
             case .retry(let delay):
-                let (at, reason, owner) = (clock.nowMs() + delay, "\(error)", lease.owner)
-                let rescheduled = (try? await store.groupedTransaction { tx -> Bool in
-                    try tx.reschedule(entry.id, at: at, error: reason)
-                    try tx.releaseLease(entry.lane.leaseName, owner: owner)
+                let (at, reason) = (clock.nowMs() + delay, "\(error)")
+                let rescheduled = try? await store.groupedTransaction { tx -> Bool in
+                    guard try tx.reschedule(entry.id, at: at, error: reason, fence: fence) else { return false }
+                    try tx.releaseLease(fence.name, owner: fence.owner)
                     return true
-                }) ?? false
-                if !rescheduled {
+                }
+                if rescheduled == false { return .fenced }
+                if rescheduled == nil {
                     // The store did not take the pause (it is down or full): the entry is still due now, and
                     // the lane would run it again the moment the store is back — sooner than the pause says,
                     // and after a timed-out send sooner than a late copy can show (a double). The lane task
@@ -521,8 +580,7 @@ public actor RelayEngine {
                 return .wait
             case .permanent:
                 let (at, reason) = (clock.nowMs(), "\(error)")
-                _ = try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: at) }
-                metrics.increment("imbridge_dead_letters_total", ["target": target])
+                guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
                 logDeadLetter(entry, reason: reason)
                 return .next(nil)
             }
@@ -531,6 +589,53 @@ public actor RelayEngine {
 }
 
 extension RelayEngine {
+    /// What the readiness probe found (`probeStore`).
+    public enum StoreProbe: Sendable, Equatable {
+        case writable
+        /// The write failed (read-only file, full disk, server refusing writes or unreachable).
+        case unwritable
+        /// No answer within the deadline (a lock held by a frozen instance, a server that stopped answering).
+        case stuck
+    }
+
+    /// A real write to the store — a lease row of this instance's own taken and given back, so no other
+    /// instance's lock can hold it — on the probe's own session (`StoreSideSession.probe`), answered
+    /// within `withinMs` whatever the store does: a probe still running from an earlier call is waited
+    /// for, not repeated, so a stuck store never piles probes up.
+    public nonisolated func probeStore(withinMs: Int64 = 900) async -> StoreProbe {
+        let probe = storeProbe.running.withLock { running -> Task<Bool, Never> in
+            if let running { return running }
+            let (store, owner, now, slot) = (store, lease.owner, clock.nowMs(), storeProbe)
+            let started = Task<Bool, Never> {
+                let name = "probe:\(owner)"
+                let wrote = (try? await store.sideTransaction(.probe) { tx -> Bool in
+                    let taken = try tx.takeLease(name, owner: owner, ttlMs: 60_000, now: now) != nil
+                    try tx.releaseLease(name, owner: owner)
+                    return taken
+                }) ?? false
+                slot.running.withLock { $0 = nil }
+                return wrote
+            }
+            running = started
+            return started
+        }
+        return await withTaskGroup(of: StoreProbe.self) { group in
+            group.addTask { await probe.value ? .writable : .unwritable }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: UInt64(max(1, withinMs)) * 1_000_000)
+                return .stuck
+            }
+            let first = await group.next() ?? .stuck
+            group.cancelAll()
+            return first
+        }
+    }
+
+    /// The readiness probe in flight.
+    final class ProbeSlot: Sendable {
+        let running = Mutex<Task<Bool, Never>?>(nil)
+    }
+
     /// What every line about an outbox entry carries.
     nonisolated func laneMetadata(_ entry: OutboxEntry) -> Logger.Metadata {
         ["backend": "\(entry.lane.backend)", "lane": "\(entry.lane)", "route": "\(entry.sourceBackend)->\(entry.lane.backend)",

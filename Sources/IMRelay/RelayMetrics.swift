@@ -48,6 +48,8 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_relayed_total", kind: .counter, help: "Outbox entries carried out on their target, by target backend and action."),
         Family(name: "imbridge_retries_total", kind: .counter, help: "Retryable failures on a target; the entry waits and is tried again."),
         Family(name: "imbridge_requeued_total", kind: .counter, help: "Changes put back in their lane to wait for the message they refer to."),
+        Family(name: "imbridge_lanes_fenced_total", kind: .counter,
+               help: "Lanes this instance stopped working because their lease lapsed or another instance took it over."),
         Family(name: "imbridge_dead_letters_total", kind: .counter, help: "Outbox entries given up on (permanent failure or retry budget used up), by target backend."),
         Family(name: "imbridge_retry_budget_exhausted_total", kind: .counter,
                help: "Dead letters because retrying used up retry.max_age_minutes, by target backend."),
@@ -131,7 +133,7 @@ public final class RelayMetrics: Sendable {
         }
         for target in targets.map(\.rawValue) {
             for action in Self.actionKinds { increment("imbridge_relayed_total", ["target": target, "action": action], by: 0) }
-            for name in ["imbridge_retries_total", "imbridge_requeued_total", "imbridge_dead_letters_total", "imbridge_retry_budget_exhausted_total"] {
+            for name in ["imbridge_retries_total", "imbridge_requeued_total", "imbridge_lanes_fenced_total", "imbridge_dead_letters_total", "imbridge_retry_budget_exhausted_total"] {
                 increment(name, ["target": target], by: 0)
             }
         }

@@ -20,6 +20,7 @@ import IMCore
 public final class BridgeStore: Sendable {
     let driver: any StoreDriver
     let writer: GroupedWriter
+    let sideQueues = Dictionary(uniqueKeysWithValues: StoreSideSession.allCases.map { ($0, DispatchQueue(label: "imbridge.store.\($0.rawValue)")) })
     /// Where the store is, with any password removed (safe to print).
     public let location: String
     /// The SQLite file path, or the redacted PostgreSQL URL (`location`).
@@ -58,6 +59,17 @@ public final class BridgeStore: Sendable {
             return try await writer.write { try body(StoreTransaction($0)) }
         } catch {
             throw mapped(error)
+        }
+    }
+
+    /// Runs `body` in a write transaction of its own on the session kept for `side` (PostgreSQL: a
+    /// connection of its own; SQLite: the one writer), on a dispatch queue of its own — not behind the
+    /// grouped writer, so a relay stuck on a lock does not hold lease renewal or the readiness probe up.
+    public func sideTransaction<T: Sendable>(_ side: StoreSideSession, _ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            sideQueues[side]!.async { [self] in
+                continuation.resume(with: Result { try wrap { try driver.sideWrite(side) { try body(StoreTransaction($0)) } } })
+            }
         }
     }
 

@@ -20,22 +20,65 @@ final class PostgresDriver: StoreDriver {
     let pool: PostgresSessionPool
     let writerSession: PostgresSession
 
+    /// The sessions of `sideWrite`: lease renewal and the readiness probe, each on a connection of its
+    /// own, so that neither waits behind the grouped writer (which a lock held by a stranded transaction of
+    /// another instance may keep waiting up to `lock_timeout`), nor behind the other.
+    let sideSessions: [StoreSideSession: PostgresSession]
+
     init(_ location: StoreLocation) throws {
         self.location = location
         var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
                                                              password: location.password, database: location.database, tls: .disable)
         configuration.options.connectTimeout = .seconds(3)
-        if let schema = location.schema { configuration.options.additionalStartupParameters = [("search_path", schema)] }
-        pool = PostgresSessionPool(configuration: configuration, size: 4)
-        writerSession = PostgresSession(configuration: configuration)
+        let searchPath = location.schema.map { [("search_path", $0)] } ?? []
+        func settings(_ limits: SessionLimits) -> PostgresConnection.Configuration {
+            var configured = configuration
+            configured.options.additionalStartupParameters = searchPath + limits.startupParameters
+            return configured
+        }
+        pool = PostgresSessionPool(configuration: settings(.standard), size: 4)
+        writerSession = PostgresSession(configuration: settings(.standard))
+        sideSessions = [
+            .leases: PostgresSession(configuration: settings(.standard)),
+            .probe: PostgresSession(configuration: settings(.probe), answerTimeout: .milliseconds(SessionLimits.probe.statementMs + 200)),
+        ]
         do {
-            // A schema step may build an index over a large table: its own session, with a long deadline.
-            let migrator = PostgresSession(configuration: configuration, answerTimeout: .minutes(30))
+            // A schema step may build an index over a large table, or wait for another instance's
+            // migration: its own session, with a long deadline and no statement or lock limit.
+            let migrator = PostgresSession(configuration: settings(.migration), answerTimeout: .minutes(30))
             defer { migrator.close() }
             try PostgresSchema.migrate(migrator, schema: location.schema)
         } catch {
             throw IMError(.unavailable, "cannot open store \(location.redacted): \(Self.describe(error))", isRetryable: false)
         }
+    }
+
+    /// What each session asks the server for at connection time (docs/high-availability.md, "A frozen
+    /// instance"). A transaction left open by an instance that stopped (SIGSTOP, a VM paused, a debugger)
+    /// keeps its row locks until the server ends it: `idle_in_transaction_session_timeout` ends it after
+    /// 2 s, and no statement of ours waits for a lock longer than `lock_timeout` (it fails as unavailable
+    /// and is retried), so one frozen instance holds the others up for about 2 s, not for as long as it
+    /// stays frozen.
+    struct SessionLimits {
+        var lockMs: Int64
+        var statementMs: Int64
+        var idleInTransactionMs: Int64
+
+        static let standard = SessionLimits(lockMs: 2_000, statementMs: 15_000, idleInTransactionMs: 2_000)
+        /// The readiness probe answers within a second, stuck store or not.
+        static let probe = SessionLimits(lockMs: 500, statementMs: 700, idleInTransactionMs: 2_000)
+        static let migration = SessionLimits(lockMs: 0, statementMs: 0, idleInTransactionMs: 0)
+
+        var startupParameters: [(String, String)] {
+            [("application_name", "imbridge pid=\(ProcessInfo.processInfo.processIdentifier)"),
+             ("lock_timeout", "\(lockMs)"), ("statement_timeout", "\(statementMs)"),
+             ("idle_in_transaction_session_timeout", "\(idleInTransactionMs)")]
+        }
+    }
+
+    func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
+        let session = sideSessions[side]!
+        return try session.transaction { try body(PostgresOperations(session: session)) }
     }
 
     func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
@@ -89,6 +132,7 @@ final class PostgresDriver: StoreDriver {
     func close() {
         pool.closeAll()
         writerSession.close()
+        for session in sideSessions.values { session.close() }
     }
 
     /// A printable description of a store error (no password: connections errors do not carry it).

@@ -7,6 +7,10 @@ import PostgresNIO
 struct PostgresOperations: StoreOperations {
     let session: PostgresSession
 
+    /// The server's clock in milliseconds since 1970, read when the statement runs: what leases are
+    /// counted on (`StoreTransaction.takeLease`), the same for every instance, whatever their clocks say.
+    static let serverNow = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
+
     static let entryColumns = "id, lane, source_backend, source_event_id, kind, payload, state, attempts, next_attempt_at, last_error, created_at"
 
     func rows(_ sql: String, _ values: [PostgresValue] = []) throws -> [PostgresRow] {
@@ -94,7 +98,7 @@ struct PostgresOperations: StoreOperations {
         return try rows("""
             SELECT \(columns) FROM outbox o JOIN (\(Self.laneHeads)) h ON o.id = h.head
             LEFT JOIN leases l ON l.name = 'lane:' || o.lane
-            WHERE o.next_attempt_at <= $1 AND (l.name IS NULL OR l.owner = $2 OR l.expires_at <= $1)
+            WHERE o.next_attempt_at <= $1 AND (l.name IS NULL OR l.owner = $2 OR l.expires_at <= \(Self.serverNow))
             ORDER BY o.id LIMIT $3
             """, [.int(now), .text(leaseOwner), .int(Int64(limit))]).compactMap(Self.entry)
     }
@@ -131,7 +135,7 @@ struct PostgresOperations: StoreOperations {
         var values: [PostgresValue] = [.text(lane.description), .int(now)]
         var fence = ""
         if let leaseOwner {
-            fence = "AND EXISTS (SELECT 1 FROM leases WHERE name = $3 AND owner = $4 AND expires_at > $2)"
+            fence = "AND EXISTS (SELECT 1 FROM leases WHERE name = $3 AND owner = $4 AND expires_at > \(Self.serverNow))"
             values += [.text(lane.leaseName), .text(leaseOwner)]
         }
         return try rows("""
@@ -147,35 +151,62 @@ struct PostgresOperations: StoreOperations {
     }
 
     /// `StoreTransaction.finish` in one statement. The sub-statements of a WITH query all see the rows as
-    /// they were before it, so the next head is looked for among the entries other than `id`.
+    /// they were before it, so the next head is looked for among the entries other than `id`. Every
+    /// sub-statement is fenced by `f` (the tenure still holds the lease); `finished` tells whether it did.
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
-                leaseOwner: String) throws -> OutboxEntry? {
+                fence: LeaseFence) throws -> OutboxEntry? {
         let returning = Self.entryColumns.replacingOccurrences(of: "attempts,", with: "attempts - 1,")
         let map = mapping.map { _ in """
             m AS (
               INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
-              VALUES ($7, $8, $9, $10, $11, TRUE, $2), ($9, $10, $7, $8, $12, FALSE, $2)
+              SELECT * FROM (VALUES ($8, $9, $10, $11, $12, TRUE, $2::BIGINT), ($10, $11, $8, $9, $13, FALSE, $2::BIGINT)) v
+              WHERE EXISTS (SELECT 1 FROM f)
               ON CONFLICT (from_backend, from_message, to_backend) DO UPDATE SET to_message = EXCLUDED.to_message,
                   to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at
             ),
             """ } ?? ""
-        var values: [PostgresValue] = [.int(id), .int(now), .text(lane.description), .text(lane.leaseName), .text(leaseOwner), .bool(claimNext)]
+        var values: [PostgresValue] = [.int(id), .int(now), .text(lane.description), .text(lane.leaseName), .text(fence.owner), .bool(claimNext),
+                                       .int(fence.token)]
         if let mapping {
             values += [.text(mapping.source.0.rawValue), .text(mapping.source.1.rawValue), .text(mapping.target.0.rawValue),
                        .text(mapping.target.1.rawValue), .text(mapping.target.2.description), .text(mapping.source.2.description)]
         }
-        return try rows("""
-            WITH \(map)
-            d AS (UPDATE outbox SET state = 'done', finished_at = $2, payload = ''::bytea WHERE id = $1),
+        let rows = try rows("""
+            WITH f AS (SELECT 1 FROM leases WHERE name = $4 AND owner = $5 AND token = $7),
+            \(map)
+            d AS (UPDATE outbox SET state = 'done', finished_at = $2, payload = ''::bytea WHERE id = $1 AND EXISTS (SELECT 1 FROM f) RETURNING id),
             n AS (
               UPDATE outbox SET attempts = attempts + 1
-              WHERE $6 AND id = (SELECT id FROM outbox WHERE lane = $3 AND state = 'pending' AND id <> $1 ORDER BY id LIMIT 1)
-                AND next_attempt_at <= $2 AND EXISTS (SELECT 1 FROM leases WHERE name = $4 AND owner = $5 AND expires_at > $2)
+              WHERE $6 AND EXISTS (SELECT 1 FROM f)
+                AND id = (SELECT id FROM outbox WHERE lane = $3 AND state = 'pending' AND id <> $1 ORDER BY id LIMIT 1)
+                AND next_attempt_at <= $2 AND EXISTS (SELECT 1 FROM leases WHERE name = $4 AND owner = $5 AND expires_at > \(Self.serverNow))
               RETURNING \(returning)
             ),
-            r AS (DELETE FROM leases WHERE name = $4 AND owner = $5 AND NOT EXISTS (SELECT 1 FROM n))
-            SELECT * FROM n
-            """, values).first.flatMap(Self.entry)
+            r AS (DELETE FROM leases WHERE name = $4 AND owner = $5 AND token = $7 AND NOT EXISTS (SELECT 1 FROM n))
+            SELECT EXISTS (SELECT 1 FROM f) AS held, n.* FROM (VALUES (1)) AS one LEFT JOIN n ON TRUE
+            """, values)
+        guard let row = rows.first else { return nil }
+        let (held, nextID, laneText, source, event, kind, payload, stateText, attempts, next, lastError, created) =
+            try row.decode((Bool, Int64?, String?, String?, String?, String?, Data?, String?, Int64?, Int64?, String?, Int64?).self)
+        guard held else { throw StoreTransaction.LeaseLost(fence: fence) }
+        guard let nextID, let laneText, let nextLane = LaneKey(laneText), let source, let event, let kind, let stateText,
+              let state = OutboxEntry.State(rawValue: stateText), let attempts, let next, let created else { return nil }
+        return OutboxEntry(id: nextID, lane: nextLane, sourceBackend: BackendID(source), sourceEventID: EventID(event), kind: kind,
+                           payload: payload ?? Data(), state: state, attempts: Int(attempts), nextAttemptAt: next, lastError: lastError,
+                           createdAt: created)
+    }
+
+    /// `reschedule`/`markDead` fenced in the statement itself.
+    static let fenced = "AND EXISTS (SELECT 1 FROM leases WHERE name = $4 AND owner = $5 AND token = $6)"
+
+    func reschedule(_ id: Int64, at next: Int64, error: String, fence: LeaseFence) throws -> Bool {
+        try changed("UPDATE outbox SET next_attempt_at = $1, last_error = $2 WHERE id = $3 \(Self.fenced)",
+                    [.int(next), .text(error), .int(id), .text(fence.name), .text(fence.owner), .int(fence.token)]) == 1
+    }
+
+    func markDead(_ id: Int64, error: String, at now: Int64, fence: LeaseFence) throws -> Bool {
+        try changed("UPDATE outbox SET state = 'dead', last_error = $1, finished_at = $2 WHERE id = $3 \(Self.fenced)",
+                    [.text(error), .int(now), .int(id), .text(fence.name), .text(fence.owner), .int(fence.token)]) == 1
     }
 
     func reschedule(_ id: Int64, at next: Int64, error: String) throws {
@@ -357,16 +388,24 @@ struct PostgresOperations: StoreOperations {
 
     // MARK: leases
 
-    func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool {
-        try changed("""
-            INSERT INTO leases (name, owner, expires_at) VALUES ($1, $2, $3)
-            ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at
-            WHERE leases.owner = EXCLUDED.owner OR leases.expires_at <= $4
-            """, [.text(name), .text(owner), .int(expiresAt), .int(now)]) == 1
+    func takeLease(_ name: String, owner: String, ttlMs: Int64, now: Int64, token: Int64) throws -> Int64? {
+        try int("""
+            INSERT INTO leases (name, owner, expires_at, token) VALUES ($1, $2, \(Self.serverNow) + $3, $4)
+            ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at,
+                token = CASE WHEN leases.owner = EXCLUDED.owner THEN leases.token ELSE EXCLUDED.token END
+            WHERE leases.owner = EXCLUDED.owner OR leases.expires_at <= \(Self.serverNow)
+            RETURNING token
+            """, [.text(name), .text(owner), .int(ttlMs), .int(token)])
     }
 
-    func renewLeases(owner: String, until expiresAt: Int64) throws -> Int {
-        try changed("UPDATE leases SET expires_at = $1 WHERE owner = $2", [.int(expiresAt), .text(owner)])
+    func renewLeases(owner: String, ttlMs: Int64, now: Int64) throws -> [(name: String, token: Int64)] {
+        try rows("UPDATE leases SET expires_at = \(Self.serverNow) + $1 WHERE owner = $2 RETURNING name, token", [.int(ttlMs), .text(owner)])
+            .map { let (name, token) = try $0.decode((String, Int64).self); return (name: name, token: token) }
+    }
+
+    func holds(_ fence: LeaseFence) throws -> Bool {
+        try !rows("SELECT 1 FROM leases WHERE name = $1 AND owner = $2 AND token = $3",
+                  [.text(fence.name), .text(fence.owner), .int(fence.token)]).isEmpty
     }
 
     func releaseLease(_ name: String, owner: String) throws {
@@ -376,6 +415,6 @@ struct PostgresOperations: StoreOperations {
     func dropAllLeases() throws -> Int { try changed("DELETE FROM leases", []) }
 
     func leaseHolder(_ name: String, at now: Int64) throws -> String? {
-        try rows("SELECT owner FROM leases WHERE name = $1 AND expires_at > $2", [.text(name), .int(now)]).first.map { try $0.decode(String.self) }
+        try rows("SELECT owner FROM leases WHERE name = $1 AND expires_at > \(Self.serverNow)", [.text(name)]).first.map { try $0.decode(String.self) }
     }
 }

@@ -83,6 +83,7 @@ enum PostgresSchema {
             )
             """,
         ]),
+        ("v6-lease-tokens", ["ALTER TABLE leases ADD COLUMN token BIGINT NOT NULL DEFAULT 0"]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

@@ -44,6 +44,10 @@ final class SQLiteDriver: StoreDriver {
         try pool.write { db in try body(SQLiteOperations(db: db)) }
     }
 
+    func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
+        try write(body)
+    }
+
     func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
         try pool.read { db in try body(SQLiteOperations(db: db)) }
     }

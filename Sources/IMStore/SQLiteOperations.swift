@@ -307,18 +307,24 @@ struct SQLiteOperations: StoreOperations {
 
     // MARK: leases
 
-    func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool {
-        try db.cachedStatement(sql: """
-            INSERT INTO leases (name, owner, expires_at) VALUES (?, ?, ?)
-            ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at
+    func takeLease(_ name: String, owner: String, ttlMs: Int64, now: Int64, token: Int64) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: """
+            INSERT INTO leases (name, owner, expires_at, token) VALUES (?, ?, ?, ?)
+            ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
+                token = CASE WHEN leases.owner = excluded.owner THEN leases.token ELSE excluded.token END
             WHERE leases.owner = excluded.owner OR leases.expires_at <= ?
-            """).execute(arguments: [name, owner, expiresAt, now])
-        return db.changesCount == 1
+            RETURNING token
+            """), arguments: [name, owner, now + ttlMs, token, now])
     }
 
-    func renewLeases(owner: String, until expiresAt: Int64) throws -> Int {
-        try db.cachedStatement(sql: "UPDATE leases SET expires_at = ? WHERE owner = ?").execute(arguments: [expiresAt, owner])
-        return db.changesCount
+    func renewLeases(owner: String, ttlMs: Int64, now: Int64) throws -> [(name: String, token: Int64)] {
+        try Row.fetchAll(db.cachedStatement(sql: "UPDATE leases SET expires_at = ? WHERE owner = ? RETURNING name, token"),
+                         arguments: [now + ttlMs, owner]).map { (name: $0["name"], token: $0["token"]) }
+    }
+
+    func holds(_ fence: LeaseFence) throws -> Bool {
+        try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM leases WHERE name = ? AND owner = ? AND token = ?"),
+                          arguments: [fence.name, fence.owner, fence.token]) ?? false
     }
 
     func releaseLease(_ name: String, owner: String) throws {

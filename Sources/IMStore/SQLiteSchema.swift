@@ -95,6 +95,11 @@ enum SQLiteSchema {
                 );
                 """)
         }
+        // Fencing tokens (docs/high-availability.md, "Fenced deliveries"): each tenure of a lease carries a
+        // token that writes only its holder may make check.
+        migrator.registerMigration("v6-lease-tokens") { db in
+            try db.execute(sql: "ALTER TABLE leases ADD COLUMN token INTEGER NOT NULL DEFAULT 0")
+        }
         return migrator
     }
 }

@@ -14,6 +14,10 @@ protocol StoreDriver: Sendable {
     /// `GroupedJob.error` and leaves no change; the others commit. Throws when the transaction as a
     /// whole fails (nothing of it took effect). Called from the grouped writer's queue only.
     func writeBatch(_ jobs: [GroupedJob]) throws
+    /// Runs `body` in one write transaction on a session kept for `side` alone (PostgreSQL), so it never
+    /// queues behind the grouped writer; SQLite: like `write`. Called from `BridgeStore`'s queue for
+    /// `side` only (one caller at a time per side).
+    func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T
     /// The number of applied schema migrations.
     func schemaVersion() throws -> Int
     /// Whether `error` is the store's own failure (database unreachable, SQL error) rather than an error
@@ -33,4 +37,12 @@ final class GroupedJob: @unchecked Sendable {
     var error: (any Error)?
 
     init(run: @escaping (any StoreOperations) throws -> Void) { self.run = run }
+}
+
+/// The writes that must not wait behind the relay's own (`BridgeStore.sideTransaction`).
+public enum StoreSideSession: String, Sendable, CaseIterable {
+    /// Lease renewal: late, it would let a lease lapse under a busy or blocked writer.
+    case leases
+    /// The readiness probe: it must answer within a second.
+    case probe
 }

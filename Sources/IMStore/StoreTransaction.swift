@@ -19,6 +19,19 @@ public struct LaneKey: Hashable, Sendable, Codable, CustomStringConvertible {
     public var leaseName: String { "lane:\(description)" }
 }
 
+/// One tenure of a lease: `owner` holding `name` since it took it, told apart from its other tenures
+/// and from everyone else's by `token` (drawn at random when the lease changes owner). Writes that only
+/// the lease's holder may make check it (`StoreTransaction.holds`) — a fencing token.
+public struct LeaseFence: Sendable, Hashable, CustomStringConvertible {
+    public var name: String
+    public var owner: String
+    public var token: Int64
+    public init(name: String, owner: String, token: Int64) {
+        (self.name, self.owner, self.token) = (name, owner, token)
+    }
+    public var description: String { "\(name) held by \(owner)" }
+}
+
 /// One unit of outbound work.
 public struct OutboxEntry: Sendable, Hashable {
     public enum State: String, Sendable { case pending, done, dead }
@@ -114,13 +127,16 @@ protocol StoreOperations {
     func checkpoint(_ name: String) throws -> String?
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws
     func checkpoints(prefix: String) throws -> [(name: String, value: String)]
-    func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool
-    func renewLeases(owner: String, until expiresAt: Int64) throws -> Int
+    func takeLease(_ name: String, owner: String, ttlMs: Int64, now: Int64, token: Int64) throws -> Int64?
+    func renewLeases(owner: String, ttlMs: Int64, now: Int64) throws -> [(name: String, token: Int64)]
+    func holds(_ fence: LeaseFence) throws -> Bool
+    func reschedule(_ id: Int64, at next: Int64, error: String, fence: LeaseFence) throws -> Bool
+    func markDead(_ id: Int64, error: String, at now: Int64, fence: LeaseFence) throws -> Bool
     func releaseLease(_ name: String, owner: String) throws
     func leaseHolder(_ name: String, at now: Int64) throws -> String?
     func dropAllLeases() throws -> Int
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
-                leaseOwner: String) throws -> OutboxEntry?
+                fence: LeaseFence) throws -> OutboxEntry?
     func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord]
     func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]
 }
@@ -144,12 +160,25 @@ extension StoreOperations {
     /// `StoreTransaction.finish` as the separate operations it stands for (SQLite: each is a call into
     /// the library, no round trip to save).
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
-                leaseOwner: String) throws -> OutboxEntry? {
+                fence: LeaseFence) throws -> OutboxEntry? {
+        guard try holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
         if let mapping { try map(source: mapping.source, target: mapping.target, at: now) }
         try complete(id, at: now)
-        let next = claimNext ? try claimHead(of: lane, dueBy: now, leaseOwner: leaseOwner) : nil
-        if next == nil { try releaseLease(lane.leaseName, owner: leaseOwner) }
+        let next = claimNext ? try claimHead(of: lane, dueBy: now, leaseOwner: fence.owner) : nil
+        if next == nil { try releaseLease(lane.leaseName, owner: fence.owner) }
         return next
+    }
+
+    func reschedule(_ id: Int64, at next: Int64, error: String, fence: LeaseFence) throws -> Bool {
+        guard try holds(fence) else { return false }
+        try reschedule(id, at: next, error: error)
+        return true
+    }
+
+    func markDead(_ id: Int64, error: String, at now: Int64, fence: LeaseFence) throws -> Bool {
+        guard try holds(fence) else { return false }
+        try markDead(id, error: error, at: now)
+        return true
     }
 }
 
@@ -289,12 +318,30 @@ public struct StoreTransaction {
     }
 
     /// What a lane does after a carried-out entry, at once: records `mapping` (a send's id-map row),
-    /// completes entry `id`, and — when `claimNext` — claims the lane's next due head fenced by
-    /// `leaseOwner` (`claimHead`); when nothing is claimed, releases the lane's lease. The same as those
-    /// calls one after the other; on PostgreSQL one statement (one round trip instead of four).
+    /// completes entry `id`, and — when `claimNext` — claims the lane's next due head (`claimHead`, the
+    /// lease unexpired); when nothing is claimed, releases the lane's lease. All of it fenced: when the
+    /// tenure `fence` no longer holds the lane's lease (`holds`), nothing is written and `LeaseLost` is
+    /// thrown. On PostgreSQL one statement (one round trip instead of five).
     public func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: Mapping?, claimNext: Bool,
-                       leaseOwner: String) throws -> OutboxEntry? {
-        try ops.finish(id, lane: lane, at: now, mapping: mapping, claimNext: claimNext, leaseOwner: leaseOwner)
+                       fence: LeaseFence) throws -> OutboxEntry? {
+        try ops.finish(id, lane: lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
+    }
+
+    /// A fenced write found that its tenure no longer holds the lease (another owner took it over).
+    public struct LeaseLost: Error, CustomStringConvertible {
+        public var fence: LeaseFence
+        public init(fence: LeaseFence) { self.fence = fence }
+        public var description: String { "the lease \(fence.name) was taken over: this instance no longer works it" }
+    }
+
+    /// `reschedule`, only while `fence` holds its lease (`holds`); false (nothing written) otherwise.
+    public func reschedule(_ id: Int64, at next: Int64, error: String, fence: LeaseFence) throws -> Bool {
+        try ops.reschedule(id, at: next, error: error, fence: fence)
+    }
+
+    /// `markDead`, only while `fence` holds its lease (`holds`); false (nothing written) otherwise.
+    public func markDead(_ id: Int64, error: String, at now: Int64, fence: LeaseFence) throws -> Bool {
+        try ops.markDead(id, error: error, at: now, fence: fence)
     }
 
     public func reschedule(_ id: Int64, at next: Int64, error: String) throws { try ops.reschedule(id, at: next, error: error) }
@@ -400,20 +447,37 @@ public struct StoreTransaction {
 
     // MARK: leases (docs/high-availability.md)
 
-    /// Takes the lease `name` for `owner` until `expiresAt` when it is free, expired at `now`, or already
-    /// `owner`'s (then it is renewed); false when another owner holds it unexpired.
-    public func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool {
-        try ops.acquireLease(name, owner: owner, until: expiresAt, now: now)
+    /// Takes the lease `name` for `owner` for `ttlMs` when it is free, expired, or already `owner`'s (then
+    /// it is renewed); nil when another owner holds it unexpired. Expiry is counted on the store's clock:
+    /// PostgreSQL's own (`clock_timestamp()`, the same for every instance, and read when the statement
+    /// runs, not when the caller decided to run it); SQLite, which one machine uses, the caller's `now`.
+    /// The returned fence names this tenure: its token is drawn anew whenever the lease changes owner,
+    /// and kept while the same owner renews or re-takes it.
+    public func takeLease(_ name: String, owner: String, ttlMs: Int64, now: Int64) throws -> LeaseFence? {
+        try ops.takeLease(name, owner: owner, ttlMs: ttlMs, now: now, token: Int64.random(in: 1...Int64.max))
+            .map { LeaseFence(name: name, owner: owner, token: $0) }
     }
 
-    /// Moves the expiry of every lease `owner` holds to `expiresAt`; returns how many.
+    /// `takeLease` for `until - now`; true when taken.
+    public func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool {
+        try takeLease(name, owner: owner, ttlMs: expiresAt - now, now: now) != nil
+    }
+
+    /// Extends every lease `owner` holds to `ttlMs` from now (the store's clock, see `takeLease`); returns
+    /// the leases renewed — a lease another owner took over meanwhile is not among them.
     @discardableResult
-    public func renewLeases(owner: String, until expiresAt: Int64) throws -> Int { try ops.renewLeases(owner: owner, until: expiresAt) }
+    public func renewLeases(owner: String, ttlMs: Int64, now: Int64) throws -> [LeaseFence] {
+        try ops.renewLeases(owner: owner, ttlMs: ttlMs, now: now).map { LeaseFence(name: $0.name, owner: owner, token: $0.token) }
+    }
+
+    /// Whether the tenure `fence` names still holds its lease: same owner, same token — nobody took the
+    /// lease over since, so nobody else can have worked what it guards (even if it expired meanwhile).
+    public func holds(_ fence: LeaseFence) throws -> Bool { try ops.holds(fence) }
 
     /// Gives the lease up (nothing happens when `owner` does not hold it).
     public func releaseLease(_ name: String, owner: String) throws { try ops.releaseLease(name, owner: owner) }
 
-    /// Who holds the lease unexpired at `now` (nil: free).
+    /// Who holds the lease unexpired at `now` (nil: free); on PostgreSQL at the server's clock.
     public func leaseHolder(_ name: String, at now: Int64) throws -> String? { try ops.leaseHolder(name, at: now) }
 
     /// Forgets every lease (whoever holds it); returns how many. Only for a store that one instance uses

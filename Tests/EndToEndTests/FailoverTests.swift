@@ -212,22 +212,25 @@ struct InstancePair {
     let configs: [String]
     let ports: [Int]
 
-    static func start(_ label: String, routes: String) async throws -> InstancePair {
+    let store: String
+
+    static func start(_ label: String, routes: String, ha: String = "",
+                      members: [BridgeLab.Member] = [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]),
+                                                     BridgeLab.Member("wk", "wukong")]) async throws -> InstancePair {
         let store = try TestPostgres.freshURL(label)
         let ports = [try await freePort(), try await freePort()]
         let forwarder = RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" })
         try await forwarder.start()
-        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
-                                      callbackBase: forwarder.baseURL)
+        let lab = try await BridgeLab(members: members, callbackBase: forwarder.baseURL)
         var (configs, bridges): ([String], [BridgeProcess]) = ([], [])
         for (index, port) in ports.enumerated() {
             let path = "\(lab.directory)/bridge-\(index).yaml"
             try (lab.configYAML(store: "\"\(store)\"", listen: "127.0.0.1:\(port)", routes: routes)
-                 + "ha:\n  instance: \(label)\(index)\n").write(toFile: path, atomically: true, encoding: .utf8)
+                 + "ha:\n  instance: \(label)\(index)\n" + ha).write(toFile: path, atomically: true, encoding: .utf8)
             configs.append(path)
             bridges.append(try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge-\(index).log"))
         }
-        return InstancePair(lab: lab, forwarder: forwarder, bridges: bridges, configs: configs, ports: ports)
+        return InstancePair(lab: lab, forwarder: forwarder, bridges: bridges, configs: configs, ports: ports, store: store)
     }
 
     /// Both instances answer `/healthz` (bounded wait).

@@ -15,7 +15,7 @@ import Testing
         let reopened = try BridgeStore(path: path)
         #expect(try !reopened.transaction { try $0.recordEvent("wk", "msg:1", kind: "message", at: 3) })
         #expect(try reopened.read { try $0.ledgerCount() } == 2)
-        #expect(try reopened.schemaVersion() == 5)
+        #expect(try reopened.schemaVersion() == 6)
     }
 
     /// `finish` is `map` + `complete` + fenced `claimHead` + `releaseLease` at once (one statement on
@@ -27,31 +27,37 @@ import Testing
         let ids = try store.transaction { tx in
             try (0..<3).map { try tx.enqueue(lane: a, sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
         }
+        let real = Int64(Date().timeIntervalSince1970 * 1000)
+        var fence: LeaseFence?
         let first = try #require(try store.transaction { tx -> OutboxEntry? in
-            #expect(try tx.acquireLease(a.leaseName, owner: "me", until: 1000, now: 1))
+            fence = try tx.takeLease(a.leaseName, owner: "me", ttlMs: 60_000, now: real)
+            #expect(fence != nil)
             return try tx.claimHead(of: a, dueBy: 1, leaseOwner: "me")
         })
+        let mine = try #require(fence)
         #expect(first.id == ids[0])
         let mapping = StoreTransaction.Mapping(source: ("wk", "m0", .group("a")), target: ("rc", "r0", .group("a")))
-        let second = try store.transaction { try $0.finish(first.id, lane: a, at: 5, mapping: mapping, claimNext: true, leaseOwner: "me") }
+        let second = try store.transaction { try $0.finish(first.id, lane: a, at: 5, mapping: mapping, claimNext: true, fence: mine) }
         #expect(second?.id == ids[1] && second?.attempts == 0, "the next head, claimed; its attempts as before this claim")
         #expect(try store.read { try $0.mapped("m0", from: "wk", to: "rc") }?.toMessage == "r0")
         #expect(try store.read { try $0.isBridgeCreated("r0", on: "rc") })
         #expect(try store.read { try $0.mapped("r0", from: "rc", to: "wk") }?.toMessage == "m0", "both directions")
         #expect(try store.read { try $0.count(state: .done) } == 1)
-        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 5) } == "me", "the lane goes on: the lease stays")
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: real) } == "me", "the lane goes on: the lease stays")
         #expect(try store.read { try $0.head(of: a) }?.attempts == 1, "the claim was counted")
 
         // Not asked to go on (stopping): nothing claimed, the lease released.
-        #expect(try store.transaction { try $0.finish(ids[1], lane: a, at: 6, mapping: nil, claimNext: false, leaseOwner: "me") } == nil)
-        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 6) } == nil)
+        #expect(try store.transaction { try $0.finish(ids[1], lane: a, at: 6, mapping: nil, claimNext: false, fence: mine) } == nil)
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: real) } == nil)
         #expect(try store.read { try $0.head(of: a) }?.id == ids[2])
 
         // Another owner holds the lease: the head is not claimed by us, and their lease stays.
-        #expect(try store.transaction { try $0.acquireLease(a.leaseName, owner: "other", until: 1000, now: 7) })
-        #expect(try store.transaction { try $0.finish(ids[1], lane: a, at: 7, mapping: nil, claimNext: true, leaseOwner: "me") } == nil)
+        #expect(try store.transaction { try $0.acquireLease(a.leaseName, owner: "other", until: real + 60_000, now: real) })
+        #expect(throws: StoreTransaction.LeaseLost.self) {
+            try store.transaction { try $0.finish(ids[1], lane: a, at: 7, mapping: nil, claimNext: true, fence: mine) }
+        }
         #expect(try store.read { try $0.head(of: a) }?.attempts == 0, "fenced: no attempt counted")
-        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: 7) } == "other")
+        #expect(try store.read { try $0.leaseHolder(a.leaseName, at: real) } == "other")
     }
 
     /// Recording an inbound message tells a redelivery, the bridge's own copy (through the id map) and a new one apart.

@@ -8,65 +8,139 @@ import Testing
 @Suite struct LeaseTests {
     func lane(_ id: String) -> LaneKey { LaneKey(backend: "rc", conversation: .group(GroupID(id))) }
 
-    @Test(arguments: StoreKind.allCases) func aLeaseIsExclusiveUntilItExpiresOrIsReleased(_ kind: StoreKind) throws {
+    /// Real milliseconds: PostgreSQL counts leases on its own clock, whatever `now` a caller passes.
+    static func clockMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Waits until a lease of `ttlMs` taken before this call has expired on any store's clock.
+    static func outlive(_ ttlMs: Int64) async throws { try await Task.sleep(nanoseconds: UInt64(ttlMs + 150) * 1_000_000) }
+
+    @Test(arguments: StoreKind.allCases) func aLeaseIsExclusiveUntilItExpiresOrIsReleased(_ kind: StoreKind) async throws {
         let location = try kind.freshLocation()
         let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
-        #expect(try a.transaction { try $0.acquireLease("lane:x", owner: "A", until: 1_000, now: 0) })
-        #expect(try !b.transaction { try $0.acquireLease("lane:x", owner: "B", until: 1_500, now: 500) }, "A holds it until 1000")
-        #expect(try b.read { try $0.leaseHolder("lane:x", at: 500) } == "A")
-        #expect(try a.transaction { try $0.acquireLease("lane:x", owner: "A", until: 2_000, now: 900) }, "the holder renews")
-        #expect(try !b.transaction { try $0.acquireLease("lane:x", owner: "B", until: 2_500, now: 1_500) }, "renewed until 2000")
-        #expect(try b.transaction { try $0.acquireLease("lane:x", owner: "B", until: 3_000, now: 2_000) }, "expired: taken over")
-        #expect(try a.read { try $0.leaseHolder("lane:x", at: 2_100) } == "B")
-        #expect(try a.transaction { try $0.renewLeases(owner: "A", until: 9_000) } == 0, "A holds nothing any more")
+        let ttl: Int64 = 400
+        func take(_ store: BridgeStore, _ name: String, _ owner: String) throws -> LeaseFence? {
+            let now = Self.clockMs()
+            return try store.transaction { try $0.takeLease(name, owner: owner, ttlMs: ttl, now: now) }
+        }
+        let first = try #require(try take(a, "lane:x", "A"))
+        #expect(try take(b, "lane:x", "B") == nil, "A holds it")
+        #expect(try b.read { try $0.leaseHolder("lane:x", at: Self.clockMs()) } == "A")
+        #expect(try take(a, "lane:x", "A") == first, "the holder renews it and keeps its tenure (same token)")
+        try await Self.outlive(ttl)
+        let taken = try #require(try take(b, "lane:x", "B"), "expired: taken over")
+        #expect(taken.token != first.token, "a new tenure")
+        #expect(try a.read { try $0.leaseHolder("lane:x", at: Self.clockMs()) } == "B")
+        #expect(try a.transaction { try $0.renewLeases(owner: "A", ttlMs: ttl, now: Self.clockMs()) }.isEmpty, "A holds nothing any more")
         try a.transaction { try $0.releaseLease("lane:x", owner: "A") }
-        #expect(try a.read { try $0.leaseHolder("lane:x", at: 2_100) } == "B", "releasing someone else's lease does nothing")
-        #expect(try b.transaction { try $0.renewLeases(owner: "B", until: 9_000) } == 1)
+        #expect(try a.read { try $0.leaseHolder("lane:x", at: Self.clockMs()) } == "B", "releasing someone else's lease does nothing")
+        #expect(try b.transaction { try $0.renewLeases(owner: "B", ttlMs: ttl, now: Self.clockMs()) } == [taken])
         try b.transaction { try $0.releaseLease("lane:x", owner: "B") }
-        #expect(try a.read { try $0.leaseHolder("lane:x", at: 2_100) } == nil)
-        #expect(try a.transaction { try $0.acquireLease("lane:x", owner: "A", until: 5_000, now: 2_100) }, "released: free at once")
-        #expect(try b.transaction { try $0.acquireLease("leader", owner: "B", until: 5_000, now: 2_100) })
+        #expect(try a.read { try $0.leaseHolder("lane:x", at: Self.clockMs()) } == nil)
+        let again = try #require(try take(a, "lane:x", "A"), "released: free at once")
+        #expect(again.token != first.token, "a tenure after a release is a new one: the old fence does not hold")
+        #expect(try a.read { try $0.holds(again) } && !(try a.read { try $0.holds(first) }))
+        #expect(try take(b, "leader", "B") != nil)
         #expect(try b.transaction { try $0.dropAllLeases() } == 2)
-        #expect(try b.read { try $0.leaseHolder("lane:x", at: 2_100) } == nil && b.read { try $0.leaseHolder("leader", at: 2_100) } == nil)
+        #expect(try b.read { try $0.leaseHolder("lane:x", at: Self.clockMs()) } == nil && b.read { try $0.leaseHolder("leader", at: Self.clockMs()) } == nil)
     }
 
-    @Test(arguments: StoreKind.allCases) func claimsAreFencedByTheLaneLease(_ kind: StoreKind) throws {
+    /// On PostgreSQL a lease is counted on the server's clock: a caller whose `now` lags (an instance
+    /// paused between reading its clock and sending the statement, or a host whose clock is behind)
+    /// neither keeps a lease past its expiry nor sees one as held. SQLite, one machine, counts on the caller's.
+    @Test func postgresCountsLeasesOnItsOwnClock() async throws {
+        let location = try StoreKind.postgres.freshLocation()
+        let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
+        let stale: Int64 = 1_000   // 1970: far behind the server
+        #expect(try a.transaction { try $0.takeLease("lane:y", owner: "A", ttlMs: 300, now: stale) } != nil)
+        #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: 300, now: stale) } == nil, "held for 300 ms of the server's time")
+        try await Self.outlive(300)
+        #expect(try b.read { try $0.leaseHolder("lane:y", at: stale) } == nil, "expired on the server's clock, whatever the caller says")
+        #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: 60_000, now: stale) } != nil)
+    }
+
+    /// The writes that record a lane's work are fenced by the tenure that claimed it: once another owner
+    /// took the lease over, the old holder's finish, reschedule and dead letter write nothing — even when it
+    /// resumes with a stale clock — and the new holder's do.
+    @Test(arguments: StoreKind.allCases) func writesAreFencedByTheTenureThatClaimed(_ kind: StoreKind) async throws {
+        let location = try kind.freshLocation()
+        let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
+        let g = lane("g")
+        let ids = try a.transaction { tx in
+            try (0..<3).map { try tx.enqueue(lane: g, sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
+        }
+        let ttl: Int64 = 300
+        let now = Self.clockMs()
+        let (fenceA, head) = try a.transaction { tx in
+            (try #require(try tx.takeLease(g.leaseName, owner: "A", ttlMs: ttl, now: now)), try tx.claimHead(of: g, dueBy: now))
+        }
+        #expect(head?.id == ids[0])
+        try await Self.outlive(ttl)
+        let later = Self.clockMs()
+        let fenceB = try #require(try b.transaction { try $0.takeLease(g.leaseName, owner: "B", ttlMs: 60_000, now: later) })
+        let mapping = StoreTransaction.Mapping(source: ("wk", "m0", .group("g")), target: ("rc", "late", .group("g")))
+        #expect(throws: StoreTransaction.LeaseLost.self) {
+            try a.transaction { try $0.finish(ids[0], lane: g, at: now, mapping: mapping, claimNext: true, fence: fenceA) }
+        }
+        #expect(try a.read { try $0.head(of: g) }?.id == ids[0], "A's late finish completed nothing")
+        #expect(try a.read { try $0.mapped("m0", from: "wk", to: "rc") } == nil, "and mapped nothing")
+        #expect(try !a.transaction { try $0.reschedule(ids[0], at: now + 10_000, error: "late", fence: fenceA) })
+        #expect(try !a.transaction { try $0.markDead(ids[0], error: "late", at: now, fence: fenceA) })
+        let stillHead = try #require(try a.read { try $0.head(of: g) })
+        #expect(stillHead.state == .pending && stillHead.nextAttemptAt <= later && stillHead.lastError == nil, "nothing A wrote stuck")
+        #expect(try b.read { try $0.leaseHolder(g.leaseName, at: later) } == "B", "A's writes left B's lease alone")
+        // B runs the entry (its claim counted; it looks for an earlier copy) and records it.
+        let taken = try #require(try b.transaction { try $0.claimHead(of: g, dueBy: later, leaseOwner: "B") })
+        #expect(taken.id == ids[0] && taken.attempts == 1)
+        let next = try b.transaction { try $0.finish(ids[0], lane: g, at: later, mapping: mapping, claimNext: true, fence: fenceB) }
+        #expect(next?.id == ids[1])
+        #expect(try b.read { try $0.mapped("m0", from: "wk", to: "rc") }?.toMessage == "late")
+        #expect(try b.transaction { try $0.reschedule(ids[1], at: later + 5, error: "429", fence: fenceB) })
+        #expect(try b.transaction { try $0.markDead(ids[1], error: "refused", at: later, fence: fenceB) })
+        #expect(try b.read { try $0.count(state: .dead) } == 1)
+    }
+
+    @Test(arguments: StoreKind.allCases) func claimsAreFencedByTheLaneLease(_ kind: StoreKind) async throws {
         let location = try kind.freshLocation()
         let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
         let ids = try a.transaction { tx in
             try (0..<3).map { try tx.enqueue(lane: lane("g"), sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
         }
-        #expect(try a.transaction { try $0.acquireLease(lane("g").leaseName, owner: "A", until: 1_000, now: 10) })
-        #expect(try b.transaction { try $0.claimHead(of: lane("g"), dueBy: 10, leaseOwner: "B") } == nil, "B does not hold the lane")
-        let first = try a.transaction { try $0.claimHead(of: lane("g"), dueBy: 10, leaseOwner: "A") }
+        let ttl: Int64 = 300
+        #expect(try a.transaction { try $0.acquireLease(lane("g").leaseName, owner: "A", until: Self.clockMs() + ttl, now: Self.clockMs()) })
+        #expect(try b.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "B") } == nil, "B does not hold the lane")
+        let first = try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") }
         #expect(first?.id == ids[0] && first?.attempts == 0)
         #expect(try a.read { try $0.head(of: lane("g")) }?.attempts == 1, "the claim counted the attempt")
         // A's lease lapses; B takes the lane over and finds the claimed head still pending: it goes first.
-        #expect(try a.transaction { try $0.claimHead(of: lane("g"), dueBy: 1_000, leaseOwner: "A") } == nil, "expired: A may not claim")
-        #expect(try b.transaction { try $0.acquireLease(lane("g").leaseName, owner: "B", until: 9_000, now: 1_000) })
-        let taken = try b.transaction { try $0.claimHead(of: lane("g"), dueBy: 1_000, leaseOwner: "B") }
+        try await Self.outlive(ttl)
+        #expect(try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") } == nil, "expired: A may not claim")
+        #expect(try b.transaction { try $0.acquireLease(lane("g").leaseName, owner: "B", until: Self.clockMs() + 60_000, now: Self.clockMs()) })
+        let taken = try b.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "B") }
         #expect(taken?.id == ids[0] && taken?.attempts == 1, "the takeover resumes the head in hand, knowing it may have been sent")
-        #expect(try a.transaction { try $0.claimHead(of: lane("g"), dueBy: 1_001, leaseOwner: "A") } == nil)
-        try b.transaction { try $0.complete(ids[0], at: 1_001) }
-        #expect(try b.transaction { try $0.claimHead(of: lane("g"), dueBy: 1_001, leaseOwner: "B") }?.id == ids[1], "in order")
+        #expect(try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") } == nil)
+        try b.transaction { try $0.complete(ids[0], at: Self.clockMs()) }
+        #expect(try b.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "B") }?.id == ids[1], "in order")
     }
 
-    @Test(arguments: StoreKind.allCases) func theSchedulerSeesOnlyLanesItMayWork(_ kind: StoreKind) throws {
+    @Test(arguments: StoreKind.allCases) func theSchedulerSeesOnlyLanesItMayWork(_ kind: StoreKind) async throws {
         let store = try BridgeStore(path: try kind.freshLocation())
+        let ttl: Int64 = 400
+        let start = Self.clockMs()
         try store.transaction { tx in
             for name in ["a", "b", "c"] {
                 try tx.enqueue(lane: lane(name), sourceBackend: "wk", sourceEventID: EventID(name), kind: "send", payload: Data(), at: 1)
             }
-            _ = try tx.acquireLease(lane("a").leaseName, owner: "A", until: 100, now: 1)
-            _ = try tx.acquireLease(lane("b").leaseName, owner: "B", until: 100, now: 1)
+            _ = try tx.acquireLease(lane("a").leaseName, owner: "A", until: start + ttl, now: start)
+            _ = try tx.acquireLease(lane("b").leaseName, owner: "B", until: start + ttl, now: start)
         }
         func due(_ owner: String?, at now: Int64) throws -> [String] {
             try store.read { try $0.dueLanes(at: now, leaseOwner: owner) }.map { $0.lane.conversation.description }
         }
-        #expect(try due("A", at: 50) == ["group:a", "group:c"], "its own and free lanes, not B's")
-        #expect(try due("B", at: 50) == ["group:b", "group:c"])
-        #expect(try due(nil, at: 50) == ["group:a", "group:b", "group:c"])
-        #expect(try due("C", at: 100) == ["group:a", "group:b", "group:c"], "expired leases do not hide lanes")
+        #expect(try due("A", at: Self.clockMs()) == ["group:a", "group:c"], "its own and free lanes, not B's")
+        #expect(try due("B", at: Self.clockMs()) == ["group:b", "group:c"])
+        #expect(try due(nil, at: Self.clockMs()) == ["group:a", "group:b", "group:c"])
+        try await Self.outlive(ttl)
+        #expect(try due("C", at: Self.clockMs()) == ["group:a", "group:b", "group:c"], "expired leases do not hide lanes")
     }
 
     /// Two handles claiming from the same lanes at the same time, each only under its lease: every entry

@@ -109,3 +109,28 @@ extension TestPostgres {
         try? FileManager.default.removeItem(atPath: cluster.directory)
     }
 }
+
+extension TestPostgres {
+    /// Runs `sql` with `psql` against a store URL (its `?schema=` becomes the search path) and returns the
+    /// rows, one line each, columns separated by `|`. For tests that look at what the bridge's sessions do
+    /// (`pg_stat_activity`) or at rows the store API does not list.
+    public static func query(_ url: String, _ sql: String) throws -> [String] {
+        var components = URLComponents(string: url)!
+        let schema = components.queryItems?.first { $0.name == "schema" }?.value
+        components.queryItems = nil
+        let bin = (try? FileManager.default.contentsOfDirectory(atPath: "/usr/lib/postgresql"))?.sorted().last
+            .map { "/usr/lib/postgresql/\($0)/bin/psql" } ?? "/usr/bin/psql"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: bin)
+        let prefix = schema.map { "SET search_path TO \"\($0)\"; " } ?? ""
+        process.arguments = [components.string!, "-Atq", "-c", prefix + sql]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CocoaError(.fileReadUnknown, userInfo: [NSDebugDescriptionErrorKey: "psql failed: \(sql)"]) }
+        return String(decoding: data, as: UTF8.self).split(separator: "\n").map(String.init)
+    }
+}

@@ -11,6 +11,18 @@ import IMCore
 /// `RongCloudContentCodec`, see its `vendorExtrasKey`), `rongcloud.source`, `rongcloud.sensitiveType`, `rongcloud.busChannel`,
 /// `rongcloud.groupUserIds`.
 public struct RongCloudCodec: Sendable {
+    /// `msgRandom` for a client id: the id itself when it is a decimal Int64, else the FNV-1a hash of its
+    /// UTF-8 bytes with the sign bit cleared (stable across processes and releases, unlike `hashValue`).
+    public static func msgRandom(for id: ClientMessageID) -> Int64 {
+        if let number = Int64(id.rawValue) { return number }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in id.rawValue.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
+    }
+
     public let content: RongCloudContentCodec
 
     public init(content: RongCloudContentCodec = RongCloudContentCodec()) { self.content = content }
@@ -101,7 +113,9 @@ public struct RongCloudCodec: Sendable {
     ///
     /// Flags are written only where they differ from the server's defaults, except `isIncludeSender=1`,
     /// always sent so the sender's own clients see what the bridge sent in their name. `msgRandom`
-    /// carries a numeric `clientMessageID` (the vendor's idempotency key is a Long).
+    /// carries the `clientMessageID` (the vendor's idempotency key is a Long, docs/adapters/rongcloud.md):
+    /// a decimal id as itself, any other (the relay's `imb-<entry>`) as a stable 63-bit hash of it, so
+    /// that two attempts of one entry carry the same key.
     public func publish(_ outgoing: OutgoingMessage) throws -> (path: String, form: RCPublishForm) {
         let target = try Self.target(of: outgoing.conversation, for: outgoing.sender)
         var wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply,
@@ -127,7 +141,7 @@ public struct RongCloudCodec: Sendable {
             form.expansion = true
             if !initial.isEmpty { form.extraContent = JSONValue.object(initial.mapValues { .string($0) }).jsonString() }
         }
-        form.msgRandom = outgoing.clientMessageID.flatMap { Int64($0.rawValue) }
+        form.msgRandom = outgoing.clientMessageID.map { Self.msgRandom(for: $0) }
         let path = isGroup ? RCPaths.groupPublish : RCPaths.privatePublish
         return (path, form)
     }

@@ -1,0 +1,171 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMLab
+import PostgresTestSupport
+import Synchronization
+import Testing
+
+/// Two `imbridge run` on one PostgreSQL, one of them frozen (SIGSTOP) while it works: a lane holder paused
+/// past its lease must not send late copies when it resumes, and an instance frozen inside a transaction
+/// must not hold the other up (docs/high-availability.md, "Fenced deliveries" and "A frozen instance").
+extension CrashTests {
+    @Suite(.serialized) struct FencedFailoverTests {
+        static let leaseMs = 3_000
+        static let routes = "  - from: \"wk:group:*\"\n    to: \"rc:group:*\"\n    direction: forward\n    users: puppet\n"
+        static let members = [BridgeLab.Member("wk", "wukong", options: ["callback_attempts": "0"]), BridgeLab.Member("rc", "rongcloud")]
+        static let groups = ["p1", "p2", "p3"]
+
+        static func start(_ label: String) async throws -> InstancePair {
+            let pair = try await InstancePair.start(label, routes: routes, ha: "  lease_ms: \(leaseMs)\n", members: members)
+            #expect(try await pair.healthy())
+            // Every send to the target takes 60 ms: the lanes are busy most of the time, so a pause lands
+            // while an entry is claimed or its call is under way.
+            _ = try await HTTPClientWrapper().send(.json(pair.lab.url(of: "rc") + "/_sandbox/faults", Data(#"{"latency_ms":60}"#.utf8)))
+            return pair
+        }
+
+        /// Users writing into the groups, about `perSecond` messages a second in all, until `stop` is set.
+        static func sending(_ lab: BridgeLab, perSecond: Int, stop: StopFlag) async throws -> Task<[String: Int], any Error> {
+            let wk = try await lab.userBackend("wk", registry: ContentRegistry())
+            let pause = UInt64(1_000_000_000 / max(1, perSecond / groups.count))
+            return Task {
+                try await withThrowingTaskGroup(of: (String, Int).self) { tasks in
+                    for id in groups {
+                        tasks.addTask {
+                            var n = 0
+                            while !stop.isSet {
+                                n += 1
+                                _ = try await wk.send(OutgoingMessage(conversation: .group(GroupID(id)), sender: UserID("u_\(id)"), content: .text("\(id)-\(n)")))
+                                try await Task.sleep(nanoseconds: pause)
+                            }
+                            return (id, n)
+                        }
+                    }
+                    var sent: [String: Int] = [:]
+                    for try await (id, n) in tasks { sent[id] = n }
+                    return sent
+                }
+            }
+        }
+
+        final class StopFlag: Sendable {
+            private let value = Mutex(false)
+            var isSet: Bool { value.withLock { $0 } }
+            func set() { value.withLock { $0 = true } }
+        }
+
+        static func relayed(_ lab: BridgeLab) async throws -> [String: [String]] {
+            var texts: [String: [String]] = [:]
+            for record in try await lab.messages("rc") where record["kind"] == "text" {
+                guard let conversation = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
+                texts[conversation, default: []].append(text)
+            }
+            return texts
+        }
+
+        /// Every message of every group on the target once, in the order it was sent.
+        static func expectExactlyOnceInOrder(_ lab: BridgeLab, sent: [String: Int], _ context: @autoclosure () -> String) async throws {
+            let total = sent.values.reduce(0, +)
+            let settled = await eventually(240) { (try? await relayed(lab).values.map(\.count).reduce(0, +)) ?? 0 >= total }
+            try await Task.sleep(nanoseconds: 1_000_000_000)
+            let texts = try await relayed(lab)
+            #expect(settled, "\(texts.values.map(\.count).reduce(0, +)) of \(total) relayed; \(context())")
+            for id in groups {
+                let got = texts[id] ?? []
+                let expected = (1...(sent[id] ?? 0)).map { "\(id)-\($0)" }
+                let doubled = Dictionary(grouping: got, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
+                #expect(got == expected, "group \(id): \(got.count) copies of \(expected.count), doubled \(doubled.prefix(10)), missing \(Set(expected).subtracting(got).sorted().prefix(10)), in order: \(got == got.sorted { Int($0.split(separator: "-")[1])! < Int($1.split(separator: "-")[1])! })")
+            }
+        }
+
+        /// The instance holding the most lane leases now (nil when none is held).
+        static func laneHolder(_ pair: InstancePair, label: String) throws -> Int? {
+            let owners = try TestPostgres.query(pair.store, """
+                SELECT owner FROM leases WHERE name LIKE 'lane:%' AND expires_at > (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT
+                """)
+            let counts = (0..<2).map { index in owners.filter { $0.hasPrefix("\(label)\(index)-") }.count }
+            guard counts.max() ?? 0 > 0 else { return nil }
+            return counts[0] >= counts[1] ? 0 : 1
+        }
+
+        @Test func aLaneHolderPausedPastItsLeaseSendsNoLateCopy() async throws {
+            let label = "fence"
+            let pair = try await Self.start(label)
+            defer { pair.stop() }
+            let stop = StopFlag()
+            let sender = try await Self.sending(pair.lab, perSecond: 40, stop: stop)
+            var paused = 0, attempts = 0
+            while paused < 10 && attempts < 60 {
+                attempts += 1
+                try await Task.sleep(nanoseconds: 2_000_000_000)
+                guard let holder = try Self.laneHolder(pair, label: label) else { continue }
+                let bridge = pair.bridges[holder]
+                bridge.send(SIGSTOP)
+                try await Task.sleep(nanoseconds: UInt64(Self.leaseMs + 1_500) * 1_000_000)
+                bridge.send(SIGCONT)
+                paused += 1
+            }
+            stop.set()
+            let sent = try await sender.value
+            #expect(paused == 10, "paused a lane holder \(paused) times")
+            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, "logs:\n\(pair.bridges[0].output.suffix(2000))\n\(pair.bridges[1].output.suffix(2000))")
+            let fenced = pair.bridges.map { $0.output.components(separatedBy: "lane lease lapsed or taken over").count - 1 }
+            print("fenced failover: \(sent.values.reduce(0, +)) messages, 10 pauses of \(Self.leaseMs + 1_500) ms; lanes given up after a pause: \(fenced)")
+            for bridge in pair.bridges { #expect(bridge.terminate() == 0) }
+        }
+
+        @Test func anInstanceFrozenInsideATransactionHoldsNobodyUp() async throws {
+            let label = "frozen"
+            let pair = try await Self.start(label)
+            defer { pair.stop() }
+            let stop = StopFlag()
+            let sender = try await Self.sending(pair.lab, perSecond: 30, stop: stop)
+            try await Task.sleep(nanoseconds: 2_000_000_000)
+            // Freeze an instance at a moment PostgreSQL shows one of its sessions inside a transaction.
+            var frozen: Int?
+            for attempt in 0..<400 where frozen == nil {
+                let index = attempt % 2
+                let bridge = pair.bridges[index]
+                bridge.send(SIGSTOP)
+                let stuck = try TestPostgres.query(pair.store, """
+                    SELECT count(*) FROM pg_stat_activity
+                    WHERE application_name = 'imbridge pid=\(bridge.process.processIdentifier)' AND state = 'idle in transaction'
+                    """).first
+                if stuck != "0" && stuck != nil { frozen = index; break }
+                bridge.send(SIGCONT)
+                try await Task.sleep(nanoseconds: UInt64.random(in: 1...40) * 1_000_000)
+            }
+            let index = try #require(frozen, "never caught an instance inside a transaction")
+            let frozenAt = Date()
+            let survivor = pair.ports[1 - index]
+            let atFreeze = try await Self.relayed(pair.lab).mapValues(\.count)
+            // For 30 s: the survivor's /readyz every second (each must answer within 1 s), and when each group
+            // moves again on the target.
+            let http = HTTPClientWrapper(timeoutSeconds: 2)
+            var probes: [(Double, Int?)] = []
+            var resumed: [String: Double] = [:]
+            while Date().timeIntervalSince(frozenAt) < 30 {
+                let asked = Date()
+                let status = (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(survivor)/readyz")))?.status
+                probes.append((Date().timeIntervalSince(asked), status))
+                let now = try await Self.relayed(pair.lab).mapValues(\.count)
+                for id in Self.groups where resumed[id] == nil && (now[id] ?? 0) > (atFreeze[id] ?? 0) {
+                    resumed[id] = Date().timeIntervalSince(frozenAt)
+                }
+                try await Task.sleep(nanoseconds: UInt64(max(0, 1 - Date().timeIntervalSince(asked)) * 1_000_000_000))
+            }
+            pair.bridges[index].send(SIGCONT)
+            stop.set()
+            let sent = try await sender.value
+            let slowest = resumed.values.max() ?? .infinity
+            print("frozen instance: every group relayed again within \(String(format: "%.1f", slowest)) s (\(resumed)); /readyz answered in at most \(String(format: "%.2f", probes.map(\.0).max() ?? 0)) s, statuses \(Set(probes.map { $0.1 ?? 0 }))")
+            #expect(resumed.count == Self.groups.count, "groups that moved again during the freeze: \(resumed)")
+            // lease_ms + 2 s, and 1 s for the 2 shared cores.
+            #expect(slowest <= Double(Self.leaseMs) / 1000 + 3, "the survivor relayed again only after \(slowest) s")
+            #expect(probes.count >= 25 && probes.allSatisfy { $0.0 < 1.0 && $0.1 != nil }, "/readyz answers: \(probes)")
+            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, "logs:\n\(pair.bridges[0].output.suffix(2000))\n\(pair.bridges[1].output.suffix(2000))")
+            for bridge in pair.bridges { #expect(bridge.terminate() == 0) }
+        }
+    }
+}
