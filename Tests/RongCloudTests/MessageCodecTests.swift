@@ -66,6 +66,19 @@ struct RongCloudMessageCodecTests {
         #expect(!items.contains { $0.0 == "isPersisted" })
     }
 
+    /// Every attempt of one relay entry carries the same idempotency key, whatever instance sends it.
+    @Test func msgRandomIsStableForEveryClientID() throws {
+        let relay = OutgoingMessage(conversation: .group("g1"), sender: "u1", content: .text("hi"), clientMessageID: "imb-1234")
+        let first = try codec.publish(relay).1.msgRandom, again = try codec.publish(relay).1.msgRandom
+        #expect(first != nil && first == again && first! >= 0)
+        #expect(first == RongCloudCodec.msgRandom(for: "imb-1234"))
+        #expect(RongCloudCodec.msgRandom(for: "imb-1235") != first, "another entry, another key")
+        #expect(RongCloudCodec.msgRandom(for: "77") == 77, "a decimal id is sent as itself")
+        var plain = relay
+        plain.clientMessageID = nil
+        #expect(try codec.publish(plain).1.msgRandom == nil)
+    }
+
     @Test func expansionWithoutInitialKeysSendsNoExtraContent() throws {
         let (_, form) = try codec.publish(OutgoingMessage(conversation: .direct("u1", "u2"), sender: "u1",
                                                           content: .text("hi"), expansion: [:]))
