@@ -136,14 +136,14 @@ let package = Package(
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
             "WuKong", "RongCloud", "NIM", "JMessage",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "imbridge",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox",
                                                           .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The fault campaign (docs/reliability.md): seeded schedules of crashes, pauses and target faults
         // against a real `imbridge run` process and the sandboxes; `make chaos`.
         .testTarget(name: "ChaosTests", dependencies: ["IMLab", "IMSandbox", "IMStore", "IMCore", "IMHTTP", "IMTesting", "IMVendors",
-                                                       "IMAdapterKit", "imbridge", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
+                                                       "IMAdapterKit", "imbridge", "PostgresTestSupport", "SandboxTestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.

@@ -33,27 +33,34 @@ final class ChaosBridge: @unchecked Sendable {
 
     var logPaths: [String] { (1...max(1, runs)).map { "\(directory)/bridge-\($0).log" } }
 
-    /// Starts a new process and waits until `/healthz` answers 200 (up to `seconds`).
+    /// Starts a new process and waits until `/healthz` answers 200 (up to `seconds`). A process that
+    /// exits before it answers (its store unreachable at start: PostgreSQL down) is started again a
+    /// second later, as systemd does with deploy/imbridge.service (`Restart=on-failure`).
     func start(seconds: Double = 60) async throws {
-        runs += 1
-        let logPath = "\(directory)/bridge-\(runs).log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Self.binary())
-        process.arguments = ["run", "--config", config]
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        self.process = process
-        let http = HTTPClientWrapper(timeoutSeconds: 2)
         let deadline = Date().addingTimeInterval(seconds)
+        let http = HTTPClientWrapper(timeoutSeconds: 2)
         while Date() < deadline {
-            if (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 { return }
-            guard process.isRunning else { break }
-            try await Task.sleep(nanoseconds: 50_000_000)
+            runs += 1
+            let logPath = "\(directory)/bridge-\(runs).log"
+            FileManager.default.createFile(atPath: logPath, contents: nil)
+            let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: try Self.binary())
+            process.arguments = ["run", "--config", config]
+            process.standardOutput = log
+            process.standardError = log
+            try process.run()
+            self.process = process
+            while Date() < deadline {
+                if (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 { return }
+                guard process.isRunning else { break }
+                try await Task.sleep(nanoseconds: 50_000_000)
+            }
+            if process.isRunning { break }
+            self.process = nil
+            try await Task.sleep(nanoseconds: 1_000_000_000)
         }
-        throw IMError(.unavailable, "bridge run \(runs) did not come up within \(seconds) s (see \(logPath))")
+        throw IMError(.unavailable, "bridge run \(runs) did not come up within \(seconds) s (see \(directory)/bridge-\(runs).log)")
     }
 
     func kill() {

@@ -7,6 +7,8 @@ import IMLab
 import IMSandbox
 import IMStore
 import IMVendors
+import PostgresTestSupport
+import SandboxTestSupport
 import Synchronization
 
 /// What one seed's run saw: the schedule as carried out, and every violation of the guarantee.
@@ -50,25 +52,39 @@ enum ChaosCampaign {
 
     static func run(_ plan: ChaosPlan) async throws -> ChaosOutcome {
         let began = Date()
-        let port = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
+        var ports: [Int] = []
+        for _ in 0..<plan.instances { ports.append(try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)) }
+        let port = ports[0]
+        // Two instances share the sources' callbacks through a round-robin forwarder (a load balancer).
+        let forwarder = plan.instances > 1 ? RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" }) : nil
+        try await forwarder?.start()
+        let cluster = plan.postgres ? try TestPostgres.startPrivateCluster() : nil
+        defer { if let cluster { TestPostgres.destroy(cluster) } }
         let source = plan.source, target = plan.target
         // The target answers within 2 s or the send's outcome is unknown (latency faults reach past it).
         // Its port is outside the ephemeral range: while it refuses connections, no client socket takes it.
         let targetPort = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
         let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
                                                 BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"], port: targetPort)],
-                                      callbackBase: "http://127.0.0.1:\(port)")
-        let storePath = "\(lab.directory)/bridge.sqlite"
+                                      callbackBase: forwarder?.baseURL ?? "http://127.0.0.1:\(port)")
+        let storePath = cluster.map { $0.url + "?schema=chaos" } ?? "\(lab.directory)/bridge.sqlite"
         let routes = plan.groups.map {
             "  - from: \"\(source.name):group:\($0)\"\n    to: \"\(target.name):group:\($0)\"\n    direction: forward\n"
         }.joined()
-        let config = "\(lab.directory)/bridge.yaml"
         // With a flood, a cap the flood outgrows while the bridge is down (the default, 1,000, is more
         // than a seed sends into one group).
         let cap = plan.flood > 0 ? "  max_messages_per_conversation: \(ChaosPlan.floodCatchUpCap)\n" : ""
-        try (lab.configYAML(store: storePath, listen: "127.0.0.1:\(port)", routes: routes)
-             + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap).write(toFile: config, atomically: true, encoding: .utf8)
-        let bridge = ChaosBridge(config: config, directory: lab.directory, port: port)
+        var bridges: [ChaosBridge] = []
+        for (index, instancePort) in ports.enumerated() {
+            let directory = index == 0 ? lab.directory : "\(lab.directory)/instance-\(index)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let config = "\(directory)/bridge.yaml"
+            let ha = plan.postgres ? "ha:\n  instance: chaos\(index)\n  lease_ms: \(ChaosPlan.leaseMs)\n" : ""
+            try (lab.configYAML(store: plan.postgres ? "\"\(storePath)\"" : storePath, listen: "127.0.0.1:\(instancePort)", routes: routes)
+                 + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap + ha).write(toFile: config, atomically: true, encoding: .utf8)
+            bridges.append(ChaosBridge(config: config, directory: directory, port: instancePort))
+        }
+        let bridge = bridges[0]
         let timeline = Timeline()
         var violations: [String] = []
         var notes: [String] = []
@@ -82,8 +98,10 @@ enum ChaosCampaign {
         if plan.flood > 0 { expected["flood"] = (1...(plan.flood + 1)).map { text(plan.seed, "flood", $0) } }
 
         do {
-            try await bridge.start()
-            timeline.note("bridge run 1 up")
+            for (index, instance) in bridges.enumerated() {
+                try await instance.start()
+                timeline.note(bridges.count > 1 ? "instance \(index) run 1 up" : "bridge run 1 up")
+            }
             // Warm-up: one message per group relayed live, so the store knows each conversation and a
             // member to read its history as before anything goes wrong.
             for (index, conversation) in plan.groups.enumerated() {
@@ -95,16 +113,20 @@ enum ChaosCampaign {
 
             timeline.start()
             let workload = Task { try await Self.sendWorkload(plan, users: users) }
-            let faults = Task { await Self.inject(plan, Parties(bridge: bridge, target: targetServer, storePath: storePath, http: http, timeline: timeline)) }
+            let parties = Parties(bridge: bridge, bridges: bridges, target: targetServer, storePath: storePath, cluster: cluster, http: http, timeline: timeline)
+            let faults = Task { await Self.inject(plan, parties) }
             try await workload.value
             timeline.note("workload sent: \(plan.conversations.count * plan.perConversation + plan.flood) texts")
             violations += await faults.value
             // Heal whatever is still in effect: the check is about the state after the faults.
             _ = try? await http.send(.json(lab.url(of: target.name) + "/_sandbox/faults", Data(#"{"latency_ms":0}"#.utf8)))
             try await targetServer.acceptConnections()
-            try await StoreFull.set(false, storePath)
-            bridge.resume()
-            if bridge.process == nil { try await bridge.start() }
+            if let cluster, parties.storeDown.withLock({ $0 }) { try TestPostgres.startServer(cluster) }
+            if !plan.postgres { try await StoreFull.set(false, storePath) }
+            for instance in bridges {
+                instance.resume()
+                if instance.process == nil { try await instance.start() }
+            }
 
             let total = expected.values.map(\.count).reduce(0, +)
             let converged = await poll(convergenceSeconds) {
@@ -114,9 +136,11 @@ enum ChaosCampaign {
             timeline.note(converged ? "target holds at least \(total) texts" : "target still short after \(Int(convergenceSeconds)) s")
             // Late doubles (a retry of something already delivered) get a moment to show.
             try await Task.sleep(nanoseconds: 2_000_000_000)
-            let stopped = await bridge.terminate()
-            if stopped != 0 {
-                violations.append(stopped.map { "the last bridge run ended with status \($0) on SIGTERM" } ?? "the last bridge run did not end within 30 s of SIGTERM")
+            for instance in bridges {
+                let stopped = await instance.terminate()
+                if stopped != 0 {
+                    violations.append(stopped.map { "the last bridge run ended with status \($0) on SIGTERM" } ?? "the last bridge run did not end within 30 s of SIGTERM")
+                }
             }
             timeline.note("bridge stopped (SIGTERM)")
 
@@ -139,10 +163,11 @@ enum ChaosCampaign {
             if pending > 0 { notes.append("\(pending) outbox entries still pending at the end") }
         } catch {
             violations.append("the run could not be carried out: \(error)")
-            if let process = bridge.process, process.isRunning { _ = await bridge.terminate(seconds: 5) }
+            for instance in bridges where instance.process?.isRunning == true { _ = await instance.terminate(seconds: 5) }
         }
+        await forwarder?.stop()
 
-        violations += secretViolations(lab, logs: bridge.logPaths)
+        violations += secretViolations(lab, logs: bridges.flatMap(\.logPaths))
         var kept: String?
         if !violations.isEmpty {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-chaos-seed-\(plan.seed)-\(Int(Date().timeIntervalSince1970))").path
@@ -186,19 +211,35 @@ enum ChaosCampaign {
 
     /// What the faults act on.
     struct Parties: Sendable {
+        /// The instance the bridge faults hit (the first).
         var bridge: ChaosBridge
+        var bridges: [ChaosBridge]
         var target: SandboxServer
+        /// The SQLite file, or the PostgreSQL URL.
         var storePath: String
+        var cluster: TestPostgres.Cluster?
+        /// Whether the PostgreSQL server is stopped now.
+        let storeDown = SharedFlag()
         var http: HTTPClientWrapper
         var timeline: Timeline
     }
 
     /// Carries out the schedule; returns violations seen while doing so (a restart that never came up).
     static func inject(_ plan: ChaosPlan, _ parties: Parties) async -> [String] {
-        // The bridge's side and the target's run side by side, each party's faults in order.
+        // The bridge's side, the target's and the cluster's run side by side, each party's faults in order.
         async let bridgeSide = runFaults(plan.faults.filter(\.kind.hitsBridge), parties)
         async let targetSide = runFaults(plan.faults.filter(\.kind.hitsTarget), parties)
-        return await bridgeSide + targetSide
+        async let clusterSide = runFaults(plan.faults.filter(\.kind.hitsCluster), parties)
+        return await bridgeSide + targetSide + clusterSide
+    }
+
+    /// The instance holding the most unexpired lane leases (the first when none is held).
+    static func laneHolder(_ parties: Parties) -> Int {
+        let owners = (try? TestPostgres.query(parties.storePath, """
+            SELECT owner FROM leases WHERE name LIKE 'lane:%' AND expires_at > (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT
+            """)) ?? []
+        let counts = parties.bridges.indices.map { index in owners.filter { $0.hasPrefix("chaos\(index)-") }.count }
+        return counts.indices.max { counts[$0] < counts[$1] } ?? 0
     }
 
     static func runFaults(_ faults: [Fault], _ parties: Parties) async -> [String] {
@@ -245,6 +286,23 @@ enum ChaosCampaign {
                     try await post(target, #"{"latency_ms":0}"#, http)
                     timeline.note("target latency off")
                 case .flood: break
+                case .pauseHolder:
+                    let index = laneHolder(parties)
+                    let holder = parties.bridges[index]
+                    holder.pause()
+                    timeline.note("SIGSTOP instance \(index) (holding the most lanes)")
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    holder.resume()
+                    timeline.note("SIGCONT instance \(index)")
+                case .postgresDown:
+                    guard let cluster = parties.cluster else { break }
+                    try TestPostgres.stopServer(cluster)
+                    parties.storeDown.set(true)
+                    timeline.note("PostgreSQL stopped")
+                    try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
+                    try TestPostgres.startServer(cluster)
+                    parties.storeDown.set(false)
+                    timeline.note("PostgreSQL started")
                 case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
                     var body: [String: JSONValue] = ["status": .int(Int64(fault.status)), "count": .int(Int64(fault.count))]
                     if let prefix = fault.pathPrefix { body["path_prefix"] = .string(prefix) }
@@ -329,6 +387,13 @@ enum StoreFull {
             }
         }
     }
+}
+
+/// A flag shared between the fault runner and the healing step.
+final class SharedFlag: Sendable {
+    private let value = Mutex(false)
+    func set(_ on: Bool) { value.withLock { $0 = on } }
+    func withLock<T>(_ body: (Bool) -> T) -> T { value.withLock { body($0) } }
 }
 
 /// The schedule as it was carried out, each line stamped with the time since the workload started.

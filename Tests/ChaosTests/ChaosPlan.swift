@@ -25,12 +25,20 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// so its outbox lane has a backlog (and a send in flight) when the bridge faults hit; the bridge's
     /// `catch_up.max_messages_per_conversation` is 100, so a flood missed while it is down outgrows it.
     case flood
+    /// Two `imbridge run` on one PostgreSQL: the instance holding the most lane leases is paused
+    /// (SIGSTOP) past `ha.lease_ms`, so the other takes its lanes over, then continued.
+    case pauseHolder = "pause-holder"
+    /// The PostgreSQL server under the bridge stopped (immediate shutdown) for a while, then started.
+    case postgresDown = "postgres-down"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
     /// Faults of the bridge's side (process and store) do not overlap one another; nor do the target's.
     var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop, .storeFull].contains(self) }
-    var hitsTarget: Bool { !hitsBridge && self != .flood }
+    var hitsTarget: Bool { !hitsBridge && !hitsCluster && self != .flood }
+    /// Faults that need the PostgreSQL topology (one or two instances on one server); drawn after the
+    /// others, so plans without them stay what they were.
+    var hitsCluster: Bool { [.pauseHolder, .postgresDown].contains(self) }
 
     /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Seeds run and findings"):
     /// none since the one delivery path; `flood` stays out of the default set because it doubles a seed's
@@ -77,6 +85,8 @@ struct Fault: Sendable, CustomStringConvertible {
         case .refused: return "\(at) refused: target refuses connections for \(durationMs) ms"
         case .storeFull: return "\(at) store-full: every write to the bridge's store fails for \(durationMs) ms"
         case .flood: return "\(at) flood"
+        case .pauseHolder: return "\(at) pause-holder: the instance holding the most lanes paused \(durationMs) ms (lease \(ChaosPlan.leaseMs) ms), then SIGCONT"
+        case .postgresDown: return "\(at) postgres-down: the PostgreSQL server stopped for \(durationMs) ms, then started"
         case .latency: return "\(at) latency: target answers \(latencyMs) ms late for \(durationMs) ms"
         case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
             return "\(at) \(kind.rawValue): next \(count) target requests\(pathPrefix.map { " to \($0)" } ?? "") answered \(status)"
@@ -118,6 +128,13 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
     var faults: [Fault]
     /// Texts sent back to back into the group `flood` (0: no such group).
     var flood = 0
+
+    /// The store: SQLite, or one PostgreSQL server of the run's own (drawn with the cluster faults).
+    var postgres = false
+    /// `imbridge run` processes (2 only on PostgreSQL, behind a round-robin forwarder).
+    var instances = 1
+    /// `ha.lease_ms` of a PostgreSQL run.
+    static let leaseMs = 3_000
 
     /// `catch_up.max_messages_per_conversation` of a run with a flood.
     static let floodCatchUpCap = 100
@@ -168,7 +185,7 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
                     fault.status = 504
                     fault.count = Int.random(in: 1...5, using: &rng)
                     fault.pathPrefix = target.sendPath
-                case .flood: break
+                case .flood, .pauseHolder, .postgresDown: break
                 }
                 faults.append(fault)
             }
@@ -176,6 +193,24 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
         self.faults = faults.sorted { $0.atMs < $1.atMs }
         // Drawn last, and only when allowed, so that plans without it stay what they were.
         if kinds.contains(.flood) && Bool.random(using: &rng) { flood = Int.random(in: 300...800, using: &rng) }
+        // The PostgreSQL topology, drawn last for the same reason; in it a full SQLite disk has no meaning.
+        let clusterKinds = kinds.filter(\.hitsCluster).sorted()
+        if !clusterKinds.isEmpty && Bool.random(using: &rng) {
+            postgres = true
+            var drawn: [Fault] = []
+            let count = Int.random(in: 1...2, using: &rng)
+            let slot = window.count / count
+            for index in 0..<count {
+                let kind = clusterKinds[Int.random(in: 0..<clusterKinds.count, using: &rng)]
+                let start = window.lowerBound + index * slot
+                let at = start + Int.random(in: 0..<(slot / 3), using: &rng)
+                let room = start + slot - at - 300
+                let duration = kind == .pauseHolder ? Self.leaseMs + Int.random(in: 500...3000, using: &rng) : Int.random(in: 1000...6000, using: &rng)
+                drawn.append(Fault(kind: kind, atMs: at, durationMs: min(room, duration)))
+            }
+            instances = drawn.contains { $0.kind == .pauseHolder } ? 2 : 1
+            self.faults = (self.faults.filter { $0.kind != .storeFull } + drawn).sorted { $0.atMs < $1.atMs }
+        }
     }
 
     /// The command that replays this plan.
@@ -188,7 +223,9 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
 
     var description: String {
         var lines = ["seed \(seed) (replay: \(replay))",
-                     "topology: \(source.name) (\(source.vendor)) → \(target.name) (\(target.vendor)), one `imbridge run` on SQLite, routes forward",
+                     "topology: \(source.name) (\(source.vendor)) → \(target.name) (\(target.vendor)), "
+                        + (postgres ? "\(instances == 1 ? "one `imbridge run`" : "\(instances) `imbridge run` behind a round-robin forwarder") on PostgreSQL (lease_ms \(Self.leaseMs))"
+                                    : "one `imbridge run` on SQLite") + ", routes forward",
                      "workload: \(conversations.count) groups (\(conversations.joined(separator: ", "))), 1 warm-up + \(perConversation) texts each, one every \(spacingMs) ms per group, over \(workloadMs) ms"
                         + (flood > 0 ? "; group flood: 1 warm-up + \(flood) texts back to back from the start (catch_up.max_messages_per_conversation: \(Self.floodCatchUpCap))" : ""),
                      "schedule (ms after the workload started):"]

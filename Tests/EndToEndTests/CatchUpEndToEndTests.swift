@@ -8,6 +8,7 @@ import IMSandbox
 import IMStore
 import NIMSandbox
 import RongCloudSandbox
+import SandboxTestSupport
 import Testing
 import WuKongSandbox
 
