@@ -67,9 +67,11 @@ public struct AdapterDescriptor: Sendable {
         self.make = make
     }
 
-    /// Checks `values` against the schema and builds the backend.
-    public func makeBackend(id: BackendID, settings values: [String: String], context: AdapterContext) async throws -> any VendorBackend {
-        try await make(try AdapterSettings(backend: id, values: values, schema: settings), context)
+    /// Checks `values` against the schema and builds the backend. `described`: how errors name the
+    /// values they must not quote (`AdapterSettings.described`).
+    public func makeBackend(id: BackendID, settings values: [String: String], context: AdapterContext,
+                            described: [String: String] = [:]) async throws -> any VendorBackend {
+        try await make(try AdapterSettings(backend: id, values: values, schema: settings, described: described), context)
     }
 
     /// The mapping file of this vendor in `mappings/`.

@@ -40,17 +40,41 @@ public struct AdapterSettings: Sendable {
     public let backend: BackendID
     public let values: [String: String]
     public let schema: [SettingSpec]
+    /// How errors name the values they must not quote, by key: `the value of ${NAME}` for a value
+    /// that came from the environment (docs/architecture.md, "Secrets in errors and logs").
+    public let described: [String: String]
 
     /// Checks every key is known and every value has its kind; throws the first problem.
-    public init(backend: BackendID, values: [String: String], schema: [SettingSpec]) throws {
+    public init(backend: BackendID, values: [String: String], schema: [SettingSpec], described: [String: String] = [:]) throws {
         self.backend = backend
         self.values = values
         self.schema = schema
-        if let problem = Self.problems(values, schema: schema).first { throw problem }
+        self.described = described
+        if let problem = Self.problems(values, schema: schema, described: described).first { throw problem }
     }
 
-    /// Every problem of these values against `schema`, in key order.
-    public static func problems(_ values: [String: String], schema: [SettingSpec]) -> [IMError] {
+    /// How an error may show `part` of the value of `key` (the value itself, an item of a list or of
+    /// pairs): quoted, with a URL's credentials hidden (`Redaction.url`); `***` for a secret setting;
+    /// `an item of the value of ${NAME}` (or `the value of ${NAME}`) for a value from the environment.
+    public func quoted(_ key: String, _ part: String) -> String {
+        Self.quoted(key, part, whole: part == values[key], schema: schema, described: described)
+    }
+
+    /// A value read from `key` (a number) unquoted as errors show it, or `the value of ${NAME}` as `quoted`.
+    public func shown(_ key: String, _ value: some CustomStringConvertible) -> String {
+        if schema.first(where: { $0.key == key })?.isSecret == true { return "***" }
+        return described[key] ?? value.description
+    }
+
+    static func quoted(_ key: String, _ part: String, whole: Bool, schema: [SettingSpec], described: [String: String]) -> String {
+        if schema.first(where: { $0.key == key })?.isSecret == true { return "***" }
+        if let description = described[key] { return whole ? description : "an item of \(description)" }
+        return part.contains("://") || part.contains("@") ? "'\(Redaction.url(part))'" : "'\(part)'"
+    }
+
+    /// Every problem of these values against `schema`, in key order. No message quotes the value of a
+    /// secret setting or one named in `described`.
+    public static func problems(_ values: [String: String], schema: [SettingSpec], described: [String: String] = [:]) -> [IMError] {
         var problems: [IMError] = []
         let known = Dictionary(schema.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
         for key in values.keys.sorted() where known[key] == nil {
@@ -67,14 +91,17 @@ public struct AdapterSettings: Sendable {
             case .url(let list):
                 let urls = list ? splitList(value) : [value]
                 for url in urls where !(url.hasPrefix("http://") || url.hasPrefix("https://")) {
-                    problems.append(refusal(spec.key, "'\(url)' is not an http(s) URL"))
+                    let shown = quoted(spec.key, url, whole: url == value, schema: schema, described: described)
+                    problems.append(refusal(spec.key, "\(shown) is not an http(s) URL"))
                 }
             case .integer(let minimum):
                 if Int64(value.trimmingCharacters(in: .whitespaces)).map({ $0 < minimum }) ?? true {
-                    problems.append(refusal(spec.key, "expected a whole number ≥ \(minimum), got '\(value)'"))
+                    problems.append(refusal(spec.key, "expected a whole number ≥ \(minimum), got \(quoted(spec.key, value, whole: true, schema: schema, described: described))"))
                 }
             case .flag:
-                if parseFlag(value) == nil { problems.append(refusal(spec.key, "expected true or false, got '\(value)'")) }
+                if parseFlag(value) == nil {
+                    problems.append(refusal(spec.key, "expected true or false, got \(quoted(spec.key, value, whole: true, schema: schema, described: described))"))
+                }
             case .pairs:
                 if case .failure(let error) = parsePairs(spec.key, value) { problems.append(error) }
             }

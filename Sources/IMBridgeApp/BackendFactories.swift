@@ -38,21 +38,39 @@ public enum BackendFactories {
         }
         var values = config.settings
         values.removeValue(forKey: "adapter")
+        let described = config.substituted.mapValues(ConfigNode.describeSubstitution)
+        let redactor = redactor(for: config, schema: vendor.adapter.settings)
         // Every schema problem at once, each at its own line; then what the adapter itself checks.
         var problems = ConfigProblems()
-        for problem in AdapterSettings.problems(values, schema: vendor.adapter.settings) {
+        for problem in AdapterSettings.problems(values, schema: vendor.adapter.settings, described: described) {
             problems.add(problem.details["setting"].map { config.error($0, problem.message) } ?? problem)
         }
+        problems.redact(with: redactor)
         try problems.throwIfAny()
         let adapterContext = AdapterContext(registry: context.registry, mapping: context.mappings.table(vendor.name),
                                             checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly,
                                             ledgerRetentionMs: context.ledgerRetentionMs)
         do {
-            return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext)
+            return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext, described: described)
         } catch let error as IMError {
-            guard let key = error.details["setting"] else { throw error }
-            throw config.error(key, error.message)
+            guard let key = error.details["setting"] else { throw redactor.redact(error) }
+            throw redactor.redact(config.error(key, error.message))
         }
+    }
+
+    /// What no error about `config` may show: its secret settings' values, the tokens of token lists
+    /// (`session_tokens`) as `***`, and each value that came from the environment as `the value of
+    /// ${NAME}` (docs/architecture.md, "Secrets in errors and logs").
+    public static func redactor(for config: BackendConfig, schema: [SettingSpec]) -> ConfigRedactor {
+        var redactor = ConfigRedactor()
+        for (key, raw) in config.substituted {
+            if let value = config.settings[key] { redactor.add(value, shownAs: ConfigNode.describeSubstitution(raw)) }
+        }
+        for spec in schema {
+            guard let value = config.settings[spec.key], !value.isEmpty else { continue }
+            if spec.isSecret || Bridge.isTokenList(spec) { redactor.addSecret(value) }
+        }
+        return redactor
     }
 }
 

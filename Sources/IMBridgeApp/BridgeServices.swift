@@ -87,8 +87,15 @@ extension Bridge {
         }
     }
 
+    /// Whether `spec` is a list of tokens (`session_tokens`: `uid=token,…`), whose values are secrets.
+    static func isTokenList(_ spec: SettingSpec) -> Bool {
+        if case .pairs = spec.kind { return spec.key.contains("token") }
+        return false
+    }
+
     /// The values `BridgeLogHandler` redacts: every adapter setting its schema marks secret, the values
-    /// of token lists (`session_tokens`), and the store's password (as given and URL-encoded).
+    /// of token lists (`session_tokens`), the password of a URL setting (`https://user:password@…`),
+    /// and the store's password (as given and URL-encoded).
     public static func secrets(of config: BridgeConfig,
                                environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
         var secrets: [String] = []
@@ -96,9 +103,16 @@ extension Bridge {
             for spec in Vendors.named(backend.adapter)?.adapter.settings ?? [] {
                 guard let value = backend.settings[spec.key], !value.isEmpty else { continue }
                 if spec.isSecret { secrets.append(value) }
-                if case .pairs = spec.kind, spec.key.contains("token") {
+                if isTokenList(spec) {
                     for pair in value.split(separator: ",") {
                         if let equals = pair.firstIndex(of: "=") { secrets.append(String(pair[pair.index(after: equals)...])) }
+                    }
+                }
+                if case .url = spec.kind {
+                    for url in value.split(separator: ",") {
+                        guard let password = URLComponents(string: url.trimmingCharacters(in: .whitespaces))?.password, !password.isEmpty else { continue }
+                        secrets.append(password)
+                        if let decoded = password.removingPercentEncoding { secrets.append(decoded) }
                     }
                 }
             }

@@ -15,8 +15,9 @@ public enum ConfigCheck {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IMError(.notFound, "cannot read config file \(path)")
         }
+        let yaml = String(decoding: data, as: UTF8.self)
         var problems = ConfigProblems()
-        guard let config = BridgeConfig.parse(String(decoding: data, as: UTF8.self), file: path, environment: environment,
+        guard let config = BridgeConfig.parse(yaml, file: path, environment: environment,
                                               requireRoutes: requireRoutes, adapters: Set(Vendors.names), checkStoreAccess: true,
                                               problems: &problems) else {
             try problems.throwIfAny()
@@ -39,6 +40,14 @@ public enum ConfigCheck {
                 }
             }
         }
+        // Every problem, whoever wrote it, with every secret the configuration holds hidden: those of
+        // each backend, the store's password, each `${NAME}`'s value (docs/architecture.md, "Secrets in errors and logs").
+        var redactor = BridgeConfig.redactor(yaml: yaml, environment: environment)
+        for backend in config.backends {
+            redactor.merge(BackendFactories.redactor(for: backend, schema: Vendors.named(backend.adapter)?.adapter.settings ?? []))
+        }
+        for secret in Bridge.secrets(of: config, environment: environment) { redactor.addSecret(secret) }
+        problems.redact(with: redactor)
         try problems.throwIfAny()
         return (config, mappings)
     }

@@ -129,6 +129,39 @@ public struct ConfigNode {
 
     public func optionalString() throws -> String? { isPresent ? try string() : nil }
 
+    /// The scalar as written when it takes (part of) its value from the environment (`${NAME}`), else nil.
+    public var substitution: String? {
+        guard let raw = node?.scalar?.string, raw.contains("${") else { return nil }
+        return raw
+    }
+
+    /// How an error may show `value`, read from this node: quoted (`'value'`) when the file holds it,
+    /// but `the value of ${NAME}` when it came from the environment — an environment variable may hold
+    /// a secret, wherever it is put (docs/architecture.md, "Secrets in errors and logs").
+    public func quoted(_ value: String) -> String {
+        guard let raw = substitution else { return "'\(value)'" }
+        return Self.describeSubstitution(raw)
+    }
+
+    /// `value` (a number, a duration …) unquoted, or `the value of ${NAME}` as `quoted`.
+    public func shown(_ value: some CustomStringConvertible) -> String {
+        substitution.map(Self.describeSubstitution) ?? value.description
+    }
+
+    /// `the value of ${NAME}` for a scalar that is exactly `${NAME}`, else `the value of '…${NAME}…'`.
+    public static func describeSubstitution(_ raw: String) -> String {
+        let whole = raw.hasPrefix("${") && raw.hasSuffix("}") && raw.dropFirst(2).firstIndex(of: "}") == raw.index(before: raw.endIndex)
+        return whole ? "the value of \(raw)" : "the value of '\(raw)'"
+    }
+
+    /// `message` (built elsewhere, about `value` read from this node) with `value` replaced as
+    /// `quoted` would show it when the value came from the environment.
+    public func scrubbing(_ message: String, value: String) -> String {
+        guard let raw = substitution, !value.isEmpty else { return message }
+        return message.replacingOccurrences(of: "'\(value)'", with: Self.describeSubstitution(raw))
+            .replacingOccurrences(of: value, with: Self.describeSubstitution(raw))
+    }
+
     public func int() throws -> Int {
         guard let text = try optionalString(), let value = Int(text) else { throw error("expected a whole number") }
         return value

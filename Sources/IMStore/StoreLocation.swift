@@ -22,15 +22,26 @@ public struct StoreLocation: Sendable, Equatable, CustomStringConvertible {
 
     public init(parsing text: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         let lower = text.lowercased()
+        let safe = Self.redact(text)
         guard lower.hasPrefix("postgres://") || lower.hasPrefix("postgresql://") else {
+            // A URL that is not quite one (`postgres:/…`, `postgresql:user:pw@…`, another scheme) is not
+            // taken for a file name: its error would print it, password and all.
+            if lower.hasPrefix("postgres:") || lower.hasPrefix("postgresql:") || lower.hasPrefix("postgres/") || text.contains("://") {
+                throw IMError(.invalidArgument, "store: expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE or the path of an SQLite file, got '\(safe)'")
+            }
             kind = .sqlite
             path = text
             return
         }
         kind = .postgres
-        let safe = Self.redact(text)
+        guard text.filter({ $0 == "@" }).count <= 1 else {
+            throw IMError(.invalidArgument, "store: the URL has more than one '@' (write an '@' in the user or password as %40): '\(safe)'")
+        }
         guard let url = URLComponents(string: text), let host = url.host, !host.isEmpty else {
             throw IMError(.invalidArgument, "store: expected postgres://USER[:PASSWORD]@HOST[:PORT]/DATABASE, got '\(safe)'")
+        }
+        guard url.fragment == nil else {
+            throw IMError(.invalidArgument, "store: the URL has a fragment (#…; write a '#' in the password as %23): '\(safe)'")
         }
         guard let user = url.user, !user.isEmpty else { throw IMError(.invalidArgument, "store: the URL names no user: '\(safe)'") }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
@@ -65,17 +76,19 @@ public struct StoreLocation: Sendable, Equatable, CustomStringConvertible {
         guard kind == .sqlite else { return nil }
         let file = URL(fileURLWithPath: path)
         let directory = file.deletingLastPathComponent().path
+        // As messages show them (a path with `@` may be a URL written wrong).
+        let shownDirectory = Self.redact(directory), shownPath = Self.redact(path)
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) else {
-            return "directory \(directory) does not exist"
+            return "directory \(shownDirectory) does not exist"
         }
-        guard isDirectory.boolValue else { return "\(directory) is not a directory" }
+        guard isDirectory.boolValue else { return "\(shownDirectory) is not a directory" }
         if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) {
-            if isDirectory.boolValue { return "\(path) is a directory, not an SQLite file" }
-            if access(path, R_OK | W_OK) != 0 { return "\(path) is not readable and writable by this user" }
+            if isDirectory.boolValue { return "\(shownPath) is a directory, not an SQLite file" }
+            if access(path, R_OK | W_OK) != 0 { return "\(shownPath) is not readable and writable by this user" }
         }
         if access(directory, W_OK | X_OK) != 0 {
-            return "directory \(directory) is not writable by this user (SQLite keeps its -wal and -shm files next to the store)"
+            return "directory \(shownDirectory) is not writable by this user (SQLite keeps its -wal and -shm files next to the store)"
         }
         return nil
     }
@@ -93,11 +106,16 @@ public struct StoreLocation: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String { redacted }
 
-    /// `text` with the password of a `scheme://user:password@` URL replaced by `***`.
+    /// The query parameters whose values `redact` shows: those the URL may carry (every other value,
+    /// `password=` and `sslpassword=` among them, is `***`).
+    public static let shownParameters: Set<String> = ["schema", "tls", "sslmode"]
+
+    /// `text` (a `store:` value, well-formed or not) as errors and logs may show it: the password of
+    /// `scheme://user:password@` (up to the last `@`: a password may hold an unencoded `@`), the
+    /// values of query parameters other than `schema`, `tls` and `sslmode`, and a fragment replaced by
+    /// `***`; see `Redaction.url`. An SQLite path without `@` or `?` comes back as it is.
     public static func redact(_ text: String) -> String {
-        guard let scheme = text.range(of: "://"), let at = text[scheme.upperBound...].firstIndex(of: "@") else { return text }
-        let userInfo = text[scheme.upperBound..<at]
-        guard let colon = userInfo.firstIndex(of: ":") else { return text }
-        return String(text[..<colon]) + ":***" + String(text[at...])
+        guard text.contains("@") || text.contains("://") || text.contains("?") || text.contains("#") else { return text }
+        return Redaction.url(text, showingParameters: shownParameters)
     }
 }

@@ -4,7 +4,7 @@ import IMCore
 
 /// How `check` and `run` report a configuration they refuse: every problem on its own line on standard
 /// error (`FILE:LINE: key: reason`), then exit status 1 — no usage text, which would only hide the
-/// problems. Messages come from `ConfigCheck`, which never quotes a secret.
+/// problems. Messages come from `ConfigCheck`, which never quotes a secret nor the value of a `${NAME}`.
 enum ConfigFailure {
     static func report(_ error: any Error, config: String) -> ExitCode {
         let lines: [String]
@@ -20,7 +20,8 @@ enum ConfigFailure {
             lines = ["\(config): \(error)"]
         }
         var text = "imbridge: \(config): \(lines.count == 1 ? "1 problem" : "\(lines.count) problems")\n"
-        for line in lines { text += "  \(line)\n" }
+        // Last guard: the credentials of any URL a line holds (docs/architecture.md, "Secrets in errors and logs").
+        for line in lines { text += "  \(Redaction.text(line))\n" }
         FileHandle.standardError.write(Data(text.utf8))
         return ExitCode.failure
     }

@@ -65,7 +65,8 @@ func freePort() async throws -> Int { try await LoopbackPorts.unused(in: Loopbac
 
 /// A short-lived `imbridge` command (`check`, `deadletters`, `migrate` …) run to its end.
 enum IMBridgeCLI {
-    static func run(_ arguments: [String], timeoutSeconds: Double = 120) async throws -> (status: Int32, output: String) {
-        try await Subprocess.run(try BridgeProcess.binary(), arguments, timeoutSeconds: timeoutSeconds)
+    static func run(_ arguments: [String], timeoutSeconds: Double = 120,
+                    environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
+        try await Subprocess.run(try BridgeProcess.binary(), arguments, timeoutSeconds: timeoutSeconds, environment: environment)
     }
 }

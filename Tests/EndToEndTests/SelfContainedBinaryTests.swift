@@ -74,7 +74,9 @@ import Testing
 
 /// A child process run to its end, stdout and stderr together (through a file: no pipe to fill up).
 enum Subprocess {
-    static func run(_ executable: String, _ arguments: [String], timeoutSeconds: Double = 180) async throws -> (status: Int32, output: String) {
+    /// `environment`: variables set for the child on top of this process's own.
+    static func run(_ executable: String, _ arguments: [String], timeoutSeconds: Double = 180,
+                    environment: [String: String] = [:]) async throws -> (status: Int32, output: String) {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("subprocess-\(UUID().uuidString).log").path
         FileManager.default.createFile(atPath: path, contents: nil)
         defer { try? FileManager.default.removeItem(atPath: path) }
@@ -83,6 +85,7 @@ enum Subprocess {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
+        if !environment.isEmpty { process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, set in set } }
         process.standardOutput = handle
         process.standardError = handle
         try process.run()

@@ -40,7 +40,7 @@ public struct CatchUpSettings: Sendable, Equatable {
         problems.attempt {
             guard let text = try node["max_age"].optionalString() else { return }
             let ms = try duration(text, node["max_age"])
-            guard ms > 0 else { throw node["max_age"].error("expected a duration > 0, got \(text)") }
+            guard ms > 0 else { throw node["max_age"].error("expected a duration > 0, got \(node["max_age"].shown(text))") }
             if retentionHours > 0, ms > Int64(retentionHours) * 3_600_000 {
                 throw node["max_age"].error("must not exceed retention_hours (\(retentionHours) h): older messages may have left the ledger and would be relayed twice")
             }
@@ -48,13 +48,13 @@ public struct CatchUpSettings: Sendable, Equatable {
         }
         problems.attempt {
             guard let count = try node["max_messages_per_conversation"].optionalInt() else { return }
-            guard count >= 1 else { throw node["max_messages_per_conversation"].error("expected a whole number ≥ 1, got \(count)") }
+            guard count >= 1 else { throw node["max_messages_per_conversation"].error("expected a whole number ≥ 1, got \(node["max_messages_per_conversation"].shown(count))") }
             settings.maxMessagesPerConversation = count
         }
         problems.attempt {
             guard let text = try node["interval"].optionalString() else { return }
             let ms = try duration(text, node["interval"])
-            guard ms >= 1000 else { throw node["interval"].error("expected a duration of at least 1s, got \(text)") }
+            guard ms >= 1000 else { throw node["interval"].error("expected a duration of at least 1s, got \(node["interval"].shown(text))") }
             settings.intervalMs = ms
         }
         return settings
@@ -68,6 +68,6 @@ public struct CatchUpSettings: Sendable, Equatable {
             if let value = Int64(trimmed.dropLast(suffix.count)), value >= 0 { return value * factor }
         }
         if let seconds = Int64(trimmed), seconds >= 0 { return seconds * 1000 }
-        throw node.error("expected a duration such as 30s, 5m or 24h, got \(text)")
+        throw node.error("expected a duration such as 30s, 5m or 24h, got \(node.shown(text))")
     }
 }

@@ -14,6 +14,9 @@ public struct BackendConfig: Sendable {
     public var lines: [String: Int]
     /// Line of `<name>:` under `backends`: where a missing setting is reported.
     public var line: Int?
+    /// The settings whose values came from the environment, as written (`${WK_URL}`): errors name the
+    /// variable instead of quoting the value (`ConfigNode.quoted`).
+    public var substituted: [String: String] = [:]
 
     public init(name: BackendID, adapter: String, settings: [String: String], file: String = "(code)", lines: [String: Int] = [:],
                 line: Int? = nil) {
@@ -114,9 +117,32 @@ public struct BridgeConfig: Sendable {
     }
 
     /// Parses what can be parsed, adding every problem to `problems`; nil only when the YAML itself
-    /// cannot be read.
+    /// cannot be read. No problem shows the value of an environment variable the file names (`${NAME}`)
+    /// or the store's password (`redactor(yaml:environment:)`).
     public static func parse(_ yaml: String, file: String, environment: [String: String], requireRoutes: Bool,
                              adapters: Set<String>?, checkStoreAccess: Bool, problems: inout ConfigProblems) -> BridgeConfig? {
+        var found = ConfigProblems()
+        let config = parseCollecting(yaml, file: file, environment: environment, requireRoutes: requireRoutes, adapters: adapters,
+                                     checkStoreAccess: checkStoreAccess, problems: &found)
+        var redactor = redactor(yaml: yaml, environment: environment)
+        if let config, let password = try? StoreLocation(parsing: config.store, environment: environment).password {
+            redactor.addSecret(password)
+        }
+        found.redact(with: redactor)
+        problems.merge(found)
+        return config
+    }
+
+    /// What configuration errors must not show: the value of every `${NAME}` the file names, and the
+    /// store password of the environment (`IMBRIDGE_STORE_PASSWORD`).
+    public static func redactor(yaml: String, environment: [String: String]) -> ConfigRedactor {
+        var redactor = ConfigRedactor(yaml: yaml, environment: environment)
+        if let password = environment[StoreLocation.passwordVariable] { redactor.addSecret(password) }
+        return redactor
+    }
+
+    static func parseCollecting(_ yaml: String, file: String, environment: [String: String], requireRoutes: Bool,
+                                adapters: Set<String>?, checkStoreAccess: Bool, problems: inout ConfigProblems) -> BridgeConfig? {
         let root: ConfigNode
         do { root = try ConfigNode.parse(yaml, file: file, environment: environment) } catch {
             problems.add(error)
@@ -126,12 +152,13 @@ public struct BridgeConfig: Sendable {
         problems.attempt { try root.allowOnly(Set(topLevelKeys)) }
         var listenHost = "127.0.0.1", listenPort = 8090
         problems.attempt { (listenHost, listenPort) = try hostAndPort(root["listen"], default: "127.0.0.1:8090") }
+        let listenShown = root["listen"].substitution.map(ConfigNode.describeSubstitution) ?? "\(listenHost):\(listenPort)"
         var adminListen: (host: String, port: Int)?
         if root["admin_listen"].isPresent {
             problems.attempt {
                 let admin = try hostAndPort(root["admin_listen"], default: "")
                 if admin.port != 0 && admin.port == listenPort && (admin.host == listenHost || admin.host == "0.0.0.0" || listenHost == "0.0.0.0") {
-                    throw root["admin_listen"].error("must differ from listen (\(listenHost):\(listenPort)): it keeps /metrics and health off the callbacks' address")
+                    throw root["admin_listen"].error("must differ from listen (\(listenShown)): it keeps /metrics and health off the callbacks' address")
                 }
                 adminListen = admin
             }
@@ -155,17 +182,27 @@ public struct BridgeConfig: Sendable {
         let retry = parseRetry(root["retry"], problems: &problems)
         let retentionHours = problems.attempt { () throws -> Int in
             let hours = try root["retention_hours"].optionalInt() ?? 168
-            guard hours >= 0 else { throw root["retention_hours"].error("expected hours ≥ 0 (0 keeps everything), got \(hours)") }
+            guard hours >= 0 else { throw root["retention_hours"].error("expected hours ≥ 0 (0 keeps everything), got \(root["retention_hours"].shown(hours))") }
             return hours
         } ?? 168
         var store = ""
         problems.attempt {
             store = try root["store"].string()
             let location: StoreLocation
+            // A store URL from the environment is not shown even redacted (docs/architecture.md, "Secrets in errors and logs").
             do { location = try StoreLocation(parsing: store, environment: environment) } catch let error as IMError {
-                throw root["store"].error(error.message)
+                throw root["store"].error(root["store"].scrubbing(error.message, value: StoreLocation.redact(store)))
             }
-            if checkStoreAccess, let problem = location.accessProblem() { throw root["store"].error(problem) }
+            if checkStoreAccess, let problem = location.accessProblem() {
+                guard let raw = root["store"].substitution else { throw root["store"].error(problem) }
+                // The file and its directory are the variable's value: neither is named.
+                let directory = URL(fileURLWithPath: store).deletingLastPathComponent().path
+                var shown = problem
+                for part in [store, directory].map(StoreLocation.redact) where !part.isEmpty && part != "/" {
+                    shown = shown.replacingOccurrences(of: part, with: "…")
+                }
+                throw root["store"].error("\(ConfigNode.describeSubstitution(raw)): \(shown)")
+            }
         }
         let mappings = problems.attempt { try root["mappings"].optionalString() } ?? nil
         var config = BridgeConfig(store: store, listenHost: listenHost, listenPort: listenPort, mappings: mappings, backends: backends,
@@ -177,7 +214,9 @@ public struct BridgeConfig: Sendable {
             problems.attempt { try readiness.allowOnly(Set(readinessKeys)) }
             problems.attempt {
                 let seconds = try readiness["backend_failing_seconds"].optionalInt() ?? ReadinessPolicy.defaultBackendFailingSeconds
-                guard seconds >= 0 else { throw readiness["backend_failing_seconds"].error("expected seconds ≥ 0 (0 turns the check off), got \(seconds)") }
+                guard seconds >= 0 else {
+                    throw readiness["backend_failing_seconds"].error("expected seconds ≥ 0 (0 turns the check off), got \(readiness["backend_failing_seconds"].shown(seconds))")
+                }
                 config.readiness = ReadinessPolicy(backendFailingMs: seconds == 0 ? nil : Int64(seconds) * 1000)
             }
         }
@@ -187,7 +226,7 @@ public struct BridgeConfig: Sendable {
             problems.attempt { try ha.allowOnly(Set(haKeys)) }
             problems.attempt {
                 let leaseMs = try ha["lease_ms"].optionalInt() ?? Int(LeaseSettings.defaultTTLMs)
-                guard leaseMs >= 300 else { throw ha["lease_ms"].error("expected milliseconds ≥ 300, got \(leaseMs)") }
+                guard leaseMs >= 300 else { throw ha["lease_ms"].error("expected milliseconds ≥ 300, got \(ha["lease_ms"].shown(leaseMs))") }
                 config.leaseMs = Int64(leaseMs)
             }
             config.instance = problems.attempt { try ha["instance"].optionalString() } ?? nil
@@ -199,13 +238,13 @@ public struct BridgeConfig: Sendable {
             problems.attempt {
                 guard let text = try log["level"].optionalString() else { return }
                 guard let level = Logger.Level(rawValue: text) else {
-                    throw log["level"].error("expected one of \(logLevelNames.joined(separator: ", ")), got '\(text)'")
+                    throw log["level"].error("expected one of \(logLevelNames.joined(separator: ", ")), got \(log["level"].quoted(text))")
                 }
                 config.logLevel = level
             }
             problems.attempt {
                 guard let text = try log["format"].optionalString() else { return }
-                guard let format = LogFormat(rawValue: text) else { throw log["format"].error("expected text or json, got '\(text)'") }
+                guard let format = LogFormat(rawValue: text) else { throw log["format"].error("expected text or json, got \(log["format"].quoted(text))") }
                 config.logFormat = format
             }
         }
@@ -216,7 +255,7 @@ public struct BridgeConfig: Sendable {
             problems.attempt {
                 let seconds = try shutdown["drain_seconds"].optionalInt() ?? defaultDrainSeconds
                 guard (0...3600).contains(seconds) else {
-                    throw shutdown["drain_seconds"].error("expected seconds from 0 (stop at once) to 3600, got \(seconds)")
+                    throw shutdown["drain_seconds"].error("expected seconds from 0 (stop at once) to 3600, got \(shutdown["drain_seconds"].shown(seconds))")
                 }
                 config.drainSeconds = seconds
             }
@@ -230,7 +269,7 @@ public struct BridgeConfig: Sendable {
         let text = try node.optionalString() ?? fallback
         guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port),
               colon > text.startIndex else {
-            throw node.error("expected HOST:PORT, got '\(text)'")
+            throw node.error("expected HOST:PORT, got \(node.quoted(text))")
         }
         return (String(text[..<colon]), port)
     }
@@ -242,19 +281,24 @@ public struct BridgeConfig: Sendable {
         problems.attempt { try node.allowOnly(Set(retryKeys)) }
         let base = problems.attempt { () throws -> Int64 in
             let value = Int64(try node["base_ms"].optionalInt() ?? Int(retry.baseMs))
-            if value <= 0 { throw node["base_ms"].error("expected milliseconds > 0, got \(value)") }
+            if value <= 0 { throw node["base_ms"].error("expected milliseconds > 0, got \(node["base_ms"].shown(value))") }
             return value
         }
         if let base { retry.baseMs = base }
         problems.attempt {
             let value = Int64(try node["max_ms"].optionalInt() ?? Int(retry.maxMs))
-            if value <= 0 { throw node["max_ms"].error("expected milliseconds > 0, got \(value)") }
-            if value < retry.baseMs { throw node["max_ms"].error("expected milliseconds ≥ base_ms (\(retry.baseMs)), got \(value)") }
+            if value <= 0 { throw node["max_ms"].error("expected milliseconds > 0, got \(node["max_ms"].shown(value))") }
+            if value < retry.baseMs {
+                let base = node["base_ms"].substitution.map(ConfigNode.describeSubstitution) ?? "\(retry.baseMs)"
+                throw node["max_ms"].error("expected milliseconds ≥ base_ms (\(base)), got \(node["max_ms"].shown(value))")
+            }
             retry.maxMs = value
         }
         problems.attempt {
             if let minutes = try node["max_age_minutes"].optionalInt() {
-                guard minutes >= 0 else { throw node["max_age_minutes"].error("expected minutes ≥ 0 (0 retries for ever), got \(minutes)") }
+                guard minutes >= 0 else {
+                    throw node["max_age_minutes"].error("expected minutes ≥ 0 (0 retries for ever), got \(node["max_age_minutes"].shown(minutes))")
+                }
                 retry.maxAgeMs = minutes == 0 ? nil : Int64(minutes) * 60_000
             }
         }
@@ -278,19 +322,23 @@ public struct BridgeConfig: Sendable {
             let adapter = problems.attempt { () throws -> String in
                 let adapter = try entry["adapter"].string()
                 if let adapters, !adapters.contains(adapter) {
-                    throw entry["adapter"].error("unknown adapter '\(adapter)' (known: \(adapters.sorted().joined(separator: ", ")))")
+                    throw entry["adapter"].error("unknown adapter \(entry["adapter"].quoted(adapter)) (known: \(adapters.sorted().joined(separator: ", ")))")
                 }
                 return adapter
             }
             var settings: [String: String] = [:]
             var lines: [String: Int] = [:]
+            var substituted: [String: String] = [:]
             for key in (try? entry.keys()) ?? [] where key != "adapter" {
                 if let value = problems.attempt({ try entry[key].string() }) { settings[key] = value } else { ok = false }
                 lines[key] = entry[key].line
+                substituted[key] = entry[key].substitution
             }
             guard ok, let adapter else { return nil }
-            return BackendConfig(name: BackendID(name), adapter: adapter, settings: settings, file: entry.file, lines: lines,
-                                 line: entry.keyLine)
+            var backend = BackendConfig(name: BackendID(name), adapter: adapter, settings: settings, file: entry.file, lines: lines,
+                                        line: entry.keyLine)
+            backend.substituted = substituted
+            return backend
         }
     }
 
@@ -308,10 +356,16 @@ public struct BridgeConfig: Sendable {
             problems.attempt {
                 let text = try node[key].string()
                 let endpoint: RouteEndpoint
-                do { endpoint = try RouteEndpoint(parsing: text) } catch let error as IMError { throw node[key].error(error.message) }
-                guard backends.contains(endpoint.backend) else { throw node[key].error("backend '\(endpoint.backend)' is not configured under backends") }
+                // A part of a value from the environment is not shown either: the message names the variable.
+                let shown = node[key].substitution.map { ConfigNode.describeSubstitution($0) + ": " }
+                do { endpoint = try RouteEndpoint(parsing: text) } catch let error as IMError {
+                    throw node[key].error(shown.map { $0 + "not BACKEND:KIND:ID (or BACKEND:KIND:*)" } ?? error.message)
+                }
+                guard backends.contains(endpoint.backend) else {
+                    throw node[key].error((shown ?? "") + "backend \(shown == nil ? "'\(endpoint.backend)' " : "")is not configured under backends")
+                }
                 guard Self.routeKinds.contains(endpoint.kind) else {
-                    throw node[key].error("unknown conversation kind '\(endpoint.kind)' (expected one of: \(Self.routeKinds.map(\.description).joined(separator: ", ")))")
+                    throw node[key].error((shown ?? "") + "unknown conversation kind \(shown == nil ? "'\(endpoint.kind)' " : "")(expected one of: \(Self.routeKinds.map(\.description).joined(separator: ", ")))")
                 }
                 return endpoint
             }
@@ -338,7 +392,7 @@ public struct BridgeConfig: Sendable {
                 let format = try node["name_format"].optionalString() ?? "[{name}] "
                 return (.relay(account: account, nameFormat: format), .relay(account: account, nameFormat: format))
             default:
-                throw node["users"].error("expected puppet or relay, got '\(mode)'")
+                throw node["users"].error("expected puppet or relay, got \(node["users"].quoted(mode))")
             }
         }
         let media = problems.attempt { () throws -> Route.Media in
@@ -392,6 +446,9 @@ public struct ConfigProblems: Sendable {
     }
 
     public mutating func merge(_ other: ConfigProblems) { errors += other.errors }
+
+    /// Every problem with what `redactor` hides hidden.
+    public mutating func redact(with redactor: ConfigRedactor) { errors = errors.map(redactor.redact) }
 
     /// Runs `body`; a thrown error is recorded and nil returned.
     @discardableResult

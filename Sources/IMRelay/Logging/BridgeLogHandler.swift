@@ -1,4 +1,5 @@
 import Foundation
+import IMCore
 import Logging
 import Synchronization
 
@@ -22,10 +23,11 @@ public struct SecretRedactor: Sendable {
         self.secrets = Set(secrets.filter { $0.count >= 4 }).sorted { $0.count > $1.count }
     }
 
+    /// `text` with every secret, and the credentials of any URL in it (`Redaction.text`), as `***`.
     public func redact(_ text: String) -> String {
         var text = text
         for secret in secrets where text.contains(secret) { text = text.replacingOccurrences(of: secret, with: "***") }
-        return text
+        return text.contains("://") || text.contains("=") ? Redaction.text(text) : text
     }
 
     public func redact(_ value: Logger.MetadataValue) -> Logger.MetadataValue {

@@ -45,16 +45,14 @@ public struct StatusContext: Sendable, Equatable {
         return parts.string ?? "(not a URL)"
     }
 
-    /// An error text as the page may show it: the password of any `scheme://user:password@` in it
-    /// replaced by `***`, and cut to `limit` characters. Vendors' error texts and conversation ids are
+    /// An error text as the page may show it: the user info of any `scheme://user:password@` in it (to
+    /// the last `@`: a password may hold one) and credential-like query values replaced by `***`
+    /// (`Redaction.text`), and cut to `limit` characters. Vendors' error texts and conversation ids are
     /// otherwise shown as they are, HTML-escaped by the template.
     public static func publicReason(_ text: String, limit: Int = 400) -> String {
-        let redacted = text.replacing(userInfo, with: "://***@")
+        let redacted = Redaction.text(text)
         return redacted.count > limit ? String(redacted.prefix(limit)) + "…" : redacted
     }
-
-    /// `://` then user info (no `/`, space, quote or `@`) then `@`.
-    nonisolated(unsafe) static let userInfo = try! Regex(#"://[^/\s@"']+@"#)
 }
 
 /// The bridge's state at one moment: what `/status.json` returns and `/status` renders

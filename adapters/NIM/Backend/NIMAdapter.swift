@@ -58,7 +58,7 @@ public enum NIMAdapter {
                                    freshnessLimitMs: Int64? = nil) throws -> NIMBackend {
         let skew = settings.integer("callback_max_skew_ms") ?? freshnessLimitMs
         if let skew, let freshnessLimitMs, skew > freshnessLimitMs {
-            throw settings.refuse("callback_max_skew_ms", "expected at most \(freshnessLimitMs) (half of retention_hours), got \(skew): "
+            throw settings.refuse("callback_max_skew_ms", "expected at most \(freshnessLimitMs) (half of retention_hours), got \(settings.shown("callback_max_skew_ms", skew)): "
                                   + "a copy replayed after the ledger forgot it would relay again")
         }
         var capabilities = NIMBackend.defaultCapabilities

@@ -39,7 +39,7 @@ extension RongCloudBackend.Configuration {
             do {
                 try RongCloudContentCodec.checkCustomName(objectName)
             } catch let error as IMError {
-                throw settings.refuse("object_names", error.message)
+                throw settings.refuse("object_names", error.message.replacingOccurrences(of: "'\(objectName)'", with: settings.quoted("object_names", objectName)))
             }
             objectNames[contentType] = objectName
         }
@@ -52,7 +52,7 @@ extension RongCloudBackend.Configuration {
                                       + "forgot it (retention_hours) would relay again; set retention_hours: 0 to keep the ledger for ever")
             }
             if skew > freshnessLimitMs {
-                throw settings.refuse("callback_max_skew_ms", "expected at most \(freshnessLimitMs) (half of retention_hours), got \(skew)")
+                throw settings.refuse("callback_max_skew_ms", "expected at most \(freshnessLimitMs) (half of retention_hours), got \(settings.shown("callback_max_skew_ms", skew))")
             }
         }
         self.init(id: settings.backend, appKey: try settings.required("app_key"), appSecret: try settings.required("app_secret"),

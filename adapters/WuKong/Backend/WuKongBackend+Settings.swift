@@ -11,7 +11,7 @@ extension WuKongBackend.Configuration {
         var customTypes: [Int: String] = [:]
         for (number, name) in settings.pairs("custom_types") {
             guard let type = Int(number), type > 0 else {
-                throw settings.refuse("custom_types", "'\(number)' is not a WuKong type number")
+                throw settings.refuse("custom_types", "\(settings.quoted("custom_types", number)) is not a WuKong type number")
             }
             customTypes[type] = name
         }
