@@ -13,7 +13,8 @@ import NIOHTTPTypes
 ///   connection opened, or after the first byte of a request on a kept-alive connection. Else: 408, close.
 /// - `bodyTimeout`: once the head is read, the whole body must arrive within this time, however it
 ///   trickles (a body sent one byte a second, a declared chunk of 2^64−1 bytes never sent). Else: 408, close.
-/// - `idleTimeout`: a kept-alive connection with no request started is closed after this.
+/// - `idleTimeout`: a kept-alive connection with no request started is closed after this (so is one
+///   whose head or body stops arriving for this long: Hummingbird's idle timeout counts any pause).
 /// - `maxConnections`: open connections at most; beyond it the listener stops accepting (the kernel's
 ///   backlog holds new ones) until one closes.
 /// - `lingerTimeout`: after an answer given before the request's body was read (a refused secret, a
