@@ -104,8 +104,8 @@ public struct InboundBatch: Sendable {
 /// - `admit` sees the request before its body is read (`head.body` is empty): it checks what the
 ///   vendor's scheme lets it check from the method, query and headers (a shared secret, a signature
 ///   over headers), and either answers at once — the body is then never read — or names the largest
-///   body it accepts (`maxCallbackBodyBytes`; more is answered 413). A refusal here is told to
-///   `sink.refused` like one in `handle`. The default admits every head up to the default cap.
+///   body it accepts (more is answered 413). A refusal here is told to `sink.refused` like one in
+///   `handle`. The default admits every head, with bodies up to `defaultMaxCallbackBodyBytes`.
 public protocol InboundHandling: Sendable {
     func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData
     func admit(_ head: HTTPRequestData, sink: any EventSink) async -> BodyAdmission
