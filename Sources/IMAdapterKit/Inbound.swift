@@ -100,14 +100,27 @@ public struct InboundBatch: Sendable {
 /// - `replay` converts a set-aside message again (after a mapping fix), through the same conversion as
 ///   on arrival but without the request's verification (it was verified when it arrived). What still
 ///   does not convert comes back in the batch's `setAside`.
+///
+/// - `admit` sees the request before its body is read (`head.body` is empty): it checks what the
+///   vendor's scheme lets it check from the method, query and headers (a shared secret, a signature
+///   over headers), and either answers at once — the body is then never read — or names the largest
+///   body it accepts (more is answered 413). A refusal here is told to `sink.refused` like one in
+///   `handle`. The default admits every head, with bodies up to `defaultMaxCallbackBodyBytes`.
 public protocol InboundHandling: Sendable {
     func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData
+    func admit(_ head: HTTPRequestData, sink: any EventSink) async -> BodyAdmission
     func startIntake(into sink: any EventSink) async throws
     func stopIntake() async
     func replay(_ message: SetAsideMessage) async throws -> InboundBatch
 }
 
+/// The body cap of a receiver that names none (`InboundHandling.admit`'s default): 1 MiB.
+public let defaultMaxCallbackBodyBytes = 1 << 20
+
 extension InboundHandling {
+    public func admit(_ head: HTTPRequestData, sink: any EventSink) async -> BodyAdmission {
+        .read(upTo: defaultMaxCallbackBodyBytes)
+    }
     public func startIntake(into sink: any EventSink) async throws {}
     public func stopIntake() async {}
     public func replay(_ message: SetAsideMessage) async throws -> InboundBatch {
@@ -205,6 +218,22 @@ public struct CallbackExchange: Sendable {
         }
         fanout?.publish(batch.events)
         return answers.success
+    }
+
+    /// The head half of a callback exchange (`InboundHandling.admit`): `check` verifies what the head
+    /// carries and throws the refusal; a refusal is told to `sink.refused` and answered the vendor's
+    /// way at once, anything else lets the body (up to `maxBodyBytes`) be read.
+    public func admit(_ head: HTTPRequestData, sink: any EventSink, maxBodyBytes: Int,
+                      check: (HTTPRequestData) throws -> Void) -> BodyAdmission {
+        do {
+            try check(head)
+        } catch let error as IMError where Self.isRefusal(error) {
+            sink.refused(error, backend: backend)
+            return .answer(answers.refusal(error))
+        } catch {
+            // Not a refusal: let the full exchange decide with the body.
+        }
+        return .read(upTo: maxBodyBytes)
     }
 
     public static func isRefusal(_ error: IMError) -> Bool {

@@ -42,13 +42,14 @@ public struct Bridge: Sendable {
                                  customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
                                  lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
                                  leadership: leadership, backendDownAfterMs: config.readiness.backendFailingMs)
-        let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort, logger: httpLogger)
+        let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort, logger: httpLogger,
+                                                        limits: config.listenerLimits)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },
                                                                uniquingKeysWith: { first, _ in first }),
                         serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness, status: StatusContext(config: config))
         var admin: BridgeListener?
         if let address = config.adminListen {
-            admin = BridgeListener(host: address.host, port: address.port, logger: httpLogger)
+            admin = BridgeListener(host: address.host, port: address.port, logger: httpLogger, limits: config.listenerLimits)
             admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness, status: StatusContext(config: config))
         }
         let catchUp = config.catchUp.enabled

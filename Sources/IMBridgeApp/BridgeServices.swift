@@ -78,6 +78,7 @@ extension Bridge {
             "routes": "\(config.routes.count)",
             "log_level": "\(config.logLevel.rawValue)",
             "drain_seconds": "\(config.drainSeconds)",
+            "listener_limits": "header \(config.listenerLimits.headerTimeout.components.seconds) s, body \(config.listenerLimits.bodyTimeout.components.seconds) s, idle \(config.listenerLimits.idleTimeout.components.seconds) s, max \(config.listenerLimits.maxConnections) connections",
         ]
         metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics, /status on listen)"
         logger.info("imbridge started", metadata: metadata)

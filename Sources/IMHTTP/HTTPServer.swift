@@ -1,5 +1,6 @@
 import HTTPTypes
 import Hummingbird
+import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
@@ -10,13 +11,23 @@ import Synchronization
 ///
 /// `start` returns once the socket is bound; port 0 binds a free port, and `port` tells which.
 /// `stop` cancels the server and waits for it to finish. Bodies above `maxBodyBytes` get HTTP 413.
+///
+/// With `admit`, each request's head (method, path, query, headers; an empty body) is shown to it
+/// before any of the body is read: it either answers at once (a wrong secret: the body is never read,
+/// the connection closes after the answer) or names the largest body it accepts (at most
+/// `maxBodyBytes`). A `Content-Length` above that is answered 413 at once; a chunked body is answered
+/// 413 as soon as it passes it. With `limits`, connections are bounded in time and number
+/// (`ListenerLimits`); without, there are no timeouts and no connection cap (the sandboxes).
 public final class HTTPServer: Sendable {
     public typealias Handler = @Sendable (HTTPRequestData) async -> HTTPResponseData
+    public typealias Admit = @Sendable (HTTPRequestData) async -> BodyAdmission
 
     public let host: String
     private let requestedPort: Int
     private let maxBodyBytes: Int
     private let handler: Handler
+    private let admit: Admit?
+    private let limits: ListenerLimits?
     private let logger: Logger
     private let state = Mutex<(task: Task<Void, Never>?, group: ServiceGroup?, port: Int?)>((nil, nil, nil))
 
@@ -24,7 +35,7 @@ public final class HTTPServer: Sendable {
     /// `imbridge.http` logger); without one, only warnings and errors of the server are logged, which
     /// keeps the sandboxes quiet.
     public init(host: String = "127.0.0.1", port: Int = 0, maxBodyBytes: Int = 32 << 20, logger: Logger? = nil,
-                handler: @escaping Handler) {
+                limits: ListenerLimits? = nil, admit: Admit? = nil, handler: @escaping Handler) {
         self.host = host
         self.logger = logger ?? {
             var quiet = Logger(label: "imbridge.http")
@@ -34,6 +45,8 @@ public final class HTTPServer: Sendable {
         self.requestedPort = port
         self.maxBodyBytes = maxBodyBytes
         self.handler = handler
+        self.admit = admit
+        self.limits = limits
     }
 
     /// The bound port once started.
@@ -46,28 +59,40 @@ public final class HTTPServer: Sendable {
     public func start() async throws -> Int {
         let handler = self.handler
         let maxBody = maxBodyBytes
+        let admit = self.admit
         let responder = CallbackResponder<BasicRequestContext> { request, context in
-            let body: ByteBuffer
-            do {
-                body = try await request.body.collect(upTo: maxBody)
-            } catch {
-                return Response(status: .contentTooLarge)
-            }
             var requestHeaders = request.headers.map { (name: $0.name.rawName, value: $0.value) }
             // HTTP/1.1 `Host` arrives as the `:authority` pseudo-header; keep it visible as `Host`.
             if let authority = request.head.authority, !requestHeaders.contains(where: { $0.name.lowercased() == "host" }) {
                 requestHeaders.append((name: "Host", value: authority))
             }
-            let data = HTTPRequestData(
-                method: request.method.rawValue, path: request.uri.path, rawQuery: request.uri.query,
-                headers: requestHeaders, body: Array(buffer: body))
-            let reply = await handler(data)
-            var headers = HTTPFields()
-            for (name, value) in reply.headers {
-                if let fieldName = HTTPField.Name(name) { headers.append(HTTPField(name: fieldName, value: value)) }
+            var data = HTTPRequestData(method: request.method.rawValue, path: request.uri.path, rawQuery: request.uri.query,
+                                       headers: requestHeaders)
+            var cap = maxBody
+            switch await admit?(data) ?? .read(upTo: maxBody) {
+            case .answer(let early):
+                return Self.response(early)
+            case .read(let upTo):
+                cap = min(upTo, maxBody)
             }
-            return Response(status: .init(code: reply.status), headers: headers,
-                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
+            if let declared = request.headers[.contentLength].flatMap({ Int($0) }), declared > cap {
+                return Self.tooLarge(cap)
+            }
+            // Read chunk by chunk so that a body (chunked, or lying about its length) is refused the
+            // moment it passes the cap, not after it was all buffered.
+            var body = ByteBuffer()
+            do {
+                for try await chunk in request.body {
+                    guard chunk.readableBytes <= cap - body.readableBytes else { return Self.tooLarge(cap) }
+                    var chunk = chunk
+                    body.writeBuffer(&chunk)
+                }
+            } catch {
+                // The connection failed or timed out mid-body (`ListenerLimits.bodyTimeout` answered 408).
+                return Response(status: .requestTimeout, headers: [.connection: "close"])
+            }
+            data.body = Array(buffer: body)
+            return Self.response(await handler(data))
         }
         var logger = self.logger
         logger[metadataKey: "listen"] = "\(host):\(requestedPort)"
@@ -76,7 +101,10 @@ public final class HTTPServer: Sendable {
         let failure = Mutex<String?>(nil)
         let app = Application(
             responder: responder,
-            configuration: ApplicationConfiguration(address: .hostname(host, port: requestedPort), serverName: nil),
+            server: limits.map { limits in HTTPServerBuilder { LimitedHTTP1Channel(responder: $0, limits: limits) } } ?? .http1(),
+            configuration: ApplicationConfiguration(
+                address: .hostname(host, port: requestedPort), serverName: nil,
+                availableConnectionsDelegate: limits.map { MaximumAvailableConnections($0.maxConnections, logger: logger) }),
             onServerRunning: { channel in
                 continuation.yield(channel.localAddress?.port ?? 0)
                 continuation.finish()
@@ -103,6 +131,18 @@ public final class HTTPServer: Sendable {
         return port
     }
 
+    static func response(_ reply: HTTPResponseData) -> Response {
+        var headers = HTTPFields()
+        for (name, value) in reply.headers {
+            if let fieldName = HTTPField.Name(name) { headers.append(HTTPField(name: fieldName, value: value)) }
+        }
+        return Response(status: .init(code: reply.status), headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: reply.body)))
+    }
+
+    static func tooLarge(_ cap: Int) -> Response {
+        response(.text("request body larger than \(cap) bytes", status: 413))
+    }
+
     /// Stops accepting connections, lets requests in flight finish, and returns when the listener is
     /// closed (a graceful shutdown, not a cancellation: handlers are never cut off mid-response).
     public func stop() async {
@@ -113,6 +153,14 @@ public final class HTTPServer: Sendable {
         await group?.triggerGracefulShutdown()
         await task?.value
     }
+}
+
+/// What `HTTPServer`'s `admit` decides from a request's head.
+public enum BodyAdmission: Sendable {
+    /// Read the body, refusing it (413) beyond this many bytes.
+    case read(upTo: Int)
+    /// Answer this without reading the body (the connection closes after it).
+    case answer(HTTPResponseData)
 }
 
 public enum IMHTTPError: Error, CustomStringConvertible {

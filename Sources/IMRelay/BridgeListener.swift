@@ -42,9 +42,15 @@ public final class BridgeListener: Sendable {
     let server: HTTPServer
 
     /// `logger`: for the HTTP server's own lines (Hummingbird's); nil keeps only its warnings and errors.
-    public init(host: String, port: Int, logger: Logger? = nil) {
+    /// `limits`: timeouts and the connection cap (`listener:` in bridge.yaml); a callback's head is
+    /// checked by its receiver (`InboundHandling.admit`) before its body is read, and the body is
+    /// capped at the receiver's size.
+    public init(host: String, port: Int, logger: Logger? = nil, limits: ListenerLimits = ListenerLimits()) {
         let slot = self.slot
-        self.server = HTTPServer(host: host, port: port, logger: logger) { request in
+        self.server = HTTPServer(host: host, port: port, logger: logger, limits: limits, admit: { head in
+            guard let current = slot.handler.withLock({ $0 }) else { return .answer(.text("bridge starting", status: 503)) }
+            return await current.admit(head)
+        }) { request in
             guard let current = slot.handler.withLock({ $0 }) else { return .text("bridge starting", status: 503) }
             return await current.handle(request)
         }
@@ -81,6 +87,19 @@ public final class BridgeListener: Sendable {
         var serves: Serves = .all
         var readiness = ReadinessPolicy()
         var status = StatusContext()
+
+        /// The operator's endpoints take no body worth reading: 64 KiB at most.
+        static let adminMaxBodyBytes = 64 << 10
+
+        /// Before the body: a callback's receiver checks the head (`InboundHandling.admit`); an unknown
+        /// path or backend is answered at once.
+        func admit(_ head: HTTPRequestData) async -> BodyAdmission {
+            let path = head.normalizedPath
+            guard serves.contains(.callbacks), path.hasPrefix("/callbacks/") else { return .read(upTo: Self.adminMaxBodyBytes) }
+            let name = String(path.dropFirst("/callbacks/".count))
+            guard let receiver = receivers[name] else { return .answer(.text("no callback receiver for backend '\(name)'", status: 404)) }
+            return await receiver.admit(head, sink: engine)
+        }
 
         func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
             let path = request.normalizedPath

@@ -27,6 +27,9 @@ struct CheckCommand: AsyncParsableCommand {
             ?? "failing backends ignored (only the store counts)\n")
         out += "  log: \(parsed.logLevel.rawValue), \(parsed.logFormat.rawValue) lines on standard error (imbridge run --log-level wins)\n"
         out += "  shutdown: in-flight sends may finish for \(parsed.drainSeconds) s after the first SIGTERM/SIGINT\n"
+        let limits = parsed.listenerLimits
+        out += "  listener: head within \(limits.headerTimeout.components.seconds) s, body within \(limits.bodyTimeout.components.seconds) s, "
+            + "idle \(limits.idleTimeout.components.seconds) s, at most \(limits.maxConnections) connections per listener\n"
         out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"
         for backend in parsed.backends {
             let built = Vendors.named(backend.adapter) != nil ? "" : " (adapter not built into this binary)"

@@ -76,6 +76,7 @@ import Testing
         #expect(result.status == 0 && result.output.contains("ok"), "\(result.output)")
         #expect(!result.output.contains("S3CRET"))
         #expect(result.output.contains("log: info, text lines") && result.output.contains("shutdown: in-flight sends may finish for 10 s"))
+        #expect(result.output.contains("listener: head within 10 s, body within 30 s, idle 60 s, at most 1024 connections per listener"))
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/bridge.sqlite"), "check creates no store")
     }
 

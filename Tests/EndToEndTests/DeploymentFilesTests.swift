@@ -83,7 +83,7 @@ import Testing
             #expect(mentioned, "top-level key \(key) is not in examples/bridge.yaml")
         }
         for key in BridgeConfig.retryKeys + BridgeConfig.haKeys + BridgeConfig.readinessKeys + BridgeConfig.routeKeys
-                   + BridgeConfig.logKeys + BridgeConfig.shutdownKeys
+                   + BridgeConfig.logKeys + BridgeConfig.shutdownKeys + BridgeConfig.listenerKeys
                    + CatchUpSettings.keys {
             let mentioned = Self.mentions(key, in: lines)
             #expect(mentioned, "key \(key) is not in examples/bridge.yaml")

@@ -86,3 +86,45 @@ import Testing
         #expect(failure("store: [unclosed").contains("not valid YAML"))
     }
 }
+
+/// `listener:` (README, "Configuration reference"): the listener's timeouts and connection cap.
+@Suite struct ListenerConfigTests {
+    static let environment = ["WK_TOKEN": "t", "RC_SECRET": "s"]
+
+    @Test func listenerKeysParseAndDefault() throws {
+        let yaml = BridgeConfigTests.valid + """
+
+            listener:
+              header_timeout_seconds: 3
+              body_timeout_seconds: 7
+              idle_timeout_seconds: 20
+              max_connections: 300
+
+            """
+        let limits = try BridgeConfig.parse(yaml, environment: Self.environment).listenerLimits
+        #expect(limits.headerTimeout == .seconds(3) && limits.bodyTimeout == .seconds(7) && limits.idleTimeout == .seconds(20))
+        #expect(limits.maxConnections == 300)
+        let defaults = try BridgeConfig.parse(BridgeConfigTests.valid, environment: Self.environment).listenerLimits
+        #expect(defaults.headerTimeout == .seconds(10) && defaults.bodyTimeout == .seconds(30) && defaults.idleTimeout == .seconds(60))
+        #expect(defaults.maxConnections == 1024)
+    }
+
+    @Test(arguments: [
+        ("listener:\n  header_timeout_seconds: 0\n", "listener.header_timeout_seconds: expected seconds from 1 to 3600, got 0"),
+        ("listener:\n  body_timeout_seconds: 7200\n", "listener.body_timeout_seconds: expected seconds from 1 to 3600, got 7200"),
+        ("listener:\n  idle_timeout_seconds: -5\n", "listener.idle_timeout_seconds: expected seconds from 1 to 3600, got -5"),
+        ("listener:\n  max_connections: 0\n", "listener.max_connections: expected connections from 1 to 60000, got 0"),
+        ("listener:\n  read_timeout: 5\n", "listener.read_timeout: unknown key"),
+        ("listener: 5\n", "listener: expected a mapping"),
+    ])
+    func badListenerKeysAreNamed(_ extra: String, _ expected: String) {
+        let message: String
+        do {
+            _ = try BridgeConfig.parse(BridgeConfigTests.valid + "\n" + extra, file: "b.yaml", environment: Self.environment)
+            message = "parsed"
+        } catch {
+            message = (error as? IMError)?.message ?? "\(error)"
+        }
+        #expect(message.contains(expected), "\(message)")
+    }
+}

@@ -39,6 +39,26 @@ struct PollerLogRecorder: LogHandler {
                         body: Array(body.utf8))
     }
 
+    /// `admit`'s decision as (status of an early answer, or nil; the cap when the body is to be read).
+    static func decision(_ admission: BodyAdmission) -> (answer: Int?, cap: Int?) {
+        switch admission {
+        case .answer(let response): (response.status, nil)
+        case .read(let cap): (nil, cap)
+        }
+    }
+
+    /// The Basic credentials are checked from the head (docs/adapters/jmessage.md, "Callback limits").
+    @Test func theHeadIsCheckedBeforeTheBody() async {
+        let sink = CollectingSink()
+        #expect(Self.decision(await backend.admit(push(""), sink: sink)).cap == JMessageInbound.maxBodyBytes)
+        #expect(sink.refusals.isEmpty)
+        let wrong = "Basic " + Data("\(appKey):wrong".utf8).base64EncodedString()
+        for authorization in [nil, wrong] {
+            #expect(Self.decision(await backend.admit(push("", authorization: authorization), sink: sink)).answer == 401)
+        }
+        #expect(sink.refusals.count == 2)
+    }
+
     static let body = #"{"total":2,"messages":["# + reportMessage(msgid: 1001) + "," + reportMessage(msgid: 1002, targetType: "group", targetID: "10055201") + "]}"
 
     // MARK: routing push

@@ -37,6 +37,38 @@ import Testing
         return sink.events
     }
 
+    /// `admit`'s decision as (status of an early answer, or nil; the cap when the body is to be read).
+    static func decision(_ admission: BodyAdmission) -> (answer: Int?, cap: Int?) {
+        switch admission {
+        case .answer(let response): (response.status, nil)
+        case .read(let cap): (nil, cap)
+        }
+    }
+
+    /// The CheckSum (over the MD5 header) is checked from the head; the body's MD5 once it is read
+    /// (docs/adapters/nim.md, "Callback limits").
+    @Test func theHeadIsCheckedBeforeTheBody() async {
+        let sink = CollectingSink()
+        var head = Self.request(Self.docBody)
+        head.body = []
+        #expect(Self.decision(await backend.admit(head, sink: sink)).cap == NIMInbound.maxBodyBytes)
+        #expect(sink.refusals.isEmpty)
+        var forged = Self.request(Self.docBody, checkSum: String(repeating: "0", count: 40))
+        forged.body = []
+        var foreign = Self.request(Self.docBody, appKey: "other")
+        foreign.body = []
+        let unsigned = HTTPRequestData(method: "POST", path: "/callbacks/yx", headers: [("Content-Type", "application/json")])
+        for request in [forged, foreign, unsigned] {
+            #expect(Self.decision(await backend.admit(request, sink: sink)).answer == 401)
+        }
+        #expect(sink.refusals.count == 3)
+        // A signed head with another body: admitted, then refused once the body's MD5 is compared.
+        var swapped = Self.request(Self.docBody)
+        swapped.body = Array(#"{"eventType":"1"}"#.utf8)
+        let (answer, _) = await Self.exchange(swapped, with: backend)
+        #expect(answer.status == 401)
+    }
+
     @Test func theDocExampleVerifiesAndParses() async throws {
         let events = await accepted(Self.request(Self.docBody, checkSum: "CA35845E3C6FE4FB7AA85C358FFA91BC75F70043"))
         #expect(events.count == 1)

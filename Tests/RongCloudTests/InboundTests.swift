@@ -28,6 +28,29 @@ struct RongCloudInboundTests {
         HTTPRequestData(method: "POST", path: "/rongcloud", rawQuery: query.encoded, headers: headers, body: Array(body.encoded.utf8))
     }
 
+    /// `admit`'s decision as (status of an early answer, or nil; the cap when the body is to be read).
+    static func decision(_ admission: BodyAdmission) -> (answer: Int?, cap: Int?) {
+        switch admission {
+        case .answer(let response): (response.status, nil)
+        case .read(let cap): (nil, cap)
+        }
+    }
+
+    /// The signature covers only query values: checked from the head (docs/adapters/rongcloud.md, "Callback limits").
+    @Test func theHeadIsCheckedBeforeTheBody() async {
+        let sink = CollectingSink()
+        let good = request(query: signedQuery(), headers: [], body: FormBody())
+        #expect(Self.decision(await backend.admit(good, sink: sink)).cap == RongCloudInbound.maxBodyBytes)
+        #expect(sink.refusals.isEmpty)
+        let forged = request(query: signedQuery(secret: "wrong"), headers: [], body: FormBody())
+        let stale = request(query: signedQuery(timestamp: "1000000000"), headers: [], body: FormBody())
+        let unsigned = request(query: FormBody(), headers: [], body: FormBody())
+        for head in [forged, stale, unsigned] {
+            #expect(Self.decision(await backend.admit(head, sink: sink)).answer == 401)
+        }
+        #expect(sink.refusals.count == 3)
+    }
+
     /// One exchange through `handle`: the answer and what the sink got.
     func exchange(query: FormBody, headers: [(name: String, value: String)] = [], body: FormBody,
                   sink: CollectingSink = CollectingSink()) async -> (response: HTTPResponseData, sink: CollectingSink) {

@@ -20,6 +20,30 @@ import Testing
         WuKongBackend(configuration: .init(id: "wk", imURL: "http://127.0.0.1:9", webhookSecret: secret))
     }
 
+    /// `admit`'s decision as (status of an early answer, or nil; the cap when the body is to be read).
+    static func decision(_ admission: BodyAdmission) -> (answer: Int?, cap: Int?) {
+        switch admission {
+        case .answer(let response): (response.status, nil)
+        case .read(let cap): (nil, cap)
+        }
+    }
+
+    /// The secret is checked from the head, before the body is read (docs/adapters/wukong.md, "Callback limits").
+    @Test func theHeadIsCheckedBeforeTheBody() async {
+        let backend = Self.backend()
+        let sink = CollectingSink()
+        let good = Self.decision(await backend.admit(Self.request("secret=s3cret?event=msg.notify", body: Data()), sink: sink))
+        #expect(good.answer == nil && good.cap == WuKongInbound.maxBodyBytes)
+        let viaHeader = Self.decision(await backend.admit(Self.request("event=msg.notify", headers: [("X-IMBridge-Secret", "s3cret")], body: Data()), sink: sink))
+        #expect(viaHeader.cap == WuKongInbound.maxBodyBytes)
+        #expect(sink.refusals.isEmpty)
+        for query in ["event=msg.notify", "secret=wrong?event=msg.notify"] {
+            let refused = Self.decision(await backend.admit(Self.request(query, body: Data()), sink: sink))
+            #expect(refused.answer == 401 && refused.cap == nil, "\(query)")
+        }
+        #expect(sink.refusals.count == 2 && sink.refusals.allSatisfy { $0.code == .authenticationFailed })
+    }
+
     @Test func parsesNotifyArrayWithSecretInWuKongsConcatenatedQuery() throws {
         let inbound = WuKongInbound(secret: "s3cret")
         // WuKongIM appends `?event=` to an httpAddr that already has `?secret=`.

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 import IMMapping
 import IMStore
 import Logging
@@ -75,15 +76,20 @@ public struct BridgeConfig: Sendable {
     /// the bridge stops anyway (unfinished entries stay in the outbox for the next start).
     public var drainSeconds: Int = BridgeConfig.defaultDrainSeconds
     public static let defaultDrainSeconds = 10
+    /// `listener.header_timeout_seconds`, `.body_timeout_seconds`, `.idle_timeout_seconds`,
+    /// `.max_connections`: what a client may hold of each listener (`ListenerLimits`; README,
+    /// "Configuration reference").
+    public var listenerLimits = ListenerLimits()
 
     /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.
     public static let topLevelKeys = ["store", "listen", "admin_listen", "mappings", "backends", "routes", "retry", "retention_hours",
-                                      "readiness", "ha", "log", "shutdown", "catch_up"]
+                                      "readiness", "ha", "log", "shutdown", "catch_up", "listener"]
     public static let retryKeys = ["base_ms", "max_ms", "max_age_minutes"]
     public static let haKeys = ["lease_ms", "instance"]
     public static let readinessKeys = ["backend_failing_seconds"]
     public static let logKeys = ["level", "format"]
     public static let shutdownKeys = ["drain_seconds"]
+    public static let listenerKeys = ["header_timeout_seconds", "body_timeout_seconds", "idle_timeout_seconds", "max_connections"]
     /// The names `log.level` and `--log-level` accept, quietest last.
     public static let logLevelNames = Logger.Level.allCases.map(\.rawValue)
     public static let routeKeys = ["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
@@ -261,6 +267,7 @@ public struct BridgeConfig: Sendable {
             }
         }
         config.catchUp = CatchUpSettings.parse(root["catch_up"], retentionHours: retentionHours, problems: &problems)
+        config.listenerLimits = parseListenerLimits(root["listener"], problems: &problems)
         return config
     }
 
@@ -272,6 +279,29 @@ public struct BridgeConfig: Sendable {
             throw node.error("expected HOST:PORT, got \(node.quoted(text))")
         }
         return (String(text[..<colon]), port)
+    }
+
+    static func parseListenerLimits(_ node: ConfigNode, problems: inout ConfigProblems) -> ListenerLimits {
+        var limits = ListenerLimits()
+        guard node.isPresent else { return limits }
+        guard problems.attempt({ try node.expectMapping() }) != nil, node.isMapping else { return limits }
+        problems.attempt { try node.allowOnly(Set(listenerKeys)) }
+        func seconds(_ key: String, _ fallback: Int) -> Duration? {
+            problems.attempt { () throws -> Duration in
+                let value = try node[key].optionalInt() ?? fallback
+                guard (1...3600).contains(value) else { throw node[key].error("expected seconds from 1 to 3600, got \(value)") }
+                return .seconds(value)
+            }
+        }
+        if let value = seconds("header_timeout_seconds", ListenerLimits.defaultHeaderTimeoutSeconds) { limits.headerTimeout = value }
+        if let value = seconds("body_timeout_seconds", ListenerLimits.defaultBodyTimeoutSeconds) { limits.bodyTimeout = value }
+        if let value = seconds("idle_timeout_seconds", ListenerLimits.defaultIdleTimeoutSeconds) { limits.idleTimeout = value }
+        problems.attempt {
+            let value = try node["max_connections"].optionalInt() ?? ListenerLimits.defaultMaxConnections
+            guard (1...60_000).contains(value) else { throw node["max_connections"].error("expected connections from 1 to 60000, got \(value)") }
+            limits.maxConnections = value
+        }
+        return limits
     }
 
     static func parseRetry(_ node: ConfigNode, problems: inout ConfigProblems) -> RetryPolicy {

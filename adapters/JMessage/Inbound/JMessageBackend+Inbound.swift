@@ -7,6 +7,13 @@ import IMHTTP
 extension JMessageBackend: InboundHandling {
     /// The paid routing push: `JMessageInbound.events(from:)` verifies and parses it, the sink takes
     /// the events, and JMessage gets `JMessageInbound.answers` (200 with an empty body once taken).
+    /// Before the body: the Basic credentials (`JMessageInbound.verify` reads only the header); a body
+    /// over `JMessageInbound.maxBodyBytes` is answered 413.
+    public func admit(_ head: HTTPRequestData, sink: any EventSink) async -> BodyAdmission {
+        let inbound = self.inbound
+        return exchange.admit(head, sink: sink, maxBodyBytes: JMessageInbound.maxBodyBytes) { try inbound.verify($0) }
+    }
+
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         let inbound = self.inbound
         return await exchange.run(request, sink: sink, batch: { try inbound.batch(from: $0) })

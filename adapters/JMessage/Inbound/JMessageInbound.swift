@@ -27,6 +27,12 @@ public struct JMessageInbound: Sendable {
         self.backend = backend
     }
 
+    /// The largest routing push read: 256 KiB. The push carries one message (`"total": 1` in the
+    /// vendor's example) whose `msg_body` is at most 4096 bytes; 256 KiB holds dozens of them
+    /// (docs/adapters/jmessage.md, "Callback limits").
+    public static let maxBodyBytes = 256 << 10
+
+    /// Checks the Basic credentials (the `Authorization` header alone: it can run before the body is read).
     public func verify(_ request: HTTPRequestData) throws {
         guard let header = request.header("Authorization") else {
             throw IMError(.authenticationFailed, "routing push without Authorization")

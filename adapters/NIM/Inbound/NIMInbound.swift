@@ -61,16 +61,29 @@ public struct NIMInbound: Sendable {
         IMError(.authenticationFailed, "NIM callback refused: \(why)", details: ["http_status": "403"])
     }
 
+    /// The largest copy body read: 512 KiB. One copy per request; its `body` and `attach` are each at
+    /// most 5000 characters, which JSON escaping (`\uXXXX`) can make 30 KB each, plus `ext`, the
+    /// antispam fields and `tMembers` (teams of ≤ 200): well under 128 KiB, with room to spare
+    /// (docs/adapters/nim.md, "Callback limits").
+    public static let maxBodyBytes = 512 << 10
+
     /// Checks the signature headers against the raw body (see the type's contract).
     public func verify(_ request: HTTPRequestData) throws {
+        try verifyHead(request)
+        guard let md5 = request.header("MD5"), NIMSignature.equalHex(md5, NIMSignature.md5Hex(request.body)) else {
+            throw Self.refuse("MD5 header does not match the body")
+        }
+    }
+
+    /// What can be checked before the body is read: the headers, the `AppKey`, the `CheckSum` (signed
+    /// over the `MD5` header, so a forger without the secret is refused before sending a byte of body)
+    /// and the freshness of `CurTime`. `verify` adds the body's MD5.
+    public func verifyHead(_ request: HTTPRequestData) throws {
         guard let md5 = request.header("MD5"), let checkSum = request.header("CheckSum"),
               let curTime = request.header("CurTime") else {
             throw Self.refuse("MD5, CheckSum and CurTime headers are required")
         }
         if let key = request.header("AppKey"), key != appKey { throw Self.refuse("AppKey \(key) is not ours") }
-        guard NIMSignature.equalHex(md5, NIMSignature.md5Hex(request.body)) else {
-            throw Self.refuse("MD5 header does not match the body")
-        }
         let expected = NIMSignature.callbackCheckSum(appSecret: appSecret, md5: md5.lowercased(), curTime: curTime)
         guard NIMSignature.equalHex(checkSum, expected)
             || NIMSignature.equalHex(checkSum, NIMSignature.callbackCheckSum(appSecret: appSecret, md5: md5, curTime: curTime)) else {

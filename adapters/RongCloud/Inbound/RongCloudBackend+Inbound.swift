@@ -6,6 +6,14 @@ import IMHTTP
 /// the callback implies no follow-up fetch; an unconvertible message is set aside, see `batch(from:)`) → `sink.accept` → RongCloud's answers
 /// (`RongCloudInbound.answers`). Accepted events are also published on `events()`.
 extension RongCloudBackend: InboundHandling {
+    /// Before the body: the method and the signature, which covers only query or header values
+    /// (`RongCloudInbound.verifyHead`); a body over `RongCloudInbound.maxBodyBytes` is answered 413.
+    public func admit(_ head: HTTPRequestData, sink: any EventSink) async -> BodyAdmission {
+        CallbackExchange(backend: id, answers: RongCloudInbound.answers).admit(head, sink: sink, maxBodyBytes: RongCloudInbound.maxBodyBytes) {
+            try inbound.verifyHead($0)
+        }
+    }
+
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         await CallbackExchange(backend: id, answers: RongCloudInbound.answers, fanout: fanout)
             .run(request, sink: sink, batch: { try inbound.batch(from: $0) })

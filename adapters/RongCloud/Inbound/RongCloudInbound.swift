@@ -57,6 +57,19 @@ public struct RongCloudInbound: Sendable {
         },
         retry: CallbackAnswers.plainRetry)
 
+    /// The largest routing body read: 1 MiB. One routed message per request; its `content` is at most
+    /// 128 KB, which form encoding can triple (every non-ASCII byte and most JSON punctuation becomes
+    /// `%XX`), plus `groupUserIds` for a directed group message (a few thousand ids of ≤ 64 bytes)
+    /// (docs/adapters/rongcloud.md, "Callback limits").
+    public static let maxBodyBytes = 1 << 20
+
+    /// What can be checked before the body is read: the method and the signature (see the type's
+    /// contract; the signature covers no byte of the body).
+    public func verifyHead(_ request: HTTPRequestData) throws {
+        guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
+        try verify(request)
+    }
+
     /// Signalling types that produce no event.
     public static let ignoredSignals: Set<String> = ["RC:TypSts", "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg", "RC:chrmKVNotiMsg"]
 

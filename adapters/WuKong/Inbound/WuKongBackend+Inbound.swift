@@ -9,6 +9,14 @@ import IMHTTP
 /// for a refused request; 500, which WuKongIM redelivers, when a sync or the sink failed). Accepted
 /// events are also published on `events()` (a repeated `eventID` is dropped there, not in the sink).
 extension WuKongBackend: InboundHandling {
+    /// Before the body: the shared secret, the method and `?event=` (`WuKongInbound.verifiedEvent`); a
+    /// body over `WuKongInbound.maxBodyBytes` is answered 413.
+    public func admit(_ head: HTTPRequestData, sink: any EventSink) async -> BodyAdmission {
+        CallbackExchange(backend: id, answers: WuKongInbound.answers).admit(head, sink: sink, maxBodyBytes: WuKongInbound.maxBodyBytes) {
+            _ = try inbound.verifiedEvent($0)
+        }
+    }
+
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         await CallbackExchange(backend: id, answers: WuKongInbound.answers, fanout: hub).run(request, sink: sink, batch: {
             try await batch(from: $0)

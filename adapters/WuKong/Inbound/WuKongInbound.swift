@@ -29,6 +29,12 @@ public enum WuKongWebhookPayload: Hashable, Sendable {
 /// WuKongIM retries `msg.notify` on anything but 200, so a refused batch comes back.
 public struct WuKongInbound: Sendable {
     public static let secretHeader = "X-IMBridge-Secret"
+    /// The largest webhook body read: 8 MiB. WuKongIM pushes `msg.notify` in batches of at most 100
+    /// messages, up to about 500 after failed attempts; a message's size is not documented, so this
+    /// leaves 16 KiB per message of a 500-message batch. A refused batch is lost after five attempts,
+    /// hence the headroom; the secret is checked before any of it is read (docs/adapters/wukong.md,
+    /// "Callback limits").
+    public static let maxBodyBytes = 8 << 20
     public static let secretQueryKey = "secret"
 
     public let secret: String?

@@ -1,0 +1,237 @@
+import HTTPTypes
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTPTypes
+
+/// What a client that never completes a request can make a listener hold: the bridge's callback
+/// listener is reachable by anyone who finds its address, so each connection is bounded in time and
+/// the listener in connections (README, "Configuration reference", `listener:`; docs/architecture.md,
+/// "Bounded resources for strangers").
+///
+/// - `headerTimeout`: a request's head (request line and headers) must be complete this long after the
+///   connection opened, or after the first byte of a request on a kept-alive connection. Else: 408, close.
+/// - `bodyTimeout`: once the head is read, the whole body must arrive within this time, however it
+///   trickles (a body sent one byte a second, a declared chunk of 2^64−1 bytes never sent). Else: 408, close.
+/// - `idleTimeout`: a kept-alive connection with no request started is closed after this (so is one
+///   whose head or body stops arriving for this long: Hummingbird's idle timeout counts any pause).
+/// - `maxConnections`: open connections at most; beyond it the listener stops accepting (the kernel's
+///   backlog holds new ones) until one closes.
+/// - `lingerTimeout`: after an answer given before the request's body was read (a refused secret, a
+///   body over the cap), the connection stops sending, drops whatever still arrives for at most this
+///   long so the client can read the answer, then closes.
+public struct ListenerLimits: Sendable, Equatable {
+    public var headerTimeout: Duration
+    public var bodyTimeout: Duration
+    public var idleTimeout: Duration
+    public var maxConnections: Int
+    public var lingerTimeout: Duration
+
+    public init(headerTimeout: Duration = .seconds(ListenerLimits.defaultHeaderTimeoutSeconds),
+                bodyTimeout: Duration = .seconds(ListenerLimits.defaultBodyTimeoutSeconds),
+                idleTimeout: Duration = .seconds(ListenerLimits.defaultIdleTimeoutSeconds),
+                maxConnections: Int = ListenerLimits.defaultMaxConnections,
+                lingerTimeout: Duration = .seconds(2)) {
+        self.headerTimeout = headerTimeout
+        self.bodyTimeout = bodyTimeout
+        self.idleTimeout = idleTimeout
+        self.maxConnections = maxConnections
+        self.lingerTimeout = lingerTimeout
+    }
+
+    public static let defaultHeaderTimeoutSeconds = 10
+    public static let defaultBodyTimeoutSeconds = 30
+    public static let defaultIdleTimeoutSeconds = 60
+    public static let defaultMaxConnections = 1024
+}
+
+/// One HTTP/1.1 connection with `ListenerLimits`: Hummingbird's `HTTP1Channel` (its `idleTimeout` is the
+/// keep-alive idle timeout) with two handlers of ours around its decoder, which share one
+/// `ConnectionDeadlines`. The connection cap is Hummingbird's `MaximumAvailableConnections` (set by
+/// `HTTPServer`).
+///
+/// Written by hand because neither Hummingbird nor SwiftNIO bounds the *total* time of a request's head
+/// or body: Hummingbird's idle timeout and NIO's `IdleStateHandler` are reset by every part or byte
+/// read, so a client trickling a byte now and then holds a connection for ever.
+struct LimitedHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+    let responder: HTTPChannelHandler.Responder
+    let limits: ListenerLimits
+    let base: HTTP1Channel
+
+    init(responder: @escaping HTTPChannelHandler.Responder, limits: ListenerLimits) {
+        self.responder = responder
+        self.limits = limits
+        self.base = HTTP1Channel(responder: responder, configuration: .init(idleTimeout: TimeAmount(limits.idleTimeout)))
+    }
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let limits = self.limits
+        let responder = self.responder
+        return channel.eventLoop.makeCompletedFuture {
+            let deadlines = ConnectionDeadlines(limits: limits)
+            // First in the pipeline: it sees the raw bytes (a request's first byte starts its header
+            // clock) and can drop what arrives after an early answer before the decoder parses it.
+            try channel.pipeline.syncOperations.addHandler(ConnectionBytesHandler(deadlines), position: .first)
+            return HTTP1Channel(responder: responder, configuration: .init(
+                additionalChannelHandlers: [ConnectionPartsHandler(deadlines)], idleTimeout: TimeAmount(limits.idleTimeout)))
+        }.flatMap { http1 in
+            http1.setup(channel: channel, logger: logger)
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await base.handle(value: value, logger: logger)
+    }
+}
+
+/// The state both handlers of one connection share. Only touched on the connection's event loop
+/// (handlers and their scheduled tasks run there), hence `@unchecked Sendable`: Hummingbird's
+/// `additionalChannelHandlers` closure must be `@Sendable`.
+final class ConnectionDeadlines: @unchecked Sendable {
+    enum Phase { case head, body, linger }
+
+    let limits: ListenerLimits
+    /// The bytes handler's context (the front of the pipeline): where a 408 is written and the
+    /// connection closed.
+    var context: ChannelHandlerContext?
+    var timer: Scheduled<Void>?
+    /// A head was read and its end not yet.
+    var readingRequest = false
+    /// Requests whose head was read and whose response has not ended (the one being read included).
+    var unanswered = 0
+    /// A response to the request being read has started (an early answer): no 408 may interleave.
+    var answeringEarly = false
+    var lingering = false
+
+    init(limits: ListenerLimits) { self.limits = limits }
+
+    func arm(_ phase: Phase) {
+        guard let context else { return }
+        timer?.cancel()
+        let delay = switch phase {
+        case .head: limits.headerTimeout
+        case .body: limits.bodyTimeout
+        case .linger: limits.lingerTimeout
+        }
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { [self] in
+            timer = nil
+            expired(phase)
+        }
+    }
+
+    func disarm() {
+        timer?.cancel()
+        timer = nil
+    }
+
+    func expired(_ phase: Phase) {
+        guard let context, context.channel.isActive else { return }
+        // A 408 only when no response is on its way (one of ours would be cut in the middle).
+        if phase != .linger, !answeringEarly, unanswered == (readingRequest ? 1 : 0) {
+            var buffer = context.channel.allocator.buffer(capacity: 80)
+            buffer.writeString("HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+            context.writeAndFlush(NIOAny(buffer), promise: nil)
+        }
+        context.close(promise: nil)
+    }
+
+    /// After an early answer went out: stop sending, drop what still arrives, close after the linger.
+    func startLingering(_ partsContext: ChannelHandlerContext) {
+        lingering = true
+        partsContext.close(mode: .output, promise: nil)
+        arm(.linger)
+    }
+}
+
+/// Raw bytes, before the HTTP decoder: starts the header clock when a connection opens and at the first
+/// byte of each later request; drops input while lingering.
+final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    let deadlines: ConnectionDeadlines
+
+    init(_ deadlines: ConnectionDeadlines) { self.deadlines = deadlines }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        deadlines.context = context
+        if context.channel.isActive { deadlines.arm(.head) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        deadlines.disarm()
+        deadlines.context = nil
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        if deadlines.timer == nil { deadlines.arm(.head) }
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        deadlines.disarm()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if deadlines.lingering { return }
+        // The first byte of a request on a kept-alive connection (between requests no clock of ours
+        // runs: Hummingbird's idle timeout does).
+        if !deadlines.readingRequest, deadlines.timer == nil { deadlines.arm(.head) }
+        context.fireChannelRead(data)
+    }
+}
+
+/// Decoded request parts and response parts: the head ends the header clock and starts the body's, the
+/// end stops it; a response that ends before its request did closes the connection (after a linger),
+/// with `Connection: close` in its head.
+final class ConnectionPartsHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPRequestPart
+    typealias InboundOut = HTTPRequestPart
+    typealias OutboundIn = HTTPResponsePart
+    typealias OutboundOut = HTTPResponsePart
+    let deadlines: ConnectionDeadlines
+
+    init(_ deadlines: ConnectionDeadlines) { self.deadlines = deadlines }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head:
+            deadlines.readingRequest = true
+            deadlines.answeringEarly = false
+            deadlines.unanswered += 1
+            deadlines.arm(.body)
+        case .body:
+            break
+        case .end:
+            deadlines.readingRequest = false
+            deadlines.disarm()
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        // Answering the request that is still being read: its unread body will not be read.
+        let early = deadlines.readingRequest && deadlines.unanswered == 1
+        switch unwrapOutboundIn(data) {
+        case .head(var head) where early:
+            deadlines.answeringEarly = true
+            head.headerFields[.connection] = "close"
+            context.write(wrapOutboundOut(.head(head)), promise: promise)
+        case .end where early:
+            deadlines.unanswered -= 1
+            let flushed = context.eventLoop.makePromise(of: Void.self)
+            if let promise { flushed.futureResult.cascade(to: promise) }
+            context.writeAndFlush(data, promise: flushed)
+            let deadlines = self.deadlines
+            flushed.futureResult.hop(to: context.eventLoop).assumeIsolated().whenComplete { [context] _ in
+                deadlines.startLingering(context)
+            }
+        case .end:
+            deadlines.unanswered = max(0, deadlines.unanswered - 1)
+            context.write(data, promise: promise)
+        default:
+            context.write(data, promise: promise)
+        }
+    }
+}
