@@ -1,7 +1,7 @@
 import IMCore
 
 /// The order card the demo sends: a custom type whose status lives in the message's expansion
-/// (seed 004's use of 消息扩展), carried as WuKong type 101 and RongCloud `App:OrderMsg`.
+/// (the RongCloud expansion guide's use of 消息扩展), carried as WuKong type 101 and RongCloud `App:OrderMsg`.
 public struct DemoOrderCard: CustomMessageContent {
     public static let contentType = "order_card"
     public var orderID: String

@@ -17,7 +17,7 @@ public struct FieldRule: Hashable, Sendable {
     public let aliases: [[String]]
     public let transform: Transform
     public let type: NeutralType
-    /// Neutral value used when the wire lacks the field (seed 001: a GIF without width is 100 wide).
+    /// Neutral value used when the wire lacks the field (the WuKongIM custom-message guide: a GIF without width is 100 wide).
     public let decodeDefault: JSONValue?
     /// Wire value written when the neutral side has none (vendors that require the key).
     public let encodeDefault: JSONValue?
@@ -68,7 +68,7 @@ public struct MappingEntry: Hashable, Sendable {
     public let fields: [FieldRule]
     /// Decoding only (an older wire form still accepted, never written).
     public let decodeOnly: Bool
-    /// A second form of a target on the same vendor (WuKong's seed-001 app types 102, 103, 104 beside
+    /// A second form of a target on the same vendor (the WuKongIM custom-message guide's app types 102, 103, 104 beside
     /// its built-in 6, 7, 2): decoded like any entry, written only for content that was read from it
     /// (its codec remembers the wire type), never chosen for content from elsewhere.
     public let secondary: Bool
@@ -89,7 +89,7 @@ public struct MappingEntry: Hashable, Sendable {
     func accepts(_ body: [String: JSONValue]) -> Bool {
         for (key, value) in when where !Self.same(body[key], value) { return false }
         if when.isEmpty, customFile != nil {
-            // An undiscriminated custom attachment (seed 003) is recognised by its required fields.
+            // An undiscriminated custom attachment (the NIM custom-message guide) is recognised by its required fields.
             let fieldsBody = dataKey.flatMap { body[$0]?.objectValue } ?? body
             for rule in fields where rule.required {
                 guard Self.value(at: rule.wire, in: fieldsBody) != nil else { return false }

@@ -12,7 +12,7 @@ public struct CustomTypeMapping: Sendable {
     /// Text sent to a backend that cannot carry the type, plus the value of `fallbackLink` on its own line.
     public let fallbackText: Template?
     public let fallbackLink: String?
-    /// Expansion keys the type uses and their initial values (seed 004's order status).
+    /// Expansion keys the type uses and their initial values (the RongCloud expansion guide's order status).
     public let expansionDefaults: [String: String]
     public let vendors: [String]
     public let source: MappingSource

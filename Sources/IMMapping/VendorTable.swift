@@ -191,7 +191,7 @@ public struct VendorTable: Sendable {
     }
 
     /// Whether a written value says what the original did: equal, the same number spelled `16` or
-    /// `16.0`, or an integer field's value read from a fractional number (seed 001 writes a CGFloat
+    /// `16.0`, or an integer field's value read from a fractional number (the WuKongIM custom-message guide writes a CGFloat
     /// width such as `426.5`; the neutral width 427 came from it, so the original spelling stays).
     static func same(_ a: JSONValue, _ b: JSONValue) -> Bool {
         if a == b { return true }

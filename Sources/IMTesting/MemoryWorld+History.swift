@@ -117,7 +117,7 @@ extension MemoryWorld {
         }
     }
 
-    /// Seed 000's paging rules (see `HistoryAnchor`) over `messages` in history order, whose places are
+    /// The WuKongIM SDK guide's paging rules (see `HistoryAnchor`) over `messages` in history order, whose places are
     /// `keys` (ascending); `place` gives a cursor's place.
     static func page<Key: Comparable>(_ messages: [Message], keys: [Key], _ anchor: HistoryAnchor, _ limit: Int, form: HistoryForm,
                                       place: (HistoryCursor) throws -> Key) throws -> HistoryPage {

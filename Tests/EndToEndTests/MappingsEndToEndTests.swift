@@ -10,7 +10,7 @@ import Testing
 @Suite struct MappingsEndToEndTests {
     /// A deployment directory (`mappings:` in bridge.yaml) where NIM has no order card: the card reaches
     /// NIM as the type's fallback text (its status from the expansion, or the declared initial one), while
-    /// seed 003's title card travels as NIM's own attachment.
+    /// the NIM custom-message guide's title card travels as NIM's own attachment.
     @Test func configuredMappingsDriveTheBridge() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-e2e-mappings-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("custom"), withIntermediateDirectories: true)
@@ -47,7 +47,7 @@ import Testing
         let attachment = records.firstIndex { $0["raw"]?["type"] == 100 && $0["raw"]?["body"] == #"{"subTitle":"World","title":"Hello"}"# }
         let notice = records.firstIndex { $0["kind"] == "notice" && $0["text"] == "status → 已支付" }
         #expect(fallback != nil, "the order card's fallback text: \(records)")
-        #expect(attachment != nil, "NIM got seed 003's attachment: \(records)")
+        #expect(attachment != nil, "NIM got the NIM custom-message guide's attachment: \(records)")
         #expect(notice != nil && fallback.map { $0 < notice! } == true, "the status change follows as a notice: \(records)")
         #expect(env.bridge.engine.metrics.value("imbridge_fallbacks_total", ["feature": "custom_content", "policy": "notice"]) == 1,
                 "the fallback was counted")

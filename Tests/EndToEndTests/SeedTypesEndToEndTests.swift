@@ -6,7 +6,7 @@ import IMMapping
 import IMVendors
 import Testing
 
-/// Seed 001's WuKong app types through the real bridge and sandboxes: a WuKong user sends 102, 103 and
+/// The WuKongIM custom-message guide's WuKong app types through the real bridge and sandboxes: a WuKong user sends 102, 103 and
 /// 104 as the seed's SDK writes them; RongCloud, NIM and JMessage store their own native location, card
 /// and image; read back from each target's history, every copy writes the original WuKong payload again.
 @Suite struct SeedTypesEndToEndTests {

@@ -2,7 +2,7 @@ import IMCore
 import IMTesting
 import Testing
 
-/// Seed 000's paging examples on a conversation of 200 messages (seq 1…200).
+/// The WuKongIM SDK guide's paging examples on a conversation of 200 messages (seq 1…200).
 @Suite struct HistoryPagingTests {
     static func filled() async throws -> MemoryBackend {
         let im = MemoryBackend(id: "mem", capabilities: .wukong, clock: TestClock())

@@ -14,7 +14,7 @@ import Testing
         return try codecs[target]!.encode(content, nil)
     }
 
-    /// Seed 004's order card: yuan on WuKong, RongCloud and JMessage, fen on NIM.
+    /// The RongCloud expansion guide's order card: yuan on WuKong, RongCloud and JMessage, fen on NIM.
     @Test func orderCardOnEveryVendor() throws {
         let wukong: [String: JSONValue] = ["order_no": "A1001", "title": "蓝牙耳机", "price": 12.5, "url": "https://shop.example/o/A1001"]
         let (content, _) = try codecs["wukong"]!.decode("101", wukong)
@@ -33,7 +33,7 @@ import Testing
         #expect(back.wire == "101" && back.body == wukong, "all the way round: \(back.body)")
     }
 
-    /// Seed 001's GIF: a WuKong app type (a missing width/height is 100), built in elsewhere.
+    /// The WuKongIM custom-message guide's GIF: a WuKong app type (a missing width/height is 100), built in elsewhere.
     @Test func gifFromWuKongWithoutSize() throws {
         let wukong: [String: JSONValue] = ["url": "https://f.example/a.gif"]
         let (content, _) = try codecs["wukong"]!.decode("3", wukong)
@@ -46,7 +46,7 @@ import Testing
         #expect(try codecs["nim"]!.decode(nim.wire, nim.body).0.kind == .gif, "NIM's image with ext gif reads back as a GIF")
     }
 
-    /// Seed 001's contact card: WuKong type 7 ⇄ RongCloud RC:CardMsg ⇄ NIM type-100 ⇄ JMessage custom body.
+    /// The WuKongIM custom-message guide's contact card: WuKong type 7 ⇄ RongCloud RC:CardMsg ⇄ NIM type-100 ⇄ JMessage custom body.
     @Test func contactCardOnEveryVendor() throws {
         let wukong: [String: JSONValue] = ["uid": "u9", "name": "小明", "avatar": "https://f.example/u9.png"]
         #expect(try relay("wukong", "7", wukong, to: "rongcloud") == ("RC:CardMsg", ["userId": "u9", "name": "小明", "portraitUri": "https://f.example/u9.png"]))
@@ -56,13 +56,13 @@ import Testing
                 == ("custom", ["type": "card", "username": "u9", "nickname": "小明", "avatar": "https://f.example/u9.png"]))
     }
 
-    /// Seed 003's NIM attachment {"title","subTitle"} (no discriminator) reaches WuKong and RongCloud as
+    /// The NIM custom-message guide's NIM attachment {"title","subTitle"} (no discriminator) reaches WuKong and RongCloud as
     /// their app types and JMessage, which has no form for it, as the type's fallback text.
     @Test func titleCardAndItsFallback() throws {
         let nim: [String: JSONValue] = ["title": "Hello", "subTitle": "World"]
         let (content, _) = try codecs["nim"]!.decode("100", nim)
         #expect(try relay("nim", "100", nim, to: "wukong") == ("110", ["title": "Hello", "sub_title": "World"]),
-                "110: seed 001 registers 102 as a location")
+                "110: the WuKongIM custom-message guide registers 102 as a location")
         #expect(try relay("nim", "100", nim, to: "rongcloud") == ("App:TitleMsg", ["title": "Hello", "subTitle": "World"]))
         let fallbacks = CustomTypeFallbacks(mappings: .shipped, vendors: ["jm": "jmessage", "wk": "wukong"])
         #expect(fallbacks.text(for: content, expansion: [:], target: "jm") == "Hello — World")

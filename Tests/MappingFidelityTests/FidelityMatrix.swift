@@ -28,7 +28,7 @@ struct FidelityMatrix {
     struct Column {
         let title: String
         let target: NeutralTarget
-        /// A vendor's `secondary` entry (WuKong's seed-001 types): only that vendor produces it.
+        /// A vendor's `secondary` entry (the WuKongIM custom-message guide's types): only that vendor produces it.
         var only: MappingEntry? = nil
     }
 
@@ -126,7 +126,7 @@ struct FidelityMatrix {
         out += "\n✓ exact · ≈ converted (below) · ↓ fallback text (the digest, or the custom type's `fallback:` template) · "
             + "✕ dropped (commands are signals: never turned into text) · — the source has no such type. NIM carries commands as "
             + "custom system notifications, outside the tables. "
-            + "A column such as `image (WuKong 104)` is a WuKong app type of seed 001: what it drops on the way out is carried in the "
+            + "A column such as `image (WuKong 104)` is a WuKong app type of the WuKongIM custom-message guide: what it drops on the way out is carried in the "
             + "target's message (`imbridge_carried`) and restored when the copy comes back to WuKong.\n"
         out += "\n<details><summary>What “converted” loses, per pair and kind</summary>\n\n" + details.joined(separator: "\n") + "\n\n</details>\n"
         return out

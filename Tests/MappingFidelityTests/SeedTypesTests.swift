@@ -5,7 +5,7 @@ import IMMapping
 import Testing
 import WuKong
 
-/// Seed 001's own WuKong app types, from the bytes its `encodeWithJSON` writes (the SDK adds `type`):
+/// The WuKongIM custom-message guide's own WuKong app types, from the bytes its `encodeWithJSON` writes (the SDK adds `type`):
 /// 102 `WKLocationContent`, 103 `WKContactCardContent`, 104 `WKCustomImageContent`. Each decodes to its
 /// built-in kind, reaches every other vendor as that vendor's closest native form, and comes back to
 /// WuKong as the same type with every field, numbers spelled as the seed wrote them.
@@ -37,7 +37,7 @@ import WuKong
         #expect(content.digest == "[位置] 天安门")
         let (plain, _, _) = try wukong(Self.locationWithoutTitle)
         #expect(plain == .location(LocationContent(latitude: 31.2304, longitude: 121.4737, address: "")),
-                "a seed-001 location without a title is still a location (it used to be unsupported)")
+                "a location of the WuKongIM custom-message guide without a title is still a location (it used to be unsupported)")
     }
 
     @Test func contactCardKeepsPhoneAndEmail() throws {
@@ -143,7 +143,7 @@ import WuKong
         #expect(back.wire == "103" && back.body["name"] == "张三丰" && back.body["phone"] == "13800138000")
     }
 
-    /// `title_card` left 102 (seed 001's location) for a number no seed uses.
+    /// `title_card` left 102 (the WuKongIM custom-message guide's location) for a number none of those guides uses.
     @Test func titleCardMovedOffSeedNumbers() throws {
         let entries = MappingSet.shipped.table("wukong").entries.filter { $0.target == .custom("title_card") }
         #expect(entries.map(\.encodeWire) == ["110"])

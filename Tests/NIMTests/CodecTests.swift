@@ -46,7 +46,7 @@ struct PhotoCard: CustomMessageContent {
                                            checksum: "79d62a35fa3d34c367b20c66afc2a500", fileName: "BlizzardReg.ttf", transferState: .needsDownload),
                            name: "BlizzardReg.ttf"))),
         (10, #"{"msg":"这是一条提示"}"#, .notice(NoticeContent(text: "这是一条提示", noticeType: "nim.tip"))),
-        // Seed 003's bare attachment is recognised by mappings/custom/title_card.yaml (by its `title`).
+        // The NIM custom-message guide's bare attachment is recognised by mappings/custom/title_card.yaml (by its `title`).
         (100, #"{"title":"Hello","subTitle":"World"}"#, .custom(CustomContent(raw: "title_card", payload: #"{"subtitle":"World","title":"Hello"}"#))),
         (100, #"{"caption":"Hello"}"#, .custom(CustomContent(raw: "nim_custom", payload: #"{"caption":"Hello"}"#))),
         (5, #"{"data":{"ids":["a"]},"id":2}"#, .unsupported(UnsupportedContent(vendor: "nim", vendorType: "5", raw: #"{"data":{"ids":["a"]},"id":2}"#))),

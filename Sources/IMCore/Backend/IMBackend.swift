@@ -113,7 +113,7 @@ public protocol ConversationListing: IMBackend {
     func setMuted(_ muted: Bool, conversation: ConversationRef, for user: UserID) async throws
 }
 
-/// Per-user conversation state beyond the list (seed 000's conversation manager: clearing a
+/// Per-user conversation state beyond the list (the WuKongIM SDK guide's conversation manager: clearing a
 /// conversation's unread count, 置顶 pinning, @-reminders with a done state). Which of these a vendor's
 /// server API offers is `Capabilities.conversationState`; the rest are refused with `unsupported`.
 public protocol ConversationStateSetting: ConversationListing {

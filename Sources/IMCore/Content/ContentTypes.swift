@@ -10,7 +10,7 @@ public struct ImageContent: Hashable, Sendable, Codable {
     public init(_ attachment: MediaAttachment) { self.attachment = attachment }
 }
 
-/// An animated picture (WuKong type 3, RongCloud `RC:GIFMsg`). Seed 001's GIF defaults a missing
+/// An animated picture (WuKong type 3, RongCloud `RC:GIFMsg`). The WuKongIM custom-message guide's GIF defaults a missing
 /// width/height to 100 when decoding; that default lives in the codec/mapping, not here.
 public struct GIFContent: Hashable, Sendable, Codable {
     public var attachment: MediaAttachment
@@ -60,7 +60,7 @@ public struct LocationContent: Hashable, Sendable, Codable {
     }
 }
 
-/// A contact card: a user recommended to the reader. `phone` and `email` are seed 001's
+/// A contact card: a user recommended to the reader. `phone` and `email` are the WuKongIM custom-message guide's
 /// `WKContactCardContent` fields (WuKong type 103); vendors whose card has no such field carry them
 /// only as far as `OutgoingMessage.carriedKey` reaches (docs/mappings.md).
 public struct CardContent: Hashable, Sendable, Codable {

@@ -12,6 +12,6 @@ extension OutgoingMessage {
     /// adapter writes it unchanged into its message (RongCloud content JSON, NIM body, JMessage
     /// `extras`, each under this key) and reads it back into `vendorExtras` under the same key, so a copy
     /// that returns to the source vendor (relayed back, migrated back) is written as the original type
-    /// with every field. Used for WuKong's seed-001 app types (docs/mappings.md, "Carried fields").
+    /// with every field. Used for the WuKongIM custom-message guide's app types (docs/mappings.md, "Carried fields").
     public static let carriedKey = "imbridge_carried"
 }

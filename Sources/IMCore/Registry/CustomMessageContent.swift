@@ -7,7 +7,7 @@ import Foundation
 /// - `contentType` is a stable name, unique within one `ContentRegistry`; it is what mappings key on
 ///   (`"order_card"`, `"gif"` …), never a vendor number.
 /// - The Codable form is the payload: it is what travels on the wire inside the vendor's custom type.
-/// - `validate()` throws `IMError(.invalidContent)` when the value must not be sent (seed 001's
+/// - `validate()` throws `IMError(.invalidContent)` when the value must not be sent (the WuKongIM custom-message guide's
 ///   `isValid`); it runs before every send and after every decode.
 /// - `attachments` lists media the content refers to; `replacingAttachments` puts re-hosted media
 ///   back in the same order, so a bridge can move media between vendors without knowing the type.

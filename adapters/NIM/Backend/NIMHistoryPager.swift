@@ -21,7 +21,7 @@ public struct NIMHistoryKey: Hashable, Sendable, Comparable {
     public static func < (a: Self, b: Self) -> Bool { (a.time, a.msgid) < (b.time, b.msgid) }
 }
 
-/// Seed 000's paging anchors over NIM's time-window history API.
+/// The WuKongIM SDK guide's paging anchors over NIM's time-window history API.
 ///
 /// NIM has no cursor: a call names a time window (inclusive bounds), a direction, a limit ≤ 100 and one
 /// `excludeMsgid`. Messages sharing a millisecond make a time bound ambiguous, so the pager orders by

@@ -8,7 +8,7 @@ import IMMapping
 /// Types, field names and units come from the mapping tables (`mappings/nim.yaml`, the `nim:` sections
 /// of `mappings/custom/*.yaml`). On top of the tables this codec handles:
 /// - `ext` ⇄ the attachment's MIME type (`NIMMediaTypes`), with a default per kind when encoding;
-/// - type 100: a body matching a custom mapping (`{"type": …, "data": {…}}` or seed 003's bare
+/// - type 100: a body matching a custom mapping (`{"type": …, "data": {…}}` or the NIM custom-message guide's bare
 ///   attachment) becomes that type; any other body goes through `NIMCustomFormat` + `ContentRegistry`;
 /// - 5 notification, 11 robot and unknown types are `.unsupported` (vendor "nim", raw body).
 ///

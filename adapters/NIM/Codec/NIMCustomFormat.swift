@@ -3,7 +3,7 @@ import IMCore
 /// How a type-100 body (the string `NIMCustomAttachment.encodeAttachment` produces) names its app type.
 ///
 /// NIM treats the custom body as opaque JSON; one app-registered decoder sees every custom message, so
-/// apps embed their own discriminator (seed 003). This adapter reads the common envelope
+/// apps embed their own discriminator (the NIM custom-message guide). This adapter reads the common envelope
 /// `{"<typeKey>": <type>, "<dataKey>": <payload>}`:
 /// - the type value (string or number) becomes the neutral `typeName`, through `aliases` when the app
 ///   uses numbers (`["1": "order_card"]`), else its text as is;

@@ -16,7 +16,7 @@ import IMMapping
 /// - Common keys: `mention` ⇄ `Mentions`, `reply` ⇄ `ReplyRef`; `entities` and any key the mapping
 ///   does not name are kept in `vendorExtras` (`entities`, `payload_fields`, `reply`) and written back,
 ///   so wire → neutral → wire is exact.
-/// - Seed 001's app types 102 (location with title), 103 (contact card with phone, email) and 104
+/// - The WuKongIM custom-message guide's app types 102 (location with title), 103 (contact card with phone, email) and 104
 ///   (image with thumbnail and sizes) are `secondary` entries of the table: their type and whole body
 ///   ride in `vendorExtras[OutgoingMessage.carriedKey]["wukong"]`, which the other adapters carry, and a
 ///   content written back with them is written as that type over that body (its neutral values win).
@@ -86,7 +86,7 @@ public struct WuKongContentCodec: ContentCodec {
         } else if let mapped = try mapping.decode(wire: String(type), body: rest, registry: registry) {
             content = mapped.content
             if mapped.entry.secondary {
-                // A seed-001 app type (102, 103, 104): the neutral kind alone would come back as the
+                // An app type of the WuKongIM custom-message guide (102, 103, 104): the neutral kind alone would come back as the
                 // built-in type, so the type and the whole body travel as carried fields.
                 vendorExtras[OutgoingMessage.carriedKey] = [Self.vendor: ["type": .int(Int64(type)), "body": .object(rest)]]
                 return CodedContent(content, mentions: mentions, reply: reply, vendorExtras: vendorExtras)
