@@ -13,8 +13,11 @@ import Synchronization
 final class HeldLeases: Sendable {
     private struct Held {
         var token: Int64
-        /// When the last confirmation was asked for (its statement sent).
+        /// When the last confirmation was asked for (its statement sent): what the lease's validity counts from.
         var confirmedAt: ContinuousClock.Instant
+        /// When this engine learnt of the tenure (after its transaction committed). Only a renewal sent
+        /// after that moment ran after the commit, so only its silence says the lease was taken over.
+        var knownSince: ContinuousClock.Instant
     }
 
     private let held = Mutex<[String: Held]>([:])
@@ -27,22 +30,27 @@ final class HeldLeases: Sendable {
     }
 
     /// `fence` was taken by a statement sent at `askedAt`.
-    func took(_ fence: LeaseFence, askedAt: ContinuousClock.Instant) {
+    func took(_ fence: LeaseFence, askedAt: ContinuousClock.Instant, now: ContinuousClock.Instant = .now) {
         held.withLock { held in
-            if let known = held[fence.name], known.token == fence.token, known.confirmedAt > askedAt { return }
-            held[fence.name] = Held(token: fence.token, confirmedAt: askedAt)
+            if let known = held[fence.name], known.token == fence.token {
+                held[fence.name]?.confirmedAt = max(known.confirmedAt, askedAt)
+                return
+            }
+            held[fence.name] = Held(token: fence.token, confirmedAt: askedAt, knownSince: now)
         }
     }
 
-    /// A renewal sent at `askedAt` extended `renewed`. A lease known here but not among them, taken
-    /// before the renewal was sent, was taken over meanwhile: it is forgotten.
+    /// A renewal sent at `askedAt` extended `renewed`. A lease known here but not among them, known
+    /// (committed) before the renewal was sent, was taken over meanwhile: it is forgotten. One taken by a
+    /// transaction that committed while the renewal was under way may be missing from its answer without
+    /// having been lost (a lane's claim queued behind other writes, the renewal on its own session).
     func renewed(_ renewed: [LeaseFence], askedAt: ContinuousClock.Instant) {
         let tokens = Dictionary(renewed.map { ($0.name, $0.token) }, uniquingKeysWith: { first, _ in first })
         held.withLock { held in
             for (name, known) in held {
                 if tokens[name] == known.token {
                     if known.confirmedAt < askedAt { held[name]?.confirmedAt = askedAt }
-                } else if known.confirmedAt < askedAt {
+                } else if known.knownSince < askedAt {
                     held[name] = nil
                 }
             }

@@ -24,8 +24,8 @@ import Testing
         let leases = HeldLeases(ttlMs: 8_000)
         let t0 = ContinuousClock.now
         let other = LeaseFence(name: "lane:rc/group:h", owner: "A", token: 9)
-        leases.took(fence, askedAt: t0)
-        leases.took(other, askedAt: t0 + .milliseconds(500))
+        leases.took(fence, askedAt: t0, now: t0 + .milliseconds(50))
+        leases.took(other, askedAt: t0 + .milliseconds(500), now: t0 + .milliseconds(550))
         // A renewal sent at t0 + 100 ms: `other` was taken after it was sent, so its absence says nothing.
         leases.renewed([], askedAt: t0 + .milliseconds(100))
         #expect(!leases.mayWrite(fence, now: t0 + .milliseconds(200)), "taken over: forgotten at once")
@@ -33,5 +33,19 @@ import Testing
         #expect(leases.count == 1)
         leases.released(other.name)
         #expect(leases.count == 0)
+    }
+
+    /// A lane's claim asked for before a renewal but committed after the renewal ran (it queued behind the
+    /// relay's writes, the renewal has a session of its own): the renewal's answer lacks it, and it is not lost.
+    @Test func aClaimThatCommittedDuringARenewalIsKept() {
+        let leases = HeldLeases(ttlMs: 8_000)
+        let t0 = ContinuousClock.now
+        // Claim sent at t0, renewal sent at t0 + 10 ms and run at once; the claim commits at t0 + 300 ms,
+        // and the renewal's answer (without the lane) is handled after that.
+        leases.took(fence, askedAt: t0, now: t0 + .milliseconds(300))
+        leases.renewed([], askedAt: t0 + .milliseconds(10))
+        #expect(leases.mayWrite(fence, now: t0 + .milliseconds(400)), "not taken over: the renewal ran before the claim committed")
+        leases.renewed([], askedAt: t0 + .milliseconds(500))
+        #expect(!leases.mayWrite(fence, now: t0 + .milliseconds(600)), "a renewal sent after the commit that lacks it: taken over")
     }
 }
