@@ -5,7 +5,7 @@ import IMLab
 import IMRelay
 import Testing
 
-/// The status page in a real browser (issue #16, item 5): `imbridge run` as a child process with three
+/// The status page in a real browser (docs/status-page.md): `imbridge run` as a child process with three
 /// sandboxes over loopback — RongCloud relaying to WuKong and to NIM, the NIM sandbox stopped (a backend
 /// down) and one poison message from RongCloud (an inbound dead letter) — and headless Chromium loading
 /// `http://127.0.0.1:<admin port>/`. The test reads the DOM Chromium built (`--dump-dom`), not the

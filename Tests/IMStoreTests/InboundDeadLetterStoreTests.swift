@@ -3,7 +3,7 @@ import IMCore
 import IMStore
 import Testing
 
-/// Inbound dead letters (poison messages, issue #15) on both store implementations.
+/// Inbound dead letters (poison messages, docs/architecture.md) on both store implementations.
 @Suite struct InboundDeadLetterStoreTests {
     @Test(arguments: StoreKind.allCases) func poisonMessagesAreKeptOnceListedAndRemoved(_ kind: StoreKind) throws {
         let path = try kind.freshLocation()

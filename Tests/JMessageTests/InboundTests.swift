@@ -100,7 +100,7 @@ struct PollerLogRecorder: LogHandler {
         #expect(sink.refusals.map(\.code.rawValue) == [code])
     }
 
-    /// Near miss (issue #15): the master secret must match in full — not a prefix of it (empty included),
+    /// Near miss: the master secret must match in full — not a prefix of it (empty included),
     /// not one differing only in its last character.
     @Test func onlyTheWholeMasterSecretIsAccepted() async throws {
         let lastChanged = String(masterSecret.dropLast()) + (masterSecret.hasSuffix("0") ? "1" : "0")
