@@ -13,6 +13,10 @@ public enum RelayAction: Sendable, Hashable, Codable {
     case expansion(source: MessageID, by: UserID, delta: ExpansionDelta)
     case reaction(source: MessageID, by: UserID, emoji: String, added: Bool)
     case read(upToSource: MessageID, by: UserID)
+    /// Bring the target user `puppet` up to the profile (name, avatar) that `source` has on the source
+    /// backend, read when the entry runs (docs/architecture.md, "Profiles"). Its lane is the puppet's
+    /// own (`ProfileSync.lane`), so a failing profile write never holds a message back.
+    case profile(source: UserID, puppet: UserID)
 
     public var kindName: String {
         switch self {
@@ -23,6 +27,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .expansion: "expansion"
         case .reaction: "reaction"
         case .read: "read"
+        case .profile: "profile"
         }
     }
 }

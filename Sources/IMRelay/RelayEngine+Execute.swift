@@ -61,6 +61,8 @@ extension RelayEngine {
             try await delivery.setReaction(emoji, added: added, on: try mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
             try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
+        case .profile(let user, let puppet):
+            try await syncProfile(of: user, from: entry.sourceBackend, as: puppet, delivery: delivery, mayWrite: mayWrite)
         }
         return nil
     }

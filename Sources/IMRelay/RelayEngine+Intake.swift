@@ -146,6 +146,8 @@ extension RelayEngine {
         var fallbacks: [Fallback] = []
         var lanes: Set<LaneKey> = []
         var kept: [SetAsideMessage] = []
+        /// Puppets whose senders this batch saw (`ProfileSync`).
+        var profileSubjects: [ProfileSync.Subject] = []
     }
 
     struct Fallback: Sendable {
@@ -185,6 +187,15 @@ extension RelayEngine {
             recorded.result.accepted += 1
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
+                if let subject = profileSubject(event, leg: leg) {
+                    recorded.profileSubjects.append(subject)
+                    // First sight of this sender's puppet: its profile entry, in a lane of its own (`ProfileSync`).
+                    for (entry, payload, bytes) in try firstSightEntries([subject], event: event, tx, at: now) {
+                        entries.append(entry)
+                        encoded.append((bytes, payload))
+                        recorded.lanes.insert(entry.lane)
+                    }
+                }
                 let planned = Translator(target: target, source: backends[event.backend], customFallbacks: customFallbacks)
                     .plan(event, leg: leg)
                 recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) }
@@ -202,12 +213,16 @@ extension RelayEngine {
         }
         let ids = try tx.enqueueAll(entries, at: now)
         for (id, item) in zip(ids, encoded) { payloads.put(id, bytes: item.bytes, payload: item.payload) }
-        recorded.result.queued += ids.count
+        let profileEntries = entries.count { $0.kind == RelayAction.profile(source: "", puppet: "").kindName }
+        recorded.result.queued += ids.count - profileEntries
+        recorded.result.profilesQueued += profileEntries
         return recorded
     }
 
     nonisolated func finishIngest(_ events: [IMEvent], _ recorded: Recorded) -> IngestResult {
         let result = recorded.result
+        profiles.noteActive(recorded.profileSubjects)
+        profiles.markQueued(recorded.profileSubjects)
         for event in events { metrics.increment("imbridge_events_in_total", ["backend": event.backend.rawValue, "kind": event.kindName]) }
         for fallback in recorded.fallbacks {
             metrics.increment("imbridge_fallbacks_total", ["feature": fallback.feature, "policy": fallback.policy.rawValue])
@@ -219,7 +234,7 @@ extension RelayEngine {
             logger.warning("inbound message set aside as a dead letter (see `imbridge deadletters list`)",
                            metadata: ["backend": "\(item.backend)", "key": "\(item.key)", "reason": "\(item.reason.prefix(300))"])
         }
-        if result.queued > 0 {
+        if result.queued + result.profilesQueued > 0 {
             wakes.withLock { $0.touched.formUnion(recorded.lanes) }
             doorbell.yield()
         }

@@ -81,13 +81,19 @@ public actor RelayEngine {
     private var onlyLanes: Set<LaneKey>?
     /// Each target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
     nonisolated let migrationPacing: [BackendID: MigrationPacing]
+    /// `profiles:` (`ProfileSync`), and the puppets and active senders it keeps track of.
+    nonisolated let profileSettings: ProfileSettings
+    nonisolated let profiles = ProfileSync.Tracker()
+    private var profiler: Task<Void, Never>?
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
                 retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil,
                 lease: LeaseSettings = LeaseSettings(), leadership: Leadership = Leadership(),
-                backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs, migrationSendsPerSecond: Double? = nil) {
+                backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs, migrationSendsPerSecond: Double? = nil,
+                profiles: ProfileSettings = ProfileSettings()) {
         self.store = store
+        self.profileSettings = profiles
         self.lease = lease
         self.leadership = leadership
         self.heldLeases = HeldLeases(ttlMs: lease.ttlMs)
@@ -125,6 +131,7 @@ public actor RelayEngine {
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
         leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: true) }
         if pruning && retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
+        profiler = Task { [weak self] in await self?.profileLoop() }
         doorbell.yield()
     }
 
@@ -180,6 +187,8 @@ public actor RelayEngine {
         scheduler = nil
         pruner?.cancel()
         pruner = nil
+        profiler?.cancel()
+        profiler = nil
         leaseKeeper?.cancel()
         leaseKeeper = nil
         let tasks = Array(laneTasks.values)
@@ -230,7 +239,10 @@ public actor RelayEngine {
         public var accepted = 0
         public var duplicates = 0
         public var echoes = 0
+        /// Outbox entries queued for the events (not counting `profilesQueued`).
         public var queued = 0
+        /// `profile` entries queued for puppets seen for the first time (`ProfileSync`).
+        public var profilesQueued = 0
     }
 
     // MARK: lanes
@@ -535,7 +547,9 @@ public actor RelayEngine {
             }
             health.succeeded(entry.lane.backend, at: now)
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
-            metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
+            if case .profile = payload.action {} else {
+                metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
+            }
             return .next(next)
         } catch {
             // Cut off by a drain deadline: the call was abandoned, not answered. The entry stays claimed

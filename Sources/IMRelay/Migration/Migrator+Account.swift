@@ -139,7 +139,7 @@ extension Migrator {
             if let directory { existing = try await existingUser(targetID, on: directory) }
             switch (directory, existing) {
             case (let directory?, .some(.some(let existing))):
-                if let profile, Self.differs(profile, from: existing) {
+                if let profile, profile.differs(from: existing) {
                     if !plan.dryRun { try await onTarget { try await directory.saveUser(desired) } }
                     account.usersUpdated += 1
                 } else {
@@ -178,13 +178,6 @@ extension Migrator {
         } catch let error as IMError where error.code == .unsupported {
             return nil
         }
-    }
-
-    /// Name, avatar, or an extra field both sides have, differ.
-    static func differs(_ wanted: UserProfile, from existing: UserProfile) -> Bool {
-        if let name = wanted.name, name != existing.name { return true }
-        if let avatar = wanted.avatar, avatar != existing.avatar { return true }
-        return wanted.extra.contains { key, value in existing.extra[key].map { $0 != value } ?? false }
     }
 
     /// Creates or brings up to date one group on the target; returns its id there (nil when it could not

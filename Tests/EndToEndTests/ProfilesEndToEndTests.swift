@@ -1,0 +1,104 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMLab
+import Testing
+
+/// Puppets carry their source users' names and avatars (docs/architecture.md, "Profiles"), through a real
+/// `imbridge run` process and the vendors' sandboxes over loopback HTTP.
+@Suite(.serialized) struct ProfilesEndToEndTests {
+    /// The re-read interval the test configures: `profiles.refresh_minutes: 0.05`.
+    static let refreshSeconds = 3.0
+
+    struct Rig {
+        let lab: BridgeLab
+        let config: String
+        let port: Int
+
+        static func start() async throws -> Rig {
+            let port = try await freePort()
+            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                          callbackBase: "http://127.0.0.1:\(port)")
+            let config = "\(lab.directory)/bridge.yaml"
+            let routes = "  - from: \"wk:group:*\"\n    to: \"rc:group:*\"\n    direction: forward\n    users: puppet\n"
+            let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
+                + "profiles:\n  refresh_minutes: 0.05\n"
+            try yaml.write(toFile: config, atomically: true, encoding: .utf8)
+            return Rig(lab: lab, config: config, port: port)
+        }
+
+        func bridge() async throws -> BridgeProcess {
+            let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
+            let http = HTTPClientWrapper(timeoutSeconds: 2)
+            let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
+            guard up else { throw IMError(.unavailable, "the bridge did not come up:\n\(process.output)") }
+            return process
+        }
+
+        /// RongCloud's user `id` as its sandbox lists it (`/_sandbox/users`).
+        func rongCloudUser(_ id: String) async throws -> JSONValue? {
+            let response = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: lab.url(of: "rc") + "/_sandbox/users"))
+            return try JSONValue.parse(Data(response.body))["users"]?.arrayValue?.first { $0["userId"]?.stringValue == id }
+        }
+
+        func relayed(_ group: String) async throws -> [String] {
+            try await lab.messages("rc").filter { $0["kind"] == "text" && $0["conversation_id"]?.stringValue == group }
+                .compactMap { $0["text"]?.stringValue }
+        }
+
+        /// Uploads `image` as `uid`'s avatar on the WuKong business server, with the session the lab's
+        /// WuKong settings give that user (`token_secret`), as a user's app would.
+        func uploadAvatar(_ image: [UInt8], for uid: String) async throws {
+            let boundary = "imbridge-test-boundary"
+            var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"file\"; filename=\"a.png\"\r\nContent-Type: image/png\r\n\r\n".utf8)
+            body += image + Array("\r\n--\(boundary)--\r\n".utf8)
+            let response = try await HTTPClientWrapper().send(OutboundRequest(
+                method: "POST", url: lab.url(of: "wk") + "/v1/users/\(uid)/avatar",
+                headers: [("token", Hashing.sha1Hex("lab-tokens:\(uid)")), ("Content-Type", "multipart/form-data; boundary=\(boundary)")],
+                body: body))
+            guard response.status == 200 else { throw IMError(.invalidArgument, "avatar upload: \(response.status) \(String(decoding: response.body, as: UTF8.self))") }
+        }
+    }
+
+    /// WuKong → RongCloud: the puppet shows the source's name and avatar at first sight, and a name change
+    /// shows within the configured interval after the user's next message.
+    @Test func wuKongToRongCloudPuppetShowsNameAndAvatarAndFollowsARename() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.lab.stop() } }
+        let users = try #require(try await rig.lab.userBackend("wk", registry: ContentRegistry()) as? any UserDirectory)
+        try await users.saveUser(UserProfile(id: "ann", name: "安娜"))
+        let image: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array("ann's face".utf8)
+        try await rig.uploadAvatar(image, for: "ann")
+
+        let bridge = try await rig.bridge()
+        defer { _ = bridge.terminate() }
+        let group = ConversationRef.group("team")
+        _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("hello")))
+        #expect(try await eventually(30) { try await rig.relayed("team") == ["hello"] }, "\(bridge.output.suffix(3000))")
+
+        let avatarURL = rig.lab.url(of: "wk") + "/v1/users/ann/avatar"
+        let shown = try await eventually(30) {
+            let user = try await rig.rongCloudUser("wk_ann")
+            return user?["name"] == "安娜" && user?["portraitUri"]?.stringValue == avatarURL
+        }
+        let puppet = try await rig.rongCloudUser("wk_ann")
+        #expect(shown, "puppet: \(String(describing: puppet))\n\(bridge.output.suffix(3000))")
+        // The portrait the puppet points at is the image the user uploaded.
+        let fetched = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: avatarURL))
+        #expect(fetched.status == 200 && Array(fetched.body) == image)
+
+        // A rename, then a message: shown on RongCloud within one interval (plus the relay's own delays).
+        try await users.saveUser(UserProfile(id: "ann", name: "Anna Li"))
+        _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("renamed")))
+        let sent = Date()
+        #expect(try await eventually(30) { try await rig.relayed("team") == ["hello", "renamed"] })
+        let renamed = try await eventually(Self.refreshSeconds + 10) { try await rig.rongCloudUser("wk_ann")?["name"] == "Anna Li" }
+        let took = Date().timeIntervalSince(sent)
+        let after = try await rig.rongCloudUser("wk_ann")
+        #expect(renamed, "puppet: \(String(describing: after))\n\(bridge.output.suffix(3000))")
+        #expect(took <= Self.refreshSeconds + 10, "the rename took \(took) s to show")
+        #expect(try await rig.rongCloudUser("wk_ann")?["portraitUri"]?.stringValue == avatarURL)
+        print("profiles e2e: rename shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
+        #expect(bridge.terminate() == 0)
+    }
+}
