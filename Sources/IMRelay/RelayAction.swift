@@ -17,6 +17,10 @@ public enum RelayAction: Sendable, Hashable, Codable {
     /// backend, read when the entry runs (docs/architecture.md, "Profiles"). Its lane is the puppet's
     /// own (`ProfileSync.lane`), so a failing profile write never holds a message back.
     case profile(source: UserID, puppet: UserID)
+    /// Create the lane's group on the target, or bring it up to the source group `source` (name, avatar,
+    /// announcement, owner, members as `users` names them there), read when the entry runs
+    /// (docs/architecture.md, "Groups"). Queued ahead of a group's first relayed event.
+    case group(source: GroupID, users: UserMode)
 
     public var kindName: String {
         switch self {
@@ -28,6 +32,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .reaction: "reaction"
         case .read: "read"
         case .profile: "profile"
+        case .group: "group"
         }
     }
 }

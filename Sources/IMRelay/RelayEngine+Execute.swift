@@ -63,6 +63,9 @@ extension RelayEngine {
             try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
         case .profile(let user, let puppet):
             try await syncProfile(of: user, from: entry.sourceBackend, as: puppet, delivery: delivery, mayWrite: mayWrite)
+        case .group(let group, let users):
+            try await syncGroup(group, from: entry.sourceBackend, users: users, payload: payload, entry: entry, delivery: delivery,
+                                mayWrite: mayWrite)
         }
         return nil
     }

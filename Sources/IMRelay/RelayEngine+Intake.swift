@@ -148,6 +148,8 @@ extension RelayEngine {
         var kept: [SetAsideMessage] = []
         /// Puppets whose senders this batch saw (`ProfileSync`).
         var profileSubjects: [ProfileSync.Subject] = []
+        /// Target groups this batch queued a `group` entry for (`GroupSync`).
+        var groupNames: [String] = []
     }
 
     struct Fallback: Sendable {
@@ -187,6 +189,13 @@ extension RelayEngine {
             recorded.result.accepted += 1
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
+                // First event of a group on this leg: the target group is set up ahead of it (`GroupSync`).
+                if let setup = try firstSightGroup(event, leg: leg, tx, at: now) {
+                    entries.append(setup.entry)
+                    encoded.append((setup.bytes, setup.payload))
+                    recorded.lanes.insert(setup.entry.lane)
+                    recorded.groupNames.append(setup.name)
+                }
                 if let subject = profileSubject(event, leg: leg) {
                     recorded.profileSubjects.append(subject)
                     // First sight of this sender's puppet: its profile entry, in a lane of its own (`ProfileSync`).
@@ -213,8 +222,9 @@ extension RelayEngine {
         }
         let ids = try tx.enqueueAll(entries, at: now)
         for (id, item) in zip(ids, encoded) { payloads.put(id, bytes: item.bytes, payload: item.payload) }
-        let profileEntries = entries.count { $0.kind == RelayAction.profile(source: "", puppet: "").kindName }
-        recorded.result.queued += ids.count - profileEntries
+        let profileEntries = entries.count { $0.kind == "profile" }
+        recorded.result.groupsQueued += recorded.groupNames.count
+        recorded.result.queued += ids.count - profileEntries - recorded.groupNames.count
         recorded.result.profilesQueued += profileEntries
         return recorded
     }
@@ -223,6 +233,7 @@ extension RelayEngine {
         let result = recorded.result
         profiles.noteActive(recorded.profileSubjects)
         profiles.markQueued(recorded.profileSubjects)
+        groupsSeen.insert(recorded.groupNames)
         for event in events { metrics.increment("imbridge_events_in_total", ["backend": event.backend.rawValue, "kind": event.kindName]) }
         for fallback in recorded.fallbacks {
             metrics.increment("imbridge_fallbacks_total", ["feature": fallback.feature, "policy": fallback.policy.rawValue])
@@ -234,7 +245,7 @@ extension RelayEngine {
             logger.warning("inbound message set aside as a dead letter (see `imbridge deadletters list`)",
                            metadata: ["backend": "\(item.backend)", "key": "\(item.key)", "reason": "\(item.reason.prefix(300))"])
         }
-        if result.queued + result.profilesQueued > 0 {
+        if result.queued + result.profilesQueued + result.groupsQueued > 0 {
             wakes.withLock { $0.touched.formUnion(recorded.lanes) }
             doorbell.yield()
         }

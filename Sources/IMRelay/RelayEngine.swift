@@ -84,6 +84,8 @@ public actor RelayEngine {
     /// `profiles:` (`ProfileSync`), and the puppets and active senders it keeps track of.
     nonisolated let profileSettings: ProfileSettings
     nonisolated let profiles = ProfileSync.Tracker()
+    /// Target groups set up or queued for it (`GroupSync`).
+    nonisolated let groupsSeen = GroupSync.Seen()
     private var profiler: Task<Void, Never>?
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
@@ -243,6 +245,8 @@ public actor RelayEngine {
         public var queued = 0
         /// `profile` entries queued for puppets seen for the first time (`ProfileSync`).
         public var profilesQueued = 0
+        /// `group` entries queued for target groups reached for the first time (`GroupSync`).
+        public var groupsQueued = 0
     }
 
     // MARK: lanes

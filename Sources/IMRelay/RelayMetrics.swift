@@ -91,7 +91,7 @@ public final class RelayMetrics: Sendable {
 
     /// Event kinds (`IMEvent.kindName`) and action kinds (`RelayAction.kindName`), for the series made at start.
     static let eventKinds = ["message", "edited", "recalled", "expansion", "reaction", "read", "command"]
-    static let actionKinds = ["send", "notice", "edit", "recall", "expansion", "reaction", "read", "profile"]
+    static let actionKinds = ["send", "notice", "edit", "recall", "expansion", "reaction", "read", "profile", "group"]
     /// The codes a callback is refused with (`CallbackExchange`).
     static let refusalCodes: [IMError.Code] = [.authenticationFailed, .malformedPayload, .invalidArgument]
 

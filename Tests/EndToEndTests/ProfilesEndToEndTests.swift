@@ -4,8 +4,9 @@ import IMHTTP
 import IMLab
 import Testing
 
-/// Puppets carry their source users' names and avatars (docs/architecture.md, "Profiles"), through a real
-/// `imbridge run` process and the vendors' sandboxes over loopback HTTP.
+/// Puppets carry their source users' names and avatars, and groups a route reaches for the first time are
+/// created on the target (docs/architecture.md, "Profiles", "Groups"), through a real `imbridge run`
+/// process and the vendors' sandboxes over loopback HTTP.
 @Suite(.serialized) struct ProfilesEndToEndTests {
     /// The re-read interval the test configures: `profiles.refresh_minutes: 0.05`.
     static let refreshSeconds = 3.0
@@ -99,6 +100,36 @@ import Testing
         #expect(took <= Self.refreshSeconds + 10, "the rename took \(took) s to show")
         #expect(try await rig.rongCloudUser("wk_ann")?["portraitUri"]?.stringValue == avatarURL)
         print("profiles e2e: rename shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
+        #expect(bridge.terminate() == 0)
+    }
+
+    /// WuKong → RongCloud: a WuKong group (its business server's profile: name, creator, members) reached
+    /// by the route for the first time exists on RongCloud with its name and the members' puppets before
+    /// its first message is relayed there.
+    @Test func aWuKongGroupFirstSeenIsCreatedOnRongCloud() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.lab.stop() } }
+        let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+        let directory = try #require(wk as? any GroupDirectory)
+        let id = try await directory.createGroup(GroupProfile(id: "ignored", name: "Tea room", owner: "ann", members: ["ann", "bob"],
+                                                              announcement: "be nice"))
+        let rc = try #require(try await rig.lab.userBackend("rc", registry: ContentRegistry()) as? any GroupDirectory)
+        #expect(try await rc.group(id) == nil, "not on RongCloud before the bridge sees it")
+
+        let bridge = try await rig.bridge()
+        defer { _ = bridge.terminate() }
+        _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "bob", content: .text("first")))
+        #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first"] }, "\(bridge.output.suffix(3000))")
+        let created = try #require(try await rc.group(id))
+        #expect(created.name == "Tea room", "\(created)")
+        #expect(Set(created.members) == ["wk_ann", "wk_bob"], "\(created)")
+
+        // A second group message sets nothing up again: one group entry ran.
+        _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "ann", content: .text("second")))
+        #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first", "second"] })
+        let metrics = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(rig.port)/metrics"))
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"imbridge_relayed_total{action="group",target="rc"} 1"#),
+                "\(String(decoding: metrics.body, as: UTF8.self).split(separator: "\n").filter { $0.contains("action=\"group\"") })")
         #expect(bridge.terminate() == 0)
     }
 }
