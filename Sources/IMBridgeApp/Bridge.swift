@@ -42,7 +42,7 @@ public struct Bridge: Sendable {
                                  customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
                                  lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
                                  leadership: leadership, backendDownAfterMs: config.readiness.backendFailingMs,
-                                 profiles: config.profiles)
+                                 profiles: config.profiles, groups: config.groups)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort, logger: httpLogger,
                                                         limits: config.listenerLimits)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },

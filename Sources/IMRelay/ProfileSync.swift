@@ -109,12 +109,16 @@ public struct ProfileSettings: Sendable, Equatable {
     /// Parses `profiles:`; `refresh_minutes` is a number of minutes ≥ 0 (fractions allowed, 0 turns the
     /// periodic re-read off), at most 10080 (a week).
     static func parse(_ node: ConfigNode, problems: inout ConfigProblems) -> ProfileSettings {
-        var settings = ProfileSettings()
-        guard node.isPresent else { return settings }
-        guard problems.attempt({ try node.expectMapping() }) != nil, node.isMapping else { return settings }
+        ProfileSettings(refreshMs: parseRefresh(node, default: ProfileSettings().refreshMs, problems: &problems))
+    }
+
+    /// `refresh_minutes` of `profiles:` or `groups:` (the only key of either) in milliseconds; nil for 0.
+    static func parseRefresh(_ node: ConfigNode, default fallback: Int64?, problems: inout ConfigProblems) -> Int64? {
+        guard node.isPresent else { return fallback }
+        guard problems.attempt({ try node.expectMapping() }) != nil, node.isMapping else { return fallback }
         problems.attempt { try node.allowOnly(Set(keys)) }
-        problems.attempt {
-            guard let text = try node["refresh_minutes"].optionalScalar() else { return }
+        return problems.attempt { () throws -> Int64? in
+            guard let text = try node["refresh_minutes"].optionalScalar() else { return fallback }
             guard let minutes = Double(text), minutes.isFinite, (0...10_080).contains(minutes) else {
                 throw node["refresh_minutes"].error("expected minutes from 0 (only at first sight) to 10080, got \(node["refresh_minutes"].quoted(text))")
             }
@@ -122,9 +126,8 @@ public struct ProfileSettings: Sendable, Equatable {
             guard minutes == 0 || ms >= 1000 else {
                 throw node["refresh_minutes"].error("expected at least 1 second's worth of minutes (0.0167), got \(node["refresh_minutes"].quoted(text))")
             }
-            settings.refreshMs = minutes == 0 ? nil : ms
-        }
-        return settings
+            return minutes == 0 ? nil : ms
+        } ?? fallback
     }
 }
 
@@ -199,20 +202,22 @@ extension RelayEngine {
 
     /// Runs a `profile` entry: reads the source user's profile and brings the puppet's name and avatar up
     /// to it. A source that cannot read profiles, or does not know the user, leaves the puppet as it is.
+    /// True when the target was called.
     nonisolated func syncProfile(of user: UserID, from source: BackendID, as puppet: UserID, delivery: Delivery,
-                                 mayWrite: @Sendable () throws -> Void) async throws {
-        guard let directory = backends[source] as? any UserDirectory else { return }
+                                 mayWrite: @Sendable () throws -> Void) async throws -> Bool {
+        guard let directory = backends[source] as? any UserDirectory else { return false }
         let found: UserProfile?
         do {
             found = try await directory.users([user]).first
         } catch let error as IMError where error.code == .unsupported {
-            return
+            return false
         }
-        guard let found, found.name != nil || found.avatar != nil else { return }
+        guard let found, found.name != nil || found.avatar != nil else { return false }
         let wanted = UserProfile(id: puppet, name: found.name, avatar: found.avatar)
         _ = try await delivery.syncProfile(wanted, beforeWrite: mayWrite)
         let name = ProfileSync.checkpointName(target: delivery.target.id, puppet: puppet)
         let now = clock.nowMs()
         try await store.groupedTransaction { try $0.setCheckpoint(name, ProfileSync.encode(wanted), at: now) }
+        return true
     }
 }

@@ -17,10 +17,11 @@ public enum RelayAction: Sendable, Hashable, Codable {
     /// backend, read when the entry runs (docs/architecture.md, "Profiles"). Its lane is the puppet's
     /// own (`ProfileSync.lane`), so a failing profile write never holds a message back.
     case profile(source: UserID, puppet: UserID)
-    /// Create the lane's group on the target, or bring it up to the source group `source` (name, avatar,
-    /// announcement, owner, members as `users` names them there), read when the entry runs
-    /// (docs/architecture.md, "Groups"). Queued ahead of a group's first relayed event.
-    case group(source: GroupID, users: UserMode)
+    /// Create the group `target` on the target backend, or bring it up to the source group `source`
+    /// (name, avatar, announcement, owner, members as `users` names them there), read when the entry runs
+    /// (docs/architecture.md, "Groups"). Queued ahead of a group's first relayed event, and for periodic
+    /// comparisons in a lane of its own.
+    case group(source: GroupID, target: GroupID, users: UserMode)
 
     public var kindName: String {
         switch self {

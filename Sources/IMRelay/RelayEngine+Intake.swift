@@ -150,6 +150,8 @@ extension RelayEngine {
         var profileSubjects: [ProfileSync.Subject] = []
         /// Target groups this batch queued a `group` entry for (`GroupSync`).
         var groupNames: [String] = []
+        /// Target groups this batch saw events for (`GroupSync`).
+        var groupSubjects: [GroupSync.Subject] = []
     }
 
     struct Fallback: Sendable {
@@ -189,6 +191,7 @@ extension RelayEngine {
             recorded.result.accepted += 1
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
+                if let subject = groupSubject(event, leg: leg) { recorded.groupSubjects.append(subject) }
                 // First event of a group on this leg: the target group is set up ahead of it (`GroupSync`).
                 if let setup = try firstSightGroup(event, leg: leg, tx, at: now) {
                     entries.append(setup.entry)
@@ -234,6 +237,7 @@ extension RelayEngine {
         profiles.noteActive(recorded.profileSubjects)
         profiles.markQueued(recorded.profileSubjects)
         groupsSeen.insert(recorded.groupNames)
+        groupsSeen.noteActive(recorded.groupSubjects)
         for event in events { metrics.increment("imbridge_events_in_total", ["backend": event.backend.rawValue, "kind": event.kindName]) }
         for fallback in recorded.fallbacks {
             metrics.increment("imbridge_fallbacks_total", ["feature": fallback.feature, "policy": fallback.policy.rawValue])

@@ -86,6 +86,9 @@ public actor RelayEngine {
     nonisolated let profiles = ProfileSync.Tracker()
     /// Target groups set up or queued for it (`GroupSync`).
     nonisolated let groupsSeen = GroupSync.Seen()
+    /// `groups:` (`GroupSync`).
+    nonisolated let groupSettings: GroupSettings
+    private var groupSyncer: Task<Void, Never>?
     private var profiler: Task<Void, Never>?
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
@@ -93,9 +96,10 @@ public actor RelayEngine {
                 retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil,
                 lease: LeaseSettings = LeaseSettings(), leadership: Leadership = Leadership(),
                 backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs, migrationSendsPerSecond: Double? = nil,
-                profiles: ProfileSettings = ProfileSettings()) {
+                profiles: ProfileSettings = ProfileSettings(), groups: GroupSettings = GroupSettings()) {
         self.store = store
         self.profileSettings = profiles
+        self.groupSettings = groups
         self.lease = lease
         self.leadership = leadership
         self.heldLeases = HeldLeases(ttlMs: lease.ttlMs)
@@ -134,6 +138,7 @@ public actor RelayEngine {
         leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: true) }
         if pruning && retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
         profiler = Task { [weak self] in await self?.profileLoop() }
+        groupSyncer = Task { [weak self] in await self?.groupLoop() }
         doorbell.yield()
     }
 
@@ -191,6 +196,8 @@ public actor RelayEngine {
         pruner = nil
         profiler?.cancel()
         profiler = nil
+        groupSyncer?.cancel()
+        groupSyncer = nil
         leaseKeeper?.cancel()
         leaseKeeper = nil
         let tasks = Array(laneTasks.values)
@@ -542,14 +549,15 @@ public actor RelayEngine {
                 guard heldLeases.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
             }
             try mayWrite()
-            let created = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            let executed = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            let created = executed.created
             let (next, now): (OutboxEntry?, Int64)
             switch await record(entry, payload: payload, created: created, fence: fence) {
             case .recorded(let claimed, let at): (next, now) = (claimed, at)
             case .stopped: return .wait
             case .fenced: return .fenced
             }
-            health.succeeded(entry.lane.backend, at: now)
+            if executed.reachedTarget { health.succeeded(entry.lane.backend, at: now) }
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             if case .profile = payload.action {} else {
                 metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)

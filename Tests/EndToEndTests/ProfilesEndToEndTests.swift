@@ -23,7 +23,7 @@ import Testing
             let config = "\(lab.directory)/bridge.yaml"
             let routes = "  - from: \"wk:group:*\"\n    to: \"rc:group:*\"\n    direction: forward\n    users: puppet\n"
             let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
-                + "profiles:\n  refresh_minutes: 0.05\n"
+                + "profiles:\n  refresh_minutes: 0.05\ngroups:\n  refresh_minutes: 0.05\n"
             try yaml.write(toFile: config, atomically: true, encoding: .utf8)
             return Rig(lab: lab, config: config, port: port)
         }
@@ -130,6 +130,22 @@ import Testing
         let metrics = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(rig.port)/metrics"))
         #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"imbridge_relayed_total{action="group",target="rc"} 1"#),
                 "\(String(decoding: metrics.body, as: UTF8.self).split(separator: "\n").filter { $0.contains("action=\"group\"") })")
+
+        // A member joins on WuKong and the group is renamed: both show on RongCloud within one interval of
+        // the group's next message (nobody is removed).
+        try await directory.updateGroup(GroupProfile(id: id, members: ["dave"]))
+        try await directory.updateGroup(GroupProfile(id: id, name: "Tea house"))
+        _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "dave", content: .text("third")))
+        let sent = Date()
+        #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first", "second", "third"] })
+        let followed = try await eventually(Self.refreshSeconds + 10) {
+            let group = try await rc.group(id)
+            return group?.name == "Tea house" && Set(group?.members ?? []) == ["wk_ann", "wk_bob", "wk_dave"]
+        }
+        let took = Date().timeIntervalSince(sent)
+        let now = try await rc.group(id)
+        #expect(followed, "\(String(describing: now))\n\(bridge.output.suffix(3000))")
+        print("groups e2e: join and rename shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
         #expect(bridge.terminate() == 0)
     }
 }

@@ -84,4 +84,37 @@ import Testing
         // Another engine on the same store (a restart) knows the group from the checkpoint.
         #expect(try h.engine().ingest([event(3)]).groupsQueued == 0)
     }
+
+    /// After first sight, a round compares the groups with events since the last round: a member who
+    /// joined is added, a rename is carried, nobody is removed; a round with no activity queues nothing.
+    @Test func aRoundCarriesJoinsAndRenamesOfActiveGroupsAndRemovesNobody() async throws {
+        let h = try RelayHarness()
+        _ = try await h.wk.createGroup(Self.tea)
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("one")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["one"] })
+        #expect(try await h.rcMemory.group("g1")?.members == ["wk_ann", "wk_bob"])
+
+        try await h.wk.updateGroup(GroupProfile(id: "g1", name: "Tea house", members: ["carol"]))
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "carol", content: .text("two")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["one", "two"] })
+        #expect(try await engine.refreshGroups() == 1)
+        #expect(try await eventually { try await h.rcMemory.group("g1")?.name == "Tea house" })
+        #expect(try await h.rcMemory.group("g1")?.members == ["wk_ann", "wk_bob", "wk_carol"])
+        #expect(try await engine.refreshGroups() == 0, "no event since the last round")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+        await engine.stop()
+    }
+
+    @Test func groupSettingsParse() throws {
+        func parsed(_ block: String) throws -> GroupSettings {
+            try BridgeConfig.parse(BridgeConfigTests.valid + "\n" + block, environment: ["WK_TOKEN": "t", "RC_SECRET": "s"]).groups
+        }
+        #expect(try parsed("").refreshMs == 3_600_000)
+        #expect(try parsed("groups:\n  refresh_minutes: 2").refreshMs == 120_000)
+        #expect(try parsed("groups:\n  refresh_minutes: 0").refreshMs == nil)
+        let error = #expect(throws: IMError.self) { try parsed("groups:\n  refresh_minutes: -3") }
+        #expect(error?.message.contains("groups.refresh_minutes") == true, "\(error?.message ?? "")")
+    }
 }
