@@ -48,6 +48,19 @@ extension RelayEngine: EventSink {
 }
 
 extension RelayEngine {
+    /// What one `ingest` did.
+    public struct IngestResult: Sendable, Equatable {
+        public var accepted = 0
+        public var duplicates = 0
+        public var echoes = 0
+        /// Outbox entries queued for the events (not counting `profilesQueued` and `groupsQueued`).
+        public var queued = 0
+        /// `profile` entries queued for puppets seen for the first time (`ProfileSync`).
+        public var profilesQueued = 0
+        /// `group` entries queued for target groups reached for the first time (`GroupSync`).
+        public var groupsQueued = 0
+    }
+
     /// Records events and queues their relays in one transaction (see the type's contract).
     @discardableResult
     public nonisolated func ingest(_ events: [IMEvent]) throws -> IngestResult {

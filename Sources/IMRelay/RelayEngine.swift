@@ -242,20 +242,6 @@ public actor RelayEngine {
         return false
     }
 
-    // MARK: intake
-
-    public struct IngestResult: Sendable, Equatable {
-        public var accepted = 0
-        public var duplicates = 0
-        public var echoes = 0
-        /// Outbox entries queued for the events (not counting `profilesQueued`).
-        public var queued = 0
-        /// `profile` entries queued for puppets seen for the first time (`ProfileSync`).
-        public var profilesQueued = 0
-        /// `group` entries queued for target groups reached for the first time (`GroupSync`).
-        public var groupsQueued = 0
-    }
-
     // MARK: lanes
 
     /// What woke the scheduler: lanes that ingest just queued work for, and whether the outbox must be
