@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 import IMStore
 import Synchronization
 
@@ -60,7 +61,7 @@ public final class Delivery: Sendable {
     /// before the message is written (the relay's lease check); it throws to write nothing.
     public func send(_ outgoing: OutgoingMessage, in conversation: ConversationRef, earlierAttemptAt: Int64?,
                      media: Route.Media = .link, source: (any IMBackend)? = nil,
-                     beforeWrite: @Sendable () throws -> Void = {}) async throws -> Message {
+                     beforeWrite: @escaping @Sendable () throws -> Void = {}) async throws -> Message {
         if let earlierAttemptAt, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: earlierAttemptAt) {
             return existing
         }
@@ -70,7 +71,8 @@ public final class Delivery: Sendable {
         }
         try await provision(outgoing.sender)
         try beforeWrite()
-        return try await target.send(outgoing)
+        // Asked again by the HTTP client right before the request's body is written (`WriteGate`).
+        return try await WriteGate.$check.withValue(beforeWrite) { try await target.send(outgoing) }
     }
 
     /// Creates `user` on a target that needs users to exist, once.

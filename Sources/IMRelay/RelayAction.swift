@@ -13,6 +13,11 @@ public enum RelayAction: Sendable, Hashable, Codable {
     case expansion(source: MessageID, by: UserID, delta: ExpansionDelta)
     case reaction(source: MessageID, by: UserID, emoji: String, added: Bool)
     case read(upToSource: MessageID, by: UserID)
+    /// Take back `copy`, a copy of `source` this bridge left on the target after another instance had
+    /// taken the lane over, unless the id map names `copy` as the source's copy (the other instance found
+    /// it instead of sending its own). Queued by the instance whose late send the fence caught
+    /// (docs/high-availability.md, "Fenced deliveries").
+    case retract(source: MessageID, copy: MessageID, by: UserID)
 
     public var kindName: String {
         switch self {
@@ -23,6 +28,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .expansion: "expansion"
         case .reaction: "reaction"
         case .read: "read"
+        case .retract: "retract"
         }
     }
 }

@@ -5,7 +5,7 @@ extension RelayEngine {
     /// Performs one action on the target; returns the created message for a `send`. `mayWrite` is asked
     /// right before a send's write (after its lookups, provisioning and media), and throws when the lane's
     /// lease may have lapsed meanwhile.
-    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @Sendable () throws -> Void = {}) async throws -> Message? {
+    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @escaping @Sendable () throws -> Void = {}) async throws -> Message? {
         guard let backend = backends[entry.lane.backend], let delivery = deliveries[entry.lane.backend] else {
             throw IMError(.notFound, "backend \(entry.lane.backend) is not configured", isRetryable: false)
         }
@@ -61,6 +61,14 @@ extension RelayEngine {
             try await delivery.setReaction(emoji, added: added, on: try mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
             try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
+        case .retract(let source, let copy, let by):
+            // Waits (requeued) until the entry that took the lane over has recorded its copy.
+            guard try mapped(source, entry: entry) != copy else { return nil }
+            try await delivery.recall(copy, in: conversation, by: by)
+            metrics.increment("imbridge_late_copies_retracted_total", ["target": entry.lane.backend.rawValue])
+            deliveryLogger.warning("late copy taken back from the target", metadata: laneMetadata(entry).merging([
+                "target_message": "\(copy.rawValue)", "source_message": "\(source.rawValue)",
+            ]) { _, new in new })
         }
         return nil
     }
