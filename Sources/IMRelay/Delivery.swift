@@ -176,7 +176,7 @@ extension Delivery {
     /// expansion carrier message (NIM's `imbridge.expansion`, `ExpansionChangeSending`; docs/expansions.md).
     public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta) async throws {
         try await provision(user)
-        if !target.capabilities.support(.expansion).isNative, let carrier = target as? any ExpansionChangeSending {
+        if target.capabilities.support(.expansion) == .fallback, let carrier = target as? any ExpansionChangeSending {
             _ = try await carrier.sendExpansionChange(delta, of: message, in: conversation, by: user)
             return
         }

@@ -26,8 +26,8 @@ struct Translator: Sendable {
     var sourceCapabilities: Capabilities? = nil
     /// The target's fallback text for declared custom types its vendor cannot carry (mappings).
     var customFallback: (@Sendable (MessageContent, [String: String]) -> String?)? = nil
-    /// True where the target keeps no expansions but carries their changes as data (NIM's
-    /// `imbridge.expansion` carrier, `ExpansionChangeSending`): changes and a message's initial values
+    /// True where the target keeps no expansions but carries their changes as data (expansion support
+    /// `fallback` and `ExpansionChangeSending`: NIM's `imbridge.expansion` carrier): changes and a message's initial values
     /// travel as carrier messages instead of text notices.
     var carriesExpansion = false
 
@@ -35,7 +35,7 @@ struct Translator: Sendable {
     init(target: any IMBackend, source: (any IMBackend)?, customFallbacks: CustomTypeFallbacks?) {
         self.capabilities = target.capabilities
         self.sourceCapabilities = source?.capabilities
-        self.carriesExpansion = !target.capabilities.support(.expansion).isNative && target is any ExpansionChangeSending
+        self.carriesExpansion = target.capabilities.support(.expansion) == .fallback && target is any ExpansionChangeSending
         if let table = customFallbacks {
             let targetID = target.id
             self.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }

@@ -102,6 +102,32 @@ import Testing
     }
 }
 
+/// Toward a vendor without expansions (JMessage) a change stays the route's fallback: a text notice.
+@Suite struct ExpansionTowardJMessageTests {
+    @Test func aChangeBecomesANotice() async throws {
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        let jm = MemoryBackend(id: "jm", capabilities: .jMessage, clock: SystemClock())
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString).sqlite").path
+        let engine = RelayEngine(store: try BridgeStore(path: path), backends: [wk, jm],
+                                 routes: [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "jm:group:*"))],
+                                 retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [wk, jm])
+        defer { Task { _ = await engine.stop() } }
+        let g1 = ConversationRef.group("g1")
+        let order = try await wk.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["status": "new"]))
+        func digests() async throws -> [String] {
+            try await jm.history(HistoryQuery(conversation: g1, anchor: .latest, limit: 100)).messages.map(\.content.digest)
+        }
+        #expect(try await eventually { try await digests().count == 1 })
+        _ = try await wk.updateExpansion(of: order.id, in: g1, by: "buyer", .set(["status": "paid"]))
+        var seen: [String] = []
+        #expect(try await eventually {
+            seen = try await digests()
+            return seen.contains { $0.contains("status → paid") }
+        }, "\(seen)")
+    }
+}
+
 /// The key encoding for keys a target refuses (docs/mappings.md, "Expansion keys across vendors").
 @Suite struct ExpansionKeyCodecTests {
     @Test func refusedKeysRoundTripAndLegalKeysStay() throws {
