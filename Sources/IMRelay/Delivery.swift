@@ -174,7 +174,14 @@ extension Delivery {
         }
     }
 
+    /// Applies `delta` to the copy: natively where the target keeps expansions, else as the target's
+    /// expansion carrier message (NIM's `imbridge.expansion`, `ExpansionChangeSending`; docs/expansions.md).
     public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta) async throws {
+        try await provision(user)
+        if target.capabilities.support(.expansion) == .fallback, let carrier = target as? any ExpansionChangeSending {
+            _ = try await carrier.sendExpansionChange(delta, of: message, in: conversation, by: user)
+            return
+        }
         let updater = try capability((any ExpansionUpdating).self, .expansion)
         for change in delta.asChanges {
             _ = try await updater.updateExpansion(of: message, in: conversation, by: user, change)
