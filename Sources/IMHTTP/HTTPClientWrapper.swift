@@ -65,12 +65,26 @@ public struct HTTPClientWrapper: Sendable {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-        if let body = request.body { outgoing.body = .bytes(ByteBuffer(bytes: body)) }
+        let gate = WriteGate.check
+        let refusal = WriteGate.Refusal()
+        if let body = request.body {
+            if let gate {
+                let gated = WriteGate.GatedBody(bytes: ByteBuffer(bytes: body), check: gate, refusal: refusal)
+                outgoing.body = .stream(gated, length: .known(Int64(body.count)))
+            } else {
+                outgoing.body = .bytes(ByteBuffer(bytes: body))
+            }
+        } else {
+            try gate?()
+        }
         do {
             let response = try await (retriesConnecting ? HTTPClient.shared : Self.connectOnce).execute(outgoing, timeout: timeout)
             let body = try await response.body.collect(upTo: maxResponseBytes)
             return HTTPResponseData(status: Int(response.status.code),
                                     headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
+        } catch where refusal.error.withLock({ $0 }) != nil {
+            // The write gate refused: the body was never written, so the server carried nothing out.
+            throw refusal.error.withLock { $0 }!
         } catch let error as HTTPClientError where error == .connectTimeout {
             throw IMError(.timeout, "\(request.method) \(request.url) timed out connecting", isRetryable: true, details: ["transport": "timeout"])
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 import IMStore
 import Synchronization
 
@@ -64,7 +65,7 @@ public final class Delivery: Sendable {
     /// before the message is written (the relay's lease check); it throws to write nothing.
     public func send(_ outgoing: OutgoingMessage, in conversation: ConversationRef, earlierAttemptAt: Int64?,
                      media: Route.Media = .link, source: (any IMBackend)? = nil,
-                     beforeWrite: @Sendable () throws -> Void = {}) async throws -> Message {
+                     beforeWrite: @escaping @Sendable () throws -> Void = {}) async throws -> Message {
         if let earlierAttemptAt, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: earlierAttemptAt) {
             return existing
         }
@@ -74,7 +75,8 @@ public final class Delivery: Sendable {
         }
         try await provision(outgoing.sender)
         try beforeWrite()
-        return try await target.send(outgoing)
+        // Asked again by the HTTP client right before the request's body is written (`WriteGate`).
+        return try await WriteGate.$check.withValue(beforeWrite) { try await target.send(outgoing) }
     }
 
     /// Creates `user` on a target that needs users to exist, once: with the profile the bridge last wrote
@@ -205,7 +207,14 @@ extension Delivery {
         }
     }
 
+    /// Applies `delta` to the copy: natively where the target keeps expansions, else as the target's
+    /// expansion carrier message (NIM's `imbridge.expansion`, `ExpansionChangeSending`; docs/expansions.md).
     public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta) async throws {
+        try await provision(user)
+        if target.capabilities.support(.expansion) == .fallback, let carrier = target as? any ExpansionChangeSending {
+            _ = try await carrier.sendExpansionChange(delta, of: message, in: conversation, by: user)
+            return
+        }
         let updater = try capability((any ExpansionUpdating).self, .expansion)
         for change in delta.asChanges {
             _ = try await updater.updateExpansion(of: message, in: conversation, by: user, change)

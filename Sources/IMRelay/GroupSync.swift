@@ -5,8 +5,8 @@ import IMStore
 import Synchronization
 
 /// Groups a route reaches for the first time are created on the target (docs/architecture.md,
-/// "Groups"): the first event of a source group on a leg to a target group queues a `.group` entry in
-/// the conversation's lane, ahead of the event's own entries, so the group exists — with its name,
+/// "Groups"): the first message of a source group on a leg to a target group queues a `.group` entry in
+/// the conversation's lane, ahead of the message's own entries, so the group exists — with its name,
 /// avatar, announcement, owner and members — before the first message goes into it. The store remembers
 /// that it was queued (checkpoint `group:<target>:<group>`), once per target group for the life of the
 /// store. The entry reads the source group when it runs and writes through `Delivery.bringGroup`, the
@@ -97,12 +97,12 @@ public struct GroupSettings: Sendable, Equatable {
 }
 
 extension RelayEngine {
-    /// The `.group` entry a new event's leg needs first, when its target group was never set up: a
+    /// The `.group` entry a new message's leg needs first, when its target group was never set up: a
     /// group conversation on both sides, source and target with group directories, a target that keeps
     /// the id asked for. Marked queued in the same transaction (`name` is returned for `groupsSeen`).
     nonisolated func firstSightGroup(_ event: IMEvent, leg: RouteLeg, _ tx: StoreTransaction,
                                      at now: Int64) throws -> (entry: StoreTransaction.NewEntry, payload: OutboxPayload, bytes: Data, name: String)? {
-        guard let subject = groupSubject(event, leg: leg) else { return nil }
+        guard case .message = event.kind, let subject = groupSubject(event, leg: leg) else { return nil }
         let name = subject.name
         guard !groupsSeen.contains(name), try tx.checkpoint(name) == nil else { return nil }
         try tx.setCheckpoint(name, "", at: now)

@@ -12,7 +12,7 @@ extension RelayEngine {
 
     /// Performs one action on the target. `mayWrite` is asked right before a send's write (after its
     /// lookups, provisioning and media), and throws when the lane's lease may have lapsed meanwhile.
-    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @Sendable () throws -> Void = {}) async throws -> Executed {
+    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @escaping @Sendable () throws -> Void = {}) async throws -> Executed {
         switch payload.action {
         case .profile(let user, let puppet):
             guard let delivery = deliveries[entry.lane.backend] else { break }
@@ -28,7 +28,7 @@ extension RelayEngine {
     }
 
     /// `execute` of the message actions; returns the created message for a `send`.
-    nonisolated func perform(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @Sendable () throws -> Void) async throws -> Message? {
+    nonisolated func perform(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @escaping @Sendable () throws -> Void) async throws -> Message? {
         guard let backend = backends[entry.lane.backend], let delivery = deliveries[entry.lane.backend] else {
             throw IMError(.notFound, "backend \(entry.lane.backend) is not configured", isRetryable: false)
         }
@@ -61,8 +61,22 @@ extension RelayEngine {
             let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.clientMessageID = clientID
             outgoing.reply = try replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
-            return try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, media: payload.route.media,
-                                           source: backends[entry.sourceBackend], beforeWrite: mayWrite)
+            // Keys the target refuses travel encoded; the originals are kept with the copy to decode them.
+            let limits = backend.capabilities.expansionLimits
+            let initial = outgoing.expansion ?? [:]
+            let encodedKeys = initial.filter { ExpansionKeyCodec.needsEncoding($0.key, for: limits) }
+            if !encodedKeys.isEmpty {
+                outgoing.expansion = Dictionary(uniqueKeysWithValues: initial.map { (ExpansionKeyCodec.encode($0.key, for: limits), $0.value) })
+            }
+            let created = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, media: payload.route.media,
+                                                  source: backends[entry.sourceBackend], beforeWrite: mayWrite)
+            if !encodedKeys.isEmpty {
+                try store.transaction { tx in
+                    try tx.putExpansionKeys(encodedKeys.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value)) },
+                                            of: created.id, on: entry.lane.backend)
+                }
+            }
+            return created
         case .notice(var outgoing, let replyTo):
             outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.reply = try replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
@@ -79,13 +93,30 @@ extension RelayEngine {
         case .recall(let source, let by):
             try await delivery.recall(try mapped(source, entry: entry), in: conversation, by: by)
         case .expansion(let source, let by, let delta):
-            try await delivery.updateExpansion(of: try mapped(source, entry: entry), in: conversation, by: by, delta)
+            // The converged values at this moment, for the keys the copy does not hold (ExpansionConvergence).
+            let copy = try mapped(source, entry: entry)
+            let write = try store.transaction { tx in
+                try ExpansionConvergence.plan(delta, source: source, on: entry.sourceBackend, copy: copy, on: entry.lane.backend, tx)
+            }
+            guard !write.isEmpty else { return nil }
+            // Keys the target refuses travel encoded (a carrier's JSON takes any key as it is).
+            let limits = backend.capabilities.support(.expansion).isNative ? backend.capabilities.expansionLimits : nil
+            try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits))
+            try store.transaction { tx in try ExpansionConvergence.wrote(write, copy: copy, on: entry.lane.backend, tx) }
         case .reaction(let source, let by, let emoji, let added):
             try await delivery.setReaction(emoji, added: added, on: try mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
             try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
         case .profile, .group:
             break   // `execute`
+        case .retract(let source, let copy, let by):
+            // Waits (requeued) until the entry that took the lane over has recorded its copy.
+            guard try mapped(source, entry: entry) != copy else { return nil }
+            try await delivery.recall(copy, in: conversation, by: by)
+            metrics.increment("imbridge_late_copies_retracted_total", ["target": entry.lane.backend.rawValue])
+            deliveryLogger.warning("late copy taken back from the target", metadata: laneMetadata(entry).merging([
+                "target_message": "\(copy.rawValue)", "source_message": "\(source.rawValue)",
+            ]) { _, new in new })
         }
         return nil
     }

@@ -165,6 +165,8 @@ extension RelayEngine {
         var groupNames: [String] = []
         /// Target groups this batch saw events for (`GroupSync`).
         var groupSubjects: [GroupSync.Subject] = []
+        /// Expansion changes dead-lettered at intake (a value over the target's limit).
+        var refused = 0
     }
 
     struct Fallback: Sendable {
@@ -177,11 +179,16 @@ extension RelayEngine {
     /// however many messages it carries.
     nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64) throws -> Recorded {
         var recorded = Recorded()
-        // The bridge's own writes, evident without the store, are dropped before the ledger.
+        // The bridge's own writes, evident without the store, are dropped before the ledger — except
+        // expansion changes: what they show is what the copy now holds, which convergence needs (an
+        // echo relays nothing but the writes convergence asks for, ExpansionConvergence).
+        var bridgeWritten: Set<EventID> = []
         let candidates = events.filter { event in
             guard isEvidentEcho(event) else { return true }
             recorded.result.echoes += 1
-            return false
+            guard case .expansionChanged = event.kind else { return false }
+            bridgeWritten.insert(event.eventID)
+            return true
         }
         let outcomes = try tx.recordEvents(candidates.map { event in
             var message: MessageID?
@@ -190,7 +197,9 @@ extension RelayEngine {
         }, at: now)
         var entries: [StoreTransaction.NewEntry] = []
         var encoded: [(bytes: Data, payload: OutboxPayload)] = []
-        for (event, outcome) in zip(candidates, outcomes) {
+        var refused: [Int: String] = [:]   // entry index → dead-letter reason (ExpansionConvergence.refusal)
+        for (received, outcome) in zip(candidates, outcomes) {
+            var event = received
             switch outcome {
             case .duplicate:
                 recorded.result.duplicates += 1
@@ -201,7 +210,32 @@ extension RelayEngine {
             case .new:
                 break
             }
-            recorded.result.accepted += 1
+            let echo = bridgeWritten.contains(event.eventID)
+            if !echo { recorded.result.accepted += 1 }
+            var converged: ExpansionConvergence.Decision?
+            if case .expansionChanged(let id, let conversation, let by, let raw) = event.kind {
+                // Keys the bridge wrote under the key encoding come back as the original keys (ExpansionKeyCodec).
+                let capabilities = backends[event.backend]?.capabilities
+                let limits = capabilities?.support(.expansion).isNative == true ? capabilities?.expansionLimits : nil
+                let delta = ExpansionKeyCodec.decode(raw, for: limits, known: Array(try tx.expansionKeys(of: id, on: event.backend).keys))
+                event.kind = .expansionChanged(messageID: id, conversation: conversation, by: by, delta: delta)
+                let version = backends[event.backend]?.capabilities.expansionVersionIsChangeTime == true ? delta.version : now
+                let decision = try ExpansionConvergence(routes: routes).intake(delta, of: id, on: event.backend, in: conversation,
+                                                                               version: version, tx)
+                for repair in decision.repairs {
+                    let actor = by ?? repair.leg.targetUser("bridge")
+                    let names = ExpansionDelta(version: delta.version, removed: repair.keys)
+                    let payload = OutboxPayload(action: .expansion(source: repair.source.toMessage, by: actor, delta: names),
+                                                route: repair.leg.route, eventTimeMs: now, sourceConversation: repair.source.toConversation)
+                    let lane = LaneKey(backend: event.backend, conversation: conversation)
+                    let bytes = try payload.encoded()
+                    entries.append(StoreTransaction.NewEntry(lane: lane, sourceBackend: repair.source.toBackend, sourceEventID: event.eventID,
+                                                             kind: payload.action.kindName, payload: bytes))
+                    encoded.append((bytes, payload))
+                    recorded.lanes.insert(lane)
+                }
+                converged = decision
+            }
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
                 if let subject = groupSubject(event, leg: leg) { recorded.groupSubjects.append(subject) }
@@ -223,8 +257,21 @@ extension RelayEngine {
                 }
                 let planned = Translator(target: target, source: backends[event.backend], customFallbacks: customFallbacks)
                     .plan(event, leg: leg)
-                recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) }
-                for action in planned.actions {
+                if !echo { recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) } }
+                for proposed in planned.actions {
+                    var action = proposed
+                    if case .expansion(let source, let by, let delta) = proposed {
+                        // Only the keys whose copy there does not hold the converged value (all while unmapped).
+                        if let keys = converged?.keys[leg.target] {
+                            guard let narrowed = delta.narrowed(to: keys) else { continue }
+                            action = .expansion(source: source, by: by, delta: narrowed)
+                        }
+                    } else if echo {
+                        continue   // an echo's notices and other fallbacks were relayed with the original change
+                    }
+                    if case .expansion(_, _, let delta) = action, let reason = ExpansionConvergence.refusal(delta, target: target) {
+                        refused[entries.count] = reason
+                    }
                     let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
                                                 sourceConversation: event.conversation)
                     let lane = LaneKey(backend: leg.target, conversation: leg.targetConversation)
@@ -237,6 +284,8 @@ extension RelayEngine {
             }
         }
         let ids = try tx.enqueueAll(entries, at: now)
+        for (index, reason) in refused { try tx.markDead(ids[index], error: reason, at: now) }
+        recorded.refused = refused.count
         for (id, item) in zip(ids, encoded) { payloads.put(id, bytes: item.bytes, payload: item.payload) }
         let profileEntries = entries.count { $0.kind == "profile" }
         recorded.result.groupsQueued += recorded.groupNames.count
@@ -257,6 +306,10 @@ extension RelayEngine {
         }
         if result.duplicates > 0 { metrics.increment("imbridge_duplicates_total", by: result.duplicates) }
         if result.echoes > 0 { metrics.increment("imbridge_echoes_total", by: result.echoes) }
+        if recorded.refused > 0 {
+            logger.warning("expansion change refused at intake: a value is over the target's limit (see `imbridge deadletters list`)",
+                           metadata: ["count": "\(recorded.refused)"])
+        }
         for item in recorded.kept {
             metrics.increment("imbridge_inbound_dead_letters_total", ["backend": item.backend.rawValue])
             logger.warning("inbound message set aside as a dead letter (see `imbridge deadletters list`)",

@@ -520,6 +520,38 @@ public actor RelayEngine {
         return true
     }
 
+    /// The target took this attempt's copy after another instance had taken the lane over. A pause can
+    /// fall between the last lease check and the request leaving the process; then the other instance,
+    /// finding no copy yet, sent its own, and this one is a late double. The lane (whoever holds it) takes
+    /// it back once the entry is recorded, unless the id map names this copy (the other instance found it).
+    private nonisolated func queueRetraction(of created: Message, entry: OutboxEntry, payload: OutboxPayload) async {
+        guard case .send(let outgoing, let source, _) = payload.action else { return }
+        deliveryLogger.notice("target accepted after the lane was taken over: the copy is taken back if it is a double",
+                               metadata: laneMetadata(entry).merging(["target_message": "\(created.id.rawValue)"]) { _, new in new })
+        metrics.increment("imbridge_late_copies_total", ["target": entry.lane.backend.rawValue])
+        var taking = payload
+        taking.action = .retract(source: source, copy: created.id, by: outgoing.sender)
+        taking.requeues = nil
+        let retraction = taking
+        let now = clock.nowMs()
+        var pauseMs: UInt64 = 50
+        for _ in 0..<20 {
+            do {
+                let encoded = try retraction.encoded()
+                try await store.groupedTransaction { tx in
+                    _ = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: EventID("retract:\(entry.id)"),
+                                       kind: retraction.action.kindName, payload: encoded, at: now)
+                }
+                wake()
+                return
+            } catch {
+                logStoreError("retract", error, lane: entry.lane)
+                try? await Task.sleep(nanoseconds: pauseMs * 1_000_000)
+                pauseMs = min(pauseMs * 2, 2000)
+            }
+        }
+    }
+
     /// How many times a change may wait for its message (≈ 2 minutes in all with the pauses above).
     static let maxRequeues = 80
 
@@ -541,7 +573,9 @@ public actor RelayEngine {
             switch await record(entry, payload: payload, created: created, fence: fence) {
             case .recorded(let claimed, let at): (next, now) = (claimed, at)
             case .stopped: return .wait
-            case .fenced: return .fenced
+            case .fenced:
+                if let created { await queueRetraction(of: created, entry: entry, payload: payload) }
+                return .fenced
             }
             if executed.reachedTarget { health.succeeded(entry.lane.backend, at: now) }
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])

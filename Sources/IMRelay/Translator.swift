@@ -15,7 +15,9 @@ import IMCore
 ///   changes can follow; the current key/values travel with it; so is every message from a source
 ///   where any message can be extended later (`expansionOnAnyMessage`, WuKong);
 /// - edits, recalls, expansion changes and reactions use the target's native operation, or the route's
-///   fallback (`notice`: a short message replying to the mapped original; `drop`);
+///   fallback (`notice`: a short message replying to the mapped original; `drop`); expansion changes to a
+///   target with an expansion carrier (NIM) travel as carrier data instead of a notice, and so do a
+///   message's initial expansion values (`carriesExpansion`);
 /// - read state relays natively or is dropped; commands relay natively or are dropped.
 struct Translator: Sendable {
     /// The target's.
@@ -24,11 +26,16 @@ struct Translator: Sendable {
     var sourceCapabilities: Capabilities? = nil
     /// The target's fallback text for declared custom types its vendor cannot carry (mappings).
     var customFallback: (@Sendable (MessageContent, [String: String]) -> String?)? = nil
+    /// True where the target keeps no expansions but carries their changes as data (expansion support
+    /// `fallback` and `ExpansionChangeSending`: NIM's `imbridge.expansion` carrier): changes and a message's initial values
+    /// travel as carrier messages instead of text notices.
+    var carriesExpansion = false
 
     /// A translator for one target backend, with the mappings' custom-type fallbacks when there are any.
     init(target: any IMBackend, source: (any IMBackend)?, customFallbacks: CustomTypeFallbacks?) {
         self.capabilities = target.capabilities
         self.sourceCapabilities = source?.capabilities
+        self.carriesExpansion = target.capabilities.support(.expansion) == .fallback && target is any ExpansionChangeSending
         if let table = customFallbacks {
             let targetID = target.id
             self.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
@@ -41,6 +48,13 @@ struct Translator: Sendable {
         case .message(let message):
             planned.actions.append(.send(outgoing: outgoing(for: message, leg: leg, planned: &planned), source: message.id,
                                          replyToSource: message.reply?.messageID))
+            if carriesExpansion, let values = message.expansion?.values, !values.isEmpty, leg.route.fallback(for: .expansion) != .drop {
+                // The initial values as a carrier right after the copy, so the target's app reads them as data
+                // (then they are no fallback; a migration's copy, which sends no carrier, still counts one).
+                planned.fallbacks.removeAll { $0.feature == Feature.expansion.rawValue }
+                planned.actions.append(.expansion(source: message.id, by: leg.targetUser(message.sender),
+                                                  delta: ExpansionDelta(version: message.expansion?.version ?? 0, set: values)))
+            }
         case .edited(let id, _, let by, let content, _):
             if capabilities.support(.edit).isNative {
                 planned.actions.append(.edit(source: id, by: leg.targetUser(by), content: fit(content, planned: &planned)))
@@ -55,7 +69,7 @@ struct Translator: Sendable {
             }
         case .expansionChanged(let id, _, let by, let delta):
             let actor = by ?? "bridge"
-            if capabilities.support(.expansion).isNative {
+            if capabilities.support(.expansion).isNative || (carriesExpansion && leg.route.fallback(for: .expansion) != .drop) {
                 planned.actions.append(.expansion(source: id, by: leg.targetUser(actor), delta: delta))
             } else {
                 fallback(.expansion, leg, id, text: Self.describe(delta), by: actor, planned: &planned)

@@ -194,7 +194,19 @@ final class PostgresSession: @unchecked Sendable {
 
     var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
 
+    /// The connection the transaction in hand began on. Every statement of the transaction runs on it: a
+    /// connection lost meanwhile (the server ended the session of a paused process as idle in transaction,
+    /// a restart) took the transaction with it, and running the rest on a new connection would commit
+    /// that rest statement by statement — half a transaction (an outbox row without its ledger row).
+    private var transactionConnection: PostgresConnection?
+
     private func open() throws -> PostgresConnection {
+        if let pinned = transactionConnection {
+            guard !pinned.isClosed else {
+                throw PostgresFailure(message: "postgres: the connection was lost inside a transaction; the server rolled it back")
+            }
+            return pinned
+        }
         if let connection, !connection.isClosed { return connection }
         connection = nil
         do {
@@ -269,6 +281,8 @@ final class PostgresSession: @unchecked Sendable {
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T {
         try query("BEGIN")
+        transactionConnection = connection
+        defer { transactionConnection = nil }
         do {
             let value = try body()
             try query("COMMIT")

@@ -84,6 +84,24 @@ enum PostgresSchema {
             """,
         ]),
         ("v6-lease-tokens", ["ALTER TABLE leases ADD COLUMN token BIGINT NOT NULL DEFAULT 0"]),
+        ("v7-expansion-keys", [
+            """
+            CREATE TABLE expansion_keys (
+                backend TEXT NOT NULL,
+                message TEXT NOT NULL,
+                key TEXT NOT NULL,
+                value TEXT,
+                version BIGINT NOT NULL,
+                origin TEXT NOT NULL,
+                held TEXT,
+                held_known BOOLEAN NOT NULL,
+                held_at BIGINT NOT NULL,
+                written TEXT,
+                written_known BOOLEAN NOT NULL,
+                PRIMARY KEY (backend, message, key)
+            )
+            """,
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

@@ -100,6 +100,26 @@ enum SQLiteSchema {
         migrator.registerMigration("v6-lease-tokens") { db in
             try db.execute(sql: "ALTER TABLE leases ADD COLUMN token INTEGER NOT NULL DEFAULT 0")
         }
+        // Expansion convergence (docs/expansions.md): per copy of a message and key, the converged value
+        // and its version, what the copy holds and what the bridge last wrote to it.
+        migrator.registerMigration("v7-expansion-keys") { db in
+            try db.execute(sql: """
+                CREATE TABLE expansion_keys (
+                    backend TEXT NOT NULL,
+                    message TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    value TEXT,
+                    version INTEGER NOT NULL,
+                    origin TEXT NOT NULL,
+                    held TEXT,
+                    held_known INTEGER NOT NULL,
+                    held_at INTEGER NOT NULL,
+                    written TEXT,
+                    written_known INTEGER NOT NULL,
+                    PRIMARY KEY (backend, message, key)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 }

@@ -48,7 +48,8 @@ extension MemoryWorld {
                 throw IMError(.expansionNotEnabled, "message \(id) was sent without expansion; it cannot be extended")
             }
             try (capabilities.expansionLimits ?? .rongCloud).validate(change, current: expansion, caller: capabilities.expansionCaller)
-            let delta = expansion.apply(change)
+            // Under a preset whose versions are change times (RongCloud's `ts`), as the adapter stamps them.
+            let delta = expansion.apply(change, at: capabilities.expansionVersionIsChangeTime ? clock.nowMs() : nil)
             guard !delta.isEmpty else { return delta }
             state.update(id) { $0.expansion = expansion }
             Self.publish("exp:\(id):\(delta.version)",

@@ -342,7 +342,9 @@ enum ChaosCampaign {
     /// Text messages per conversation, in the sandbox's order.
     static func texts(_ lab: BridgeLab, _ backend: BackendID) async throws -> [String: [String]] {
         var texts: [String: [String]] = [:]
-        for record in try await lab.messages(backend) where record["kind"] == "text" {
+        // A copy the bridge took back (a late double of a lane whose lease was taken over, recalled by the
+        // lane: docs/high-availability.md) is not a delivery; were it the only copy, the text shows missing.
+        for record in try await lab.messages(backend) where record["kind"] == "text" && record["recalled"] != true {
             guard let id = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
             texts[id, default: []].append(text)
         }

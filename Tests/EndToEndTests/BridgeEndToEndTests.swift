@@ -5,6 +5,7 @@ import IMVendors
 import IMCore
 import IMHTTP
 import IMRelay
+import NIM
 import Synchronization
 import Testing
 
@@ -19,7 +20,8 @@ import Testing
         #expect(trace.contains("0 dead letters"))
     }
 
-    /// WuKong ⇄ NIM: NIM recalls natively; edits, reactions and expansion changes fall back to notices.
+    /// WuKong ⇄ NIM: NIM recalls natively; edits and reactions fall back to notices; expansion changes
+    /// travel as NIM's expansion carrier (docs/expansions.md, "NIM").
     @Test func wuKongAndNIM() async throws {
         let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
                                                   routes: route("wk:group:*", "yx:group:*"))
@@ -39,7 +41,12 @@ import Testing
             return records.count == 5 && records.contains { $0["kind"] == "location" && $0["recalled"] == true }
         })
         let texts = try await env.records("yx", "t1").compactMap { $0["text"]?.stringValue }
-        #expect(texts.contains("✎ hello, yunxin") && texts.contains("🎉 +1") && texts.contains("pinned → yes"), "\(texts)")
+        #expect(texts.contains("✎ hello, yunxin") && texts.contains("🎉 +1") && !texts.contains("pinned → yes"), "\(texts)")
+        // The expansion change is carrier data on NIM, naming NIM's copy of the message.
+        let helloOnNIM = try #require(try env.bridge.store.read { try $0.mapped(hello.id, from: "wk", to: "yx") }?.toMessage)
+        let carried = try await yx.history(HistoryQuery(conversation: group, anchor: .latest, limit: 100)).messages
+            .compactMap(NIMExpansionCarrier.change(in:))
+        #expect(carried.map(\.target) == [helloOnNIM] && carried.first?.delta.set == ["pinned": "yes"], "\(carried)")
 
         let reply = try await yx.send(OutgoingMessage(conversation: group, sender: "carol", content: .text("来自云信")))
         #expect(try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["text"] == "来自云信" } })

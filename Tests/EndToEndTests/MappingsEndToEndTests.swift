@@ -4,6 +4,7 @@ import IMLab
 import IMVendors
 import IMCore
 import IMRelay
+import NIM
 import Testing
 
 /// Mappings through the real bridge, sandboxes and CLI.
@@ -36,7 +37,7 @@ import Testing
         let title = CustomContent(raw: "title_card", payload: #"{"subtitle":"World","title":"Hello"}"#)
         _ = try await wk.send(OutgoingMessage(conversation: group, sender: "shop", content: .custom(title)))
         // WuKong stores a message's expansion (`extra`) after the message itself: the copy is sent with the
-        // declared initial status, and the change follows as a notice replying to it.
+        // declared initial status, and the change follows as NIM's expansion carrier naming the copy.
         #expect(try await eventually { try await env.records("yx", "shop").count == 3 })
         let records = try await env.records("yx", "shop")
         #expect(records.count == 3, "\(records)")
@@ -45,10 +46,13 @@ import Testing
         // notice always follows the card it is about.
         let fallback = records.firstIndex { $0["kind"] == "text" && $0["text"] == "[订单] 耳机 #A7 ¥99.90 (待确认)" }
         let attachment = records.firstIndex { $0["raw"]?["type"] == 100 && $0["raw"]?["body"] == #"{"subTitle":"World","title":"Hello"}"# }
-        let notice = records.firstIndex { $0["kind"] == "notice" && $0["text"] == "status → 已支付" }
         #expect(fallback != nil, "the order card's fallback text: \(records)")
         #expect(attachment != nil, "NIM got the NIM custom-message guide's attachment: \(records)")
-        #expect(notice != nil && fallback.map { $0 < notice! } == true, "the status change follows as a notice: \(records)")
+        let history = try await env.users("yx").history(HistoryQuery(conversation: group, anchor: .latest, limit: 10)).messages
+        let cardCopy = history.firstIndex { $0.content.digest == "[订单] 耳机 #A7 ¥99.90 (待确认)" }
+        let carrier = history.firstIndex { NIMExpansionCarrier.change(in: $0)?.delta.set == ["status": "已支付"] }
+        #expect(carrier != nil && cardCopy.map { $0 < carrier! } == true, "the status change follows as carrier data: \(history)")
+        #expect(carrier.flatMap { NIMExpansionCarrier.change(in: history[$0])?.target } == cardCopy.map { history[$0].id })
         #expect(env.bridge.engine.metrics.value("imbridge_fallbacks_total", ["feature": "custom_content", "policy": "notice"]) == 1,
                 "the fallback was counted")
     }

@@ -85,6 +85,21 @@ import Testing
             // Where the send with an expansion was refused, the plain message stands in: the refusal is the same.
             _ = try await expanding.updateExpansion(of: (extended ?? message).id, in: chat, by: bob, .set(["status": "paid"]))
         }
+        // The expansion limits (docs/mappings.md, "Expansion keys across vendors"), each refused whole or taken
+        // alike: a key over the length limit, a key outside RongCloud's alphabet, a value over the limit, and
+        // 21 keys in one change (over a client SDK caller's 20, within a server caller's 100).
+        let limitCases: [(String, [String: String])] = [
+            ("updateExpansion (key of 65 characters)", [String(repeating: "k", count: 65): "v"]),
+            ("updateExpansion (key 订单状态)", ["订单状态": "v"]),
+            ("updateExpansion (value of 4097 characters)", ["note": String(repeating: "长", count: 4097)]),
+            ("updateExpansion (21 keys in one change)", Dictionary(uniqueKeysWithValues: (0..<21).map { ("k\($0)", "v") })),
+        ]
+        for (name, values) in limitCases {
+            await onTarget(name) { message in
+                guard let expanding = backend as? any ExpansionUpdating else { throw IMError(.unsupported, "no ExpansionUpdating") }
+                _ = try await expanding.updateExpansion(of: (extended ?? message).id, in: chat, by: bob, .set(values))
+            }
+        }
         await onTarget("updateExpansion (sent without)") { message in
             guard let expanding = backend as? any ExpansionUpdating else { throw IMError(.unsupported, "no ExpansionUpdating") }
             _ = try await expanding.updateExpansion(of: message.id, in: chat, by: bob, .set(["status": "paid"]))

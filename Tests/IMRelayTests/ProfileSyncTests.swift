@@ -115,7 +115,8 @@ final class ProfileTarget: IMBackend, UserDirectory {
         for n in 1...5 { try await rig.say("m\(n)") }
         #expect(try await eventually { try await rig.relayed() == ["m1", "m2", "m3", "m4", "m5"] })
         // The profile entry waits in its own lane, retrying; once the target takes it the name shows.
-        #expect(try rig.harness.store.read { try $0.count(state: .pending) } == 1)
+        let pending = try rig.harness.store.read { try $0.entries(ids: Array(1...20)) }.filter { $0.state == .pending }
+        #expect(pending.map(\.kind) == ["profile"], "\(pending.map { "\($0.kind) \($0.lane) \($0.lastError ?? "")" })")
         #expect(try await rig.puppet()?.name != "安娜")
         rig.target.saveFailure.withLock { $0 = nil }
         #expect(try await eventually { try await rig.puppet()?.name == "安娜" })

@@ -82,6 +82,11 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// send-time switch); false where it must be enabled at send time (RongCloud). The bridge then
     /// sends copies of such messages with expansion enabled, so later changes can follow.
     public var expansionOnAnyMessage: Bool = false
+    /// True where an expansion change's version (`ExpansionDelta.version` of an inbound
+    /// `expansionChanged`) is the vendor's time of the change in epoch milliseconds (RongCloud's routed
+    /// `msgTimestamp`); the bridge then orders changes by it. Elsewhere (WuKong's `extra_version` is a
+    /// per-channel counter) the bridge stamps the change with its own intake time (docs/expansions.md).
+    public var expansionVersionIsChangeTime: Bool = false
     /// Whether the vendor keeps a per-user mute flag for conversations (`ConversationListing.setMuted`);
     /// WuKongIM lists conversations and unread counts but keeps no mute state.
     public var keepsMuteState: Bool = true

@@ -36,23 +36,30 @@ extension Capabilities {
 
     /// RongCloud classic Server API. Recall has no time limit and is for the sender's own messages;
     /// there is no edit or reaction API for private/group messages; expansion limits are the documented
-    /// ones; rate limits per endpoint as documented (1008 / HTTP 429 on excess).
-    public static let rongCloud = Capabilities(
-        vendor: "rongcloud",
-        features: [.customContent: .full, .mentions: .full, .replies: .full, .commands: .full, .recall: .full,
-                   .edit: .rejected, .expansion: .full, .reactions: .rejected, .readReceipts: .rejected, .media: .partial,
-                   .conversationList: .rejected, .userProvisioning: .full, .history: .partial, .sendAsAnyUser: .full],
-        textMaxLength: 128 * 1024, textLengthUnit: .utf8Bytes,
-        recallWindowMs: nil,
-        expansionLimits: .rongCloud,
-        rateLimits: [RateLimit(api: "message/private/publish", requests: 6000, perMs: minute),
-                     RateLimit(api: "message/group/publish", requests: 20, perMs: second),
-                     RateLimit(api: "message/recall", requests: 100, perMs: second),
-                     RateLimit(api: "message/expansion", requests: 100, perMs: second),
-                     RateLimit(api: "user/getToken", requests: 200, perMs: second)],
-        notes: [.media: "the Server API has no upload: media travel as URLs",
-                .readReceipts: "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)",
-                .history: "per-conversation query API; hourly log files otherwise"])
+    /// ones for a server caller (`expansionCaller` `.server`, as the adapter calls the Server API: ≤ 100 keys
+    /// per change), not a client SDK caller's (≤ 20 keys per call, the RongCloud expansion guide); rate limits
+    /// per endpoint as documented (1008 / HTTP 429 on excess).
+    public static let rongCloud: Capabilities = {
+        var capabilities = Capabilities(
+            vendor: "rongcloud",
+            features: [.customContent: .full, .mentions: .full, .replies: .full, .commands: .full, .recall: .full,
+                       .edit: .rejected, .expansion: .full, .reactions: .rejected, .readReceipts: .rejected, .media: .partial,
+                       .conversationList: .rejected, .userProvisioning: .full, .history: .partial, .sendAsAnyUser: .full],
+            textMaxLength: 128 * 1024, textLengthUnit: .utf8Bytes,
+            recallWindowMs: nil,
+            expansionLimits: .rongCloud,
+            rateLimits: [RateLimit(api: "message/private/publish", requests: 6000, perMs: minute),
+                         RateLimit(api: "message/group/publish", requests: 20, perMs: second),
+                         RateLimit(api: "message/recall", requests: 100, perMs: second),
+                         RateLimit(api: "message/expansion", requests: 100, perMs: second),
+                         RateLimit(api: "user/getToken", requests: 200, perMs: second)],
+            notes: [.media: "the Server API has no upload: media travel as URLs",
+                    .readReceipts: "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)",
+                    .history: "per-conversation query API; hourly log files otherwise"])
+        // Inbound changes carry the routed RC:MsgExMsg's msgTimestamp (docs/adapters/rongcloud.md).
+        capabilities.expansionVersionIsChangeTime = true
+        return capabilities
+    }()
 
     /// NetEase Yunxin server API v1. Recall window 2 minutes by default (the console can raise it; set
     /// `recallWindowMs`); no edits and no key/value expansions in v1: expansion changes are carried as a

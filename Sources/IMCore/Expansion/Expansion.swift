@@ -56,7 +56,8 @@ public struct ExpansionDelta: Hashable, Sendable, Codable {
 /// 消息扩展; WuKong's remote `extra` maps onto it).
 ///
 /// Rules enforced here:
-/// - Each applied change gets the next version (`version + 1`); every key it writes carries it.
+/// - Each applied change gets the next version (`version + 1`, or its time where versions are change
+///   times, see `apply(_:at:)`); every key it writes carries it.
 /// - A `set` to the value a key already has, or a `remove` of an absent key, is no change: it is left
 ///   out of the delta and gets no new version.
 /// - `merge` applies a delta from elsewhere last-writer-wins per key: a key is written only when the
@@ -79,10 +80,11 @@ public struct Expansion: Hashable, Sendable, Codable {
     public var count: Int { entries.count }
     public subscript(key: String) -> String? { entries[key]?.value }
 
-    /// Applies a validated change and returns what changed.
+    /// Applies a validated change and returns what changed. `at`: the change's time in milliseconds, for a
+    /// vendor whose versions are change times (RongCloud's `ts`); the version is then `max(at, version + 1)`.
     @discardableResult
-    public mutating func apply(_ change: ExpansionChange) -> ExpansionDelta {
-        let next = version + 1
+    public mutating func apply(_ change: ExpansionChange, at time: Int64? = nil) -> ExpansionDelta {
+        let next = max(version + 1, time ?? .min)
         var delta = ExpansionDelta(version: next)
         switch change {
         case .set(let values):

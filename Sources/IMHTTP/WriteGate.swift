@@ -1,0 +1,45 @@
+import AsyncHTTPClient
+import NIOCore
+import Synchronization
+
+/// A check asked as late as the HTTP client allows before a request's body leaves the process: after the
+/// connection is ready and the head written, right before the body is handed to the channel. The relay
+/// sets it around a send (the lane's lease check, docs/high-availability.md "Fenced deliveries"): a pause
+/// of the process before this point is caught by the check, and a request the check refuses never
+/// completes at the server (its body is never written; the connection is closed).
+///
+/// Written by hand: AsyncHTTPClient has no hook between "connection ready" and "body written" other than a
+/// streamed body, which is what this is.
+public enum WriteGate {
+    @TaskLocal public static var check: (@Sendable () throws -> Void)?
+
+    /// The body as one buffer, produced only when `check` passes; its refusal is kept in `refusal` so the
+    /// caller can rethrow it as it was (not as a transport failure).
+    struct GatedBody: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+        let bytes: ByteBuffer
+        let check: @Sendable () throws -> Void
+        let refusal: Refusal
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            var body: GatedBody?
+            mutating func next() async throws -> ByteBuffer? {
+                guard let pending = body else { return nil }
+                body = nil
+                do {
+                    try pending.check()
+                } catch {
+                    pending.refusal.error.withLock { $0 = error }
+                    throw error
+                }
+                return pending.bytes
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+    }
+
+    final class Refusal: Sendable {
+        let error = Mutex<(any Error)?>(nil)
+    }
+}

@@ -1,0 +1,184 @@
+import IMCore
+import IMStore
+
+/// Per-key convergence of message expansions across the copies of one message (docs/expansions.md,
+/// "Convergence"). The store keeps, for every copy and key (`ExpansionKeyRecord`), the converged state —
+/// value or removal, version, origin backend — and what the copy holds and was last written by the bridge.
+///
+/// - **Intake** (`intake`, in the ingest transaction): each key an event changes is observed as the
+///   copy's held value. Unless it is the echo of the bridge's own write (the value the bridge last wrote
+///   there), it is a change with the event's version: the source's change time where the vendor gives one
+///   (`Capabilities.expansionVersionIsChangeTime`), else the bridge's intake time. It wins when its
+///   (version, origin backend) is higher than the converged state's; removals are versioned the same way,
+///   so a late update does not bring a removed key back. The converged state is shared with every mapped
+///   copy; a copy that does not hold it gets a write (its key is named in that target's action), and the
+///   changed copy itself gets one when its change lost (a `repair`, through a route leg back into it).
+/// - **Execution** (`plan` before the write, `wrote` after): the write carries the converged value *at
+///   execution time*, never the queued one, and only for keys the copy does not already hold, so a stale
+///   queued change writes nothing.
+struct ExpansionConvergence {
+    let routes: RouteTable
+
+    /// What intake decided for one expansion change.
+    struct Decision {
+        /// For each target backend whose copy is mapped: the keys that copy does not hold converged.
+        var keys: [BackendID: Set<String>] = [:]
+        var repairs: [Repair] = []
+    }
+
+    /// A write back into the copy an event came from, sent through a leg from a counterpart into it.
+    struct Repair {
+        var leg: RouteLeg
+        var source: MessageMapping
+        var keys: [String]
+    }
+
+    /// The keys a delta changes, with their new value (nil: removed); a clear removes every known key.
+    static func changes(_ delta: ExpansionDelta, known: [String: ExpansionKeyRecord]) -> [String: String?] {
+        var changes: [String: String?] = [:]
+        if delta.cleared { for (key, record) in known where record.value != nil { changes[key] = .some(nil) } }
+        for key in delta.removed { changes[key] = .some(nil) }
+        for (key, value) in delta.set { changes[key] = .some(value) }
+        return changes
+    }
+
+    func intake(_ delta: ExpansionDelta, of message: MessageID, on backend: BackendID, in conversation: ConversationRef,
+                version: Int64, _ tx: StoreTransaction) throws -> Decision {
+        var own = try tx.expansionKeys(of: message, on: backend)
+        let changes = Self.changes(delta, known: own)
+        guard !changes.isEmpty else { return Decision() }
+        for (key, value) in changes {
+            var record = own[key] ?? ExpansionKeyRecord(key: key)
+            let echo = record.written == .known(value)
+            if version >= record.heldAt {   // an older event (delivered late) does not say what the copy holds now
+                record.held = .known(value)
+                record.heldAt = version
+            }
+            // The mark stays until its echo comes (an event of another value may be one the vendor applied
+            // before the bridge's write, delivered first).
+            if echo { record.written = .unknown }
+            if !echo, record.isBeaten(by: version, origin: backend.rawValue) {
+                (record.value, record.version, record.origin) = (value, version, backend.rawValue)
+            }
+            own[key] = record
+        }
+        var decision = Decision()
+        var counterparts: [MessageMapping] = []
+        for leg in routes.legs(from: backend, conversation: conversation) {
+            guard let copy = try tx.mapped(message, from: backend, to: leg.target) else { continue }
+            counterparts.append(copy)
+            var theirs = try tx.expansionKeys(of: copy.toMessage, on: copy.toBackend)
+            var stale: Set<String> = []
+            for key in changes.keys {
+                var mine = own[key]!, other = theirs[key] ?? ExpansionKeyRecord(key: key)
+                mine.adopt(other)
+                other.adopt(mine)
+                if mine.isDecided, other.held != .known(mine.value) { stale.insert(key) }
+                own[key] = mine
+                theirs[key] = other
+            }
+            try tx.putExpansionKeys(changes.keys.compactMap { theirs[$0] }, of: copy.toMessage, on: copy.toBackend)
+            decision.keys[leg.target] = stale
+        }
+        try tx.putExpansionKeys(changes.keys.compactMap { own[$0] }, of: message, on: backend)
+        let lost = changes.keys.filter { own[$0].map { $0.isDecided && $0.held != .known($0.value) } ?? false }.sorted()
+        if !lost.isEmpty {
+            for copy in counterparts {
+                let back = copy.toBackend
+                guard let leg = routes.legs(from: back, conversation: copy.toConversation)
+                    .first(where: { $0.target == backend && $0.targetConversation == conversation }) else { continue }
+                let reverse = try tx.mapped(copy.toMessage, from: back, to: backend)
+                guard reverse?.toMessage == message else { continue }
+                decision.repairs.append(Repair(leg: leg, source: copy, keys: lost))
+                break
+            }
+        }
+        return decision
+    }
+
+    /// The write that brings the target's copy to the converged state of the keys `delta` names (read
+    /// from both copies' records); empty when it holds them already. Marks the values as written (before
+    /// the write, so its echo is known even when it comes back first). A key neither copy has a record
+    /// of (a change queued before convergence was kept) is written as queued.
+    static func plan(_ delta: ExpansionDelta, source: MessageID, on sourceBackend: BackendID, copy: MessageID, on target: BackendID,
+                     _ tx: StoreTransaction) throws -> ExpansionDelta {
+        var mine = try tx.expansionKeys(of: source, on: sourceBackend)
+        var theirs = try tx.expansionKeys(of: copy, on: target)
+        var keys = Set(delta.set.keys).union(delta.removed)
+        if delta.cleared { keys.formUnion(mine.keys); keys.formUnion(theirs.keys) }
+        var write = ExpansionDelta(version: delta.version)
+        var touched: [String] = []
+        for key in keys.sorted() {
+            var want: String?
+            var record = ExpansionKeyRecord(key: key)
+            if let other = mine[key] { record.adopt(other) }
+            if let other = theirs[key] { record.adopt(other) }
+            if record.isDecided {
+                want = record.value
+                var target = theirs[key] ?? ExpansionKeyRecord(key: key)
+                target.adopt(record)
+                if target.held == .known(want) {
+                    theirs[key] = target
+                    continue
+                }
+                target.written = .known(want)
+                theirs[key] = target
+                touched.append(key)
+                var source = mine[key] ?? ExpansionKeyRecord(key: key)
+                source.adopt(record)
+                mine[key] = source
+            } else {
+                want = delta.set[key]
+                var target = theirs[key] ?? ExpansionKeyRecord(key: key)
+                target.written = .known(want)
+                theirs[key] = target
+                touched.append(key)
+            }
+            if let want { write.set[key] = want } else { write.removed.append(key) }
+        }
+        write.removed.sort()
+        if write.isEmpty, delta.cleared, keys.isEmpty { write.cleared = true }
+        try tx.putExpansionKeys(touched.compactMap { theirs[$0] }, of: copy, on: target)
+        try tx.putExpansionKeys(touched.compactMap { mine[$0] }, of: source, on: sourceBackend)
+        return write
+    }
+
+    /// After the write went through: the copy holds what was written, unless an event about the key came
+    /// in meanwhile (it cleared the written mark and said itself what the copy holds).
+    static func wrote(_ write: ExpansionDelta, copy: MessageID, on target: BackendID, _ tx: StoreTransaction) throws {
+        var theirs = try tx.expansionKeys(of: copy, on: target)
+        var changed: [ExpansionKeyRecord] = []
+        var values: [String: String?] = [:]
+        for key in write.removed { values[key] = .some(nil) }
+        for (key, value) in write.set { values[key] = .some(value) }
+        for (key, value) in values {
+            guard var record = theirs[key], record.written == .known(value) else { continue }
+            record.held = .known(value)
+            theirs[key] = record
+            changed.append(record)
+        }
+        try tx.putExpansionKeys(changed, of: copy, on: target)
+    }
+}
+
+extension ExpansionConvergence {
+    /// Why a change cannot be written to `target` as it is (a value over the target's value limit), or nil.
+    /// Such a change is dead-lettered at intake with this reason, not half written (docs/mappings.md).
+    static func refusal(_ delta: ExpansionDelta, target: any IMBackend) -> String? {
+        guard target.capabilities.support(.expansion).isNative, let limits = target.capabilities.expansionLimits else { return nil }
+        for (key, value) in delta.set.sorted(by: { $0.key < $1.key }) where value.count > limits.maxValueLength {
+            return "expansion_limit_exceeded (value_length): the value of expansion key '\(key)' is \(value.count) characters; "
+                + "\(target.id) (\(target.capabilities.vendor)) takes at most \(limits.maxValueLength)"
+        }
+        return nil
+    }
+}
+
+extension ExpansionDelta {
+    /// The same change naming only `keys` (nil when none is left); a clear is kept whole.
+    func narrowed(to keys: Set<String>) -> ExpansionDelta? {
+        if cleared { return self }
+        let narrowed = ExpansionDelta(version: version, set: set.filter { keys.contains($0.key) }, removed: removed.filter(keys.contains))
+        return narrowed.isEmpty ? nil : narrowed
+    }
+}

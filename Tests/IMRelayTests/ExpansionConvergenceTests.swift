@@ -1,0 +1,151 @@
+import Foundation
+import IMCore
+import IMRelay
+import IMStore
+import IMTesting
+import Testing
+
+/// Expansion convergence in the relay (docs/expansions.md) over the testing kit's WuKong and RongCloud
+/// presets and a real SQLite store: races end the same on both sides, a stale change is not applied, a
+/// late update does not bring a removed key back, and a value over the target's limit is dead-lettered at
+/// intake with its reason.
+@Suite struct ExpansionConvergenceTests {
+    let g1 = ConversationRef.group("g1")
+
+    /// A relayed order with an expansion, and its copy on RongCloud.
+    func order(_ h: RelayHarness) async throws -> (wk: MessageID, rc: MessageID) {
+        let order = try await h.wk.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["status": "new"]))
+        var copy: MessageID?
+        #expect(try await eventually {
+            copy = try h.store.read { try $0.mapped(order.id, from: "wk", to: "rc") }?.toMessage
+            return copy != nil
+        })
+        return (order.id, try #require(copy))
+    }
+
+    func settled(_ h: RelayHarness, _ ids: (wk: MessageID, rc: MessageID)) async throws -> [String: String]? {
+        var last: [String: String]?
+        let ok = try await eventually {
+            let wk = try await h.wk.expansion(of: ids.wk, in: g1).values, rc = try await h.rcMemory.expansion(of: ids.rc, in: g1).values
+            last = wk
+            let pending = try h.store.read { try $0.count(state: .pending) }
+            return wk == rc && pending == 0
+        }
+        return ok ? last : nil
+    }
+
+    @Test func concurrentChangesOnBothSidesConverge() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rc])
+        defer { Task { _ = await engine.stop() } }
+        let ids = try await order(h)
+        for round in 1...20 {
+            let change: ExpansionChange = round % 3 == 0 ? .remove(["status"]) : .set(["status": "wk-\(round)"])
+            async let a = h.wk.updateExpansion(of: ids.wk, in: g1, by: "buyer", change)
+            async let b = h.rcMemory.updateExpansion(of: ids.rc, in: g1, by: "carol", .set(["status": "rc-\(round)"]))
+            _ = try await (a, b)
+            let values = try #require(try await settled(h, ids), "round \(round)")
+            let record = try #require(try h.store.read { try $0.expansionKeys(of: ids.wk, on: "wk") }["status"])
+            #expect(values["status"] == record.value, "round \(round): \(values) vs \(record)")
+        }
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
+    @Test func staleChangesAndLateUpdatesAreNotApplied() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rc])
+        defer { Task { _ = await engine.stop() } }
+        let ids = try await order(h)
+        _ = try await h.rcMemory.updateExpansion(of: ids.rc, in: g1, by: "carol", .set(["status": "paid"]))
+        #expect(try await settled(h, ids) == ["status": "paid"])
+        let converged = try #require(try h.store.read { try $0.expansionKeys(of: ids.rc, on: "rc") }["status"])
+
+        // A change older than what the bridge holds (as a redelivered or late vendor event would be).
+        let stale = IMEvent(eventID: "stale-1", backend: "rc",
+                            kind: .expansionChanged(messageID: ids.rc, conversation: g1, by: "carol",
+                                                    delta: ExpansionDelta(version: converged.version - 60_000, set: ["status": "old"])))
+        _ = try engine.ingest([stale])
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: ids.wk, in: g1).values == ["status": "paid"], "the stale value is not written")
+        #expect(try h.store.read { try $0.expansionKeys(of: ids.wk, on: "wk") }["status"]?.value == "paid")
+
+        // A removal, then an update older than it: the key stays removed on both sides.
+        _ = try await h.rcMemory.updateExpansion(of: ids.rc, in: g1, by: "carol", .remove(["status"]))
+        #expect(try await settled(h, ids) == [:])
+        let removal = try #require(try h.store.read { try $0.expansionKeys(of: ids.rc, on: "rc") }["status"])
+        #expect(removal.value == nil && removal.isDecided)
+        let late = IMEvent(eventID: "late-1", backend: "rc",
+                           kind: .expansionChanged(messageID: ids.rc, conversation: g1, by: "carol",
+                                                   delta: ExpansionDelta(version: removal.version - 1, set: ["status": "shipped"])))
+        _ = try engine.ingest([late])
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: ids.wk, in: g1).values == [:], "a late update does not resurrect a removed key")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
+    @Test func aValueOverTheTargetLimitIsDeadLetteredAtIntake() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        let big = String(repeating: "长", count: 4097)
+        let event = IMEvent(eventID: "big-1", backend: "wk",
+                            kind: .expansionChanged(messageID: "m1", conversation: g1, by: "buyer",
+                                                    delta: ExpansionDelta(version: 1, set: ["note": big, "status": "ok"])))
+        let result = try engine.ingest([event])
+        #expect(result.queued == 1)
+        let dead = try h.store.read { try $0.deadLetters(limit: 10) }
+        #expect(dead.count == 1 && dead.first?.kind == "expansion")
+        let reason = try #require(dead.first?.lastError)
+        #expect(reason.contains("value_length") && reason.contains("'note'") && reason.contains("4097") && reason.contains("4096"), "\(reason)")
+        #expect(try h.store.read { try $0.count(state: .pending) } == 0, "nothing of the change is written")
+    }
+}
+
+/// Toward a vendor without expansions (JMessage) a change stays the route's fallback: a text notice.
+@Suite struct ExpansionTowardJMessageTests {
+    @Test func aChangeBecomesANotice() async throws {
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        let jm = MemoryBackend(id: "jm", capabilities: .jMessage, clock: SystemClock())
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString).sqlite").path
+        let engine = RelayEngine(store: try BridgeStore(path: path), backends: [wk, jm],
+                                 routes: [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "jm:group:*"))],
+                                 retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [wk, jm])
+        defer { Task { _ = await engine.stop() } }
+        let g1 = ConversationRef.group("g1")
+        let order = try await wk.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["status": "new"]))
+        func digests() async throws -> [String] {
+            try await jm.history(HistoryQuery(conversation: g1, anchor: .latest, limit: 100)).messages.map(\.content.digest)
+        }
+        #expect(try await eventually { try await digests().count == 1 })
+        _ = try await wk.updateExpansion(of: order.id, in: g1, by: "buyer", .set(["status": "paid"]))
+        var seen: [String] = []
+        #expect(try await eventually {
+            seen = try await digests()
+            return seen.contains { $0.contains("status → paid") }
+        }, "\(seen)")
+    }
+}
+
+/// The key encoding for keys a target refuses (docs/mappings.md, "Expansion keys across vendors").
+@Suite struct ExpansionKeyCodecTests {
+    @Test func refusedKeysRoundTripAndLegalKeysStay() throws {
+        let limits = ExpansionLimits.rongCloud
+        for key in ["status", "A-b_c+=9"] { #expect(ExpansionKeyCodec.encode(key, for: limits) == key) }
+        let chinese = ExpansionKeyCodec.encode("订单状态", for: limits)
+        #expect(chinese.hasPrefix("=") && !chinese.hasPrefix("==") && limits.isValidKey(chinese) && chinese.count <= 32)
+        #expect(ExpansionKeyCodec.decode(chinese, for: limits, known: []) == "订单状态", "the short form needs no table")
+        let long = String(repeating: "k", count: 40)
+        let hashed = ExpansionKeyCodec.encode(long, for: limits)
+        #expect(hashed.hasPrefix("==") && hashed.count == 32 && limits.isValidKey(hashed))
+        #expect(ExpansionKeyCodec.decode(hashed, for: limits, known: ["status", long]) == long)
+        #expect(ExpansionKeyCodec.decode(hashed, for: limits, known: ["status"]) == hashed, "unknown originals stay as they are")
+        let marked = ExpansionKeyCodec.encode("=x", for: limits)
+        #expect(marked != "=x" && ExpansionKeyCodec.decode(marked, for: limits, known: []) == "=x", "the marker itself is encoded")
+        #expect(ExpansionKeyCodec.decode("=abc", for: limits, known: []) == "=abc", "a key that is no encoding is kept")
+        #expect(ExpansionKeyCodec.encode("订单状态", for: nil) == "订单状态")
+        let wukong = try #require(Capabilities.wukong.expansionLimits)
+        #expect(ExpansionKeyCodec.encode("订单状态", for: wukong) == "订单状态" && ExpansionKeyCodec.encode(long, for: wukong) == long)
+    }
+}

@@ -1,0 +1,64 @@
+import Foundation
+import IMCore
+@testable import IMRelay
+import IMStore
+import IMTesting
+import Testing
+
+/// A copy a lane's old holder left on the target after another instance had taken the lane over is taken
+/// back through the outbox — only when the id map names another copy (docs/high-availability.md, "Fenced
+/// deliveries"). The end-to-end case (a real pause between the lease check and the write) is
+/// `FencedFailoverTests.aLaneHolderPausedPastItsLeaseSendsNoLateCopy`.
+@Suite struct LateCopyTests {
+    static let g1 = ConversationRef.group("g1")
+
+    /// Queues a `retract` of `copy` (a copy of `source`) on the RongCloud lane of g1, as the fenced holder does.
+    static func queueRetraction(_ h: RelayHarness, source: MessageID, copy: MessageID, id: String) throws {
+        let payload = OutboxPayload(action: .retract(source: source, copy: copy, by: "wk_alice"), route: h.routes[0], eventTimeMs: 0)
+        let encoded = try payload.encoded()
+        try h.store.transaction { tx in
+            _ = try tx.enqueue(lane: LaneKey(backend: "rc", conversation: g1), sourceBackend: "wk", sourceEventID: EventID("retract:\(id)"),
+                               kind: payload.action.kindName, payload: encoded, at: 0)
+        }
+    }
+
+    @Test func aLateDoubleIsTakenBackAndTheRecordedCopyStays() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rc])
+        let original = try await h.wk.send(OutgoingMessage(conversation: Self.g1, sender: "alice", content: .text("订单 42")))
+        #expect(try await eventually { try await h.history(h.rc, "g1").count == 1 })
+        let recorded = try await h.history(h.rc, "g1")[0]
+        // The late copy: what the paused holder's request left once it resumed.
+        let late = try await h.rcMemory.send(OutgoingMessage(conversation: Self.g1, sender: "wk_alice", content: .text("订单 42")))
+
+        try Self.queueRetraction(h, source: original.id, copy: late.id, id: "1")
+        engine.wake()
+        #expect(try await eventually { try await h.history(h.rc, "g1").first { $0.id == late.id }?.isRecalled == true })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.history(h.rc, "g1").first { $0.id == recorded.id }?.isRecalled == false)
+        #expect(engine.metrics.value("imbridge_late_copies_retracted_total", ["target": "rc"]) == 1)
+        await engine.stop()
+    }
+
+    @Test func theCopyTheOtherInstanceFoundIsKept() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rc])
+        let original = try await h.wk.send(OutgoingMessage(conversation: Self.g1, sender: "alice", content: .text("hello")))
+        #expect(try await eventually { try await h.history(h.rc, "g1").count == 1 })
+        let recorded = try await h.history(h.rc, "g1")[0]
+
+        // The old holder's copy is the one the id map names (the new holder's lookup found it): kept.
+        try Self.queueRetraction(h, source: original.id, copy: recorded.id, id: "2")
+        engine.wake()
+        #expect(await engine.waitUntilIdle())
+        // The send and the retraction (the group's set-up and alice's profile entries run beside them:
+        // docs/architecture.md, "Groups", "Profiles").
+        let done = try h.store.read { try $0.entries(ids: Array(1...20)) }.filter { $0.state == .done && $0.kind != "group" && $0.kind != "profile" }
+        #expect(done.count == 2, "\(done.map(\.kind))")
+        #expect(try await h.history(h.rc, "g1").map(\.isRecalled) == [false])
+        #expect(engine.metrics.value("imbridge_late_copies_retracted_total", ["target": "rc"]) == 0)
+        await engine.stop()
+    }
+}
