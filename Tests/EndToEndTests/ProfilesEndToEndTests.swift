@@ -16,12 +16,12 @@ import Testing
         let config: String
         let port: Int
 
-        static func start() async throws -> Rig {
+        static func start(_ source: (BackendID, String) = ("wk", "wukong"), _ target: (BackendID, String) = ("rc", "rongcloud")) async throws -> Rig {
             let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+            let lab = try await BridgeLab(members: [BridgeLab.Member(source.0, source.1), BridgeLab.Member(target.0, target.1)],
                                           callbackBase: "http://127.0.0.1:\(port)")
             let config = "\(lab.directory)/bridge.yaml"
-            let routes = "  - from: \"wk:group:*\"\n    to: \"rc:group:*\"\n    direction: forward\n    users: puppet\n"
+            let routes = "  - from: \"\(source.0):group:*\"\n    to: \"\(target.0):group:*\"\n    direction: forward\n    users: puppet\n"
             let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
                 + "profiles:\n  refresh_minutes: 0.05\ngroups:\n  refresh_minutes: 0.05\n"
             try yaml.write(toFile: config, atomically: true, encoding: .utf8)
@@ -42,8 +42,8 @@ import Testing
             return try JSONValue.parse(Data(response.body))["users"]?.arrayValue?.first { $0["userId"]?.stringValue == id }
         }
 
-        func relayed(_ group: String) async throws -> [String] {
-            try await lab.messages("rc").filter { $0["kind"] == "text" && $0["conversation_id"]?.stringValue == group }
+        func relayed(_ group: String, on target: BackendID = "rc") async throws -> [String] {
+            try await lab.messages(target).filter { $0["kind"] == "text" && $0["conversation_id"]?.stringValue == group }
                 .compactMap { $0["text"]?.stringValue }
         }
 
@@ -100,6 +100,41 @@ import Testing
         #expect(took <= Self.refreshSeconds + 10, "the rename took \(took) s to show")
         #expect(try await rig.rongCloudUser("wk_ann")?["portraitUri"]?.stringValue == avatarURL)
         print("profiles e2e: rename shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
+        #expect(bridge.terminate() == 0)
+    }
+
+    /// RongCloud → NIM: the puppet shows the RongCloud user's name and portrait (NIM `name`, `icon`), and a
+    /// rename shows within the interval after the user's next message.
+    @Test func rongCloudToNIMPuppetShowsNameAndAvatarAndFollowsARename() async throws {
+        let rig = try await Rig.start(("rc", "rongcloud"), ("yx", "nim"))
+        defer { Task { await rig.lab.stop() } }
+        let users = try #require(try await rig.lab.userBackend("rc", registry: ContentRegistry()) as? any UserDirectory)
+        let nim = try #require(try await rig.lab.userBackend("yx", registry: ContentRegistry()) as? any UserDirectory)
+        let portrait = "https://cdn.example/ann.png"
+        try await users.saveUser(UserProfile(id: "ann", name: "安娜", avatar: portrait))
+
+        let bridge = try await rig.bridge()
+        defer { _ = bridge.terminate() }
+        let group = ConversationRef.group("team")
+        _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("hello")))
+        #expect(try await eventually(30) { try await rig.relayed("team", on: "yx") == ["hello"] }, "\(bridge.output.suffix(3000))")
+        let shown = try await eventually(30) {
+            let puppet = try await nim.users(["rc_ann"]).first
+            return puppet?.name == "安娜" && puppet?.avatar == portrait
+        }
+        let puppet = try await nim.users(["rc_ann"]).first
+        #expect(shown, "puppet: \(String(describing: puppet))\n\(bridge.output.suffix(3000))")
+
+        try await users.saveUser(UserProfile(id: "ann", name: "Anna Li"))
+        _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("renamed")))
+        let sent = Date()
+        #expect(try await eventually(30) { try await rig.relayed("team", on: "yx") == ["hello", "renamed"] })
+        let renamed = try await eventually(Self.refreshSeconds + 10) { try await nim.users(["rc_ann"]).first?.name == "Anna Li" }
+        let took = Date().timeIntervalSince(sent)
+        let after = try await nim.users(["rc_ann"]).first
+        #expect(renamed, "puppet: \(String(describing: after))\n\(bridge.output.suffix(3000))")
+        #expect(after?.avatar == portrait, "a profile without a new portrait keeps the old one")
+        print("profiles e2e (RongCloud → NIM): rename shown \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
         #expect(bridge.terminate() == 0)
     }
 
