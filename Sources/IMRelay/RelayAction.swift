@@ -22,11 +22,12 @@ public enum RelayAction: Sendable, Hashable, Codable {
     /// (docs/architecture.md, "Groups"). Queued ahead of a group's first relayed event, and for periodic
     /// comparisons in a lane of its own.
     case group(source: GroupID, target: GroupID, users: UserMode)
-    /// Take back `copy`, a copy of `source` this bridge left on the target after another instance had
-    /// taken the lane over, unless the id map names `copy` as the source's copy (the other instance found
-    /// it instead of sending its own). Queued by the instance whose late send the fence caught
-    /// (docs/high-availability.md, "Fenced deliveries").
-    case retract(source: MessageID, copy: MessageID, by: UserID)
+    /// Take back a copy of `source` this bridge left on the target after another instance had taken the
+    /// lane over: `copy` when the late attempt was answered, else the copy the earlier-copy search finds
+    /// for `outgoing` (with its client id) stored since `attemptAt` — unless it is the copy the id map names
+    /// (the other instance found it instead of sending its own). Queued by the instance whose late attempt
+    /// the fence caught (docs/high-availability.md, "Fenced deliveries").
+    case retract(source: MessageID, copy: MessageID?, outgoing: OutgoingMessage, attemptAt: Int64)
 
     public var kindName: String {
         switch self {

@@ -109,13 +109,17 @@ extension RelayEngine {
             try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
         case .profile, .group:
             break   // `execute`
-        case .retract(let source, let copy, let by):
-            // Waits (requeued) until the entry that took the lane over has recorded its copy.
-            guard try mapped(source, entry: entry) != copy else { return nil }
-            try await delivery.recall(copy, in: conversation, by: by)
+        case .retract(let source, let copy, let outgoing, let attemptAt):
+            // Waits (requeued) until the entry that took the lane over has recorded its copy; every entry
+            // before this one is recorded then, so an unmapped copy found by the search is a late one.
+            let recorded = try mapped(source, entry: entry)
+            var late = copy
+            if late == nil { late = try await delivery.findEarlierCopy(of: outgoing, in: conversation, since: attemptAt)?.id }
+            guard let late, late != recorded else { return nil }
+            try await delivery.recall(late, in: conversation, by: outgoing.sender)
             metrics.increment("imbridge_late_copies_retracted_total", ["target": entry.lane.backend.rawValue])
             deliveryLogger.warning("late copy taken back from the target", metadata: laneMetadata(entry).merging([
-                "target_message": "\(copy.rawValue)", "source_message": "\(source.rawValue)",
+                "target_message": "\(late.rawValue)", "source_message": "\(source.rawValue)",
             ]) { _, new in new })
         }
         return nil

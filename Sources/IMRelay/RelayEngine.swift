@@ -527,17 +527,19 @@ public actor RelayEngine {
         return true
     }
 
-    /// The target took this attempt's copy after another instance had taken the lane over. A pause can
-    /// fall between the last lease check and the request leaving the process; then the other instance,
-    /// finding no copy yet, sent its own, and this one is a late double. The lane (whoever holds it) takes
-    /// it back once the entry is recorded, unless the id map names this copy (the other instance found it).
-    private nonisolated func queueRetraction(of created: Message, entry: OutboxEntry, payload: OutboxPayload) async {
-        guard case .send(let outgoing, let source, _) = payload.action else { return }
-        deliveryLogger.notice("target accepted after the lane was taken over: the copy is taken back if it is a double",
-                               metadata: laneMetadata(entry).merging(["target_message": "\(created.id.rawValue)"]) { _, new in new })
+    /// This attempt reached the target after another instance had taken the lane over: the target
+    /// accepted it (`created`), or its outcome is unknown (an error after the request may have gone out).
+    /// A pause can fall between the last lease check and the request leaving the process; then the other
+    /// instance, finding no copy yet, sent its own, and this one is a late double. The lane (whoever holds
+    /// it) takes it back once the entry is recorded, unless the id map names it (the other instance found it).
+    private nonisolated func queueRetraction(of created: Message?, entry: OutboxEntry, payload: OutboxPayload, attemptAt: Int64) async {
+        guard case .send(var outgoing, let source, _) = payload.action else { return }
+        outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+        deliveryLogger.notice("a late attempt reached the target after the lane was taken over: its copy is taken back if it is a double",
+                              metadata: laneMetadata(entry).merging(["target_message": "\(created?.id.rawValue ?? "unknown")"]) { _, new in new })
         metrics.increment("imbridge_late_copies_total", ["target": entry.lane.backend.rawValue])
         var taking = payload
-        taking.action = .retract(source: source, copy: created.id, by: outgoing.sender)
+        taking.action = .retract(source: source, copy: created?.id, outgoing: outgoing, attemptAt: attemptAt)
         taking.requeues = nil
         let retraction = taking
         let now = clock.nowMs()
@@ -566,8 +568,11 @@ public actor RelayEngine {
     /// transaction when the engine is not stopping; `.wait` when the lane must wait (retry scheduled).
     private nonisolated func process(_ entry: OutboxEntry, fence: LeaseFence) async -> LaneStep {
         let target = entry.lane.backend.rawValue
+        let attemptAt = clock.nowMs()
+        var taken: OutboxPayload?
         do {
             let payload = try payloads.take(entry.id, bytes: entry.payload)
+            taken = payload
             // No vendor call starts unless the lane's lease is provably still ours when it leaves
             // (`HeldLeases`): asked here and again right before a send's write, after its lookups.
             let mayWrite: @Sendable () throws -> Void = { [heldLeases] in
@@ -581,7 +586,7 @@ public actor RelayEngine {
             case .recorded(let claimed, let at): (next, now) = (claimed, at)
             case .stopped: return .wait
             case .fenced:
-                if let created { await queueRetraction(of: created, entry: entry, payload: payload) }
+                if let created { await queueRetraction(of: created, entry: entry, payload: payload, attemptAt: attemptAt) }
                 return .fenced
             }
             if executed.reachedTarget { health.succeeded(entry.lane.backend, at: now) }
@@ -595,48 +600,61 @@ public actor RelayEngine {
             // in the outbox; the next start runs it again (looking for the copy this attempt may have left).
             if Task.isCancelled { return .wait }
             if error is LeaseLapsed { return .fenced }
-            let failure = deliveries[entry.lane.backend]?.classify(error, attempt: max(0, entry.attempts)) ?? .permanent
-            switch failure {
-            case .waitForMessage:
-                return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
-            case .retry where retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
-                let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age_minutes): \(error)")
-                guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
-                metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
-                logDeadLetter(entry, reason: reason)
-                return .next(nil)
-            case .retry(let delay):
-                let (at, reason) = (clock.nowMs() + delay, "\(error)")
-                let rescheduled = try? await store.groupedTransaction { tx -> Bool in
-                    guard try tx.reschedule(entry.id, at: at, error: reason, fence: fence) else { return false }
-                    try tx.releaseLease(fence.name, owner: fence.owner)
-                    return true
-                }
-                if rescheduled == false { return .fenced }
-                if rescheduled == nil {
-                    // The store did not take the pause (it is down or full): the entry is still due now, and
-                    // the lane would run it again the moment the store is back — sooner than the pause says,
-                    // and after a timed-out send sooner than a late copy can show (a double). The lane task
-                    // keeps the pause itself.
-                    metrics.increment("imbridge_store_errors_total", ["operation": "reschedule"])
-                    try? await Task.sleep(nanoseconds: UInt64(max(0, at - clock.nowMs())) * 1_000_000)
-                }
-                let failure = error as? IMError ?? IMError(.unavailable, reason)
-                health.failed(entry.lane.backend, error: failure, at: clock.nowMs())
-                metrics.increment("imbridge_retries_total", ["target": target])
-                if let held = retryLines.admit(target, now: clock.nowMs()) {
-                    deliveryLogger.warning("send failed, will retry", metadata: laneMetadata(entry).merging([
-                        "attempt": "\(entry.attempts + 1)", "retry_in_ms": "\(delay)", "error_class": "\(HealthBoard.errorClass(failure))",
-                        "error": "\(String(reason.prefix(300)))", "retries_not_logged": "\(held)",
-                    ]) { _, new in new })
-                }
-                return .wait
-            case .permanent:
-                let (at, reason) = (clock.nowMs(), "\(error)")
-                guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
-                logDeadLetter(entry, reason: reason)
-                return .next(nil)
+            let step = await settle(entry, error: error, fence: fence)
+            // Fenced after a call that may have been carried out (anything but a failed lookup): a copy
+            // may be on the target beside the one the new holder sends.
+            if case .fenced = step, let taken, (error as? IMError)?.details[Delivery.lookupFailedKey] == nil {
+                await queueRetraction(of: nil, entry: entry, payload: taken, attemptAt: attemptAt)
             }
+            return step
+        }
+    }
+
+    /// What a failed entry becomes: requeued (waiting for its message), retried later, or a dead letter;
+    /// `.fenced` when the lane was taken over meanwhile (nothing written).
+    private nonisolated func settle(_ entry: OutboxEntry, error: any Error, fence: LeaseFence) async -> LaneStep {
+        let target = entry.lane.backend.rawValue
+        let failure = deliveries[entry.lane.backend]?.classify(error, attempt: max(0, entry.attempts)) ?? .permanent
+        switch failure {
+        case .waitForMessage:
+            return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
+        case .retry where retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
+            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age_minutes): \(error)")
+            guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
+            metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
+            logDeadLetter(entry, reason: reason)
+            return .next(nil)
+        case .retry(let delay):
+            let (at, reason) = (clock.nowMs() + delay, "\(error)")
+            let rescheduled = try? await store.groupedTransaction { tx -> Bool in
+                guard try tx.reschedule(entry.id, at: at, error: reason, fence: fence) else { return false }
+                try tx.releaseLease(fence.name, owner: fence.owner)
+                return true
+            }
+            if rescheduled == false { return .fenced }
+            if rescheduled == nil {
+                // The store did not take the pause (it is down or full): the entry is still due now, and
+                // the lane would run it again the moment the store is back — sooner than the pause says,
+                // and after a timed-out send sooner than a late copy can show (a double). The lane task
+                // keeps the pause itself.
+                metrics.increment("imbridge_store_errors_total", ["operation": "reschedule"])
+                try? await Task.sleep(nanoseconds: UInt64(max(0, at - clock.nowMs())) * 1_000_000)
+            }
+            let failure = error as? IMError ?? IMError(.unavailable, reason)
+            health.failed(entry.lane.backend, error: failure, at: clock.nowMs())
+            metrics.increment("imbridge_retries_total", ["target": target])
+            if let held = retryLines.admit(target, now: clock.nowMs()) {
+                deliveryLogger.warning("send failed, will retry", metadata: laneMetadata(entry).merging([
+                    "attempt": "\(entry.attempts + 1)", "retry_in_ms": "\(delay)", "error_class": "\(HealthBoard.errorClass(failure))",
+                    "error": "\(String(reason.prefix(300)))", "retries_not_logged": "\(held)",
+                ]) { _, new in new })
+            }
+            return .wait
+        case .permanent:
+            let (at, reason) = (clock.nowMs(), "\(error)")
+            guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
+            logDeadLetter(entry, reason: reason)
+            return .next(nil)
         }
     }
 }

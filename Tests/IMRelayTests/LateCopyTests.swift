@@ -13,8 +13,9 @@ import Testing
     static let g1 = ConversationRef.group("g1")
 
     /// Queues a `retract` of `copy` (a copy of `source`) on the RongCloud lane of g1, as the fenced holder does.
-    static func queueRetraction(_ h: RelayHarness, source: MessageID, copy: MessageID, id: String) throws {
-        let payload = OutboxPayload(action: .retract(source: source, copy: copy, by: "wk_alice"), route: h.routes[0], eventTimeMs: 0)
+    static func queueRetraction(_ h: RelayHarness, source: MessageID, copy: MessageID?, id: String) throws {
+        let outgoing = OutgoingMessage(conversation: g1, sender: "wk_alice", content: .text("订单 42"))
+        let payload = OutboxPayload(action: .retract(source: source, copy: copy, outgoing: outgoing, attemptAt: 0), route: h.routes[0], eventTimeMs: 0)
         let encoded = try payload.encoded()
         try h.store.transaction { tx in
             _ = try tx.enqueue(lane: LaneKey(backend: "rc", conversation: g1), sourceBackend: "wk", sourceEventID: EventID("retract:\(id)"),
@@ -59,6 +60,25 @@ import Testing
         #expect(done.count == 2, "\(done.map(\.kind))")
         #expect(try await h.history(h.rc, "g1").map(\.isRecalled) == [false])
         #expect(engine.metrics.value("imbridge_late_copies_retracted_total", ["target": "rc"]) == 0)
+        await engine.stop()
+    }
+
+    /// The late attempt's answer was lost (a timeout, a 5xx after the vendor carried it out): the lane
+    /// searches for the copy as a retried send does, and takes back the one the id map does not name.
+    @Test func aLateCopyWithoutAnAnswerIsFoundAndTakenBack() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rc])
+        let original = try await h.wk.send(OutgoingMessage(conversation: Self.g1, sender: "alice", content: .text("订单 42")))
+        #expect(try await eventually { try await h.history(h.rc, "g1").count == 1 })
+        let recorded = try await h.history(h.rc, "g1")[0]
+        let late = try await h.rcMemory.send(OutgoingMessage(conversation: Self.g1, sender: "wk_alice", content: .text("订单 42")))
+
+        try Self.queueRetraction(h, source: original.id, copy: nil, id: "3")
+        engine.wake()
+        #expect(try await eventually { try await h.history(h.rc, "g1").first { $0.id == late.id }?.isRecalled == true })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.history(h.rc, "g1").first { $0.id == recorded.id }?.isRecalled == false)
         await engine.stop()
     }
 }
