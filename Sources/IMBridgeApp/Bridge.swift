@@ -41,7 +41,8 @@ public struct Bridge: Sendable {
                                  retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil,
                                  customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
                                  lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
-                                 leadership: leadership, backendDownAfterMs: config.readiness.backendFailingMs)
+                                 leadership: leadership, backendDownAfterMs: config.readiness.backendFailingMs,
+                                 profiles: config.profiles, groups: config.groups)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort, logger: httpLogger,
                                                         limits: config.listenerLimits)
         listener.attach(engine: engine, receivers: Dictionary(backends.map { ($0.id, $0 as any InboundHandling) },

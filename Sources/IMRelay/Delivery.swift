@@ -9,7 +9,10 @@ import Synchronization
 /// `updateExpansion`, `setReaction`, `markRead`) — with one failure classification (`classify`).
 ///
 /// - **Provisioning**: a sender is created on a target that needs users to exist (`UserProvisioning`),
-///   once per `Delivery`.
+///   once per `Delivery`, with the profile the bridge last wrote for it (`ProfileSync`) where there is one.
+/// - **Profiles**: `syncProfile` brings a puppet's name and avatar up to its source user's. Every write
+///   of one user (provisioning, profile) runs one at a time (`userWrites`), so a provisioning call that
+///   resets the name (RongCloud's token call) cannot land after the profile write.
 /// - **Media**: with `media: rehost`, attachments are fetched from the source and uploaded to the
 ///   target first (`MediaRehoster`).
 /// - **Earlier copies**: when an earlier attempt of the same message may have reached the target (a
@@ -25,6 +28,7 @@ public final class Delivery: Sendable {
     public let retry: RetryPolicy
     let provisioned = Mutex<Set<UserID>>([])
     let rehoster = MediaRehoster()
+    let userWrites = KeyedLock<UserID>()
 
     public init(target: any IMBackend, store: BridgeStore, retry: RetryPolicy) {
         self.target = target
@@ -75,12 +79,41 @@ public final class Delivery: Sendable {
         return try await WriteGate.$check.withValue(beforeWrite) { try await target.send(outgoing) }
     }
 
-    /// Creates `user` on a target that needs users to exist, once.
+    /// Creates `user` on a target that needs users to exist, once: with the profile the bridge last wrote
+    /// for it (`ProfileSync.checkpointName`), else with its id as its name.
     public func provision(_ user: UserID) async throws {
         guard let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative,
-              !provisioned.withLock({ $0.contains(user) }) else { return }
-        try await provisioning.ensureUser(UserProfile(id: user, name: user.rawValue))
-        provisioned.withLock { _ = $0.insert(user) }
+              !isProvisioned(user) else { return }
+        try await userWrites.run(user) {
+            guard !isProvisioned(user) else { return }
+            let name = ProfileSync.checkpointName(target: target.id, puppet: user)
+            let written = try store.read { try $0.checkpoint(name) }.flatMap { ProfileSync.decode($0, id: user) }
+            try await provisioning.ensureUser(written ?? UserProfile(id: user, name: user.rawValue))
+            markProvisioned(user)
+        }
+    }
+
+    func isProvisioned(_ user: UserID) -> Bool { provisioned.withLock { $0.contains(user) } }
+
+    /// Brings `wanted.id` on the target up to `wanted`'s name and avatar (a nil one is left as it is):
+    /// read first where the target reads profiles, written only when they differ (or the target cannot
+    /// say). True when it wrote. `beforeWrite` runs right before the write (the relay's lease check).
+    public func syncProfile(_ wanted: UserProfile, beforeWrite: @Sendable () throws -> Void = {}) async throws -> Bool {
+        let directory = try capability((any UserDirectory).self, .userProvisioning)
+        return try await userWrites.run(wanted.id) {
+            var existing: UserProfile?? = nil
+            do {
+                existing = .some(try await directory.users([wanted.id]).first)
+            } catch let error as IMError where error.code == .unsupported {}
+            if case .some(.some(let existing)) = existing, !wanted.differs(from: existing) {
+                markProvisioned(wanted.id)
+                return false
+            }
+            try beforeWrite()
+            try await directory.saveUser(wanted)
+            markProvisioned(wanted.id)
+            return true
+        }
     }
 
     /// Records a user already written to the target with a full profile (a migration's user phase), so
@@ -206,5 +239,53 @@ extension Delivery {
             throw IMError(.unsupported, "\(target.id) does not offer \(feature.rawValue)", isRetryable: false)
         }
         return typed
+    }
+}
+
+extension UserProfile {
+    /// Name, avatar, or an extra field both sides have, differ (a nil or missing one on `self` is not
+    /// asked for). The one comparison of migration and live relay.
+    public func differs(from existing: UserProfile) -> Bool {
+        if let name, name != existing.name { return true }
+        if let avatar, avatar != existing.avatar { return true }
+        return extra.contains { key, value in existing.extra[key].map { $0 != value } ?? false }
+    }
+}
+
+/// One holder at a time per key, waiters served in arrival order (the writes of one user on a target).
+final class KeyedLock<Key: Hashable & Sendable>: Sendable {
+    private let waiting = Mutex<[Key: [CheckedContinuation<Void, Never>]]>([:])
+
+    func run<T>(_ key: Key, _ body: () async throws -> T) async rethrows -> T {
+        await acquire(key)
+        defer { release(key) }
+        return try await body()
+    }
+
+    private func acquire(_ key: Key) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = waiting.withLock { table -> Bool in
+                guard table[key] != nil else {
+                    table[key] = []
+                    return true
+                }
+                table[key]?.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
+    private func release(_ key: Key) {
+        let next = waiting.withLock { table -> CheckedContinuation<Void, Never>? in
+            guard var queue = table[key], !queue.isEmpty else {
+                table[key] = nil
+                return nil
+            }
+            let first = queue.removeFirst()
+            table[key] = queue
+            return first
+        }
+        next?.resume()
     }
 }

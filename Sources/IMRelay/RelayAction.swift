@@ -13,6 +13,15 @@ public enum RelayAction: Sendable, Hashable, Codable {
     case expansion(source: MessageID, by: UserID, delta: ExpansionDelta)
     case reaction(source: MessageID, by: UserID, emoji: String, added: Bool)
     case read(upToSource: MessageID, by: UserID)
+    /// Bring the target user `puppet` up to the profile (name, avatar) that `source` has on the source
+    /// backend, read when the entry runs (docs/architecture.md, "Profiles"). Its lane is the puppet's
+    /// own (`ProfileSync.lane`), so a failing profile write never holds a message back.
+    case profile(source: UserID, puppet: UserID)
+    /// Create the group `target` on the target backend, or bring it up to the source group `source`
+    /// (name, avatar, announcement, owner, members as `users` names them there), read when the entry runs
+    /// (docs/architecture.md, "Groups"). Queued ahead of a group's first relayed event, and for periodic
+    /// comparisons in a lane of its own.
+    case group(source: GroupID, target: GroupID, users: UserMode)
     /// Take back a copy of `source` this bridge left on the target after another instance had taken the
     /// lane over: `copy` when the late attempt was answered, else the copy the earlier-copy search finds
     /// for `outgoing` (with its client id) stored since `attemptAt` — unless it is the copy the id map names
@@ -29,6 +38,8 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .expansion: "expansion"
         case .reaction: "reaction"
         case .read: "read"
+        case .profile: "profile"
+        case .group: "group"
         case .retract: "retract"
         }
     }

@@ -2,10 +2,33 @@ import IMCore
 import IMStore
 
 extension RelayEngine {
-    /// Performs one action on the target; returns the created message for a `send`. `mayWrite` is asked
-    /// right before a send's write (after its lookups, provisioning and media), and throws when the lane's
-    /// lease may have lapsed meanwhile.
-    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @escaping @Sendable () throws -> Void = {}) async throws -> Message? {
+    /// What `execute` did: the created message of a `send`, and whether the target was called at all (a
+    /// `profile` or `group` entry whose source has nothing to copy calls no target, which then does not
+    /// count as the target's success on `/healthz`).
+    struct Executed {
+        var created: Message?
+        var reachedTarget = true
+    }
+
+    /// Performs one action on the target. `mayWrite` is asked right before a send's write (after its
+    /// lookups, provisioning and media), and throws when the lane's lease may have lapsed meanwhile.
+    nonisolated func execute(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @escaping @Sendable () throws -> Void = {}) async throws -> Executed {
+        switch payload.action {
+        case .profile(let user, let puppet):
+            guard let delivery = deliveries[entry.lane.backend] else { break }
+            return Executed(reachedTarget: try await syncProfile(of: user, from: entry.sourceBackend, as: puppet, delivery: delivery, mayWrite: mayWrite))
+        case .group(let group, let targetGroup, let users):
+            guard let delivery = deliveries[entry.lane.backend] else { break }
+            return Executed(reachedTarget: try await syncGroup(group, from: entry.sourceBackend, to: targetGroup, users: users, payload: payload,
+                                                              entry: entry, delivery: delivery, mayWrite: mayWrite))
+        default:
+            break
+        }
+        return Executed(created: try await perform(payload, entry: entry, mayWrite: mayWrite))
+    }
+
+    /// `execute` of the message actions; returns the created message for a `send`.
+    nonisolated func perform(_ payload: OutboxPayload, entry: OutboxEntry, mayWrite: @escaping @Sendable () throws -> Void) async throws -> Message? {
         guard let backend = backends[entry.lane.backend], let delivery = deliveries[entry.lane.backend] else {
             throw IMError(.notFound, "backend \(entry.lane.backend) is not configured", isRetryable: false)
         }
@@ -84,6 +107,8 @@ extension RelayEngine {
             try await delivery.setReaction(emoji, added: added, on: try mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
             try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
+        case .profile, .group:
+            break   // `execute`
         case .retract(let source, let copy, let outgoing, let attemptAt):
             // Waits (requeued) until the entry that took the lane over has recorded its copy; every entry
             // before this one is recorded then, so an unmapped copy found by the search is a late one.

@@ -48,6 +48,19 @@ extension RelayEngine: EventSink {
 }
 
 extension RelayEngine {
+    /// What one `ingest` did.
+    public struct IngestResult: Sendable, Equatable {
+        public var accepted = 0
+        public var duplicates = 0
+        public var echoes = 0
+        /// Outbox entries queued for the events (not counting `profilesQueued` and `groupsQueued`).
+        public var queued = 0
+        /// `profile` entries queued for puppets seen for the first time (`ProfileSync`).
+        public var profilesQueued = 0
+        /// `group` entries queued for target groups reached for the first time (`GroupSync`).
+        public var groupsQueued = 0
+    }
+
     /// Records events and queues their relays in one transaction (see the type's contract).
     @discardableResult
     public nonisolated func ingest(_ events: [IMEvent]) throws -> IngestResult {
@@ -146,6 +159,12 @@ extension RelayEngine {
         var fallbacks: [Fallback] = []
         var lanes: Set<LaneKey> = []
         var kept: [SetAsideMessage] = []
+        /// Puppets whose senders this batch saw (`ProfileSync`).
+        var profileSubjects: [ProfileSync.Subject] = []
+        /// Target groups this batch queued a `group` entry for (`GroupSync`).
+        var groupNames: [String] = []
+        /// Target groups this batch saw events for (`GroupSync`).
+        var groupSubjects: [GroupSync.Subject] = []
         /// Expansion changes dead-lettered at intake (a value over the target's limit).
         var refused = 0
     }
@@ -219,6 +238,23 @@ extension RelayEngine {
             }
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
+                if let subject = groupSubject(event, leg: leg) { recorded.groupSubjects.append(subject) }
+                // First event of a group on this leg: the target group is set up ahead of it (`GroupSync`).
+                if let setup = try firstSightGroup(event, leg: leg, tx, at: now) {
+                    entries.append(setup.entry)
+                    encoded.append((setup.bytes, setup.payload))
+                    recorded.lanes.insert(setup.entry.lane)
+                    recorded.groupNames.append(setup.name)
+                }
+                if let subject = profileSubject(event, leg: leg) {
+                    recorded.profileSubjects.append(subject)
+                    // First sight of this sender's puppet: its profile entry, in a lane of its own (`ProfileSync`).
+                    for (entry, payload, bytes) in try firstSightEntries([subject], event: event, tx, at: now) {
+                        entries.append(entry)
+                        encoded.append((bytes, payload))
+                        recorded.lanes.insert(entry.lane)
+                    }
+                }
                 let planned = Translator(target: target, source: backends[event.backend], customFallbacks: customFallbacks)
                     .plan(event, leg: leg)
                 if !echo { recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) } }
@@ -251,12 +287,19 @@ extension RelayEngine {
         for (index, reason) in refused { try tx.markDead(ids[index], error: reason, at: now) }
         recorded.refused = refused.count
         for (id, item) in zip(ids, encoded) { payloads.put(id, bytes: item.bytes, payload: item.payload) }
-        recorded.result.queued += ids.count
+        let profileEntries = entries.count { $0.kind == "profile" }
+        recorded.result.groupsQueued += recorded.groupNames.count
+        recorded.result.queued += ids.count - profileEntries - recorded.groupNames.count
+        recorded.result.profilesQueued += profileEntries
         return recorded
     }
 
     nonisolated func finishIngest(_ events: [IMEvent], _ recorded: Recorded) -> IngestResult {
         let result = recorded.result
+        profiles.noteActive(recorded.profileSubjects)
+        profiles.markQueued(recorded.profileSubjects)
+        groupsSeen.insert(recorded.groupNames)
+        groupsSeen.noteActive(recorded.groupSubjects)
         for event in events { metrics.increment("imbridge_events_in_total", ["backend": event.backend.rawValue, "kind": event.kindName]) }
         for fallback in recorded.fallbacks {
             metrics.increment("imbridge_fallbacks_total", ["feature": fallback.feature, "policy": fallback.policy.rawValue])
@@ -272,7 +315,7 @@ extension RelayEngine {
             logger.warning("inbound message set aside as a dead letter (see `imbridge deadletters list`)",
                            metadata: ["backend": "\(item.backend)", "key": "\(item.key)", "reason": "\(item.reason.prefix(300))"])
         }
-        if result.queued > 0 {
+        if result.queued + result.profilesQueued + result.groupsQueued > 0 {
             wakes.withLock { $0.touched.formUnion(recorded.lanes) }
             doorbell.yield()
         }

@@ -81,13 +81,25 @@ public actor RelayEngine {
     private var onlyLanes: Set<LaneKey>?
     /// Each target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
     nonisolated let migrationPacing: [BackendID: MigrationPacing]
+    /// `profiles:` (`ProfileSync`), and the puppets and active senders it keeps track of.
+    nonisolated let profileSettings: ProfileSettings
+    nonisolated let profiles = ProfileSync.Tracker()
+    /// Target groups set up or queued for it (`GroupSync`).
+    nonisolated let groupsSeen = GroupSync.Seen()
+    /// `groups:` (`GroupSync`).
+    nonisolated let groupSettings: GroupSettings
+    private var groupSyncer: Task<Void, Never>?
+    private var profiler: Task<Void, Never>?
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
                 retentionMs: Int64? = RelayEngine.defaultRetentionMs, customFallbacks: CustomTypeFallbacks? = nil,
                 lease: LeaseSettings = LeaseSettings(), leadership: Leadership = Leadership(),
-                backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs, migrationSendsPerSecond: Double? = nil) {
+                backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs, migrationSendsPerSecond: Double? = nil,
+                profiles: ProfileSettings = ProfileSettings(), groups: GroupSettings = GroupSettings()) {
         self.store = store
+        self.profileSettings = profiles
+        self.groupSettings = groups
         self.lease = lease
         self.leadership = leadership
         self.heldLeases = HeldLeases(ttlMs: lease.ttlMs)
@@ -125,6 +137,8 @@ public actor RelayEngine {
         scheduler = Task { [weak self] in await self?.scheduleLoop() }
         leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: true) }
         if pruning && retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
+        profiler = Task { [weak self] in await self?.profileLoop() }
+        groupSyncer = Task { [weak self] in await self?.groupLoop() }
         doorbell.yield()
     }
 
@@ -180,6 +194,10 @@ public actor RelayEngine {
         scheduler = nil
         pruner?.cancel()
         pruner = nil
+        profiler?.cancel()
+        profiler = nil
+        groupSyncer?.cancel()
+        groupSyncer = nil
         leaseKeeper?.cancel()
         leaseKeeper = nil
         let tasks = Array(laneTasks.values)
@@ -222,15 +240,6 @@ public actor RelayEngine {
             try? await Task.sleep(nanoseconds: 20_000_000)
         }
         return false
-    }
-
-    // MARK: intake
-
-    public struct IngestResult: Sendable, Equatable {
-        public var accepted = 0
-        public var duplicates = 0
-        public var echoes = 0
-        public var queued = 0
     }
 
     // MARK: lanes
@@ -570,7 +579,8 @@ public actor RelayEngine {
                 guard heldLeases.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
             }
             try mayWrite()
-            let created = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            let executed = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            let created = executed.created
             let (next, now): (OutboxEntry?, Int64)
             switch await record(entry, payload: payload, created: created, fence: fence) {
             case .recorded(let claimed, let at): (next, now) = (claimed, at)
@@ -579,9 +589,11 @@ public actor RelayEngine {
                 if let created { await queueRetraction(of: created, entry: entry, payload: payload, attemptAt: attemptAt) }
                 return .fenced
             }
-            health.succeeded(entry.lane.backend, at: now)
+            if executed.reachedTarget { health.succeeded(entry.lane.backend, at: now) }
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
-            metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
+            if case .profile = payload.action {} else {
+                metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
+            }
             return .next(next)
         } catch {
             // Cut off by a drain deadline: the call was abandoned, not answered. The entry stays claimed

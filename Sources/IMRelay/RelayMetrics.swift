@@ -48,6 +48,10 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_relayed_total", kind: .counter, help: "Outbox entries carried out on their target, by target backend and action."),
         Family(name: "imbridge_retries_total", kind: .counter, help: "Retryable failures on a target; the entry waits and is tried again."),
         Family(name: "imbridge_requeued_total", kind: .counter, help: "Changes put back in their lane to wait for the message they refer to."),
+        Family(name: "imbridge_late_copies_total", kind: .counter,
+               help: "Sends the target accepted after another instance had taken the lane over (a retract entry is queued), by target backend."),
+        Family(name: "imbridge_late_copies_retracted_total", kind: .counter,
+               help: "Late copies taken back from the target (not the copy the id map names), by target backend."),
         Family(name: "imbridge_lanes_fenced_total", kind: .counter,
                help: "Lanes this instance stopped working because their lease lapsed or another instance took it over."),
         Family(name: "imbridge_dead_letters_total", kind: .counter, help: "Outbox entries given up on (permanent failure or retry budget used up), by target backend."),
@@ -91,7 +95,7 @@ public final class RelayMetrics: Sendable {
 
     /// Event kinds (`IMEvent.kindName`) and action kinds (`RelayAction.kindName`), for the series made at start.
     static let eventKinds = ["message", "edited", "recalled", "expansion", "reaction", "read", "command"]
-    static let actionKinds = ["send", "notice", "edit", "recall", "expansion", "reaction", "read"]
+    static let actionKinds = ["send", "notice", "edit", "recall", "expansion", "reaction", "read", "profile", "group"]
     /// The codes a callback is refused with (`CallbackExchange`).
     static let refusalCodes: [IMError.Code] = [.authenticationFailed, .malformedPayload, .invalidArgument]
 

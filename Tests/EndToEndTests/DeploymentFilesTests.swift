@@ -84,7 +84,7 @@ import Testing
         }
         for key in BridgeConfig.retryKeys + BridgeConfig.haKeys + BridgeConfig.readinessKeys + BridgeConfig.routeKeys
                    + BridgeConfig.logKeys + BridgeConfig.shutdownKeys + BridgeConfig.listenerKeys
-                   + CatchUpSettings.keys {
+                   + CatchUpSettings.keys + ProfileSettings.keys {
             let mentioned = Self.mentions(key, in: lines)
             #expect(mentioned, "key \(key) is not in examples/bridge.yaml")
         }

@@ -27,13 +27,13 @@ import Testing
 
         let later = SystemClock().nowMs() + RelayEngine.defaultRetentionMs + 60_000
         let pruned = try await engine.prune(now: later)
-        #expect(pruned.outbox == 2, "the two done entries")
+        #expect(pruned.outbox == 4, "the two done sends, alice's puppet's profile entry and the group's set-up entry (docs/architecture.md, \"Profiles\", \"Groups\")")
         #expect(pruned.ledger >= 2, "the ledger rows of the relayed messages (and their echoes)")
         #expect(try h.store.read { try $0.count(state: .done) } == 0)
         #expect(try h.store.read { try $0.count(state: .pending) } == 1)
         #expect(try h.store.read { try $0.mappingCount() } == 2, "the id map is kept")
         #expect(try engine.ingest([queued]).duplicates == 1, "a redelivery of queued work is still a duplicate")
-        #expect(engine.metrics.value("imbridge_pruned_total", ["table": "outbox"]) == 2)
+        #expect(engine.metrics.value("imbridge_pruned_total", ["table": "outbox"]) == 4)
 
         let restarted = h.engine(store: try BridgeStore(path: h.path))
         try await restarted.start(feeding: [h.wk, h.rc])

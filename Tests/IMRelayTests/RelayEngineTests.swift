@@ -140,7 +140,9 @@ import Testing
         let message = Message(id: "w1", conversation: .group("g"), sender: "alice", sentAt: 1, content: .text("only once"))
         try engine.ingest([IMEvent(eventID: "msg:w1", backend: "wk", kind: .message(message))])
         // What a killed bridge leaves behind: the entry claimed, the target holding the message, no commit.
-        let entry = try #require(try h.store.read { try $0.head(of: LaneKey(backend: "rc", conversation: .group("g"))) })
+        // (The lane's head is the group's set-up entry, docs/architecture.md "Groups"; the send follows it.)
+        let entry = try #require(try h.store.read { try $0.pendingEntries(of: LaneKey(backend: "rc", conversation: .group("g")), limit: 10) }
+            .first { $0.kind == "send" })
         try h.store.transaction { try $0.claim(entry.id) }
         _ = try await h.rc.send(OutgoingMessage(conversation: .group("g"), sender: "wk_alice", content: .text("only once"),
                                                 clientMessageID: ClientMessageID("imb-\(entry.id)")))

@@ -45,6 +45,38 @@ import WuKongSandbox
         }
     }
 
+    /// A user's app uploads an avatar (multipart `file`): the profile then names the avatar route, which
+    /// answers the uploaded image (docs/adapters/wukong.md, "Profiles in live relay").
+    @Test func anUploadedAvatarIsReadBackAsTheProfilesAvatar() async throws {
+        try await Self.withBackend { rig, backend in
+            try await backend.saveUser(UserProfile(id: "alice", name: "Alice"))
+            let session = try await backend.session("alice")
+            let image: [UInt8] = [0xFF, 0xD8, 0xFF, 0xE0] + Array("alice".utf8)
+            func upload(_ uid: String, field: String = "file") async throws -> SandboxRig.Reply {
+                let boundary = "b0undary"
+                var body = Array("--\(boundary)\r\nContent-Disposition: form-data; name=\"\(field)\"; filename=\"a.jpg\"\r\n\r\n".utf8)
+                body += image + Array("\r\n--\(boundary)--\r\n".utf8)
+                return try await rig.send("POST", "/v1/users/\(uid)/avatar", body: body,
+                                          headers: [("token", session), ("Content-Type", "multipart/form-data; boundary=\(boundary)")])
+            }
+            #expect(try await backend.users(["alice"]).first?.avatar == nil)
+            let unsigned = try await rig.send("POST", "/v1/users/alice/avatar", body: image)
+            #expect(unsigned.status == 401)
+            let noFile = try await upload("alice", field: "picture")
+            #expect(noFile.status == 400 && noFile.json["msg"] == "请上传文件！")
+            let unknown = try await upload("nobody")
+            #expect(unknown.status == 400 && unknown.json["msg"] == "用户不存在！")
+            #expect(try await backend.users(["alice"]).first?.avatar == nil, "refused uploads change nothing")
+
+            #expect(try await upload("alice").status == 200)
+            let alice = try #require(try await backend.users(["alice"]).first)
+            #expect(alice.avatar == rig.baseURL + WKDirectoryPaths.userAvatar("alice") && alice.name == "Alice")
+            let served = try await rig.get(WKDirectoryPaths.userAvatar("alice"))
+            let raw = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: rig.baseURL + WKDirectoryPaths.userAvatar("alice")))
+            #expect(Array(raw.body) == image && served.headers.first { $0.name.lowercased() == "content-type" }?.value == "image/jpeg")
+        }
+    }
+
     @Test func groupCreatedWithOwnerAndMembersReadsBackAndUpdatesOnlyAdd() async throws {
         try await Self.withBackend { rig, backend in
             let id = try await backend.createGroup(GroupProfile(id: "ignored", name: "Tea", owner: "alice",

@@ -68,6 +68,10 @@ public struct BridgeConfig: Sendable {
     public var instance: String?
     /// `catch_up:`: reading sources' history after downtime or a gap (docs/architecture.md, "Catch-up").
     public var catchUp = CatchUpSettings()
+    /// `profiles:`: puppets' names and avatars follow their source users' (docs/architecture.md, "Profiles").
+    public var profiles = ProfileSettings()
+    /// `groups:`: target groups compared again with their source groups (docs/architecture.md, "Groups").
+    public var groups = GroupSettings()
 
     /// `log.level` (default info; `imbridge run --log-level` wins) and `log.format` (text or json).
     public var logLevel: Logger.Level = .info
@@ -83,7 +87,7 @@ public struct BridgeConfig: Sendable {
 
     /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.
     public static let topLevelKeys = ["store", "listen", "admin_listen", "mappings", "backends", "routes", "retry", "retention_hours",
-                                      "readiness", "ha", "log", "shutdown", "catch_up", "listener"]
+                                      "readiness", "ha", "log", "shutdown", "catch_up", "listener", "profiles", "groups"]
     public static let retryKeys = ["base_ms", "max_ms", "max_age_minutes"]
     public static let haKeys = ["lease_ms", "instance"]
     public static let readinessKeys = ["backend_failing_seconds"]
@@ -268,6 +272,8 @@ public struct BridgeConfig: Sendable {
         }
         config.catchUp = CatchUpSettings.parse(root["catch_up"], retentionHours: retentionHours, problems: &problems)
         config.listenerLimits = parseListenerLimits(root["listener"], problems: &problems)
+        config.profiles = ProfileSettings.parse(root["profiles"], problems: &problems)
+        config.groups = GroupSettings.parse(root["groups"], problems: &problems)
         return config
     }
 

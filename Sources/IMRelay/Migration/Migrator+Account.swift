@@ -139,7 +139,7 @@ extension Migrator {
             if let directory { existing = try await existingUser(targetID, on: directory) }
             switch (directory, existing) {
             case (let directory?, .some(.some(let existing))):
-                if let profile, Self.differs(profile, from: existing) {
+                if let profile, profile.differs(from: existing) {
                     if !plan.dryRun { try await onTarget { try await directory.saveUser(desired) } }
                     account.usersUpdated += 1
                 } else {
@@ -180,13 +180,6 @@ extension Migrator {
         }
     }
 
-    /// Name, avatar, or an extra field both sides have, differ.
-    static func differs(_ wanted: UserProfile, from existing: UserProfile) -> Bool {
-        if let name = wanted.name, name != existing.name { return true }
-        if let avatar = wanted.avatar, avatar != existing.avatar { return true }
-        return wanted.extra.contains { key, value in existing.extra[key].map { $0 != value } ?? false }
-    }
-
     /// Creates or brings up to date one group on the target; returns its id there (nil when it could not
     /// be created: then its history goes where the plan says and the failure is in the report).
     func migrateGroup(_ group: GroupID, _ profile: GroupProfile?, explicit: GroupID?, _ plan: MigrationPlan) async -> GroupID? {
@@ -204,39 +197,32 @@ extension Migrator {
             }
             let assigns = Self.groupIDAssigningVendors.contains(target.capabilities.vendor)
             if targetID == nil && !assigns { targetID = group }
-            var desired = profile
-            var members: [UserID] = []
-            for member in profile.members.map(plan.targetUser) where !members.contains(member) { members.append(member) }
-            desired.owner = (profile.owner ?? profile.members.first).map(plan.targetUser)
-            if let owner = desired.owner, !members.contains(owner) { members.insert(owner, at: 0) }
-            desired.members = members
-
+            let desired = Delivery.targetGroup(profile, user: plan.targetUser)
             if targetID == nil, !plan.dryRun, try store.read({ try $0.checkpoint(mapName + ":pending") }).map({ !$0.isEmpty }) == true {
                 targetID = try await earlierGroup(desired, plan)
             }
-            if let id = targetID, let existing = try await onTarget({ try await directory.group(id) }) {
-                desired.id = id
-                let missing = desired.members.filter { !existing.members.contains($0) }
-                let changed = [(desired.name, existing.name), (desired.avatar, existing.avatar), (desired.announcement, existing.announcement)]
-                    .contains { wanted, has in wanted != nil && wanted != has }
-                if !missing.isEmpty || changed {
-                    let update = desired
-                    if !plan.dryRun { try await onTarget { try await directory.updateGroup(update) } }
+            // The one place a group is created on or brought up to a target (live relay's first sight too).
+            let store = self.store, clock = self.clock
+            let outcome = try await delivery.bringGroup(desired, id: targetID, calls: MigratorCalls(migrator: self), dryRun: plan.dryRun) { made in
+                try store.transaction { try $0.setCheckpoint(mapName + ":pending", String(clock.nowMs()), at: clock.nowMs()) }
+                return try await self.createGroup(made, on: directory, plan)
+            }
+            switch outcome {
+            case .unchanged(let id), .updated(let id, _):
+                if case .updated(_, let added) = outcome {
                     account.groupsUpdated += 1
-                    account.membersAdded += missing.count
+                    account.membersAdded += added
                 } else {
                     account.groupsSkipped += 1
                 }
                 if !plan.dryRun && mapped != id { try record(id, for: mapName) }
                 return id
+            case .created(let id):
+                account.groupsCreated += 1
+                if plan.dryRun { return targetID }
+                try record(id, for: mapName)
+                return id
             }
-            account.groupsCreated += 1
-            if plan.dryRun { return targetID }
-            desired.id = targetID ?? group
-            try store.transaction { try $0.setCheckpoint(mapName + ":pending", String(clock.nowMs()), at: clock.nowMs()) }
-            let created = try await createGroup(desired, on: directory, plan)
-            try record(created, for: mapName)
-            return created
         } catch {
             account.failures.append("group \(group): \(error)")
             return explicit
@@ -278,6 +264,12 @@ extension Migrator {
             if let found = try await onTarget({ try await directory.group(candidate) }), found.name == profile.name { return candidate }
         }
         return nil
+    }
+
+    /// The migration's account calls (paced, retried in place) as `Delivery.bringGroup` makes them.
+    struct MigratorCalls: TargetCalls {
+        let migrator: Migrator
+        func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T { try await migrator.onTarget(body) }
     }
 
     func record(_ id: GroupID, for mapName: String) throws {

@@ -22,9 +22,11 @@ struct WuKongDirectoryState: Codable {
         var members: [Member]
     }
 
-    /// uid → the fields set with `PUT /v1/user/current`.
+    /// uid → the fields set with `PUT /v1/user/current` (and `is_upload_avatar` once an avatar is uploaded).
     var users: [String: [String: JSONValue]] = [:]
     var groups: [String: Group] = [:]
+    /// uid → the image uploaded with `POST /v1/users/{uid}/avatar`.
+    var avatars: [String: Data]? = [:]
 }
 
 /// The business server's user and group routes as TangSengDaoDao serves them: a user exists once
@@ -32,13 +34,15 @@ struct WuKongDirectoryState: Codable {
 /// (`group_no` assigned here, the caller its creator, role 1) and is a WuKongIM group channel whose
 /// subscribers follow its members. Refusals are HTTP 400 `{"msg","status":400}`: an unknown user or
 /// group `用户不存在！` / `群不存在！`, a field the route does not take, a non-manager changing a group.
-/// The avatar routes need no session and answer a placeholder PNG (uploads are not served).
+/// The avatar routes need no session and answer a user's uploaded image, else a placeholder PNG; a user's
+/// avatar is uploaded with `POST /v1/users/{uid}/avatar` (multipart, field `file`), which sets
+/// `is_upload_avatar` 1 (group avatar uploads are not served).
 extension WuKongSandbox {
     static let directoryStateName = "wukong-directory"
 
     /// The directory's routes; `handleBusiness` asks here first.
     static let directoryRoutes = [
-        "GET /v1/users/{uid}", "PUT /v1/user/current", "GET /v1/users/{uid}/avatar",
+        "GET /v1/users/{uid}", "PUT /v1/user/current", "GET /v1/users/{uid}/avatar", "POST /v1/users/{uid}/avatar",
         "POST /v1/group/create", "GET /v1/groups/{group_no}/detail", "PUT /v1/groups/{group_no}",
         "GET /v1/groups/{group_no}/members", "POST /v1/groups/{group_no}/members", "GET /v1/groups/{group_no}/avatar",
     ]
@@ -52,7 +56,9 @@ extension WuKongSandbox {
         let parts = path.split(separator: "/")
         guard request.method == "GET", parts.count == 4, parts[0] == "v1", parts[1] == "users" || parts[1] == "groups",
               parts[3] == "avatar" else { return nil }
-        return HTTPResponseData(status: 200, headers: [("Content-Type", "image/png")], body: Array(Self.placeholderAvatar))
+        let uploaded = parts[1] == "users" ? directory.withLock { $0.avatars?[String(parts[2])] } : nil
+        return HTTPResponseData(status: 200, headers: [("Content-Type", uploaded.map(Self.imageType) ?? "image/png")],
+                                body: Array(uploaded ?? Self.placeholderAvatar))
     }
 
     /// The directory routes for the session's `uid`; nil when the request is for another route.
@@ -61,6 +67,7 @@ extension WuKongSandbox {
         do {
             switch (request.method, parts.count, parts) {
             case ("GET", 3, let p) where p[1] == "users": return try userInfo(p[2])
+            case ("POST", 4, let p) where p[1] == "users" && p[3] == "avatar": return try uploadAvatar(request, uid: p[2])
             case ("PUT", 3, let p) where p[1] == "user" && p[2] == "current": return try updateCurrentUser(request, uid: uid)
             case ("POST", 3, let p) where p[1] == "group" && p[2] == "create": return try createGroup(request, uid: uid)
             case ("GET", 4, let p) where p[1] == "groups" && p[3] == "detail": return try groupDetail(p[2])
@@ -104,6 +111,49 @@ extension WuKongSandbox {
         }
         directory.withLock { $0.users[uid, default: [:]].merge(fields) { _, new in new } }
         return Self.ok()
+    }
+
+    /// `POST /v1/users/{uid}/avatar`: the image in the multipart field `file` becomes the user's avatar.
+    private func uploadAvatar(_ request: HTTPRequestData, uid target: String) throws -> HTTPResponseData {
+        let known = state.withLock { $0.devices[target] != nil } || directory.withLock { $0.users[target] != nil }
+        guard known else { throw SandboxRefusal.badRequest("用户不存在！") }
+        guard let image = Self.multipartFile(request), !image.isEmpty else { throw SandboxRefusal.badRequest("请上传文件！") }
+        directory.withLock { directory in
+            directory.users[target, default: [:]]["is_upload_avatar"] = .int(1)
+            directory.avatars = (directory.avatars ?? [:]).merging([target: image]) { _, new in new }
+        }
+        return Self.ok()
+    }
+
+    /// The content of the multipart part named `file`, nil when there is none.
+    static func multipartFile(_ request: HTTPRequestData) -> Data? {
+        guard let type = request.header("Content-Type"), type.lowercased().hasPrefix("multipart/form-data"),
+              let range = type.range(of: "boundary=") else { return nil }
+        let boundary = String(type[range.upperBound...]).trimmingCharacters(in: CharacterSet(charactersIn: "\" "))
+        let body = Data(request.body)
+        let delimiter = Data("--\(boundary)".utf8)
+        var parts: [Data] = []
+        var start = body.startIndex
+        while let found = body.range(of: delimiter, in: start..<body.endIndex) {
+            if found.lowerBound > start { parts.append(body[start..<found.lowerBound]) }
+            start = found.upperBound
+        }
+        for part in parts {
+            guard let split = part.range(of: Data("\r\n\r\n".utf8)) else { continue }
+            let head = String(decoding: part[part.startIndex..<split.lowerBound], as: UTF8.self)
+            guard head.range(of: "name=\"file\"") != nil else { continue }
+            var content = part[split.upperBound...]
+            if content.suffix(2) == Data("\r\n".utf8) { content = content.dropLast(2) }
+            return Data(content)
+        }
+        return nil
+    }
+
+    /// The image type of an uploaded avatar, from its first bytes.
+    static func imageType(_ image: Data) -> String {
+        if image.starts(with: [0xFF, 0xD8]) { return "image/jpeg" }
+        if image.starts(with: Array("GIF8".utf8)) { return "image/gif" }
+        return "image/png"
     }
 
     // MARK: groups

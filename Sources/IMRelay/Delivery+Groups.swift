@@ -1,0 +1,70 @@
+import IMCore
+
+/// Calls to a target, wrapped: migration paces and retries each one (`Migrator.onTarget`); live relay
+/// makes them directly (its lane retries the whole entry).
+public protocol TargetCalls: Sendable {
+    func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T
+}
+
+/// Each call made once, as it is.
+public struct DirectCalls: TargetCalls {
+    public init() {}
+    public func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T { try await body() }
+}
+
+/// Groups on a target: the one place a group is created there or brought up to date, for live relay's
+/// first sight of a group (`RelayAction.group`) and migration's group phase (`Migrator.migrateGroup`).
+extension Delivery {
+    /// What `bringGroup` did.
+    public enum GroupOutcome: Sendable, Equatable {
+        case created(GroupID)
+        case updated(GroupID, membersAdded: Int)
+        case unchanged(GroupID)
+
+        public var id: GroupID {
+            switch self {
+            case .created(let id), .updated(let id, _), .unchanged(let id): id
+            }
+        }
+    }
+
+    /// A source group as it should be on the target: each member through `user` (once), the owner —
+    /// else the first member — through `user` and first.
+    public static func targetGroup(_ source: GroupProfile, user: (UserID) -> UserID) -> GroupProfile {
+        var desired = source
+        var members: [UserID] = []
+        for member in source.members.map(user) where !members.contains(member) { members.append(member) }
+        desired.owner = (source.owner ?? source.members.first).map(user)
+        if let owner = desired.owner, !members.contains(owner) { members.insert(owner, at: 0) }
+        desired.members = members
+        return desired
+    }
+
+    /// Brings `desired` onto the target. When `id` names a group the target has: a name, avatar or
+    /// announcement that differs is set and missing members are added (`updateGroup`, which never removes
+    /// one) — `.updated` — or nothing differs — `.unchanged`. Otherwise the group is created with `id`
+    /// (else `desired.id`) through `create` when given (migration's, which looks for a creation whose
+    /// answer was lost), else `createGroup` — `.created` with the id the target gave. `calls` wraps each
+    /// target call; `dryRun` reads and decides but writes nothing.
+    public func bringGroup(_ desired: GroupProfile, id: GroupID?, calls: some TargetCalls = DirectCalls(), dryRun: Bool = false,
+                           create: (@Sendable (GroupProfile) async throws -> GroupID)? = nil) async throws -> GroupOutcome {
+        guard let directory = target as? any GroupDirectory else {
+            throw IMError(.unsupported, "\(target.id) has no group directory", isRetryable: false)
+        }
+        var desired = desired
+        if let id { desired.id = id }
+        if let id, let existing = try await calls.run({ try await directory.group(id) }) {
+            let missing = desired.members.filter { !existing.members.contains($0) }
+            let changed = [(desired.name, existing.name), (desired.avatar, existing.avatar), (desired.announcement, existing.announcement)]
+                .contains { wanted, has in wanted != nil && wanted != has }
+            guard !missing.isEmpty || changed else { return .unchanged(id) }
+            let update = desired
+            if !dryRun { try await calls.run { try await directory.updateGroup(update) } }
+            return .updated(id, membersAdded: missing.count)
+        }
+        if dryRun { return .created(desired.id) }
+        let made = desired
+        if let create { return .created(try await create(made)) }
+        return .created(try await calls.run { try await directory.createGroup(made) })
+    }
+}

@@ -1,0 +1,191 @@
+import Foundation
+import IMCore
+import IMMapping
+import IMStore
+import Synchronization
+
+/// Groups a route reaches for the first time are created on the target (docs/architecture.md,
+/// "Groups"): the first message of a source group on a leg to a target group queues a `.group` entry in
+/// the conversation's lane, ahead of the message's own entries, so the group exists — with its name,
+/// avatar, announcement, owner and members — before the first message goes into it. The store remembers
+/// that it was queued (checkpoint `group:<target>:<group>`), once per target group for the life of the
+/// store. The entry reads the source group when it runs and writes through `Delivery.bringGroup`, the
+/// code migration's group phase uses: an existing group is brought up to date (members added, never
+/// removed), a missing one created.
+///
+/// Afterwards, the groups with events since the last round are compared again every
+/// `groups.refresh_minutes` (default 60; at most `maxPerRound` a round): a `.group` entry in a lane of
+/// its own per target group (`lane(target:group:)`, so a failing one never holds a message back) brings
+/// the target group up to the source's again — members who joined are added, a new name, avatar or
+/// announcement is set. No member is removed (`updateGroup` never removes one).
+///
+/// Only targets that keep the id the bridge asks for (RongCloud, and the testing kit's worlds with other
+/// rules) get groups created: NIM, JMessage and WuKong's business server give new groups ids of their
+/// own, while a route relays into the group of the same id (migration maps ids; live relay does not yet).
+public enum GroupSync {
+    public static func checkpointName(target: BackendID, group: GroupID) -> String { "group:\(target):\(group)" }
+
+    /// Vendors whose group creation gives an id of its own (docs/adapters/<vendor>.md).
+    static let idAssigningVendors: Set<String> = ["nim", "jmessage", "wukong"]
+
+    /// The lane of a target group's periodic comparisons: its own, beside the conversation's.
+    public static func lane(target: BackendID, group: GroupID) -> LaneKey {
+        LaneKey(backend: target, conversation: .other("group-sync", group.rawValue))
+    }
+
+    /// At most this many groups are compared per round; the others wait for the next round.
+    public static let maxPerRound = 200
+
+    /// One target group that follows a source group.
+    struct Subject: Hashable, Sendable {
+        var source: BackendID
+        var group: GroupID
+        var target: BackendID
+        var targetGroup: GroupID
+        var route: Route
+        var users: UserMode
+
+        var name: String { GroupSync.checkpointName(target: target, group: targetGroup) }
+    }
+
+    /// Target groups whose first entry is known to be queued (the store's checkpoint says so), and the
+    /// groups with events since the last round (in the order first seen).
+    final class Seen: Sendable {
+        private struct State {
+            var names: Set<String> = []
+            var active: [Subject] = []
+            var activeNames: Set<String> = []
+        }
+
+        private let state = Mutex(State())
+        func contains(_ name: String) -> Bool { state.withLock { $0.names.contains(name) } }
+        func insert(_ added: [String]) { state.withLock { $0.names.formUnion(added) } }
+
+        func noteActive(_ subjects: [Subject]) {
+            state.withLock { state in
+                for subject in subjects where state.activeNames.insert(subject.name).inserted { state.active.append(subject) }
+            }
+        }
+
+        func takeActive(limit: Int) -> [Subject] {
+            state.withLock { state in
+                let taken = Array(state.active.prefix(limit))
+                state.active.removeFirst(taken.count)
+                for subject in taken { state.activeNames.remove(subject.name) }
+                return taken
+            }
+        }
+    }
+}
+
+/// `groups:` in bridge.yaml.
+public struct GroupSettings: Sendable, Equatable {
+    public static let defaultRefreshMinutes = 60.0
+    /// How often groups with events since the last round are compared again (`refresh_minutes`; nil
+    /// when 0: only at first sight).
+    public var refreshMs: Int64? = Int64(defaultRefreshMinutes * 60_000)
+
+    public init(refreshMs: Int64? = Int64(defaultRefreshMinutes * 60_000)) {
+        self.refreshMs = refreshMs
+    }
+
+    public static let keys = ProfileSettings.keys
+
+    static func parse(_ node: ConfigNode, problems: inout ConfigProblems) -> GroupSettings {
+        GroupSettings(refreshMs: ProfileSettings.parseRefresh(node, default: GroupSettings().refreshMs, problems: &problems))
+    }
+}
+
+extension RelayEngine {
+    /// The `.group` entry a new message's leg needs first, when its target group was never set up: a
+    /// group conversation on both sides, source and target with group directories, a target that keeps
+    /// the id asked for. Marked queued in the same transaction (`name` is returned for `groupsSeen`).
+    nonisolated func firstSightGroup(_ event: IMEvent, leg: RouteLeg, _ tx: StoreTransaction,
+                                     at now: Int64) throws -> (entry: StoreTransaction.NewEntry, payload: OutboxPayload, bytes: Data, name: String)? {
+        guard case .message = event.kind, let subject = groupSubject(event, leg: leg) else { return nil }
+        let name = subject.name
+        guard !groupsSeen.contains(name), try tx.checkpoint(name) == nil else { return nil }
+        try tx.setCheckpoint(name, "", at: now)
+        let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: leg.users)
+        let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: now, sourceConversation: event.conversation)
+        let bytes = try payload.encoded()
+        let entry = StoreTransaction.NewEntry(lane: LaneKey(backend: leg.target, conversation: leg.targetConversation),
+                                              sourceBackend: event.backend, sourceEventID: event.eventID, kind: action.kindName, payload: bytes)
+        return (entry, payload, bytes, name)
+    }
+
+    /// The target group an event's leg reaches, when groups are set up for it: a group conversation on
+    /// both sides, source and target with group directories, a target that keeps the id asked for.
+    nonisolated func groupSubject(_ event: IMEvent, leg: RouteLeg) -> GroupSync.Subject? {
+        guard event.conversation.kind == .group, leg.targetConversation.kind == .group,
+              backends[event.backend] is any GroupDirectory, let target = backends[leg.target], target is any GroupDirectory,
+              !GroupSync.idAssigningVendors.contains(target.capabilities.vendor) else { return nil }
+        return GroupSync.Subject(source: event.backend, group: GroupID(event.conversation.id), target: leg.target,
+                                 targetGroup: GroupID(leg.targetConversation.id), route: leg.route, users: leg.users)
+    }
+
+    /// Queues a `.group` entry for each group with events since the last round (at most
+    /// `GroupSync.maxPerRound`), each in its target group's own lane; returns how many.
+    @discardableResult
+    public nonisolated func refreshGroups() async throws -> Int {
+        let subjects = groupsSeen.takeActive(limit: GroupSync.maxPerRound)
+        guard !subjects.isEmpty else { return 0 }
+        let now = clock.nowMs()
+        let made = try subjects.map { subject -> (StoreTransaction.NewEntry, OutboxPayload, Data) in
+            let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: subject.users)
+            let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
+            let bytes = try payload.encoded()
+            return (StoreTransaction.NewEntry(lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), sourceBackend: subject.source,
+                                              sourceEventID: EventID("group-refresh:\(now)"), kind: action.kindName, payload: bytes), payload, bytes)
+        }
+        do {
+            let ids = try await store.groupedTransaction { tx in try tx.enqueueAll(made.map(\.0), at: now) }
+            for (id, item) in zip(ids, made) { payloads.put(id, bytes: item.2, payload: item.1) }
+        } catch {
+            groupsSeen.noteActive(subjects)
+            throw error
+        }
+        wakes.withLock { $0.touched.formUnion(made.map(\.0.lane)) }
+        doorbell.yield()
+        return made.count
+    }
+
+    /// Every `groupSettings.refreshMs`, `refreshGroups`; returns when the task is cancelled.
+    func groupLoop() async {
+        guard let interval = groupSettings.refreshMs else { return }
+        while !Task.isCancelled {
+            try? await Task.sleep(nanoseconds: UInt64(interval) * 1_000_000)
+            if Task.isCancelled { return }
+            do {
+                try await refreshGroups()
+            } catch {
+                logStoreError("group refresh", error)
+            }
+        }
+    }
+
+    /// Runs a `.group` entry: reads the source group and brings the target group up to it,
+    /// members as the leg names them on the target. Members that are the bridge's own puppets on the
+    /// source (the other direction's) are left out: the users they stand for are on the target already.
+    /// A source that cannot describe its groups, or does not know the group, leaves the target as it is.
+    /// True when the target was called.
+    nonisolated func syncGroup(_ group: GroupID, from source: BackendID, to targetGroup: GroupID, users: UserMode, payload: OutboxPayload,
+                               entry: OutboxEntry, delivery: Delivery, mayWrite: @Sendable () throws -> Void) async throws -> Bool {
+        guard let directory = backends[source] as? any GroupDirectory else { return false }
+        let found: GroupProfile?
+        do {
+            found = try await directory.group(group)
+        } catch let error as IMError where error.code == .unsupported {
+            return false
+        }
+        guard var profile = found else { return false }
+        profile.members = profile.members.filter { !routes.isBridgeIdentity($0, on: source) }
+        if let owner = profile.owner, routes.isBridgeIdentity(owner, on: source) { profile.owner = nil }
+        let leg = RouteLeg(route: payload.route, target: entry.lane.backend, targetConversation: .group(targetGroup), users: users)
+        let desired = Delivery.targetGroup(profile, user: leg.targetUser)
+        guard !desired.members.isEmpty else { return false }
+        try mayWrite()
+        _ = try await delivery.bringGroup(desired, id: targetGroup)
+        return true
+    }
+}

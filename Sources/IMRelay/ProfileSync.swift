@@ -1,0 +1,223 @@
+import Foundation
+import IMCore
+import IMMapping
+import IMStore
+import Synchronization
+
+/// Puppets that carry their source users' names and avatars (docs/architecture.md, "Profiles").
+///
+/// - **First sight**: the first message of a source user on a puppet route queues a `profile` entry for
+///   its puppet on the target, in the transaction that queues the message. The store remembers that it
+///   was queued (checkpoint `profile:<target>:<puppet>`), so it is queued once per puppet, not once per
+///   process.
+/// - **Changes**: none of the four vendors' server APIs reports a user's profile change to the app
+///   server (docs/adapters/*.md, "Profiles"), so the senders active since the last round are read again
+///   every `profiles.refresh_minutes` (default 60; at most `maxPerRound` of them a round, the rest in the
+///   next one): each gets a `profile` entry, which writes only when the source's profile differs from the
+///   target's.
+/// - **The one delivery path**: a `profile` entry runs in a lane of its own per puppet
+///   (`lane(target:puppet:)`), with the outbox's retries and dead letters, so a failing profile write never
+///   holds a message back. It reads the source's profile when it runs and writes name and avatar through
+///   `Delivery.syncProfile`; the profile written is kept in the checkpoint, and later provisioning of the
+///   puppet (a restart) writes that instead of the bare id.
+public enum ProfileSync {
+    /// The checkpoint that says a puppet's profile was queued ("") or written (its JSON).
+    public static func checkpointName(target: BackendID, puppet: UserID) -> String { "profile:\(target):\(puppet)" }
+
+    /// The lane of a puppet's profile writes: its own, beside the conversations' lanes.
+    public static func lane(target: BackendID, puppet: UserID) -> LaneKey {
+        LaneKey(backend: target, conversation: .other("profile", puppet.rawValue))
+    }
+
+    /// At most this many senders are read again per round; the others wait for the next round.
+    public static let maxPerRound = 500
+
+    static func encode(_ profile: UserProfile) -> String {
+        var object: [String: JSONValue] = [:]
+        if let name = profile.name { object["name"] = .string(name) }
+        if let avatar = profile.avatar { object["avatar"] = .string(avatar) }
+        return JSONValue.object(object).jsonString()
+    }
+
+    /// The profile a checkpoint holds; nil when it was only queued (or does not read).
+    static func decode(_ text: String, id: UserID) -> UserProfile? {
+        guard !text.isEmpty, let object = (try? JSONValue.parse(Data(text.utf8)))?.objectValue else { return nil }
+        let profile = UserProfile(id: id, name: object["name"]?.stringValue, avatar: object["avatar"]?.stringValue)
+        return profile.name == nil && profile.avatar == nil ? nil : profile
+    }
+
+    /// One puppet whose profile follows a source user's.
+    struct Subject: Hashable, Sendable {
+        var source: BackendID
+        var user: UserID
+        var target: BackendID
+        var puppet: UserID
+        var route: Route
+
+        var checkpoint: String { ProfileSync.checkpointName(target: target, puppet: puppet) }
+    }
+
+    /// What the engine remembers between rounds: puppets whose first entry is known to be queued, and
+    /// the senders active since the last round (in the order first seen).
+    final class Tracker: Sendable {
+        private struct State {
+            var queued: Set<String> = []
+            var active: [Subject] = []
+            var activeKeys: Set<String> = []
+        }
+
+        private let state = Mutex(State())
+
+        func isQueued(_ subject: Subject) -> Bool { state.withLock { $0.queued.contains(subject.checkpoint) } }
+
+        func markQueued(_ subjects: [Subject]) {
+            state.withLock { state in for subject in subjects { state.queued.insert(subject.checkpoint) } }
+        }
+
+        func noteActive(_ subjects: [Subject]) {
+            state.withLock { state in
+                for subject in subjects where state.activeKeys.insert(subject.checkpoint).inserted { state.active.append(subject) }
+            }
+        }
+
+        /// Up to `limit` active senders, oldest first, no longer counted as active.
+        func takeActive(limit: Int) -> [Subject] {
+            state.withLock { state in
+                let taken = Array(state.active.prefix(limit))
+                state.active.removeFirst(taken.count)
+                for subject in taken { state.activeKeys.remove(subject.checkpoint) }
+                return taken
+            }
+        }
+
+        var activeCount: Int { state.withLock { $0.active.count } }
+    }
+}
+
+/// `profiles:` in bridge.yaml.
+public struct ProfileSettings: Sendable, Equatable {
+    public static let defaultRefreshMinutes = 60.0
+    /// How often active senders' profiles are read again (`refresh_minutes`; nil when 0: only at first sight).
+    public var refreshMs: Int64? = Int64(defaultRefreshMinutes * 60_000)
+
+    public init(refreshMs: Int64? = Int64(defaultRefreshMinutes * 60_000)) {
+        self.refreshMs = refreshMs
+    }
+
+    public static let keys = ["refresh_minutes"]
+
+    /// Parses `profiles:`; `refresh_minutes` is a number of minutes ≥ 0 (fractions allowed, 0 turns the
+    /// periodic re-read off), at most 10080 (a week).
+    static func parse(_ node: ConfigNode, problems: inout ConfigProblems) -> ProfileSettings {
+        ProfileSettings(refreshMs: parseRefresh(node, default: ProfileSettings().refreshMs, problems: &problems))
+    }
+
+    /// `refresh_minutes` of `profiles:` or `groups:` (the only key of either) in milliseconds; nil for 0.
+    static func parseRefresh(_ node: ConfigNode, default fallback: Int64?, problems: inout ConfigProblems) -> Int64? {
+        guard node.isPresent else { return fallback }
+        guard problems.attempt({ try node.expectMapping() }) != nil, node.isMapping else { return fallback }
+        problems.attempt { try node.allowOnly(Set(keys)) }
+        return problems.attempt { () throws -> Int64? in
+            guard let text = try node["refresh_minutes"].optionalScalar() else { return fallback }
+            guard let minutes = Double(text), minutes.isFinite, (0...10_080).contains(minutes) else {
+                throw node["refresh_minutes"].error("expected minutes from 0 (only at first sight) to 10080, got \(node["refresh_minutes"].quoted(text))")
+            }
+            let ms = Int64((minutes * 60_000).rounded())
+            guard minutes == 0 || ms >= 1000 else {
+                throw node["refresh_minutes"].error("expected at least 1 second's worth of minutes (0.0167), got \(node["refresh_minutes"].quoted(text))")
+            }
+            return minutes == 0 ? nil : ms
+        } ?? fallback
+    }
+}
+
+extension RelayEngine {
+    /// The profile subject of a new message on `leg`: its sender's puppet on a puppet route between two
+    /// backends that read and write profiles; nil otherwise.
+    nonisolated func profileSubject(_ event: IMEvent, leg: RouteLeg) -> ProfileSync.Subject? {
+        guard case .message(let message) = event.kind, case .puppet = leg.users,
+              backends[event.backend] is any UserDirectory, backends[leg.target] is any UserDirectory else { return nil }
+        return ProfileSync.Subject(source: event.backend, user: message.sender, target: leg.target,
+                                   puppet: leg.targetUser(message.sender), route: leg.route)
+    }
+
+    /// The `profile` entries a callback's transaction queues: one per puppet never queued before (the
+    /// store's checkpoint says so), each marked queued in the same transaction.
+    nonisolated func firstSightEntries(_ subjects: [ProfileSync.Subject], event: IMEvent, _ tx: StoreTransaction,
+                                       at now: Int64) throws -> [(StoreTransaction.NewEntry, OutboxPayload, Data)] {
+        var entries: [(StoreTransaction.NewEntry, OutboxPayload, Data)] = []
+        for subject in subjects where !profiles.isQueued(subject) {
+            guard try tx.checkpoint(subject.checkpoint) == nil else { continue }
+            try tx.setCheckpoint(subject.checkpoint, "", at: now)
+            entries.append(try profileEntry(subject, eventID: event.eventID, at: now))
+        }
+        return entries
+    }
+
+    nonisolated func profileEntry(_ subject: ProfileSync.Subject, eventID: EventID,
+                                  at now: Int64) throws -> (StoreTransaction.NewEntry, OutboxPayload, Data) {
+        let action = RelayAction.profile(source: subject.user, puppet: subject.puppet)
+        let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now)
+        let bytes = try payload.encoded()
+        let entry = StoreTransaction.NewEntry(lane: ProfileSync.lane(target: subject.target, puppet: subject.puppet),
+                                              sourceBackend: subject.source, sourceEventID: eventID, kind: action.kindName, payload: bytes)
+        return (entry, payload, bytes)
+    }
+
+    /// Queues a `profile` entry for each sender active since the last round (at most
+    /// `ProfileSync.maxPerRound`); returns how many.
+    @discardableResult
+    public nonisolated func refreshProfiles() async throws -> Int {
+        let subjects = profiles.takeActive(limit: ProfileSync.maxPerRound)
+        guard !subjects.isEmpty else { return 0 }
+        let now = clock.nowMs()
+        let made = try subjects.map { try profileEntry($0, eventID: EventID("profile-refresh:\(now)"), at: now) }
+        do {
+            let ids = try await store.groupedTransaction { tx in try tx.enqueueAll(made.map(\.0), at: now) }
+            for (id, item) in zip(ids, made) { payloads.put(id, bytes: item.2, payload: item.1) }
+        } catch {
+            profiles.noteActive(subjects)
+            throw error
+        }
+        wakes.withLock { $0.touched.formUnion(made.map(\.0.lane)) }
+        doorbell.yield()
+        return made.count
+    }
+
+    /// Every `profileSettings.refreshMs`, `refreshProfiles`; returns when the task is cancelled. Each
+    /// instance re-reads the senders it took callbacks for (a write happens only on a difference, so two
+    /// instances reading the same sender write once).
+    func profileLoop() async {
+        guard let interval = profileSettings.refreshMs else { return }
+        while !Task.isCancelled {
+            try? await Task.sleep(nanoseconds: UInt64(interval) * 1_000_000)
+            if Task.isCancelled { return }
+            do {
+                try await refreshProfiles()
+            } catch {
+                logStoreError("profile refresh", error)
+            }
+        }
+    }
+
+    /// Runs a `profile` entry: reads the source user's profile and brings the puppet's name and avatar up
+    /// to it. A source that cannot read profiles, or does not know the user, leaves the puppet as it is.
+    /// True when the target was called.
+    nonisolated func syncProfile(of user: UserID, from source: BackendID, as puppet: UserID, delivery: Delivery,
+                                 mayWrite: @Sendable () throws -> Void) async throws -> Bool {
+        guard let directory = backends[source] as? any UserDirectory else { return false }
+        let found: UserProfile?
+        do {
+            found = try await directory.users([user]).first
+        } catch let error as IMError where error.code == .unsupported {
+            return false
+        }
+        guard let found, found.name != nil || found.avatar != nil else { return false }
+        let wanted = UserProfile(id: puppet, name: found.name, avatar: found.avatar)
+        _ = try await delivery.syncProfile(wanted, beforeWrite: mayWrite)
+        let name = ProfileSync.checkpointName(target: delivery.target.id, puppet: puppet)
+        let now = clock.nowMs()
+        try await store.groupedTransaction { try $0.setCheckpoint(name, ProfileSync.encode(wanted), at: now) }
+        return true
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import IMCore
+import IMRelay
+import IMStore
+import IMTesting
+import Testing
+
+/// A group a route reaches for the first time is set up on the target through `Delivery.bringGroup`,
+/// the code migration uses (docs/architecture.md, "Groups").
+@Suite struct GroupSyncTests {
+    static let tea = GroupProfile(id: "g1", name: "Tea", avatar: "https://cdn.example/tea.png", owner: "ann",
+                                  members: ["ann", "bob"], announcement: "be nice")
+
+    func relayedTexts(_ h: RelayHarness, _ group: String) async throws -> [String] {
+        try await h.history(h.rcMemory, group).compactMap { message -> String? in
+            if case .text(let text) = message.currentContent { return text.text }
+            return nil
+        }
+    }
+
+    @Test func aGroupFirstSeenIsCreatedOnTheTargetWithItsProfileBeforeItsFirstMessage() async throws {
+        let h = try RelayHarness()
+        #expect(try await h.wk.createGroup(Self.tea) == "g1")
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("hello")))
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "bob", content: .text("hi")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["hello", "hi"] })
+        let created = try #require(try await h.rcMemory.group("g1"))
+        #expect(created.name == "Tea" && created.avatar == "https://cdn.example/tea.png" && created.announcement == "be nice")
+        #expect(created.owner == "wk_ann" && created.members == ["wk_ann", "wk_bob"])
+        #expect(try await eventually { engine.metrics.value("imbridge_relayed_total", ["target": "rc", "action": "group"]) == 1 })
+        // The group entry ran ahead of the first message in the conversation's lane.
+        let entries = try h.store.read { try $0.entries(ids: Array(1...4)) }
+        #expect(entries.first?.kind == "group" && entries.first?.lane == LaneKey(backend: "rc", conversation: .group("g1")), "\(entries.map(\.kind))")
+        await engine.stop()
+    }
+
+    @Test func anExistingTargetGroupIsBroughtUpToDateNotRecreated() async throws {
+        let h = try RelayHarness()
+        _ = try await h.wk.createGroup(Self.tea)
+        _ = try await h.rcMemory.createGroup(GroupProfile(id: "g1", name: "Old name", owner: "carol", members: ["carol"]))
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("hello")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["hello"] })
+        let group = try #require(try await h.rcMemory.group("g1"))
+        #expect(group.name == "Tea" && group.announcement == "be nice")
+        #expect(group.members == ["carol", "wk_ann", "wk_bob"], "members added, none removed")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+        await engine.stop()
+    }
+
+    @Test func aSourceThatDoesNotKnowTheGroupLeavesTheTargetAloneAndTheMessageFlows() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("unknown"), sender: "ann", content: .text("hello")))
+        #expect(try await eventually { try await relayedTexts(h, "unknown") == ["hello"] })
+        #expect(try await eventually { engine.metrics.value("imbridge_relayed_total", ["target": "rc", "action": "group"]) == 1 })
+        // The conversation exists through the relayed message only: no group was created or given members.
+        #expect(try await h.rcMemory.group("unknown") == nil)
+        await engine.stop()
+    }
+
+    @Test func targetsThatAssignGroupIDsGetNoGroupEntry() throws {
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        let yx = MemoryBackend(id: "yx", capabilities: .nim, clock: SystemClock())
+        let store = try BridgeStore(path: FileManager.default.temporaryDirectory.appendingPathComponent("g-\(UUID().uuidString).sqlite").path)
+        let engine = RelayEngine(store: store, backends: [wk, yx],
+                                 routes: [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "yx:group:*"))])
+        let message = Message(id: "m1", conversation: .group("g1"), sender: "ann", sentAt: 1, content: .text("hi"))
+        let result = try engine.ingest([IMEvent(eventID: "e1", backend: "wk", kind: .message(message))])
+        #expect(result.queued == 1 && result.groupsQueued == 0, "\(result)")
+    }
+
+    @Test func aGroupIsQueuedOncePerStore() throws {
+        let h = try RelayHarness()
+        func event(_ n: Int) -> IMEvent {
+            IMEvent(eventID: EventID("e\(n)"), backend: "wk",
+                    kind: .message(Message(id: MessageID("m\(n)"), conversation: .group("g1"), sender: "ann", sentAt: Int64(n), content: .text("\(n)"))))
+        }
+        #expect(try h.engine().ingest([event(1), event(2)]).groupsQueued == 1)
+        // Another engine on the same store (a restart) knows the group from the checkpoint.
+        #expect(try h.engine().ingest([event(3)]).groupsQueued == 0)
+    }
+
+    /// After first sight, a round compares the groups with events since the last round: a member who
+    /// joined is added, a rename is carried, nobody is removed; a round with no activity queues nothing.
+    @Test func aRoundCarriesJoinsAndRenamesOfActiveGroupsAndRemovesNobody() async throws {
+        let h = try RelayHarness()
+        _ = try await h.wk.createGroup(Self.tea)
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("one")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["one"] })
+        #expect(try await h.rcMemory.group("g1")?.members == ["wk_ann", "wk_bob"])
+
+        try await h.wk.updateGroup(GroupProfile(id: "g1", name: "Tea house", members: ["carol"]))
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "carol", content: .text("two")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["one", "two"] })
+        #expect(try await engine.refreshGroups() == 1)
+        #expect(try await eventually { try await h.rcMemory.group("g1")?.name == "Tea house" })
+        #expect(try await h.rcMemory.group("g1")?.members == ["wk_ann", "wk_bob", "wk_carol"])
+        #expect(try await engine.refreshGroups() == 0, "no event since the last round")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+        await engine.stop()
+    }
+
+    @Test func groupSettingsParse() throws {
+        func parsed(_ block: String) throws -> GroupSettings {
+            try BridgeConfig.parse(BridgeConfigTests.valid + "\n" + block, environment: ["WK_TOKEN": "t", "RC_SECRET": "s"]).groups
+        }
+        #expect(try parsed("").refreshMs == 3_600_000)
+        #expect(try parsed("groups:\n  refresh_minutes: 2").refreshMs == 120_000)
+        #expect(try parsed("groups:\n  refresh_minutes: 0").refreshMs == nil)
+        let error = #expect(throws: IMError.self) { try parsed("groups:\n  refresh_minutes: -3") }
+        #expect(error?.message.contains("groups.refresh_minutes") == true, "\(error?.message ?? "")")
+    }
+}
