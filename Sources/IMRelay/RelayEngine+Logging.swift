@@ -15,7 +15,6 @@ extension RelayEngine {
 
     /// A store failure, at most one line per operation every 5 s (with how many were held back).
     nonisolated func logStoreError(_ operation: String, _ error: any Error, lane: LaneKey? = nil) {
-        catchUpGate.storeFailed()
         guard let held = storeErrorLines.admit(operation, now: clock.nowMs()) else { return }
         var metadata: Logger.Metadata = ["operation": "\(operation)", "error": "\(String("\(error)".prefix(300)))",
                                          "errors_not_logged": "\(held)"]

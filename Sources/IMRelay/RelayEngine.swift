@@ -269,13 +269,7 @@ public actor RelayEngine {
                 return wakes
             }
             if wakes.scan || now >= scanDueAt {
-                let due: [OutboxEntry]
-                do {
-                    due = try store.read { [lease] in try $0.dueLanes(at: now, leaseOwner: lease.owner) }
-                } catch {
-                    catchUpGate.storeFailed()
-                    due = []
-                }
+                let due = (try? store.read { [lease] in try $0.dueLanes(at: now, leaseOwner: lease.owner) }) ?? []
                 for entry in due { startLane(entry.lane) }
                 // Only heads waiting for a later time set the timer: a due head is running (its lane
                 // finishing causes a scan) or waits for a free lane slot (a finishing lane frees one).
@@ -353,7 +347,6 @@ public actor RelayEngine {
                 leadership.set(leader)
                 lastRenewal = now
             } catch {
-                catchUpGate.storeFailed()
                 if clock.nowMs() - lastRenewal >= ttl { leadership.set(false) }
             }
             try? await Task.sleep(nanoseconds: UInt64(max(50, ttl / 3)) * 1_000_000)

@@ -54,10 +54,6 @@ public final class CatchUpGate: Sendable {
         var requested: [Key: String] = [:]
         /// Conversations with a checkpoint in the store (so a restart knows them).
         var known: Set<Key> = []
-        /// Until when a store failure this instance saw keeps `.none` sources' conversations suspect.
-        var suspectUntil: ContinuousClock.Instant?
-        /// The conversations caught up since the last store failure: their live messages pass again.
-        var cleared: Set<Key> = []
     }
 
     let state = Mutex(State())
@@ -103,20 +99,11 @@ public final class CatchUpGate: Sendable {
                     state.lanes[key] = lane
                     continue
                 }
-                // A `.sequence` message past the next one shows a gap; after a store failure a `.none`
-                // conversation's older messages may be in the source's history only (`storeFailed`).
-                // Either way: held, and the conversation read before anything newer is recorded.
-                var reason: String?
                 if signal == .sequence, let seq = message.seq, let last = expected[key] ?? lane.lastSeq, seq > last + 1 {
-                    reason = "gap"
-                } else if signal == .none, let until = state.suspectUntil, !state.cleared.contains(key), ContinuousClock.now < until {
-                    reason = "store_failure"
-                }
-                if let reason {
                     if lane.held.count < Self.maxHeld { lane.held.append(event) }
                     lane.missed = true
                     lane.running = true
-                    state.requested[key] = reason
+                    state.requested[key] = "gap"
                     state.lanes[key] = lane
                     continue
                 }
@@ -182,24 +169,6 @@ public final class CatchUpGate: Sendable {
         }
     }
 
-    /// This instance saw the store fail (an intake, a claim, a scan, a lease renewal). On a source whose
-    /// live traffic shows no gap (`.none`: RongCloud, NIM, JMessage), another instance may have refused a
-    /// callback during the same outage, and the vendor given up on it: a newer message of that
-    /// conversation recorded here would overtake it (each instance's `notRecorded` knows only its own
-    /// refusals). So for `suspicion` after the last failure, each conversation's next live message is held
-    /// until the conversation has been caught up once (reason `store_failure`); then it flows again.
-    /// Its cost: one history read per conversation active in that time.
-    func storeFailed(suspicion: Duration = CatchUpGate.storeFailureSuspicion) {
-        state.withLock { state in
-            guard state.signals.values.contains(.none) else { return }
-            state.suspectUntil = ContinuousClock.now + suspicion
-            state.cleared = []
-        }
-    }
-
-    /// How long a store failure keeps conversations suspect (docs/architecture.md, "Catch-up").
-    public static let storeFailureSuspicion = Duration.seconds(60)
-
     /// The most live messages one conversation holds in memory (the rest come from history).
     static let maxHeld = 5_000
 
@@ -248,7 +217,6 @@ public final class CatchUpGate: Sendable {
             lane.running = false
             lane.missed = false
             state.lanes[key] = lane
-            if state.suspectUntil != nil { state.cleared.insert(key) }
             return held
         }
     }
