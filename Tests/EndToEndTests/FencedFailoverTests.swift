@@ -122,7 +122,7 @@ extension CrashTests {
             #expect(paused == 10, "paused a lane holder \(paused) times")
             try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, Self.warnings(pair))
             let fenced = pair.bridges.map { $0.output.components(separatedBy: "lane lease lapsed or taken over").count - 1 }
-            let late = pair.bridges.map { $0.output.components(separatedBy: "target accepted after the lane was taken over").count - 1 }
+            let late = pair.bridges.map { $0.output.components(separatedBy: "a late attempt reached the target after the lane was taken over").count - 1 }
             let takenBack = pair.bridges.map { $0.output.components(separatedBy: "late copy taken back from the target").count - 1 }
             print("fenced failover: \(sent.values.reduce(0, +)) messages, 10 pauses of \(Self.leaseMs + 1_500) ms; lanes given up after a pause: \(fenced); late copies: \(late), taken back: \(takenBack)")
             for bridge in pair.bridges { #expect(bridge.terminate() == 0) }
