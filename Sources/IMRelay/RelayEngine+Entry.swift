@@ -1,0 +1,224 @@
+import Foundation
+import IMCore
+import IMStore
+
+/// One claimed entry's run and what becomes of it: carried out and recorded (fenced by the lane's tenure),
+/// retried, requeued behind the message it refers to, or a dead letter — and a late copy taken back when
+/// the lane was taken over meanwhile (docs/high-availability.md, "Fenced deliveries").
+extension RelayEngine {
+    /// A change that refers to a message not relayed yet goes back to the end of its lane (after the
+    /// message, if that is queued behind it), with a growing pause; after `maxRequeues` it is a dead letter.
+    nonisolated func requeueOrBury(_ entry: OutboxEntry, _ error: IMError, fence: LeaseFence) async -> LaneStep {
+        let now = clock.nowMs()
+        do {
+            var payload = try OutboxPayload.decode(entry.payload)
+            let count = (payload.requeues ?? 0) + 1
+            guard count <= Self.maxRequeues else { throw error }
+            payload.requeues = count
+            let encoded = try payload.encoded()
+            try await store.groupedTransaction { tx in
+                guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
+                try tx.complete(entry.id, at: now)
+                let id = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: entry.sourceEventID,
+                                        kind: entry.kind, payload: encoded, at: now)
+                try tx.reschedule(id, at: now + min(2000, 50 * Int64(count)), error: "waiting for the message it refers to")
+            }
+            metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
+        } catch is StoreTransaction.LeaseLost {
+            return .fenced
+        } catch {
+            let reason = "\(error)"
+            guard await bury(entry, reason: reason, at: now, fence: fence) else { return .fenced }
+            logDeadLetter(entry, reason: "the message it refers to never arrived: \(reason)")
+        }
+        return .next(nil)
+    }
+
+    /// Records a carried-out entry (its id-map row, done) and claims the lane's next due entry. The target
+    /// has done what the entry asked, so a store failure here is not the entry's failure: the commit is
+    /// tried again (backing off up to 2 s) until it holds. Nil when the engine stops first: the entry stays
+    /// claimed with its attempt counted, so whoever runs it next looks for the copy this attempt left
+    /// instead of sending a second one.
+    nonisolated func record(_ entry: OutboxEntry, payload: OutboxPayload, created: Message?, fence: LeaseFence) async -> RecordOutcome {
+        var pauseMs: UInt64 = 50
+        while true {
+            let now = clock.nowMs()
+            let claimNext = await !isStopping
+            do {
+                var mapping: StoreTransaction.Mapping?
+                if let created, case .send(_, let source, _) = payload.action {
+                    mapping = .init(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
+                                    target: (entry.lane.backend, created.id, created.conversation))
+                }
+                // Fenced: when another instance took the lane over, nothing is written (it runs the entry,
+                // finding this attempt's copy where the target can look it up); when our lease merely
+                // expired, nothing more is claimed.
+                let commit = { [store, mapping] in
+                    try await store.groupedTransaction { tx -> OutboxEntry? in
+                        try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
+                    }
+                }
+                // A lane cut off by the drain deadline after the target accepted still records it (the
+                // store refuses a cancelled task's transaction, so the commit runs in a task of its own):
+                // otherwise the next start would send again where the vendor has no earlier-copy search.
+                let next = Task.isCancelled ? try await Task { try await commit() }.value : try await commit()
+                return .recorded(next, at: now)
+            } catch is StoreTransaction.LeaseLost {
+                return .fenced
+            } catch {
+                metrics.increment("imbridge_store_errors_total", ["operation": "record"])
+                logStoreError("record", error, lane: entry.lane)
+                guard await !isStopping else { return .stopped }
+                try? await Task.sleep(nanoseconds: pauseMs * 1_000_000)
+                pauseMs = min(pauseMs * 2, 2000)
+            }
+        }
+    }
+
+    enum RecordOutcome {
+        case recorded(OutboxEntry?, at: Int64)
+        /// The engine stopped before the commit held.
+        case stopped
+        /// Another instance holds the lane now: nothing was written.
+        case fenced
+    }
+
+    /// Moves the entry to the dead letters, fenced; false when the lane's lease was taken over (nothing written).
+    nonisolated func bury(_ entry: OutboxEntry, reason: String, at now: Int64, fence: LeaseFence) async -> Bool {
+        let buried = (try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: now, fence: fence) }) ?? true
+        guard buried else { return false }
+        metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
+        return true
+    }
+
+    /// This attempt reached the target after another instance had taken the lane over: the target
+    /// accepted it (`created`), or its outcome is unknown (an error after the request may have gone out).
+    /// A pause can fall between the last lease check and the request leaving the process; then the other
+    /// instance, finding no copy yet, sent its own, and this one is a late double. The lane (whoever holds
+    /// it) takes it back once the entry is recorded, unless the id map names it (the other instance found it).
+    nonisolated func queueRetraction(of created: Message?, entry: OutboxEntry, payload: OutboxPayload, attemptAt: Int64) async {
+        guard case .send(var outgoing, let source, _) = payload.action else { return }
+        outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+        deliveryLogger.notice("a late attempt reached the target after the lane was taken over: its copy is taken back if it is a double",
+                              metadata: laneMetadata(entry).merging(["target_message": "\(created?.id.rawValue ?? "unknown")"]) { _, new in new })
+        metrics.increment("imbridge_late_copies_total", ["target": entry.lane.backend.rawValue])
+        var taking = payload
+        taking.action = .retract(source: source, copy: created?.id, outgoing: outgoing, attemptAt: attemptAt)
+        taking.requeues = nil
+        let retraction = taking
+        let now = clock.nowMs()
+        var pauseMs: UInt64 = 50
+        for _ in 0..<20 {
+            do {
+                let encoded = try retraction.encoded()
+                try await store.groupedTransaction { tx in
+                    _ = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: EventID("retract:\(entry.id)"),
+                                       kind: retraction.action.kindName, payload: encoded, at: now)
+                }
+                wake()
+                return
+            } catch {
+                logStoreError("retract", error, lane: entry.lane)
+                try? await Task.sleep(nanoseconds: pauseMs * 1_000_000)
+                pauseMs = min(pauseMs * 2, 2000)
+            }
+        }
+    }
+
+    /// How many times a change may wait for its message (≈ 2 minutes in all with the pauses above).
+    static let maxRequeues = 80
+
+    /// Runs one (claimed) entry and records the outcome, claiming the lane's next due entry in the same
+    /// transaction when the engine is not stopping; `.wait` when the lane must wait (retry scheduled).
+    nonisolated func process(_ entry: OutboxEntry, fence: LeaseFence) async -> LaneStep {
+        let target = entry.lane.backend.rawValue
+        let attemptAt = clock.nowMs()
+        var taken: OutboxPayload?
+        do {
+            let payload = try payloads.take(entry.id, bytes: entry.payload)
+            taken = payload
+            // No vendor call starts unless the lane's lease is provably still ours when it leaves
+            // (`HeldLeases`): asked here and again right before a send's write, after its lookups.
+            let mayWrite: @Sendable () throws -> Void = { [heldLeases] in
+                guard heldLeases.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
+            }
+            try mayWrite()
+            let executed = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            let created = executed.created
+            let (next, now): (OutboxEntry?, Int64)
+            switch await record(entry, payload: payload, created: created, fence: fence) {
+            case .recorded(let claimed, let at): (next, now) = (claimed, at)
+            case .stopped: return .wait
+            case .fenced:
+                if let created { await queueRetraction(of: created, entry: entry, payload: payload, attemptAt: attemptAt) }
+                return .fenced
+            }
+            if executed.reachedTarget { health.succeeded(entry.lane.backend, at: now) }
+            metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
+            if case .profile = payload.action {} else {
+                metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
+            }
+            return .next(next)
+        } catch {
+            // Cut off by a drain deadline: the call was abandoned, not answered. The entry stays claimed
+            // in the outbox; the next start runs it again (looking for the copy this attempt may have left).
+            if Task.isCancelled { return .wait }
+            if error is LeaseLapsed { return .fenced }
+            let step = await settle(entry, error: error, fence: fence)
+            // Fenced after a call that may have been carried out (anything but a failed lookup): a copy
+            // may be on the target beside the one the new holder sends.
+            if case .fenced = step, let taken, (error as? IMError)?.details[Delivery.lookupFailedKey] == nil {
+                await queueRetraction(of: nil, entry: entry, payload: taken, attemptAt: attemptAt)
+            }
+            return step
+        }
+    }
+
+    /// What a failed entry becomes: requeued (waiting for its message), retried later, or a dead letter;
+    /// `.fenced` when the lane was taken over meanwhile (nothing written).
+    nonisolated func settle(_ entry: OutboxEntry, error: any Error, fence: LeaseFence) async -> LaneStep {
+        let target = entry.lane.backend.rawValue
+        let failure = deliveries[entry.lane.backend]?.classify(error, attempt: max(0, entry.attempts)) ?? .permanent
+        switch failure {
+        case .waitForMessage:
+            return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
+        case .retry where retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
+            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age_minutes): \(error)")
+            guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
+            metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
+            logDeadLetter(entry, reason: reason)
+            return .next(nil)
+        case .retry(let delay):
+            let (at, reason) = (clock.nowMs() + delay, "\(error)")
+            let rescheduled = try? await store.groupedTransaction { tx -> Bool in
+                guard try tx.reschedule(entry.id, at: at, error: reason, fence: fence) else { return false }
+                try tx.releaseLease(fence.name, owner: fence.owner)
+                return true
+            }
+            if rescheduled == false { return .fenced }
+            if rescheduled == nil {
+                // The store did not take the pause (it is down or full): the entry is still due now, and
+                // the lane would run it again the moment the store is back — sooner than the pause says,
+                // and after a timed-out send sooner than a late copy can show (a double). The lane task
+                // keeps the pause itself.
+                metrics.increment("imbridge_store_errors_total", ["operation": "reschedule"])
+                try? await Task.sleep(nanoseconds: UInt64(max(0, at - clock.nowMs())) * 1_000_000)
+            }
+            let failure = error as? IMError ?? IMError(.unavailable, reason)
+            health.failed(entry.lane.backend, error: failure, at: clock.nowMs())
+            metrics.increment("imbridge_retries_total", ["target": target])
+            if let held = retryLines.admit(target, now: clock.nowMs()) {
+                deliveryLogger.warning("send failed, will retry", metadata: laneMetadata(entry).merging([
+                    "attempt": "\(entry.attempts + 1)", "retry_in_ms": "\(delay)", "error_class": "\(HealthBoard.errorClass(failure))",
+                    "error": "\(String(reason.prefix(300)))", "retries_not_logged": "\(held)",
+                ]) { _, new in new })
+            }
+            return .wait
+        case .permanent:
+            let (at, reason) = (clock.nowMs(), "\(error)")
+            guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
+            logDeadLetter(entry, reason: reason)
+            return .next(nil)
+        }
+    }
+}
