@@ -66,9 +66,9 @@ public struct HTTPClientWrapper: Sendable {
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
         let gate = WriteGate.check
-        let refusal = WriteGate.Refusal()
+        let refusal = gate.map { _ in WriteGate.Refusal() }
         if let body = request.body {
-            if let gate {
+            if let gate, let refusal {
                 let gated = WriteGate.GatedBody(bytes: ByteBuffer(bytes: body), check: gate, refusal: refusal)
                 outgoing.body = .stream(gated, length: .known(Int64(body.count)))
             } else {
@@ -82,9 +82,9 @@ public struct HTTPClientWrapper: Sendable {
             let body = try await response.body.collect(upTo: maxResponseBytes)
             return HTTPResponseData(status: Int(response.status.code),
                                     headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
-        } catch where refusal.error.withLock({ $0 }) != nil {
+        } catch where refusal?.refused != nil {
             // The write gate refused: the body was never written, so the server carried nothing out.
-            throw refusal.error.withLock { $0 }!
+            throw refusal!.refused!
         } catch let error as HTTPClientError where error == .connectTimeout {
             throw IMError(.timeout, "\(request.method) \(request.url) timed out connecting", isRetryable: true, details: ["transport": "timeout"])
         } catch let error as HTTPClientError where error == .deadlineExceeded || error == .readTimeout {

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import NIOCore
 import Synchronization
 
@@ -39,7 +38,9 @@ public enum WriteGate {
         func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
     }
 
+    /// What the gate threw, if it refused.
     final class Refusal: Sendable {
         let error = Mutex<(any Error)?>(nil)
+        var refused: (any Error)? { error.withLock { $0 } }
     }
 }

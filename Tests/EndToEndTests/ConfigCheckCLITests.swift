@@ -4,7 +4,7 @@ import IMHTTP
 import IMLab
 import Testing
 
-/// `imbridge check` and `imbridge run` on configurations they must refuse (issue 15, cases 5 and 6):
+/// `imbridge check` and `imbridge run` on configurations they must refuse:
 /// exit status 1, every problem with FILE:LINE, no usage footer, and never a secret — the real binary,
 /// each error path with secret-shaped values in the file.
 @Suite struct ConfigCheckCLITests {
@@ -114,7 +114,7 @@ import Testing
     }
 }
 
-/// `/healthz` names error classes, never the URL, host or body of a failing backend (issue 15, case 7),
+/// `/healthz` names error classes, never the URL, host or body of a failing backend,
 /// and shows how old the oldest pending entry of each backend is.
 @Suite struct HealthzLeakTests {
     @Test func aFailingBackendShowsItsErrorClassNotItsURL() async throws {

@@ -13,7 +13,7 @@ import SandboxTestSupport
 import Testing
 import WuKongSandbox
 
-/// Issue #15: bounded fuzzing (fixed seed, a few seconds) of every adapter's callback endpoint through
+/// Bounded fuzzing (fixed seed, a few seconds) of every adapter's callback endpoint through
 /// the bridge's real HTTP listener and of every sandbox's vendor endpoints: random and mutated bodies,
 /// headers, content types and methods, empty and huge inputs, correctly signed requests with garbage
 /// bodies. Nothing may answer 5xx, the process stays up (good requests still work afterwards) and its

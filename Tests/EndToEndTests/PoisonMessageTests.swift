@@ -8,7 +8,7 @@ import IMRelay
 import JMessage
 import Testing
 
-/// Issue #15, case 1: one correctly authenticated message that does not convert must not hold up a
+/// One correctly authenticated message that does not convert must not hold up a
 /// vendor's stream. Each test sends a poison message and then 100 good ones through the real sandbox →
 /// bridge → target; the 100 arrive in order, and the poison one is an inbound dead letter that
 /// `imbridge deadletters list` shows.

@@ -3,7 +3,7 @@ import IMCore
 import IMRelay
 import Testing
 
-/// `BridgeConfig` as a linter (issue 15, case 5): every problem at once, each with FILE:LINE (a missing
+/// `BridgeConfig` as a linter: every problem at once, each with FILE:LINE (a missing
 /// key at the line of its enclosing mapping), and none quoting a secret.
 @Suite struct ConfigLintTests {
     static let adapters: Set<String> = ["wukong", "rongcloud", "nim", "jmessage"]

@@ -23,32 +23,39 @@ import Testing
         }
     }
 
-    @Test func aLateDoubleIsTakenBackAndTheRecordedCopyStays() async throws {
-        let h = try RelayHarness()
+    /// A running WuKong → RongCloud engine that has relayed one message of alice's: its source and the copy recorded.
+    static func relayedOne(_ h: RelayHarness, _ text: String) async throws -> (RelayEngine, original: Message, recorded: Message) {
         let engine = h.engine()
         try await engine.start(feeding: [h.wk, h.rc])
-        let original = try await h.wk.send(OutgoingMessage(conversation: Self.g1, sender: "alice", content: .text("订单 42")))
+        let original = try await h.wk.send(OutgoingMessage(conversation: g1, sender: "alice", content: .text(text)))
         #expect(try await eventually { try await h.history(h.rc, "g1").count == 1 })
-        let recorded = try await h.history(h.rc, "g1")[0]
+        return (engine, original, try await h.history(h.rc, "g1")[0])
+    }
+
+    /// Queues a late copy's retraction, lets the lane run it and waits until the late copy is recalled.
+    static func expectTakenBack(_ h: RelayHarness, _ engine: RelayEngine, source: MessageID, late: MessageID, copy: MessageID?,
+                                keeping recorded: MessageID, id: String) async throws {
+        try queueRetraction(h, source: source, copy: copy, id: id)
+        engine.wake()
+        #expect(try await eventually { try await h.history(h.rc, "g1").first { $0.id == late }?.isRecalled == true })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.history(h.rc, "g1").first { $0.id == recorded }?.isRecalled == false)
+    }
+
+    @Test func aLateDoubleIsTakenBackAndTheRecordedCopyStays() async throws {
+        let h = try RelayHarness()
+        let (engine, original, recorded) = try await Self.relayedOne(h, "订单 42")
         // The late copy: what the paused holder's request left once it resumed.
         let late = try await h.rcMemory.send(OutgoingMessage(conversation: Self.g1, sender: "wk_alice", content: .text("订单 42")))
 
-        try Self.queueRetraction(h, source: original.id, copy: late.id, id: "1")
-        engine.wake()
-        #expect(try await eventually { try await h.history(h.rc, "g1").first { $0.id == late.id }?.isRecalled == true })
-        #expect(await engine.waitUntilIdle())
-        #expect(try await h.history(h.rc, "g1").first { $0.id == recorded.id }?.isRecalled == false)
+        try await Self.expectTakenBack(h, engine, source: original.id, late: late.id, copy: late.id, keeping: recorded.id, id: "1")
         #expect(engine.metrics.value("imbridge_late_copies_retracted_total", ["target": "rc"]) == 1)
         await engine.stop()
     }
 
     @Test func theCopyTheOtherInstanceFoundIsKept() async throws {
         let h = try RelayHarness()
-        let engine = h.engine()
-        try await engine.start(feeding: [h.wk, h.rc])
-        let original = try await h.wk.send(OutgoingMessage(conversation: Self.g1, sender: "alice", content: .text("hello")))
-        #expect(try await eventually { try await h.history(h.rc, "g1").count == 1 })
-        let recorded = try await h.history(h.rc, "g1")[0]
+        let (engine, original, recorded) = try await Self.relayedOne(h, "hello")
 
         // The old holder's copy is the one the id map names (the new holder's lookup found it): kept.
         try Self.queueRetraction(h, source: original.id, copy: recorded.id, id: "2")
@@ -67,18 +74,10 @@ import Testing
     /// searches for the copy as a retried send does, and takes back the one the id map does not name.
     @Test func aLateCopyWithoutAnAnswerIsFoundAndTakenBack() async throws {
         let h = try RelayHarness()
-        let engine = h.engine()
-        try await engine.start(feeding: [h.wk, h.rc])
-        let original = try await h.wk.send(OutgoingMessage(conversation: Self.g1, sender: "alice", content: .text("订单 42")))
-        #expect(try await eventually { try await h.history(h.rc, "g1").count == 1 })
-        let recorded = try await h.history(h.rc, "g1")[0]
+        let (engine, original, recorded) = try await Self.relayedOne(h, "订单 42")
         let late = try await h.rcMemory.send(OutgoingMessage(conversation: Self.g1, sender: "wk_alice", content: .text("订单 42")))
 
-        try Self.queueRetraction(h, source: original.id, copy: nil, id: "3")
-        engine.wake()
-        #expect(try await eventually { try await h.history(h.rc, "g1").first { $0.id == late.id }?.isRecalled == true })
-        #expect(await engine.waitUntilIdle())
-        #expect(try await h.history(h.rc, "g1").first { $0.id == recorded.id }?.isRecalled == false)
+        try await Self.expectTakenBack(h, engine, source: original.id, late: late.id, copy: nil, keeping: recorded.id, id: "3")
         await engine.stop()
     }
 }

@@ -5,7 +5,7 @@ import IMStore
 import IMTesting
 import Testing
 
-/// Issue #15, case 9: small deliberate bugs the suite once let through. Each test here fails when its
+/// Small deliberate bugs the suite once let through. Each test here fails when its
 /// bug is put back (checked by hand, one at a time).
 @Suite struct RelayNearMissTests {
     /// An echo recognised ONLY through the id map: no client-id prefix, an ordinary sender (not a puppet),

@@ -6,7 +6,7 @@ import JMessageSandbox
 import SandboxTestSupport
 import Testing
 
-/// Issue #20: request shapes other JMessage clients send, as raw HTTP.
+/// Request shapes other JMessage clients send, as raw HTTP.
 @Suite struct JMessageSandboxClientShapeTests {
     /// PyPI `jmessage` 2.0.0: `User(jm).create(username, password, admin=True)` wraps the user into a
     /// one-item list and posts it with `requests` (`json=[…]`, `session.auth`). The sandbox registers the

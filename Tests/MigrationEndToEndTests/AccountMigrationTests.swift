@@ -9,12 +9,12 @@ import RongCloud
 import Testing
 import WuKong
 
-/// Issue 18's done-when test: a WuKong account — 10 users with names and avatars, 3 groups with owners and
+/// A whole-account migration: a WuKong account — 10 users with names and avatars, 3 groups with owners and
 /// members, direct and group history — migrated by the real `imbridge migrate` to RongCloud, NIM and
 /// JMessage through the sandboxes, SIGKILLed once part of the history is copied and run again; then users,
 /// groups, members and messages are compared record by record, and there is exactly one of everything.
 ///
-/// It needs the user and group directories of the adapters (issue 18 item 1); until an adapter has them
+/// It needs the user and group directories of the adapters; until an adapter has them
 /// the test is reported as skipped with that reason.
 ///
 /// What a side cannot keep is left out of the comparison per vendor, with the reason:

@@ -104,7 +104,7 @@ import Testing
         }
     }
 
-    /// Near miss (issue #15): a full-length CheckSum (or MD5) differing only in its last character is
+    /// Near miss: a full-length CheckSum (or MD5) differing only in its last character is
     /// refused (a comparison of the first bytes only would pass it).
     @Test func aCheckSumOrMD5WrongOnlyInItsLastCharacterIsRefused() async {
         func flipLast(_ hex: String) -> String { String(hex.dropLast()) + (hex.hasSuffix("0") ? "1" : "0") }

@@ -7,7 +7,7 @@ import NIMSandbox
 import SandboxTestSupport
 import Testing
 
-/// Issue #20: what other clients of the NIM server API send (request shapes the sandbox must accept) and
+/// what other clients of the NIM server API send (request shapes the sandbox must accept) and
 /// the endpoints they call that the sandbox did not serve. Requests are raw HTTP built by hand.
 @Suite(.serialized) struct NIMSandboxClientShapeTests {
     /// The headers NetEase's `yunxin-mcp-server` sends (python-requests, `data=dict`, Nonce a UUID with dashes).

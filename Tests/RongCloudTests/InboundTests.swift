@@ -110,7 +110,7 @@ struct RongCloudInboundTests {
         #expect(error?.code == .authenticationFailed, "\(why)")
     }
 
-    /// Near miss (issue #15): a full-length signature differing only in its last character is refused
+    /// Near miss: a full-length signature differing only in its last character is refused
     /// (a comparison of the first bytes only would pass it).
     @Test func aSignatureWrongOnlyInItsLastCharacterIsRefused() async {
         var query = signedQuery()
@@ -124,7 +124,7 @@ struct RongCloudInboundTests {
         #expect(await events(query: signedQuery(), body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1)
     }
 
-    /// Near miss (issue #15): a callback stamped two hours in the future is as stale as one two hours
+    /// Near miss: a callback stamped two hours in the future is as stale as one two hours
     /// old (the skew check is on the absolute distance).
     @Test func aCallbackStampedInTheFutureIsRefused() async {
         for timestamp in ["1795266079", "1795266079000", "1795251679"] {

@@ -7,7 +7,7 @@ import Testing
 @testable import RongCloudSandbox
 import SandboxTestSupport
 
-/// Issue #20: requests exactly as the vendor's client libraries send them (raw bytes and headers), and
+/// Requests exactly as the vendor's client libraries send them (raw bytes and headers), and
 /// the endpoints those libraries call that the sandbox did not serve. Sources: docs/adapters/rongcloud.md §6.
 @Suite(.serialized) struct RongCloudSandboxClientShapesTests {
     /// The headers of RongCloud's own MCP server (Python `requests`): `Nonce` a millisecond epoch,

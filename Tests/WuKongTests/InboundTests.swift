@@ -191,7 +191,7 @@ import Testing
         #expect(Set(again.map(\.eventID)).isSuperset(of: Set(events.prefix(2).map(\.eventID))))
     }
 
-    /// Near miss (issue #15): a shared secret differing only in its last character is refused.
+    /// Near miss: a shared secret differing only in its last character is refused.
     @Test func aSecretWrongOnlyInItsLastCharacterIsRefused() async throws {
         let secret = "a-long-shared-webhook-secret-0001"
         let backend = Self.backend(secret: secret)
@@ -206,7 +206,7 @@ import Testing
         #expect(answer.status == 200 && sink.events.count == 1)
     }
 
-    /// Near miss (issue #15): several rows whose read count rose, in no particular seq order: the read
+    /// Near miss: several rows whose read count rose, in no particular seq order: the read
     /// receipt goes up to the highest seq (not the lowest, not the last row).
     @Test func extrasReadReceiptsGoUpToTheHighestSeqOfSeveralRows() throws {
         let codec = WuKongExtrasCodec(backend: "wk", content: WuKongContentCodec())
@@ -224,7 +224,7 @@ import Testing
         #expect(user == "u2" && upTo == "109")
     }
 
-    /// Near miss (issue #15): removing some keys of a remote `extra` (not all of them) reports each
+    /// Near miss: removing some keys of a remote `extra` (not all of them) reports each
     /// removed key; removing all of them is a clear.
     @Test func extrasRemovalOfSomeKeysIsReported() throws {
         let some = try #require(WuKongExtrasCodec.delta(from: ["a": "1", "b": "2", "c": "3"], to: ["a": "1"], version: 7))
@@ -235,7 +235,7 @@ import Testing
         #expect(all.cleared && all.removed == ["a"])
     }
 
-    /// Issue #15: a remote `extra` with non-string values does not fail the row (and so the sync):
+    /// a remote `extra` with non-string values does not fail the row (and so the sync):
     /// numbers and booleans become their JSON text, objects their JSON, null drops the key.
     @Test func extraValuesOfAnyJSONTypeAreKeptAsText() throws {
         let json = #"[{"message_id":1,"message_id_str":"1","extra_version":2,"extra":{"s":"x","n":3,"b":true,"o":{"k":1},"z":null}},{"message_id":2,"message_id_str":"2","extra_version":3,"extra":"not an object"}]"#

@@ -4,7 +4,7 @@ import Testing
 import SandboxTestSupport
 import WuKongSandbox
 
-/// docs/adapters/wukong.md §5.1's endpoint table against what the sandbox serves (issue #20).
+/// docs/adapters/wukong.md §5.1's endpoint table against what the sandbox serves.
 @Suite struct WuKongSandboxEndpointTableTests {
     /// The table's rows `| `METHOD /path` | served |` or `| `METHOD /path` | not served |`.
     static func documentedEndpoints() throws -> [(route: String, served: Bool)] {
