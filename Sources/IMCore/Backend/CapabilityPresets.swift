@@ -14,6 +14,7 @@ extension Capabilities {
         var capabilities = wukongBase
         capabilities.expansionOnAnyMessage = true
         capabilities.keepsMuteState = false
+        capabilities.groupCreationAssignsID = true
         // `/conversations/clearUnread`; pinning and reminders live in the business server, whose APIs
         // for them are not documented (docs/adapters/wukong.md): not offered.
         capabilities.conversationState = [.clearUnread]
@@ -67,6 +68,7 @@ extension Capabilities {
     public static let nim: Capabilities = {
         var capabilities = nimBase
         capabilities.recallsInHistory = .removed
+        capabilities.groupCreationAssignsID = true
         return capabilities
     }()
 
@@ -95,6 +97,7 @@ extension Capabilities {
     public static let jMessage: Capabilities = {
         var capabilities = jMessageBase
         capabilities.recallsInHistory = .unmarked
+        capabilities.groupCreationAssignsID = true
         return capabilities
     }()
 
