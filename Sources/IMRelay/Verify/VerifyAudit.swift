@@ -71,13 +71,16 @@ public actor VerifyAudit {
         self.settings = settings
         self.verifier = Verifier(store: engine.store, backends: backends, routes: routes, customFallbacks: engine.customFallbacks,
                                  clock: engine.clock)
+        // Shown as on from the start (the page and /metrics may be read before the loop starts).
+        if settings.intervalMs != nil {
+            engine.metrics.prepareVerify()
+            engine.metrics.verifyAudit.enable()
+        }
     }
 
     /// Starts the loop (nothing when `verify.interval` is not set); the first audit after one interval.
     public func start() {
         guard let interval = settings.intervalMs, loop == nil else { return }
-        engine.metrics.prepareVerify()
-        engine.metrics.verifyAudit.enable()
         loop = Task { [weak self] in
             while !Task.isCancelled {
                 try? await Task.sleep(nanoseconds: UInt64(interval) * 1_000_000)
