@@ -43,6 +43,9 @@ struct VerifyCommand: AsyncParsableCommand {
         }
         var scope = VerifyScope(route: route, sinceMs: try MigrateCommand.parseTime(since, "--since"),
                                 untilMs: try MigrateCommand.parseTime(until, "--until"))
+        if let since = scope.sinceMs, let until = scope.untilMs, since > until {
+            throw ValidationError("--since \(self.since ?? "") is after --until \(self.until ?? "")")
+        }
         if let conversation {
             let parts = conversation.split(separator: ":", maxSplits: 1).map(String.init)
             guard parts.count == 2, bridge.backends.contains(where: { $0.id.rawValue == parts[0] }) else {
@@ -52,6 +55,9 @@ struct VerifyCommand: AsyncParsableCommand {
                 scope.conversation = (BackendID(parts[0]), try ConversationRef(parsing: parts[1]))
             } catch let error as IMError {
                 throw ValidationError("--conversation \(conversation): \(error.message)")
+            }
+            if let named = scope.conversation, RouteTable(bridge.config.routes).legs(from: named.backend, conversation: named.conversation).isEmpty {
+                throw ValidationError("--conversation: no route of \(config) relays \(conversation)")
             }
         }
         let verifier = Verifier(store: bridge.store, backends: bridge.backends.map { $0 as any IMBackend }, routes: bridge.config.routes,

@@ -158,6 +158,12 @@ import Testing
         #expect(conversation.status != 0 && conversation.status != 1 && conversation.output.contains("--conversation"), "\(conversation.output)")
         let since = try await IMBridgeCLI.run(["verify", "--config", rig.config, "--since", "yesterday"])
         #expect(since.status != 0 && since.status != 1 && since.output.contains("ISO 8601"), "\(since.output)")
+        let uncovered = try await IMBridgeCLI.run(["verify", "--config", rig.config, "--conversation", "rc:group:g"])
+        #expect(uncovered.status == 64 && uncovered.output.contains("no route"), "\(uncovered.output)")
+        let backwards = try await IMBridgeCLI.run(["verify", "--config", rig.config, "--since", "2026-02-01T00:00:00Z", "--until", "2026-01-01T00:00:00Z"])
+        #expect(backwards.status == 64 && backwards.output.contains("after --until"), "\(backwards.output)")
+        let missingConfig = try await IMBridgeCLI.run(["verify", "--config", rig.config + ".nope"])
+        #expect(missingConfig.status == 2, "a configuration that cannot be read is exit status 2, not 1 (drift): \(missingConfig.output)")
         let drift = try await HTTPClientWrapper().send(OutboundRequest(method: "POST", url: rig.lab.url(of: "rc") + "/_sandbox/drift",
                                                                        body: Array(#"{"op":"remove","id":"NOPE-NOPE-NOPE-NOPE"}"#.utf8)))
         #expect(drift.status == 404)
