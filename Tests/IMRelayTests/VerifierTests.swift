@@ -104,4 +104,29 @@ import Testing
             }
         }
     }
+
+    /// An edit that did not reach a target that edits (WuKong rules on both sides): reported as content drift,
+    /// repaired with the relay's `.edit` through the outbox (this process working the lane as a guest),
+    /// after which the comparison is clean.
+    @Test func anEditNotAppliedIsRepairedWithAnEdit() async throws {
+        let target = MemoryBackend(id: "wk2", capabilities: .wukong, clock: SystemClock())
+        let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "wk2:group:*"))]
+        let original = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("draft")))
+        let copy = try await target.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("draft")))
+        try h.store.transaction { tx in try tx.map(source: ("wk", original.id, group), target: ("wk2", copy.id, group), at: 1) }
+        try await h.wk.edit(original.id, in: group, by: "alice", content: .text("final"))
+
+        let verifier = Verifier(store: h.store, backends: [h.wk, target], routes: routes)
+        var report = try await verifier.run(VerifyScope(conversation: ("wk", group)))
+        let item = try #require(report.conversations.first?.items.first)
+        #expect(item.kind == .content && item.sourceMessage == original.id.rawValue && item.targetMessage == copy.id.rawValue, "\(report.table)")
+        #expect(item.fix == [.edit(source: original.id, by: "wk_alice", content: .text("final"))])
+        try await verifier.repair(&report, retry: RetryPolicy(baseMs: 5, maxMs: 50), timeoutMs: 20_000)
+        #expect(report.conversations.first?.items.first?.repair == "repaired", "\(report.table)")
+        let edited = try await target.history(HistoryQuery(conversation: group, limit: 10)).messages.first { $0.id == copy.id }
+        #expect(edited?.currentContent == .text("final"))
+        let after = try await verifier.run(VerifyScope(conversation: ("wk", group)))
+        #expect(after.exitCode == 0, "\(after.table)")
+        #expect(try h.store.read { try $0.count(state: .done) } == 1, "one outbox entry carried it out")
+    }
 }
