@@ -3,7 +3,7 @@ import Foundation
 /// `imbridge-bench <scenario>… [--json] [--messages N] …` — see docs/performance.md. Release builds only:
 /// `swift run -c release imbridge-bench all`.
 let usage = """
-    usage: imbridge-bench <relay|relay-many|migrate|migrate-many|codec|memory|all>… [--json]
+    usage: imbridge-bench <relay|relay-many|migrate|migrate-many|verify|codec|memory|all>… [--json]
            [--messages N] [--rate R] [--rate-messages N] [--concurrency C] [--conversations K]
            [--notify-interval-ms MS] [--no-echo] [--codec-seconds S] [--page-size P] [--parallel L] (migrate-many)
            [--store postgres://USER@HOST:PORT/DB] [--instances N]   (relay, relay-many)
@@ -69,6 +69,8 @@ for scenario in scenarios {
         case "migrate-many":
             result = try await MigrateBench(messages: int("messages", 100_000), concurrency: concurrency, pageSize: int("page-size", 100),
                                             conversations: int("conversations", 20), parallel: int("parallel", 8), name: "migrate-many").run()
+        case "verify":
+            result = try await VerifyBench(messages: int("messages", 100_000), concurrency: concurrency, conversations: int("conversations", 100)).run()
         case "memory":
             result = try await MemoryBench(messages: int("messages", 1_000_000), conversations: int("conversations", 100), concurrency: concurrency,
                                            notifyIntervalMs: notify).run()

@@ -44,6 +44,11 @@ import Testing
         #expect(report.exitCode == 0 && report.driftCount == 0, "\(report.table)")
         #expect(report.conversations.map(\.sourceMessages) == [3] && report.conversations.first?.targetMessages == 3)
         #expect(report.readCalls["wk"] == 1 && report.readCalls["rc"] == 1, "one page a side: \(report.readCalls)")
+        let verifier = Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+        for _ in 1...2 {
+            let again = try await verifier.run(VerifyScope(conversation: ("wk", group)))
+            #expect(again.readCalls == ["wk": 1, "rc": 1], "each run counts its own calls (scheduled audits reuse a verifier)")
+        }
     }
 
     @Test func copiesShownInTheOtherOrderAreOutOfOrder() async throws {

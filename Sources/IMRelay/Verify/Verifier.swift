@@ -82,6 +82,7 @@ public final class Verifier: Sendable {
     /// Compares every conversation of `scope`; `progress(done, total)` after each.
     public func run(_ scope: VerifyScope, progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> VerifyReport {
         var report = VerifyReport(startedAtMs: clock.nowMs(), sinceMs: scope.sinceMs, untilMs: scope.untilMs)
+        calls.withLock { $0 = [:] }   // this run's calls (one run at a time per verifier)
         let pairs = try self.pairs(scope)
         for (n, pair) in pairs.enumerated() {
             report.conversations.append(await compare(pair, scope))
@@ -297,7 +298,7 @@ public final class Verifier: Sendable {
             }
             result.items.append(missing)
         }
-        copies.sort { ($0.expected.message.sentAt, $0.expected.message.seq ?? 0) < ($1.expected.message.sentAt, $1.expected.message.seq ?? 0) }
+        // In source order (history order), for the order check.
         let sourceOrder = Dictionary(sourceMessages.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
         copies.sort { sourceOrder[$0.expected.message.id, default: 0] < sourceOrder[$1.expected.message.id, default: 0] }
 
