@@ -194,6 +194,9 @@ extension Migrator {
             }
             let assigns = target.capabilities.groupCreationAssignsID
             if targetID == nil && !assigns { targetID = group }
+            // A target that assigns ids may still have a group of this id (one a route relays into): that one.
+            // (An id the target cannot have, such as a non-numeric NIM tid, is refused by the read: none.)
+            if targetID == nil, assigns, let found = try? await onTarget({ try await directory.group(group) }), found != nil { targetID = group }
             let desired = Delivery.targetGroup(profile, user: plan.targetUser)
             if targetID == nil, !plan.dryRun, try store.read({ try $0.checkpoint(mapName + ":pending") }).map({ !$0.isEmpty }) == true {
                 targetID = try await earlierGroup(desired, plan)
