@@ -149,6 +149,35 @@ import Testing
         #expect(dead == 0, "\(bridge.output.suffix(3000))")
     }
 
+    /// With no bridge running, `verify --repair` carries out the entries it queued itself.
+    @Test func withNoBridgeRunningRepairCarriesItsEntriesOutItself() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.lab.stop() } }
+        let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+        let bridge = try await rig.bridge()
+        var sent: [MessageID] = []
+        for n in 1...3 { sent.append(try await wk.send(OutgoingMessage(conversation: .group("solo"), sender: "alice", content: .text("s-\(n)"))).id) }
+        let relayed = await eventually(60) { ((try? await rig.records("rc", "solo")) ?? []).count == 3 }
+        #expect(relayed, "\(bridge.output.suffix(2000))")
+        #expect(bridge.terminate() == 0)
+        let copies = try await rig.records("rc", "solo").compactMap { $0["id"]?.stringValue }
+        try #require(copies.count == 3)
+        try await rig.plant("rc", ["op": "remove", "id": .string(copies[0])])
+        let double = try await rig.plant("rc", ["op": "double", "id": .string(copies[2])])
+
+        let repaired = try await rig.verify(["--repair", "--conversation", "wk:group:solo"])
+        let items = Self.items(repaired.report)
+        #expect(repaired.status == 1 && items.count == 2, "\(repaired.output)")
+        #expect(items.allSatisfy { $0["repair"]?.stringValue?.hasPrefix("repaired") == true }, "\(repaired.output)")
+        #expect(items.contains { $0["kind"] == "doubled" && $0["target_message"]?.stringValue == double && $0["source_message"]?.stringValue == sent[2].rawValue })
+        let after = try await rig.verify()
+        #expect(after.status == 0, "\(after.output)")
+        let store = try BridgeStore(path: "\(rig.lab.directory)/bridge.sqlite")
+        #expect(try store.read { try ($0.count(state: .pending), $0.count(state: .dead)) } == (0, 0), "nothing left in the outbox")
+        let texts = try await rig.records("rc", "solo").filter { $0["recalled"] != true }.compactMap { $0["text"]?.stringValue }
+        #expect(texts == ["s-2", "s-3", "s-1"], "one copy of each; the missing one after the newer ones: \(texts)")
+    }
+
     @Test func badInputIsRefusedClearly() async throws {
         let rig = try await Rig.start()
         defer { Task { await rig.lab.stop() } }
