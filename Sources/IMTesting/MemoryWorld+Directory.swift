@@ -10,7 +10,8 @@ import IMCore
 ///   those vendors do (NIM `tid`, JMessage `gid`); the others keep the id asked for, and refuse to create
 ///   a group that exists (`conflict`);
 /// - `updateGroup` sets name, avatar, announcement and extra fields and adds missing members (never
-///   removes one); members are listed sorted, the owner included.
+///   removes one); `removeMembers` takes members out (ids that are not members are skipped); members
+///   are listed sorted, the owner included.
 extension MemoryWorld {
     /// Whether this world's vendor assigns group ids itself.
     var assignsGroupIDs: Bool { ["nim", "jmessage"].contains(capabilities.vendor) }
@@ -64,6 +65,13 @@ extension MemoryWorld {
         }
     }
 
+    func removeMembers(_ members: [UserID], from id: GroupID) throws {
+        try state.withLock { state in
+            guard state.groupProfile(id) != nil else { throw IMError(.notFound, "no group \(id)") }
+            state.groupMembers[id]?.subtract(members)
+        }
+    }
+
     func allGroups() -> [GroupID] {
         state.withLock { Set($0.groups.keys).union($0.groupMembers.keys).sorted { $0.rawValue < $1.rawValue } }
     }
@@ -84,7 +92,7 @@ extension MemoryWorld.State {
     }
 }
 
-extension MemoryBackend: UserDirectory, GroupDirectory {
+extension MemoryBackend: UserDirectory, GroupMemberRemoving {
     public func users(_ ids: [UserID]) async throws -> [UserProfile] { world.users(ids) }
 
     public func saveUser(_ profile: UserProfile) async throws { world.saveUser(profile) }
@@ -96,6 +104,8 @@ extension MemoryBackend: UserDirectory, GroupDirectory {
     public func createGroup(_ profile: GroupProfile) async throws -> GroupID { try world.createGroup(profile) }
 
     public func updateGroup(_ profile: GroupProfile) async throws { try world.updateGroup(profile) }
+
+    public func removeMembers(_ members: [UserID], from group: GroupID) async throws { try world.removeMembers(members, from: group) }
 
     public func allGroups() async throws -> [GroupID] { world.allGroups() }
 

@@ -256,6 +256,15 @@ public protocol GroupDirectory: IMBackend {
     func groups(of user: UserID) async throws -> [GroupID]
 }
 
+/// Taking members out of a group: what live relay uses to keep a target group's puppets in step with the
+/// source group's members (docs/architecture.md, "Groups"). `updateGroup` never removes anyone; this is
+/// the one call that does.
+public protocol GroupMemberRemoving: GroupDirectory {
+    /// Removes `members` from the group; ids that are not members are skipped. A group whose last member
+    /// is removed may cease to exist (RongCloud).
+    func removeMembers(_ members: [UserID], from group: GroupID) async throws
+}
+
 /// Listing every conversation a backend holds (server view), for `imbridge migrate --all`.
 public protocol ConversationDiscovery: IMBackend {
     func allConversations() async throws -> [ConversationRef]
