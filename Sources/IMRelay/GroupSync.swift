@@ -140,13 +140,7 @@ extension RelayEngine {
         let subjects = groupsSeen.takeActive(limit: GroupSync.maxPerRound)
         guard !subjects.isEmpty else { return 0 }
         let now = clock.nowMs()
-        let made = try subjects.map { subject -> (StoreTransaction.NewEntry, OutboxPayload, Data) in
-            let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: subject.users)
-            let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
-            let bytes = try payload.encoded()
-            return (StoreTransaction.NewEntry(lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), sourceBackend: subject.source,
-                                              sourceEventID: EventID("group-refresh:\(now)"), kind: action.kindName, payload: bytes), payload, bytes)
-        }
+        let made = try subjects.map { try groupEntry($0, eventID: EventID("group-refresh:\(now)"), at: now) }
         do {
             let ids = try await store.groupedTransaction { tx in try tx.enqueueAll(made.map(\.0), at: now) }
             for (id, item) in zip(ids, made) { payloads.put(id, bytes: item.2, payload: item.1) }
@@ -157,6 +151,16 @@ extension RelayEngine {
         wakes.withLock { $0.touched.formUnion(made.map(\.0.lane)) }
         doorbell.yield()
         return made.count
+    }
+
+    /// A comparison of `subject`'s target group, in its own lane (`GroupSync.lane`).
+    nonisolated func groupEntry(_ subject: GroupSync.Subject, eventID: EventID,
+                                at now: Int64) throws -> (StoreTransaction.NewEntry, OutboxPayload, Data) {
+        let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: subject.users)
+        let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
+        let bytes = try payload.encoded()
+        return (StoreTransaction.NewEntry(lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), sourceBackend: subject.source,
+                                          sourceEventID: eventID, kind: action.kindName, payload: bytes), payload, bytes)
     }
 
     /// Every `groupSettings.refreshMs`, `refreshGroups`; returns when the task is cancelled.
