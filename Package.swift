@@ -129,7 +129,7 @@ let package = Package(
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP",
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
                                                          .product(name: "Logging", package: "swift-log", condition: server),
                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [

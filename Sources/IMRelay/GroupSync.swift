@@ -26,9 +26,6 @@ import Synchronization
 public enum GroupSync {
     public static func checkpointName(target: BackendID, group: GroupID) -> String { "group:\(target):\(group)" }
 
-    /// Vendors whose group creation gives an id of its own (docs/adapters/<vendor>.md).
-    static let idAssigningVendors: Set<String> = ["nim", "jmessage", "wukong"]
-
     /// The lane of a target group's periodic comparisons: its own, beside the conversation's.
     public static func lane(target: BackendID, group: GroupID) -> LaneKey {
         LaneKey(backend: target, conversation: .other("group-sync", group.rawValue))
@@ -128,7 +125,7 @@ extension RelayEngine {
     nonisolated func groupSubject(_ event: IMEvent, leg: RouteLeg) -> GroupSync.Subject? {
         guard event.conversation.kind == .group, leg.targetConversation.kind == .group,
               backends[event.backend] is any GroupDirectory, let target = backends[leg.target], target is any GroupDirectory,
-              !GroupSync.idAssigningVendors.contains(target.capabilities.vendor) else { return nil }
+              !target.capabilities.groupCreationAssignsID else { return nil }
         return GroupSync.Subject(source: event.backend, group: GroupID(event.conversation.id), target: leg.target,
                                  targetGroup: GroupID(leg.targetConversation.id), route: leg.route, users: leg.users)
     }

@@ -19,14 +19,21 @@ extension RelayEngine: EventSink {
     public nonisolated func accept(_ batch: InboundBatch) async throws {
         let admitted = catchUpGate.admit(batch.events)
         let fresh = catchUpGate.unknownConversations(in: admitted)
+        let holdKeys = sharedHolds.enabled ? catchUpGate.holdKeys(in: admitted) : []
         do {
             let backends = self.backends
             let first = CatchUpRunner.firstCheckpoints(fresh, routes: routes) { key, message in
                 try? (backends[key.backend] as? any CatchUpSource)?.cursor(for: message)
             }
-            try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first)
+            try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys)
             catchUpGate.recorded(admitted)
             catchUpGate.markKnown(fresh.keys)
+        } catch let held as HeldElsewhere {
+            // Another instance is catching these conversations up (`SharedHolds`): the vendor sends the
+            // callback again; once the hold is gone this instance checks that a read covered it.
+            catchUpGate.heldElsewhere(held.keys)
+            metrics.increment("imbridge_callbacks_held_elsewhere_total")
+            throw IMError(.unavailable, "the conversation is being caught up by another instance: deliver again later", isRetryable: true)
         } catch {
             catchUpGate.notRecorded(admitted)
             metrics.increment("imbridge_ingest_errors_total")
@@ -77,16 +84,28 @@ extension RelayEngine {
     @discardableResult
     public nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage] = [],
                                           firstCheckpoints: [(name: String, value: String)] = []) async throws -> IngestResult {
+        try await ingestGrouped(events, setAside: setAside, firstCheckpoints: firstCheckpoints, holdKeys: [])
+    }
+
+    /// `holdKeys`: the conversations of live messages, refused when another instance holds one (`SharedHolds`).
+    @discardableResult
+    /// `release`: a catch-up's store hold, given up in the same transaction unless marked since (`HoldMarked`).
+    nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
+                                   holdKeys: [CatchUpGate.Key], release: (name: String, token: Int64)? = nil) async throws -> IngestResult {
         let now = clock.nowMs()
-        let planned = try await store.groupedTransaction { [self] tx in
+        let outcome = try await store.groupedTransaction { [self] tx -> Result<Recorded, HeldElsewhere> in
+            // Held by another instance: nothing is recorded, the mark on its hold is committed.
+            let held = try sharedHolds.mark(holdKeys, tx)
+            if !held.isEmpty { return .failure(HeldElsewhere(keys: held)) }
             var recorded = try record(events, tx, at: now)
             recorded.kept = try keep(setAside, tx, at: now)
             for (name, value) in firstCheckpoints where try tx.checkpoint(name) == nil {
                 try tx.setCheckpoint(name, value, at: now)
             }
-            return recorded
+            if let release { guard try tx.releaseLease(release.name, owner: sharedHolds.owner, token: release.token) else { throw HoldMarked() } }
+            return .success(recorded)
         }
-        return finishIngest(events, planned)
+        return finishIngest(events, try outcome.get())
     }
 
     /// Keeps poison messages as inbound dead letters; returns those kept now (not kept before).

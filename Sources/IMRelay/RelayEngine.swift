@@ -72,6 +72,8 @@ public actor RelayEngine {
     private var leaseKeeper: Task<Void, Never>?
     /// This engine's leases as confirmed on its monotonic clock: asked before every vendor call.
     nonisolated let heldLeases: HeldLeases
+    /// Conversations being caught up, held in the store for the other instances (PostgreSQL only).
+    nonisolated let sharedHolds: SharedHolds
     /// The readiness probe in flight (`probeStore`), if any.
     nonisolated let storeProbe = ProbeSlot()
     /// Lanes whose lease another instance held when we last tried, until when not to try again on
@@ -103,6 +105,7 @@ public actor RelayEngine {
         self.lease = lease
         self.leadership = leadership
         self.heldLeases = HeldLeases(ttlMs: lease.ttlMs)
+        self.sharedHolds = SharedHolds(enabled: store.kind == .postgres, owner: lease.owner, ttlMs: lease.ttlMs)
         self.customFallbacks = customFallbacks
         self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
         self.deliveries = self.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }

@@ -41,6 +41,8 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_callbacks_refused_total", kind: .counter,
                help: "Callbacks turned away (forged signature, malformed body), by backend and error code."),
         Family(name: "imbridge_ingest_errors_total", kind: .counter, help: "Batches of events the store could not record (the vendor is asked to redeliver)."),
+        Family(name: "imbridge_callbacks_held_elsewhere_total", kind: .counter,
+               help: "Callbacks refused because another instance is catching their conversation up (the vendor redelivers them)."),
         Family(name: "imbridge_duplicates_total", kind: .counter, help: "Events received again (same backend and event id) and not relayed again."),
         Family(name: "imbridge_echoes_total", kind: .counter, help: "Events caused by the bridge itself, recorded and not relayed."),
         Family(name: "imbridge_fallbacks_total", kind: .counter,

@@ -414,6 +414,28 @@ struct PostgresOperations: StoreOperations {
 
     func dropAllLeases() throws -> Int { try changed("DELETE FROM leases", []) }
 
+    func markLeases(_ names: [String], notOwnedBy owner: String) throws -> [String] {
+        try rows("UPDATE leases SET token = CASE WHEN token = 9223372036854775807 THEN 1 ELSE token + 1 END WHERE name = ANY($1) AND owner <> $2 RETURNING name", [.texts(names), .text(owner)])
+            .map { try $0.decode(String.self) }
+    }
+
+    func leaseToken(_ name: String, owner: String) throws -> Int64? {
+        try int("SELECT token FROM leases WHERE name = $1 AND owner = $2", [.text(name), .text(owner)])
+    }
+
+    func releaseLease(_ name: String, owner: String, token: Int64) throws -> Bool {
+        try changed("DELETE FROM leases WHERE name = $1 AND owner = $2 AND token = $3", [.text(name), .text(owner), .int(token)]) > 0
+    }
+
+    func leaseOwners(_ names: [String]) throws -> [String: String] {
+        var owners: [String: String] = [:]
+        for row in try rows("SELECT name, owner FROM leases WHERE name = ANY($1)", [.texts(names)]) {
+            let (name, owner) = try row.decode((String, String).self)
+            owners[name] = owner
+        }
+        return owners
+    }
+
     func leaseHolder(_ name: String, at now: Int64) throws -> String? {
         try rows("SELECT owner FROM leases WHERE name = $1 AND expires_at > \(Self.serverNow)", [.text(name)]).first.map { try $0.decode(String.self) }
     }

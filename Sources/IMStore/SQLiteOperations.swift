@@ -339,4 +339,32 @@ struct SQLiteOperations: StoreOperations {
     func leaseHolder(_ name: String, at now: Int64) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM leases WHERE name = ? AND expires_at > ?"), arguments: [name, now])
     }
+
+    func markLeases(_ names: [String], notOwnedBy owner: String) throws -> [String] {
+        var marked: [String] = []
+        for name in names {
+            try db.cachedStatement(sql: "UPDATE leases SET token = CASE WHEN token = 9223372036854775807 THEN 1 ELSE token + 1 END WHERE name = ? AND owner <> ?").execute(arguments: [name, owner])
+            if db.changesCount > 0 { marked.append(name) }
+        }
+        return marked
+    }
+
+    func leaseToken(_ name: String, owner: String) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: "SELECT token FROM leases WHERE name = ? AND owner = ?"), arguments: [name, owner])
+    }
+
+    func releaseLease(_ name: String, owner: String, token: Int64) throws -> Bool {
+        try db.cachedStatement(sql: "DELETE FROM leases WHERE name = ? AND owner = ? AND token = ?").execute(arguments: [name, owner, token])
+        return db.changesCount > 0
+    }
+
+    func leaseOwners(_ names: [String]) throws -> [String: String] {
+        var owners: [String: String] = [:]
+        for name in names {
+            if let owner = try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM leases WHERE name = ?"), arguments: [name]) {
+                owners[name] = owner
+            }
+        }
+        return owners
+    }
 }

@@ -134,6 +134,10 @@ protocol StoreOperations {
     func markDead(_ id: Int64, error: String, at now: Int64, fence: LeaseFence) throws -> Bool
     func releaseLease(_ name: String, owner: String) throws
     func leaseHolder(_ name: String, at now: Int64) throws -> String?
+    func leaseOwners(_ names: [String]) throws -> [String: String]
+    func markLeases(_ names: [String], notOwnedBy owner: String) throws -> [String]
+    func leaseToken(_ name: String, owner: String) throws -> Int64?
+    func releaseLease(_ name: String, owner: String, token: Int64) throws -> Bool
     func dropAllLeases() throws -> Int
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 fence: LeaseFence) throws -> OutboxEntry?
@@ -481,6 +485,27 @@ public struct StoreTransaction {
 
     /// Who holds the lease unexpired at `now` (nil: free); on PostgreSQL at the server's clock.
     public func leaseHolder(_ name: String, at now: Int64) throws -> String? { try ops.leaseHolder(name, at: now) }
+
+    /// The owners of those of `names` that have a lease row, expired or not (a row an instance left
+    /// behind when it died still says that its work under the lease was not finished).
+    public func leaseOwners(_ names: [String]) throws -> [String: String] {
+        names.isEmpty ? [:] : try ops.leaseOwners(names)
+    }
+
+    /// Marks those of `names` another owner has a row for (expired or not) by moving their token, and
+    /// returns them: the owner's `releaseLease(_:owner:token:)` then fails, telling it that somebody met
+    /// its lease meanwhile. The row lock orders the mark and the release.
+    public func markLeases(_ names: [String], notOwnedBy owner: String) throws -> [String] {
+        names.isEmpty ? [] : try ops.markLeases(names, notOwnedBy: owner)
+    }
+
+    /// The token of `owner`'s row for `name` (nil: the owner has none, or it was taken over).
+    public func leaseToken(_ name: String, owner: String) throws -> Int64? { try ops.leaseToken(name, owner: owner) }
+
+    /// Gives the lease up only if its token is still `token` (not marked since); true when given up.
+    public func releaseLease(_ name: String, owner: String, token: Int64) throws -> Bool {
+        try ops.releaseLease(name, owner: owner, token: token)
+    }
 
     /// Forgets every lease (whoever holds it); returns how many. Only for a store that one instance uses
     /// (SQLite): what a killed predecessor held is then free at once instead of after its expiry.

@@ -87,6 +87,10 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// `msgTimestamp`); the bridge then orders changes by it. Elsewhere (WuKong's `extra_version` is a
     /// per-channel counter) the bridge stamps the change with its own intake time (docs/expansions.md).
     public var expansionVersionIsChangeTime: Bool = false
+    /// True where creating a group gives it an id of the vendor's own, whatever id was asked for (NIM's
+    /// `tid`, JMessage's `gid`, the WuKong business server's `group_no`; docs/adapters/<vendor>.md): a
+    /// group reached by a route cannot be made under the source's id there, and a migration maps ids.
+    public var groupCreationAssignsID: Bool = false
     /// Whether the vendor keeps a per-user mute flag for conversations (`ConversationListing.setMuted`);
     /// WuKongIM lists conversations and unread counts but keeps no mute state.
     public var keepsMuteState: Bool = true

@@ -14,6 +14,7 @@ extension Capabilities {
         var capabilities = wukongBase
         capabilities.expansionOnAnyMessage = true
         capabilities.keepsMuteState = false
+        capabilities.groupCreationAssignsID = true
         // `/conversations/clearUnread`; pinning and reminders live in the business server, whose APIs
         // for them are not documented (docs/adapters/wukong.md): not offered.
         capabilities.conversationState = [.clearUnread]
@@ -64,7 +65,13 @@ extension Capabilities {
     /// NetEase Yunxin server API v1. Recall window 2 minutes by default (the console can raise it; set
     /// `recallWindowMs`); no edits and no key/value expansions in v1: expansion changes are carried as a
     /// type-100 custom message the NIM adapter recognises on the way back in (`fallback`).
-    public static let nim = Capabilities(
+    public static let nim: Capabilities = {
+        var capabilities = nimBase
+        capabilities.groupCreationAssignsID = true
+        return capabilities
+    }()
+
+    private static let nimBase = Capabilities(
         vendor: "nim",
         features: [.customContent: .full, .mentions: .partial, .replies: .partial, .commands: .partial, .recall: .full,
                    .edit: .rejected, .expansion: .fallback, .reactions: .rejected, .readReceipts: .rejected, .media: .full,
@@ -86,7 +93,13 @@ extension Capabilities {
     /// REST; no card or notice message types. `msg_body` ≤ 4096 bytes: text is capped at 3584 bytes so
     /// the JSON framing and our extras fit (the adapter still refuses a body over 4096 bytes); 600
     /// calls/min on the free plan.
-    public static let jMessage = Capabilities(
+    public static let jMessage: Capabilities = {
+        var capabilities = jMessageBase
+        capabilities.groupCreationAssignsID = true
+        return capabilities
+    }()
+
+    private static let jMessageBase = Capabilities(
         vendor: "jmessage",
         features: [.customContent: .full, .mentions: .rejected, .replies: .fallback, .commands: .rejected, .recall: .partial,
                    .edit: .rejected, .expansion: .rejected, .reactions: .rejected, .readReceipts: .rejected, .media: .full,

@@ -54,6 +54,9 @@ public final class CatchUpGate: Sendable {
         var requested: [Key: String] = [:]
         /// Conversations with a checkpoint in the store (so a restart knows them).
         var known: Set<Key> = []
+        /// Conversations whose live messages this instance refused because another instance holds them
+        /// (`SharedHolds`), to be checked once that hold is gone.
+        var elsewhere: Set<Key> = []
     }
 
     let state = Mutex(State())
@@ -166,6 +169,33 @@ public final class CatchUpGate: Sendable {
                 }
                 state.lanes[key] = lane
             }
+        }
+    }
+
+    /// The conversations of `events` a shared hold covers: messages of watched sources (`SharedHolds`).
+    func holdKeys(in events: [IMEvent]) -> [Key] {
+        state.withLock { state in
+            var keys: [Key] = []
+            for event in events {
+                guard case .message(let message) = event.kind, state.signals[event.backend] != nil else { continue }
+                let key = Key(backend: event.backend, conversation: message.conversation)
+                if !keys.contains(key) { keys.append(key) }
+            }
+            return keys
+        }
+    }
+
+    /// The intake refused live messages of `keys` because another instance holds them: once that hold
+    /// is gone, this instance checks it was given up, not left behind (`CatchUpRunner.checkElsewhere`).
+    func heldElsewhere(_ keys: [Key]) {
+        state.withLock { $0.elsewhere.formUnion(keys) }
+    }
+
+    /// The conversations refused because held elsewhere (and forgets them).
+    func takeElsewhere() -> Set<Key> {
+        state.withLock { state in
+            defer { state.elsewhere = [] }
+            return state.elsewhere
         }
     }
 

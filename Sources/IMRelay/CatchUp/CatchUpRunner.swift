@@ -121,6 +121,9 @@ public actor CatchUpRunner {
             for (key, reason) in gate.takeRequested().sorted(by: { $0.key.conversation.description < $1.key.conversation.description }) {
                 await catchUp(key, reason: reason)
             }
+            for key in gate.takeElsewhere().sorted(by: { $0.conversation.description < $1.conversation.description }) {
+                await checkElsewhere(key)
+            }
             let due = retries.filter { $0.value.at <= clock.nowMs() }.keys.sorted { $0.conversation.description < $1.conversation.description }
             for key in due where !Task.isCancelled { await catchUp(key, reason: "retry") }
             let now = clock.nowMs()
@@ -162,25 +165,56 @@ public actor CatchUpRunner {
     /// conversation stays held (and its checkpoint where it was) and is tried again after a pause.
     func catchUp(_ key: CatchUpGate.Key, reason: String) async {
         guard sources[key.backend] != nil else { return }
-        metrics.increment("imbridge_catch_up_runs_total", ["backend": key.backend.rawValue, "reason": reason])
         gate.begin(key)
+        // With several instances the conversation is held in the store first, so that the others refuse
+        // its live messages meanwhile (`SharedHolds`); while another instance holds it, this one waits.
+        let token: Int64?
+        switch await takeHold(key) {
+        case .taken(let taken):
+            token = taken
+        case .busy:
+            gate.hold(key)
+            retries[key] = (clock.nowMs() + Self.holdBusyRetryMs, retries[key]?.failures ?? 0)
+            return
+        case .failed(let error):
+            gate.hold(key)
+            retries[key] = (clock.nowMs() + Self.holdBusyRetryMs, retries[key]?.failures ?? 0)
+            metrics.increment("imbridge_catch_up_errors_total", ["backend": key.backend.rawValue])
+            logger.warning("catch-up could not hold the conversation in the store; its live messages wait and it is tried again",
+                           metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                      "retry_in_ms": "\(Self.holdBusyRetryMs)", "error": "\(String("\(error)".prefix(300)))"])
+            return
+        }
+        metrics.increment("imbridge_catch_up_runs_total", ["backend": key.backend.rawValue, "reason": reason])
         var reads = 0
         var recovered = 0, skipped = 0
         var failure: (any Error)?
+        var release = token.map { (name: SharedHolds.name(key), token: $0) }
         while true {
             _ = gate.takeMissed(key)
             do {
+                // The hold's token as this read begins: a mark after it makes the release fail (`SharedHolds`).
+                if let held = release {
+                    let owner = engine.sharedHolds.owner
+                    guard let now = try store.read({ try $0.leaseToken(held.name, owner: owner) }) else { throw HoldMarked() }
+                    release?.token = now
+                }
                 let outcome = try await readAndRecord(key)
                 recovered += outcome.recovered
                 skipped += outcome.skipped
+                reads += 1
+                // Marked during the read: read again before letting live messages through.
+                if let held = release, reads < 5 {
+                    let owner = engine.sharedHolds.owner
+                    if try store.read({ try $0.leaseToken(held.name, owner: owner) }) != held.token { continue }
+                }
             } catch {
                 failure = error
                 break
             }
-            reads += 1
             if let held = gate.finish(key, force: reads >= 5) {
                 do {
-                    try await recordHeld(held)
+                    try await recordHeld(held, release: release)
                 } catch {
                     failure = error
                 }
@@ -190,6 +224,12 @@ public actor CatchUpRunner {
         if recovered > 0 || skipped > 0 {
             logger.info("caught up from history", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
                                                              "reason": "\(reason)", "recovered": "\(recovered)", "skipped": "\(skipped)"])
+        }
+        if failure is HoldMarked {
+            // Another instance refused a live message meanwhile: read again at once, still held.
+            gate.hold(key)
+            retries[key] = (clock.nowMs(), retries[key]?.failures ?? 0)
+            return
         }
         if let failure {
             // Held until read again: a live message recorded now would move the position past what is unread.
@@ -206,6 +246,53 @@ public actor CatchUpRunner {
         }
     }
 
+    /// How soon a conversation another instance holds (or whose hold could not be written) is tried again.
+    static let holdBusyRetryMs: Int64 = 200
+
+    enum HoldOutcome {
+        /// Held (with the hold's token), or nil: nothing is held in the store (SQLite).
+        case taken(Int64?)
+        case busy
+        case failed(any Error)
+    }
+
+    /// Holds `key` in the store for this instance (`SharedHolds`); `.taken(nil)` at once on SQLite.
+    private func takeHold(_ key: CatchUpGate.Key) async -> HoldOutcome {
+        let holds = engine.sharedHolds
+        guard holds.enabled else { return .taken(nil) }
+        let now = clock.nowMs()
+        do {
+            let fence = try await store.groupedTransaction { tx in
+                try tx.takeLease(SharedHolds.name(key), owner: holds.owner, ttlMs: holds.ttlMs, now: now)
+            }
+            return fence.map { .taken($0.token) } ?? .busy
+        } catch {
+            return .failed(error)
+        }
+    }
+
+    /// This instance refused `key`'s live messages because another instance held the conversation
+    /// (`SharedHolds`). A holder that gives its hold up has read after every refusal (each marked its
+    /// hold): nothing to do. A hold still live is checked again on the next round; one left behind by an
+    /// instance that died (expired, still there) is taken over: this instance catches the conversation up.
+    func checkElsewhere(_ key: CatchUpGate.Key) async {
+        let holds = engine.sharedHolds
+        let name = SharedHolds.name(key)
+        let now = clock.nowMs()
+        let state: (live: String?, left: String?)
+        do {
+            state = try store.read { tx in (try tx.leaseHolder(name, at: now), try tx.leaseOwners([name])[name]) }
+        } catch {
+            gate.heldElsewhere([key])
+            return
+        }
+        if let live = state.live, live != holds.owner {
+            gate.heldElsewhere([key])
+            return
+        }
+        if let left = state.left, left != holds.owner { await catchUp(key, reason: "taken_over") }
+    }
+
     /// The pause before the `failures`-th retry of a conversation's catch-up: 0.5 s doubling, at most 10 s
     /// (its live messages wait meanwhile).
     static func retryDelayMs(failures: Int) -> Int64 {
@@ -218,8 +305,9 @@ public actor CatchUpRunner {
     /// Held live messages, recorded after the read (the ledger drops those the read already took).
     /// A conversation without a position yet gets its first checkpoint at the first of them, as the
     /// intake would have given it.
-    private func recordHeld(_ held: [IMEvent]) async throws {
-        guard !held.isEmpty else { return }
+    /// `release`: the store hold, given up in the same transaction (`SharedHolds`).
+    private func recordHeld(_ held: [IMEvent], release: (name: String, token: Int64)?) async throws {
+        guard !held.isEmpty || release != nil else { return }
         var first: [CatchUpGate.Key: Message] = [:]
         for event in held {
             guard case .message(let message) = event.kind else { continue }
@@ -228,7 +316,7 @@ public actor CatchUpRunner {
         }
         let sources = self.sources
         let checkpoints = Self.firstCheckpoints(first, routes: routes) { key, message in try? sources[key.backend]?.cursor(for: message) }
-        try await engine.ingestGrouped(held, firstCheckpoints: checkpoints)
+        try await engine.ingestGrouped(held, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release)
         gate.recorded(held)
         gate.markKnown(first.keys)
     }

@@ -15,9 +15,6 @@ import IMStore
 ///   (crash, timeout) is recognised on the rerun among the owner's groups by name before anything is
 ///   created again.
 extension Migrator {
-    /// Vendors that give groups ids of their own on creation.
-    static let groupIDAssigningVendors: Set<String> = ["nim", "jmessage"]
-
     static func groupMapName(_ plan: MigrationPlan, _ group: GroupID) -> String {
         "migrate-group:\(plan.source):\(group.rawValue)->\(plan.target)"
     }
@@ -67,7 +64,7 @@ extension Migrator {
         }
 
         var targets: [GroupID: GroupID] = [:]
-        let assigns = Self.groupIDAssigningVendors.contains(target.capabilities.vendor)
+        let assigns = target.capabilities.groupCreationAssignsID
         for group in groups {
             if let target = await migrateGroup(group, profiles[group], explicit: explicit[group], plan) {
                 targets[group] = target
@@ -195,8 +192,11 @@ extension Migrator {
                 note("group \(group): \(source.capabilities.vendor) does not describe it (no profile, no members); its history goes to group:\(targetID?.rawValue ?? group.rawValue)")
                 return targetID
             }
-            let assigns = Self.groupIDAssigningVendors.contains(target.capabilities.vendor)
+            let assigns = target.capabilities.groupCreationAssignsID
             if targetID == nil && !assigns { targetID = group }
+            // A target that assigns ids may still have a group of this id (one a route relays into): that one.
+            // (An id the target cannot have, such as a non-numeric NIM tid, is refused by the read: none.)
+            if targetID == nil, assigns, let found = try? await onTarget({ try await directory.group(group) }), found != nil { targetID = group }
             let desired = Delivery.targetGroup(profile, user: plan.targetUser)
             if targetID == nil, !plan.dryRun, try store.read({ try $0.checkpoint(mapName + ":pending") }).map({ !$0.isEmpty }) == true {
                 targetID = try await earlierGroup(desired, plan)
@@ -239,7 +239,7 @@ extension Migrator {
                 return try await directory.createGroup(profile)
             } catch {
                 try await pause(after: error, attempt: &attempt)
-                if Self.groupIDAssigningVendors.contains(target.capabilities.vendor), let found = try await earlierGroup(profile, plan) {
+                if target.capabilities.groupCreationAssignsID, let found = try await earlierGroup(profile, plan) {
                     return found
                 }
             }

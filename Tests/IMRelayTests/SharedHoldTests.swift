@@ -1,0 +1,138 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+@testable import IMRelay
+import IMStore
+import IMTesting
+import PostgresTestSupport
+import Testing
+
+/// Two instances on one PostgreSQL store and a source whose live traffic shows no gap (RongCloud, NIM,
+/// JMessage): while one instance catches a conversation up, the other refuses the conversation's live
+/// callbacks instead of recording them ahead of the older messages the read brings
+/// (docs/high-availability.md, "Held conversations"). Found by the fault campaign as a reorder after a
+/// PostgreSQL outage: each instance held only the conversations whose callbacks it had refused itself.
+@Suite(.serialized) struct SharedHoldTests {
+    struct Instance {
+        let source: FailingHistorySource
+        let engine: RelayEngine
+        let runner: CatchUpRunner
+        let owner: String
+    }
+
+    struct Rig {
+        let memory = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        let target = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: SystemClock())
+        let url: String
+        let routes = [Route(from: try! RouteEndpoint(parsing: "wk:group:*"), to: try! RouteEndpoint(parsing: "rc:group:*"))]
+
+        init() throws { url = try TestPostgres.freshURL("holds") }
+
+        /// An instance of its own (store connection, source view whose history can fail, lease owner).
+        func instance(_ name: String, ttlMs: Int64 = 1_000) throws -> Instance {
+            let store = try BridgeStore(path: url)
+            let source = FailingHistorySource(memory, gapSignal: .none)
+            let owner = "\(name)-\(UUID().uuidString.prefix(6))"
+            let engine = RelayEngine(store: store, backends: [source, target], routes: routes, retry: RetryPolicy(baseMs: 5, maxMs: 50),
+                                     lease: LeaseSettings(owner: owner, ttlMs: ttlMs))
+            let runner = CatchUpRunner(engine: engine, backends: [source, target], routes: routes,
+                                       settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+            return Instance(source: source, engine: engine, runner: runner, owner: owner)
+        }
+
+        func start(_ instance: Instance) async throws {
+            await instance.engine.start()
+            try await instance.runner.start()
+            #expect(await eventually { await instance.runner.finishedPasses >= 1 })
+        }
+
+        func stop(_ instance: Instance) async {
+            await instance.runner.stop()
+            await instance.engine.stop()
+        }
+
+        /// Sends `text` into group g on the source (its history has it) and returns its callback's event.
+        func post(_ text: String) async throws -> IMEvent {
+            _ = try await memory.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+            let stored = try #require(try await memory.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+            return IMEvent(eventID: EventID("msg:\(stored.id)"), backend: "wk", kind: .message(stored))
+        }
+
+        func relayed() async throws -> [String] {
+            try await target.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1000)).messages
+                .compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+        }
+
+        func holder(_ instance: Instance) throws -> String? {
+            try instance.engine.store.read { try $0.leaseOwners(["hold:wk/group:g"])["hold:wk/group:g"] }
+        }
+    }
+
+    /// A holds the conversation (its catch-up cannot read history yet, after a callback it could not
+    /// record); B meets the hold and refuses the newer message, which is relayed after the older one.
+    @Test func aConversationOneInstanceCatchesUpIsNotOvertakenByTheOther() async throws {
+        let rig = try Rig()
+        let a = try rig.instance("a"), b = try rig.instance("b")
+        try await rig.start(a)
+        try await rig.start(b)
+        for (index, text) in ["n1", "n2", "n3"].enumerated() {
+            try await (index.isMultiple(of: 2) ? a : b).engine.accept([rig.post(text)])
+        }
+        #expect(try await eventually { try await rig.relayed() == ["n1", "n2", "n3"] })
+
+        // n4's callback reached A, which could not record it; the vendor gave up. A's read fails for now.
+        a.source.historyDown.withLock { $0 = true }
+        let n4 = try await rig.post("n4")
+        a.engine.catchUpGate.notRecorded([n4])
+        #expect(try await eventually(10) { try rig.holder(a) == a.owner }, "A holds the conversation in the store")
+
+        let n5 = try await rig.post("n5")
+        await #expect(throws: IMError.self, "B refuses a live message of a conversation A holds") {
+            try await b.engine.accept([n5])
+        }
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(try await rig.relayed() == ["n1", "n2", "n3"], "nothing overtakes n4")
+
+        a.source.historyDown.withLock { $0 = false }
+        #expect(try await eventually(10) { try rig.holder(a) == nil }, "A gives the hold up once caught up")
+        try await b.engine.accept([n5])   // the vendor's retry
+        try await b.engine.accept([rig.post("n6")])
+        let expected = ["n1", "n2", "n3", "n4", "n5", "n6"]
+        let arrived = try await eventually(10) { try await rig.relayed().count >= 6 }
+        let got = try await rig.relayed()
+        #expect(arrived && got == expected, "got \(got)")
+        await rig.stop(a)
+        await rig.stop(b)
+    }
+
+    /// A dies holding the conversation, with a live message it answered still unrecorded (held in its
+    /// memory): B meets the expired hold, takes it over and reads the conversation, so that message
+    /// arrives, before the newer one B refused.
+    @Test func aHoldLeftByAnInstanceThatDiedIsTakenOver() async throws {
+        let rig = try Rig()
+        let a = try rig.instance("a"), b = try rig.instance("b")
+        try await rig.start(a)
+        try await rig.start(b)
+        try await a.engine.accept([rig.post("n1")])
+        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+
+        a.source.historyDown.withLock { $0 = true }
+        let n2 = try await rig.post("n2")
+        a.engine.catchUpGate.notRecorded([n2])
+        #expect(try await eventually(10) { try rig.holder(a) == a.owner })
+        try await a.engine.accept([rig.post("n3")])   // held in A's memory and answered
+        await rig.stop(a)   // its leases are no longer renewed: the hold expires, its row stays
+
+        let n4 = try await rig.post("n4")
+        await #expect(throws: IMError.self, "B refuses while the row of A's hold is there") {
+            try await b.engine.accept([n4])
+        }
+        #expect(try await eventually(10) { try rig.holder(b) == nil }, "B took the hold over, caught up and gave it up")
+        try await b.engine.accept([n4])
+        let expected = ["n1", "n2", "n3", "n4"]
+        let arrived = try await eventually(10) { try await rig.relayed().count >= 4 }
+        let got = try await rig.relayed()
+        #expect(arrived && got == expected, "got \(got)")
+        await rig.stop(b)
+    }
+}
