@@ -4,7 +4,9 @@
 SWIFT ?= swift
 # systemd: only its `systemd-analyze verify`, which a test runs on deploy/imbridge.service.
 # chromium: headless, for the status page's browser test (Tests/EndToEndTests/StatusPageBrowserTests.swift).
-APT_PACKAGES := libsqlite3-dev postgresql systemd chromium
+# The build and the demo need only SQLite's headers; the tests need all four.
+BUILD_PACKAGES := libsqlite3-dev
+APT_PACKAGES := $(BUILD_PACKAGES) postgresql systemd chromium
 
 .PHONY: deps build test test-example chaos demo install clean
 PREFIX ?= /usr/local
@@ -18,7 +20,8 @@ deps:
 		$$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
 	fi
 
-build: deps
+build:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BUILD_PACKAGES)"
 	$(SWIFT) build
 
 # The PostgreSQL tests need a server: a throwaway cluster (scripts/test-postgres.sh) in a temp dir on a
@@ -40,18 +43,20 @@ test-example:
 # The fault campaign (docs/reliability.md): `make chaos` runs the fixed CI seeds, `make chaos SEED=N`
 # replays one seed, `make chaos SEEDS=200` runs seeds 1…200 (also SEEDS=A-B or SEEDS=A,B,C). The fault
 # kinds known to break the guarantee today are left out unless FAULTS=all (or FAULTS=sigkill,5xx,…).
-# It needs no PostgreSQL and no browser: only the build's own package.
+# It needs PostgreSQL (two-instance topologies) but no browser.
 chaos:
-	@$(MAKE) --no-print-directory deps APT_PACKAGES=libsqlite3-dev
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BUILD_PACKAGES) postgresql"
 	IMBRIDGE_CHAOS_SEED="$(SEED)" IMBRIDGE_CHAOS_SEEDS="$(SEEDS)" IMBRIDGE_CHAOS_FAULTS="$(FAULTS)" $(SWIFT) test --filter ChaosTests
 
-demo: deps
+demo:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BUILD_PACKAGES)"
 	$(SWIFT) build --product imbridge
 	$$($(SWIFT) build --show-bin-path)/imbridge demo
 
 # One self-contained executable (the shipped mappings are compiled in; the Swift runtime is linked
 # statically): copy $(PREFIX)/bin/imbridge anywhere.
-install: deps
+install:
+	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BUILD_PACKAGES)"
 	$(SWIFT) build -c release --product imbridge --static-swift-stdlib
 	install -D -m 0755 "$$($(SWIFT) build -c release --show-bin-path)/imbridge" "$(DESTDIR)$(PREFIX)/bin/imbridge"
 	"$(DESTDIR)$(PREFIX)/bin/imbridge" --version

@@ -17,10 +17,14 @@ public struct AdapterContext: Sendable {
     /// An adapter whose callbacks carry a timestamp refuses callbacks older than half of it, so a
     /// captured callback cannot be replayed once the ledger has forgotten it (`freshnessLimitMs`).
     public var ledgerRetentionMs: Int64?
+    /// False for a command that takes no callbacks (`imbridge migrate`): what only the vendor's callbacks
+    /// need (WuKong's `webhook_secret`) is not asked for.
+    public var receivesCallbacks: Bool
 
     public init(registry: ContentRegistry = ContentRegistry(), mapping: VendorTable,
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
-                validateOnly: Bool = false, ledgerRetentionMs: Int64? = nil) {
+                validateOnly: Bool = false, ledgerRetentionMs: Int64? = nil, receivesCallbacks: Bool = true) {
+        self.receivesCallbacks = receivesCallbacks
         self.registry = registry
         self.mapping = mapping
         self.checkpoints = checkpoints

@@ -17,10 +17,13 @@ public struct BackendContext: Sendable {
     public var leadership: Leadership?
     /// `retention_hours` in ms (nil: the ledger keeps everything); see `AdapterContext.ledgerRetentionMs`.
     public var ledgerRetentionMs: Int64?
+    /// False for a command that takes no callbacks (`AdapterContext.receivesCallbacks`).
+    public var receivesCallbacks: Bool
 
     public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped,
-                leadership: Leadership? = nil, ledgerRetentionMs: Int64? = nil) {
+                leadership: Leadership? = nil, ledgerRetentionMs: Int64? = nil, receivesCallbacks: Bool = true) {
         self.store = store
+        self.receivesCallbacks = receivesCallbacks
         self.ledgerRetentionMs = ledgerRetentionMs
         self.leadership = leadership
         self.registry = registry
@@ -49,7 +52,7 @@ public enum BackendFactories {
         try problems.throwIfAny()
         let adapterContext = AdapterContext(registry: context.registry, mapping: context.mappings.table(vendor.name),
                                             checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly,
-                                            ledgerRetentionMs: context.ledgerRetentionMs)
+                                            ledgerRetentionMs: context.ledgerRetentionMs, receivesCallbacks: context.receivesCallbacks)
         do {
             return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext, described: described)
         } catch let error as IMError {

@@ -19,14 +19,15 @@ public struct Bridge: Sendable {
     public let catchUp: CatchUpRunner?
 
     /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
-    public static func open(configPath: String, requireRoutes: Bool = true) async throws -> Bridge {
-        let config = try await ConfigCheck.load(path: configPath, requireRoutes: requireRoutes).config
-        return try await open(config: config)
+    /// `receivesCallbacks: false` for a command that takes no callbacks (`ConfigCheck.load`).
+    public static func open(configPath: String, requireRoutes: Bool = true, receivesCallbacks: Bool = true) async throws -> Bridge {
+        let config = try await ConfigCheck.load(path: configPath, requireRoutes: requireRoutes, receivesCallbacks: receivesCallbacks).config
+        return try await open(config: config, receivesCallbacks: receivesCallbacks)
     }
 
     /// `httpLogger`: the listeners' HTTP server lines (`imbridge run` passes the bootstrapped one).
     public static func open(config: BridgeConfig, registry: ContentRegistry = ContentRegistry(), listener existing: BridgeListener? = nil,
-                            httpLogger: Logger? = nil) async throws -> Bridge {
+                            httpLogger: Logger? = nil, receivesCallbacks: Bool = true) async throws -> Bridge {
         let mappings = try config.loadMappings()
         let store = try BridgeStore(path: config.store)
         let leadership = Leadership()
@@ -34,7 +35,8 @@ public struct Bridge: Sendable {
         for backend in config.backends {
             backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings,
                                                                                              leadership: leadership,
-                                                                                             ledgerRetentionMs: config.ledgerRetentionMs)))
+                                                                                             ledgerRetentionMs: config.ledgerRetentionMs,
+                                                                                             receivesCallbacks: receivesCallbacks)))
         }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
         let engine = RelayEngine(store: store, backends: backends.map { $0 as any IMBackend }, routes: config.routes, retry: config.retry,

@@ -10,7 +10,9 @@ import IMVendors
 /// (adapter settings, unauthenticated callbacks, freshness windows), contacting no vendor. Every problem
 /// is collected and thrown at once (`ConfigProblems`), one `FILE:LINE: key: reason` line each.
 public enum ConfigCheck {
-    public static func load(path: String, requireRoutes: Bool = true,
+    /// `receivesCallbacks: false` for a command that takes no callbacks (`imbridge migrate`): settings
+    /// only callbacks need are not required.
+    public static func load(path: String, requireRoutes: Bool = true, receivesCallbacks: Bool = true,
                             environment: [String: String] = ProcessInfo.processInfo.environment) async throws -> (config: BridgeConfig, mappings: MappingSet) {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw IMError(.notFound, "cannot read config file \(path)")
@@ -31,7 +33,7 @@ public enum ConfigCheck {
         }
         if !config.backends.isEmpty {
             let context = BackendContext(store: try BridgeStore(path: scratch), registry: ContentRegistry(), validateOnly: true,
-                                         mappings: mappings, ledgerRetentionMs: config.ledgerRetentionMs)
+                                         mappings: mappings, ledgerRetentionMs: config.ledgerRetentionMs, receivesCallbacks: receivesCallbacks)
             for backend in config.backends {
                 do {
                     _ = try await BackendFactories.make(backend, context: context)

@@ -43,7 +43,7 @@ struct MigrateCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let bridge = try await Bridge.open(configPath: config, requireRoutes: false)
+        let bridge = try await Bridge.open(configPath: config, requireRoutes: false, receivesCallbacks: false)
         guard let source = bridge.backends.first(where: { $0.id.rawValue == from }) else { throw ValidationError("--from: no backend '\(from)' in \(config)") }
         guard let target = bridge.backends.first(where: { $0.id.rawValue == to }) else { throw ValidationError("--to: no backend '\(to)' in \(config)") }
         let users = UserMode.puppet(prefix: userPrefix ?? "")

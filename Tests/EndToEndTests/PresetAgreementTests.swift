@@ -146,7 +146,7 @@ import Testing
     }
 
     /// One paging script: seven messages, then pages by every anchor with the backend's own cursors, a
-    /// seq cursor built by hand (the mistake the issue found), and the form of `seq` and `cursor(for:)`.
+    /// seq cursor built by hand (a mistake once made), and the form of `seq` and `cursor(for:)`.
     /// Each step is described by the texts it returned and its `hasOlder`/`hasNewer`, or its error.
     static func pagingScript(_ backend: any IMBackend, pause: () async throws -> Void) async -> [(String, String)] {
         let alice: UserID = "alice", bob: UserID = "bobby"

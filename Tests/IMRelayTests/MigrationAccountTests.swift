@@ -117,7 +117,7 @@ import Testing
         #expect(try await texts(nim, .group(club)).last == "club new")
     }
 
-    /// The failing case: a direct conversation with no options copies every message, because users
+    /// A direct conversation with no options copies every message, because users
     /// keep their ids (before, senders became `wk_a` while the conversation stayed `a,b`: all refused).
     @Test func withNoOptionsADirectConversationCopiesEveryMessage() async throws {
         let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())

@@ -111,7 +111,7 @@ let appChecks: [ConformanceCheck] = [
         #expect(report.results.count == ConformanceSuite.checkNames.count + appChecks.count)
     }
 
-    /// The gap: a fake that cannot page around a message passed every check before `history.around`.
+    /// A fake that cannot page around a message passed every check before `history.around` was checked.
     @Test func aBackendRefusingAroundFailsTheSuite() async throws {
         let suite = ConformanceSuite {
             ConformanceSubject(backend: NoAround(inner: MemoryBackend(id: "mem", capabilities: .wukong)), users: Self.users)

@@ -55,7 +55,7 @@ import Testing
         #expect(seen == sent.map(\.id))
     }
 
-    /// The production failure, reproduced in memory: a seq cursor on a time-positioned preset is
+    /// A production failure, reproduced in memory: a seq cursor on a time-positioned preset is
     /// refused with the adapter's own words.
     @Test(arguments: [(Capabilities.rongCloud, "'3' is not a RongCloud history cursor (msgTime:msgUID)"),
                       (Capabilities.nim, "'3' is not a NIM history cursor (<ms>:<msgid>)"),

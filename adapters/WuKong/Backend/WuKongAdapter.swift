@@ -21,6 +21,6 @@ public enum WuKongAdapter {
         ],
         contentCodec: { WuKongContentCodec(registry: $0, mapping: $1) },
         make: { settings, context in
-            WuKongBackend(configuration: try .init(settings), registry: context.registry, mapping: context.mapping)
+            WuKongBackend(configuration: try .init(settings, receivesCallbacks: context.receivesCallbacks), registry: context.registry, mapping: context.mapping)
         })
 }

@@ -7,7 +7,8 @@ extension WuKongBackend.Configuration {
     /// and refuses what the schema cannot judge alone (a `custom_types` key that is not a WuKong type
     /// number, a missing `webhook_secret`). Defaults: `business_url` = `im_url`, `token_secret` and `service_uid` `imbridge`,
     /// `timeout_seconds` 15.
-    public init(_ settings: AdapterSettings) throws {
+    /// `receivesCallbacks: false` (`imbridge migrate`): no webhook listens, so no secret is asked for.
+    public init(_ settings: AdapterSettings, receivesCallbacks: Bool = true) throws {
         var customTypes: [Int: String] = [:]
         for (number, name) in settings.pairs("custom_types") {
             guard let type = Int(number), type > 0 else {
@@ -17,7 +18,7 @@ extension WuKongBackend.Configuration {
         }
         // WuKongIM signs nothing: without the shared secret the webhook accepts anyone's requests. That
         // is refused unless the operator says so in so many words (docs/adapters/wukong.md).
-        if settings["webhook_secret"] == nil && !settings.flag("allow_unsigned_callbacks", default: false) {
+        if receivesCallbacks && settings["webhook_secret"] == nil && !settings.flag("allow_unsigned_callbacks", default: false) {
             throw settings.refuse("webhook_secret", "is required: without it the webhook accepts anyone's requests "
                                   + "(set allow_unsigned_callbacks: true to accept that, e.g. on a private network)")
         }
