@@ -157,8 +157,9 @@ import Testing
         try await a.removeMembers(["bob"], from: "g1")
         _ = try await a.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("again")))
         _ = try await b.send(OutgoingMessage(conversation: .group("g1"), sender: "bea", content: .text("again")))
-        #expect(try await eventually { try await b.history(HistoryQuery(conversation: .group("g1"), anchor: .latest, limit: 50)).messages.count == 3 })
-        #expect(try await eventually { try await a.history(HistoryQuery(conversation: .group("g1"), anchor: .latest, limit: 50)).messages.count == 3 })
+        // Each side: its own two messages and the other side's two copies.
+        #expect(try await eventually { try await b.history(HistoryQuery(conversation: .group("g1"), anchor: .latest, limit: 50)).messages.count == 4 })
+        #expect(try await eventually { try await a.history(HistoryQuery(conversation: .group("g1"), anchor: .latest, limit: 50)).messages.count == 4 })
         #expect(try await engine.refreshGroups() == 2, "one comparison each way")
         #expect(try await eventually { try await b.group("g1")?.members == ["a_ann", "bea"] })
         // Neither side's comparison took the other's puppets for members of its own.
