@@ -42,12 +42,15 @@ extension Delivery {
 
     /// Brings `desired` onto the target. When `id` names a group the target has: a name, avatar or
     /// announcement that differs is set and missing members are added (`updateGroup`, which never removes
-    /// one) — `.updated` — or nothing differs — `.unchanged`. Otherwise the group is created with `id`
+    /// one); members that `removable` claims (live relay: the route's own puppets) and `desired` does not
+    /// list are removed (`GroupMemberRemoving`; a target without it keeps them) — `.updated` — or nothing
+    /// differs — `.unchanged`. Migration passes no `removable`: it never removes anyone. Otherwise the group is created with `id`
     /// (else `desired.id`) through `create` when given (migration's, which looks for a creation whose
     /// answer was lost), else `createGroup` — `.created` with the id the target gave. `calls` wraps each
     /// target call; `dryRun` reads and decides but writes nothing.
     public func bringGroup(_ desired: GroupProfile, id: GroupID?, calls: some TargetCalls = DirectCalls(), dryRun: Bool = false,
-                           create: (@Sendable (GroupProfile) async throws -> GroupID)? = nil) async throws -> GroupOutcome {
+                           create: (@Sendable (GroupProfile) async throws -> GroupID)? = nil,
+                           removable: (@Sendable (UserID) -> Bool)? = nil) async throws -> GroupOutcome {
         guard let directory = target as? any GroupDirectory else {
             throw IMError(.unsupported, "\(target.id) has no group directory", isRetryable: false)
         }
@@ -57,9 +60,14 @@ extension Delivery {
             let missing = desired.members.filter { !existing.members.contains($0) }
             let changed = [(desired.name, existing.name), (desired.avatar, existing.avatar), (desired.announcement, existing.announcement)]
                 .contains { wanted, has in wanted != nil && wanted != has }
-            guard !missing.isEmpty || changed else { return .unchanged(id) }
+            let leaving = removable.map { claims in existing.members.filter { claims($0) && !desired.members.contains($0) } } ?? []
+            let remover = directory as? any GroupMemberRemoving
+            guard !missing.isEmpty || changed || (!leaving.isEmpty && remover != nil) else { return .unchanged(id) }
             let update = desired
-            if !dryRun { try await calls.run { try await directory.updateGroup(update) } }
+            if !dryRun {
+                if !missing.isEmpty || changed { try await calls.run { try await directory.updateGroup(update) } }
+                if let remover, !leaving.isEmpty { try await calls.run { try await remover.removeMembers(leaving, from: id) } }
+            }
             return .updated(id, membersAdded: missing.count)
         }
         if dryRun { return .created(desired.id) }

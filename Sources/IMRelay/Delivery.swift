@@ -207,6 +207,11 @@ extension Delivery {
         }
     }
 
+    /// Deletes the copy for everyone (`forUser` nil) or from `forUser`'s view (`Deleting`).
+    public func delete(_ message: MessageID, in conversation: ConversationRef, by user: UserID, forUser: UserID?) async throws {
+        try await capability((any Deleting).self, .recall).delete(message, in: conversation, by: user, forUser: forUser)
+    }
+
     /// Applies `delta` to the copy: natively where the target keeps expansions, else as the target's
     /// expansion carrier message (NIM's `imbridge.expansion`, `ExpansionChangeSending`; docs/expansions.md).
     public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta) async throws {

@@ -17,7 +17,8 @@ import Synchronization
 /// `groups.refresh_minutes` (default 60; at most `maxPerRound` a round): a `.group` entry in a lane of
 /// its own per target group (`lane(target:group:)`, so a failing one never holds a message back) brings
 /// the target group up to the source's again — members who joined are added, a new name, avatar or
-/// announcement is set. No member is removed (`updateGroup` never removes one).
+/// announcement is set, and the leg's own puppets whose source users left are removed (`puppets(of:)`;
+/// never a native member nor another route's puppet).
 ///
 /// Only targets that keep the id the bridge asks for (RongCloud, and the testing kit's worlds with other
 /// rules) get groups created: NIM, JMessage and WuKong's business server give new groups ids of their
@@ -28,6 +29,14 @@ public enum GroupSync {
     /// The lane of a target group's periodic comparisons: its own, beside the conversation's.
     public static func lane(target: BackendID, group: GroupID) -> LaneKey {
         LaneKey(backend: target, conversation: .other("group-sync", group.rawValue))
+    }
+
+    /// The target members a leg may remove from a target group: its own puppets (`prefix + user`, a
+    /// non-empty prefix), never a native member nor another route's puppet. A relay-account leg removes
+    /// nobody (its one account stands for every source member).
+    static func puppets(of users: UserMode) -> (@Sendable (UserID) -> Bool)? {
+        guard case .puppet(let prefix) = users, !prefix.isEmpty else { return nil }
+        return { $0.rawValue.hasPrefix(prefix) }
     }
 
     /// At most this many groups are compared per round; the others wait for the next round.
@@ -128,13 +137,7 @@ extension RelayEngine {
         let subjects = groupsSeen.takeActive(limit: GroupSync.maxPerRound)
         guard !subjects.isEmpty else { return 0 }
         let now = clock.nowMs()
-        let made = try subjects.map { subject -> (StoreTransaction.NewEntry, OutboxPayload, Data) in
-            let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: subject.users)
-            let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
-            let bytes = try payload.encoded()
-            return (StoreTransaction.NewEntry(lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), sourceBackend: subject.source,
-                                              sourceEventID: EventID("group-refresh:\(now)"), kind: action.kindName, payload: bytes), payload, bytes)
-        }
+        let made = try subjects.map { try groupEntry($0, eventID: EventID("group-refresh:\(now)"), at: now) }
         do {
             let ids = try await store.groupedTransaction { tx in try tx.enqueueAll(made.map(\.0), at: now) }
             for (id, item) in zip(ids, made) { payloads.put(id, bytes: item.2, payload: item.1) }
@@ -145,6 +148,16 @@ extension RelayEngine {
         wakes.withLock { $0.touched.formUnion(made.map(\.0.lane)) }
         doorbell.yield()
         return made.count
+    }
+
+    /// A comparison of `subject`'s target group, in its own lane (`GroupSync.lane`).
+    nonisolated func groupEntry(_ subject: GroupSync.Subject, eventID: EventID,
+                                at now: Int64) throws -> (StoreTransaction.NewEntry, OutboxPayload, Data) {
+        let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: subject.users)
+        let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
+        let bytes = try payload.encoded()
+        return (StoreTransaction.NewEntry(lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), sourceBackend: subject.source,
+                                          sourceEventID: eventID, kind: action.kindName, payload: bytes), payload, bytes)
     }
 
     /// Every `groupSettings.refreshMs`, `refreshGroups`; returns when the task is cancelled.
@@ -162,7 +175,7 @@ extension RelayEngine {
     }
 
     /// Runs a `.group` entry: reads the source group and brings the target group up to it,
-    /// members as the leg names them on the target. Members that are the bridge's own puppets on the
+    /// members as the leg names them on the target, the leg's puppets of users who left removed. Members that are the bridge's own puppets on the
     /// source (the other direction's) are left out: the users they stand for are on the target already.
     /// A source that cannot describe its groups, or does not know the group, leaves the target as it is.
     /// True when the target was called.
@@ -182,7 +195,7 @@ extension RelayEngine {
         let desired = Delivery.targetGroup(profile, user: leg.targetUser)
         guard !desired.members.isEmpty else { return false }
         try mayWrite()
-        _ = try await delivery.bringGroup(desired, id: targetGroup)
+        _ = try await delivery.bringGroup(desired, id: targetGroup, removable: GroupSync.puppets(of: users))
         return true
     }
 }

@@ -10,6 +10,9 @@ public enum RelayAction: Sendable, Hashable, Codable {
     case notice(outgoing: OutgoingMessage, replyToSource: MessageID?)
     case edit(source: MessageID, by: UserID, content: MessageContent)
     case recall(source: MessageID, by: UserID)
+    /// Delete the copy of `source` for everyone (`forUser` nil) or from the target user `forUser`'s view
+    /// (docs/mappings.md, "Deletion").
+    case delete(source: MessageID, by: UserID, forUser: UserID?)
     case expansion(source: MessageID, by: UserID, delta: ExpansionDelta)
     case reaction(source: MessageID, by: UserID, emoji: String, added: Bool)
     case read(upToSource: MessageID, by: UserID)
@@ -35,6 +38,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .notice: "notice"
         case .edit: "edit"
         case .recall: "recall"
+        case .delete: "delete"
         case .expansion: "expansion"
         case .reaction: "reaction"
         case .read: "read"

@@ -92,6 +92,8 @@ extension RelayEngine {
             try await delivery.edit(try mapped(source, entry: entry), in: conversation, by: by, content: content)
         case .recall(let source, let by):
             try await delivery.recall(try mapped(source, entry: entry), in: conversation, by: by)
+        case .delete(let source, let by, let forUser):
+            try await delivery.delete(try mapped(source, entry: entry), in: conversation, by: by, forUser: forUser)
         case .expansion(let source, let by, let delta):
             // The converged values at this moment, for the keys the copy does not hold (ExpansionConvergence).
             let copy = try mapped(source, entry: entry)

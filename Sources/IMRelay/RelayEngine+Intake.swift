@@ -184,6 +184,8 @@ extension RelayEngine {
         var groupNames: [String] = []
         /// Target groups this batch saw events for (`GroupSync`).
         var groupSubjects: [GroupSync.Subject] = []
+        /// `group` entries queued for membership events (`GroupSync`).
+        var membershipEntries = 0
         /// Expansion changes dead-lettered at intake (a value over the target's limit).
         var refused = 0
     }
@@ -257,7 +259,17 @@ extension RelayEngine {
             }
             for leg in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[leg.target] else { continue }
-                if let subject = groupSubject(event, leg: leg) { recorded.groupSubjects.append(subject) }
+                if let subject = groupSubject(event, leg: leg) {
+                    recorded.groupSubjects.append(subject)
+                    // A vendor's membership event: the group is compared now, not at the next round.
+                    if case .membersChanged = event.kind {
+                        let (entry, payload, bytes) = try groupEntry(subject, eventID: event.eventID, at: now)
+                        entries.append(entry)
+                        encoded.append((bytes, payload))
+                        recorded.lanes.insert(entry.lane)
+                        recorded.membershipEntries += 1
+                    }
+                }
                 // First event of a group on this leg: the target group is set up ahead of it (`GroupSync`).
                 if let setup = try firstSightGroup(event, leg: leg, tx, at: now) {
                     entries.append(setup.entry)
@@ -307,8 +319,8 @@ extension RelayEngine {
         recorded.refused = refused.count
         for (id, item) in zip(ids, encoded) { payloads.put(id, bytes: item.bytes, payload: item.payload) }
         let profileEntries = entries.count { $0.kind == "profile" }
-        recorded.result.groupsQueued += recorded.groupNames.count
-        recorded.result.queued += ids.count - profileEntries - recorded.groupNames.count
+        recorded.result.groupsQueued += recorded.groupNames.count + recorded.membershipEntries
+        recorded.result.queued += ids.count - profileEntries - recorded.groupNames.count - recorded.membershipEntries
         recorded.result.profilesQueued += profileEntries
         return recorded
     }
@@ -349,8 +361,11 @@ extension RelayEngine {
         switch event.kind {
         case .message(let message):
             return message.clientMessageID?.rawValue.hasPrefix(Self.clientIDPrefix) == true || bridge(message.sender)
-        case .edited(_, _, let by, _, _), .recalled(_, _, let by, _):
+        case .edited(_, _, let by, _, _), .recalled(_, _, let by, _), .deleted(_, _, let by, _, _):
             return bridge(by)
+        case .membersChanged(_, let joined, let left, let by, _):
+            // Made by the bridge, or only the bridge's puppets came or went (its own comparison's writes).
+            return bridge(by) || (!(joined + left).isEmpty && (joined + left).allSatisfy { bridge($0) })
         case .expansionChanged(_, _, let by, _):
             return bridge(by)
         case .reaction(_, _, let user, _, _, _), .read(_, let user, _, _):
@@ -364,7 +379,7 @@ extension RelayEngine {
         switch event.kind {
         case .message(let message): message.sentAt
         case .edited(_, _, _, _, let at), .recalled(_, _, _, let at), .reaction(_, _, _, _, _, let at), .read(_, _, _, let at),
-             .command(_, _, _, let at): at
+             .command(_, _, _, let at), .deleted(_, _, _, _, let at), .membersChanged(_, _, _, _, let at): at
         case .expansionChanged: nil
         }
     }

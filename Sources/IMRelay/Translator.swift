@@ -18,7 +18,13 @@ import IMCore
 ///   fallback (`notice`: a short message replying to the mapped original; `drop`); expansion changes to a
 ///   target with an expansion carrier (NIM) travel as carrier data instead of a notice, and so do a
 ///   message's initial expansion values (`carriesExpansion`);
-/// - read state relays natively or is dropped; commands relay natively or are dropped.
+/// - read state relays natively or is dropped; commands relay natively or are dropped;
+/// - a deletion for everyone deletes the copy where the target can (`Deleting`), else recalls it where the
+///   target recalls natively (the copy then shows as recalled), else follows the route's recall fallback
+///   (`notice` "[消息已删除]" or `drop`); a deletion from one user's view deletes the copy from that user's
+///   puppet's view where the target can, else is dropped (counted as a `recall` drop) — docs/mappings.md,
+///   "Deletion";
+/// - membership changes plan no action: the engine compares the group instead (`GroupSync`).
 struct Translator: Sendable {
     /// The target's.
     let capabilities: Capabilities
@@ -30,12 +36,15 @@ struct Translator: Sendable {
     /// `fallback` and `ExpansionChangeSending`: NIM's `imbridge.expansion` carrier): changes and a message's initial values
     /// travel as carrier messages instead of text notices.
     var carriesExpansion = false
+    /// What the target can delete (`Deleting`); empty where it cannot.
+    var deletionScopes: Set<DeletionScope> = []
 
     /// A translator for one target backend, with the mappings' custom-type fallbacks when there are any.
     init(target: any IMBackend, source: (any IMBackend)?, customFallbacks: CustomTypeFallbacks?) {
         self.capabilities = target.capabilities
         self.sourceCapabilities = source?.capabilities
         self.carriesExpansion = target.capabilities.support(.expansion) == .fallback && target is any ExpansionChangeSending
+        self.deletionScopes = (target as? any Deleting)?.deletionScopes ?? []
         if let table = customFallbacks {
             let targetID = target.id
             self.customFallback = { table.text(for: $0, expansion: $1, target: targetID) }
@@ -86,6 +95,18 @@ struct Translator: Sendable {
             } else {
                 planned.fallbacks.append((Feature.readReceipts.rawValue, .drop))
             }
+        case .deleted(let id, _, let by, let forUser, _):
+            if deletionScopes.contains(forUser == nil ? .everyone : .oneUser) {
+                planned.actions.append(.delete(source: id, by: leg.targetUser(by), forUser: forUser.map(leg.targetUser)))
+            } else if forUser != nil {
+                planned.fallbacks.append((Feature.recall.rawValue, .drop))
+            } else if capabilities.support(.recall).isNative {
+                planned.actions.append(.recall(source: id, by: leg.targetUser(by)))
+            } else {
+                fallback(.recall, leg, id, text: "[消息已删除]", by: by, planned: &planned)
+            }
+        case .membersChanged:
+            break
         case .command(_, let sender, let command, let at):
             if capabilities.support(.commands).isNative && capabilities.contentKinds.contains(.command) {
                 let outgoing = OutgoingMessage(conversation: leg.targetConversation, sender: leg.targetUser(sender),

@@ -11,7 +11,7 @@ import IMCore
 /// expansion carrier is simulated (`sendExpansionChange`), the others are not. Sending as any user is always allowed (the memory backend models users' clients).
 public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdating, Reacting, ReadReceipting,
     MediaTransferring, ConversationListing, ConversationStateSetting, UserProvisioning, ClientIDLookup, ConversationDiscovery,
-    ExpansionChangeSending {
+    ExpansionChangeSending, Deleting {
     public let id: BackendID
     public let world: MemoryWorld
     public let viewer: UserID?
@@ -51,6 +51,12 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
 
     public func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
         try world.recall(message, in: conversation, by: user)
+    }
+
+    public var deletionScopes: Set<DeletionScope> { world.deletionScopes }
+
+    public func delete(_ message: MessageID, in conversation: ConversationRef, by user: UserID, forUser: UserID?) async throws {
+        try world.delete(message, in: conversation, by: user, forUser: forUser)
     }
 
     public func edit(_ message: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) async throws {

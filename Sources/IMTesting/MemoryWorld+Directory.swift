@@ -10,7 +10,10 @@ import IMCore
 ///   those vendors do (NIM `tid`, JMessage `gid`); the others keep the id asked for, and refuse to create
 ///   a group that exists (`conflict`);
 /// - `updateGroup` sets name, avatar, announcement and extra fields and adds missing members (never
-///   removes one); members are listed sorted, the owner included.
+///   removes one); `removeMembers` takes members out (ids that are not members are skipped); members
+///   are listed sorted, the owner included;
+/// - joins (`addMembers`, `updateGroup`) and removals publish a `membersChanged` event where the vendor
+///   reports membership changes to the app server (`reportsMembershipChanges`: the NIM preset).
 extension MemoryWorld {
     /// Whether this world's vendor assigns group ids itself.
     var assignsGroupIDs: Bool { ["nim", "jmessage"].contains(capabilities.vendor) }
@@ -51,6 +54,7 @@ extension MemoryWorld {
     }
 
     func updateGroup(_ profile: GroupProfile) throws {
+        let now = clock.nowMs()
         try state.withLock { state in
             guard var stored = state.groupProfile(profile.id) else { throw IMError(.notFound, "no group \(profile.id)") }
             stored.name = profile.name ?? stored.name
@@ -60,8 +64,32 @@ extension MemoryWorld {
             stored.extra.merge(profile.extra) { _, new in new }
             stored.members = []
             state.groups[profile.id] = stored
-            state.groupMembers[profile.id, default: []].formUnion(profile.members)
+            let joined = state.join(profile.members, to: profile.id)
+            publishMembership(profile.id, joined: joined, left: [], by: nil, at: now, in: &state)
         }
+    }
+
+    func removeMembers(_ members: [UserID], from id: GroupID) throws {
+        let now = clock.nowMs()
+        try state.withLock { state in
+            guard state.groupProfile(id) != nil else { throw IMError(.notFound, "no group \(id)") }
+            var seen = Set<UserID>()
+            let left = members.filter { state.groupMembers[id]?.contains($0) == true && seen.insert($0).inserted }
+            state.groupMembers[id]?.subtract(left)
+            // Published to the members who stay and to the server's view.
+            publishMembership(id, joined: [], left: left, by: nil, at: now, in: &state)
+        }
+    }
+
+    /// Whether the vendor reports membership changes to the app server: NIM copies team operations in its
+    /// message copy (docs/adapters/nim.md); WuKongIM, RongCloud and JMessage send none.
+    public var reportsMembershipChanges: Bool { capabilities.vendor == "nim" }
+
+    /// Publishes a `membersChanged` event where the vendor reports such changes and something changed.
+    func publishMembership(_ group: GroupID, joined: [UserID], left: [UserID], by: UserID?, at now: Int64, in state: inout State) {
+        guard reportsMembershipChanges, !(joined.isEmpty && left.isEmpty) else { return }
+        Self.publish("members:\(group):\(state.nextEventNumber())",
+                     .membersChanged(group: group, joined: joined, left: left, by: by, at: now), in: &state)
     }
 
     func allGroups() -> [GroupID] {
@@ -84,7 +112,7 @@ extension MemoryWorld.State {
     }
 }
 
-extension MemoryBackend: UserDirectory, GroupDirectory {
+extension MemoryBackend: UserDirectory, GroupMemberRemoving {
     public func users(_ ids: [UserID]) async throws -> [UserProfile] { world.users(ids) }
 
     public func saveUser(_ profile: UserProfile) async throws { world.saveUser(profile) }
@@ -96,6 +124,8 @@ extension MemoryBackend: UserDirectory, GroupDirectory {
     public func createGroup(_ profile: GroupProfile) async throws -> GroupID { try world.createGroup(profile) }
 
     public func updateGroup(_ profile: GroupProfile) async throws { try world.updateGroup(profile) }
+
+    public func removeMembers(_ members: [UserID], from group: GroupID) async throws { try world.removeMembers(members, from: group) }
 
     public func allGroups() async throws -> [GroupID] { world.allGroups() }
 

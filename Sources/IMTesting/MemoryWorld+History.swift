@@ -98,21 +98,25 @@ extension MemoryWorld {
             if let viewer = query.viewer, query.conversation.kind == .direct, query.conversation.peer(of: viewer) == nil {
                 return HistoryPage(messages: [], olderCursor: nil, newerCursor: nil, hasOlder: false, hasNewer: false)
             }
-            let stored = state.conversations[query.conversation] ?? []
+            let all = state.conversations[query.conversation] ?? []
+            // Deleted messages are left out (for everyone, or from this viewer's view); the others keep their places.
+            let hidden = query.viewer.flatMap { state.hidden[$0] } ?? []
+            let shown = all.indices.filter { !state.deleted.contains(all[$0].id) && !hidden.contains(all[$0].id) }
+            let stored = shown.map { all[$0] }
             guard !historyForm.bySeq else {
                 // Stored order is seq order; a cursor's place is its seq.
-                let keys = stored.indices.map { Int64($0 + 1) }
+                let keys = shown.map { Int64($0 + 1) }
                 return try Self.page(stored, keys: keys, query.anchor, query.limit, form: historyForm) { try historyForm.seq($0) }
             }
             // The order stored (the server's arrival order, which its msgTime follows); a cursor naming a stored
             // message takes that message's place, any other sits just before the first message of its time or later.
-            let keys = stored.indices.map { Double($0) }
+            let keys = shown.map { Double($0) }
             return try Self.page(stored, keys: keys, query.anchor, query.limit, form: historyForm) { cursor in
                 let (time, id) = try historyForm.timeAndID(cursor)
                 if let location = state.locations[MessageID(id)], location.conversation == query.conversation {
                     return Double(location.index)
                 }
-                return Double(stored.firstIndex { $0.sentAt >= time } ?? stored.count) - 0.5
+                return Double(all.firstIndex { $0.sentAt >= time } ?? all.count) - 0.5
             }
         }
     }

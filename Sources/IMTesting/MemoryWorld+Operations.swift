@@ -19,6 +19,52 @@ extension MemoryWorld {
         }
     }
 
+    /// What this world can delete, as the vendor's adapter does (docs/mappings.md, "Deletion"): RongCloud
+    /// for everyone (a recall with `isDelete=1`); WuKong, NIM and JMessage nothing (their adapters write no
+    /// deletion); a world without a vendor preset both, so that apps can test either.
+    public var deletionScopes: Set<DeletionScope> {
+        switch capabilities.vendor {
+        case "rongcloud": [.everyone]
+        case "wukong", "nim", "jmessage": []
+        default: [.everyone, .oneUser]
+        }
+    }
+
+    /// Whether deletions are reported as `deleted` events: RongCloud routes its recall command with
+    /// `isDelete` 1; WuKongIM's webhook, NIM's copy and JMessage's routing carry none; a world without a
+    /// vendor preset reports them (both scopes).
+    public var reportsDeletions: Bool { !["wukong", "nim", "jmessage"].contains(capabilities.vendor) }
+
+    /// Deletes a message for everyone (`forUser` nil: gone from history and every lookup; RongCloud: by the
+    /// sender only, as its recall) or from `forUser`'s view (gone from that viewer's history). A scope
+    /// the vendor lacks is `unsupported`; deleting again is a no-op.
+    func delete(_ id: MessageID, in conversation: ConversationRef, by user: UserID, forUser: UserID?) throws {
+        let scope: DeletionScope = forUser == nil ? .everyone : .oneUser
+        guard deletionScopes.contains(scope) else {
+            throw IMError(.unsupported, "\(capabilities.vendor) cannot delete a message \(scope == .everyone ? "for everyone" : "for one user") over its server API")
+        }
+        let now = clock.nowMs()
+        try state.withLock { state in
+            if state.deleted.contains(id), state.locations[id]?.conversation == conversation { return }
+            let message = try state.message(id, in: conversation)
+            if let forUser {
+                guard state.hidden[forUser, default: []].insert(message.id).inserted else { return }
+                if reportsDeletions {
+                    Self.publish("delete:\(id):\(forUser)", .deleted(messageID: id, conversation: conversation, by: user, forUser: forUser, at: now),
+                                 in: &state)
+                }
+                return
+            }
+            if capabilities.vendor == "rongcloud", message.sender != user {
+                throw IMError(.permissionDenied, "only the sender \(message.sender) may delete \(id); \(user) tried")
+            }
+            state.deleted.insert(id)
+            if reportsDeletions {
+                Self.publish("delete:\(id)", .deleted(messageID: id, conversation: conversation, by: user, forUser: nil, at: now), in: &state)
+            }
+        }
+    }
+
     func edit(_ id: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) throws {
         try capabilities.require(.edit)
         try capabilities.check(content)

@@ -57,6 +57,10 @@ public final class MemoryWorld: Sendable {
         var nextSubscriber = 0
         var nextMessageNumber = 0
         var eventCounter = 0
+        /// Messages deleted for everyone (gone from history and every lookup).
+        var deleted: Set<MessageID> = []
+        /// Messages deleted from one user's view (gone from that viewer's history).
+        var hidden: [UserID: Set<MessageID>] = [:]
     }
 
     /// `clock` defaults to a `TestClock`, as `MemoryBackend`'s does: windows (recall, edit) move only when
@@ -72,8 +76,14 @@ public final class MemoryWorld: Sendable {
     // MARK: membership and users
 
     /// Adds users to a group; group members count unread and see the group's events.
+    /// A `membersChanged` event is published for the users who were not members yet, where the vendor
+    /// reports membership changes (`reportsMembershipChanges`).
     public func addMembers(_ users: [UserID], to group: GroupID) {
-        state.withLock { $0.groupMembers[group, default: []].formUnion(users) }
+        let now = clock.nowMs()
+        state.withLock { state in
+            let joined = state.join(users, to: group)
+            publishMembership(group, joined: joined, left: [], by: nil, at: now, in: &state)
+        }
     }
 
     public func members(of conversation: ConversationRef) -> Set<UserID> {
@@ -89,9 +99,11 @@ public final class MemoryWorld: Sendable {
         }
     }
 
-    /// Every stored message of every conversation (test introspection).
+    /// Every stored message of every conversation, but those deleted for everyone (test introspection).
     public var allMessages: [Message] {
-        state.withLock { $0.conversations.values.flatMap { $0 }.sorted { ($0.sentAt, $0.id) < ($1.sentAt, $1.id) } }
+        state.withLock { state in
+            state.conversations.values.flatMap { $0 }.filter { !state.deleted.contains($0.id) }.sorted { ($0.sentAt, $0.id) < ($1.sentAt, $1.id) }
+        }
     }
 
     // MARK: events
@@ -143,10 +155,18 @@ extension MemoryWorld.State {
     }
 
     func message(_ id: MessageID, in conversation: ConversationRef) throws -> Message {
-        guard let location = locations[id], location.conversation == conversation else {
+        guard let location = locations[id], location.conversation == conversation, !deleted.contains(id) else {
             throw IMError(.notFound, "message \(id) not found in \(conversation)")
         }
         return conversations[conversation]![location.index]
+    }
+
+    /// Adds `users` to the group; returns those who were not members yet, in the order given.
+    mutating func join(_ users: [UserID], to group: GroupID) -> [UserID] {
+        var members = groupMembers[group] ?? []
+        let joined = users.filter { members.insert($0).inserted }
+        groupMembers[group] = members
+        return joined
     }
 
     mutating func update(_ id: MessageID, _ body: (inout Message) -> Void) {

@@ -47,6 +47,16 @@ import Testing
                 .compactMap { $0["text"]?.stringValue }
         }
 
+        /// A WuKong business-server call as `uid` (the session the lab's `token_secret` gives that user), as
+        /// the user's app would make it; fails the test on any answer but 200.
+        func wuKongCall(_ method: String, _ path: String, as uid: String, json: String? = nil) async throws {
+            var headers = [("token", Hashing.sha1Hex("lab-tokens:\(uid)"))]
+            if json != nil { headers.append(("Content-Type", "application/json")) }
+            let response = try await HTTPClientWrapper().send(OutboundRequest(method: method, url: lab.url(of: "wk") + path, headers: headers,
+                                                                              body: Array((json ?? "").utf8)))
+            guard response.status == 200 else { throw IMError(.invalidArgument, "\(method) \(path): \(response.status) \(String(decoding: response.body, as: UTF8.self))") }
+        }
+
         /// Uploads `image` as `uid`'s avatar on the WuKong business server, with the session the lab's
         /// WuKong settings give that user (`token_secret`), as a user's app would.
         func uploadAvatar(_ image: [UInt8], for uid: String) async throws {
@@ -181,6 +191,43 @@ import Testing
         let now = try await rc.group(id)
         #expect(followed, "\(String(describing: now))\n\(bridge.output.suffix(3000))")
         print("groups e2e: join and rename shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
+        #expect(bridge.terminate() == 0)
+    }
+
+    /// WuKong → RongCloud: a member who leaves the WuKong group (`exit`) and one the owner removes lose their
+    /// puppets in the RongCloud group within one interval of the group's next message, so RongCloud no longer
+    /// delivers the group's relayed messages to them; the members who stay keep theirs.
+    @Test func membersWhoLeaveTheWuKongGroupLeaveTheRongCloudGroup() async throws {
+        let rig = try await Rig.start()
+        defer { Task { await rig.lab.stop() } }
+        let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+        let directory = try #require(wk as? any GroupDirectory)
+        let id = try await directory.createGroup(GroupProfile(id: "ignored", name: "Tea room", owner: "ann", members: ["ann", "bob", "carol"]))
+        let rc = try #require(try await rig.lab.userBackend("rc", registry: ContentRegistry()) as? any GroupDirectory)
+
+        let bridge = try await rig.bridge()
+        defer { _ = bridge.terminate() }
+        _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "bob", content: .text("first")))
+        #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first"] }, "\(bridge.output.suffix(3000))")
+        #expect(Set(try await rc.group(id)?.members ?? []) == ["wk_ann", "wk_bob", "wk_carol"])
+        #expect(try await rc.groups(of: "wk_bob") == [id])
+
+        // Bob leaves by himself; Ann, the creator, removes Carol (the business server's own routes).
+        try await rig.wuKongCall("POST", "/v1/groups/\(id.rawValue)/exit", as: "bob")
+        try await rig.wuKongCall("DELETE", "/v1/groups/\(id.rawValue)/members", as: "ann", json: #"{"members":["carol"]}"#)
+        #expect(try await directory.group(id)?.members == ["ann"])
+        _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "ann", content: .text("second")))
+        let sent = Date()
+        #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first", "second"] })
+        let left = try await eventually(Self.refreshSeconds + 10) { try await rc.group(id)?.members == ["wk_ann"] }
+        let took = Date().timeIntervalSince(sent)
+        let now = try await rc.group(id)
+        #expect(left, "\(String(describing: now))\n\(bridge.output.suffix(3000))")
+        // RongCloud's own view: the group is no longer among theirs, so its messages no longer reach them.
+        #expect(try await rc.groups(of: "wk_bob") == [])
+        #expect(try await rc.groups(of: "wk_carol") == [])
+        #expect(try await rc.groups(of: "wk_ann") == [id])
+        print("groups e2e: two leaves shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
         #expect(bridge.terminate() == 0)
     }
 }

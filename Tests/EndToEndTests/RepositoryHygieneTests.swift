@@ -43,8 +43,11 @@ import Testing
 
     @Test func theArchitectureDocumentNamesOnlyTypesThatExist() throws {
         let document = try String(contentsOf: Self.root.appendingPathComponent("docs/architecture.md"), encoding: .utf8)
-        var named = Set<String>()
-        for match in try Self.matches("`([A-Z][A-Za-z0-9]+)(?:[.(<][^`\\n]*)?`", in: document) { named.insert(match[1]) }
+        var named = Set<String>(), files = Set<String>()
+        for match in try Self.matches("`([A-Z][A-Za-z0-9]+)(?:[.(<][^`\\n]*)?`", in: document) {
+            // `Package.swift`, `BridgeServices.swift`: a file, which must exist.
+            if match[0].hasSuffix(".swift`") { files.insert(String(match[0].dropFirst().dropLast())) } else { named.insert(match[1]) }
+        }
         #expect(named.count > 50, "the document's code names were found: \(named.count)")
 
         var declared = Set<String>()
@@ -58,6 +61,8 @@ import Testing
         let package = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
         for match in try Self.matches("name: \"([A-Za-z0-9-]+)\"", in: package) { declared.insert(match[1]) }
 
+        let fileNames = Set(code.map { URL(fileURLWithPath: $0.path).lastPathComponent } + ["Package.swift"])
+        #expect(files.subtracting(fileNames).isEmpty, "docs/architecture.md names files that do not exist: \(files.subtracting(fileNames).sorted())")
         let unknown = named.subtracting(declared).subtracting(Self.libraryTypes.keys).subtracting(Self.vendorTerms).sorted()
         #expect(unknown.isEmpty, "docs/architecture.md names what the code does not declare: \(unknown)")
     }

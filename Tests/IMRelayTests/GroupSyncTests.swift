@@ -107,6 +107,69 @@ import Testing
         await engine.stop()
     }
 
+    /// A member who left the source group loses its puppet on the target at the next round; a native
+    /// member of the target group and another route's puppet are never removed.
+    @Test func aRoundRemovesThePuppetsOfMembersWhoLeftAndNoOneElse() async throws {
+        let h = try RelayHarness()
+        _ = try await h.wk.createGroup(GroupProfile(id: "g1", name: "Tea", owner: "ann", members: ["ann", "bob", "carol"]))
+        _ = try await h.rcMemory.createGroup(GroupProfile(id: "g1", name: "Tea", owner: "rita", members: ["rita", "yx_zed"]))
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("one")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["one"] })
+        #expect(try await h.rcMemory.group("g1")?.members == ["rita", "wk_ann", "wk_bob", "wk_carol", "yx_zed"])
+
+        try await h.wk.removeMembers(["bob"], from: "g1")
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("two")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["one", "two"] })
+        #expect(try await engine.refreshGroups() == 1)
+        let removed = try await eventually { try await h.rcMemory.group("g1")?.members == ["rita", "wk_ann", "wk_carol", "yx_zed"] }
+        let now = try await h.rcMemory.group("g1")
+        #expect(removed, "\(String(describing: now))")
+        // Everybody left but the owner: the puppets go, the native members stay.
+        try await h.wk.removeMembers(["carol"], from: "g1")
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("three")))
+        #expect(try await eventually { try await relayedTexts(h, "g1") == ["one", "two", "three"] })
+        #expect(try await engine.refreshGroups() == 1)
+        #expect(try await eventually { try await h.rcMemory.group("g1")?.members == ["rita", "wk_ann", "yx_zed"] })
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+        await engine.stop()
+    }
+
+    /// A route both ways between two backends that keep group ids: each side's members reach the other as
+    /// puppets, and a puppet never comes back as a member of its own user's side (no `b_a_ann`); a member
+    /// who leaves one side loses its puppet on the other, and the native members stay.
+    @Test func bothWaysPuppetsDoNotEchoAndLeavesFollow() async throws {
+        let a = MemoryBackend(id: "a", capabilities: .rongCloud, clock: SystemClock())
+        let b = MemoryBackend(id: "b", capabilities: .rongCloud, clock: SystemClock())
+        let store = try BridgeStore(path: FileManager.default.temporaryDirectory.appendingPathComponent("g-\(UUID().uuidString).sqlite").path)
+        let engine = RelayEngine(store: store, backends: [a, b], routes: [Route(from: try RouteEndpoint(parsing: "a:group:*"),
+                                                                                  to: try RouteEndpoint(parsing: "b:group:*"), direction: .both)],
+                                 retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        _ = try await a.createGroup(GroupProfile(id: "g1", name: "Tea", owner: "ann", members: ["ann", "bob"]))
+        _ = try await b.createGroup(GroupProfile(id: "g1", name: "Tea", owner: "bea", members: ["bea"]))
+        try await engine.start(feeding: [a, b])
+        _ = try await a.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("from a")))
+        #expect(try await eventually { try await b.group("g1")?.members == ["a_ann", "a_bob", "bea"] })
+        _ = try await b.send(OutgoingMessage(conversation: .group("g1"), sender: "bea", content: .text("from b")))
+        #expect(try await eventually { try await a.group("g1")?.members == ["ann", "b_bea", "bob"] })
+
+        try await a.removeMembers(["bob"], from: "g1")
+        _ = try await a.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("again")))
+        _ = try await b.send(OutgoingMessage(conversation: .group("g1"), sender: "bea", content: .text("again")))
+        // Each side: its own two messages and the other side's two copies.
+        #expect(try await eventually { try await b.history(HistoryQuery(conversation: .group("g1"), anchor: .latest, limit: 50)).messages.count == 4 })
+        #expect(try await eventually { try await a.history(HistoryQuery(conversation: .group("g1"), anchor: .latest, limit: 50)).messages.count == 4 })
+        #expect(try await engine.refreshGroups() == 2, "one comparison each way")
+        #expect(try await eventually { try await b.group("g1")?.members == ["a_ann", "bea"] })
+        // Neither side's comparison took the other's puppets for members of its own.
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(try await a.group("g1")?.members == ["ann", "b_bea"])
+        #expect(try await b.group("g1")?.members == ["a_ann", "bea"])
+        #expect(try store.read { try $0.count(state: .dead) } == 0)
+        await engine.stop()
+    }
+
     @Test func groupSettingsParse() throws {
         func parsed(_ block: String) throws -> GroupSettings {
             try BridgeConfig.parse(BridgeConfigTests.valid + "\n" + block, environment: ["WK_TOKEN": "t", "RC_SECRET": "s"]).groups

@@ -11,13 +11,52 @@ import Testing
             let registry = ContentRegistry()
             let world = MemoryWorld(capabilities: preset, clock: clock, registry: registry)
             world.addMembers(["alice", "bob", "carol"], to: "team")
-            return ConformanceSubject(backend: MemoryBackend(id: "mem", world: world), users: ["alice", "bob", "carol"],
-                                      group: "team", advanceClock: { clock.advance(byMs: $0) }, registry: registry)
+            var subject = ConformanceSubject(backend: MemoryBackend(id: "mem", world: world), users: ["alice", "bob", "carol"],
+                                             group: "team", advanceClock: { clock.advance(byMs: $0) }, registry: registry)
+            subject.reportsDeletions = world.reportsDeletions
+            subject.reportsMembershipChanges = world.reportsMembershipChanges
+            return subject
         }
         let report = await suite.run()
         #expect(report.failures.isEmpty, "\(report)")
         #expect(report.results.count == ConformanceSuite.checkNames.count)
         #expect(report.passed.count >= 15, "\(report)")
+    }
+
+    /// The profile, membership and deletion checks under each vendor's rules: what runs (and waits for
+    /// its event) and what is skipped or must be refused.
+    @Test func peopleChecksFollowEachVendorsRules() async throws {
+        var custom = Capabilities.wukong
+        custom.vendor = "custom"
+        let expected: [(Capabilities, Set<String>)] = [
+            (.wukong, ["profile.save-reads-back", "group.members.remove", "delete.for-everyone", "delete.for-one-user"]),
+            (.rongCloud, ["profile.save-reads-back", "group.members.remove", "delete.for-everyone", "delete.for-one-user"]),
+            (.nim, ["profile.save-reads-back", "group.members.remove", "group.members.join-event", "delete.for-everyone", "delete.for-one-user"]),
+            (custom, ["profile.save-reads-back", "group.members.remove", "delete.for-everyone", "delete.for-one-user"]),
+        ]
+        let names: Set<String> = ["profile.save-reads-back", "group.members.remove", "group.members.join-event", "delete.for-everyone",
+                                  "delete.for-one-user"]
+        for (preset, passing) in expected {
+            let suite = ConformanceSuite {
+                let world = MemoryWorld(capabilities: preset, clock: TestClock())
+                var subject = ConformanceSubject(backend: MemoryBackend(id: "mem", world: world), users: ["alice", "bob", "carol"])
+                subject.reportsDeletions = world.reportsDeletions
+                subject.reportsMembershipChanges = world.reportsMembershipChanges
+                return subject
+            }
+            let report = await suite.run(only: names)
+            #expect(report.failures.isEmpty, "\(report)")
+            #expect(Set(report.passed.map(\.check)) == passing, "\(preset.vendor): \(report)")
+        }
+    }
+
+    @Test func aBackendThatClaimsToDeleteButKeepsTheMessageFails() async throws {
+        let suite = ConformanceSuite {
+            ConformanceSubject(backend: KeepingBackend(inner: MemoryBackend(id: "mem", capabilities: .rongCloud, clock: TestClock())),
+                               users: ["alice", "bob", "carol"])
+        }
+        let report = await suite.run(only: ["delete.for-everyone", "send.text.history"])
+        #expect(report.failures.map(\.check) == ["delete.for-everyone"], "\(report)")
     }
 
     @Test func aBrokenBackendFails() async throws {
@@ -51,4 +90,16 @@ struct LyingBackend: Recalling {
     func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
         try await inner.recall(message, in: conversation, by: user)
     }
+}
+
+/// Says it deletes for everyone, and keeps the message: a deliberately broken backend.
+struct KeepingBackend: Deleting {
+    let inner: MemoryBackend
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    var deletionScopes: Set<DeletionScope> { [.everyone] }
+    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
+    func delete(_ message: MessageID, in conversation: ConversationRef, by user: UserID, forUser: UserID?) async throws {}
 }

@@ -65,8 +65,11 @@ import RongCloudSandbox
             let rig = try await Self.rig(registry: registry)
             rigs.withLock { $0.append(rig) }
             let sandbox = rig.sandbox
-            return ConformanceSubject(backend: rig.backend, users: ["alice", "bob", "carol"], group: "g1",
-                                      advanceClock: { ms in sandbox.clock.advance(byMs: ms) }, registry: registry)
+            var subject = ConformanceSubject(backend: rig.backend, users: ["alice", "bob", "carol"], group: "g1",
+                                             advanceClock: { ms in sandbox.clock.advance(byMs: ms) }, registry: registry)
+            // The sandbox routes a recall with isDelete=1 as RC:RcCmd, which the backend reads as a deletion.
+            subject.reportsDeletions = true
+            return subject
         }
         let report = await suite.run()
         for rig in rigs.withLock({ $0 }) { await rig.stop() }

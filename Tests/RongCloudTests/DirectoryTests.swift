@@ -65,6 +65,29 @@ import SandboxTestSupport
         }
     }
 
+    @Test func membersAreRemovedWithQuitAndAGroupWithoutMembersIsGone() async throws {
+        try await Self.withBackend { rig, backend in
+            _ = try await backend.createGroup(GroupProfile(id: "g1", name: "Tea", members: ["alice", "bob", "carol"]))
+            try await backend.removeMembers(["bob", "nobody", "bob"], from: "g1")
+            #expect(try await backend.group("g1")?.members == ["alice", "carol"], "bob quit; a non-member is skipped")
+            #expect(try await backend.groups(of: "bob") == [])
+            try await backend.removeMembers([], from: "g1")
+            #expect(try await backend.group("g1")?.members == ["alice", "carol"], "nothing to remove: no call, nothing changes")
+            try await backend.removeMembers(["alice", "carol"], from: "g1")
+            #expect(try await backend.group("g1") == nil, "a RongCloud group without members does not exist")
+            #expect(rig.sandbox.store.groups.isEmpty)
+            // The sandbox answers the vendor's shape: repeated or comma-joined ids, the same limits as join.
+            _ = try await rig.post(RCPaths.groupCreate, "userId=a,b,c&groupId=g2&groupName=G")
+            let quit = try await rig.post(RCPaths.groupQuit, "userId=a,b&groupId=g2")
+            #expect(quit.status == 200 && quit.json["code"]?.int64Value == 200)
+            #expect(rig.sandbox.store.groups.first?.members == ["c"])
+            let noUser = try await rig.post(RCPaths.groupQuit, "groupId=g2")
+            #expect(noUser.status == 400 && noUser.json["code"]?.int64Value == 1002)
+            let many = (0...1000).map { "userId=u\($0)" }.joined(separator: "&")
+            #expect(try await rig.post(RCPaths.groupQuit, many + "&groupId=g2").json["code"]?.int64Value == 1502)
+        }
+    }
+
     @Test func groupsOfAUserAndTheListsRongCloudCannotGive() async throws {
         try await Self.withBackend { _, backend in
             _ = try await backend.createGroup(GroupProfile(id: "g2", name: "Two", members: ["alice", "bob"]))

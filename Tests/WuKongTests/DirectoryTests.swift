@@ -120,6 +120,35 @@ import WuKongSandbox
         }
     }
 
+    /// The business server's member removal (creator or manager) and exit, as TangSengDaoDao serves them
+    /// (docs/adapters/wukong.md, "Groups in live relay"): the group read afterwards lists neither.
+    @Test func membersRemovedOrExitedAreNoLongerListed() async throws {
+        try await Self.withBackend { rig, backend in
+            let id = try await backend.createGroup(GroupProfile(id: "x", name: "G", owner: "alice", members: ["bob", "carol", "dave"]))
+            func headers(_ uid: UserID) async throws -> [(name: String, value: String)] {
+                [("token", try await backend.session(uid)), ("Content-Type", "application/json")]
+            }
+            let path = WKDirectoryPaths.groupMembers(id.rawValue)
+            let byMember = try await rig.send("DELETE", path, body: Array(#"{"members":["carol"]}"#.utf8), headers: try await headers("bob"))
+            #expect(byMember.status == 400 && byMember.json["msg"]?.stringValue == "普通成员无法删除群成员")
+            let itself = try await rig.send("DELETE", path, body: Array(#"{"members":["alice"]}"#.utf8), headers: try await headers("alice"))
+            #expect(itself.status == 400 && itself.json["msg"]?.stringValue == "不能删除自己")
+            let stranger = try await rig.send("DELETE", path, body: Array(#"{"members":["zed"]}"#.utf8), headers: try await headers("alice"))
+            #expect(stranger.status == 400 && stranger.json["msg"]?.stringValue == "被删除者不在此群内")
+            let removed = try await rig.send("DELETE", path, body: Array(#"{"members":["carol"]}"#.utf8), headers: try await headers("alice"))
+            #expect(removed.status == 200, "\(removed.text)")
+            let exited = try await rig.send("POST", WKDirectoryPaths.group(id.rawValue) + "/exit", headers: try await headers("dave"))
+            #expect(exited.status == 200, "\(exited.text)")
+            let again = try await rig.send("POST", WKDirectoryPaths.group(id.rawValue) + "/exit", headers: try await headers("dave"))
+            #expect(again.status == 400 && again.json["msg"]?.stringValue == "群成员不存在群内！")
+            #expect(try await backend.group(id)?.members == ["alice", "bob"])
+            // The creator leaves: the next oldest member becomes the creator (the owner read back).
+            _ = try await rig.send("POST", WKDirectoryPaths.group(id.rawValue) + "/exit", headers: try await headers("alice"))
+            let after = try await backend.group(id)
+            #expect(after?.members == ["bob"] && after?.owner == "bob", "\(String(describing: after))")
+        }
+    }
+
     @Test func theListsWuKongCannotGive() async throws {
         try await Self.withBackend { _, backend in
             let users = await #expect(throws: IMError.self) { _ = try await backend.allUsers() }

@@ -34,6 +34,24 @@ public protocol Recalling: IMBackend {
     func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws
 }
 
+/// Whom a deletion takes a message away from.
+public enum DeletionScope: String, Hashable, Sendable, Codable, CaseIterable {
+    /// Gone for everyone, with no "recalled" trace (RongCloud's recall with `isDelete=1`, WuKong's
+    /// `DELETE /v1/message/mutual`).
+    case everyone
+    /// Gone from one user's view only (WuKong's `DELETE /v1/message`).
+    case oneUser = "one_user"
+}
+
+/// Deleting messages (docs/mappings.md, "Deletion"). Unlike a recall, a deletion for everyone leaves no
+/// trace in the conversation. A scope not in `deletionScopes` is refused with `unsupported`.
+public protocol Deleting: IMBackend {
+    var deletionScopes: Set<DeletionScope> { get }
+    /// Deletes `message` for everyone (`forUser` nil) or from `forUser`'s view; `by` is who deletes (the
+    /// sender, where the vendor allows only the sender). A message already deleted counts as deleted.
+    func delete(_ message: MessageID, in conversation: ConversationRef, by user: UserID, forUser: UserID?) async throws
+}
+
 /// Replacing a message's content; only the latest edit is kept.
 public protocol Editing: IMBackend {
     func edit(_ message: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) async throws
@@ -254,6 +272,15 @@ public protocol GroupDirectory: IMBackend {
     /// The groups `user` is a member of (RongCloud `/user/group/query.json`, NIM `/team/joinTeams.action`,
     /// JMessage `/v1/users/{username}/groups/`). Throws `unsupported` where the vendor cannot say.
     func groups(of user: UserID) async throws -> [GroupID]
+}
+
+/// Taking members out of a group: what live relay uses to keep a target group's puppets in step with the
+/// source group's members (docs/architecture.md, "Groups"). `updateGroup` never removes anyone; this is
+/// the one call that does.
+public protocol GroupMemberRemoving: GroupDirectory {
+    /// Removes `members` from the group; ids that are not members are skipped. A group whose last member
+    /// is removed may cease to exist (RongCloud).
+    func removeMembers(_ members: [UserID], from group: GroupID) async throws
 }
 
 /// Listing every conversation a backend holds (server view), for `imbridge migrate --all`.

@@ -18,6 +18,12 @@ public struct IMEvent: Hashable, Sendable, Codable {
         case read(conversation: ConversationRef, user: UserID, upTo: MessageID, at: Int64)
         /// A transient signalling message (never stored).
         case command(conversation: ConversationRef, sender: UserID, content: CommandContent, at: Int64)
+        /// A message was deleted: for everyone (`forUser` nil) — gone, unlike a recall, which leaves a trace —
+        /// or only from `forUser`'s view (docs/mappings.md, "Deletion").
+        case deleted(messageID: MessageID, conversation: ConversationRef, by: UserID, forUser: UserID?, at: Int64)
+        /// Members joined or left a group (`by`: who added or removed them, nil when they acted themselves or
+        /// the vendor does not say). The bridge compares the group again (docs/architecture.md, "Groups").
+        case membersChanged(group: GroupID, joined: [UserID], left: [UserID], by: UserID?, at: Int64)
     }
 
     public var eventID: EventID
@@ -61,23 +67,25 @@ public struct IMEvent: Hashable, Sendable, Codable {
         case .message(let message): message.conversation
         case .edited(_, let conversation, _, _, _), .recalled(_, let conversation, _, _),
              .expansionChanged(_, let conversation, _, _), .reaction(_, let conversation, _, _, _, _),
-             .read(let conversation, _, _, _), .command(let conversation, _, _, _):
+             .read(let conversation, _, _, _), .command(let conversation, _, _, _), .deleted(_, let conversation, _, _, _):
             conversation
+        case .membersChanged(let group, _, _, _, _): .group(group)
         }
     }
 
-    /// The message the event is about (nil for `command`).
+    /// The message the event is about (nil for `command` and `membersChanged`).
     public var messageID: MessageID? {
         switch kind {
         case .message(let message): message.id
         case .edited(let id, _, _, _, _), .recalled(let id, _, _, _), .expansionChanged(let id, _, _, _),
-             .reaction(let id, _, _, _, _, _), .read(_, _, let id, _):
+             .reaction(let id, _, _, _, _, _), .read(_, _, let id, _), .deleted(let id, _, _, _, _):
             id
-        case .command: nil
+        case .command, .membersChanged: nil
         }
     }
 
-    /// A short name for logs and metrics: message, edited, recalled, expansion, reaction, read, command.
+    /// A short name for logs and metrics: message, edited, recalled, expansion, reaction, read, command,
+    /// deleted, members.
     public var kindName: String {
         switch kind {
         case .message: "message"
@@ -87,6 +95,8 @@ public struct IMEvent: Hashable, Sendable, Codable {
         case .reaction: "reaction"
         case .read: "read"
         case .command: "command"
+        case .deleted: "deleted"
+        case .membersChanged: "members"
         }
     }
 }

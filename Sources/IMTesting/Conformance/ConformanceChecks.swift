@@ -11,7 +11,7 @@ public struct ConformanceCheck: Sendable {
 }
 
 enum ConformanceChecks {
-    static let all: [ConformanceCheck] = messaging + contents + history + features + expansion + conversations
+    static let all: [ConformanceCheck] = messaging + contents + history + features + expansion + conversations + people
 
     static let messaging: [ConformanceCheck] = [
         ConformanceCheck(name: "send.text.history") { ctx in

@@ -17,6 +17,12 @@ public struct ConformanceSubject: Sendable {
     public var registry: ContentRegistry?
     /// How long to wait for an event before a check fails, in seconds.
     public var eventTimeout: Double
+    /// The backend's events report a deletion for everyone (`deleted`): RongCloud's routed recall command
+    /// with `isDelete`, a memory world with `reportsDeletions`. The deletion checks then wait for it.
+    public var reportsDeletions = false
+    /// The backend's events report group joins and removals (`membersChanged`): a memory world with
+    /// `reportsMembershipChanges`. The membership checks then wait for them.
+    public var reportsMembershipChanges = false
 
     public init(backend: any IMBackend, users: [UserID], group: GroupID? = nil,
                 advanceClock: (@Sendable (Int64) async throws -> Void)? = nil, registry: ContentRegistry? = nil,

@@ -8,12 +8,12 @@ import IMHTTP
 ///   known one with `/user/refresh.json`. The classic API has no free-form user field, so `extra` is not
 ///   written (the separately enabled profile hosting, `/user/profile/set.json`, is not used).
 /// - Groups: a RongCloud group is an id, a name and its members (`/group/create.json`, `/group/join.json`,
-///   `/group/refresh.json`, `/group/user/query.json`); it has no owner, avatar or announcement outside
+///   `/group/quit.json`, `/group/refresh.json`, `/group/user/query.json`); it has no owner, avatar or announcement outside
 ///   profile hosting (`/entrust/group/*`), which this backend does not use. The name is read from a
 ///   member's `/user/group/query.json` (the only read that carries it). A group without members does not
 ///   exist.
 /// - RongCloud cannot enumerate users or groups: `allUsers` and `allGroups` throw `unsupported`.
-extension RongCloudBackend: UserDirectory, GroupDirectory {
+extension RongCloudBackend: UserDirectory, GroupMemberRemoving {
     // MARK: UserDirectory
 
     public func users(_ ids: [UserID]) async throws -> [UserProfile] {
@@ -106,6 +106,20 @@ extension RongCloudBackend: UserDirectory, GroupDirectory {
             for member in missing[start..<min(start + RCGroupLimits.usersPerCall, missing.count)] { form.append("userId", member.rawValue) }
             form.append("groupId", profile.id.rawValue)
             try await client.post(RCPaths.groupJoin, form: form)
+        }
+    }
+
+    /// `/group/quit.json` for those of `members` the group lists, 1000 at a time (docs/adapters/rongcloud.md,
+    /// "Groups in live relay"). A group whose last member quits no longer exists.
+    public func removeMembers(_ members: [UserID], from group: GroupID) async throws {
+        let current = Set(try await self.members(of: group))
+        var seen = Set<UserID>()
+        let leaving = members.filter { current.contains($0) && seen.insert($0).inserted }
+        for start in stride(from: 0, to: leaving.count, by: RCGroupLimits.usersPerCall) {
+            var form = FormBody()
+            for member in leaving[start..<min(start + RCGroupLimits.usersPerCall, leaving.count)] { form.append("userId", member.rawValue) }
+            form.append("groupId", group.rawValue)
+            try await client.post(RCPaths.groupQuit, form: form)
         }
     }
 

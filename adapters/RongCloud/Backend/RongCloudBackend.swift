@@ -20,7 +20,7 @@ import IMHTTP
 ///   validated with `ExpansionLimits.validate` before any call), `UserProvisioning` (`getToken`),
 ///   `UserDirectory` and `GroupDirectory` (`RongCloudBackend+Directory.swift`).
 ///   No edit, reaction, read-state or conversation-list API exists for private/group messages.
-public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning {
+public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning, Deleting {
     public struct Configuration: Sendable {
         public var id: BackendID
         public var appKey: String
@@ -114,6 +114,26 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         let target = try RongCloudCodec.target(of: conversation, for: user)
         let form = RCRecallForm(fromUserId: user.rawValue, conversationType: target.type.rawValue, targetId: target.targetId,
                                   messageUID: message.rawValue)
+        try await client.post(RCPaths.recall, form: form.form)
+    }
+
+    // MARK: Deleting
+
+    /// For everyone only: a recall with `isDelete=1`, which clients apply without the "recalled" notice
+    /// (docs/adapters/rongcloud.md, "Deletion").
+    public var deletionScopes: Set<DeletionScope> { [.everyone] }
+
+    /// `/message/recall.json` with `isDelete=1` (by the sender, as every recall); a message already
+    /// recalled or deleted answers 200 again. One user's view cannot be deleted over the server API.
+    public func delete(_ message: MessageID, in conversation: ConversationRef, by user: UserID, forUser: UserID?) async throws {
+        guard forUser == nil else {
+            throw IMError(.unsupported, "RongCloud's server API deletes a message for everyone only (a recall with isDelete=1), not from one user's view",
+                          isRetryable: false)
+        }
+        try capabilities.require(.recall)
+        let target = try RongCloudCodec.target(of: conversation, for: user)
+        let form = RCRecallForm(fromUserId: user.rawValue, conversationType: target.type.rawValue, targetId: target.targetId,
+                                messageUID: message.rawValue, isDelete: true)
         try await client.post(RCPaths.recall, form: form.form)
     }
 

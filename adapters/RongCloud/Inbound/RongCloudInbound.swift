@@ -18,7 +18,8 @@ import IMHTTP
 ///   sink as an inbound dead letter (format `routed-form`, key `msg:<msgUID>`) so the messages after it
 ///   are not held up.
 /// - Events, with ids stable across redelivery (derived from vendor ids only):
-///   - `RC:RcCmd` → `recalled` (`recall:<original msgUID>`), by the routed sender, at `msgTimestamp`;
+///   - `RC:RcCmd` → `recalled` (`recall:<original msgUID>`), by the routed sender, at `msgTimestamp`; with
+///     `isDelete` 1 → `deleted` for everyone (`delete:<original msgUID>`);
 ///   - `RC:MsgExMsg` → `expansionChanged` on `mid` (`exp:<signal msgUID>`), version = `msgTimestamp`;
 ///   - `RC:CmdMsg` → `command` (`cmd:<msgUID>`);
 ///   - `RC:ReadNtf` with a `messageUId` → `read` (`read:<msgUID>`);
@@ -152,8 +153,15 @@ public struct RongCloudInbound: Sendable {
             guard let command = RCRecallCommand(json: routed.content) else {
                 throw IMError(.malformedPayload, "RC:RcCmd content has no messageUId")
             }
-            eventID = "recall:\(command.messageUId)"
-            kind = .recalled(messageID: MessageID(command.messageUId), conversation: conversation, by: sender, at: routed.msgTimestamp)
+            if command.isDelete == true {
+                // A recall without the "recalled" notice: gone for everyone (docs/adapters/rongcloud.md, "Deletion").
+                eventID = "delete:\(command.messageUId)"
+                kind = .deleted(messageID: MessageID(command.messageUId), conversation: conversation, by: sender, forUser: nil,
+                                at: routed.msgTimestamp)
+            } else {
+                eventID = "recall:\(command.messageUId)"
+                kind = .recalled(messageID: MessageID(command.messageUId), conversation: conversation, by: sender, at: routed.msgTimestamp)
+            }
         case RCObjectName.expansionSignal:
             guard let signal = RCExpansionSignal(json: routed.content) else {
                 throw IMError(.malformedPayload, "RC:MsgExMsg content is not {mid, put, del, clear}")

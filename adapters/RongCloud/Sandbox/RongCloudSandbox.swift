@@ -11,7 +11,7 @@ import RongCloud
 ///   or milliseconds; any nonce characters. Missing or wrong → HTTP 401 `{"code":1004,…}`; an unknown
 ///   app key is answered the same way. No freshness window is enforced (UNCONFIRMED at the vendor).
 /// - Endpoints: `servedPaths` — `/user/{getToken,info,refresh,checkOnline}.json`,
-///   `/group/{create,join,refresh,user/query}.json`, `/user/group/query.json`,
+///   `/group/{create,join,quit,refresh,user/query}.json`, `/user/group/query.json`,
 ///   `/message/{private,group,system}/publish.json`, `/message/recall.json`,
 ///   `/message/expansion/{set,delete,query}.json`, `/message/history.json` (forms, lenient) and
 ///   `/v3/message/{private,group}/query.json` (JSON, typed or all-string values); trailing slashes are

@@ -21,6 +21,9 @@ extension RongCloudSandboxStore {
         case RCPaths.groupCreate, RCPaths.groupJoin:
             try join(form, create: path == RCPaths.groupCreate)
             return .json(RCErrorEnvelope(code: 200, errorMessage: nil))
+        case RCPaths.groupQuit:
+            try quit(form)
+            return .json(RCErrorEnvelope(code: 200, errorMessage: nil))
         case RCPaths.groupRefresh:
             let groupId = try Self.id(form, "groupId")
             let name = try Self.groupName(form, required: true) ?? ""
@@ -63,6 +66,24 @@ extension RongCloudSandboxStore {
             group.members += added
             if let name { group.name = name }
             state.groups[groupId] = group
+        }
+    }
+
+    /// `/group/quit.json`: `userId` (repeated or comma-joined, ≤ 1000) and `groupId`. Users that are not
+    /// members are skipped; a group left without members no longer exists (it has no members to list).
+    private func quit(_ form: FormBody) throws(RongCloudSandboxError) {
+        let groupId = try Self.id(form, "groupId")
+        let users = Self.splitRecipients(form.values("userId"))
+        guard !users.isEmpty else { throw .parameter("userId is required") }
+        guard users.count <= RCGroupLimits.usersPerCall else {
+            throw RongCloudSandboxError(RongCloudErrorCode.quantityExceeded, "userId may name at most \(RCGroupLimits.usersPerCall)")
+        }
+        for user in users { try Self.checkId(user, "userId") }
+        let leaving = Set(users)
+        try mutate { (state: inout State) throws(RongCloudSandboxError) in
+            guard var group = state.groups[groupId] else { return }
+            group.members.removeAll { leaving.contains($0) }
+            state.groups[groupId] = group.members.isEmpty ? nil : group
         }
     }
 

@@ -6,14 +6,15 @@ extension RCPaths {
     public static let groupCreate = "/group/create.json"
     public static let groupJoin = "/group/join.json"
     public static let groupRefresh = "/group/refresh.json"
+    public static let groupQuit = "/group/quit.json"
     public static let groupMembers = "/group/user/query.json"
     public static let userGroups = "/user/group/query.json"
 
     /// The group endpoints, in the order the docs list them.
-    public static let groupPaths = [groupCreate, groupJoin, groupRefresh, groupMembers, userGroups]
+    public static let groupPaths = [groupCreate, groupJoin, groupQuit, groupRefresh, groupMembers, userGroups]
 }
 
-/// Limits of the group endpoints: ≤ 1000 `userId` per create/join call, ≤ 3000 members per group,
+/// Limits of the group endpoints: ≤ 1000 `userId` per create/join/quit call, ≤ 3000 members per group,
 /// ≤ 1000 groups per `/user/group/query.json` page (default 50).
 public enum RCGroupLimits {
     public static let usersPerCall = 1000

@@ -45,6 +45,7 @@ extension WuKongSandbox {
         "GET /v1/users/{uid}", "PUT /v1/user/current", "GET /v1/users/{uid}/avatar", "POST /v1/users/{uid}/avatar",
         "POST /v1/group/create", "GET /v1/groups/{group_no}/detail", "PUT /v1/groups/{group_no}",
         "GET /v1/groups/{group_no}/members", "POST /v1/groups/{group_no}/members", "GET /v1/groups/{group_no}/avatar",
+        "DELETE /v1/groups/{group_no}/members", "POST /v1/groups/{group_no}/members_delete", "POST /v1/groups/{group_no}/exit",
     ]
 
     /// A 1×1 transparent PNG: the avatar of everyone and every group.
@@ -74,6 +75,10 @@ extension WuKongSandbox {
             case ("PUT", 3, let p) where p[1] == "groups": return try updateGroup(request, groupNo: p[2], uid: uid)
             case ("GET", 4, let p) where p[1] == "groups" && p[3] == "members": return try groupMembers(request, groupNo: p[2])
             case ("POST", 4, let p) where p[1] == "groups" && p[3] == "members": return try addMembers(request, groupNo: p[2], uid: uid)
+            case ("DELETE", 4, let p) where p[1] == "groups" && p[3] == "members",
+                 ("POST", 4, let p) where p[1] == "groups" && p[3] == "members_delete":
+                return try removeMembers(request, groupNo: p[2], uid: uid)
+            case ("POST", 4, let p) where p[1] == "groups" && p[3] == "exit": return try exitGroup(groupNo: p[2], uid: uid)
             default: return nil
             }
         } catch SandboxRefusal.badRequest(let message) {
@@ -252,6 +257,58 @@ extension WuKongSandbox {
         }
         subscribe(added, to: groupNo)
         return Self.ok()
+    }
+
+    /// `DELETE …/members` (or `POST …/members_delete`) with `{"members":[uid]}`: the creator or a manager
+    /// removes members (not itself; a manager removes neither a manager nor the creator); members not in
+    /// the group are skipped, none in it is refused. They stop being subscribers of the group channel.
+    private func removeMembers(_ request: HTTPRequestData, groupNo: String, uid: String) throws -> HTTPResponseData {
+        let body = try Self.decode(WKGroupMembersRequest.self, request)
+        guard !body.members.isEmpty else { throw SandboxRefusal.badRequest("成员不能为空！") }
+        let removed = try directory.withLock { directory -> [String] in
+            guard var group = directory.groups[groupNo] else { throw SandboxRefusal.badRequest("群不存在！") }
+            guard let operatorRole = group.members.first(where: { $0.uid == uid })?.role else { throw SandboxRefusal.badRequest("操作者不再此群") }
+            guard operatorRole == WKDirectoryPaths.creatorRole || operatorRole == WKDirectoryPaths.managerRole else {
+                throw SandboxRefusal.badRequest("普通成员无法删除群成员")
+            }
+            guard !body.members.contains(uid) else { throw SandboxRefusal.badRequest("不能删除自己") }
+            let leaving = group.members.filter { body.members.contains($0.uid) }
+            guard !leaving.isEmpty else { throw SandboxRefusal.badRequest("被删除者不在此群内") }
+            if operatorRole == WKDirectoryPaths.managerRole {
+                if leaving.contains(where: { $0.role == WKDirectoryPaths.managerRole }) { throw SandboxRefusal.badRequest("管理员不能删除管理员") }
+                if leaving.contains(where: { $0.role == WKDirectoryPaths.creatorRole }) { throw SandboxRefusal.badRequest("管理员不能删除群主") }
+            }
+            let uids = Set(leaving.map(\.uid))
+            group.members.removeAll { uids.contains($0.uid) }
+            group.version += 1
+            directory.groups[groupNo] = group
+            return Array(uids)
+        }
+        unsubscribe(removed, from: groupNo)
+        return Self.ok()
+    }
+
+    /// `POST …/exit`: the session's user leaves; a leaving creator hands the group to the next oldest
+    /// member. An unknown group is `群不存在`, a non-member `群成员不存在群内！`.
+    private func exitGroup(groupNo: String, uid: String) throws -> HTTPResponseData {
+        try directory.withLock { directory in
+            guard var group = directory.groups[groupNo] else { throw SandboxRefusal.badRequest("群不存在") }
+            guard let index = group.members.firstIndex(where: { $0.uid == uid }) else { throw SandboxRefusal.badRequest("群成员不存在群内！") }
+            let leaving = group.members.remove(at: index)
+            if leaving.role == WKDirectoryPaths.creatorRole, !group.members.isEmpty { group.members[0].role = WKDirectoryPaths.creatorRole }
+            group.version += 1
+            directory.groups[groupNo] = group
+        }
+        unsubscribe([uid], from: groupNo)
+        return Self.ok()
+    }
+
+    private func unsubscribe(_ uids: [String], from groupNo: String) {
+        let key = WuKongSandboxState.ChannelKey(id: groupNo, type: WKChannelType.group)
+        state.withLock { state in
+            state.channels[key]?.subscribers.removeAll { uids.contains($0) }
+            for uid in uids { state.readTo[uid]?[key] = nil }
+        }
     }
 
     /// What the business server asks of WuKongIM: the group channel (type 2) gets these subscribers.
