@@ -117,13 +117,11 @@ public final class SandboxServer: Sendable {
         case ("POST", "/_sandbox/drift"):
             let parsed = (try? JSONValue.parse(Data(request.body))).map(SandboxDrift.parse)
                 ?? .failure(.badRequest("expected a JSON object"))
-            do {
+            do throws(SandboxDrift.DriftError) {
                 let id = try await vendor.plantDrift(try parsed.get())
                 return .json(["ok": .bool(true), "id": .string(id)] as [String: JSONValue])
-            } catch let error as SandboxDrift.DriftError {
-                return .json(["error": error.response.error], status: error.response.status)
             } catch {
-                return .json(["error": "\(error)"], status: 400)
+                return .json(["error": error.response.error], status: error.response.status)
             }
         case ("GET", "/_sandbox/clock"):
             return .json(["now_ms": clock.nowMs()])
