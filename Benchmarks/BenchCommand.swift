@@ -13,18 +13,20 @@ struct BenchCommand: AsyncParsableCommand {
         defaultSubcommand: Run.self)
 
     static let scenarios = ["codec", "relay", "relay-many", "migrate", "migrate-many", "memory"]
+    /// Run only when named (not part of `all`).
+    static let namedOnly = ["verify"]
 
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run", abstract: "Runs scenarios (the default).")
 
-        @Argument(help: "Scenarios: relay, relay-many, migrate, migrate-many, codec, memory, or all (the default).")
+        @Argument(help: "Scenarios: relay, relay-many, migrate, migrate-many, codec, memory, or all (the default); verify when named.")
         var scenarios: [String] = []
         @Flag(help: "One JSON object per scenario.") var json = false
         @Option(help: "Messages (default: 20000 relay, 100000 migrate, 1000000 memory).") var messages: Int?
         @Option(help: "Offered rate of the latency phase, msg/s (relay, relay-many).") var rate: Double = 1000
         @Option(name: .customLong("rate-messages"), help: "Messages of the latency phase (relay, relay-many).") var rateMessages = 10_000
         @Option(help: "Client requests in flight.") var concurrency = 32
-        @Option(help: "Conversations (default: 10 relay, 1000 relay-many, 20 migrate-many, 100 memory).") var conversations: Int?
+        @Option(help: "Conversations (default: 10 relay, 1000 relay-many, 20 migrate-many, 100 memory, 100 verify).") var conversations: Int?
         @Option(name: .customLong("notify-interval-ms"), help: "WuKong webhook batching interval.") var notifyIntervalMs = 0
         @Flag(name: .customLong("no-echo"), help: "No echo route (relay, relay-many).") var noEcho = false
         @Option(name: .customLong("codec-seconds"), help: "Seconds per codec measurement.") var codecSeconds: Double = 1
@@ -34,8 +36,8 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Bridge instances on the store (relay, relay-many).") var instances = 1
 
         func validate() throws {
-            for scenario in scenarios where scenario != "all" && !BenchCommand.scenarios.contains(scenario) {
-                throw ValidationError("unknown scenario '\(scenario)' (known: \(BenchCommand.scenarios.joined(separator: ", ")), all)")
+            for scenario in scenarios where scenario != "all" && !(BenchCommand.scenarios + BenchCommand.namedOnly).contains(scenario) {
+                throw ValidationError("unknown scenario '\(scenario)' (known: \((BenchCommand.scenarios + BenchCommand.namedOnly).joined(separator: ", ")), all)")
             }
         }
 
@@ -70,6 +72,8 @@ struct BenchCommand: AsyncParsableCommand {
             case "migrate-many":
                 return try await MigrateBench(messages: messages ?? 100_000, concurrency: concurrency, pageSize: pageSize,
                                               conversations: conversations ?? 20, parallel: parallel, name: "migrate-many").run()
+            case "verify":
+                return try await VerifyBench(messages: messages ?? 100_000, concurrency: concurrency, conversations: conversations ?? 100).run()
             default:
                 return try await MemoryBench(messages: messages ?? 1_000_000, conversations: conversations ?? 100, concurrency: concurrency,
                                              notifyIntervalMs: notifyIntervalMs).run()

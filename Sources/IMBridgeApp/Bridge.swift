@@ -17,6 +17,8 @@ public struct Bridge: Sendable {
     public let adminListener: BridgeListener?
     /// Catch-up from the sources' history (`catch_up:`); nil when turned off.
     public let catchUp: CatchUpRunner?
+    /// Scheduled audits (`verify:`, docs/verify.md); nil when `verify.interval` is not set.
+    public let audit: VerifyAudit?
 
     /// `requireRoutes: false` opens a configuration without routes (migration needs only store and backends).
     /// `receivesCallbacks: false` for a command that takes no callbacks (`ConfigCheck.load`).
@@ -58,8 +60,11 @@ public struct Bridge: Sendable {
         let catchUp = config.catchUp.enabled
             ? CatchUpRunner(engine: engine, backends: backends.map { $0 as any IMBackend }, routes: config.routes, settings: config.catchUp)
             : nil
+        let audit = config.verify.intervalMs != nil
+            ? VerifyAudit(engine: engine, backends: backends.map { $0 as any IMBackend }, routes: config.routes, settings: config.verify)
+            : nil
         return Bridge(config: config, store: store, backends: backends, engine: engine, listener: listener, adminListener: admin,
-                      catchUp: catchUp)
+                      catchUp: catchUp, audit: audit)
     }
 
     /// Catch-up first (live messages of its sources then wait for its start-up pass), then the callback

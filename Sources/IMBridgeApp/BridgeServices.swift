@@ -20,7 +20,8 @@ import UnixSignals
 ///    the outbox) and releases its leader lease;
 /// 3. pruning (leader only);
 /// 4. intake of the backends that fetch on their own (the JMessage report poller);
-/// 5. catch-up from history (`catch_up:`; its loop starts before the listeners bind);
+/// 5. catch-up from history (`catch_up:`; its loop starts before the listeners bind), and the scheduled
+///    audits (`verify:`) when configured;
 /// 6. the callback listener, stopped first: it stops accepting, answers the requests it holds, closes.
 ///
 /// The first SIGTERM or SIGINT starts that graceful shutdown; a second one exits at once (status 130):
@@ -39,6 +40,7 @@ extension Bridge {
         services.append(.init(service: PruneService(engine: engine)))
         services.append(.init(service: IntakeService(engine: engine, sources: backends, logger: logger)))
         if let catchUp { services.append(.init(service: CatchUpService(runner: catchUp))) }
+        if let audit { services.append(.init(service: AuditService(audit: audit))) }
         services.append(.init(service: ListenerService(listener: listener, role: "callbacks", logger: logger)))
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         // A backstop only: the engine keeps the drain deadline itself; this cancels a service that
@@ -224,6 +226,17 @@ struct CatchUpService: Service {
     func run() async throws {
         try? await gracefulShutdown()
         await runner.stop()
+    }
+}
+
+/// Scheduled audits (`verify:`): started with the group, stopped on shutdown (an audit under way is cancelled).
+struct AuditService: Service {
+    let audit: VerifyAudit
+
+    func run() async throws {
+        await audit.start()
+        try? await gracefulShutdown()
+        await audit.stop()
     }
 }
 

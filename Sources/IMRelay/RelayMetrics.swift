@@ -74,6 +74,11 @@ public final class RelayMetrics: Sendable {
                help: "Age of the oldest pending outbox entry per target backend (0 when none), read at scrape time."),
         Family(name: "imbridge_outbox_dead_letters", kind: .gauge,
                help: "Dead letters held in the store, waiting for an operator (imbridge deadletters), read at scrape time."),
+        Family(name: "imbridge_verify_drift", kind: .gauge,
+               help: "Drift items the last scheduled audit found (verify:), by kind: missing, doubled, out_of_order, content, recall, expansion."),
+        Family(name: "imbridge_verify_last_run_timestamp_seconds", kind: .gauge, help: "Unix time at which the last scheduled audit started (0: none yet)."),
+        Family(name: "imbridge_verify_unreadable_conversations", kind: .gauge,
+               help: "Conversations the last scheduled audit could not read (a side's history refused or failed)."),
         Family(name: "imbridge_store_up", kind: .gauge, help: "1 when the store answered this scrape's reads, 0 when it did not (the outbox gauges then keep their last values)."),
         Family(name: "imbridge_catch_up_runs_total", kind: .counter,
                help: "Catch-ups of one source conversation from history, by backend and reason (start, gap, held, interval)."),
@@ -110,6 +115,8 @@ public final class RelayMetrics: Sendable {
     /// The last minutes of the counters the status page charts (events in, relayed, retries, dead
     /// letters, refusals), fed by `increment`.
     public let activity = ActivityLog()
+    /// The last scheduled audit (`VerifyAudit`), for the status page.
+    public let verifyAudit = VerifyAuditBoard()
     /// When this object (and so the engine) was created, Unix milliseconds.
     public let startedAtMs = Int64((Date().timeIntervalSince1970 * 1000).rounded())
 

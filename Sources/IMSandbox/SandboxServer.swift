@@ -11,6 +11,7 @@ import Synchronization
 /// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept","retry_after"}` /
 ///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}`
+/// - `POST /_sandbox/drift` `{"op","id",…}` → plants drift on a stored message (`SandboxDrift`)
 /// - anything else under `/_sandbox/` goes to `SandboxVendor.handleSandboxExtra`.
 /// Every other request first meets the fault injector, then the vendor.
 ///
@@ -113,6 +114,15 @@ public final class SandboxServer: Sendable {
         case ("DELETE", "/_sandbox/faults"):
             faults.clear()
             return .json(["ok": true])
+        case ("POST", "/_sandbox/drift"):
+            let parsed = (try? JSONValue.parse(Data(request.body))).map(SandboxDrift.parse)
+                ?? .failure(.badRequest("expected a JSON object"))
+            do throws(SandboxDrift.DriftError) {
+                let id = try await vendor.plantDrift(try parsed.get())
+                return .json(["ok": .bool(true), "id": .string(id)] as [String: JSONValue])
+            } catch {
+                return .json(["error": error.response.error], status: error.response.status)
+            }
         case ("GET", "/_sandbox/clock"):
             return .json(["now_ms": clock.nowMs()])
         case ("POST", "/_sandbox/clock"):

@@ -42,10 +42,16 @@ public protocol SandboxVendor: Sendable {
     func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData
     /// Vendor-specific introspection under `/_sandbox/` (nil: not found).
     func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData?
+    /// Plants `drift` on a stored message (`POST /_sandbox/drift`, `SandboxDrift`); the id of the message
+    /// it leaves (the new copy's for `double`).
+    func plantDrift(_ drift: SandboxDrift) async throws(SandboxDrift.DriftError) -> String
 }
 
 extension SandboxVendor {
     public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? { nil }
+    public func plantDrift(_ drift: SandboxDrift) async throws(SandboxDrift.DriftError) -> String {
+        throw .unsupported("this sandbox plants no drift")
+    }
 }
 
 /// A stored message as `GET /_sandbox/messages` shows it (docs/architecture.md, "Sandboxes"): the same fields for

@@ -114,4 +114,76 @@ import Testing
         #expect(!dom.contains(BridgeLab.appSecret) && !dom.contains(BridgeLab.webhookSecret), "no secret on the page")
         if let shot { print("StatusPageBrowserTests: screenshot at \(shot)") }
     }
+
+    /// A scheduled audit (`verify: interval: 10s`) of a WuKong → RongCloud relay after a copy was removed from
+    /// RongCloud (`POST /_sandbox/drift`): `/status.json`, `/metrics` and the page in Chromium show the
+    /// missing copy with both message ids.
+    @Test func chromiumShowsTheLastAuditsDrift() async throws {
+        guard let browser = Self.chromium() else {
+            if ProcessInfo.processInfo.environment["IMBRIDGE_REQUIRE_BROWSER"] != nil {
+                Issue.record("IMBRIDGE_REQUIRE_BROWSER is set but no chromium is installed (apt-get install chromium; `make deps` does)")
+            } else {
+                print("StatusPageBrowserTests: skipped: chromium is not installed (apt-get install chromium) and IMBRIDGE_REQUIRE_BROWSER is unset")
+            }
+            return
+        }
+        let port = try await freePort()
+        let adminPort = try await freePort()
+        let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                      callbackBase: "http://127.0.0.1:\(port)")
+        let config = lab.directory + "/bridge.yaml"
+        let yaml = lab.configYAML(store: lab.directory + "/bridge.sqlite", listen: "127.0.0.1:\(port)",
+                                  routes: route("wk:group:*", "rc:group:*", direction: "forward"))
+            + "admin_listen: 127.0.0.1:\(adminPort)\nverify:\n  interval: 10s\n  window: 1h\n"
+        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
+        let bridge = try BridgeProcess(config: config, logPath: lab.directory + "/bridge.log")
+        defer {
+            _ = bridge.terminate()
+            Task { await lab.stop() }
+        }
+        let admin = "http://127.0.0.1:\(adminPort)"
+        let http = HTTPClientWrapper()
+        func status() async throws -> StatusReport {
+            try StatusReport.decode(Data(try await http.send(OutboundRequest(method: "GET", url: admin + "/status.json")).body))
+        }
+        let up = await eventually(60) { (try? await http.send(OutboundRequest(method: "GET", url: admin + "/healthz")))?.status == 200 }
+        try #require(up, "the bridge did not come up: \(bridge.output)")
+        let before = try await status()
+        #expect(before.audit.enabled && before.audit.last == nil, "audits on, none finished yet: \(before.audit)")
+
+        let users = try await lab.userBackend("wk", registry: ContentRegistry())
+        var sent: [MessageID] = []
+        for text in ["one", "two", "three"] {
+            sent.append(try await users.send(OutgoingMessage(conversation: .group("audit"), sender: "alice", content: .text(text))).id)
+        }
+        let relayed = await eventually(30) { ((try? await lab.messages("rc")) ?? []).filter { $0["conversation_id"] == "audit" }.count == 3 }
+        try #require(relayed, "\(bridge.output)")
+        let copies = try await lab.messages("rc").filter { $0["conversation_id"] == "audit" }.compactMap { $0["id"]?.stringValue }
+        let removal = try await http.send(OutboundRequest(method: "POST", url: lab.url(of: "rc") + "/_sandbox/drift",
+                                                          body: Array(#"{"op":"remove","id":"\#(copies[1])"}"#.utf8)))
+        try #require(removal.status == 200)
+
+        // The next audit (every 10 s) finds the removed copy.
+        let audited = await eventually(60) {
+            guard let last = try? await status().audit.last else { return false }
+            return last.drift["missing"] == 1
+        }
+        let report = try await status()
+        #expect(audited, "the audit found the removed copy: \(String(describing: report.audit)) \(bridge.output.suffix(3000))")
+        let item = try #require(report.audit.last?.items.first)
+        #expect(item.kind == "missing" && item.sourceMessage == sent[1].rawValue && item.targetMessage == copies[1], "\(item)")
+        #expect(report.audit.last?.drift.values.reduce(0, +) == 1)
+        let metrics = String(decoding: try await http.send(OutboundRequest(method: "GET", url: admin + "/metrics")).body, as: UTF8.self)
+        #expect(metrics.contains(#"imbridge_verify_drift{kind="missing"} 1"#), "\(metrics)")
+        #expect(metrics.contains(#"imbridge_verify_drift{kind="doubled"} 0"#))
+        #expect(metrics.range(of: #"imbridge_verify_last_run_timestamp_seconds [1-9]"#, options: .regularExpression) != nil)
+        #expect(bridge.output.contains("drift between source and target"), "a warning per drift item")
+
+        let page = try await Self.browse(browser, ["--virtual-time-budget=3000", "--dump-dom"], url: admin + "/", profile: lab.directory)
+        let dom = page.stdout
+        #expect(page.status == 0 && dom.contains("<h2>Last audit</h2>"), "stderr: \(page.stderr.suffix(2000)); dom: \(dom.prefix(500))")
+        #expect(dom.contains(#"<td class="num drift-missing">1</td>"#), "\(dom)")
+        #expect(dom.contains(#"<tr class="drift"><td>missing</td><td><code>wk:group:audit → rc:group:audit</code></td><td class="mono">\#(sent[1].rawValue)</td><td class="mono">\#(copies[1])</td>"#),
+                "the drift item with both ids: \(dom)")
+    }
 }

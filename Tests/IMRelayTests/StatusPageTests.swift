@@ -16,7 +16,7 @@ import Testing
 
     /// The keys docs/status-page.md documents, at each level.
     static let topKeys: Set<String> = ["generated_at_ms", "started_at_ms", "build", "instance", "leader", "store", "backends", "routes", "lanes",
-                                       "dead_letters", "activity"]
+                                       "dead_letters", "activity", "audit"]
     static let backendKeys: Set<String> = ["name", "adapter", "endpoints", "state", "down", "last_error_class", "last_success_ms", "last_failure_ms",
                                            "failing_since_ms", "pending", "oldest_pending_age_ms"]
     static let storeKeys: Set<String> = ["kind", "location", "up", "pending", "lanes_with_work", "dead_letters", "inbound_dead_letters"]
@@ -78,6 +78,9 @@ import Testing
         #expect(((deadLetters["outbound"] as? [[String: Any]]) ?? []).allSatisfy { Set($0.keys) == Self.outboundKeys })
         #expect(((deadLetters["inbound"] as? [[String: Any]]) ?? []).allSatisfy { Set($0.keys) == Self.inboundKeys })
         #expect(((json["lanes"] as? [String: Any])?["top"] as? [[String: Any]] ?? []).allSatisfy { Set($0.keys) == Self.laneKeys })
+        let audit = try #require(json["audit"] as? [String: Any])
+        #expect(audit["enabled"] as? Bool == false && audit.keys.contains("last") && audit["last"] is NSNull,
+                "audits off by default, `last` present as null: \(audit)")
 
         let report = try StatusReport.decode(Data(response.body))
         let rcRow = try #require(report.backends.first { $0.name == "rc" })
@@ -112,6 +115,7 @@ import Testing
         #expect(!html.contains("<img") && !html.contains("<b>amount"))
         #expect(html.contains("&lt;script&gt;alert(&quot;out&quot;)&lt;/script&gt; &amp; refused"))
         #expect(html.contains("&lt;img src=x onerror=alert(2)&gt;"))
+        #expect(html.contains(#"<p class="meta" id="audit-off">"#), "the audit section says audits are off")
         #expect(html.contains("invalid_content: &lt;b&gt;amount&lt;/b&gt; below 0"))
         #expect(html.contains(#"data-backend="rc" data-state="degraded""#) && html.contains(#"data-backend="wk" data-state="unknown""#))
         #expect(html.contains("<code>rate_limited</code>"))

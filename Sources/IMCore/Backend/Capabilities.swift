@@ -61,6 +61,16 @@ public enum LengthUnit: String, Hashable, Sendable, Codable {
     case characters, utf8Bytes = "utf8_bytes"
 }
 
+/// How a recalled message shows in a vendor's history (docs/adapters/<vendor>.md, "Verify").
+public enum RecallsInHistory: String, Hashable, Sendable, Codable {
+    /// Still there, marked recalled (WuKong, RongCloud's `RC:RcNtf` row).
+    case marked
+    /// Gone from history (NIM).
+    case removed
+    /// Still there and not marked (JMessage report v2): only the process that recalled it knows.
+    case unmarked
+}
+
 /// What a backend can do, as a value. Presets for the four vendors carry the figures of the vendor
 /// docs (docs/adapters/<vendor>.md, with their public sources); an adapter may adjust them from its configuration (a NIM console can
 /// raise the recall window, for instance).
@@ -87,6 +97,9 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// `msgTimestamp`); the bridge then orders changes by it. Elsewhere (WuKong's `extra_version` is a
     /// per-channel counter) the bridge stamps the change with its own intake time (docs/expansions.md).
     public var expansionVersionIsChangeTime: Bool = false
+    /// How a recalled message shows in the vendor's history read by another process (`imbridge verify`
+    /// compares recall state only where it is `marked`; docs/verify.md).
+    public var recallsInHistory: RecallsInHistory = .marked
     /// True where creating a group gives it an id of the vendor's own, whatever id was asked for (NIM's
     /// `tid`, JMessage's `gid`, the WuKong business server's `group_no`; docs/adapters/<vendor>.md): a
     /// group reached by a route cannot be made under the source's id there, and a migration maps ids.

@@ -67,6 +67,7 @@ extension Capabilities {
     /// type-100 custom message the NIM adapter recognises on the way back in (`fallback`).
     public static let nim: Capabilities = {
         var capabilities = nimBase
+        capabilities.recallsInHistory = .removed
         capabilities.groupCreationAssignsID = true
         return capabilities
     }()
@@ -95,6 +96,7 @@ extension Capabilities {
     /// calls/min on the free plan.
     public static let jMessage: Capabilities = {
         var capabilities = jMessageBase
+        capabilities.recallsInHistory = .unmarked
         capabilities.groupCreationAssignsID = true
         return capabilities
     }()

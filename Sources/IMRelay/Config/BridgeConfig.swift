@@ -72,6 +72,8 @@ public struct BridgeConfig: Sendable {
     public var profiles = ProfileSettings()
     /// `groups:`: target groups compared again with their source groups (docs/architecture.md, "Groups").
     public var groups = GroupSettings()
+    /// `verify:`: scheduled audits of both sides of the routes (docs/verify.md); off by default.
+    public var verify = VerifySettings()
 
     /// `log.level` (default info; `imbridge run --log-level` wins) and `log.format` (text or json).
     public var logLevel: Logger.Level = .info
@@ -87,7 +89,7 @@ public struct BridgeConfig: Sendable {
 
     /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.
     public static let topLevelKeys = ["store", "listen", "admin_listen", "mappings", "backends", "routes", "retry", "retention_hours",
-                                      "readiness", "ha", "log", "shutdown", "catch_up", "listener", "profiles", "groups"]
+                                      "readiness", "ha", "log", "shutdown", "catch_up", "listener", "profiles", "groups", "verify"]
     public static let retryKeys = ["base_ms", "max_ms", "max_age_minutes"]
     public static let haKeys = ["lease_ms", "instance"]
     public static let readinessKeys = ["backend_failing_seconds"]
@@ -274,6 +276,7 @@ public struct BridgeConfig: Sendable {
         config.listenerLimits = parseListenerLimits(root["listener"], problems: &problems)
         config.profiles = ProfileSettings.parse(root["profiles"], problems: &problems)
         config.groups = GroupSettings.parse(root["groups"], problems: &problems)
+        config.verify = VerifySettings.parse(root["verify"], problems: &problems)
         return config
     }
 

@@ -51,6 +51,7 @@ public enum StatusPage {
         var windowEventsIn: Int
         var windowRelayed: Int
         var windowFailed: Int
+        var audit: AuditView
 
         init(_ report: StatusReport, refreshSeconds: Int) {
             let now = report.generatedAtMs
@@ -93,8 +94,41 @@ public enum StatusPage {
             windowEventsIn = report.activity.minutes.reduce(0) { $0 + $1.eventsIn }
             windowRelayed = report.activity.minutes.reduce(0) { $0 + $1.relayed }
             windowFailed = report.activity.minutes.reduce(0) { $0 + $1.retries + $1.deadLetters }
+            audit = AuditView(report.audit, now: now)
         }
     }
+
+    /// The last scheduled audit (`verify:`).
+    struct AuditView {
+        var enabled: Bool
+        var ran: Bool
+        var ranAgo = "", window = "", duration = ""
+        var conversations = 0, sourceMessages = 0, unreadable = 0, total = 0, readCalls = 0
+        var counts: [KindCount] = []
+        var items: [AuditItemRow] = []
+
+        init(_ audit: StatusReport.Audit, now: Int64) {
+            enabled = audit.enabled
+            ran = audit.last != nil
+            guard let last = audit.last else { return }
+            ranAgo = StatusPage.duration(now - last.ranAtMs)
+            window = StatusPage.duration(last.windowMs)
+            duration = StatusPage.duration(last.durationMs)
+            conversations = last.conversations
+            sourceMessages = last.sourceMessages
+            unreadable = last.unreadable
+            readCalls = last.readCalls
+            counts = last.drift.sorted { $0.key < $1.key }.map { KindCount(kind: $0.key, count: $0.value) }
+            total = last.drift.values.reduce(0, +)
+            items = last.items.map {
+                AuditItemRow(kind: $0.kind, conversation: "\($0.source) → \($0.target)", sourceMessage: $0.sourceMessage,
+                             targetMessage: $0.targetMessage ?? "—", detail: $0.detail)
+            }
+        }
+    }
+
+    struct KindCount { var kind: String; var count: Int }
+    struct AuditItemRow { var kind, conversation, sourceMessage, targetMessage, detail: String }
 
     struct BackendRow {
         var name: String
@@ -238,6 +272,26 @@ code, .mono { font-family: ui-monospace, monospace; font-size: .92em; }
 {{/inbound}}
 {{^inbound}}<tr><td colspan="7" class="empty">none</td></tr>{{/inbound}}
 </table>
+
+{{#audit}}
+<h2>Last audit</h2>
+{{^enabled}}<p class="meta" id="audit-off">Scheduled audits are off (<code>verify: interval</code>); <code>imbridge verify</code> compares both sides on demand.</p>{{/enabled}}
+{{#enabled}}{{^ran}}<p class="meta" id="audit-pending">No audit has finished yet.</p>{{/ran}}{{/enabled}}
+{{#ran}}
+<p class="meta" id="audit-summary">{{ranAgo}} ago over the last {{window}}: {{conversations}} conversation(s), {{sourceMessages}} source message(s), {{total}} drift item(s), {{unreadable}} unreadable; {{readCalls}} history call(s) in {{duration}}.</p>
+<table id="audit-counts">
+<tr>{{#counts}}<th class="num">{{kind}}</th>{{/counts}}</tr>
+<tr>{{#counts}}<td class="num drift-{{kind}}">{{count}}</td>{{/counts}}</tr>
+</table>
+<table id="audit-items">
+<tr><th>kind</th><th>conversation</th><th>source message</th><th>target message</th><th>detail</th></tr>
+{{#items}}
+<tr class="drift"><td>{{kind}}</td><td><code>{{conversation}}</code></td><td class="mono">{{sourceMessage}}</td><td class="mono">{{targetMessage}}</td><td class="reason">{{detail}}</td></tr>
+{{/items}}
+{{^items}}<tr><td colspan="5" class="empty">no drift</td></tr>{{/items}}
+</table>
+{{/ran}}
+{{/audit}}
 
 <h2>Last {{windowMinutes}} minutes</h2>
 <p class="meta">In this window: {{windowEventsIn}} events in, {{windowRelayed}} relayed, {{windowFailed}} failed sends (retries and dead letters). Kept in memory since the start; newest minute first (UTC).</p>

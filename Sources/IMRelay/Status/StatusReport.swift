@@ -184,6 +184,21 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var minutes: [Minute]
     }
 
+    /// Scheduled audits (`verify:`, docs/verify.md): whether they run here, and the last one's result.
+    public struct Audit: Codable, Sendable, Equatable {
+        public var enabled: Bool
+        /// Nil until the first audit has finished.
+        public var last: VerifyAuditSummary?
+
+        enum CodingKeys: String, CodingKey { case enabled, last }
+
+        public func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(enabled, forKey: .enabled)
+            try container.encode(last, forKey: .last)
+        }
+    }
+
     public var generatedAtMs: Int64
     public var startedAtMs: Int64
     public var build: Build
@@ -196,6 +211,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
     public var lanes: Lanes
     public var deadLetters: DeadLetters
     public var activity: Activity
+    public var audit: Audit
 
     static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -285,6 +301,7 @@ extension StatusReport {
                     InboundDeadLetter(id: letter.id, backend: letter.backend.rawValue, key: letter.key, format: letter.format,
                                       reason: StatusContext.publicReason(letter.reason), receivedAtMs: letter.receivedAt, retries: letter.retries)
                 }),
-            activity: Activity(minuteMs: ActivityLog.minuteMs, minutes: minutes))
+            activity: Activity(minuteMs: ActivityLog.minuteMs, minutes: minutes),
+            audit: Audit(enabled: engine.metrics.verifyAudit.enabled, last: engine.metrics.verifyAudit.last))
     }
 }

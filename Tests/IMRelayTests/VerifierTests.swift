@@ -1,0 +1,137 @@
+import Foundation
+import IMCore
+@testable import IMRelay
+import IMStore
+import IMTesting
+import Testing
+
+/// `Verifier` over in-memory backends (WuKong and RongCloud rules) and a real SQLite store, for what the
+/// end-to-end suite (Tests/EndToEndTests/VerifyEndToEndTests.swift) does not plant: copies shown in the
+/// wrong order, a copy found without an id-map row, a copy still queued in the outbox, the time window;
+/// and `verify:` parsing.
+@Suite struct VerifierTests {
+    let h: RelayHarness
+    let group = ConversationRef.group("g")
+
+    init() throws { h = try RelayHarness() }
+
+    /// Sends `text` on WuKong as alice; its copy on RongCloud (as the puppet) when `copy`, mapped when `map`.
+    func relay(_ texts: [String], copyOrder: [Int]? = nil, map: Bool = true) async throws -> (sources: [Message], copies: [Message]) {
+        var sources: [Message] = []
+        for text in texts { sources.append(try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text(text)))) }
+        var copies = [Message?](repeating: nil, count: texts.count)
+        for index in copyOrder ?? Array(texts.indices) {
+            let copy = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text(texts[index])))
+            copies[index] = copy
+            if map {
+                try h.store.transaction { tx in
+                    try tx.map(source: ("wk", sources[index].id, group), target: ("rc", copy.id, group), at: 1)
+                }
+            }
+        }
+        return (sources, copies.compactMap { $0 })
+    }
+
+    func verify(_ scope: VerifyScope = VerifyScope()) async throws -> VerifyReport {
+        var scope = scope
+        scope.conversation = ("wk", group)
+        return try await Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes).run(scope)
+    }
+
+    @Test func aCleanPairVerifiesClean() async throws {
+        _ = try await relay(["one", "two", "three"])
+        let report = try await verify()
+        #expect(report.exitCode == 0 && report.driftCount == 0, "\(report.table)")
+        #expect(report.conversations.map(\.sourceMessages) == [3] && report.conversations.first?.targetMessages == 3)
+        #expect(report.readCalls["wk"] == 1 && report.readCalls["rc"] == 1, "one page a side: \(report.readCalls)")
+        let verifier = Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+        for _ in 1...2 {
+            let again = try await verifier.run(VerifyScope(conversation: ("wk", group)))
+            #expect(again.readCalls == ["wk": 1, "rc": 1], "each run counts its own calls (scheduled audits reuse a verifier)")
+        }
+    }
+
+    @Test func copiesShownInTheOtherOrderAreOutOfOrder() async throws {
+        let (sources, copies) = try await relay(["one", "two"], copyOrder: [1, 0])
+        let report = try await verify()
+        let items = report.conversations.flatMap(\.items)
+        #expect(items.count == 1 && report.exitCode == 1, "\(report.table)")
+        let item = try #require(items.first)
+        #expect(item.kind == .outOfOrder && item.sourceMessage == sources[1].id.rawValue && item.targetMessage == copies[1].id.rawValue)
+        #expect(item.fix.isEmpty && item.unfixable != nil, "a target keeps its order: nothing to queue")
+    }
+
+    @Test func aCopyWithoutAnIdMapRowIsFoundByContentAndAQueuedOneIsInFlight() async throws {
+        _ = try await relay(["one", "two"], map: false)
+        let third = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("three")))
+        let payload = OutboxPayload(action: .send(outgoing: OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("three")),
+                                                  source: third.id, replyToSource: nil),
+                                    route: h.routes[0], eventTimeMs: 1, sourceConversation: group)
+        _ = try h.store.transaction { tx in
+            try tx.enqueue(lane: LaneKey(backend: "rc", conversation: group), sourceBackend: "wk", sourceEventID: EventID("msg:\(third.id)"),
+                           kind: "send", payload: try payload.encoded(), at: 1)
+        }
+        let report = try await verify()
+        let conversation = try #require(report.conversations.first)
+        #expect(report.exitCode == 0 && conversation.matchedByContent == 2 && conversation.inFlight == 1, "\(report.table)")
+        // A fourth, neither copied nor queued, is missing, with no target id.
+        let fourth = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("four")))
+        let again = try await verify()
+        let missing = try #require(again.conversations.first?.items.first)
+        #expect(missing.kind == .missing && missing.sourceMessage == fourth.id.rawValue && missing.targetMessage == nil)
+        #expect(missing.fix.count == 1 && again.exitCode == 1)
+    }
+
+    @Test func theWindowLeavesOlderMessagesOut() async throws {
+        _ = try await relay(["one"])
+        try await Task.sleep(nanoseconds: 20_000_000)
+        let since = SystemClock().nowMs()
+        _ = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("late, never copied")))
+        let report = try await verify(VerifyScope(sinceMs: since))
+        #expect(report.conversations.first?.sourceMessages == 1 && report.conversations.first?.items.first?.kind == .missing,
+                "only the message in the window: \(report.table)")
+        let before = try await verify(VerifyScope(untilMs: since - 1))
+        #expect(before.exitCode == 0 && before.conversations.first?.sourceMessages == 1, "\(before.table)")
+    }
+
+    @Test func scheduledAuditSettings() throws {
+        #expect(try BridgeConfig.parse(CatchUpTests.config("")).verify == VerifySettings(), "off by default")
+        #expect(VerifySettings().intervalMs == nil)
+        let set = try BridgeConfig.parse(CatchUpTests.config("verify:\n  interval: 6h\n  window: 2d\n")).verify
+        #expect(set == VerifySettings(intervalMs: 6 * 3_600_000, windowMs: 2 * 86_400_000))
+        for (yaml, expected) in [("verify:\n  interval: 5s\n", "verify.interval"), ("verify:\n  window: soon\n", "verify.window"),
+                                 ("verify:\n  every: 1h\n", "every")] {
+            do {
+                _ = try BridgeConfig.parse(CatchUpTests.config(yaml))
+                Issue.record("accepted \(yaml)")
+            } catch let error as IMError {
+                #expect(error.message.contains(expected), "\(yaml): \(error.message)")
+            }
+        }
+    }
+
+    /// An edit that did not reach a target that edits (WuKong rules on both sides): reported as content drift,
+    /// repaired with the relay's `.edit` through the outbox (this process working the lane as a guest),
+    /// after which the comparison is clean.
+    @Test func anEditNotAppliedIsRepairedWithAnEdit() async throws {
+        let target = MemoryBackend(id: "wk2", capabilities: .wukong, clock: SystemClock())
+        let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "wk2:group:*"))]
+        let original = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("draft")))
+        let copy = try await target.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("draft")))
+        try h.store.transaction { tx in try tx.map(source: ("wk", original.id, group), target: ("wk2", copy.id, group), at: 1) }
+        try await h.wk.edit(original.id, in: group, by: "alice", content: .text("final"))
+
+        let verifier = Verifier(store: h.store, backends: [h.wk, target], routes: routes)
+        var report = try await verifier.run(VerifyScope(conversation: ("wk", group)))
+        let item = try #require(report.conversations.first?.items.first)
+        #expect(item.kind == .content && item.sourceMessage == original.id.rawValue && item.targetMessage == copy.id.rawValue, "\(report.table)")
+        #expect(item.fix == [.edit(source: original.id, by: "wk_alice", content: .text("final"))])
+        try await verifier.repair(&report, retry: RetryPolicy(baseMs: 5, maxMs: 50), timeoutMs: 20_000)
+        #expect(report.conversations.first?.items.first?.repair == "repaired", "\(report.table)")
+        let edited = try await target.history(HistoryQuery(conversation: group, limit: 10)).messages.first { $0.id == copy.id }
+        #expect(edited?.currentContent == .text("final"))
+        let after = try await verifier.run(VerifyScope(conversation: ("wk", group)))
+        #expect(after.exitCode == 0, "\(after.table)")
+        #expect(try h.store.read { try $0.count(state: .done) } == 1, "one outbox entry carried it out")
+    }
+}
