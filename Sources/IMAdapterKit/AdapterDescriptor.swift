@@ -36,8 +36,8 @@ public struct AdapterContext: Sendable {
     /// The widest freshness window (ms, compared as |now − callback time|) that keeps replays out:
     /// a callback first accepted at time R carries a time T ≤ R + W; its ledger row goes at
     /// R + retention; a replay at X > R + retention then has X − T > retention − W, which the window
-    /// refuses when W ≤ retention / 2. Nil when the ledger keeps everything. See README.md, "What `check` and
-    /// `run` refuse", and docs/adapters/nim.md §3.
+    /// refuses when W ≤ retention / 2. Nil when the ledger keeps everything. See docs/configuration.md, "What `check`
+    /// and `run` refuse", and docs/adapters/nim.md §3.
     public var freshnessLimitMs: Int64? { ledgerRetentionMs.map { $0 / 2 } }
 }
 

@@ -6,7 +6,7 @@ import NIOHTTPTypes
 
 /// What a client that never completes a request can make a listener hold: the bridge's callback
 /// listener is reachable by anyone who finds its address, so each connection is bounded in time and
-/// the listener in connections (README, "Configuration reference", `listener:`; docs/architecture.md,
+/// the listener in connections (docs/configuration.md, `listener:`; docs/architecture.md,
 /// "Bounded resources for strangers").
 ///
 /// - `headerTimeout`: a request's head (request line and headers) must be complete this long after the

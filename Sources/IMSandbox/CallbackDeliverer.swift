@@ -3,7 +3,7 @@ import IMCore
 import IMHTTP
 
 /// How a sandbox delivers its callbacks: batching, how often a refused batch is tried, and when it is
-/// given up. Vendors do not redeliver for ever (README, "When the bridge is down"); each sandbox starts
+/// given up. Vendors do not redeliver for ever (docs/operations.md, "When the bridge is down: catch-up"); each sandbox starts
 /// from its vendor's policy (`WuKongSandbox`: WuKongIM's) and takes the same `--option` keys to change it:
 ///
 /// | option | meaning |

@@ -26,7 +26,7 @@ final class SQLiteDriver: StoreDriver {
     /// The store holds message contents and the id map: it is created readable by its owner only
     /// (0600). SQLite gives its `-wal` and `-shm` files the mode of the database file, so they follow.
     /// An existing store (or sidecar) readable or writable by group or others is tightened to its
-    /// owner's bits, not refused: the bridge's own file should never be shared (README, "The store").
+    /// owner's bits, not refused: the bridge's own file should never be shared (docs/configuration.md, `store:`).
     static func restrictPermissions(_ path: String) {
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
         if !FileManager.default.fileExists(atPath: path) {

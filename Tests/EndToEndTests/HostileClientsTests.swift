@@ -7,8 +7,7 @@ import SandboxTestSupport
 import Synchronization
 import Testing
 
-/// `imbridge run` as a subprocess under 100 unauthenticated slow or oversized requests (README,
-/// "Configuration reference", `listener:`; docs/architecture.md, "Bounded resources for strangers"):
+/// `imbridge run` as a subprocess under 100 unauthenticated slow or oversized requests (docs/configuration.md, `listener:`; docs/architecture.md, "Bounded resources for strangers"):
 /// each is cut off within its documented bound, the bridge's resident memory stays within 50 MB of
 /// where it was, and real callbacks (RongCloud's sandbox → bridge → WuKong's sandbox) keep relaying
 /// meanwhile.

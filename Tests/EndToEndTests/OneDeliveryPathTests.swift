@@ -40,7 +40,7 @@ extension CrashTests {
                               extra: String = "") async throws -> Rig {
                 let port = try await freePort()
                 // The source gives up on a callback after 2 quick attempts (its vendor gives up too, later:
-                // README, "When the bridge is down"), so a burst sent while the bridge is down settles fast.
+                // docs/operations.md, "When the bridge is down: catch-up"), so a burst sent while the bridge is down settles fast.
                 let giveUp = ["callback_attempts": "2", "callback_retry_ms": "20"]
                 let lab = try await BridgeLab(members: [BridgeLab.Member(pair.source, pair.sourceVendor, options: giveUp),
                                                         BridgeLab.Member(pair.target, pair.targetVendor)],

@@ -87,7 +87,7 @@ import Testing
     }
 }
 
-/// `listener:` (README, "Configuration reference"): the listener's timeouts and connection cap.
+/// `listener:` (docs/configuration.md): the listener's timeouts and connection cap.
 @Suite struct ListenerConfigTests {
     static let environment = ["WK_TOKEN": "t", "RC_SECRET": "s"]
 

@@ -246,7 +246,7 @@ import Testing
 }
 
 /// The store holds message contents: created 0600 with its sidecars, and an existing wider file is
-/// tightened (README, "The store").
+/// tightened (docs/configuration.md, `store:`).
 @Suite struct StorePermissionTests {
     func mode(_ path: String) -> mode_t? {
         var info = stat()

@@ -53,9 +53,9 @@ struct ReadmeOrderCard: CustomMessageContent {
         #expect(block == marked)
     }
 
-    /// "Testing your app" shows the example package's main suite: the README block is that file's marked text.
+    /// docs/testing-kit.md's "Testing your app" shows the example package's main suite: its block is that file's marked text.
     @Test func readmeOrderAppBlockIsTheExamplesSuite() throws {
-        let readme = try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: Self.root.appendingPathComponent("docs/testing-kit.md"), encoding: .utf8)
         let source = try String(contentsOf: Self.root.appendingPathComponent("examples/OrderApp/Tests/OrderAppTests/OrderAppTests.swift"),
                                 encoding: .utf8)
         let marked = try #require(source.components(separatedBy: "// README-BEGIN\n").dropFirst().first?.components(separatedBy: "// README-END").first)

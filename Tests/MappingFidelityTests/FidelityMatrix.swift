@@ -107,7 +107,7 @@ struct FidelityMatrix {
         return notes.isEmpty ? .exact : .converted(notes)
     }
 
-    /// The README section (between the markers).
+    /// The docs/fidelity.md section (between the markers).
     func markdown() -> String {
         let vendors = Vendors.names
         var out = "| from → to | " + columns.map { "`\($0.title)`" }.joined(separator: " | ") + " |\n"

@@ -60,13 +60,13 @@ import WuKong
     }
 }
 
-/// The README's mapping example is a working file.
+/// docs/mappings.md's example of your own mapping is a working file.
 @Suite struct ReadmeMappingExampleTests {
     @Test func theReadmeRedPacketLoads() throws {
         let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+            .deletingLastPathComponent().appendingPathComponent("docs/mappings.md"), encoding: .utf8)
         let marker = "# /etc/imbridge/mappings/custom/red_packet.yaml"
-        let start = try #require(readme.range(of: marker), "the README shows the red_packet example")
+        let start = try #require(readme.range(of: marker), "docs/mappings.md shows the red_packet example")
         let block = String(readme[start.lowerBound...].prefix { $0 != "`" })
         let directory = try TemporaryMappings(files: ["custom/red_packet.yaml": block])
         let set = try MappingSet.load(overrides: directory.url)

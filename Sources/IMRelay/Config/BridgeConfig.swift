@@ -43,7 +43,7 @@ public struct BackendConfig: Sendable {
     }
 }
 
-/// `bridge.yaml`, validated. Every error names the key (and line) it is about. See the README for each key.
+/// `bridge.yaml`, validated. Every error names the key (and line) it is about. See docs/configuration.md for each key.
 public struct BridgeConfig: Sendable {
     public var store: String
     public var listenHost: String
@@ -83,8 +83,7 @@ public struct BridgeConfig: Sendable {
     public var drainSeconds: Int = BridgeConfig.defaultDrainSeconds
     public static let defaultDrainSeconds = 10
     /// `listener.header_timeout_seconds`, `.body_timeout_seconds`, `.idle_timeout_seconds`,
-    /// `.max_connections`: what a client may hold of each listener (`ListenerLimits`; README,
-    /// "Configuration reference").
+    /// `.max_connections`: what a client may hold of each listener (`ListenerLimits`; docs/configuration.md).
     public var listenerLimits = ListenerLimits()
 
     /// Every top-level key (`bridge.yaml`), and those of its mappings; `examples/bridge.yaml` mentions each.

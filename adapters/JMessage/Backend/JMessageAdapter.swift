@@ -20,7 +20,7 @@ public enum JMessageAdapter {
         contentCodec: { JMessageContentCodec(registry: $0, mapping: $1) },
         make: { settings, context in
             // A poll re-reads the last `poll_overlap_ms` of reports; what it re-reads must still be in the
-            // ledger, or it would relay again (README, "What `check` and `run` refuse").
+            // ledger, or it would relay again (docs/configuration.md, "What `check` and `run` refuse").
             if let overlap = settings.integer("poll_overlap_ms"), let limit = context.freshnessLimitMs, overlap > limit {
                 throw settings.refuse("poll_overlap_ms", "expected at most \(limit) (half of retention_hours), got \(settings.shown("poll_overlap_ms", overlap)): "
                                       + "messages re-read after the ledger forgot them would relay again")
