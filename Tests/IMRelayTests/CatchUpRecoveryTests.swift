@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import IMAdapterKit
 import IMCore
-import IMRelay
+@testable import IMRelay
 import IMStore
 import IMTesting
 import Synchronization
@@ -181,6 +181,28 @@ final class FailingHistorySource: CatchUpSource {
 }
 
 extension CatchUpRecoveryTests {
+    /// A catch-up cut short by a stop (its task cancelled before it read) is a failed read: the live
+    /// message held behind a gap is not recorded as if the gap were read, and the position stays. (Found by
+    /// the fault campaign: a SIGTERM during the start-up pass recorded what each conversation held and
+    /// saved its position, so the 40 messages before it, given up by the vendor meanwhile, were never read.)
+    @Test func aCatchUpCutShortByAStopRecordsNothingHeld() async throws {
+        let rig = try Rig()
+        try await rig.start()
+        _ = try await rig.send(["n1"], delivered: true)
+        #expect(try await eventually { try rig.checkpointSeq() == 1 })
+        rig.source.historyDown.withLock { $0 = true }   // the runner's own catch-up of the gap fails meanwhile
+        _ = try await rig.send(["n2"], delivered: false)
+        _ = try await rig.send(["n3"], delivered: true)   // a gap: held
+        let key = CatchUpGate.Key(backend: "wk", conversation: .group("g"))
+        let cut = Task { await rig.runner.catchUp(key, reason: "stop") }
+        cut.cancel()
+        await cut.value
+        try await Task.sleep(nanoseconds: 300_000_000)
+        #expect(try await rig.relayed() == ["n1"], "nothing held is recorded by a read that did not happen")
+        await rig.stop()
+        #expect(try rig.checkpointSeq() == 1, "the position did not move past n2")
+    }
+
     /// A conversation a route names is read at start while its history is still empty: that read learns
     /// no position and stores none, so the intake gives the conversation its first checkpoint at its first
     /// message (a stored checkpoint without a position made the next start read only the newest messages).

@@ -172,6 +172,7 @@ public actor CatchUpRunner {
         switch await takeHold(key) {
         case .taken(let taken):
             token = taken
+            holdFailing.remove(key)
         case .busy:
             gate.hold(key)
             retries[key] = (clock.nowMs() + Self.holdBusyRetryMs, retries[key]?.failures ?? 0)
@@ -180,9 +181,12 @@ public actor CatchUpRunner {
             gate.hold(key)
             retries[key] = (clock.nowMs() + Self.holdBusyRetryMs, retries[key]?.failures ?? 0)
             metrics.increment("imbridge_catch_up_errors_total", ["backend": key.backend.rawValue])
-            logger.warning("catch-up could not hold the conversation in the store; its live messages wait and it is tried again",
-                           metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
-                                      "retry_in_ms": "\(Self.holdBusyRetryMs)", "error": "\(String("\(error)".prefix(300)))"])
+            // Once per failing stretch (it is tried every 200 ms while the store is away).
+            if holdFailing.insert(key).inserted {
+                logger.warning("catch-up could not hold the conversation in the store; its live messages wait and it is tried again (not logged again until it succeeds)",
+                               metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                          "retry_in_ms": "\(Self.holdBusyRetryMs)", "error": "\(String("\(error)".prefix(300)))"])
+            }
             return
         }
         metrics.increment("imbridge_catch_up_runs_total", ["backend": key.backend.rawValue, "reason": reason])
@@ -245,6 +249,9 @@ public actor CatchUpRunner {
             retries[key] = nil
         }
     }
+
+    /// Conversations whose store hold could not be written, since the last warning about each.
+    private var holdFailing: Set<CatchUpGate.Key> = []
 
     /// How soon a conversation another instance holds (or whose hold could not be written) is tried again.
     static let holdBusyRetryMs: Int64 = 200
@@ -334,12 +341,16 @@ public actor CatchUpRunner {
         let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
         var outcome = Outcome()
         guard let cursor = record.cursor else {
+            try Task.checkCancellation()
             let newest = try await newest(settings.maxMessagesPerConversation, source, key, viewer: viewer)
             try await recordPage(newest, key, source, &record, &outcome)
             return outcome
         }
         var anchor = HistoryCursor(cursor)
-        while !Task.isCancelled {
+        while true {
+            // A read cut short by a stop is a failed read, never a complete one: what was held meanwhile
+            // must not be recorded (nor its position saved) as if nothing came before it.
+            try Task.checkCancellation()
             let page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .after(anchor), limit: 100, viewer: viewer))
             try await recordPage(page.messages, key, source, &record, &outcome)
             guard page.hasNewer, let next = page.newerCursor, !page.messages.isEmpty else { break }
