@@ -35,13 +35,13 @@ extension Bridge {
         logStartupSummary(logger)
         let deadline = DrainDeadline(drainMs: drainMs)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
-        if let adminListener { services.append(.init(service: ListenerService(listener: adminListener, role: "admin", logger: logger))) }
+        if let adminListener { services.append(.init(service: ListenerService(listener: adminListener, role: "admin", logger: logger, deadline: deadline))) }
         services.append(.init(service: EngineService(engine: engine, deadline: deadline, logger: logger)))
         services.append(.init(service: PruneService(engine: engine)))
         services.append(.init(service: IntakeService(engine: engine, sources: backends, logger: logger)))
-        if let catchUp { services.append(.init(service: CatchUpService(runner: catchUp))) }
+        if let catchUp { services.append(.init(service: CatchUpService(runner: catchUp, deadline: deadline, logger: logger))) }
         if let audit { services.append(.init(service: AuditService(audit: audit))) }
-        services.append(.init(service: ListenerService(listener: listener, role: "callbacks", logger: logger)))
+        services.append(.init(service: ListenerService(listener: listener, role: "callbacks", logger: logger, deadline: deadline)))
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
         // A backstop only: the engine keeps the drain deadline itself; this cancels a service that
         // does not return after it (a stuck poller request, say).
@@ -158,12 +158,44 @@ struct ListenerService: Service {
     let listener: BridgeListener
     let role: String
     let logger: Logger
+    let deadline: DrainDeadline
 
     func run() async throws {
         if listener.port == nil { try await listener.start() }
         try? await gracefulShutdown()
-        await listener.stop()
-        logger.info("listener stopped", metadata: ["role": "\(role)", "listen": "\(listener.baseURL)"])
+        // The server waits for the requests in progress; one that never ends (a store call stuck on a
+        // connection) must not keep the process past the drain: the service group would trap.
+        if await finishes(within: deadline.remainingMs + 2_000, { await listener.stop() }) {
+            logger.info("listener stopped", metadata: ["role": "\(role)", "listen": "\(listener.baseURL)"])
+        } else {
+            logger.warning("listener still had requests in progress at the drain deadline: they are cut off at exit (the vendors redeliver)",
+                           metadata: ["role": "\(role)", "listen": "\(listener.baseURL)"])
+        }
+    }
+}
+
+/// Runs `work` and waits for it at most `ms`; false when it was still running then (it goes on,
+/// unawaited, until the process exits). Neither wait is cancellable from outside, so the deadline is
+/// what bounds it: a service must return in time after shutdown begins, or `ServiceGroup` traps.
+func finishes(within ms: Int64, _ work: @escaping @Sendable () async -> Void) async -> Bool {
+    let once = FirstOutcome()
+    return await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+        Task { await work(); if once.claim() { continuation.resume(returning: true) } }
+        Task {
+            try? await Task.sleep(nanoseconds: UInt64(max(0, ms)) * 1_000_000)
+            if once.claim() { continuation.resume(returning: false) }
+        }
+    }
+}
+
+/// Which of two racing tasks resumes a continuation: the first to claim.
+private final class FirstOutcome: Sendable {
+    private let claimed = Mutex(false)
+    func claim() -> Bool {
+        claimed.withLock { done in
+            defer { done = true }
+            return !done
+        }
     }
 }
 
@@ -222,10 +254,16 @@ struct IntakeService: Service {
 /// listener, saving the checkpoints live traffic moved.
 struct CatchUpService: Service {
     let runner: CatchUpRunner
+    let deadline: DrainDeadline
+    let logger: Logger
 
     func run() async throws {
         try? await gracefulShutdown()
-        await runner.stop()
+        // A read under way finishes first; one stuck on a vendor or the store is left at the deadline
+        // (its conversation is read again from its checkpoint on the next start).
+        if await !finishes(within: deadline.remainingMs + 1_000, { await runner.stop() }) {
+            logger.warning("catch-up still reading at the drain deadline: left unfinished (read again from its checkpoint on the next start)")
+        }
     }
 }
 

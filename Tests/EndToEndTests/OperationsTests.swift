@@ -5,6 +5,7 @@ import IMCore
 import IMHTTP
 import IMLab
 import IMRelay
+import SandboxTestSupport
 import Testing
 
 /// `imbridge run` as an operator sees it: its JSON log lines on standard error (a refused callback, a
@@ -223,6 +224,30 @@ import Testing
         #expect(stopped.message == "relay stopped: every send in flight finished")
         #expect(stopped.meta("lanes_in_flight") == "1" && stopped.meta("lanes_cut_off") == "0" && stopped.meta("pending_entries") == "0")
         #expect(try await setup.copies("drain-1") == 1, "the send in flight was carried out before the exit")
+    }
+
+    /// A callback whose body never finishes arriving (a stuck client, or a request whose store call
+    /// hangs) does not keep the process past the drain, and never makes it trap: the listener is given
+    /// up at the deadline and the bridge exits 0 (before, the service group killed it with SIGILL when
+    /// the listener did not return within its cancellation allowance).
+    @Test func aRequestThatNeverEndsDoesNotHoldTheShutdown() async throws {
+        let drainSeconds = 1
+        let setup = try await Setup.make(drainSeconds: drainSeconds, logLevel: "info")
+        defer { Task { await setup.lab.stop() } }
+        let bridge = try await setup.start()
+        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        let connection = try RawConnection(port: setup.port)
+        connection.send("POST /callbacks/wk?event=msg.notify HTTP/1.1\r\nHost: bridge\r\nX-IMBridge-Secret: \(BridgeLab.webhookSecret)\r\n"
+                        + "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n[{\"a\":")
+        try await Task.sleep(nanoseconds: 500_000_000)
+        let signalled = Date()
+        bridge.send(SIGTERM)
+        let status = await bridge.waitForExit(seconds: 30)
+        let seconds = Date().timeIntervalSince(signalled)
+        print("shutdown with a request that never ends (drain_seconds: \(drainSeconds)): \(String(format: "%.2f", seconds)) s")
+        #expect(status == 0, "exit status \(String(describing: status)); bridge log:\n\(bridge.output)")
+        #expect(seconds < Double(drainSeconds) + 5, "stopped \(seconds) s after SIGTERM")
+        _ = connection
     }
 
     /// A second signal during the drain exits at once; the entry in flight is relayed after a restart.
