@@ -20,12 +20,15 @@ extension RelayEngine: EventSink {
         let admitted = catchUpGate.admit(batch.events)
         let fresh = catchUpGate.unknownConversations(in: admitted)
         let holdKeys = sharedHolds.enabled ? catchUpGate.holdKeys(in: admitted) : []
+        // Held here (a catch-up under way or to come): held in the store before the vendor is answered,
+        // so that another instance does not record the conversation's next message meanwhile.
+        let heldHere = sharedHolds.enabled ? catchUpGate.heldKeys(batch.events, admitted: admitted) : []
         do {
             let backends = self.backends
             let first = CatchUpRunner.firstCheckpoints(fresh, routes: routes) { key, message in
                 try? (backends[key.backend] as? any CatchUpSource)?.cursor(for: message)
             }
-            try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys)
+            try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere)
             catchUpGate.recorded(admitted)
             catchUpGate.markKnown(fresh.keys)
         } catch let held as HeldElsewhere {
@@ -90,12 +93,15 @@ extension RelayEngine {
     /// `holdKeys`: the conversations of live messages, refused when another instance holds one (`SharedHolds`).
     @discardableResult
     /// `release`: a catch-up's store hold, given up in the same transaction unless marked since (`HoldMarked`).
+    /// `takeHolds`: conversations this instance holds live messages of, held in the store for it in the
+    /// same transaction (refused like `holdKeys` when another instance holds one).
     nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
-                                   holdKeys: [CatchUpGate.Key], release: (name: String, token: Int64)? = nil) async throws -> IngestResult {
+                                   holdKeys: [CatchUpGate.Key], takeHolds: [CatchUpGate.Key] = [],
+                                   release: (name: String, token: Int64)? = nil) async throws -> IngestResult {
         let now = clock.nowMs()
         let outcome = try await store.groupedTransaction { [self] tx -> Result<Recorded, HeldElsewhere> in
             // Held by another instance: nothing is recorded, the mark on its hold is committed.
-            let held = try sharedHolds.mark(holdKeys, tx)
+            let held = try sharedHolds.mark(holdKeys, tx) + sharedHolds.take(takeHolds, tx, at: now)
             if !held.isEmpty { return .failure(HeldElsewhere(keys: held)) }
             var recorded = try record(events, tx, at: now)
             recorded.kept = try keep(setAside, tx, at: now)

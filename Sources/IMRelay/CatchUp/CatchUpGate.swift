@@ -185,6 +185,14 @@ public final class CatchUpGate: Sendable {
         }
     }
 
+    /// The conversations of `events` (messages of watched sources) of which `admitted` left some out:
+    /// held here, so held in the store too before the callback is answered (`SharedHolds`).
+    func heldKeys(_ events: [IMEvent], admitted: [IMEvent]) -> [Key] {
+        guard events.count != admitted.count else { return [] }
+        let taken = Set(admitted.map(\.eventID))
+        return holdKeys(in: events.filter { !taken.contains($0.eventID) })
+    }
+
     /// The intake refused live messages of `keys` because another instance holds them: once that hold
     /// is gone, this instance checks it was given up, not left behind (`CatchUpRunner.checkElsewhere`).
     func heldElsewhere(_ keys: [Key]) {

@@ -29,6 +29,17 @@ struct SharedHolds: Sendable {
         let marked = Set(try tx.markLeases(keys.map(Self.name), notOwnedBy: owner))
         return keys.filter { marked.contains(Self.name($0)) }
     }
+
+    /// In the intake's transaction: holds `keys` for this instance (or renews its hold); returns those
+    /// another instance holds live, each marked as `mark` does.
+    func take(_ keys: [CatchUpGate.Key], _ tx: StoreTransaction, at now: Int64) throws -> [CatchUpGate.Key] {
+        guard enabled else { return [] }
+        var elsewhere: [CatchUpGate.Key] = []
+        for key in keys where try tx.takeLease(Self.name(key), owner: owner, ttlMs: ttlMs, now: now) == nil {
+            elsewhere.append(key)
+        }
+        return try mark(elsewhere, tx)
+    }
 }
 
 /// Live messages of conversations another instance holds (`SharedHolds`): the callback is refused.
