@@ -85,7 +85,7 @@ import Testing
         await bridge.start()
         // Once the bridge leads (its SQLite start has dropped every lease by then), it holds the lane, as
         // while it relays into it: the migration's engine is refused the lane.
-        #expect(await eventually(10) { (try? store.read { try $0.leaseHolder(LeaseSettings.leaderLease, at: SystemClock().nowMs()) }) == "bridge-1" })
+        #expect(await eventually(30) { (try? store.read { try $0.leaseHolder(LeaseSettings.leaderLease, at: SystemClock().nowMs()) }) == "bridge-1" })
         let now = SystemClock().nowMs()
         #expect(try store.transaction { try $0.acquireLease(lane.leaseName, owner: "bridge-1", until: now + 60_000, now: now) })
         let report = try await Migrator(store: store, source: wk, target: rc, sendsPerSecond: 100_000)
