@@ -64,6 +64,23 @@ extension CrashTests {
                 return process
             }
 
+            /// While the bridge is down its port answers 503, so that no other test's server that takes the
+            /// freed port (another bridge with the lab's webhook secret) accepts the sandbox's callbacks.
+            func standIn() async throws -> HTTPServer {
+                var lastError: (any Error)?
+                for _ in 0..<50 {
+                    let server = HTTPServer(port: port) { _ in HTTPResponseData(status: 503, headers: [], body: Array("down".utf8)) }
+                    do {
+                        _ = try await server.start()
+                        return server
+                    } catch {
+                        lastError = error
+                        try await Task.sleep(nanoseconds: 100_000_000)
+                    }
+                }
+                throw lastError ?? IMError(.unavailable, "cannot bind the bridge's port")
+            }
+
             /// Texts relayed to the target, per conversation, in the target's order.
             func relayed() async throws -> [String: [String]] {
                 var texts: [String: [String]] = [:]
@@ -125,11 +142,13 @@ extension CrashTests {
             let warmUp = try await Self.send(3, on: users)
             #expect(try await eventually(30) { try await rig.relayed() == warmUp }, "warm-up relayed live:\n\(bridge.output)")
             #expect(bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
 
             let down = try await Self.send(200, on: users, startingAt: Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, 2) }))
             let dropped = try await rig.callbacksSettled(minimumDropped: 200)
             #expect(dropped >= 200, "the sandbox gave up on every message sent while the bridge was down (\(dropped) dropped)")
 
+            await standIn.stop()
             let restarted = Date()
             bridge = try await rig.bridge(run: 2)
             defer { _ = bridge.terminate() }
@@ -153,8 +172,10 @@ extension CrashTests {
             let stream = Task { try await Self.send(200, on: users, startingAt: Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, 2) })) }
             #expect(try await eventually(60) { try await rig.relayed().values.map(\.count).reduce(0, +) >= 40 })
             bridge.kill()
+            let standIn = try await rig.standIn()
             let sent = try await stream.value
             _ = try await rig.callbacksSettled(minimumDropped: 1)
+            await standIn.stop()
             bridge = try await rig.bridge(run: 2)
             defer { _ = bridge.terminate() }
             let expected = Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, (warmUp[$0] ?? []) + (sent[$0] ?? [])) })
