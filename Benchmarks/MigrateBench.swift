@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMBridgeApp
 import IMLab
 import IMVendors
@@ -21,24 +22,9 @@ struct MigrateBench {
 
     func run() async throws -> ScenarioResult {
         var result = ScenarioResult(name)
-        let wk = try SandboxProcess(vendor: "wukong", callbackURL: nil)
-        let rc = try SandboxProcess(vendor: "rongcloud", callbackURL: nil)
-        defer { wk.stop(); rc.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-
-        let calls = VendorCalls()
-        let (_, fillSeconds) = try await RelayBench.drive(count: messages, first: 0, conversations: conversations, concurrency: concurrency,
-                                                          rate: nil) { _, from, group, text in
-            try await calls.wukongSend(wk.baseURL, from: from, group: group, text: text)
-        }
-        let yaml = "store: \(directory)/bridge.sqlite\nlisten: 127.0.0.1:0\n"
-            + RelayRig.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + RelayRig.route
-        let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"))
-        guard let source = bridge.backends.first(where: { $0.id == "wk" }), let target = bridge.backends.first(where: { $0.id == "rc" }) else {
-            throw BenchError("backends missing")
-        }
+        let pair = try await FilledPair.start(messages: messages, conversations: conversations, concurrency: concurrency)
+        defer { pair.stop() }
+        let (calls, rc, bridge, source, target, fillSeconds) = (pair.calls, pair.rc, pair.bridge, pair.source, pair.target, pair.fillSeconds)
         let migrator = Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry, sendsPerSecond: 1e9)
         let groups = (0..<conversations).map { ConversationRef.group(GroupID("g\($0)")) }
         let plan = MigrationPlan(source: "wk", target: "rc", conversations: groups.map { ($0, $0) }, pageSize: pageSize, account: false,
@@ -63,5 +49,52 @@ struct MigrateBench {
         result.json["seconds"] = .double(seconds)
         if let memory { result.add("bridge process peak RSS", "\(memory.peakKB / 1024) MiB", key: "peak_rss_kb", .int(Int64(memory.peakKB))) }
         return result
+    }
+}
+
+/// What the migrate and verify benchmarks start from: WuKong and RongCloud sandboxes in child processes,
+/// `messages` texts in `conversations` WuKong groups, and a bridge over both with its store in a
+/// temporary directory (`stop` removes it).
+struct FilledPair {
+    let wk: SandboxProcess
+    let rc: SandboxProcess
+    let directory: String
+    let calls = VendorCalls()
+    let bridge: Bridge
+    let source: any VendorBackend
+    let target: any VendorBackend
+    /// How long filling the WuKong groups took.
+    let fillSeconds: Double
+
+    static func start(messages: Int, conversations: Int, concurrency: Int) async throws -> FilledPair {
+        let wk = try SandboxProcess(vendor: "wukong", callbackURL: nil)
+        let rc = try SandboxProcess(vendor: "rongcloud", callbackURL: nil)
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let calls = VendorCalls()
+            let (_, fillSeconds) = try await RelayBench.drive(count: messages, first: 0, conversations: conversations, concurrency: concurrency,
+                                                              rate: nil) { _, from, group, text in
+                try await calls.wukongSend(wk.baseURL, from: from, group: group, text: text)
+            }
+            let yaml = "store: \(directory)/bridge.sqlite\nlisten: 127.0.0.1:0\n"
+                + RelayRig.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + RelayRig.route
+            let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"))
+            guard let source = bridge.backends.first(where: { $0.id == "wk" }), let target = bridge.backends.first(where: { $0.id == "rc" }) else {
+                throw BenchError("backends missing")
+            }
+            return FilledPair(wk: wk, rc: rc, directory: directory, bridge: bridge, source: source, target: target, fillSeconds: fillSeconds)
+        } catch {
+            wk.stop()
+            rc.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+            throw error
+        }
+    }
+
+    func stop() {
+        wk.stop()
+        rc.stop()
+        try? FileManager.default.removeItem(atPath: directory)
     }
 }

@@ -14,23 +14,9 @@ struct VerifyBench {
 
     func run() async throws -> ScenarioResult {
         var result = ScenarioResult("verify")
-        let wk = try SandboxProcess(vendor: "wukong", callbackURL: nil)
-        let rc = try SandboxProcess(vendor: "rongcloud", callbackURL: nil)
-        defer { wk.stop(); rc.stop() }
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-
-        let calls = VendorCalls()
-        _ = try await RelayBench.drive(count: messages, first: 0, conversations: conversations, concurrency: concurrency, rate: nil) { _, from, group, text in
-            try await calls.wukongSend(wk.baseURL, from: from, group: group, text: text)
-        }
-        let yaml = "store: \(directory)/bridge.sqlite\nlisten: 127.0.0.1:0\n"
-            + RelayRig.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + RelayRig.route
-        let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"))
-        guard let source = bridge.backends.first(where: { $0.id == "wk" }), let target = bridge.backends.first(where: { $0.id == "rc" }) else {
-            throw BenchError("backends missing")
-        }
+        let pair = try await FilledPair.start(messages: messages, conversations: conversations, concurrency: concurrency)
+        defer { pair.stop() }
+        let (bridge, source, target) = (pair.bridge, pair.source, pair.target)
         let groups = (0..<conversations).map { ConversationRef.group(GroupID("g\($0)")) }
         let copied = try await Migrator(store: bridge.store, source: source, target: target, retry: bridge.config.retry, sendsPerSecond: 1e9)
             .run(MigrationPlan(source: "wk", target: "rc", conversations: groups.map { ($0, $0) }, account: false, parallel: 8))
