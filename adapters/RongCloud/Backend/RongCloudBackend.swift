@@ -121,7 +121,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
 
     /// For everyone only: a recall with `isDelete=1`, which clients apply without the "recalled" notice
     /// (docs/adapters/rongcloud.md, "Deletion").
-    public var deletionScopes: Set<DeletionScope> { [.everyone] }
+    public var deletionScopes: Set<DeletionScope> { capabilities.deletionScopes }
 
     /// `/message/recall.json` with `isDelete=1` (by the sender, as every recall); a message already
     /// recalled or deleted answers 200 again. One user's view cannot be deleted over the server API.
