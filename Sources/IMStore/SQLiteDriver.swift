@@ -6,12 +6,15 @@ import IMCore
 final class SQLiteDriver: StoreDriver {
     let pool: DatabasePool
     let path: String
+    let counters: StoreCounters
 
-    init(path: String) throws {
+    init(path: String, counters: StoreCounters) throws {
+        self.counters = counters
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            db.trace(options: .statement) { _ in counters.statement() }
         }
         Self.restrictPermissions(path)
         do {
@@ -41,7 +44,8 @@ final class SQLiteDriver: StoreDriver {
     }
 
     func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
-        try pool.write { db in try body(SQLiteOperations(db: db)) }
+        counters.transaction()
+        return try pool.write { db in try body(SQLiteOperations(db: db)) }
     }
 
     func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
@@ -54,6 +58,7 @@ final class SQLiteDriver: StoreDriver {
 
     /// Each job runs in a savepoint of its own: a job that throws rolls back only its own changes.
     func writeBatch(_ jobs: [GroupedJob]) throws {
+        counters.transaction()
         try pool.write { db in
             let ops = SQLiteOperations(db: db)
             for job in jobs {
