@@ -12,7 +12,7 @@ import IMHTTP
 ///   clock; the routed copy (and history) carry the server's `msgTimestamp`.
 /// - Events come from the message-routing callback only: the bridge (or a test harness) hands each
 ///   received HTTP request to `handle(_:sink:)` (`InboundHandling`, in `Inbound/`), which verifies and
-///   parses it (`RongCloudInbound.events(from:)`), pushes the events into the sink and answers 200 `ok`
+///   parses it (`RongCloudInbound.batch(from:)`), pushes the events into the sink and answers 200 `ok`
 ///   once the sink took them (401 forged/stale, 400 malformed, 503 when the sink failed). Accepted events
 ///   are also yielded on every `events()` stream (a redelivered callback is not yielded twice; see
 ///   `EventFanout`).
