@@ -3,7 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMRelay
-import IMStore
+@_spi(Testing) import IMStore
 import IMTesting
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import IMCore
 @_spi(Testing) import IMRelay
-import IMStore
+@_spi(Testing) import IMStore
 import IMTesting
 import Testing
 
