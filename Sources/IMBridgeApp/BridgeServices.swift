@@ -243,7 +243,11 @@ struct PruneService: Service {
             try? await gracefulShutdown()   // a service that returns would stop the group
             return
         }
-        await cancelWhenGracefulShutdown { [engine] in await engine.pruneLoop() }
+        let loop = Task { [engine] in await engine.pruneLoop() }
+        try? await gracefulShutdown()
+        loop.cancel()
+        // A prune under way runs one store statement at a time; one that does not answer is left behind.
+        _ = await finishes(within: 1_000) { await loop.value }
     }
 }
 
@@ -256,8 +260,11 @@ struct IntakeService: Service {
     func run() async throws {
         try await engine.startIntake(sources)
         try? await gracefulShutdown()
-        await engine.stopIntake()
-        logger.info("intake stopped")
+        if await finishes(within: 2_000, { [engine] in await engine.stopIntake() }) {
+            logger.info("intake stopped")
+        } else {
+            logger.warning("intake still stopping after 2 s (a poll did not end): left unfinished")
+        }
     }
 }
 
@@ -285,7 +292,7 @@ struct AuditService: Service {
     func run() async throws {
         await audit.start()
         try? await gracefulShutdown()
-        await audit.stop()
+        _ = await finishes(within: 1_000) { await audit.stop() }
     }
 }
 
