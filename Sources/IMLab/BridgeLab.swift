@@ -82,7 +82,7 @@ public final class BridgeLab: Sendable {
     /// A complete bridge configuration for these sandboxes.
     public func configYAML(store: String, listen: String, routes: String, mappings: String? = nil) -> String {
         var yaml = "store: \(store)\nlisten: \(listen)\n" + (mappings.map { "mappings: \($0)\n" } ?? "")
-            + "retry:\n  base_ms: 50\n  max_ms: 2000\nbackends:\n"
+            + "retry:\n  base: 50ms\n  max: 2s\nbackends:\n"
         for member in members {
             yaml += "  \(member.name):\n    adapter: \(member.vendor)\n"
             for (key, value) in settings(for: member).sorted(by: { $0.key < $1.key }) { yaml += "    \(key): \"\(value)\"\n" }
