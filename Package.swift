@@ -37,6 +37,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        // Allocation counting of `imbridge-bench costs` (the cost guard, docs/performance.md).
+        .package(url: "https://github.com/ordo-one/malloc-interposer", from: "1.6.1"),
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -103,12 +105,13 @@ let package = Package(
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
-        // Benchmarks: release-only executable, never part of `swift test`.
+        // Benchmarks: release builds for figures; `costs` also runs on the debug build in `make test` (CostGuardTests).
         .executableTarget(name: "imbridge-bench", dependencies: [
             "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
             .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+            .product(name: "MallocInterposerSwift", package: "malloc-interposer", condition: server),
         ], path: "Benchmarks"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server)],

@@ -14,15 +14,15 @@ struct BenchCommand: AsyncParsableCommand {
 
     static let scenarios = ["codec", "relay", "relay-many", "migrate", "migrate-many", "memory"]
     /// Run only when named (not part of `all`).
-    static let namedOnly = ["verify"]
+    static let namedOnly = ["verify", "costs"]
 
     struct Run: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "run", abstract: "Runs scenarios (the default).")
 
-        @Argument(help: "Scenarios: relay, relay-many, migrate, migrate-many, codec, memory, or all (the default); verify when named.")
+        @Argument(help: "Scenarios: relay, relay-many, migrate, migrate-many, codec, memory, or all (the default); verify and costs when named.")
         var scenarios: [String] = []
         @Flag(help: "One JSON object per scenario.") var json = false
-        @Option(help: "Messages (default: 20000 relay, 100000 migrate, 1000000 memory).") var messages: Int?
+        @Option(help: "Messages (default: 20000 relay, 100000 migrate, 1000000 memory, 1000 costs).") var messages: Int?
         @Option(help: "Offered rate of the latency phase, msg/s (relay, relay-many).") var rate: Double = 1000
         @Option(name: .customLong("rate-messages"), help: "Messages of the latency phase (relay, relay-many).") var rateMessages = 10_000
         @Option(help: "Client requests in flight.") var concurrency = 32
@@ -32,7 +32,7 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(name: .customLong("codec-seconds"), help: "Seconds per codec measurement.") var codecSeconds: Double = 1
         @Option(name: .customLong("page-size"), help: "History page size (migrate).") var pageSize = 100
         @Option(help: "Conversations migrated at once (migrate-many).") var parallel = 8
-        @Option(help: "postgres://USER@HOST:PORT/DB (relay, relay-many); default a temporary SQLite file.") var store: String?
+        @Option(help: "postgres://USER@HOST:PORT/DB (relay, relay-many, costs); default a temporary SQLite file.") var store: String?
         @Option(help: "Bridge instances on the store (relay, relay-many).") var instances = 1
 
         func validate() throws {
@@ -72,6 +72,8 @@ struct BenchCommand: AsyncParsableCommand {
             case "migrate-many":
                 return try await MigrateBench(messages: messages ?? 100_000, concurrency: concurrency, pageSize: pageSize,
                                               conversations: conversations ?? 20, parallel: parallel, name: "migrate-many").run()
+            case "costs":
+                return try await CostBench(messages: messages ?? 1000, conversations: conversations ?? 10, concurrency: concurrency, store: store).run()
             case "verify":
                 return try await VerifyBench(messages: messages ?? 100_000, concurrency: concurrency, conversations: conversations ?? 100).run()
             default:

@@ -86,8 +86,10 @@ final class RelayRig: @unchecked Sendable {
         }
     }
 
-    /// Relayed sends so far (the engine's own counter).
-    var relayed: Double { bridges.reduce(0) { $0 + $1.engine.metrics.total("imbridge_relayed_total") } }
+    /// Relays so far (the engine's own count, `imbridge_relayed_total` over every target and action; read
+    /// from the activity log, not by rendering the registry, which would cost the bench process more than a
+    /// relay each poll).
+    var relayed: Double { Double(bridges.reduce(0) { $0 + $1.engine.metrics.activity.total(.relayed) }) }
 
     /// Waits until `count` sends were relayed (or `timeout` seconds pass); true when they were.
     func waitForRelayed(_ count: Int, timeout: Double) async -> Bool {

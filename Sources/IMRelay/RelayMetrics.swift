@@ -79,6 +79,9 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_verify_last_run_timestamp_seconds", kind: .gauge, help: "Unix time at which the last scheduled audit started (0: none yet)."),
         Family(name: "imbridge_verify_unreadable_conversations", kind: .gauge,
                help: "Conversations the last scheduled audit could not read (a side's history refused or failed)."),
+        Family(name: "imbridge_store_statements_total", kind: .counter,
+               help: "Statements the store sent to its database (PostgreSQL: round trips, BEGIN and COMMIT included), read at scrape time."),
+        Family(name: "imbridge_store_transactions_total", kind: .counter, help: "Write transactions the store ran, read at scrape time."),
         Family(name: "imbridge_store_up", kind: .gauge, help: "1 when the store answered this scrape's reads, 0 when it did not (the outbox gauges then keep their last values)."),
         Family(name: "imbridge_catch_up_runs_total", kind: .counter,
                help: "Catch-ups of one source conversation from history, by backend and reason (start, gap, held, interval)."),
@@ -239,20 +242,27 @@ public final class RelayMetrics: Sendable {
             gauge("imbridge_store_up", [:]).set(0)
         }
         setProcessMetrics(ProcessStats.read())
+        count("imbridge_store_statements_total", upTo: Double(store.counters.statements))
+        count("imbridge_store_transactions_total", upTo: Double(store.counters.transactions))
         return registry.emitToString()
     }
 
-    /// The CPU seconds already added to `process_cpu_seconds_total` (a counter only moves by increments).
-    private let cpuSecondsCounted = Mutex<Double>(0)
+    /// What each counter read from elsewhere (`count(_:upTo:)`) has already been raised by.
+    private let countedUpTo = Mutex<[String: Double]>([:])
+
+    /// Raises the counter `name` to `total` (a counter only moves by increments).
+    private func count(_ name: String, upTo total: Double) {
+        let delta = countedUpTo.withLock { counted -> Double in
+            let delta = max(0, total - counted[name, default: 0])
+            counted[name] = max(counted[name, default: 0], total)
+            return delta
+        }
+        FloatingPointCounter(label: name, dimensions: [], factory: factory).increment(by: delta)
+    }
 
     func setProcessMetrics(_ stats: ProcessStats?) {
         guard let stats else { return }
-        let delta = cpuSecondsCounted.withLock { counted -> Double in
-            let delta = max(0, stats.cpuSeconds - counted)
-            counted = max(counted, stats.cpuSeconds)
-            return delta
-        }
-        FloatingPointCounter(label: "process_cpu_seconds_total", dimensions: [], factory: factory).increment(by: delta)
+        count("process_cpu_seconds_total", upTo: stats.cpuSeconds)
         gauge("process_resident_memory_bytes", [:]).set(stats.residentBytes)
         gauge("process_virtual_memory_bytes", [:]).set(stats.virtualBytes)
         gauge("process_open_fds", [:]).set(stats.openFDs)

@@ -26,6 +26,8 @@ public final class BridgeStore: Sendable {
     /// The SQLite file path, or the redacted PostgreSQL URL (`location`).
     public var path: String { location }
     public let kind: StoreLocation.Kind
+    /// Statements and transactions run so far (`StoreCounters`).
+    public let counters = StoreCounters()
 
     /// Opens (creating or migrating when needed) the store at `location`: a file path or a
     /// `postgres://` URL (see `StoreLocation`). The password may also come from the environment variable
@@ -36,8 +38,8 @@ public final class BridgeStore: Sendable {
 
     public init(location: StoreLocation) throws {
         switch location.kind {
-        case .sqlite: driver = try SQLiteDriver(path: location.path)
-        case .postgres: driver = try PostgresDriver(location)
+        case .sqlite: driver = try SQLiteDriver(path: location.path, counters: counters)
+        case .postgres: driver = try PostgresDriver(location, counters: counters)
         }
         self.kind = location.kind
         self.location = location.redacted

@@ -24,8 +24,10 @@ final class PostgresDriver: StoreDriver {
     /// own, so that neither waits behind the grouped writer (which a lock held by a stranded transaction of
     /// another instance may keep waiting up to `lock_timeout`), nor behind the other.
     let sideSessions: [StoreSideSession: PostgresSession]
+    let counters: StoreCounters
 
-    init(_ location: StoreLocation) throws {
+    init(_ location: StoreLocation, counters: StoreCounters) throws {
+        self.counters = counters
         self.location = location
         var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
                                                              password: location.password, database: location.database, tls: .disable)
@@ -36,11 +38,12 @@ final class PostgresDriver: StoreDriver {
             configured.options.additionalStartupParameters = searchPath + limits.startupParameters
             return configured
         }
-        pool = PostgresSessionPool(configuration: settings(.standard), size: 4)
-        writerSession = PostgresSession(configuration: settings(.standard))
+        pool = PostgresSessionPool(configuration: settings(.standard), size: 4, counters: counters)
+        writerSession = PostgresSession(configuration: settings(.standard), counters: counters)
         sideSessions = [
-            .leases: PostgresSession(configuration: settings(.standard)),
-            .probe: PostgresSession(configuration: settings(.probe), answerTimeout: .milliseconds(SessionLimits.probe.statementMs + 200)),
+            .leases: PostgresSession(configuration: settings(.standard), counters: counters),
+            .probe: PostgresSession(configuration: settings(.probe), answerTimeout: .milliseconds(SessionLimits.probe.statementMs + 200),
+                                    counters: counters),
         ]
         do {
             // A schema step may build an index over a large table, or wait for another instance's
@@ -187,9 +190,14 @@ final class PostgresSession: @unchecked Sendable {
     /// How long a statement (or opening a connection) may go unanswered (`PostgresSession.wait`).
     let answerTimeout: TimeAmount
 
-    init(configuration: PostgresConnection.Configuration, answerTimeout: TimeAmount = PostgresSession.defaultAnswerTimeout) {
+    /// Where this session's statements and transactions are counted (nil: the schema migration's).
+    let counters: StoreCounters?
+
+    init(configuration: PostgresConnection.Configuration, answerTimeout: TimeAmount = PostgresSession.defaultAnswerTimeout,
+         counters: StoreCounters? = nil) {
         self.configuration = configuration
         self.answerTimeout = answerTimeout
+        self.counters = counters
     }
 
     var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
@@ -226,6 +234,7 @@ final class PostgresSession: @unchecked Sendable {
     @discardableResult
     func query(_ sql: String, _ values: [PostgresValue] = []) throws -> PostgresQueryResult {
         let connection = try open()
+        counters?.statement()
         var binds = PostgresBindings(capacity: values.count)
         for value in values {
             switch value {
@@ -280,6 +289,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T {
+        counters?.transaction()
         try query("BEGIN")
         transactionConnection = connection
         defer { transactionConnection = nil }
@@ -312,8 +322,8 @@ final class PostgresSessionPool: Sendable {
     private let idle: Mutex<[PostgresSession]>
     private let available: DispatchSemaphore
 
-    init(configuration: PostgresConnection.Configuration, size: Int) {
-        idle = Mutex((0..<size).map { _ in PostgresSession(configuration: configuration) })
+    init(configuration: PostgresConnection.Configuration, size: Int, counters: StoreCounters) {
+        idle = Mutex((0..<size).map { _ in PostgresSession(configuration: configuration, counters: counters) })
         available = DispatchSemaphore(value: size)
     }
 

@@ -102,11 +102,19 @@ struct SQLiteOperations: StoreOperations {
 
     /// The lane's head when it is due at `now`, claimed (`claim`) in this transaction; nil otherwise.
     /// The returned entry shows the attempts made before this claim.
+    /// One statement (it runs once per relayed message): the head, due, fenced by the lane's lease when
+    /// `leaseOwner` is given, and claimed.
     func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry? {
-        guard let head = try head(of: lane), head.nextAttemptAt <= now else { return nil }
-        if let leaseOwner, try leaseHolder(lane.leaseName, at: now) != leaseOwner { return nil }
-        try claim(head.id)
-        return head
+        let head = "SELECT id FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1"
+        let returning = "RETURNING id, lane, source_backend, source_event_id, kind, payload, state, attempts - 1 AS attempts, next_attempt_at, last_error, created_at"
+        if let leaseOwner {
+            return try Row.fetchOne(db.cachedStatement(sql: """
+                UPDATE outbox SET attempts = attempts + 1 WHERE id = (\(head)) AND next_attempt_at <= ?
+                  AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?) \(returning)
+                """), arguments: [lane.description, now, lane.leaseName, leaseOwner, now]).flatMap(Self.entry)
+        }
+        return try Row.fetchOne(db.cachedStatement(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE id = (\(head)) AND next_attempt_at <= ? \(returning)"),
+                                arguments: [lane.description, now]).flatMap(Self.entry)
     }
 
     func complete(_ id: Int64, at now: Int64) throws {
@@ -256,14 +264,11 @@ struct SQLiteOperations: StoreOperations {
     /// Records that `source` on one backend and `target` on another are the same message, both ways.
     func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef),
                     at now: Int64) throws {
-        let sql = """
+        try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?)
-            """
-        try db.cachedStatement(sql: sql).execute(arguments: [source.0.rawValue, source.1.rawValue, target.0.rawValue, target.1.rawValue,
-                                             target.2.description, true, now])
-        try db.cachedStatement(sql: sql).execute(arguments: [target.0.rawValue, target.1.rawValue, source.0.rawValue, source.1.rawValue,
-                                             source.2.description, false, now])
+            VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [source.0.rawValue, source.1.rawValue, target.0.rawValue, target.1.rawValue, target.2.description, true, now,
+                                     target.0.rawValue, target.1.rawValue, source.0.rawValue, source.1.rawValue, source.2.description, false, now])
     }
 
     /// The message on `to` that corresponds to `message` on `from`.

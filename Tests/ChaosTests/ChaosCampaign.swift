@@ -113,7 +113,8 @@ enum ChaosCampaign {
 
             timeline.start()
             let workload = Task { try await Self.sendWorkload(plan, users: users) }
-            let parties = Parties(bridge: bridge, bridges: bridges, target: targetServer, storePath: storePath, cluster: cluster, http: http, timeline: timeline)
+            let parties = Parties(plan: plan, bridge: bridge, bridges: bridges, target: targetServer, users: users, storePath: storePath, cluster: cluster,
+                                  http: http, timeline: timeline)
             let faults = Task { await Self.inject(plan, parties) }
             try await workload.value
             timeline.note("workload sent: \(plan.conversations.count * plan.perConversation + plan.flood) texts")
@@ -128,10 +129,12 @@ enum ChaosCampaign {
                 if instance.process == nil { try await instance.start() }
             }
 
-            let total = expected.values.map(\.count).reduce(0, +)
+            // What the source holds once the workload and the bursts are in (a burst's texts are not in `expected`).
+            let sentNow = (try? await texts(lab, source.name)) ?? expected
+            let total = plan.groups.map { max(sentNow[$0]?.count ?? 0, expected[$0]!.count) }.reduce(0, +)
             let converged = await poll(convergenceSeconds) {
                 guard let got = try? await relayed() else { return false }
-                return plan.groups.allSatisfy { (got[$0]?.count ?? 0) >= expected[$0]!.count }
+                return plan.groups.allSatisfy { (got[$0]?.count ?? 0) >= max(sentNow[$0]?.count ?? 0, expected[$0]!.count) }
             }
             timeline.note(converged ? "target holds at least \(total) texts" : "target still short after \(Int(convergenceSeconds)) s")
             // Late doubles (a retry of something already delivered) get a moment to show.
@@ -147,8 +150,9 @@ enum ChaosCampaign {
             let sent = try await texts(lab, source.name)
             let got = try await relayed()
             for conversation in plan.groups {
-                if sent[conversation] ?? [] != expected[conversation]! {
-                    notes.append("the source sandbox holds \(sent[conversation]?.count ?? 0) texts in \(conversation), \(expected[conversation]!.count) were sent")
+                let paced = (sent[conversation] ?? []).filter { !$0.contains("-b") }   // a burst's texts are not in `expected`
+                if paced != expected[conversation]! {
+                    notes.append("the source sandbox holds \(paced.count) paced texts in \(conversation), \(expected[conversation]!.count) were sent")
                 }
                 if let problem = ChaosChecker.compare(conversation: conversation, expected: sent[conversation] ?? [], got: got[conversation] ?? []) {
                     violations.append(problem)
@@ -224,10 +228,13 @@ enum ChaosCampaign {
 
     /// What the faults act on.
     struct Parties: Sendable {
+        var plan: ChaosPlan
         /// The instance the bridge faults hit (the first).
         var bridge: ChaosBridge
         var bridges: [ChaosBridge]
         var target: SandboxServer
+        /// The source's users (a burst's sends).
+        var users: any IMBackend
         /// The SQLite file, or the PostgreSQL URL.
         var storePath: String
         var cluster: TestPostgres.Cluster?
@@ -300,6 +307,10 @@ enum ChaosCampaign {
                     timeline.note("target latency off")
                 case .flood: break
                 case .pauseHolder:
+                    // The burst makes the lanes busy; the pause falls 300 ms into it.
+                    let burst = Task { try await sendBurst(fault, parties) }
+                    timeline.note("burst of \(fault.count) texts begins")
+                    try await Task.sleep(nanoseconds: 300_000_000)
                     let index = laneHolder(parties)
                     let holder = parties.bridges[index]
                     holder.pause()
@@ -307,6 +318,8 @@ enum ChaosCampaign {
                     try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
                     holder.resume()
                     timeline.note("SIGCONT instance \(index)")
+                    try await burst.value
+                    timeline.note("burst sent")
                 case .postgresDown:
                     guard let cluster = parties.cluster else { break }
                     try TestPostgres.stopServer(cluster)
@@ -332,6 +345,23 @@ enum ChaosCampaign {
             }
         }
         return problems
+    }
+
+    /// A pause-holder's burst: `fault.count` texts over the paced groups, each group's in order, back to
+    /// back (`s<seed>-<group>-b<fault's start>-<n>`, so that two bursts never repeat a text).
+    static func sendBurst(_ fault: Fault, _ parties: Parties) async throws {
+        let groups = parties.plan.conversations
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, conversation) in groups.enumerated() {
+                group.addTask {
+                    for number in stride(from: index, to: fault.count, by: groups.count) {
+                        _ = try await parties.users.send(OutgoingMessage(conversation: .group(GroupID(conversation)), sender: senders[number % senders.count],
+                                                                         content: .text("s\(parties.plan.seed)-\(conversation)-b\(fault.atMs)-\(number)")))
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
     }
 
     static func post(_ target: SandboxServer, _ body: String, _ http: HTTPClientWrapper) async throws {

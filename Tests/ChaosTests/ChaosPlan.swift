@@ -26,7 +26,9 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// `catch_up.max_messages_per_conversation` is 100, so a flood missed while it is down outgrows it.
     case flood
     /// Two `imbridge run` on one PostgreSQL: the instance holding the most lane leases is paused
-    /// (SIGSTOP) past `ha.lease_ms`, so the other takes its lanes over, then continued.
+    /// (SIGSTOP) past `ha.lease_ms`, so the other takes its lanes over, then continued. A burst of texts
+    /// into the paced groups starts just before the pause, so that the lanes are busy when it falls
+    /// (sends in flight, sends about to leave).
     case pauseHolder = "pause-holder"
     /// The PostgreSQL server under the bridge stopped (immediate shutdown) for a while, then started.
     case postgresDown = "postgres-down"
@@ -70,7 +72,7 @@ struct Fault: Sendable, CustomStringConvertible {
     var atMs: Int
     /// Downtime (sigkill, sigterm), pause (sigstop), outage (refused), or how long latency lasts.
     var durationMs: Int = 0
-    /// Requests hit (5xx, 429, after-accept).
+    /// Requests hit (5xx, 429, after-accept); texts of the burst before a pause-holder.
     var count: Int = 0
     var status: Int = 0
     var latencyMs: Int = 0
@@ -85,7 +87,7 @@ struct Fault: Sendable, CustomStringConvertible {
         case .refused: return "\(at) refused: target refuses connections for \(durationMs) ms"
         case .storeFull: return "\(at) store-full: every write to the bridge's store fails for \(durationMs) ms"
         case .flood: return "\(at) flood"
-        case .pauseHolder: return "\(at) pause-holder: the instance holding the most lanes paused \(durationMs) ms (lease \(ChaosPlan.leaseMs) ms), then SIGCONT"
+        case .pauseHolder: return "\(at) pause-holder: \(count) texts back to back over the groups, then the instance holding the most lanes paused \(durationMs) ms (lease \(ChaosPlan.leaseMs) ms), then SIGCONT"
         case .postgresDown: return "\(at) postgres-down: the PostgreSQL server stopped for \(durationMs) ms, then started"
         case .latency: return "\(at) latency: target answers \(latencyMs) ms late for \(durationMs) ms"
         case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
@@ -194,7 +196,9 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
             postgres = true
             let drawn = Self.slotted(clusterKinds, counts: 1...2, in: window, using: &rng) { kind, at, room, rng in
                 let duration = kind == .pauseHolder ? Self.leaseMs + Int.random(in: 500...3000, using: &rng) : Int.random(in: 1000...6000, using: &rng)
-                return Fault(kind: kind, atMs: at, durationMs: min(room, duration))
+                var fault = Fault(kind: kind, atMs: at, durationMs: min(room, duration))
+                if kind == .pauseHolder { fault.count = Int.random(in: 100...300, using: &rng) }
+                return fault
             }
             instances = drawn.contains { $0.kind == .pauseHolder } ? 2 : 1
             self.faults = (self.faults.filter { $0.kind != .storeFull } + drawn).sorted { $0.atMs < $1.atMs }

@@ -77,6 +77,11 @@ import Testing
         let after = try await scrape()
         for family in after.families.values { #expect(family.help?.isEmpty == false, "\(family.name) has no # HELP") }
         #expect(after.value("imbridge_outbox_pending", ["target": "rc"]) == 3)
+        // The store's own counters: every callback above was at least one transaction of statements.
+        let statements = (after.value("imbridge_store_statements_total") ?? 0, first.value("imbridge_store_statements_total") ?? 0)
+        let transactions = (after.value("imbridge_store_transactions_total") ?? 0, first.value("imbridge_store_transactions_total") ?? 0)
+        #expect(transactions.0 - transactions.1 >= 5, "five callbacks recorded, each in a write transaction")
+        #expect(statements.0 - statements.1 >= transactions.0 - transactions.1, "a transaction is at least one statement")
         #expect(after.value("imbridge_outbox_lanes_with_work", ["target": "rc"]) == 2)
         #expect((after.value("imbridge_outbox_oldest_pending_age_seconds", ["target": "rc"]) ?? 0) > 0)
         #expect(after.value("imbridge_outbox_dead_letters") == 1)

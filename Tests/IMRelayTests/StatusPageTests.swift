@@ -201,6 +201,8 @@ import Testing
         #expect(log.recent().map { $0[.relayed] } == [1, 0, 0])
         clock.advance(byMs: 10 * 60_000)
         #expect(log.recent().map { $0[.relayed] + $0[.deadLetters] + $0[.retries] } == [0, 0, 0], "nothing from before the window")
+        #expect(log.total(.relayed) == 3 && log.total(.retries) == 1 && log.total(.deadLetters) == 1 && log.total(.refused) == 0,
+                "the totals keep what the window forgot")
 
         let metrics = RelayMetrics()
         metrics.activity.use(clock: clock)

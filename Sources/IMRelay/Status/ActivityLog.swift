@@ -39,6 +39,8 @@ public final class ActivityLog: Sendable {
         var clock: any IMClock
         /// Minute number (`ms / minuteMs`) each slot holds, and its counts.
         var slots: [(minute: Int64, counts: [Int])]
+        /// Every increment since the start, per column.
+        var totals = Array(repeating: 0, count: Column.allCases.count)
     }
     private let ring: Mutex<Ring>
 
@@ -63,7 +65,14 @@ public final class ActivityLog: Sendable {
                 ring.slots[index] = (minute, Array(repeating: 0, count: Column.allCases.count))
             }
             ring.slots[index].counts[column.rawValue] += amount
+            ring.totals[column.rawValue] += amount
         }
+    }
+
+    /// Everything `column` counted since the start (a cheap read, unlike rendering the registry: the
+    /// benchmarks poll it while they measure).
+    public func total(_ column: Column) -> Int {
+        ring.withLock { $0.totals[column.rawValue] }
     }
 
     /// Adds to the column fed by counter family `family`, if any.

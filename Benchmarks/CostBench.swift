@@ -1,0 +1,89 @@
+import Foundation
+import IMStore
+import MallocInterposerSwift
+
+/// `costs`: what one relayed message costs the bridge in counts, which do not depend on how busy the
+/// machine is — heap allocations (ordo-one's malloc interposer, when the process runs with it preloaded),
+/// store statements and write transactions (`StoreCounters`) — plus its CPU time for reference. The
+/// relay set-up is `relay`'s (`RelayRig`); the client's own allocations per send, measured against a
+/// WuKong sandbox alone, are taken off. `make test` runs it on the debug build and fails past the limits
+/// in Benchmarks/cost-limits.json (`CostGuardTests`; docs/performance.md, "Counted costs").
+struct CostBench {
+    var messages: Int
+    var conversations: Int
+    var concurrency: Int
+    var store: String?
+
+    /// Whether the interposer is loaded (`LD_PRELOAD`): without it nothing is counted.
+    static var counting: Bool {
+        MallocInterposerSwift.initialize()
+        MallocInterposerSwift.hook()
+        let probe = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
+        MallocInterposerSwift.unhook()
+        probe.deallocate()
+        return MallocInterposerSwift.getStatistics().mallocCount > 0
+    }
+
+    /// Allocations made while `body` runs, by every thread of the process.
+    static func allocations(_ body: () async throws -> Void) async rethrows -> Int {
+        MallocInterposerSwift.initialize()
+        MallocInterposerSwift.hook()
+        try await body()
+        MallocInterposerSwift.unhook()
+        return MallocInterposerSwift.getStatistics().mallocCount
+    }
+
+    func run() async throws -> ScenarioResult {
+        var result = ScenarioResult("costs")
+        let counting = Self.counting
+        result.add("messages / conversations", "\(messages) / \(conversations)", key: "messages", .int(Int64(messages)))
+        result.json["conversations"] = .int(Int64(conversations))
+        result.add("allocations counted", counting ? "yes" : "no (run with LD_PRELOAD=<bin>/libMallocInterposerSwift.so)",
+                   key: "allocations_counted", .bool(counting))
+        let calls = VendorCalls()
+
+        // The client's part: the same sends into a WuKong sandbox that calls nobody back.
+        let alone = try SandboxProcess(vendor: "wukong", callbackURL: nil)
+        let drive = { (base: String, first: Int) in
+            _ = try await RelayBench.drive(count: messages, first: first, conversations: conversations, concurrency: concurrency, rate: nil) { _, from, group, text in
+                try await calls.wukongSend(base, from: from, group: group, text: text)
+            }
+        }
+        try await drive(alone.baseURL, 30_000_000)   // connections open, caches warm
+        let client = try await Self.allocations { try await drive(alone.baseURL, 40_000_000) }
+        alone.stop()
+
+        let rig = try await RelayRig(notifyIntervalMs: 0, store: store)
+        _ = try await RelayBench(messages: 0, conversations: conversations, concurrency: concurrency, notifyIntervalMs: 0, rate: 1, rateMessages: 0)
+            .bridgePhase(rig, count: conversations + 200, first: 10_000_000, rate: nil)   // puppets provisioned, caches warm
+        func storeCounts() -> (statements: Int, transactions: Int) {
+            rig.bridges.reduce((0, 0)) { ($0.0 + $1.store.counters.statements, $0.1 + $1.store.counters.transactions) }
+        }
+        let before = (relayed: rig.relayed, store: storeCounts(), cpu: cpuSeconds())
+        var done = false
+        let total = try await Self.allocations {
+            try await drive(rig.wk.baseURL, 0)
+            done = await rig.waitForRelayed(Int(before.relayed) + messages, timeout: 600)
+        }
+        let after = (relayed: rig.relayed, store: storeCounts(), cpu: cpuSeconds())
+        await rig.stop()
+        guard done else { throw BenchError("only \(Int(after.relayed - before.relayed)) of \(messages) relayed in time") }
+
+        let count = Double(messages)
+        let statements = Double(after.store.statements - before.store.statements) / count
+        let transactions = Double(after.store.transactions - before.store.transactions) / count
+        result.add("store", store.map { StoreLocation.redact($0) } ?? "sqlite (temporary file)", key: "store",
+                   .string(store == nil ? "sqlite" : "postgres"))
+        result.add("store statements per message", fmt(statements, 2), key: "statements_per_message", .double(statements))
+        result.add("store write transactions per message", fmt(transactions, 3), key: "transactions_per_message", .double(transactions))
+        if counting {
+            let perMessage = Double(total - client) / count
+            result.add("allocations per message, bridge", "\(fmt(perMessage, 1)) (all \(fmt(Double(total) / count, 1)) − client \(fmt(Double(client) / count, 1)))",
+                       key: "allocations_per_message", .double(perMessage))
+            result.json["client_allocations_per_message"] = .double(Double(client) / count)
+        }
+        let cpu = (after.cpu - before.cpu) * 1000 / count
+        result.add("CPU ms per message (bridge + client; not guarded)", fmt(cpu, 3), key: "cpu_ms_per_message", .double(cpu))
+        return result
+    }
+}
