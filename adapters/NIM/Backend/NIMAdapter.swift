@@ -49,35 +49,54 @@ public enum NIMAdapter {
                             freshnessLimitMs: context.freshnessLimitMs)
         })
 
-    /// Builds the backend from checked settings; a value the schema cannot judge alone (a freshness
-    /// window wider than the ledger allows) is refused with `AdapterSettings.refuse`.
-    ///
-    /// `freshnessLimitMs` (`AdapterContext.freshnessLimitMs`: half the ledger's retention) is the
-    /// default of `callback_max_skew` and its maximum: a message copy is refused once its `CurTime`
-    /// is further from now than that, so a captured copy replayed after the ledger forgot its msgid
-    /// cannot relay again (docs/adapters/nim.md §2 and §3). Nil (the ledger keeps everything): no default.
+    /// Builds the backend from checked settings (`Settings`).
     public static func makeBackend(_ settings: AdapterSettings, registry: ContentRegistry = ContentRegistry(),
                                    clock: any IMClock = SystemClock(),
                                    mapping: VendorTable = MappingSet.shipped.table("nim"),
                                    freshnessLimitMs: Int64? = nil) throws -> NIMBackend {
-        let skew = settings.duration("callback_max_skew")?.milliseconds ?? freshnessLimitMs
-        if let skew, let freshnessLimitMs, skew > freshnessLimitMs {
-            let key = settings.writtenKey("callback_max_skew")
-            throw settings.refuse(key, "expected at most \(ConfigDuration(milliseconds: freshnessLimitMs)) (half of retention), "
-                                  + "got \(settings.shown(key, ConfigDuration(milliseconds: skew))): a copy replayed after the ledger forgot it would relay again")
-        }
+        let decoded = try Settings(settings, freshnessLimitMs: freshnessLimitMs)
         var capabilities = NIMBackend.defaultCapabilities
-        if let window = settings.duration("recall_window") { capabilities.recallWindowMs = window.milliseconds }
-        var aliases: [String: String] = [:]
-        for (wire, name) in settings.pairs("custom_aliases") { aliases[wire] = name }
-        let format = NIMCustomFormat(typeKey: settings.string("custom_type_key", default: "type"),
-                                     dataKey: settings.string("custom_data_key", default: "data"),
-                                     untypedName: settings.string("custom_untyped_name", default: "nim_custom"), aliases: aliases)
-        let config = NIMConfig(baseURL: settings.string("api_url", default: defaultBaseURL),
+        if let window = decoded.recallWindowMs { capabilities.recallWindowMs = window }
+        return NIMBackend(id: settings.backend, config: decoded.config, registry: registry, customFormat: decoded.customFormat,
+                          capabilities: capabilities, teamQueryAccid: decoded.teamQueryAccid, createUsersOnDemand: decoded.createUsers,
+                          callbackMaxSkewMs: decoded.callbackMaxSkewMs, clock: clock, mapping: mapping)
+    }
+
+    /// A `nim` backend's settings, decoded from checked `AdapterSettings` (the table above).
+    public struct Settings: Sendable {
+        public var config: NIMConfig
+        public var customFormat: NIMCustomFormat
+        /// `recall_window`; nil: NIM's default (`NIMBackend.defaultCapabilities`).
+        public var recallWindowMs: Int64?
+        public var teamQueryAccid: String?
+        public var createUsers: Bool
+        /// `callback_max_skew`, or `freshnessLimitMs` when not set.
+        public var callbackMaxSkewMs: Int64?
+
+        /// `freshnessLimitMs` (`AdapterContext.freshnessLimitMs`: half the ledger's retention) is the
+        /// default of `callback_max_skew` and its maximum: a message copy is refused once its `CurTime`
+        /// is further from now than that, so a captured copy replayed after the ledger forgot its msgid
+        /// cannot relay again (docs/adapters/nim.md §2 and §3). Nil (the ledger keeps everything): no
+        /// default. A wider window is refused with `AdapterSettings.refuse`.
+        public init(_ settings: AdapterSettings, freshnessLimitMs: Int64?) throws {
+            let skew = settings.duration("callback_max_skew")?.milliseconds ?? freshnessLimitMs
+            if let skew, let freshnessLimitMs, skew > freshnessLimitMs {
+                let key = settings.writtenKey("callback_max_skew")
+                throw settings.refuse(key, "expected at most \(ConfigDuration(milliseconds: freshnessLimitMs)) (half of retention), "
+                                      + "got \(settings.shown(key, ConfigDuration(milliseconds: skew))): a copy replayed after the ledger forgot it would relay again")
+            }
+            callbackMaxSkewMs = skew
+            recallWindowMs = settings.duration("recall_window")?.milliseconds
+            var aliases: [String: String] = [:]
+            for (wire, name) in settings.pairs("custom_aliases") { aliases[wire] = name }
+            customFormat = NIMCustomFormat(typeKey: settings.string("custom_type_key", default: "type"),
+                                           dataKey: settings.string("custom_data_key", default: "data"),
+                                           untypedName: settings.string("custom_untyped_name", default: "nim_custom"), aliases: aliases)
+            config = NIMConfig(baseURL: settings.string("api_url", default: NIMAdapter.defaultBaseURL),
                                appKey: try settings.required("app_key"), appSecret: try settings.required("app_secret"),
                                timeoutSeconds: settings.seconds("timeout", default: 15))
-        return NIMBackend(id: settings.backend, config: config, registry: registry, customFormat: format, capabilities: capabilities,
-                          teamQueryAccid: settings["team_query_accid"], createUsersOnDemand: settings.flag("create_users", default: true),
-                          callbackMaxSkewMs: skew, clock: clock, mapping: mapping)
+            teamQueryAccid = settings["team_query_accid"]
+            createUsers = settings.flag("create_users", default: true)
+        }
     }
 }
