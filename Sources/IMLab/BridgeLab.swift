@@ -66,9 +66,15 @@ public final class BridgeLab: Sendable {
 
     public func url(of backend: BackendID) -> String { sandboxes[backend]?.baseURL ?? "" }
 
-    /// The `backends:` settings each adapter needs to talk to its sandbox.
+    /// The `backends:` settings each adapter needs to talk to its sandbox, with the member's own over
+    /// them. A member setting written under its deprecated name (`poll_interval_ms`) replaces the
+    /// sandbox's setting of the new name (`poll_interval`), as the two may not both be given.
     public func settings(for member: Member) -> [String: String] {
-        base(for: member).merging(member.settings) { _, extra in extra }
+        var base = base(for: member)
+        for spec in Vendors.named(member.vendor)?.adapter.settings ?? [] {
+            if let legacy = spec.legacy, member.settings[legacy.key] != nil { base.removeValue(forKey: spec.key) }
+        }
+        return base.merging(member.settings) { _, extra in extra }
     }
 
     func base(for member: Member) -> [String: String] {

@@ -1,5 +1,6 @@
 import Foundation
 import IMAdapterKit
+import IMLab
 import IMRelay
 import IMVendors
 import Testing
@@ -57,5 +58,22 @@ import Testing
             let short = key.replacingOccurrences(of: "_timeout_seconds", with: "_…")
             #expect(text.contains(key) || text.contains(short), "\(key) is not in docs/configuration.md")
         }
+    }
+}
+
+/// The lab's sandbox settings and a member's own: a member writing a deprecated name
+/// (`poll_interval_ms`) replaces the sandbox's setting of the new name, so the pair still checks.
+@Suite struct LabDeprecatedSettingsTests {
+    @Test func aMemberSettingUnderItsDeprecatedNameReplacesTheSandboxOne() async throws {
+        let old = BridgeLab.Member("jm", "jmessage", settings: ["poll_interval_ms": "0"])
+        let new = BridgeLab.Member("jm2", "jmessage", settings: ["poll_interval": "0s"])
+        let lab = try await BridgeLab(members: [old, new], callbackBase: "http://127.0.0.1:1")
+        let oldSettings = lab.settings(for: old), newSettings = lab.settings(for: new)
+        await lab.stop()
+        #expect(oldSettings["poll_interval_ms"] == "0" && oldSettings["poll_interval"] == nil)
+        #expect(newSettings["poll_interval"] == "0s" && newSettings["poll_interval_ms"] == nil)
+        let schema = try #require(Vendors.named("jmessage")).adapter.settings
+        #expect(AdapterSettings.problems(oldSettings, schema: schema).isEmpty)
+        #expect(AdapterSettings.problems(newSettings, schema: schema).isEmpty)
     }
 }
