@@ -43,9 +43,9 @@ extension Bridge {
         if let audit { services.append(.init(service: AuditService(audit: audit))) }
         services.append(.init(service: ListenerService(listener: listener, role: "callbacks", logger: logger, deadline: deadline)))
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
-        // A backstop only: the engine keeps the drain deadline itself; this cancels a service that
-        // does not return after it (a stuck poller request, say).
-        configuration.maximumGracefulShutdownDuration = .milliseconds(drainMs + 5_000)
+        // A backstop only: each service keeps the drain deadline itself (plus a second or two,
+        // `finishes(within:)`), one after the other; this cancels one that still does not return.
+        configuration.maximumGracefulShutdownDuration = .milliseconds(drainMs + 10_000)
         configuration.maximumCancellationDuration = .seconds(2)
         let group = ServiceGroup(configuration: configuration)
         let signals = Task {
@@ -208,8 +208,19 @@ struct EngineService: Service {
     func run() async throws {
         await engine.start(pruning: false)
         try? await gracefulShutdown()
-        let report = await engine.stop(drainMs: deadline.remainingMs)
-        let pending = await Task { [store = engine.store] in try? store.read { try $0.count(state: .pending) } }.value
+        // Bounded like the listeners: the lanes' drain keeps the deadline itself, but a lane or the count
+        // below stuck on the store (a connection that stopped answering) must not keep the service past
+        // it, or the service group traps (status 4) instead of exiting.
+        let outcome = Mutex<(RelayEngine.StopReport, Int?)?>(nil)
+        let finished = await finishes(within: deadline.remainingMs + 1_000) { [engine, deadline] in
+            let report = await engine.stop(drainMs: deadline.remainingMs)
+            let pending = await Task { [store = engine.store] in try? store.read { try $0.count(state: .pending) } }.value
+            outcome.withLock { $0 = (report, pending) }
+        }
+        guard finished, let (report, pending) = outcome.withLock({ $0 }) else {
+            logger.warning("relay still stopping at the drain deadline (a store call did not answer): left unfinished; the unfinished entries stay in the outbox")
+            return
+        }
         var metadata: Logger.Metadata = [
             "lanes_in_flight": "\(report.lanesInFlight)", "lanes_cut_off": "\(report.lanesCutOff)",
             "drain_ms": "\(report.elapsedMs)", "drain_limit_ms": "\(deadline.drainMs)",
