@@ -46,7 +46,8 @@ public struct BridgeConfig: Sendable {
     /// `listener:`: what a client may hold of each listener (`ListenerLimits`; docs/configuration.md).
     public var listenerLimits = ListenerLimits()
     /// One line per deprecated key the file uses (`FILE:LINE: retention_hours is deprecated: write
-    /// `retention: 168h``): the command that loaded the configuration logs each once.
+    /// `retention: 168h``); `ConfigCheck.load` adds those of the adapters' settings, and the command
+    /// that loaded the configuration logs each once (`ConfigCheck.logWarnings`).
     public var warnings: [String] = []
 
     init(store: String = "", listenHost: String = "127.0.0.1", listenPort: Int = 8090, backends: [BackendConfig] = [], routes: [Route] = []) {
