@@ -16,7 +16,7 @@ import UnixSignals
 /// Services, in start order (a graceful shutdown stops them in reverse):
 /// 1. the admin listener (`admin_listen`), stopped last so `/healthz` and `/metrics` answer during the drain;
 /// 2. the engine (lane scheduler, leases): on shutdown it drains — lanes finish the send in hand — for
-///    at most what is left of `shutdown.drain_seconds`, then cuts the rest off (their entries stay in
+///    at most what is left of `shutdown.drain`, then cuts the rest off (their entries stay in
 ///    the outbox) and releases its leader lease;
 /// 3. pruning (leader only);
 /// 4. intake of the backends that fetch on their own (the JMessage report poller);
@@ -30,7 +30,7 @@ extension Bridge {
     /// Runs until a signal (or a service failing) stops it. The listeners bind first, so a taken port
     /// is reported (with its reason) before anything else starts.
     public func run(logger: Logger = Logger(label: "imbridge.lifecycle")) async throws {
-        let drainMs = Int64(config.drainSeconds) * 1000
+        let drainMs = config.shutdown.drain.milliseconds
         try await startCatchUpAndListeners()
         logStartupSummary(logger)
         let deadline = DrainDeadline(drainMs: drainMs)
@@ -55,7 +55,7 @@ extension Bridge {
                 if count == 1 {
                     deadline.begin()
                     logger.notice("shutting down: intake stops, in-flight sends may finish (a second signal exits at once)",
-                                  metadata: ["signal": "\(signal)", "drain_seconds": "\(config.drainSeconds)"])
+                                  metadata: ["signal": "\(signal)", "drain": "\(config.shutdown.drain)"])
                     await group.triggerGracefulShutdown()
                 } else {
                     logger.warning("second signal: exiting at once; unsent entries stay in the outbox for the next start",
@@ -78,8 +78,8 @@ extension Bridge {
             "listen": "\(listener.baseURL)",
             "backends": .array(config.backends.map { "\($0.name)=\($0.adapter)" }),
             "routes": "\(config.routes.count)",
-            "log_level": "\(config.logLevel.rawValue)",
-            "drain_seconds": "\(config.drainSeconds)",
+            "log_level": "\(config.log.level.rawValue)",
+            "drain": "\(config.shutdown.drain)",
             "listener_limits": "header \(config.listenerLimits.headerTimeout.components.seconds) s, body \(config.listenerLimits.bodyTimeout.components.seconds) s, idle \(config.listenerLimits.idleTimeout.components.seconds) s, max \(config.listenerLimits.maxConnections) connections",
         ]
         metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics, /status on listen)"
