@@ -59,7 +59,7 @@ final class RelayRig: @unchecked Sendable {
             ?? "\(directory)/bridge.sqlite"
         var bridges: [Bridge] = []
         for (index, listener) in listeners.enumerated() {
-            let yaml = "store: \"\(location)\"\nlisten: 127.0.0.1:\(listener.port ?? 0)\nretry:\n  base_ms: 50\n  max_ms: 2000\n"
+            let yaml = "store: \"\(location)\"\nlisten: 127.0.0.1:\(listener.port ?? 0)\nretry:\n  base: 50ms\n  max: 2s\n"
                 + "ha:\n  instance: bench\(index)\n"
                 + Self.backendsYAML(wk: wk.baseURL, rc: rc.baseURL) + "routes:\n" + Self.route
             let bridge = try await Bridge.open(config: try BridgeConfig.parse(yaml, file: "bench.yaml"), listener: listener)

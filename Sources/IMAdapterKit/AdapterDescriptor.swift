@@ -13,7 +13,7 @@ public struct AdapterContext: Sendable {
     public var clock: any IMClock
     /// True for `imbridge check`: build and validate, contact no vendor.
     public var validateOnly: Bool
-    /// How long the bridge's ledger remembers a received event id (`retention_hours`); nil: for ever.
+    /// How long the bridge's ledger remembers a received event id (`retention`); nil: for ever.
     /// An adapter whose callbacks carry a timestamp refuses callbacks older than half of it, so a
     /// captured callback cannot be replayed once the ledger has forgotten it (`freshnessLimitMs`).
     public var ledgerRetentionMs: Int64?
@@ -54,8 +54,8 @@ public struct AdapterDescriptor: Sendable {
     public var capabilities: Capabilities
     /// Every setting the adapter reads.
     public var settings: [SettingSpec]
-    /// Builds a backend; settings were checked against `settings` already. Throws `invalid_argument`
-    /// with `details["setting"]` for a value the schema cannot judge alone.
+    /// Builds a backend; settings were checked against `settings` already. A value the schema cannot
+    /// judge alone is refused with `AdapterSettings.refuse` (`FILE:LINE: backends.<name>.<key>: reason`).
     public var make: @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend
     /// The vendor's content codec with default settings (for tools and tests that work on bodies alone).
     public var contentCodec: @Sendable (ContentRegistry, VendorTable) -> any ContentCodec
@@ -72,10 +72,10 @@ public struct AdapterDescriptor: Sendable {
     }
 
     /// Checks `values` against the schema and builds the backend. `described`: how errors name the
-    /// values they must not quote (`AdapterSettings.described`).
+    /// values they must not quote (`AdapterSettings.described`); `source`: where they were written.
     public func makeBackend(id: BackendID, settings values: [String: String], context: AdapterContext,
-                            described: [String: String] = [:]) async throws -> any VendorBackend {
-        try await make(try AdapterSettings(backend: id, values: values, schema: settings, described: described), context)
+                            described: [String: String] = [:], source: SettingsSource = SettingsSource()) async throws -> any VendorBackend {
+        try await make(try AdapterSettings(backend: id, values: values, schema: settings, described: described, source: source), context)
     }
 
     /// The mapping file of this vendor in `mappings/`.

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 
 /// One setting an adapter takes under `backends.<name>` in `bridge.yaml`.
 public struct SettingSpec: Sendable {
@@ -16,6 +17,8 @@ public struct SettingSpec: Sendable {
         case flag
         /// `key=value,key=value` pairs.
         case pairs
+        /// A duration (`250ms`, `10s`, `5m`, `24h`, `7d`) within the range.
+        case duration(DurationRange)
     }
 
     public var key: String
@@ -23,15 +26,26 @@ public struct SettingSpec: Sendable {
     public var required: Bool
     /// What it is for, one line (`imbridge check --explain`, docs).
     public var help: String
+    /// For a duration: the deprecated key that wrote it as a number of a unit (`timeout_seconds`),
+    /// still read, with a warning (docs/configuration.md, "Durations").
+    public var legacy: ConfigSection.Legacy?
 
-    public init(_ key: String, _ kind: Kind = .text, required: Bool = false, help: String) {
+    public init(_ key: String, _ kind: Kind = .text, required: Bool = false, legacy: ConfigSection.Legacy? = nil, help: String) {
         self.key = key
         self.kind = kind
         self.required = required
+        self.legacy = legacy
         self.help = help
     }
 
     public var isSecret: Bool { if case .secret = kind { true } else { false } }
+
+    /// `timeout`: the per-request timeout every adapter takes (at least 1s, used in whole seconds,
+    /// rounded up), formerly `timeout_seconds`.
+    public static func timeout(default fallback: ConfigDuration) -> SettingSpec {
+        SettingSpec("timeout", .duration(DurationRange(minimum: .seconds(1))), legacy: .init("timeout_seconds", .seconds),
+                    help: "per-request timeout (default \(fallback))")
+    }
 }
 
 /// A backend's settings checked against its adapter's schema, with typed readers. Every problem is an
@@ -43,14 +57,18 @@ public struct AdapterSettings: Sendable {
     /// How errors name the values they must not quote, by key: `the value of ${NAME}` for a value
     /// that came from the environment (docs/architecture.md, "Secrets in errors and logs").
     public let described: [String: String]
+    /// Where the settings were written: every error names its file, line and key from it.
+    public let source: SettingsSource
 
     /// Checks every key is known and every value has its kind; throws the first problem.
-    public init(backend: BackendID, values: [String: String], schema: [SettingSpec], described: [String: String] = [:]) throws {
+    public init(backend: BackendID, values: [String: String], schema: [SettingSpec], described: [String: String] = [:],
+                source: SettingsSource = SettingsSource()) throws {
         self.backend = backend
         self.values = values
         self.schema = schema
         self.described = described
-        if let problem = Self.problems(values, schema: schema, described: described).first { throw problem }
+        self.source = source
+        if let problem = Self.problems(values, schema: schema, described: described, backend: backend, source: source).first { throw problem }
     }
 
     /// How an error may show `part` of the value of `key` (the value itself, an item of a list or of
@@ -74,13 +92,32 @@ public struct AdapterSettings: Sendable {
 
     /// Every problem of these values against `schema`, in key order. No message quotes the value of a
     /// secret setting or one named in `described`.
-    public static func problems(_ values: [String: String], schema: [SettingSpec], described: [String: String] = [:]) -> [IMError] {
+    public static func problems(_ values: [String: String], schema: [SettingSpec], described: [String: String] = [:],
+                                backend: BackendID = BackendID("backend"), source: SettingsSource = SettingsSource()) -> [IMError] {
         var problems: [IMError] = []
-        let known = Dictionary(schema.map { ($0.key, $0) }, uniquingKeysWith: { first, _ in first })
-        for key in values.keys.sorted() where known[key] == nil {
+        func refusal(_ key: String, _ message: String) -> IMError { source.error(backend: backend, key: key, message) }
+        var known = Set(schema.map(\.key))
+        known.formUnion(schema.compactMap(\.legacy?.key))
+        for key in values.keys.sorted() where !known.contains(key) {
             problems.append(refusal(key, "unknown setting (known: \(schema.map(\.key).sorted().joined(separator: ", ")))"))
         }
         for spec in schema {
+            if let legacy = spec.legacy, let old = values[legacy.key], !old.isEmpty, case .duration(let range) = spec.kind {
+                if values[spec.key]?.isEmpty == false {
+                    problems.append(refusal(legacy.key, "both \(legacy.key) and \(spec.key) are given: keep only \(spec.key) (\(legacy.key) is its deprecated form)"))
+                    continue
+                }
+                let shown = quoted(legacy.key, old, whole: true, schema: schema, described: described)
+                guard let value = ConfigDuration.legacy(old.trimmingCharacters(in: .whitespaces), legacy.unit, fractions: legacy.fractions) else {
+                    problems.append(refusal(legacy.key, "expected a whole number of \(legacy.unit.name), got \(shown)"))
+                    continue
+                }
+                if !range.contains(value) {
+                    let equivalent = described[legacy.key] == nil && value.milliseconds >= 0 ? " (\(value))" : ""
+                    problems.append(refusal(legacy.key, "expected \(range.expected), got \(described[legacy.key] ?? old) \(legacy.unit.name)\(equivalent)"))
+                }
+                continue
+            }
             guard let value = values[spec.key], !value.isEmpty else {
                 if spec.required { problems.append(refusal(spec.key, "is required: \(spec.help)")) }
                 continue
@@ -103,14 +140,32 @@ public struct AdapterSettings: Sendable {
                     problems.append(refusal(spec.key, "expected true or false, got \(quoted(spec.key, value, whole: true, schema: schema, described: described))"))
                 }
             case .pairs:
-                if case .failure(let error) = parsePairs(spec.key, value) { problems.append(error) }
+                if case .failure(let problem) = parsePairs(value) { problems.append(refusal(spec.key, problem.reason)) }
+            case .duration(let range):
+                let shown = quoted(spec.key, value, whole: true, schema: schema, described: described)
+                guard let duration = ConfigDuration(value.trimmingCharacters(in: .whitespaces)) else {
+                    let hint = Int64(value) != nil && described[spec.key] == nil ? " (a number needs its unit, e.g. \(value)s)" : ""
+                    problems.append(refusal(spec.key, "expected \(ConfigDuration.syntax)\(hint), got \(shown)"))
+                    continue
+                }
+                if !range.contains(duration) {
+                    problems.append(refusal(spec.key, "expected \(range.expected), got \(described[spec.key] ?? duration.description)"))
+                }
             }
         }
         return problems
     }
 
-    public static func refusal(_ key: String, _ message: String) -> IMError {
-        IMError(.invalidArgument, message, details: ["setting": key])
+    /// One line per deprecated key `values` use (`FILE:LINE: backends.rc.timeout_seconds is deprecated:
+    /// write `timeout: 10s``), for values that `problems` accepts.
+    public static func warnings(_ values: [String: String], schema: [SettingSpec], described: [String: String] = [:],
+                                backend: BackendID, source: SettingsSource) -> [String] {
+        schema.compactMap { spec -> String? in
+            guard let legacy = spec.legacy, let old = values[legacy.key], !old.isEmpty,
+                  let value = ConfigDuration.legacy(old.trimmingCharacters(in: .whitespaces), legacy.unit, fractions: legacy.fractions) else { return nil }
+            let written = ConfigDuration.rewritten(old, unit: legacy.unit, value: value, raw: source.substituted[legacy.key])
+            return "\(source.location(of: legacy.key)): backends.\(backend).\(legacy.key) is deprecated: write `\(spec.key): \(written)`"
+        }
     }
 
     // MARK: readers (values were checked at init)
@@ -123,8 +178,26 @@ public struct AdapterSettings: Sendable {
     public func string(_ key: String, default fallback: String) -> String { self[key] ?? fallback }
 
     public func required(_ key: String) throws -> String {
-        guard let value = self[key] else { throw Self.refusal(key, "is required") }
+        guard let value = self[key] else { throw refuse(key, "is required") }
         return value
+    }
+
+    /// A duration setting, from its key or its deprecated one (`timeout_seconds: 10` reads as `10s`).
+    public func duration(_ key: String) -> ConfigDuration? {
+        if let value = self[key] { return ConfigDuration(value.trimmingCharacters(in: .whitespaces)) }
+        guard let legacy = schema.first(where: { $0.key == key })?.legacy, let old = self[legacy.key] else { return nil }
+        return ConfigDuration.legacy(old.trimmingCharacters(in: .whitespaces), legacy.unit, fractions: legacy.fractions)
+    }
+
+    /// A duration setting in whole seconds, rounded up (per-request timeouts), or `fallback`.
+    public func seconds(_ key: String, default fallback: Int64) -> Int64 {
+        duration(key).map { ($0.milliseconds + 999) / 1000 } ?? fallback
+    }
+
+    /// The key a duration was written under (its deprecated name when that was used), for errors.
+    public func writtenKey(_ key: String) -> String {
+        guard self[key] == nil, let legacy = schema.first(where: { $0.key == key })?.legacy, self[legacy.key] != nil else { return key }
+        return legacy.key
     }
 
     public func integer(_ key: String) -> Int64? { self[key].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
@@ -137,12 +210,13 @@ public struct AdapterSettings: Sendable {
 
     /// `k=v,k=v` in order (later duplicates win in a dictionary built from it).
     public func pairs(_ key: String) -> [(String, String)] {
-        guard let value = self[key], case .success(let pairs) = Self.parsePairs(key, value) else { return [] }
+        guard let value = self[key], case .success(let pairs) = Self.parsePairs(value) else { return [] }
         return pairs
     }
 
-    /// A value that the schema's kinds do not cover was wrong: the same error shape as the schema's.
-    public func refuse(_ key: String, _ message: String) -> IMError { Self.refusal(key, message) }
+    /// A value that the schema's kinds do not cover was wrong: the same error shape as the schema's
+    /// (`SettingsSource.error`).
+    public func refuse(_ key: String, _ message: String) -> IMError { source.error(backend: backend, key: key, message) }
 
     static func splitList(_ value: String) -> [String] {
         value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
@@ -156,17 +230,53 @@ public struct AdapterSettings: Sendable {
         }
     }
 
-    static func parsePairs(_ key: String, _ value: String) -> Result<[(String, String)], IMError> {
+    static func parsePairs(_ value: String) -> Result<[(String, String)], PairsProblem> {
         var pairs: [(String, String)] = []
         let items = value.split(separator: ",").filter { !$0.trimmingCharacters(in: .whitespaces).isEmpty }
         for (index, item) in items.enumerated() {
             let parts = item.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard parts.count == 2, !parts[0].isEmpty, !parts[1].isEmpty else {
                 // The item is not quoted back: `session_tokens` pairs hold tokens.
-                return .failure(refusal(key, "expected key=value pairs separated by commas; item \(index + 1) is not one"))
+                return .failure(PairsProblem(reason: "expected key=value pairs separated by commas; item \(index + 1) is not one"))
             }
             pairs.append((parts[0], parts[1]))
         }
         return .success(pairs)
+    }
+}
+
+struct PairsProblem: Error, CustomStringConvertible {
+    var reason: String
+    var description: String { reason }
+}
+
+/// Where a backend's settings were written (`backends.<name>` of a file), so that every error about
+/// one names `FILE:LINE: backends.<name>.<key>: reason`: the one place that format is made.
+public struct SettingsSource: Sendable {
+    public var file: String
+    /// The line of each setting.
+    public var lines: [String: Int]
+    /// The line of `<name>:` under `backends`: where a missing setting is reported.
+    public var line: Int?
+    /// The settings whose values came from the environment, as written (`${WK_URL}`).
+    public var substituted: [String: String]
+
+    public init(file: String = "(code)", lines: [String: Int] = [:], line: Int? = nil, substituted: [String: String] = [:]) {
+        self.file = file
+        self.lines = lines
+        self.line = line
+        self.substituted = substituted
+    }
+
+    /// `FILE:LINE` of `key` (the backend's own line for a key not written).
+    public func location(of key: String) -> String {
+        file + ((lines[key] ?? line).map { ":\($0)" } ?? "")
+    }
+
+    /// An `invalid_argument` about `key` of `backend`: `FILE:LINE: backends.<name>.<key>: message`, with
+    /// `details["key"]` the key's path and `details["setting"]` the key.
+    public func error(backend: BackendID, key: String, _ message: String) -> IMError {
+        IMError(.invalidArgument, "\(location(of: key)): backends.\(backend).\(key): \(message)",
+                details: ["key": "backends.\(backend).\(key)", "setting": key])
     }
 }

@@ -15,7 +15,7 @@ public struct BackendContext: Sendable {
     public var mappings: MappingSet
     /// Whether this instance is the leader (the JMessage report poller polls only then); nil: always.
     public var leadership: Leadership?
-    /// `retention_hours` in ms (nil: the ledger keeps everything); see `AdapterContext.ledgerRetentionMs`.
+    /// `retention` in ms (nil: the ledger keeps everything); see `AdapterContext.ledgerRetentionMs`.
     public var ledgerRetentionMs: Int64?
     /// False for a command that takes no callbacks (`AdapterContext.receivesCallbacks`).
     public var receivesCallbacks: Bool
@@ -45,8 +45,9 @@ public enum BackendFactories {
         let redactor = redactor(for: config, schema: vendor.adapter.settings)
         // Every schema problem at once, each at its own line; then what the adapter itself checks.
         var problems = ConfigProblems()
-        for problem in AdapterSettings.problems(values, schema: vendor.adapter.settings, described: described) {
-            problems.add(problem.details["setting"].map { config.error($0, problem.message) } ?? problem)
+        for problem in AdapterSettings.problems(values, schema: vendor.adapter.settings, described: described, backend: config.name,
+                                                source: config.source) {
+            problems.add(problem)
         }
         problems.redact(with: redactor)
         try problems.throwIfAny()
@@ -54,10 +55,10 @@ public enum BackendFactories {
                                             checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly,
                                             ledgerRetentionMs: context.ledgerRetentionMs, receivesCallbacks: context.receivesCallbacks)
         do {
-            return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext, described: described)
+            return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext, described: described,
+                                                        source: config.source)
         } catch let error as IMError {
-            guard let key = error.details["setting"] else { throw redactor.redact(error) }
-            throw redactor.redact(config.error(key, error.message))
+            throw redactor.redact(error)
         }
     }
 

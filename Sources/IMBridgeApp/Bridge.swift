@@ -24,6 +24,7 @@ public struct Bridge: Sendable {
     /// `receivesCallbacks: false` for a command that takes no callbacks (`ConfigCheck.load`).
     public static func open(configPath: String, requireRoutes: Bool = true, receivesCallbacks: Bool = true) async throws -> Bridge {
         let config = try await ConfigCheck.load(path: configPath, requireRoutes: requireRoutes, receivesCallbacks: receivesCallbacks).config
+        ConfigCheck.logWarnings(of: config)
         return try await open(config: config, receivesCallbacks: receivesCallbacks)
     }
 
@@ -42,9 +43,9 @@ public struct Bridge: Sendable {
         }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
         let engine = RelayEngine(store: store, backends: backends.map { $0 as any IMBackend }, routes: config.routes, retry: config.retry,
-                                 retentionMs: config.retentionHours > 0 ? Int64(config.retentionHours) * 3_600_000 : nil,
+                                 retentionMs: config.ledgerRetentionMs,
                                  customFallbacks: CustomTypeFallbacks(mappings: mappings, vendors: vendors),
-                                 lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.instance), ttlMs: config.leaseMs),
+                                 lease: LeaseSettings(owner: LeaseSettings.uniqueOwner(config.ha.instance), ttlMs: config.ha.lease.milliseconds),
                                  leadership: leadership, backendDownAfterMs: config.readiness.backendFailingMs,
                                  profiles: config.profiles, groups: config.groups)
         let listener = existing ?? BridgeListener(host: config.listenHost, port: config.listenPort, logger: httpLogger,

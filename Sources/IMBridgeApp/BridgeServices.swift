@@ -16,7 +16,7 @@ import UnixSignals
 /// Services, in start order (a graceful shutdown stops them in reverse):
 /// 1. the admin listener (`admin_listen`), stopped last so `/healthz` and `/metrics` answer during the drain;
 /// 2. the engine (lane scheduler, leases): on shutdown it drains — lanes finish the send in hand — for
-///    at most what is left of `shutdown.drain_seconds`, then cuts the rest off (their entries stay in
+///    at most what is left of `shutdown.drain`, then cuts the rest off (their entries stay in
 ///    the outbox) and releases its leader lease;
 /// 3. pruning (leader only);
 /// 4. intake of the backends that fetch on their own (the JMessage report poller);
@@ -30,7 +30,7 @@ extension Bridge {
     /// Runs until a signal (or a service failing) stops it. The listeners bind first, so a taken port
     /// is reported (with its reason) before anything else starts.
     public func run(logger: Logger = Logger(label: "imbridge.lifecycle")) async throws {
-        let drainMs = Int64(config.drainSeconds) * 1000
+        let drainMs = config.shutdown.drain.milliseconds
         try await startCatchUpAndListeners()
         logStartupSummary(logger)
         let deadline = DrainDeadline(drainMs: drainMs)
@@ -43,9 +43,9 @@ extension Bridge {
         if let audit { services.append(.init(service: AuditService(audit: audit))) }
         services.append(.init(service: ListenerService(listener: listener, role: "callbacks", logger: logger, deadline: deadline)))
         var configuration = ServiceGroupConfiguration(services: services, logger: logger)
-        // A backstop only: the engine keeps the drain deadline itself; this cancels a service that
-        // does not return after it (a stuck poller request, say).
-        configuration.maximumGracefulShutdownDuration = .milliseconds(drainMs + 5_000)
+        // A backstop only: each service keeps the drain deadline itself (plus a second or two,
+        // `finishes(within:)`), one after the other; this cancels one that still does not return.
+        configuration.maximumGracefulShutdownDuration = .milliseconds(drainMs + 10_000)
         configuration.maximumCancellationDuration = .seconds(2)
         let group = ServiceGroup(configuration: configuration)
         let signals = Task {
@@ -55,7 +55,7 @@ extension Bridge {
                 if count == 1 {
                     deadline.begin()
                     logger.notice("shutting down: intake stops, in-flight sends may finish (a second signal exits at once)",
-                                  metadata: ["signal": "\(signal)", "drain_seconds": "\(config.drainSeconds)"])
+                                  metadata: ["signal": "\(signal)", "drain": "\(config.shutdown.drain)"])
                     await group.triggerGracefulShutdown()
                 } else {
                     logger.warning("second signal: exiting at once; unsent entries stay in the outbox for the next start",
@@ -78,8 +78,8 @@ extension Bridge {
             "listen": "\(listener.baseURL)",
             "backends": .array(config.backends.map { "\($0.name)=\($0.adapter)" }),
             "routes": "\(config.routes.count)",
-            "log_level": "\(config.logLevel.rawValue)",
-            "drain_seconds": "\(config.drainSeconds)",
+            "log_level": "\(config.log.level.rawValue)",
+            "drain": "\(config.shutdown.drain)",
             "listener_limits": "header \(config.listenerLimits.headerTimeout.components.seconds) s, body \(config.listenerLimits.bodyTimeout.components.seconds) s, idle \(config.listenerLimits.idleTimeout.components.seconds) s, max \(config.listenerLimits.maxConnections) connections",
         ]
         metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics, /status on listen)"
@@ -208,8 +208,19 @@ struct EngineService: Service {
     func run() async throws {
         await engine.start(pruning: false)
         try? await gracefulShutdown()
-        let report = await engine.stop(drainMs: deadline.remainingMs)
-        let pending = await Task { [store = engine.store] in try? store.read { try $0.count(state: .pending) } }.value
+        // Bounded like the listeners: the lanes' drain keeps the deadline itself, but a lane or the count
+        // below stuck on the store (a connection that stopped answering) must not keep the service past
+        // it, or the service group traps (status 4) instead of exiting.
+        let outcome = Mutex<(RelayEngine.StopReport, Int?)?>(nil)
+        let finished = await finishes(within: deadline.remainingMs + 1_000) { [engine, deadline] in
+            let report = await engine.stop(drainMs: deadline.remainingMs)
+            let pending = await Task { [store = engine.store] in try? store.read { try $0.count(state: .pending) } }.value
+            outcome.withLock { $0 = (report, pending) }
+        }
+        guard finished, let (report, pending) = outcome.withLock({ $0 }) else {
+            logger.warning("relay still stopping at the drain deadline (a store call did not answer): left unfinished; the unfinished entries stay in the outbox")
+            return
+        }
         var metadata: Logger.Metadata = [
             "lanes_in_flight": "\(report.lanesInFlight)", "lanes_cut_off": "\(report.lanesCutOff)",
             "drain_ms": "\(report.elapsedMs)", "drain_limit_ms": "\(deadline.drainMs)",
@@ -232,7 +243,11 @@ struct PruneService: Service {
             try? await gracefulShutdown()   // a service that returns would stop the group
             return
         }
-        await cancelWhenGracefulShutdown { [engine] in await engine.pruneLoop() }
+        let loop = Task { [engine] in await engine.pruneLoop() }
+        try? await gracefulShutdown()
+        loop.cancel()
+        // A prune under way runs one store statement at a time; one that does not answer is left behind.
+        _ = await finishes(within: 1_000) { await loop.value }
     }
 }
 
@@ -245,8 +260,11 @@ struct IntakeService: Service {
     func run() async throws {
         try await engine.startIntake(sources)
         try? await gracefulShutdown()
-        await engine.stopIntake()
-        logger.info("intake stopped")
+        if await finishes(within: 2_000, { [engine] in await engine.stopIntake() }) {
+            logger.info("intake stopped")
+        } else {
+            logger.warning("intake still stopping after 2 s (a poll did not end): left unfinished")
+        }
     }
 }
 
@@ -274,7 +292,7 @@ struct AuditService: Service {
     func run() async throws {
         await audit.start()
         try? await gracefulShutdown()
-        await audit.stop()
+        _ = await finishes(within: 1_000) { await audit.stop() }
     }
 }
 

@@ -1,9 +1,11 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
 import IMRelay
 import IMStore
 import IMVendors
+import Logging
 
 /// The one validation `imbridge check` and `imbridge run` share: the YAML and its keys
 /// (`BridgeConfig`), the store's access, the mappings, and every backend built as `run` would build it
@@ -19,11 +21,17 @@ public enum ConfigCheck {
         }
         let yaml = String(decoding: data, as: UTF8.self)
         var problems = ConfigProblems()
-        guard let config = BridgeConfig.parse(yaml, file: path, environment: environment,
+        guard var config = BridgeConfig.parse(yaml, file: path, environment: environment,
                                               requireRoutes: requireRoutes, adapters: Set(Vendors.names), checkStoreAccess: true,
                                               problems: &problems) else {
             try problems.throwIfAny()
             throw IMError(.invalidArgument, "\(path): cannot be read as a configuration")
+        }
+        // Deprecated adapter settings (`timeout_seconds`) join the file's own deprecation warnings.
+        for backend in config.backends {
+            guard let vendor = Vendors.named(backend.adapter) else { continue }
+            config.warnings += AdapterSettings.warnings(backend.settings, schema: vendor.adapter.settings, backend: backend.name,
+                                                        source: backend.source)
         }
         let mappings = problems.attempt { try config.loadMappings() } ?? .shipped
         // A scratch store for the adapters' checkpoints interface; nothing is written to it.
@@ -52,5 +60,10 @@ public enum ConfigCheck {
         problems.redact(with: redactor)
         try problems.throwIfAny()
         return (config, mappings)
+    }
+
+    /// Logs each of `config`'s warnings (deprecated keys) once, as `warning` lines.
+    public static func logWarnings(of config: BridgeConfig, to logger: Logger = Logger(label: "imbridge.config")) {
+        for warning in config.warnings { logger.warning("\(warning)") }
     }
 }

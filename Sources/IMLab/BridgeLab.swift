@@ -66,9 +66,15 @@ public final class BridgeLab: Sendable {
 
     public func url(of backend: BackendID) -> String { sandboxes[backend]?.baseURL ?? "" }
 
-    /// The `backends:` settings each adapter needs to talk to its sandbox.
+    /// The `backends:` settings each adapter needs to talk to its sandbox, with the member's own over
+    /// them. A member setting written under its deprecated name (`poll_interval_ms`) replaces the
+    /// sandbox's setting of the new name (`poll_interval`), as the two may not both be given.
     public func settings(for member: Member) -> [String: String] {
-        base(for: member).merging(member.settings) { _, extra in extra }
+        var base = base(for: member)
+        for spec in Vendors.named(member.vendor)?.adapter.settings ?? [] {
+            if let legacy = spec.legacy, member.settings[legacy.key] != nil { base.removeValue(forKey: spec.key) }
+        }
+        return base.merging(member.settings) { _, extra in extra }
     }
 
     func base(for member: Member) -> [String: String] {
@@ -82,7 +88,7 @@ public final class BridgeLab: Sendable {
     /// A complete bridge configuration for these sandboxes.
     public func configYAML(store: String, listen: String, routes: String, mappings: String? = nil) -> String {
         var yaml = "store: \(store)\nlisten: \(listen)\n" + (mappings.map { "mappings: \($0)\n" } ?? "")
-            + "retry:\n  base_ms: 50\n  max_ms: 2000\nbackends:\n"
+            + "retry:\n  base: 50ms\n  max: 2s\nbackends:\n"
         for member in members {
             yaml += "  \(member.name):\n    adapter: \(member.vendor)\n"
             for (key, value) in settings(for: member).sorted(by: { $0.key < $1.key }) { yaml += "    \(key): \"\(value)\"\n" }

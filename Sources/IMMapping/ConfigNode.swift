@@ -102,14 +102,15 @@ public struct ConfigNode {
         return mapping.keys.compactMap(\.string)
     }
 
-    /// Refuses keys outside `allowed` (catches typos such as `direciton`).
-    public func allowOnly(_ allowed: Set<String>) throws {
+    /// Refuses keys outside `allowed` (catches typos such as `direciton`); the error lists `listing`
+    /// (default: every allowed key), so deprecated names can be accepted without being suggested.
+    public func allowOnly(_ allowed: Set<String>, listing: [String]? = nil) throws {
         guard let mapping = node?.mapping else { return }
         for (keyNode, _) in mapping {
             guard let key = keyNode.string, !allowed.contains(key) else { continue }
             // Point at the key itself: its value may start lines later.
             throw ConfigNode(node: keyNode, path: child(key, nil).path, file: file, environment: environment, anchorLine: anchorLine)
-                .error("unknown key (expected one of: \(allowed.sorted().joined(separator: ", ")))")
+                .error("unknown key (expected one of: \((listing ?? Array(allowed)).sorted().joined(separator: ", ")))")
         }
     }
 

@@ -111,7 +111,7 @@ public final class HealthBoard: Sendable {
 }
 
 /// When `/readyz` says "not ready" because of a backend: after it has failed, with no success in
-/// between, for `backendFailingMs` (config `readiness.backend_failing_seconds`, default 60 s; 0 turns
+/// between, for `backendFailingMs` (config `readiness.backend_failing`, default 1m; 0s turns
 /// this check off, leaving only the store's). A load balancer then sends callbacks to another instance,
 /// and an alert fires on what the vendors' own retries would hide.
 public struct ReadinessPolicy: Sendable, Equatable {

@@ -14,7 +14,7 @@ import Synchronization
 /// removed), a missing one created.
 ///
 /// Afterwards, the groups with events since the last round are compared again every
-/// `groups.refresh_minutes` (default 60; at most `maxPerRound` a round): a `.group` entry in a lane of
+/// `groups.refresh` (default 1h; at most `maxPerRound` a round): a `.group` entry in a lane of
 /// its own per target group (`lane(target:group:)`, so a failing one never holds a message back) brings
 /// the target group up to the source's again — members who joined are added, a new name, avatar or
 /// announcement is set, and the leg's own puppets whose source users left are removed (`puppets(of:)`;
@@ -87,7 +87,7 @@ public enum GroupSync {
 /// `groups:` in bridge.yaml.
 public struct GroupSettings: Sendable, Equatable {
     public static let defaultRefreshMinutes = 60.0
-    /// How often groups with events since the last round are compared again (`refresh_minutes`; nil
+    /// How often groups with events since the last round are compared again (`refresh`; nil
     /// when 0: only at first sight).
     public var refreshMs: Int64? = Int64(defaultRefreshMinutes * 60_000)
 
@@ -95,10 +95,8 @@ public struct GroupSettings: Sendable, Equatable {
         self.refreshMs = refreshMs
     }
 
-    public static let keys = ProfileSettings.keys
-
-    static func parse(_ node: ConfigNode, problems: inout ConfigProblems) -> GroupSettings {
-        GroupSettings(refreshMs: ProfileSettings.parseRefresh(node, default: GroupSettings().refreshMs, problems: &problems))
+    static func decode(_ section: ConfigSection) -> GroupSettings {
+        GroupSettings(refreshMs: ProfileSettings.decodeRefresh(section, default: GroupSettings().refreshMs))
     }
 }
 

@@ -12,7 +12,7 @@ import Synchronization
 ///   process.
 /// - **Changes**: none of the four vendors' server APIs reports a user's profile change to the app
 ///   server (docs/adapters/*.md, "Profiles"), so the senders active since the last round are read again
-///   every `profiles.refresh_minutes` (default 60; at most `maxPerRound` of them a round, the rest in the
+///   every `profiles.refresh` (default 1h; at most `maxPerRound` of them a round, the rest in the
 ///   next one): each gets a `profile` entry, which writes only when the source's profile differs from the
 ///   target's.
 /// - **The one delivery path**: a `profile` entry runs in a lane of its own per puppet
@@ -97,37 +97,24 @@ public enum ProfileSync {
 /// `profiles:` in bridge.yaml.
 public struct ProfileSettings: Sendable, Equatable {
     public static let defaultRefreshMinutes = 60.0
-    /// How often active senders' profiles are read again (`refresh_minutes`; nil when 0: only at first sight).
+    /// How often active senders' profiles are read again (`refresh`; nil when 0s: only at first sight).
     public var refreshMs: Int64? = Int64(defaultRefreshMinutes * 60_000)
 
     public init(refreshMs: Int64? = Int64(defaultRefreshMinutes * 60_000)) {
         self.refreshMs = refreshMs
     }
 
-    public static let keys = ["refresh_minutes"]
-
-    /// Parses `profiles:`; `refresh_minutes` is a number of minutes ≥ 0 (fractions allowed, 0 turns the
-    /// periodic re-read off), at most 10080 (a week).
-    static func parse(_ node: ConfigNode, problems: inout ConfigProblems) -> ProfileSettings {
-        ProfileSettings(refreshMs: parseRefresh(node, default: ProfileSettings().refreshMs, problems: &problems))
+    /// Decodes `profiles:`; `refresh` is a duration from 1s to 7d, or 0s: only at first sight.
+    static func decode(_ section: ConfigSection) -> ProfileSettings {
+        ProfileSettings(refreshMs: decodeRefresh(section, default: ProfileSettings().refreshMs))
     }
 
-    /// `refresh_minutes` of `profiles:` or `groups:` (the only key of either) in milliseconds; nil for 0.
-    static func parseRefresh(_ node: ConfigNode, default fallback: Int64?, problems: inout ConfigProblems) -> Int64? {
-        guard node.isPresent else { return fallback }
-        guard problems.attempt({ try node.expectMapping() }) != nil, node.isMapping else { return fallback }
-        problems.attempt { try node.allowOnly(Set(keys)) }
-        return problems.attempt { () throws -> Int64? in
-            guard let text = try node["refresh_minutes"].optionalScalar() else { return fallback }
-            guard let minutes = Double(text), minutes.isFinite, (0...10_080).contains(minutes) else {
-                throw node["refresh_minutes"].error("expected minutes from 0 (only at first sight) to 10080, got \(node["refresh_minutes"].quoted(text))")
-            }
-            let ms = Int64((minutes * 60_000).rounded())
-            guard minutes == 0 || ms >= 1000 else {
-                throw node["refresh_minutes"].error("expected at least 1 second's worth of minutes (0.0167), got \(node["refresh_minutes"].quoted(text))")
-            }
-            return minutes == 0 ? nil : ms
-        } ?? fallback
+    /// `refresh` of `profiles:` or `groups:` (the only key of either) in milliseconds; nil for 0s. The
+    /// deprecated `refresh_minutes` took minutes, fractions allowed.
+    static func decodeRefresh(_ section: ConfigSection, default fallback: Int64?) -> Int64? {
+        guard let refresh = section.duration("refresh", range: DurationRange(minimum: .seconds(1), maximum: .days(7), zero: "only at first sight"),
+                                             legacy: .init("refresh_minutes", .minutes, fractions: true)) else { return fallback }
+        return refresh.value == .zero ? nil : refresh.value.milliseconds
     }
 }
 

@@ -183,7 +183,7 @@ extension RelayEngine {
         case .waitForMessage:
             return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
         case .retry where retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
-            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age_minutes): \(error)")
+            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age): \(error)")
             guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
             metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
             logDeadLetter(entry, reason: reason)

@@ -17,6 +17,15 @@ extension RelayEngine: EventSink {
     /// "Catch-up") and recorded by the catch-up in source order; a conversation seen for the first time
     /// gets its catch-up checkpoint in the same transaction.
     public nonisolated func accept(_ batch: InboundBatch) async throws {
+        if sharedHolds.enabled {
+            do {
+                try positionUnseen(batch.events)
+            } catch {
+                metrics.increment("imbridge_ingest_errors_total")
+                logStoreError("ingest", error)
+                throw error
+            }
+        }
         let admitted = catchUpGate.admit(batch.events)
         let fresh = catchUpGate.unknownConversations(in: admitted)
         let holdKeys = sharedHolds.enabled ? catchUpGate.holdKeys(in: admitted) : []
@@ -42,6 +51,25 @@ extension RelayEngine: EventSink {
             metrics.increment("imbridge_ingest_errors_total")
             logStoreError("ingest", error)
             throw error
+        }
+    }
+
+    /// With other instances on the store, a conversation of a `.sequence` source (WuKongIM) that this
+    /// instance has not met may have been recorded by them up to any point: admitted blind, a live message
+    /// could go ahead of older ones still on their way (the other instance's callbacks, or ones the vendor
+    /// retries). Its position is read from the store first — its catch-up checkpoint, which never names a
+    /// message beyond what was recorded without a hole — so the gate compares with it and a message past
+    /// it is held and the conversation read from history (docs/high-availability.md, "Held conversations").
+    /// A conversation with no checkpoint yet is new to every instance: its first message is admitted.
+    nonisolated func positionUnseen(_ events: [IMEvent]) throws {
+        let keys = catchUpGate.unpositioned(in: events)
+        guard !keys.isEmpty else { return }
+        let found = try store.read { tx in
+            try keys.compactMap { key in try tx.checkpoint(CatchUpRunner.checkpointName(for: key)).map { (key, $0) } }
+        }
+        for (key, value) in found {
+            guard let record = try? JSONDecoder().decode(CatchUpRunner.Record.self, from: Data(value.utf8)), let seq = record.seq else { continue }
+            catchUpGate.seed(key, lastSeq: seq)
         }
     }
 

@@ -58,7 +58,7 @@ public final class RelayMetrics: Sendable {
                help: "Lanes this instance stopped working because their lease lapsed or another instance took it over."),
         Family(name: "imbridge_dead_letters_total", kind: .counter, help: "Outbox entries given up on (permanent failure or retry budget used up), by target backend."),
         Family(name: "imbridge_retry_budget_exhausted_total", kind: .counter,
-               help: "Dead letters because retrying used up retry.max_age_minutes, by target backend."),
+               help: "Dead letters because retrying used up retry.max_age, by target backend."),
         Family(name: "imbridge_inbound_dead_letters_total", kind: .counter,
                help: "Poison messages (accepted from a vendor, not translatable) set aside as inbound dead letters, by backend."),
         Family(name: "imbridge_inbound_dead_letters_retried_total", kind: .counter,

@@ -7,7 +7,7 @@ public struct RetryPolicy: Sendable, Hashable {
     public var baseMs: Int64
     public var maxMs: Int64
     public var jitter: Double
-    /// How long an entry may keep failing with retryable errors before it is given up (`retry.max_age_minutes`).
+    /// How long an entry may keep failing with retryable errors before it is given up (`retry.max_age`).
     public var maxAgeMs: Int64?
 
     public static let defaultMaxAgeMs: Int64 = 24 * 3_600_000

@@ -21,12 +21,13 @@ struct CheckCommand: AsyncParsableCommand {
         } catch {
             throw ConfigFailure.report(error, config: config)
         }
+        ConfigCheck.logWarnings(of: parsed)
         var out = "config \(config): ok\n  store: \(StoreLocation.redact(parsed.store))\n  listen: \(parsed.listenHost):\(parsed.listenPort)\n"
         if let admin = parsed.adminListen { out += "  admin_listen: \(admin.host):\(admin.port) (/healthz, /readyz, /metrics; not on listen)\n" }
         out += "  readiness: " + (parsed.readiness.backendFailingMs.map { "a backend failing for \($0 / 1000) s makes /readyz 503\n" }
             ?? "failing backends ignored (only the store counts)\n")
-        out += "  log: \(parsed.logLevel.rawValue), \(parsed.logFormat.rawValue) lines on standard error (imbridge run --log-level wins)\n"
-        out += "  shutdown: in-flight sends may finish for \(parsed.drainSeconds) s after the first SIGTERM/SIGINT\n"
+        out += "  log: \(parsed.log.level.rawValue), \(parsed.log.format.rawValue) lines on standard error (imbridge run --log-level wins)\n"
+        out += "  shutdown: in-flight sends may finish for \(parsed.shutdown.drain) after the first SIGTERM/SIGINT\n"
         let limits = parsed.listenerLimits
         out += "  listener: head within \(limits.headerTimeout.components.seconds) s, body within \(limits.bodyTimeout.components.seconds) s, "
             + "idle \(limits.idleTimeout.components.seconds) s, at most \(limits.maxConnections) connections per listener\n"

@@ -32,8 +32,9 @@ struct RunCommand: AsyncParsableCommand {
         }
         // Once per process, before any logger exists: every line from here on (Hummingbird's too)
         // goes through the bridge's handler, with the configuration's secrets redacted.
-        if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { loaded.logLevel = level }
-        BridgeLogHandler.bootstrap(level: loaded.logLevel, format: loaded.logFormat, secrets: Bridge.secrets(of: loaded))
+        if let level = logLevel.flatMap(Logger.Level.init(rawValue:)) { loaded.log.level = level }
+        BridgeLogHandler.bootstrap(level: loaded.log.level, format: loaded.log.format, secrets: Bridge.secrets(of: loaded))
+        ConfigCheck.logWarnings(of: loaded)
         let bridge: Bridge
         do {
             bridge = try await Bridge.open(config: loaded, httpLogger: Logger(label: "imbridge.http"))

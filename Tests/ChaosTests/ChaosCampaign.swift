@@ -65,7 +65,7 @@ enum ChaosCampaign {
         // Its port is outside the ephemeral range: while it refuses connections, no client socket takes it.
         let targetPort = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
         let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
-                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "2"], port: targetPort)],
+                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout": "2s"], port: targetPort)],
                                       callbackBase: forwarder?.baseURL ?? "http://127.0.0.1:\(port)")
         let storePath = cluster.map { $0.url + "?schema=chaos" } ?? "\(lab.directory)/bridge.sqlite"
         let routes = plan.groups.map {
@@ -79,7 +79,7 @@ enum ChaosCampaign {
             let directory = index == 0 ? lab.directory : "\(lab.directory)/instance-\(index)"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             let config = "\(directory)/bridge.yaml"
-            let ha = plan.postgres ? "ha:\n  instance: chaos\(index)\n  lease_ms: \(ChaosPlan.leaseMs)\n" : ""
+            let ha = plan.postgres ? "ha:\n  instance: chaos\(index)\n  lease: \(ChaosPlan.leaseMs)ms\n" : ""
             try (lab.configYAML(store: plan.postgres ? "\"\(storePath)\"" : storePath, listen: "127.0.0.1:\(instancePort)", routes: routes)
                  + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap + ha).write(toFile: config, atomically: true, encoding: .utf8)
             bridges.append(ChaosBridge(config: config, directory: directory, port: instancePort))

@@ -50,16 +50,22 @@ import Testing
          [".yaml:4: backends.wk.webhook_secret: is required", "allow_unsigned_callbacks: true"]),
         ("negative durations", { $0.replacingOccurrences(of: "    api_url: http://127.0.0.1:1\n", with: "    timeout_seconds: 0\n")
             + "retry:\n  base_ms: -5\nretention_hours: -1\n" },
-         [".yaml:12: backends.rc.timeout_seconds: expected a whole number ≥ 1", ".yaml:17: retry.base_ms: expected milliseconds > 0, got -5",
-          ".yaml:18: retention_hours: expected hours ≥ 0"]),
+         [".yaml:12: backends.rc.timeout_seconds: expected a duration of at least 1s, got 0 seconds",
+          ".yaml:17: retry.base_ms: expected a duration of at least 1ms, got -5 milliseconds",
+          ".yaml:18: retention_hours: expected a duration of at least 1s, or 0s (keeps everything), got -1 hours"]),
+        ("durations without units", { $0.replacingOccurrences(of: "    api_url: http://127.0.0.1:1\n", with: "    timeout: 10\n")
+            + "retry:\n  base: 5 minutes\nretention: 7d\nretention_hours: 168\n" },
+         [".yaml:12: backends.rc.timeout: expected a duration such as 250ms, 10s, 5m, 24h or 7d (a number needs its unit, e.g. 10s), got '10'",
+          ".yaml:17: retry.base: expected a duration such as 250ms, 10s, 5m, 24h or 7d, got '5 minutes'",
+          ".yaml:19: retention_hours: both retention_hours and retention are given: keep only retention"]),
         ("secret-holding settings", { $0.replacingOccurrences(of: "app_secret: S3CRET-aaaaaaaa", with: "app_secret: S3CRET-aaaaaaaa${X")
             .replacingOccurrences(of: "    webhook_secret: S3CRET-bbbbbbbb\n", with: "    webhook_secret: S3CRET-bbbbbbbb\n    session_tokens: S3CRET-cccccccc\n") },
          [".yaml:12: backends.rc.app_secret: unterminated ${", ".yaml:8: backends.wk.session_tokens: expected key=value pairs"]),
         ("log and shutdown", { $0 + "log:\n  level: loud\n  format: xml\nshutdown:\n  drain_seconds: 99999\n" },
          [".yaml:17: log.level: expected one of trace, debug, info, notice, warning, error, critical, got 'loud'",
-          ".yaml:18: log.format: expected text or json, got 'xml'", ".yaml:20: shutdown.drain_seconds: expected seconds from 0 (stop at once) to 3600"]),
+          ".yaml:18: log.format: expected text or json, got 'xml'", ".yaml:20: shutdown.drain_seconds: expected a duration from 0s to 1h, got 99999 seconds"]),
         ("freshness off", { $0.replacingOccurrences(of: "    app_key: k\n", with: "    app_key: k\n    callback_max_skew_ms: 0\n") },
-         [".yaml:11: backends.rc.callback_max_skew_ms: 0 turns the timestamp check off"]),
+         [".yaml:11: backends.rc.callback_max_skew_ms: 0s turns the timestamp check off"]),
     ]
 
     func directory() throws -> String {
@@ -75,9 +81,26 @@ import Testing
         let result = try await IMBridgeCLI.run(["check", "--config", "\(dir)/bridge.yaml"], timeoutSeconds: 60)
         #expect(result.status == 0 && result.output.contains("ok"), "\(result.output)")
         #expect(!result.output.contains("S3CRET"))
-        #expect(result.output.contains("log: info, text lines") && result.output.contains("shutdown: in-flight sends may finish for 10 s"))
+        #expect(result.output.contains("log: info, text lines") && result.output.contains("shutdown: in-flight sends may finish for 10s"))
         #expect(result.output.contains("listener: head within 10 s, body within 30 s, idle 60 s, at most 1024 connections per listener"))
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/bridge.sqlite"), "check creates no store")
+    }
+
+    /// Keys of earlier versions still check, each named once in a warning with the key to write instead.
+    @Test func deprecatedKeysCheckWithOneWarningEach() async throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let old = Self.config(store: "\(dir)/bridge.sqlite").replacingOccurrences(of: "    app_key: k\n", with: "    app_key: k\n    timeout_seconds: 5\n")
+            + "retention_hours: 168\nretry:\n  base_ms: 200\n"
+        try old.write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        let result = try await IMBridgeCLI.run(["check", "--config", "\(dir)/bridge.yaml"], timeoutSeconds: 60)
+        #expect(result.status == 0 && result.output.contains("ok"), "\(result.output)")
+        for warning in ["bridge.yaml:17: retention_hours is deprecated: write `retention: 168h`",
+                        "bridge.yaml:19: retry.base_ms is deprecated: write `base: 200ms`",
+                        "bridge.yaml:11: backends.rc.timeout_seconds is deprecated: write `timeout: 5s`"] {
+            #expect(result.output.components(separatedBy: warning).count == 2, "not once: \(warning)\n\(result.output)")
+        }
+        #expect(!result.output.contains("S3CRET"))
     }
 
     @Test(arguments: 0..<cases.count) func everyErrorPathRefusesWithLinesAndNoSecret(_ index: Int) async throws {

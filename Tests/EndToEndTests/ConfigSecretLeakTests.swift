@@ -113,6 +113,17 @@ import Testing
                                       environment: vars, expect: ["got the value of \(ref)"]))
                     let (ref2, vars2) = env(m.large())
                     cases.append(Case(name: "\(what) large via env", settings: [backend: [(spec.key, ref2)]], extra: failing, environment: vars2))
+                case .duration:
+                    let (ref, vars) = env(m.negative())
+                    cases.append(Case(name: "\(what) negative via env", settings: [backend: [(spec.key, ref)]],
+                                      environment: vars, expect: ["got the value of \(ref)"]))
+                    let (ref2, vars2) = env(m.large() + "d")
+                    cases.append(Case(name: "\(what) large via env", settings: [backend: [(spec.key, ref2)]], extra: failing, environment: vars2))
+                    if let legacy = spec.legacy {
+                        let (ref3, vars3) = env(m.negative())
+                        cases.append(Case(name: "\(backend).\(legacy.key) negative via env", settings: [backend: [(legacy.key, ref3)]],
+                                          environment: vars3, expect: ["got the value of \(ref3)"]))
+                    }
                 case .flag:
                     let (ref, vars) = env(m.next())
                     cases.append(Case(name: "\(what) flag via env", settings: [backend: [(spec.key, ref)]], environment: vars,
@@ -217,6 +228,9 @@ import Testing
         top("retry.base_ms", { "retry:\n  base_ms: \($0)\n" }, m.negative(), expect: ["got the value of REF"])
         top("retry.max_ms", { "retry:\n  max_ms: \($0)\n" }, m.negative(), expect: ["got the value of REF"])
         top("retry.base_ms above max_ms", { "retry:\n  base_ms: \($0)\n  max_ms: 5\n" }, m.large(), expect: ["base_ms (the value of REF)"])
+        top("retention", { "retention: \($0)\n" }, m.next(), expect: ["got the value of REF"])
+        top("retry.base", { "retry:\n  base: \($0)\n" }, m.negative(), expect: ["got the value of REF"])
+        top("listener.idle_timeout", { "listener:\n  idle_timeout: \($0)\n" }, m.large() + "d", expect: ["got the value of REF"])
         top("retry.max_age_minutes", { "retry:\n  max_age_minutes: \($0)\n" }, m.negative(), expect: ["got the value of REF"])
         top("readiness", { "readiness:\n  backend_failing_seconds: \($0)\n" }, m.negative(), expect: ["got the value of REF"])
         top("ha.lease_ms", { "ha:\n  lease_ms: \($0)\n" }, m.negative(), expect: ["got the value of REF"])
@@ -307,7 +321,7 @@ import Testing
             let result = try await IMBridgeCLI.run([command, "--config", path], timeoutSeconds: 60, environment: environment)
             #expect(result.status == 1, "\(command): \(result.output)")
             #expect(result.output.contains("backends.wk.im_url: the value of ${IMB_LEAK_URL} is not an http(s) URL"), "\(command): \(result.output)")
-            #expect(result.output.contains("backends.wk.timeout_seconds: expected a whole number ≥ 1, got the value of ${IMB_LEAK_TIMEOUT}"),
+            #expect(result.output.contains("backends.wk.timeout_seconds: expected a whole number of seconds, got the value of ${IMB_LEAK_TIMEOUT}"),
                     "\(command): \(result.output)")
             #expect(Self.leaks(result.output).isEmpty, "\(command): \(result.output)")
         }

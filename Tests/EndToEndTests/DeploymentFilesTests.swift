@@ -54,6 +54,7 @@ import Testing
         #expect(config.readiness.backendFailingMs == 60_000)
         #expect(config.listenHost == "0.0.0.0" && config.listenPort == 8090)
         #expect(config.catchUp == CatchUpSettings(enabled: true, maxAgeMs: 86_400_000, maxMessagesPerConversation: 1000, intervalMs: 300_000))
+        #expect(config.warnings.isEmpty, "the example writes no deprecated key: \(config.warnings)")
 
         // A missing secret is refused by the same path (the example really depends on its environment).
         var partial = environment
@@ -82,9 +83,7 @@ import Testing
             let mentioned = Self.mentions(key, in: topLevel)
             #expect(mentioned, "top-level key \(key) is not in examples/bridge.yaml")
         }
-        for key in BridgeConfig.retryKeys + BridgeConfig.haKeys + BridgeConfig.readinessKeys + BridgeConfig.routeKeys
-                   + BridgeConfig.logKeys + BridgeConfig.shutdownKeys + BridgeConfig.listenerKeys
-                   + CatchUpSettings.keys + ProfileSettings.keys {
+        for key in BridgeConfig.sectionKeys.flatMap(\.keys) + BridgeConfig.routeKeys {
             let mentioned = Self.mentions(key, in: lines)
             #expect(mentioned, "key \(key) is not in examples/bridge.yaml")
         }
@@ -194,7 +193,8 @@ import Testing
         }
         #expect(problems("admin_listen: 127.0.0.1:8090\n").contains("b.yaml:2: admin_listen: must differ from listen"))
         #expect(problems("admin_listen: nonsense\n").contains("b.yaml:2: admin_listen: expected HOST:PORT"))
-        #expect(problems("readiness:\n  backend_failing_seconds: -1\n").contains("b.yaml:3: readiness.backend_failing_seconds: expected seconds ≥ 0"))
+        #expect(problems("readiness:\n  backend_failing_seconds: -1\n").contains("b.yaml:3: readiness.backend_failing_seconds: expected a duration of at least 1s, or 0s (never), got -1 seconds"))
+        #expect(problems("readiness:\n  backend_failing: 0.5s\n").contains("b.yaml:3: readiness.backend_failing: expected a duration such as"))
         #expect(problems("readiness: 5\n").contains("b.yaml:2: readiness: expected a mapping"))
         #expect(!problems("admin_listen: 127.0.0.1:9090\n").contains("admin_listen"))
     }

@@ -120,6 +120,56 @@ extension CrashTests {
             #expect(bridge.terminate() == 0)
         }
 
+        /// The store's server stops answering (its processes frozen: connections open, no reply) while
+        /// callbacks and sends are under way, and the bridge is asked to stop. Every part of the shutdown
+        /// is bounded by the drain deadline, so it exits 0 within seconds — not with swift-service-lifecycle's
+        /// trap (status 4) for a service that did not return (docs/reliability.md, Finding 13).
+        @Test func aStoreThatStopsAnsweringDoesNotHoldTheShutdown() async throws {
+            let cluster = try TestPostgres.startPrivateCluster()
+            defer { TestPostgres.destroy(cluster) }
+            let port = try await freePort()
+            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
+                                          callbackBase: "http://127.0.0.1:\(port)")
+            defer { Task { await lab.stop() } }
+            let path = "\(lab.directory)/bridge.yaml"
+            let drainSeconds = 1
+            try (lab.configYAML(store: "\"\(cluster.url)\"", listen: "127.0.0.1:\(port)", routes: Self.routes)
+                 + "shutdown:\n  drain_seconds: \(drainSeconds)\n").write(toFile: path, atomically: true, encoding: .utf8)
+            let bridge = try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge.log")
+            defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+            let http = HTTPClientWrapper(timeoutSeconds: 2)
+            #expect(await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
+            try await sendAll(lab, ["f1", "f2"], 20).value
+            #expect(try await eventually(60) { try await lab.messages("wk").filter { $0["kind"] == "text" }.count >= 40 }, "bridge log:\n\(bridge.output)")
+
+            // Freeze the server: the postmaster and every backend (their connections stay open, nothing answers).
+            let pidFile = try String(contentsOfFile: "\(cluster.directory)/data/postmaster.pid", encoding: .utf8)
+            let postmaster = try #require(pidFile.split(separator: "\n").first.flatMap { Int32($0.trimmingCharacters(in: .whitespaces)) })
+            let frozen = [postmaster] + Self.children(of: postmaster)
+            for pid in frozen { kill(pid, SIGSTOP) }
+            defer { for pid in frozen { kill(pid, SIGCONT) } }
+            let more = try await sendAll(lab, ["f1", "f2"], 5)   // callbacks and sends that now meet a store that does not answer
+            try await Task.sleep(nanoseconds: 1_500_000_000)
+            let signalled = Date()
+            bridge.send(SIGTERM)
+            let status = await bridge.waitForExit(seconds: 40)
+            let seconds = Date().timeIntervalSince(signalled)
+            for pid in frozen { kill(pid, SIGCONT) }
+            more.cancel()
+            #expect(status == 0, "exit status \(String(describing: status)) \(String(format: "%.1f", seconds)) s after SIGTERM; bridge log:\n\(bridge.output)")
+            #expect(seconds < Double(drainSeconds) + 12, "stopped \(seconds) s after SIGTERM")
+        }
+
+        /// The processes whose parent is `pid` (from /proc).
+        static func children(of pid: Int32) -> [Int32] {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            return entries.compactMap(Int32.init).filter { child in
+                guard let stat = try? String(contentsOfFile: "/proc/\(child)/stat", encoding: .utf8), let close = stat.lastIndex(of: ")") else { return false }
+                let fields = stat[stat.index(after: close)...].split(separator: " ")
+                return fields.count > 1 && Int32(fields[1]) == pid
+            }
+        }
+
         /// `imbridge deadletters` and `imbridge migrate`, run as their own processes against the store two
         /// running bridges share: the listed dead letter is the one the bridges set aside, a retried one is
         /// relayed by a running instance exactly once, and a migration beside the bridges copies what no

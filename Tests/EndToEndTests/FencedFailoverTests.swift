@@ -17,7 +17,7 @@ extension CrashTests {
         static let groups = ["p1", "p2", "p3"]
 
         static func start(_ label: String) async throws -> InstancePair {
-            let pair = try await InstancePair.start(label, routes: routes, ha: "  lease_ms: \(leaseMs)\n", members: members)
+            let pair = try await InstancePair.start(label, routes: routes, ha: "  lease: \(leaseMs)ms\n", members: members)
             #expect(try await pair.healthy())
             // Every send to the target takes 60 ms: the lanes are busy most of the time, so a pause lands
             // while an entry is claimed or its call is under way.

@@ -10,7 +10,7 @@ import Testing
 
 /// `imbridge run` as an operator sees it: its JSON log lines on standard error (a refused callback, a
 /// retry storm, a dead letter, startup and shutdown; every line parses; no secret in any), and its
-/// shutdown (the first SIGTERM drains within `shutdown.drain_seconds`, a second signal exits at once;
+/// shutdown (the first SIGTERM drains within `shutdown.drain`, a second signal exits at once;
 /// nothing unsent is lost either way). RongCloud is the source, WuKong the target whose sandbox
 /// injects the failures and the latency.
 @Suite(.serialized) struct OperationsTests {
@@ -28,7 +28,7 @@ import Testing
                                           callbackBase: "http://127.0.0.1:\(port)")
             let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
                                       routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n")
-                + "log:\n  level: \(logLevel)\n  format: json\nshutdown:\n  drain_seconds: \(drainSeconds)\n"
+                + "log:\n  level: \(logLevel)\n  format: json\nshutdown:\n  drain: \(drainSeconds)s\n"
             let configPath = "\(lab.directory)/bridge.yaml"
             try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
             return Setup(lab: lab, port: port, configPath: configPath, logPath: "\(lab.directory)/bridge.log",
@@ -109,7 +109,7 @@ import Testing
         let started = try #require(lines().first { $0.message == "imbridge started" }, "\(bridge.output)")
         #expect(started.label == "imbridge.lifecycle" && started.level == "info")
         #expect(started.meta("store")?.hasPrefix("sqlite ") == true && started.meta("listen") == "http://127.0.0.1:\(setup.port)")
-        #expect(started.meta("routes") == "1" && started.meta("drain_seconds") == "5" && started.meta("log_level") == "info")
+        #expect(started.meta("routes") == "1" && started.meta("drain") == "5s" && started.meta("log_level") == "info")
 
         // 1. A forged RongCloud callback (wrong signature): refused, one line with the reason, no body.
         let form = "fromUserId=mallory&toUserId=g1&objectName=RC%3ATxtMsg&content=%7B%22content%22%3A%22forged-body-text%22%7D&channelType=GROUP&msgTimestamp=1767225600000&msgUID=FAKE-FAKE-FAKE-FAKE"

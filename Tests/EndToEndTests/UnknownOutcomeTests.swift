@@ -33,7 +33,7 @@ import Testing
         let source = target.name == "wk" ? BridgeLab.Member("rc", "rongcloud") : BridgeLab.Member("wk", "wukong")
         let listener = BridgeListener(host: "127.0.0.1", port: 0)
         try await listener.start()
-        let lab = try await BridgeLab(members: [source, BridgeLab.Member(target.name, target.vendor, settings: ["timeout_seconds": "1"])],
+        let lab = try await BridgeLab(members: [source, BridgeLab.Member(target.name, target.vendor, settings: ["timeout": "1s"])],
                                       callbackBase: listener.baseURL)
         defer { Task { await lab.stop() } }
         let conversations = ["lost", "stall", "full"]

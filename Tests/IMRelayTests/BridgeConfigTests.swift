@@ -95,9 +95,9 @@ import Testing
         let yaml = BridgeConfigTests.valid + """
 
             listener:
-              header_timeout_seconds: 3
-              body_timeout_seconds: 7
-              idle_timeout_seconds: 20
+              header_timeout: 3s
+              body_timeout: 7000ms
+              idle_timeout: 20s
               max_connections: 300
 
             """
@@ -110,9 +110,11 @@ import Testing
     }
 
     @Test(arguments: [
-        ("listener:\n  header_timeout_seconds: 0\n", "listener.header_timeout_seconds: expected seconds from 1 to 3600, got 0"),
-        ("listener:\n  body_timeout_seconds: 7200\n", "listener.body_timeout_seconds: expected seconds from 1 to 3600, got 7200"),
-        ("listener:\n  idle_timeout_seconds: -5\n", "listener.idle_timeout_seconds: expected seconds from 1 to 3600, got -5"),
+        ("listener:\n  header_timeout_seconds: 0\n", "listener.header_timeout_seconds: expected a duration from 1s to 1h, got 0 seconds (0s)"),
+        ("listener:\n  body_timeout_seconds: 7200\n", "listener.body_timeout_seconds: expected a duration from 1s to 1h, got 7200 seconds (2h)"),
+        ("listener:\n  idle_timeout_seconds: -5\n", "listener.idle_timeout_seconds: expected a duration from 1s to 1h, got -5 seconds"),
+        ("listener:\n  header_timeout: 0s\n", "listener.header_timeout: expected a duration from 1s to 1h, got 0s"),
+        ("listener:\n  idle_timeout: 2h\n", "listener.idle_timeout: expected a duration from 1s to 1h, got 2h"),
         ("listener:\n  max_connections: 0\n", "listener.max_connections: expected connections from 1 to 60000, got 0"),
         ("listener:\n  read_timeout: 5\n", "listener.read_timeout: unknown key"),
         ("listener: 5\n", "listener: expected a mapping"),

@@ -37,7 +37,9 @@ import Testing
             ("catch_up:\n  interval: 10ms\n", "catch_up.interval"),
             ("catch_up:\n  max_messages_per_conversation: 0\n", "catch_up.max_messages_per_conversation"),
             ("catch_up:\n  every: 5m\n", "every"),
-            ("catch_up:\n  max_age: 9d\n", "retention_hours"),
+            ("catch_up:\n  max_age: 9d\n", "bridge.yaml:13: catch_up.max_age:"),
+            ("catch_up:\n  max_age: 9d\n", "catch_up.max_age: must not exceed retention (7d)"),
+            ("catch_up:\n  max_age: 9d\nretention: 8d\n", "catch_up.max_age: must not exceed retention (8d)"),
         ] {
             do {
                 _ = try BridgeConfig.parse(Self.config(yaml))
@@ -49,6 +51,7 @@ import Testing
         // A longer retention allows a longer max_age; retention 0 keeps the ledger for ever.
         #expect(try BridgeConfig.parse(Self.config("catch_up:\n  max_age: 9d\n", retention: "retention_hours: 240")).catchUp.maxAgeMs == 9 * 86_400_000)
         #expect(try BridgeConfig.parse(Self.config("catch_up:\n  max_age: 90d\n", retention: "retention_hours: 0")).catchUp.maxAgeMs == 90 * 86_400_000)
+        #expect(try BridgeConfig.parse(Self.config("catch_up:\n  max_age: 9d\n", retention: "retention: 10d")).catchUp.maxAgeMs == 9 * 86_400_000)
     }
 
     static func message(_ seq: Int64, in group: String = "g1") -> IMEvent {

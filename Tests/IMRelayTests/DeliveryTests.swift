@@ -267,7 +267,7 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "a", content: .text("next")))
         #expect(try await eventually { try await h.history(h.rc, "g").map(\.content) == [.text("next")] })
         let letter = try #require(try h.store.read { try $0.deadLetters() }.first)
-        #expect(letter.lastError?.contains("gave up after") == true && letter.lastError?.contains("max_age_minutes") == true)
+        #expect(letter.lastError?.contains("gave up after") == true && letter.lastError?.contains("(retry.max_age)") == true)
         #expect(engine.metrics.value("imbridge_retry_budget_exhausted_total", ["target": "rc"]) == 1)
         await engine.stop()
     }
@@ -282,7 +282,7 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         #expect(try BridgeConfig.parse(forever, environment: env).retry.maxAgeMs == nil)
         for bad in ["  base_ms: -5", "  base_ms: 0"] {
             let yaml = base.replacingOccurrences(of: "  base_ms: 100", with: bad)
-            #expect { try BridgeConfig.parse(yaml, environment: env) } throws: { ($0 as? IMError)?.message.contains("retry.base_ms") == true }
+            #expect { try BridgeConfig.parse(yaml, environment: env) } throws: { ($0 as? IMError)?.message.contains("retry.base_ms: expected a duration of at least 1ms") == true }
         }
     }
 }

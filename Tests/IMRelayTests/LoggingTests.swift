@@ -106,11 +106,11 @@ import Testing
     }
 
     @Test func logAndShutdownKeysParse() throws {
-        let yaml = BridgeConfigTests.valid + "\nlog:\n  level: debug\n  format: json\nshutdown:\n  drain_seconds: 3\n"
+        let yaml = BridgeConfigTests.valid + "\nlog:\n  level: debug\n  format: json\nshutdown:\n  drain: 3s\n"
         let config = try BridgeConfig.parse(yaml, environment: ["WK_TOKEN": "t", "RC_SECRET": "s"])
-        #expect(config.logLevel == .debug && config.logFormat == .json && config.drainSeconds == 3)
+        #expect(config.log.level == .debug && config.log.format == .json && config.shutdown.drain == .seconds(3))
         let defaults = try BridgeConfig.parse(BridgeConfigTests.valid, environment: ["WK_TOKEN": "t", "RC_SECRET": "s"])
-        #expect(defaults.logLevel == .info && defaults.logFormat == .text && defaults.drainSeconds == 10)
+        #expect(defaults.log.level == .info && defaults.log.format == .text && defaults.shutdown.drain == .seconds(10))
     }
 
     @Test(arguments: [
@@ -118,7 +118,8 @@ import Testing
         ("log:\n  format: xml\n", "log.format: expected text or json, got 'xml'"),
         ("log:\n  colour: red\n", "log.colour: unknown key"),
         ("log: json\n", "log: expected a mapping"),
-        ("shutdown:\n  drain_seconds: -1\n", "shutdown.drain_seconds: expected seconds from 0 (stop at once) to 3600, got -1"),
+        ("shutdown:\n  drain_seconds: -1\n", "shutdown.drain_seconds: expected a duration from 0s to 1h, got -1 seconds"),
+        ("shutdown:\n  drain: 2h\n", "shutdown.drain: expected a duration from 0s to 1h, got 2h"),
         ("shutdown:\n  drain_secs: 5\n", "shutdown.drain_secs: unknown key"),
     ])
     func badLogAndShutdownKeysAreNamed(_ extra: String, _ expected: String) {

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMMapping
 @_spi(Testing) import IMRelay
 @_spi(Testing) import IMStore
 import IMTesting
@@ -45,9 +46,11 @@ import Testing
 
     @Test func retentionIsConfigurable() throws {
         let env = ["WK_TOKEN": "t", "RC_SECRET": "s"]
-        #expect(try BridgeConfig.parse(BridgeConfigTests.valid, environment: env).retentionHours == 168)
-        #expect(try BridgeConfig.parse(BridgeConfigTests.valid + "\nretention_hours: 24\n", environment: env).retentionHours == 24)
-        #expect(try BridgeConfig.parse(BridgeConfigTests.valid + "\nretention_hours: 0\n", environment: env).retentionHours == 0)
+        #expect(try BridgeConfig.parse(BridgeConfigTests.valid, environment: env).retention == .hours(168))
+        #expect(try BridgeConfig.parse(BridgeConfigTests.valid + "\nretention_hours: 24\n", environment: env).retention == .hours(24))
+        #expect(try BridgeConfig.parse(BridgeConfigTests.valid + "\nretention_hours: 0\n", environment: env).ledgerRetentionMs == nil)
+        #expect(try BridgeConfig.parse(BridgeConfigTests.valid + "\nretention: 24h\n", environment: env).ledgerRetentionMs == 86_400_000)
+        #expect(try BridgeConfig.parse(BridgeConfigTests.valid + "\nretention: 0s\n", environment: env).ledgerRetentionMs == nil)
         #expect { try BridgeConfig.parse(BridgeConfigTests.valid + "\nretention_hours: -1\n", environment: env) } throws: {
             "\($0)".contains("retention_hours")
         }

@@ -29,9 +29,9 @@ import Testing
         init() throws { url = try TestPostgres.freshURL("holds") }
 
         /// An instance of its own (store connection, source view whose history can fail, lease owner).
-        func instance(_ name: String, ttlMs: Int64 = 1_000) throws -> Instance {
+        func instance(_ name: String, ttlMs: Int64 = 1_000, gapSignal: CatchUpGapSignal = .none) throws -> Instance {
             let store = try BridgeStore(path: url)
-            let source = FailingHistorySource(memory, gapSignal: .none)
+            let source = FailingHistorySource(memory, gapSignal: gapSignal)
             let owner = "\(name)-\(UUID().uuidString.prefix(6))"
             let engine = RelayEngine(store: store, backends: [source, target], routes: routes, retry: RetryPolicy(baseMs: 5, maxMs: 50),
                                      lease: LeaseSettings(owner: owner, ttlMs: ttlMs))
@@ -101,6 +101,33 @@ import Testing
         let arrived = try await eventually(10) { try await rig.relayed().count >= 6 }
         let got = try await rig.relayed()
         #expect(arrived && got == expected, "got \(got)")
+        await rig.stop(a)
+        await rig.stop(b)
+    }
+
+    /// A WuKong-like source (message sequence numbers): A recorded n1…n3 of group g, B has never met g.
+    /// n4's callback is late; n5's reaches B. B does not record n5 blind: it reads g's position from the
+    /// store, sees the gap and reads g's history, so n4 arrives first. Found by the fault campaign (two
+    /// instances behind a round-robin balancer, WuKong → NIM): an instance's first batch of a conversation
+    /// went ahead of an older batch the other instance had refused.
+    @Test func anInstanceThatNeverMetAConversationDoesNotRecordItBlind() async throws {
+        let rig = try Rig()
+        let a = try rig.instance("a", gapSignal: .sequence), b = try rig.instance("b", gapSignal: .sequence)
+        try await rig.start(a)
+        try await rig.start(b)
+        for text in ["n1", "n2", "n3"] { try await a.engine.accept([rig.post(text)]) }
+        #expect(try await eventually { try await rig.relayed() == ["n1", "n2", "n3"] })
+
+        _ = try await rig.post("n4")   // its callback has not come yet
+        let n5 = try await rig.post("n5")
+        guard case .message(let message) = n5.kind, message.seq != nil else {
+            Issue.record("the source gives no sequence numbers: the case cannot be staged")
+            return
+        }
+        try await b.engine.accept([n5])
+        let arrived = try await eventually(10) { try await rig.relayed().count >= 5 }
+        let got = try await rig.relayed()
+        #expect(arrived && got == ["n1", "n2", "n3", "n4", "n5"], "got \(got)")
         await rig.stop(a)
         await rig.stop(b)
     }

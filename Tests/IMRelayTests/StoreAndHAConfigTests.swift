@@ -1,4 +1,5 @@
 import IMCore
+import IMMapping
 import IMRelay
 import IMStore
 import Testing
@@ -13,10 +14,12 @@ import Testing
 
     @Test func haDefaultsAndSettings() throws {
         let plain = try BridgeConfig.parse(Self.yaml(store: "/tmp/x.sqlite"), environment: env)
-        #expect(plain.leaseMs == LeaseSettings.defaultTTLMs && plain.leaseMs <= 9_000 && plain.instance == nil)
-        let set = try BridgeConfig.parse(Self.yaml(store: "\"postgres://imb@db:5432/imb\"", ha: "\nha:\n  lease_ms: 3000\n  instance: east-1\n"),
+        #expect(plain.ha.lease.milliseconds == LeaseSettings.defaultTTLMs && plain.ha.lease <= .seconds(9) && plain.ha.instance == nil)
+        let set = try BridgeConfig.parse(Self.yaml(store: "\"postgres://imb@db:5432/imb\"", ha: "\nha:\n  lease: 3s\n  instance: east-1\n"),
                                          environment: env)
-        #expect(set.leaseMs == 3_000 && set.instance == "east-1" && set.store == "postgres://imb@db:5432/imb")
+        #expect(set.ha.lease == .seconds(3) && set.ha.instance == "east-1" && set.store == "postgres://imb@db:5432/imb")
+        let old = try BridgeConfig.parse(Self.yaml(store: "/tmp/x.sqlite", ha: "\nha:\n  lease_ms: 3000\n"), environment: env)
+        #expect(old.ha.lease == .seconds(3) && old.warnings.contains { $0.hasSuffix("ha.lease_ms is deprecated: write `lease: 3000ms`") })
     }
 
     @Test func badStoreAndHAValuesNameTheirKeyAndHideThePassword() {

@@ -27,7 +27,8 @@ import Testing
     @Test func theSchemaListsEveryKey() {
         #expect(descriptor.name == "jmessage" && descriptor.mappingFile == "jmessage.yaml")
         #expect(Set(descriptor.settings.map(\.key)) == ["app_key", "master_secret", "admin", "admin_password", "api_url", "report_url",
-                                                         "poll_interval_ms", "poll_overlap_ms", "routing_push", "timeout_seconds"])
+                                                         "poll_interval", "poll_overlap", "routing_push", "timeout"])
+        #expect(Set(descriptor.settings.compactMap(\.legacy?.key)) == ["poll_interval_ms", "poll_overlap_ms", "timeout_seconds"])
         #expect(descriptor.settings.filter(\.required).map(\.key).sorted() == ["admin", "app_key", "master_secret"])
         #expect(descriptor.settings.filter(\.isSecret).map(\.key).sorted() == ["admin_password", "master_secret"])
     }
@@ -63,6 +64,7 @@ import Testing
     @Test(arguments: [
         ("poll_interval_ms", "-1"), ("poll_interval_ms", "often"), ("poll_overlap_ms", "-5"), ("routing_push", "maybe"),
         ("api_url", "api.im.jpush.cn"), ("report_url", "ftp://report"), ("poll_intervall_ms", "10"),
+        ("poll_interval", "2000"), ("poll_interval", "-1s"), ("poll_overlap", "5 seconds"), ("timeout", "0s"),
     ])
     func aBadValueIsRefusedByItsKey(key: String, value: String) async {
         var values = minimal
@@ -84,7 +86,19 @@ extension JMessageSettingsTests {
             _ = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
             Issue.record("an overlap longer than half the retention was accepted")
         } catch let error as IMError {
-            #expect(error.details["setting"] == "poll_overlap_ms" && error.message.contains("half of retention_hours"))
+            #expect(error.details["setting"] == "poll_overlap_ms" && error.message.contains("(code): backends.jm.poll_overlap_ms: expected at most 1h (half of retention)"),
+                    "\(error.message)")
+        }
+        values.removeValue(forKey: "poll_overlap_ms")
+        values["poll_overlap"] = "1h"
+        _ = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
+        values["poll_overlap"] = "61m"
+        do {
+            _ = try await descriptor.makeBackend(id: "jm", settings: values, context: context)
+            Issue.record("an overlap longer than half the retention was accepted")
+        } catch let error as IMError {
+            #expect(error.message == "(code): backends.jm.poll_overlap: expected at most 1h (half of retention), got 61m: "
+                    + "messages re-read after the ledger forgot them would relay again")
         }
     }
 }

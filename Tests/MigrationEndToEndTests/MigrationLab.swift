@@ -29,7 +29,7 @@ final class MigrationLab: Sendable {
         self.sink = sink
         lab = try await BridgeLab(members: Self.vendors.map { entry in
             BridgeLab.Member(entry.name, entry.vendor, options: options[entry.name] ?? [:],
-                             settings: entry.vendor == "jmessage" ? ["admin": Self.jmAdmin.rawValue, "admin_password": "lab-admin-pass", "poll_interval_ms": "0"] : [:])
+                             settings: entry.vendor == "jmessage" ? ["admin": Self.jmAdmin.rawValue, "admin_password": "lab-admin-pass", "poll_interval": "0s"] : [:])
         }, callbackBase: sink.baseURL)
     }
 

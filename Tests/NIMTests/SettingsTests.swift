@@ -16,10 +16,14 @@ import Testing
                                            "custom_aliases": "1=order_card, 2=photo_card", "team_query_accid": "bot"])
         #expect(backend.id == "yx" && backend.capabilities.recallWindowMs == 600_000 && backend.teamQueryAccid == "bot")
         #expect(backend.codec.content.customFormat.aliases == ["1": "order_card", "2": "photo_card"])
+        let renamed = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window": "10m", "timeout": "3s"])
+        #expect(renamed.capabilities.recallWindowMs == 600_000 && renamed.client.config.timeoutSeconds == 3)
         #expect(backend.client.config.baseURL == "https://api-cn.yunxinapi.com/nimserver")
         for (settings, key) in [(["app_key": "k"], "app_secret"),
                                 (["app_key": "k", "app_secret": "s", "recall_window_ms": "x"], "recall_window_ms"),
                                 (["app_key": "k", "app_secret": "s", "recall_window_ms": "604800001"], "recall_window_ms"),
+                                (["app_key": "k", "app_secret": "s", "recall_window": "8d"], "recall_window"),
+                                (["app_key": "k", "app_secret": "s", "recall_window": "600000"], "recall_window"),
                                 (["app_key": "k", "app_secret": "s", "create_users": "maybe"], "create_users"),
                                 (["app_key": "k", "app_secret": "s", "custom_aliases": "1"], "custom_aliases")] {
             do {

@@ -21,6 +21,11 @@ struct RongCloudSettingsTests {
         #expect(configuration.baseURLs == ["https://a.example", "https://b.example"] && configuration.timeoutSeconds == 5)
         #expect(configuration.historyViewer == "bot" && configuration.objectNames == ["order_card": "App:OrderMsg"])
         #expect(configuration.callbackMaxSkewMs == nil)
+        let renamed = try read(["app_key": "k", "app_secret": "s", "timeout": "5s", "callback_max_skew": "0s"])
+        #expect(renamed.timeoutSeconds == 5 && renamed.callbackMaxSkewMs == nil)
+        #expect(try read(["app_key": "k", "app_secret": "s", "timeout": "1500ms", "callback_max_skew": "10m"]).timeoutSeconds == 2,
+                "a timeout is used in whole seconds, rounded up")
+        #expect(try read(["app_key": "k", "app_secret": "s", "callback_max_skew": "10m"]).callbackMaxSkewMs == 600_000)
         let defaults = try read(["app_key": "k", "app_secret": "s"])
         #expect(defaults.baseURLs == RongCloudClient.defaultBaseURLs && defaults.callbackMaxSkewMs == 3_600_000)
         #expect(defaults.timeoutSeconds == 10 && defaults.historyViewer == nil && defaults.objectNames.isEmpty)
@@ -34,6 +39,10 @@ struct RongCloudSettingsTests {
         (["app_key": "k", "app_secret": "s", "timeout_seconds": "soon"], "timeout_seconds"),
         (["app_key": "k", "app_secret": "s", "timeout_seconds": "0"], "timeout_seconds"),
         (["app_key": "k", "app_secret": "s", "callback_max_skew_ms": "-1"], "callback_max_skew_ms"),
+        (["app_key": "k", "app_secret": "s", "timeout": "10"], "timeout"),
+        (["app_key": "k", "app_secret": "s", "timeout": "0s"], "timeout"),
+        (["app_key": "k", "app_secret": "s", "callback_max_skew": "-1s"], "callback_max_skew"),
+        (["app_key": "k", "app_secret": "s", "timeout": "5s", "timeout_seconds": "5"], "timeout_seconds"),
         (["app_key": "k", "app_secret": "s", "object_names": "order_card=RC:Order"], "object_names"),
         (["app_key": "k", "app_secret": "s", "object_names": "order_card"], "object_names"),
     ])
@@ -56,7 +65,7 @@ struct RongCloudSettingsTests {
         #expect(try read(base, retentionHours: 1).callbackMaxSkewMs == hour / 2, "the default shrinks to half a short retention")
         #expect(try read(base.merging(["callback_max_skew_ms": "0"]) { $1 }, retentionHours: nil).callbackMaxSkewMs == nil,
                 "0 turns the check off when the ledger keeps everything")
-        for (value, reason) in [("0", "turns the timestamp check off"), (String(2 * hour), "half of retention_hours")] {
+        for (value, reason) in [("0", "turns the timestamp check off"), (String(2 * hour), "expected at most 1h (half of retention), got 2h")] {
             let error = #expect(throws: IMError.self) { try read(base.merging(["callback_max_skew_ms": value]) { $1 }, retentionHours: 2) }
             #expect(error?.details["setting"] == "callback_max_skew_ms" && error?.message.contains(reason) == true, "\(String(describing: error))")
         }

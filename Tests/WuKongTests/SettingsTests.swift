@@ -21,6 +21,7 @@ import Testing
         #expect(config.imURL == "http://wk:5001" && config.businessURL == "http://tsdd:8090" && config.managerToken == "m")
         #expect(config.customTypes == [101: "order_card", 102: "invoice"] && config.sessionTokens == ["u1": "t1"])
         #expect(config.timeoutSeconds == 7 && config.webhookSecret == "s")
+        #expect(try Self.configuration(["im_url": "http://a", "webhook_secret": "s", "timeout": "7s"]).timeoutSeconds == 7)
         let defaults = try Self.configuration(["im_url": "http://a", "allow_unsigned_callbacks": "true"])
         #expect(defaults.businessURL == "http://a" && defaults.tokenSecret == "imbridge" && defaults.serviceUID == "imbridge")
         #expect(defaults.timeoutSeconds == 15 && defaults.managerToken == nil && defaults.webhookSecret == nil)
@@ -33,6 +34,7 @@ import Testing
         (["im_url": "http://a", "imurl": "x"], "imurl"),
         (["im_url": "http://a", "custom_types": "x=1"], "custom_types"),
         (["im_url": "http://a", "timeout_seconds": "-1"], "timeout_seconds"),
+        (["im_url": "http://a", "timeout": "7"], "timeout"),
         (["im_url": "wk:5001"], "im_url"),
         (["im_url": "http://a", "business_url": "tsdd"], "business_url"),
         (["im_url": "http://a", "session_tokens": "u1"], "session_tokens"),

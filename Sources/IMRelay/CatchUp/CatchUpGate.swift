@@ -132,6 +132,21 @@ public final class CatchUpGate: Sendable {
         }
     }
 
+    /// Conversations of `.sequence` sources in `events` that this instance has no position for (it has
+    /// recorded nothing of them and found no checkpoint at start): with other instances on the store,
+    /// those may have recorded them up to any point, so the gate cannot tell a gap (`RelayEngine.positionUnseen`).
+    func unpositioned(in events: [IMEvent]) -> [Key] {
+        state.withLock { state in
+            var keys: [Key] = []
+            for event in events {
+                guard case .message(let message) = event.kind, state.signals[event.backend] == .sequence, message.seq != nil else { continue }
+                let key = Key(backend: event.backend, conversation: message.conversation)
+                if state.lanes[key]?.lastSeq == nil, !keys.contains(key) { keys.append(key) }
+            }
+            return keys
+        }
+    }
+
     /// These conversations have a checkpoint in the store now.
     func markKnown(_ keys: some Sequence<Key>) {
         state.withLock { $0.known.formUnion(keys) }

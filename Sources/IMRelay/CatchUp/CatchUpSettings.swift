@@ -26,48 +26,27 @@ public struct CatchUpSettings: Sendable, Equatable {
         self.intervalMs = intervalMs
     }
 
-    public static let keys = ["enabled", "max_age", "max_messages_per_conversation", "interval"]
-
-    /// Parses `catch_up:`; durations are whole numbers with a unit (`500ms`, `30s`, `5m`, `24h`, `7d`) or
-    /// bare seconds. `retentionHours` (0: for ever) caps `max_age`: an older message may have left the
-    /// ledger, and reading it again would relay it twice.
-    static func parse(_ node: ConfigNode, retentionHours: Int, problems: inout ConfigProblems) -> CatchUpSettings {
+    /// Decodes `catch_up:`; `max_age` and `interval` are durations (`24h`, `5m`; a bare number is still
+    /// read as seconds, with a warning). `retention` (0: for ever) caps `max_age`: an older message may
+    /// have left the ledger, and reading it again would relay it twice.
+    static func decode(_ section: ConfigSection, retention: ConfigDuration) -> CatchUpSettings {
         var settings = CatchUpSettings()
-        guard node.isPresent else { return settings }
-        guard problems.attempt({ try node.expectMapping() }) != nil else { return settings }
-        problems.attempt { try node.allowOnly(Set(keys)) }
-        if node["enabled"].isPresent, let enabled = problems.attempt({ try node["enabled"].bool() }) { settings.enabled = enabled }
-        problems.attempt {
-            guard let text = try node["max_age"].optionalString() else { return }
-            let ms = try duration(text, node["max_age"])
-            guard ms > 0 else { throw node["max_age"].error("expected a duration > 0, got \(node["max_age"].shown(text))") }
-            if retentionHours > 0, ms > Int64(retentionHours) * 3_600_000 {
-                throw node["max_age"].error("must not exceed retention_hours (\(retentionHours) h): older messages may have left the ledger and would be relayed twice")
+        if let enabled = section.read("enabled", { node -> Bool? in try node.isPresent ? node.bool() : nil }) { settings.enabled = enabled }
+        if let age = section.duration("max_age", range: .positive, bare: .seconds) {
+            if retention != .zero, age.value > retention {
+                section.add(age.node.error("must not exceed retention (\(retention)): older messages may have left the ledger and would be relayed twice"))
+            } else {
+                settings.maxAgeMs = age.value.milliseconds
             }
-            settings.maxAgeMs = ms
         }
-        problems.attempt {
-            guard let count = try node["max_messages_per_conversation"].optionalInt() else { return }
-            guard count >= 1 else { throw node["max_messages_per_conversation"].error("expected a whole number ≥ 1, got \(node["max_messages_per_conversation"].shown(count))") }
-            settings.maxMessagesPerConversation = count
-        }
-        problems.attempt {
-            guard let text = try node["interval"].optionalString() else { return }
-            let ms = try duration(text, node["interval"])
-            guard ms >= 1000 else { throw node["interval"].error("expected a duration of at least 1s, got \(node["interval"].shown(text))") }
-            settings.intervalMs = ms
+        if let count = section.read("max_messages_per_conversation", { node -> Int? in
+            guard let count = try node.optionalInt() else { return nil }
+            guard count >= 1 else { throw node.error("expected a whole number ≥ 1, got \(node.shown(count))") }
+            return count
+        }) { settings.maxMessagesPerConversation = count }
+        if let interval = section.duration("interval", range: DurationRange(minimum: .seconds(1)), bare: .seconds) {
+            settings.intervalMs = interval.value.milliseconds
         }
         return settings
-    }
-
-    /// `500ms`, `30s`, `5m`, `24h`, `7d`, or bare seconds, in milliseconds.
-    static func duration(_ text: String, _ node: ConfigNode) throws -> Int64 {
-        let trimmed = text.trimmingCharacters(in: .whitespaces).lowercased()
-        let units: [(String, Int64)] = [("ms", 1), ("s", 1000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)]
-        for (suffix, factor) in units where trimmed.hasSuffix(suffix) {
-            if let value = Int64(trimmed.dropLast(suffix.count)), value >= 0 { return value * factor }
-        }
-        if let seconds = Int64(trimmed), seconds >= 0 { return seconds * 1000 }
-        throw node.error("expected a duration such as 30s, 5m or 24h, got \(node.shown(text))")
     }
 }

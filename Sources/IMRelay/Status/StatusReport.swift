@@ -82,7 +82,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var endpoints: [String]
         /// `unknown` (no call yet), `ok`, `degraded` (calls fail and are retried) — as `/healthz`.
         public var state: String
-        /// Failing for longer than `readiness.backend_failing_seconds` (what makes `/readyz` answer 503).
+        /// Failing for longer than `readiness.backend_failing` (what makes `/readyz` answer 503).
         public var down: Bool
         public var lastErrorClass: String?
         public var lastSuccessMs: Int64?

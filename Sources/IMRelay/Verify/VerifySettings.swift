@@ -13,24 +13,14 @@ public struct VerifySettings: Sendable, Equatable {
         self.windowMs = windowMs
     }
 
-    public static let keys = ["interval", "window"]
-
-    static func parse(_ node: ConfigNode, problems: inout ConfigProblems) -> VerifySettings {
+    /// Decodes `verify:`; both keys are durations (`24h`; a bare number is still read as seconds, with a warning).
+    static func decode(_ section: ConfigSection) -> VerifySettings {
         var settings = VerifySettings()
-        guard node.isPresent else { return settings }
-        guard problems.attempt({ try node.expectMapping() }) != nil else { return settings }
-        problems.attempt { try node.allowOnly(Set(keys)) }
-        problems.attempt {
-            guard let text = try node["interval"].optionalString() else { return }
-            let ms = try CatchUpSettings.duration(text, node["interval"])
-            guard ms >= 10_000 else { throw node["interval"].error("expected a duration of at least 10s, got \(node["interval"].shown(text))") }
-            settings.intervalMs = ms
+        if let interval = section.duration("interval", range: DurationRange(minimum: .seconds(10)), bare: .seconds) {
+            settings.intervalMs = interval.value.milliseconds
         }
-        problems.attempt {
-            guard let text = try node["window"].optionalString() else { return }
-            let ms = try CatchUpSettings.duration(text, node["window"])
-            guard ms >= 1000 else { throw node["window"].error("expected a duration of at least 1s, got \(node["window"].shown(text))") }
-            settings.windowMs = ms
+        if let window = section.duration("window", range: DurationRange(minimum: .seconds(1)), bare: .seconds) {
+            settings.windowMs = window.value.milliseconds
         }
         return settings
     }

@@ -8,6 +8,6 @@ extension JMessageSandbox {
         adapterSettings: { endpoint in
             ["api_url": endpoint.baseURL, "report_url": endpoint.baseURL, "app_key": endpoint.appKey,
              "master_secret": endpoint.appSecret, "admin": "bridge_admin", "admin_password": "lab-admin-password",
-             "poll_interval_ms": "200"]
+             "poll_interval": "200ms"]
         })
 }

@@ -9,11 +9,12 @@ public enum RongCloudAdapter {
         SettingSpec("app_key", required: true, help: "the app's App Key"),
         SettingSpec("app_secret", .secret, required: true, help: "the app's App Secret (signs requests, verifies callbacks)"),
         SettingSpec("api_url", .url(list: true), help: "API hosts tried in order (default: the China primary and backup)"),
-        SettingSpec("timeout_seconds", .integer(minimum: 1), help: "per-request timeout (default 10)"),
+        .timeout(default: .seconds(10)),
         SettingSpec("history_viewer", help: "whose view group history is read as"),
         SettingSpec("object_names", .pairs, help: "custom types: contentType=objectName"),
-        SettingSpec("callback_max_skew_ms", .integer(minimum: 0),
-                    help: "routing-callback freshness window in ms (default 3600000, at most half of retention_hours; 0 disables, only when retention_hours is 0)"),
+        SettingSpec("callback_max_skew", .duration(DurationRange(minimum: .milliseconds(1), zero: "off")),
+                    legacy: .init("callback_max_skew_ms", .milliseconds),
+                    help: "routing-callback freshness window (default 1h, at most half of retention; 0s turns it off, only when retention is 0s)"),
     ]
 
     public static let descriptor = AdapterDescriptor(
@@ -27,8 +28,8 @@ public enum RongCloudAdapter {
 
 extension RongCloudBackend.Configuration {
     /// A configuration from settings checked against `RongCloudAdapter.settings`: `api_url` defaults
-    /// to the China primary and backup hosts, `timeout_seconds` to 10, `callback_max_skew_ms` to one
-    /// hour (`0` disables the check). With `freshnessLimitMs` (half the ledger's retention,
+    /// to the China primary and backup hosts, `timeout` to 10s, `callback_max_skew` to one
+    /// hour (`0s` disables the check). With `freshnessLimitMs` (half the ledger's retention,
     /// `AdapterContext.freshnessLimitMs`) the window is at most that, and `0` is refused: a callback
     /// replayed after the ledger forgot its msgUID must be refused by its timestamp. A custom objectName in `object_names` that RongCloud would not
     /// take throws `invalid_argument` naming the setting.
@@ -44,20 +45,22 @@ extension RongCloudBackend.Configuration {
             objectNames[contentType] = objectName
         }
         let urls = settings.list("api_url")
-        let configured = settings.integer("callback_max_skew_ms")
+        let configured = settings.duration("callback_max_skew")?.milliseconds
         let skew = configured ?? min(3_600_000, freshnessLimitMs ?? .max)
         if let freshnessLimitMs, configured != nil {
+            let key = settings.writtenKey("callback_max_skew")
             if skew == 0 {
-                throw settings.refuse("callback_max_skew_ms", "0 turns the timestamp check off: a callback replayed after the ledger "
-                                      + "forgot it (retention_hours) would relay again; set retention_hours: 0 to keep the ledger for ever")
+                throw settings.refuse(key, "0s turns the timestamp check off: a callback replayed after the ledger "
+                                      + "forgot it (retention) would relay again; set retention: 0s to keep the ledger for ever")
             }
             if skew > freshnessLimitMs {
-                throw settings.refuse("callback_max_skew_ms", "expected at most \(freshnessLimitMs) (half of retention_hours), got \(settings.shown("callback_max_skew_ms", skew))")
+                throw settings.refuse(key, "expected at most \(ConfigDuration(milliseconds: freshnessLimitMs)) (half of retention), "
+                                      + "got \(settings.shown(key, ConfigDuration(milliseconds: skew)))")
             }
         }
         self.init(id: settings.backend, appKey: try settings.required("app_key"), appSecret: try settings.required("app_secret"),
                   baseURLs: urls.isEmpty ? RongCloudClient.defaultBaseURLs : urls,
-                  timeoutSeconds: settings.integer("timeout_seconds", default: 10), registry: registry,
+                  timeoutSeconds: settings.seconds("timeout", default: 10), registry: registry,
                   objectNames: objectNames, historyViewer: settings["history_viewer"].map(UserID.init),
                   callbackMaxSkewMs: skew == 0 ? nil : skew, clock: clock)
         self.mapping = mapping

@@ -15,7 +15,7 @@ public enum WuKongAdapter {
                         help: "true accepts a webhook without webhook_secret (anyone reaching the bridge can inject messages)"),
             SettingSpec("token_secret", .secret, help: "secret puppet session tokens are derived from"),
             SettingSpec("service_uid", help: "the bridge's own user (reads group extras)"),
-            SettingSpec("timeout_seconds", .integer(minimum: 1), help: "per-request timeout"),
+            .timeout(default: .seconds(15)),
             SettingSpec("custom_types", .pairs, help: "opaque app types: 101=order_card,102=invoice"),
             SettingSpec("session_tokens", .pairs, help: "known user sessions: uid=token,uid=token"),
         ],

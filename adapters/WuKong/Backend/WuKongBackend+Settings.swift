@@ -6,7 +6,7 @@ extension WuKongBackend.Configuration {
     /// required are `WuKongAdapter.descriptor.settings` (checked before this runs); this reads them
     /// and refuses what the schema cannot judge alone (a `custom_types` key that is not a WuKong type
     /// number, a missing `webhook_secret`). Defaults: `business_url` = `im_url`, `token_secret` and `service_uid` `imbridge`,
-    /// `timeout_seconds` 15.
+    /// `timeout` 15s.
     /// `receivesCallbacks: false` (`imbridge migrate`): no webhook listens, so no secret is asked for.
     public init(_ settings: AdapterSettings, receivesCallbacks: Bool = true) throws {
         var customTypes: [Int: String] = [:]
@@ -27,6 +27,6 @@ extension WuKongBackend.Configuration {
                   tokenSecret: settings.string("token_secret", default: "imbridge"),
                   sessionTokens: Dictionary(settings.pairs("session_tokens"), uniquingKeysWith: { _, last in last }),
                   serviceUID: settings.string("service_uid", default: "imbridge"), customTypes: customTypes,
-                  timeoutSeconds: settings.integer("timeout_seconds", default: 15))
+                  timeoutSeconds: settings.seconds("timeout", default: 15))
     }
 }

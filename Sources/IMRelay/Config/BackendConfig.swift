@@ -1,0 +1,82 @@
+import Foundation
+import IMCore
+import IMAdapterKit
+import IMMapping
+
+/// A configured backend: its adapter name and the adapter's own settings (base URLs, credentials …).
+public struct BackendConfig: Sendable {
+    public var name: BackendID
+    public var adapter: String
+    public var settings: [String: String]
+    public var file: String
+    /// Line of each setting, for errors.
+    public var lines: [String: Int]
+    /// Line of `<name>:` under `backends`: where a missing setting is reported.
+    public var line: Int?
+    /// The settings whose values came from the environment, as written (`${WK_URL}`): errors name the
+    /// variable instead of quoting the value (`ConfigNode.quoted`).
+    public var substituted: [String: String] = [:]
+
+    public init(name: BackendID, adapter: String, settings: [String: String], file: String = "(code)", lines: [String: Int] = [:],
+                line: Int? = nil) {
+        self.name = name
+        self.adapter = adapter
+        self.settings = settings
+        self.file = file
+        self.lines = lines
+        self.line = line
+    }
+
+    /// Where the settings were written, for errors (`SettingsSource`).
+    public var source: SettingsSource { SettingsSource(file: file, lines: lines, line: line, substituted: substituted) }
+
+    /// An error about one of this backend's settings, naming `backends.<name>.<key>` and its line (for a
+    /// setting that is missing, the line of the backend's own entry): `SettingsSource.error`.
+    public func error(_ key: String, _ message: String) -> IMError { source.error(backend: name, key: key, message) }
+
+    /// A required setting.
+    public func require(_ key: String) throws -> String {
+        guard let value = settings[key], !value.isEmpty else { throw error(key, "is required") }
+        return value
+    }
+}
+
+extension BridgeConfig {
+    static func parseBackends(_ node: ConfigNode, adapters: Set<String>?, problems: inout ConfigProblems) -> [BackendConfig] {
+        guard let names = problems.attempt({ try node.keys() }) else { return [] }
+        if names.isEmpty { problems.add(node.error("at least one backend is needed")) }
+        return names.compactMap { name -> BackendConfig? in
+            let entry = node[name]
+            var ok = true
+            if name.contains(":") || name.contains("/") {
+                problems.add(entry.error("backend names may not contain ':' or '/'"))
+                ok = false
+            }
+            guard problems.attempt({ try entry.expectMapping() }) != nil, entry.isMapping else {
+                if !entry.isPresent { problems.add(entry.error("expected a mapping with at least adapter: NAME")) }
+                return nil
+            }
+            let adapter = problems.attempt { () throws -> String in
+                let adapter = try entry["adapter"].string()
+                if let adapters, !adapters.contains(adapter) {
+                    throw entry["adapter"].error("unknown adapter \(entry["adapter"].quoted(adapter)) (known: \(adapters.sorted().joined(separator: ", ")))")
+                }
+                return adapter
+            }
+            var settings: [String: String] = [:]
+            var lines: [String: Int] = [:]
+            var substituted: [String: String] = [:]
+            for key in (try? entry.keys()) ?? [] where key != "adapter" {
+                if let value = problems.attempt({ try entry[key].string() }) { settings[key] = value } else { ok = false }
+                lines[key] = entry[key].line
+                substituted[key] = entry[key].substitution
+            }
+            guard ok, let adapter else { return nil }
+            var backend = BackendConfig(name: BackendID(name), adapter: adapter, settings: settings, file: entry.file, lines: lines,
+                                        line: entry.keyLine)
+            backend.substituted = substituted
+            return backend
+        }
+    }
+
+}
