@@ -8,7 +8,7 @@ SWIFT ?= swift
 BUILD_PACKAGES := libsqlite3-dev
 APT_PACKAGES := $(BUILD_PACKAGES) postgresql systemd chromium
 
-.PHONY: deps build test test-example chaos demo install clean
+.PHONY: deps build test test-example chaos demo docs install clean
 PREFIX ?= /usr/local
 
 # Installs only the Debian packages that are missing (root or sudo needed the first time).
@@ -52,6 +52,15 @@ demo:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BUILD_PACKAGES)"
 	$(SWIFT) build --product imbridge
 	$$($(SWIFT) build --show-bin-path)/imbridge demo
+
+# The DocC catalogs of the neutral API and the testing kit (Sources/IMCore/IMCore.docc,
+# Sources/IMTesting/IMTesting.docc), built with swift-docc-plugin into .build/docs/<Target>.
+docs:
+	mkdir -p .build/docs
+	for target in IMCore IMTesting; do \
+		$(SWIFT) package --allow-writing-to-directory .build/docs generate-documentation --target $$target \
+			--output-path .build/docs/$$target || exit 1; \
+	done
 
 # One self-contained executable (the shipped mappings are compiled in; the Swift runtime is linked
 # statically): copy $(PREFIX)/bin/imbridge anywhere.

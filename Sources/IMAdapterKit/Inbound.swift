@@ -185,11 +185,6 @@ public struct CallbackExchange: Sendable {
     }
 
     public func run(_ request: HTTPRequestData, sink: any EventSink,
-                    parse: (HTTPRequestData) async throws -> [IMEvent]) async -> HTTPResponseData {
-        await run(request, sink: sink, batch: { InboundBatch(events: try await parse($0)) })
-    }
-
-    public func run(_ request: HTTPRequestData, sink: any EventSink,
                     batch parse: (HTTPRequestData) async throws -> InboundBatch) async -> HTTPResponseData {
         let batch: InboundBatch
         do {

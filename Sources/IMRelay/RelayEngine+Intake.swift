@@ -99,9 +99,10 @@ extension RelayEngine {
         public var groupsQueued = 0
     }
 
-    /// Records events and queues their relays in one transaction (see the type's contract).
+    /// Records events and queues their relays in one transaction (see the type's contract), outside the
+    /// group commit; for tests (production intake is `ingestGrouped`).
     @discardableResult
-    public nonisolated func ingest(_ events: [IMEvent]) throws -> IngestResult {
+    @_spi(Testing) public nonisolated func ingest(_ events: [IMEvent]) throws -> IngestResult {
         let now = clock.nowMs()
         let planned = try store.transaction { tx in try record(events, tx, at: now) }
         return finishIngest(events, planned)

@@ -14,7 +14,7 @@ import IMCore
 /// - Outbox entries of one lane are taken strictly in insertion order; a lane whose head is waiting
 ///   for a retry is skipped until its time comes, other lanes are not held up.
 /// - The id map is written in both directions, so an event about either side finds the other.
-/// - A lease (`acquireLease`) is held by one owner at a time until it expires.
+/// - A lease (`takeLease`) is held by one owner at a time until it expires.
 /// - A failure of the store itself (file, server, connection) is a retryable `IMError(.unavailable)`;
 ///   errors thrown by a body pass through unchanged.
 public final class BridgeStore: Sendable {

@@ -15,7 +15,7 @@ public struct LaneKey: Hashable, Sendable, Codable, CustomStringConvertible {
               let conversation = try? ConversationRef(parsing: String(text[text.index(after: slash)...])) else { return nil }
         self.init(backend: BackendID(String(text[..<slash])), conversation: conversation)
     }
-    /// The name of the lane's lease (see `StoreTransaction.acquireLease`).
+    /// The name of the lane's lease (see `StoreTransaction.takeLease`).
     public var leaseName: String { "lane:\(description)" }
 }
 
@@ -263,7 +263,8 @@ public struct StoreTransaction {
         try recordEvents([InboundEvent(backend: backend, eventID: eventID, kind: kind, message: message)], at: now)[0]
     }
 
-    public func ledgerCount() throws -> Int { try ops.ledgerCount() }
+    /// How many events the ledger holds; for tests.
+    @_spi(Testing) public func ledgerCount() throws -> Int { try ops.ledgerCount() }
 
     // MARK: outbox
 
@@ -440,7 +441,8 @@ public struct StoreTransaction {
         try ops.isBridgeCreated(message, on: backend)
     }
 
-    public func mappingCount() throws -> Int { try ops.mappingCount() }
+    /// How many messages the bridge wrote (id-map rows it created); for tests.
+    @_spi(Testing) public func mappingCount() throws -> Int { try ops.mappingCount() }
 
     // MARK: checkpoints
 
@@ -462,11 +464,6 @@ public struct StoreTransaction {
     public func takeLease(_ name: String, owner: String, ttlMs: Int64, now: Int64) throws -> LeaseFence? {
         try ops.takeLease(name, owner: owner, ttlMs: ttlMs, now: now, token: Int64.random(in: 1...Int64.max))
             .map { LeaseFence(name: name, owner: owner, token: $0) }
-    }
-
-    /// `takeLease` for `until - now`; true when taken.
-    public func acquireLease(_ name: String, owner: String, until expiresAt: Int64, now: Int64) throws -> Bool {
-        try takeLease(name, owner: owner, ttlMs: expiresAt - now, now: now) != nil
     }
 
     /// Extends every lease `owner` holds to `ttlMs` from now (the store's clock, see `takeLease`); returns

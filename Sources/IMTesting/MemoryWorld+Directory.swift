@@ -6,17 +6,18 @@ import IMCore
 /// Rules:
 /// - every user and group can be listed (`allUsers`, `allGroups`); a group also exists once it has
 ///   members (`addMembers`), with no name;
-/// - worlds with the NIM or JMessage preset give new groups ids of their own (`"100001"`, …), as
-///   those vendors do (NIM `tid`, JMessage `gid`); the others keep the id asked for, and refuse to create
-///   a group that exists (`conflict`);
+/// - worlds whose capabilities say `groupCreationAssignsID` (the WuKong, NIM and JMessage presets) give
+///   new groups ids of their own (`"100001"`, …), as those vendors do (WuKong's `group_no`, NIM `tid`,
+///   JMessage `gid`); the others keep the id asked for, and refuse to create a group that exists
+///   (`conflict`);
 /// - `updateGroup` sets name, avatar, announcement and extra fields and adds missing members (never
 ///   removes one); `removeMembers` takes members out (ids that are not members are skipped); members
 ///   are listed sorted, the owner included;
 /// - joins (`addMembers`, `updateGroup`) and removals publish a `membersChanged` event where the vendor
-///   reports membership changes to the app server (`reportsMembershipChanges`: the NIM preset).
+///   reports membership changes to the app server (`Capabilities.reportsMembershipChanges`: the NIM preset).
 extension MemoryWorld {
     /// Whether this world's vendor assigns group ids itself.
-    var assignsGroupIDs: Bool { ["nim", "jmessage"].contains(capabilities.vendor) }
+    var assignsGroupIDs: Bool { capabilities.groupCreationAssignsID }
 
     func users(_ ids: [UserID]) -> [UserProfile] {
         state.withLock { state in ids.compactMap { state.users[$0] } }
@@ -36,21 +37,31 @@ extension MemoryWorld {
 
     func createGroup(_ profile: GroupProfile) throws -> GroupID {
         try state.withLock { state in
-            var id = profile.id
-            if assignsGroupIDs {
-                id = GroupID(String(100_001 + state.groups.count))
-            } else if state.groupProfile(id) != nil {
-                throw IMError(.conflict, "group \(id) exists")
-            }
             var stored = profile
-            stored.id = id
-            stored.members = []
-            state.groups[id] = stored
-            var members = Set(profile.members)
-            if let owner = profile.owner { members.insert(owner) }
-            state.groupMembers[id, default: []].formUnion(members)
-            return id
+            if assignsGroupIDs {
+                stored.id = GroupID(String(100_001 + state.groups.count))
+            } else if state.groupProfile(profile.id) != nil {
+                throw IMError(.conflict, "group \(profile.id) exists")
+            }
+            Self.put(stored, in: &state)
+            return stored.id
         }
+    }
+
+    /// Puts a group under its own id, as a group that already exists on the vendor (a test's fixture:
+    /// no id is assigned, whatever `groupCreationAssignsID` says, and no event is published); replaces
+    /// the profile of a group of that id and adds its members.
+    public func seedGroup(_ profile: GroupProfile) {
+        state.withLock { Self.put(profile, in: &$0) }
+    }
+
+    static func put(_ profile: GroupProfile, in state: inout State) {
+        var stored = profile
+        stored.members = []
+        state.groups[profile.id] = stored
+        var members = Set(profile.members)
+        if let owner = profile.owner { members.insert(owner) }
+        state.groupMembers[profile.id, default: []].formUnion(members)
     }
 
     func updateGroup(_ profile: GroupProfile) throws {
@@ -81,9 +92,8 @@ extension MemoryWorld {
         }
     }
 
-    /// Whether the vendor reports membership changes to the app server: NIM copies team operations in its
-    /// message copy (docs/adapters/nim.md); WuKongIM, RongCloud and JMessage send none.
-    public var reportsMembershipChanges: Bool { capabilities.vendor == "nim" }
+    /// Whether the vendor reports membership changes to the app server (`Capabilities.reportsMembershipChanges`).
+    public var reportsMembershipChanges: Bool { capabilities.reportsMembershipChanges }
 
     /// Publishes a `membersChanged` event where the vendor reports such changes and something changed.
     func publishMembership(_ group: GroupID, joined: [UserID], left: [UserID], by: UserID?, at now: Int64, in state: inout State) {

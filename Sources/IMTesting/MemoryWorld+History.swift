@@ -1,51 +1,36 @@
 import IMCore
 
-/// How a `MemoryWorld` positions history: the way its preset's adapter does, so that app code paging
-/// with the wrong kind of cursor fails in memory as it would in production.
+/// How a `MemoryWorld` positions history: the way its capabilities' adapter does
+/// (`Capabilities.history`), so that app code paging with the wrong kind of cursor fails in memory as
+/// it would in production.
 ///
-/// - `seq` (WuKong, and any vendor without a preset): messages in history and events carry `seq` (1, 2, …
-///   per conversation; under WuKong not the message `send` returns, as the adapter's has none), cursors are
-///   `HistoryCursor(seq:)`; a cursor that is not a non-negative number is refused with the
-///   WuKong adapter's text.
-/// - time and id (RongCloud `msgTime:msgUID`; NIM and JMessage `<ms>:<msgid>`): messages leave `seq`
+/// - by `seq` (WuKong, and any capabilities made without a preset): messages in history and events carry
+///   `seq` (1, 2, … per conversation; under WuKong not the message `send` returns, as the adapter's has
+///   none), cursors are `HistoryCursor(seq:)`; a cursor that is not a non-negative number is refused with
+///   the adapter's text.
+/// - by time and id (RongCloud `msgTime:msgUID`; NIM and JMessage `<ms>:<msgid>`): messages leave `seq`
 ///   nil, history is in the order stored (the server's arrival order), cursors are `"<sentAt>:<id>"` and
 ///   find their message by id (by time when the id is not in the conversation), and
 ///   a cursor of another form — `HistoryCursor(seq: 9)` included — is refused with that adapter's text
-///   (`'9' is not a RongCloud history cursor (msgTime:msgUID)`). NIM and JMessage message ids are
-///   numbers, as the vendors' msgids are.
+///   (`'9' is not a RongCloud history cursor (msgTime:msgUID)`). Where the vendor's message ids are
+///   numbers (NIM's and JMessage's msgids), so are the world's.
 /// Apps never build cursors by hand: `backend.cursor(for: message)` gives the backend's own form.
 public struct HistoryForm: Hashable, Sendable {
-    public enum Kind: String, Hashable, Sendable {
-        case seq
-        case rongCloud
-        case nim
-        case jMessage
+    public let positioning: HistoryPositioning
+
+    public init(_ positioning: HistoryPositioning) {
+        self.positioning = positioning
     }
 
-    public let kind: Kind
-    /// Whether the message `send` returns carries its `seq`: not on WuKong, whose send reply names only the
-    /// message id (the WuKong adapter's sent messages have no `seq`; history and events have it).
-    public let sendAnswersSeq: Bool
+    /// Whether the message `send` returns carries its `seq`.
+    public var sendAnswersSeq: Bool { positioning.sendAnswersSeq }
 
-    public init(vendor: String) {
-        sendAnswersSeq = vendor != Capabilities.wukong.vendor
-        switch vendor {
-        case Capabilities.rongCloud.vendor: kind = .rongCloud
-        case Capabilities.nim.vendor: kind = .nim
-        case Capabilities.jMessage.vendor: kind = .jMessage
-        default: kind = .seq
-        }
-    }
-
-    public var bySeq: Bool { kind == .seq }
+    public var bySeq: Bool { positioning.cursorForm == .seq }
 
     /// The id of the `number`th message of a world: `m<n>`, or the plain number where the vendor's
-    /// message ids are numbers (NIM, JMessage).
+    /// message ids are numbers.
     func messageID(_ number: Int) -> MessageID {
-        switch kind {
-        case .nim, .jMessage: MessageID(String(number))
-        case .seq, .rongCloud: MessageID("m\(number)")
-        }
+        positioning.numericMessageIDs ? MessageID(String(number)) : MessageID("m\(number)")
     }
 
     /// The cursor of a stored message in this form (`backend` names the backend in the error, as
@@ -61,7 +46,7 @@ public struct HistoryForm: Hashable, Sendable {
     /// A time-and-id cursor's parts, or the adapter's refusal.
     func timeAndID(_ cursor: HistoryCursor) throws -> (time: Int64, id: String) {
         let parts = cursor.rawValue.split(separator: ":", maxSplits: 1)
-        let numericID = kind != .rongCloud
+        let numericID = positioning.numericMessageIDs
         guard parts.count == 2, let time = Int64(parts[0]), !parts[1].isEmpty, !numericID || Int64(parts[1]) != nil else {
             throw refusal(cursor)
         }
@@ -74,15 +59,8 @@ public struct HistoryForm: Hashable, Sendable {
         return seq
     }
 
-    /// The error the preset's adapter gives for a cursor not in its form (the same texts).
-    func refusal(_ cursor: HistoryCursor) -> IMError {
-        switch kind {
-        case .seq: IMError(.invalidArgument, "WuKong history cursors are message_seq numbers, not '\(cursor)'")
-        case .rongCloud: IMError(.invalidArgument, "'\(cursor)' is not a RongCloud history cursor (msgTime:msgUID)")
-        case .nim: IMError(.invalidArgument, "'\(cursor)' is not a NIM history cursor (<ms>:<msgid>)")
-        case .jMessage: IMError(.invalidArgument, "'\(cursor.rawValue)' is not a jmessage history cursor")
-        }
-    }
+    /// The error the adapter gives for a cursor not in its form (the same texts).
+    func refusal(_ cursor: HistoryCursor) -> IMError { positioning.refusal(cursor) }
 }
 
 extension MemoryWorld {

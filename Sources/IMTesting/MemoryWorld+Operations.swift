@@ -19,24 +19,14 @@ extension MemoryWorld {
         }
     }
 
-    /// What this world can delete, as the vendor's adapter does (docs/mappings.md, "Deletion"): RongCloud
-    /// for everyone (a recall with `isDelete=1`); WuKong, NIM and JMessage nothing (their adapters write no
-    /// deletion); a world without a vendor preset both, so that apps can test either.
-    public var deletionScopes: Set<DeletionScope> {
-        switch capabilities.vendor {
-        case "rongcloud": [.everyone]
-        case "wukong", "nim", "jmessage": []
-        default: [.everyone, .oneUser]
-        }
-    }
+    /// What this world can delete, as the vendor's adapter does (`Capabilities.deletionScopes`).
+    public var deletionScopes: Set<DeletionScope> { capabilities.deletionScopes }
 
-    /// Whether deletions are reported as `deleted` events: RongCloud routes its recall command with
-    /// `isDelete` 1; WuKongIM's webhook, NIM's copy and JMessage's routing carry none; a world without a
-    /// vendor preset reports them (both scopes).
-    public var reportsDeletions: Bool { !["wukong", "nim", "jmessage"].contains(capabilities.vendor) }
+    /// Whether deletions are reported as `deleted` events (`Capabilities.reportsDeletions`).
+    public var reportsDeletions: Bool { capabilities.reportsDeletions }
 
-    /// Deletes a message for everyone (`forUser` nil: gone from history and every lookup; RongCloud: by the
-    /// sender only, as its recall) or from `forUser`'s view (gone from that viewer's history). A scope
+    /// Deletes a message for everyone (`forUser` nil: gone from history and every lookup; by the sender
+    /// only where `Capabilities.deleteBySenderOnly`, as RongCloud's recall) or from `forUser`'s view (gone from that viewer's history). A scope
     /// the vendor lacks is `unsupported`; deleting again is a no-op.
     func delete(_ id: MessageID, in conversation: ConversationRef, by user: UserID, forUser: UserID?) throws {
         let scope: DeletionScope = forUser == nil ? .everyone : .oneUser
@@ -55,7 +45,7 @@ extension MemoryWorld {
                 }
                 return
             }
-            if capabilities.vendor == "rongcloud", message.sender != user {
+            if capabilities.deleteBySenderOnly, message.sender != user {
                 throw IMError(.permissionDenied, "only the sender \(message.sender) may delete \(id); \(user) tried")
             }
             state.deleted.insert(id)

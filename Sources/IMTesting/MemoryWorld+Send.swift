@@ -89,10 +89,10 @@ extension MemoryWorld {
     /// NIM's expansion fallback as the NIM adapter does it (docs/adapters/nim.md): the delta travels as a
     /// stored custom message of type `imbridge.expansion` (payload `{"cleared","msgid","removed","set",
     /// "version"}`, not counted unread, not pushed), subscribers get an `expansionChanged` event instead
-    /// of a message, and no expansion state is kept. Only under a preset whose expansion is this fallback.
+    /// of a message, and no expansion state is kept. Only under capabilities whose expansion is this fallback (`.fallback`: the NIM preset).
     func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
                              by user: UserID) throws -> Message {
-        guard historyForm.kind == .nim, capabilities.support(.expansion) == .fallback else {
+        guard capabilities.support(.expansion) == .fallback else {
             throw IMError(.unsupported, "\(capabilities.vendor) does not carry expansion changes as messages (only NIM's fallback does)",
                           details: ["feature": Feature.expansion.rawValue])
         }

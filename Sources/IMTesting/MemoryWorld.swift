@@ -9,10 +9,10 @@ import Synchronization
 ///   never stored; `persist: false` messages are delivered but not stored;
 /// - a direct message's sender must be one of its two users;
 /// - a repeated `clientMessageID` returns the first message and emits nothing (idempotent send);
-/// - history is positioned as the preset's adapter positions it (`HistoryForm`): WuKong (and any vendor
-///   without a preset) by `seq`, numbered per conversation from 1; RongCloud by `msgTime:msgUID`, NIM and
-///   JMessage by `<ms>:<msgid>` with numeric message ids — those three leave `seq` nil, as their adapters
-///   do, and refuse a seq cursor with the adapter's error text;
+/// - history is positioned as `Capabilities.history` says the adapter positions it (`HistoryForm`): WuKong
+///   (and capabilities made without a preset) by `seq`, numbered per conversation from 1; RongCloud by
+///   `msgTime:msgUID`, NIM and JMessage by `<ms>:<msgid>` with numeric message ids — those three leave
+///   `seq` nil, as their adapters do, and refuse a seq cursor with the adapter's error text;
 /// - with a `registry`, a typed custom content whose type is not registered is refused (`invalid_content`
 ///   naming the type), and every custom payload round-trips through the registry (encoded, then decoded
 ///   as the adapter's codec does on the way back), so a forgotten `register` or a broken `Codable` fails
@@ -30,7 +30,7 @@ public final class MemoryWorld: Sendable {
     public let clock: any IMClock
     /// The app's custom content types; nil accepts any custom content as given (no round trip).
     public let registry: ContentRegistry?
-    /// How this world positions history (from the preset's vendor).
+    /// How this world positions history (`Capabilities.history`).
     public let historyForm: HistoryForm
     let state = Mutex(State())
 
@@ -70,7 +70,7 @@ public final class MemoryWorld: Sendable {
         self.capabilities = capabilities
         self.clock = clock
         self.registry = registry
-        self.historyForm = HistoryForm(vendor: capabilities.vendor)
+        self.historyForm = HistoryForm(capabilities.history)
     }
 
     // MARK: membership and users

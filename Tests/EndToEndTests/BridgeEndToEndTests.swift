@@ -5,6 +5,7 @@ import IMVendors
 import IMCore
 import IMHTTP
 import IMRelay
+@_spi(Testing) import IMStore
 import NIM
 import Synchronization
 import Testing

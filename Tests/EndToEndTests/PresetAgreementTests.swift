@@ -3,7 +3,7 @@ import IMCore
 import IMHTTP
 import IMLab
 import IMTesting
-import IMVendors
+@_spi(Testing) import IMVendors
 import Testing
 
 /// The README promises that `MemoryBackend` under a vendor's preset refuses what that vendor refuses.
@@ -224,15 +224,19 @@ import Testing
 
     /// The same paging script on `MemoryBackend(preset)` and on the adapter against its sandbox: every
     /// step must agree — pages, flags, the cursor form, `seq`, and the refusal of a hand-built seq cursor.
-    @Test(arguments: Vendors.names)
+    @Test(arguments: TestVendors.names)
     func pagingAgrees(_ vendor: String) async throws {
+        try await TestVendors.registered { try await pagingAgreesOnRegistered(vendor) }
+    }
+
+    func pagingAgreesOnRegistered(_ vendor: String) async throws {
         let sink = HTTPServer { _ in .json(Data("{}".utf8)) }
         let port = try await sink.start()
         let lab = try await BridgeLab(members: [BridgeLab.Member("x", vendor)], callbackBase: "http://127.0.0.1:\(port)")
         do {
             let adapter = try await lab.userBackend("x", registry: ContentRegistry())
             let clock = TestClock()
-            let memory = MemoryBackend(id: "x", capabilities: try #require(Self.presets[vendor]), clock: clock)
+            let memory = MemoryBackend(id: "x", capabilities: try #require(Vendors.named(vendor)).adapter.capabilities, clock: clock)
             // Real time passes between the adapter's sends; the memory clock is moved as much.
             let onAdapter = await Self.pagingScript(adapter) { try await Task.sleep(nanoseconds: 3_000_000) }
             let onMemory = await Self.pagingScript(memory) { clock.advance(byMs: 3) }
@@ -305,16 +309,20 @@ import Testing
         await sink.stop()
     }
 
-    static let presets: [String: Capabilities] = ["wukong": .wukong, "rongcloud": .rongCloud, "nim": .nim, "jmessage": .jMessage]
-
-    @Test(arguments: Vendors.names)
+    /// The memory backend runs under the capabilities the registry's descriptor carries (the vendor's
+    /// preset; `FifthVendorTests.everyDescriptorCarriesItsPreset`).
+    @Test(arguments: TestVendors.names)
     func memoryBackendRefusesWhatTheAdapterRefuses(_ vendor: String) async throws {
+        try await TestVendors.registered { try await memoryBackendRefusesOnRegistered(vendor) }
+    }
+
+    func memoryBackendRefusesOnRegistered(_ vendor: String) async throws {
         let sink = HTTPServer { _ in .json(Data("{}".utf8)) }
         let port = try await sink.start()
         let lab = try await BridgeLab(members: [BridgeLab.Member("x", vendor)], callbackBase: "http://127.0.0.1:\(port)")
         do {
             let adapter = try await lab.userBackend("x", registry: ContentRegistry())
-            let memory = MemoryBackend(id: "x", capabilities: try #require(Self.presets[vendor]))
+            let memory = MemoryBackend(id: "x", capabilities: try #require(Vendors.named(vendor)).adapter.capabilities)
             let onAdapter = await Self.script(adapter)
             let onMemory = await Self.script(memory)
             #expect(onAdapter.map(\.0) == onMemory.map(\.0))

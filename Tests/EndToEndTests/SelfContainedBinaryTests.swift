@@ -1,4 +1,5 @@
 import Foundation
+import IMVendors
 import Testing
 
 /// `imbridge` is one self-contained executable: copied alone into an empty directory and run there with the
@@ -41,7 +42,7 @@ import Testing
 
         let mappings = try await runHidden(binary, ["mappings", "check"], in: directory)
         #expect(mappings.status == 0, "\(mappings.output)")
-        for vendor in ["wukong", "rongcloud", "nim", "jmessage"] {
+        for vendor in Vendors.names {
             #expect(mappings.output.contains("shipped:\(vendor).yaml"), "the shipped \(vendor) table is inside the binary: \(mappings.output)")
         }
 

@@ -93,7 +93,7 @@ import Testing
         #expect(Capabilities.nim.support(.expansion) == .fallback)
         #expect(Capabilities.nim.rateLimit(for: "msg/sendMsg")?.blockMs == 10_000)
         #expect(Capabilities.rongCloud.rateLimit(for: "message/group/publish")?.perSecond == 20)
-        #expect(Capabilities.preset(named: "RC") == .rongCloud)
+        #expect(Capabilities.preset(named: "RongCloud") == .rongCloud && Capabilities.preset(named: "rc") == nil)
         #expect(Capabilities.allPresets.count == 4)
     }
 

@@ -3,7 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMRelay
-import IMStore
+@_spi(Testing) import IMStore
 import IMTesting
 import Testing
 
@@ -23,7 +23,7 @@ final class HookedMemoryBackend: IMBackend, InboundHandling {
 
     func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         await CallbackExchange(backend: id, answers: CallbackAnswers(success: .json(["code": 200])))
-            .run(request, sink: sink) { try parse($0) }
+            .run(request, sink: sink, batch: { InboundBatch(events: try parse($0)) })
     }
 
     func parse(_ request: HTTPRequestData) throws -> [IMEvent] {

@@ -2,7 +2,7 @@ import Foundation
 import GRDB
 import IMAdapterKit
 import IMCore
-@testable import IMRelay
+@_spi(Testing) @testable import IMRelay
 import IMStore
 import IMTesting
 import Synchronization

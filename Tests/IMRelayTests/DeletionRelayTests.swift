@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMRelay
+@_spi(Testing) import IMRelay
 import IMStore
 import IMTesting
 import Testing
@@ -55,6 +55,8 @@ import Testing
     @Test func aDeletionForOneUserHidesTheCopyFromThatUsersPuppetOnly() async throws {
         var custom = Capabilities.rongCloud
         custom.vendor = "custom"
+        custom.deletionScopes = [.everyone, .oneUser]
+        custom.deleteBySenderOnly = false
         let pair = try Pair(("x", custom), ("y", custom))
         try await pair.engine.start(feeding: [pair.source])
         let group = ConversationRef.group("g1")

@@ -1,7 +1,7 @@
 import Foundation
 import IMCore
 import IMRelay
-import IMStore
+@_spi(Testing) import IMStore
 import IMTesting
 import Synchronization
 import Testing

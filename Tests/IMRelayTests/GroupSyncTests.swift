@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMRelay
+@_spi(Testing) import IMRelay
 import IMStore
 import IMTesting
 import Testing
@@ -20,7 +20,7 @@ import Testing
 
     @Test func aGroupFirstSeenIsCreatedOnTheTargetWithItsProfileBeforeItsFirstMessage() async throws {
         let h = try RelayHarness()
-        #expect(try await h.wk.createGroup(Self.tea) == "g1")
+        h.wk.world.seedGroup(Self.tea)
         let engine = h.engine()
         try await engine.start(feeding: [h.wk])
         _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("hello")))
@@ -38,7 +38,7 @@ import Testing
 
     @Test func anExistingTargetGroupIsBroughtUpToDateNotRecreated() async throws {
         let h = try RelayHarness()
-        _ = try await h.wk.createGroup(Self.tea)
+        h.wk.world.seedGroup(Self.tea)
         _ = try await h.rcMemory.createGroup(GroupProfile(id: "g1", name: "Old name", owner: "carol", members: ["carol"]))
         let engine = h.engine()
         try await engine.start(feeding: [h.wk])
@@ -89,7 +89,7 @@ import Testing
     /// joined is added, a rename is carried, nobody is removed; a round with no activity queues nothing.
     @Test func aRoundCarriesJoinsAndRenamesOfActiveGroupsAndRemovesNobody() async throws {
         let h = try RelayHarness()
-        _ = try await h.wk.createGroup(Self.tea)
+        h.wk.world.seedGroup(Self.tea)
         let engine = h.engine()
         try await engine.start(feeding: [h.wk])
         _ = try await h.wk.send(OutgoingMessage(conversation: .group("g1"), sender: "ann", content: .text("one")))
@@ -111,7 +111,7 @@ import Testing
     /// member of the target group and another route's puppet are never removed.
     @Test func aRoundRemovesThePuppetsOfMembersWhoLeftAndNoOneElse() async throws {
         let h = try RelayHarness()
-        _ = try await h.wk.createGroup(GroupProfile(id: "g1", name: "Tea", owner: "ann", members: ["ann", "bob", "carol"]))
+        h.wk.world.seedGroup(GroupProfile(id: "g1", name: "Tea", owner: "ann", members: ["ann", "bob", "carol"]))
         _ = try await h.rcMemory.createGroup(GroupProfile(id: "g1", name: "Tea", owner: "rita", members: ["rita", "yx_zed"]))
         let engine = h.engine()
         try await engine.start(feeding: [h.wk])

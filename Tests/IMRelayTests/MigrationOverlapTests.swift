@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMRelay
+@_spi(Testing) import IMRelay
 import IMStore
 import IMTesting
 import Synchronization
@@ -58,7 +58,7 @@ import Testing
         let harness = try RelayHarness()
         let now = SystemClock().nowMs()
         let busy = LaneKey(backend: "rc", conversation: .group("elsewhere"))
-        #expect(try harness.store.transaction { try $0.acquireLease(busy.leaseName, owner: "bridge-1", until: now + 60_000, now: now) })
+        #expect(try harness.store.transaction { try $0.takeLease(busy.leaseName, owner: "bridge-1", ttlMs: 60_000, now: now) != nil })
         for n in 1...25 { _ = try await harness.wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("m\(n)"))) }
         let started = Date()
         let report = try await Migrator(store: harness.store, source: harness.wk, target: harness.rc, sendsPerSecond: 10)
@@ -87,7 +87,7 @@ import Testing
         // while it relays into it: the migration's engine is refused the lane.
         #expect(await eventually(30) { (try? store.read { try $0.leaseHolder(LeaseSettings.leaderLease, at: SystemClock().nowMs()) }) == "bridge-1" })
         let now = SystemClock().nowMs()
-        #expect(try store.transaction { try $0.acquireLease(lane.leaseName, owner: "bridge-1", until: now + 60_000, now: now) })
+        #expect(try store.transaction { try $0.takeLease(lane.leaseName, owner: "bridge-1", ttlMs: 60_000, now: now) != nil })
         let report = try await Migrator(store: store, source: wk, target: rc, sendsPerSecond: 100_000)
             .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)]))
         await bridge.stop()

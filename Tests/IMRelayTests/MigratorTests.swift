@@ -2,7 +2,7 @@ import Foundation
 import IMCore
 import IMMapping
 import IMRelay
-import IMStore
+@_spi(Testing) import IMStore
 import IMTesting
 import Synchronization
 import Testing

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMRelay
+@_spi(Testing) import IMRelay
 import IMStore
 import IMTesting
 import Testing

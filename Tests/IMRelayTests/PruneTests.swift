@@ -1,8 +1,8 @@
 import Foundation
 import IMCore
 import IMMapping
-import IMRelay
-import IMStore
+@_spi(Testing) import IMRelay
+@_spi(Testing) import IMStore
 import IMTesting
 import Testing
 

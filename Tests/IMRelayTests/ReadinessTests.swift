@@ -2,7 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMRelay
-import IMStore
+@_spi(Testing) import IMStore
 import IMTesting
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import IMAdapterKit
 import IMCore
-@testable import IMRelay
+@_spi(Testing) @testable import IMRelay
 import IMStore
 import IMTesting
 import PostgresTestSupport

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMStore
+@_spi(Testing) import IMStore
 import Testing
 
 @Suite struct BridgeStoreTests {
@@ -52,7 +52,7 @@ import Testing
         #expect(try store.read { try $0.head(of: a) }?.id == ids[2])
 
         // Another owner holds the lease: the head is not claimed by us, and their lease stays.
-        #expect(try store.transaction { try $0.acquireLease(a.leaseName, owner: "other", until: real + 60_000, now: real) })
+        #expect(try store.transaction { try $0.takeLease(a.leaseName, owner: "other", ttlMs: 60_000, now: real) != nil })
         #expect(throws: StoreTransaction.LeaseLost.self) {
             try store.transaction { try $0.finish(ids[1], lane: a, at: 7, mapping: nil, claimNext: true, fence: mine) }
         }

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMStore
+@_spi(Testing) import IMStore
 import Testing
 
 @Suite struct GroupCommitTests {

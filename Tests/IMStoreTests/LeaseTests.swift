@@ -106,7 +106,7 @@ import Testing
             try (0..<3).map { try tx.enqueue(lane: lane("g"), sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
         }
         let ttl: Int64 = 300
-        #expect(try a.transaction { try $0.acquireLease(lane("g").leaseName, owner: "A", until: Self.clockMs() + ttl, now: Self.clockMs()) })
+        #expect(try a.transaction { try $0.takeLease(lane("g").leaseName, owner: "A", ttlMs: ttl, now: Self.clockMs()) != nil })
         #expect(try b.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "B") } == nil, "B does not hold the lane")
         let first = try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") }
         #expect(first?.id == ids[0] && first?.attempts == 0)
@@ -114,7 +114,7 @@ import Testing
         // A's lease lapses; B takes the lane over and finds the claimed head still pending: it goes first.
         try await Self.outlive(ttl)
         #expect(try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") } == nil, "expired: A may not claim")
-        #expect(try b.transaction { try $0.acquireLease(lane("g").leaseName, owner: "B", until: Self.clockMs() + 60_000, now: Self.clockMs()) })
+        #expect(try b.transaction { try $0.takeLease(lane("g").leaseName, owner: "B", ttlMs: 60_000, now: Self.clockMs()) != nil })
         let taken = try b.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "B") }
         #expect(taken?.id == ids[0] && taken?.attempts == 1, "the takeover resumes the head in hand, knowing it may have been sent")
         #expect(try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") } == nil)
@@ -130,8 +130,8 @@ import Testing
             for name in ["a", "b", "c"] {
                 try tx.enqueue(lane: lane(name), sourceBackend: "wk", sourceEventID: EventID(name), kind: "send", payload: Data(), at: 1)
             }
-            _ = try tx.acquireLease(lane("a").leaseName, owner: "A", until: start + ttl, now: start)
-            _ = try tx.acquireLease(lane("b").leaseName, owner: "B", until: start + ttl, now: start)
+            _ = try tx.takeLease(lane("a").leaseName, owner: "A", ttlMs: ttl, now: start)
+            _ = try tx.takeLease(lane("b").leaseName, owner: "B", ttlMs: ttl, now: start)
         }
         func due(_ owner: String?, at now: Int64) throws -> [String] {
             try store.read { try $0.dueLanes(at: now, leaseOwner: owner) }.map { $0.lane.conversation.description }
@@ -167,7 +167,7 @@ import Testing
                         for lane in lanes {
                             let now = Int64(Date().timeIntervalSince1970 * 1000)
                             let head = try await store.groupedTransaction { tx -> OutboxEntry? in
-                                guard try tx.acquireLease(lane.leaseName, owner: owner, until: now + 60_000, now: now),
+                                guard try tx.takeLease(lane.leaseName, owner: owner, ttlMs: 60_000, now: now) != nil,
                                       let head = try tx.claimHead(of: lane, dueBy: now, leaseOwner: owner) else { return nil }
                                 try tx.complete(head.id, at: now)
                                 // Give the lane up after each entry, so the two handles alternate on it.

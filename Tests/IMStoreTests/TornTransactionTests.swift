@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-@testable import IMStore
+@_spi(Testing) @testable import IMStore
 import PostgresTestSupport
 import Testing
 

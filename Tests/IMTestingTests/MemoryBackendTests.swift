@@ -252,4 +252,21 @@ import Testing
         #expect(await code { _ = try await im.upload(.local(directory + "/missing.jpg")) } == .notFound)
         #expect(await code { _ = try await im.upload(.remote("https://x.test/a")) } == .invalidArgument)
     }
+
+    /// The group-id rule is `Capabilities.groupCreationAssignsID`, under every preset and under a copy
+    /// of one with another name; `seedGroup` puts a fixture under its own id whatever the rule.
+    @Test(arguments: Capabilities.allPresets)
+    func createGroupFollowsGroupCreationAssignsID(_ preset: Capabilities) async throws {
+        var renamed = preset
+        renamed.vendor = "renamed"
+        for capabilities in [preset, renamed] {
+            let backend = MemoryBackend(id: "m", capabilities: capabilities)
+            let id = try await backend.createGroup(GroupProfile(id: "asked", name: "Tea", owner: "ann", members: ["ann", "bob"]))
+            #expect((id == "asked") == !capabilities.groupCreationAssignsID, "\(capabilities.vendor): \(id)")
+            #expect(try await backend.group(id)?.members == ["ann", "bob"])
+            backend.world.seedGroup(GroupProfile(id: "fixture", name: "Old", owner: "cat"))
+            #expect(try await backend.group("fixture")?.name == "Old")
+        }
+        #expect(preset.groupCreationAssignsID == (preset.vendor != "rongcloud"), "WuKong, NIM and JMessage assign group ids")
+    }
 }

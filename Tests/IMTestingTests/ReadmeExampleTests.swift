@@ -53,6 +53,20 @@ struct ReadmeOrderCard: CustomMessageContent {
         #expect(block == marked)
     }
 
+    /// The DocC getting-started articles show this file's example: IMTesting's the whole marked block,
+    /// IMCore's the app function alone.
+    @Test func doccArticlesShowThisFile() throws {
+        let source = try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let marked = try #require(source.components(separatedBy: "// README-BEGIN\n").last?.components(separatedBy: "// README-END").first)
+        let testing = try String(contentsOf: Self.root.appendingPathComponent("Sources/IMTesting/IMTesting.docc/GettingStarted.md"), encoding: .utf8)
+        let testingBlock = try #require(testing.components(separatedBy: "```swift\nimport IMCore\nimport IMTesting\nimport Testing\n\n").dropFirst().first?
+            .components(separatedBy: "```").first)
+        #expect(testingBlock == marked)
+        let core = try String(contentsOf: Self.root.appendingPathComponent("Sources/IMCore/IMCore.docc/GettingStarted.md"), encoding: .utf8)
+        let coreBlock = try #require(core.components(separatedBy: "```swift\n").dropFirst().first?.components(separatedBy: "```").first)
+        #expect(coreBlock.hasPrefix("/// App logic under test") && marked.hasPrefix(coreBlock), "\(coreBlock)")
+    }
+
     /// docs/testing-kit.md's "Testing your app" shows the example package's main suite: its block is that file's marked text.
     @Test func readmeOrderAppBlockIsTheExamplesSuite() throws {
         let readme = try String(contentsOf: Self.root.appendingPathComponent("docs/testing-kit.md"), encoding: .utf8)

@@ -28,16 +28,16 @@ import Testing
         try #require(stored.map(\.id) == sent.map(\.id))
         let third = stored[2]
         let cursor = try backend.cursor(for: third)
-        switch preset.vendor {
-        case "wukong":
+        switch preset.history.cursorForm {
+        case .seq:
             #expect(stored.map(\.seq) == [1, 2, 3, 4, 5, 6])
-            #expect(sent.allSatisfy { $0.seq == nil }, "the WuKong adapter's send answers without seq")
+            #expect(sent.allSatisfy { $0.seq == nil } == !preset.history.sendAnswersSeq, "the WuKong adapter's send answers without seq")
             #expect(throws: IMError.self) { _ = try backend.cursor(for: sent[2]) }
             #expect(cursor == HistoryCursor(seq: 3))
-        default:
+        case .timeAndID:
             #expect(sent.allSatisfy { $0.seq == nil }, "\(preset.vendor) adapters leave seq nil")
             #expect(cursor.rawValue == "\(third.sentAt):\(third.id.rawValue)")
-            #expect((Int64(third.id.rawValue) != nil) == (preset.vendor != "rongcloud"), "NIM and JMessage msgids are numbers: \(third.id)")
+            #expect((Int64(third.id.rawValue) != nil) == preset.history.numericMessageIDs, "NIM and JMessage msgids are numbers: \(third.id)")
         }
         // The backend's cursor pages the same way on every preset.
         #expect(try await page(backend, .before(cursor)).messages.map(\.id) == [sent[0].id, sent[1].id])

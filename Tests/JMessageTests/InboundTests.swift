@@ -80,7 +80,9 @@ struct PollerLogRecorder: LogHandler {
     }
 
     @Test func theParserIsPure() throws {
-        let events = try backend.inbound.events(from: push(Self.body))
+        let batch = try backend.inbound.batch(from: push(Self.body))
+        #expect(batch.setAside.isEmpty)
+        let events = batch.events
         #expect(events.map(\.eventID) == ["jmessage:msg:1001", "jmessage:msg:1002"])
         #expect(events.allSatisfy { $0.backend == "jm" })
     }
@@ -92,7 +94,7 @@ struct PollerLogRecorder: LogHandler {
         ("Bearer abc", "authentication_failed", 401),
     ] as [(String?, String, Int)])
     func refusesForgedPushes(authorization: String?, code: String, status: Int) async throws {
-        #expect(throws: IMError.self) { _ = try backend.inbound.events(from: push(Self.body, authorization: authorization)) }
+        #expect(throws: IMError.self) { _ = try backend.inbound.batch(from: push(Self.body, authorization: authorization)) }
         let sink = CollectingSink()
         let response = await backend.handle(push(Self.body, authorization: authorization), sink: sink)
         #expect(response.status == status)

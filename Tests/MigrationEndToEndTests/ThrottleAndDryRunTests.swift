@@ -2,7 +2,7 @@ import Foundation
 import IMCore
 import IMRelay
 import IMSandbox
-import IMStore
+@_spi(Testing) import IMStore
 import Testing
 
 @Suite struct ThrottleAndDryRunTests {

@@ -219,8 +219,8 @@ import Testing
     /// The pure half of `handle`: the same events without a sink.
     @Test func eventsFromARequestArePure() throws {
         let inbound = NIMInbound(backend: "nim", appKey: "key", appSecret: Self.secret)
-        let events = try inbound.events(from: Self.request(Self.docBody))
-        #expect(events.map(\.eventID) == ["nim:msg:3456789"])
-        #expect(throws: IMError.self) { try inbound.events(from: Self.request(Self.docBody, appKey: "other")) }
+        let batch = try inbound.batch(from: Self.request(Self.docBody))
+        #expect(batch.events.map(\.eventID) == ["nim:msg:3456789"] && batch.setAside.isEmpty)
+        #expect(throws: IMError.self) { try inbound.batch(from: Self.request(Self.docBody, appKey: "other")) }
     }
 }

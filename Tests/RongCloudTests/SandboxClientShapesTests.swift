@@ -214,6 +214,19 @@ import SandboxTestSupport
         try EndpointTable.rows(vendor: "rongcloud").filter { $0.endpoint.hasPrefix("/") }.map { ($0.endpoint, $0.served) }
     }
 
+    /// The sandbox's rate table is the preset's (`Capabilities.rongCloud.rateLimits`, one source): each
+    /// limit names an endpoint the sandbox serves, and each publish endpoint has its documented rate.
+    @Test func rateLimitsOfThePresetNameServedEndpoints() {
+        let paths = Capabilities.rongCloud.rateLimits.map { "/\($0.api).json" }
+        #expect(Set(paths).isSubset(of: Set(RongCloudSandbox.servedPaths)), "\(Set(paths).subtracting(RongCloudSandbox.servedPaths))")
+        #expect(Set(RongCloudRateLimiter.documented.keys) == Set(paths))
+        #expect(RongCloudRateLimiter.documented[RCPaths.groupPublish]?.limit == 20)
+        #expect(RongCloudRateLimiter.documented[RCPaths.privatePublish]?.windowMs == 60_000)
+        #expect(RongCloudRateLimiter.documented[RCSandboxPaths.systemPublish]?.limit == 100)
+        #expect(RongCloudRateLimiter.documented[RCPaths.getToken]?.limit == 200)
+        #expect(RCPaths.groupPaths.allSatisfy { RongCloudRateLimiter.documented[$0]?.limit == 100 })
+    }
+
     @Test func endpointTableMatchesWhatTheSandboxServes() async throws {
         let table = try Self.documentedEndpoints()
         let served = Set(table.filter(\.served).map(\.path))

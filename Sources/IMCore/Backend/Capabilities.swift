@@ -109,6 +109,21 @@ public struct Capabilities: Hashable, Sendable, Codable {
     public var keepsMuteState: Bool = true
     /// The conversation state operations the vendor's server API offers (`ConversationStateSetting`).
     public var conversationState: Set<ConversationStateOperation> = []
+    /// What the vendor's adapter can delete (`Deleting.deletionScopes`, docs/mappings.md, "Deletion"):
+    /// RongCloud for everyone (a recall with `isDelete=1`); WuKong, NIM and JMessage nothing. A value
+    /// made without a preset can do both, so that apps can test either.
+    public var deletionScopes: Set<DeletionScope> = [.everyone, .oneUser]
+    /// True where only the sender may delete a message for everyone (RongCloud: the delete is its recall).
+    public var deleteBySenderOnly: Bool = false
+    /// Whether deletions reach the app server as `deleted` events: RongCloud routes its recall command
+    /// with `isDelete` 1; WuKongIM's webhook, NIM's copy and JMessage's routing carry none.
+    public var reportsDeletions: Bool = true
+    /// Whether the vendor reports group membership changes to the app server (`membersChanged`): NIM
+    /// copies team operations in its message copy (docs/adapters/nim.md); the others send none.
+    public var reportsMembershipChanges: Bool = false
+    /// How the vendor's adapter positions history: cursor form, message ids, and its refusal of a
+    /// cursor of another form.
+    public var history: HistoryPositioning = .seq
     public var rateLimits: [RateLimit]
     public var contentKinds: Set<ContentKind>
     /// Human notes per feature: the restriction behind `partial`, the substitute behind `fallback`.

@@ -18,6 +18,11 @@ extension Capabilities {
         // `/conversations/clearUnread`; pinning and reminders live in the business server, whose APIs
         // for them are not documented (docs/adapters/wukong.md): not offered.
         capabilities.conversationState = [.clearUnread]
+        // The adapter writes no deletion, and the webhook carries none.
+        capabilities.deletionScopes = []
+        capabilities.reportsDeletions = false
+        capabilities.history = HistoryPositioning(cursorForm: .seq, sendAnswersSeq: false,
+                                                  refusalTemplate: "WuKong history cursors are message_seq numbers, not '{cursor}'")
         return capabilities
     }()
 
@@ -49,16 +54,31 @@ extension Capabilities {
             textMaxLength: 128 * 1024, textLengthUnit: .utf8Bytes,
             recallWindowMs: nil,
             expansionLimits: .rongCloud,
+            // Per endpoint, named by its path without `/` and `.json`; the sandbox enforces these with
+            // `--option rate_limits=true` (docs/adapters/rongcloud.md, "Rate limits").
             rateLimits: [RateLimit(api: "message/private/publish", requests: 6000, perMs: minute),
                          RateLimit(api: "message/group/publish", requests: 20, perMs: second),
+                         RateLimit(api: "message/system/publish", requests: 100, perMs: second),
                          RateLimit(api: "message/recall", requests: 100, perMs: second),
-                         RateLimit(api: "message/expansion", requests: 100, perMs: second),
-                         RateLimit(api: "user/getToken", requests: 200, perMs: second)],
+                         RateLimit(api: "message/expansion/set", requests: 100, perMs: second),
+                         RateLimit(api: "message/expansion/delete", requests: 100, perMs: second),
+                         RateLimit(api: "message/expansion/query", requests: 100, perMs: second),
+                         RateLimit(api: "user/getToken", requests: 200, perMs: second),
+                         RateLimit(api: "user/info", requests: 100, perMs: second),
+                         RateLimit(api: "user/refresh", requests: 100, perMs: second),
+                         RateLimit(api: "user/checkOnline", requests: 100, perMs: second)]
+                + ["group/create", "group/join", "group/quit", "group/refresh", "group/user/query", "user/group/query"]
+                .map { RateLimit(api: $0, requests: 100, perMs: second) },
             notes: [.media: "the Server API has no upload: media travel as URLs",
                     .readReceipts: "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)",
                     .history: "per-conversation query API; hourly log files otherwise"])
         // Inbound changes carry the routed RC:MsgExMsg's msgTimestamp (docs/adapters/rongcloud.md).
         capabilities.expansionVersionIsChangeTime = true
+        // A delete for everyone is the sender's recall with `isDelete=1`, routed back with it.
+        capabilities.deletionScopes = [.everyone]
+        capabilities.deleteBySenderOnly = true
+        capabilities.history = HistoryPositioning(cursorForm: .timeAndID,
+                                                  refusalTemplate: "'{cursor}' is not a RongCloud history cursor (msgTime:msgUID)")
         return capabilities
     }()
 
@@ -69,6 +89,12 @@ extension Capabilities {
         var capabilities = nimBase
         capabilities.recallsInHistory = .removed
         capabilities.groupCreationAssignsID = true
+        capabilities.deletionScopes = []
+        capabilities.reportsDeletions = false
+        // Team operations come in the message copy (docs/adapters/nim.md).
+        capabilities.reportsMembershipChanges = true
+        capabilities.history = HistoryPositioning(cursorForm: .timeAndID, numericMessageIDs: true,
+                                                  refusalTemplate: "'{cursor}' is not a NIM history cursor (<ms>:<msgid>)")
         return capabilities
     }()
 
@@ -98,6 +124,10 @@ extension Capabilities {
         var capabilities = jMessageBase
         capabilities.recallsInHistory = .unmarked
         capabilities.groupCreationAssignsID = true
+        capabilities.deletionScopes = []
+        capabilities.reportsDeletions = false
+        capabilities.history = HistoryPositioning(cursorForm: .timeAndID, numericMessageIDs: true,
+                                                  refusalTemplate: "'{cursor}' is not a jmessage history cursor")
         return capabilities
     }()
 
@@ -117,15 +147,11 @@ extension Capabilities {
                 .history: "report v2: 7-day windows, cursor valid 120 s, 60 days kept; direct history reads both users' feeds",
                 .media: "media travel as JMessage media_id (upload via /v1/resource); gif is an image with format gif"])
 
+    /// The preset whose `vendor` is `name` (the adapter's name, any case).
     public static func preset(named name: String) -> Capabilities? {
-        switch name.lowercased() {
-        case "wukong", "wk": .wukong
-        case "rongcloud", "rc": .rongCloud
-        case "nim", "netease", "yunxin": .nim
-        case "jmessage", "jm": .jMessage
-        default: nil
-        }
+        allPresets.first { $0.vendor == name.lowercased() }
     }
 
+    /// Every preset, in the registry's order (each adapter's descriptor carries its own: `Vendors.all`).
     public static let allPresets: [Capabilities] = [.wukong, .rongCloud, .nim, .jMessage]
 }

@@ -54,3 +54,39 @@ public struct HistoryPage: Hashable, Sendable, Codable {
         self.hasNewer = hasNewer
     }
 }
+
+/// How a vendor's adapter positions history (docs/adapters/<vendor>.md, "History"), so that a memory
+/// world under the vendor's preset pages as the adapter does and app code paging with the wrong kind
+/// of cursor fails in memory as in production.
+public struct HistoryPositioning: Hashable, Sendable, Codable {
+    public enum CursorForm: String, Hashable, Sendable, Codable {
+        /// `HistoryCursor(seq:)`: the per-conversation `seq` (WuKong's `message_seq`).
+        case seq
+        /// `"<time>:<id>"`: RongCloud's `msgTime:msgUID`, NIM's and JMessage's `<ms>:<msgid>`.
+        case timeAndID = "time_and_id"
+    }
+
+    public var cursorForm: CursorForm
+    /// Whether the vendor's message ids are numbers (NIM's and JMessage's msgid).
+    public var numericMessageIDs: Bool
+    /// Whether the message `send` returns carries its `seq`: not on WuKong, whose send reply names only
+    /// the message id (history and events have it).
+    public var sendAnswersSeq: Bool
+    /// The adapter's refusal of a cursor not in its form, with `{cursor}` where the cursor goes.
+    public var refusalTemplate: String
+
+    public init(cursorForm: CursorForm, numericMessageIDs: Bool = false, sendAnswersSeq: Bool = true, refusalTemplate: String) {
+        self.cursorForm = cursorForm
+        self.numericMessageIDs = numericMessageIDs
+        self.sendAnswersSeq = sendAnswersSeq
+        self.refusalTemplate = refusalTemplate
+    }
+
+    /// By `seq`, for a value made without a preset.
+    public static let seq = HistoryPositioning(cursorForm: .seq, refusalTemplate: "history cursors are seq numbers, not '{cursor}'")
+
+    /// The error the adapter gives for `cursor`, not in its form.
+    public func refusal(_ cursor: HistoryCursor) -> IMError {
+        IMError(.invalidArgument, refusalTemplate.replacing("{cursor}", with: cursor.rawValue))
+    }
+}

@@ -109,7 +109,7 @@ public actor CatchUpRunner {
     }
 
     /// How many catch-up passes over all conversations have finished (start-up included); for tests.
-    public var finishedPasses: Int { passes }
+    @_spi(Testing) public var finishedPasses: Int { passes }
 
     private func run() async {
         await pass(reason: "start", discover: true)

@@ -34,7 +34,7 @@ extension JMessageBackend {
         init(_ cursor: HistoryCursor) throws {
             let parts = cursor.rawValue.split(separator: ":")
             guard parts.count == 2, let ms = Int64(parts[0]), let id = Int64(parts[1]) else {
-                throw IMError(.invalidArgument, "'\(cursor.rawValue)' is not a jmessage history cursor")
+                throw Capabilities.jMessage.history.refusal(cursor)
             }
             self.init(ms: ms, id: id)
         }

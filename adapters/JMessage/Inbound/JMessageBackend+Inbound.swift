@@ -5,7 +5,7 @@ import IMHTTP
 /// The one way JMessage traffic enters IMBridge: the routing push at `/callbacks/<backend>` and the
 /// report v2 poller, both into the sink the bridge gives.
 extension JMessageBackend: InboundHandling {
-    /// The paid routing push: `JMessageInbound.events(from:)` verifies and parses it, the sink takes
+    /// The paid routing push: `JMessageInbound.batch(from:)` verifies and parses it, the sink takes
     /// the events, and JMessage gets `JMessageInbound.answers` (200 with an empty body once taken).
     /// Before the body: the Basic credentials (`JMessageInbound.verify` reads only the header); a body
     /// over `JMessageInbound.maxBodyBytes` is answered 413.

@@ -94,18 +94,4 @@ public struct JMessageInbound: Sendable {
             [IMEvent(eventID: JMessageCodec.messageEventID(wire.msgid), backend: backend, kind: .message(try codec.decode(wire)))]
         }
     }
-
-    /// Verifies and parses one push into `message` events, in the pushed order (pure: no I/O).
-    public func events(from request: HTTPRequestData) throws -> [IMEvent] {
-        try verify(request)
-        let push: JMRoutingPush
-        do {
-            push = try JSONDecoder().decode(JMRoutingPush.self, from: Data(request.body))
-        } catch {
-            throw IMError(.malformedPayload, "routing push body is not {\"total\",\"messages\":[…]}: \(error)")
-        }
-        return try push.messages.map { wire in
-            IMEvent(eventID: JMessageCodec.messageEventID(wire.msgid), backend: backend, kind: .message(try codec.decode(wire)))
-        }
-    }
 }

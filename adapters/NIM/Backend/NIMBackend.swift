@@ -17,7 +17,7 @@ import Synchronization
 ///   `clientMessageID` returns the first message without sending again, within this process (NIM v1
 ///   sendMsg has no idempotency key; the id also travels in `ext` for echo detection).
 /// - Inbound (`InboundHandling`): `handle(_:sink:)` verifies and parses one message-copy request
-///   (`NIMInbound.events(from:)`), hands the events to the sink and answers NIM only once the sink took
+///   (`NIMInbound.batch(from:)`), hands the events to the sink and answers NIM only once the sink took
 ///   them; accepted events are also published on every `events()` stream. Redelivery gives the same
 ///   `eventID`s.
 /// - `history` pages NIM's time windows (cursor `"<ms>:<msgid>"`, see `NIMHistoryPager`).

@@ -76,7 +76,7 @@ struct NIMHistoryPager: Sendable {
     func page(_ anchor: HistoryAnchor, limit: Int) async throws -> (entries: [NIMHistoryMessage], hasOlder: Bool, hasNewer: Bool) {
         func key(_ cursor: HistoryCursor) throws -> NIMHistoryKey {
             guard let key = NIMHistoryKey(cursor) else {
-                throw IMError(.invalidArgument, "'\(cursor)' is not a NIM history cursor (<ms>:<msgid>)")
+                throw Capabilities.nim.history.refusal(cursor)
             }
             return key
         }

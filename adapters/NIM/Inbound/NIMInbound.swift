@@ -96,23 +96,6 @@ public struct NIMInbound: Sendable {
         }
     }
 
-    /// Verifies, then parses the events of one callback: the pure half of `NIMBackend.handle(_:sink:)`.
-    public func events(from request: HTTPRequestData) throws -> [IMEvent] {
-        try verify(request)
-        let copy: NIMCopyEvent
-        do {
-            copy = try NIMCopyEvent(json: request.body)
-        } catch {
-            throw IMError(.malformedPayload, "NIM callback body is not a JSON object", details: ["http_status": "400"])
-        }
-        do {
-            return try events(of: copy, rawBody: request.body)
-        } catch var error as IMError {
-            error.details["http_status"] = "400"
-            throw error
-        }
-    }
-
     /// The format name of a set-aside copy: the callback body as received.
     public static let setAsideFormat = "copy-json"
 

@@ -93,7 +93,7 @@ struct HistoryReader {
     static func position(_ cursor: HistoryCursor) throws -> (time: Int64, uid: String) {
         let parts = cursor.rawValue.split(separator: ":", maxSplits: 1)
         guard parts.count == 2, let time = Int64(parts[0]) else {
-            throw IMError(.invalidArgument, "'\(cursor)' is not a RongCloud history cursor (msgTime:msgUID)")
+            throw Capabilities.rongCloud.history.refusal(cursor)
         }
         return (time, String(parts[1]))
     }

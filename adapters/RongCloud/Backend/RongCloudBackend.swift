@@ -12,7 +12,7 @@ import IMHTTP
 ///   clock; the routed copy (and history) carry the server's `msgTimestamp`.
 /// - Events come from the message-routing callback only: the bridge (or a test harness) hands each
 ///   received HTTP request to `handle(_:sink:)` (`InboundHandling`, in `Inbound/`), which verifies and
-///   parses it (`RongCloudInbound.events(from:)`), pushes the events into the sink and answers 200 `ok`
+///   parses it (`RongCloudInbound.batch(from:)`), pushes the events into the sink and answers 200 `ok`
 ///   once the sink took them (401 forged/stale, 400 malformed, 503 when the sink failed). Accepted events
 ///   are also yielded on every `events()` stream (a redelivered callback is not yielded twice; see
 ///   `EventFanout`).
@@ -121,7 +121,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
 
     /// For everyone only: a recall with `isDelete=1`, which clients apply without the "recalled" notice
     /// (docs/adapters/rongcloud.md, "Deletion").
-    public var deletionScopes: Set<DeletionScope> { [.everyone] }
+    public var deletionScopes: Set<DeletionScope> { capabilities.deletionScopes }
 
     /// `/message/recall.json` with `isDelete=1` (by the sender, as every recall); a message already
     /// recalled or deleted answers 200 again. One user's view cannot be deleted over the server API.

@@ -2,7 +2,7 @@ import IMAdapterKit
 import IMCore
 import IMHTTP
 
-/// The routing callback through the shared exchange: `RongCloudInbound.events(from:)` (verify + parse;
+/// The routing callback through the shared exchange: `RongCloudInbound.batch(from:)` (verify + parse;
 /// the callback implies no follow-up fetch; an unconvertible message is set aside, see `batch(from:)`) → `sink.accept` → RongCloud's answers
 /// (`RongCloudInbound.answers`). Accepted events are also published on `events()`.
 extension RongCloudBackend: InboundHandling {

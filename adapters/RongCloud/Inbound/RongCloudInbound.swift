@@ -96,13 +96,6 @@ public struct RongCloudInbound: Sendable {
         }
     }
 
-    /// Verifies and parses one received callback request into events (see the type's contract).
-    public func events(from request: HTTPRequestData) throws -> [IMEvent] {
-        guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
-        try verify(request)
-        return try events(from: request.form)
-    }
-
     /// The format name of a set-aside routed message: its form body, as received.
     public static let setAsideFormat = "routed-form"
 
@@ -130,17 +123,6 @@ public struct RongCloudInbound: Sendable {
         } catch {
             throw IMError(.malformedPayload, "routed message: \(error)", details: ["field": error.field])
         }
-    }
-
-    /// Parses an already verified form body.
-    public func events(from body: FormBody) throws -> [IMEvent] {
-        let routed: RCRoutedMessage
-        do {
-            routed = try RCRoutedMessage(form: body)
-        } catch {
-            throw IMError(.malformedPayload, "routed message: \(error)", details: ["field": error.field])
-        }
-        return try events(from: routed)
     }
 
     public func events(from routed: RCRoutedMessage) throws -> [IMEvent] {

@@ -3,7 +3,7 @@ import IMHTTP
 import Synchronization
 import RongCloud
 
-/// The documented per-endpoint rates (docs/adapters/rongcloud.md), enforced by the sandbox when started with
+/// The documented per-endpoint rates (`Capabilities.rongCloud.rateLimits`, docs/adapters/rongcloud.md), enforced by the sandbox when started with
 /// `--option rate_limits=true`: a sliding window per path; a request that would exceed it is answered
 /// HTTP 429 `{"code":1008}` with `Retry-After` and does not count.
 ///
@@ -18,19 +18,9 @@ final class RongCloudRateLimiter: Sendable {
         var windowMs: Int64
     }
 
-    static let documented: [String: Rule] = [
-        RCPaths.getToken: Rule(limit: 200, windowMs: 1000),
-        RCPaths.privatePublish: Rule(limit: 6000, windowMs: 60_000),
-        RCPaths.groupPublish: Rule(limit: 20, windowMs: 1000),
-        RCPaths.recall: Rule(limit: 100, windowMs: 1000),
-        RCPaths.expansionSet: Rule(limit: 100, windowMs: 1000),
-        RCPaths.expansionDelete: Rule(limit: 100, windowMs: 1000),
-        RCPaths.expansionQuery: Rule(limit: 100, windowMs: 1000),
-        RCSandboxPaths.systemPublish: Rule(limit: 100, windowMs: 1000),
-        RCPaths.userInfo: Rule(limit: 100, windowMs: 1000),
-        RCPaths.userRefresh: Rule(limit: 100, windowMs: 1000),
-        RCSandboxPaths.userCheckOnline: Rule(limit: 100, windowMs: 1000),
-    ].merging(RCPaths.groupPaths.map { ($0, Rule(limit: 100, windowMs: 1000)) }) { first, _ in first }
+    /// By path: the preset names each limit by its endpoint's path without `/` and `.json`.
+    static let documented: [String: Rule] = Dictionary(
+        Capabilities.rongCloud.rateLimits.map { ("/\($0.api).json", Rule(limit: $0.requests, windowMs: $0.perMs)) }) { first, _ in first }
 
     private let spent = Mutex<[String: [(at: Int64, cost: Int)]]>([:])
     let clock: any IMClock

@@ -54,7 +54,7 @@ extension WuKongBackend {
     }
 
     static func seq(_ cursor: HistoryCursor) throws -> Int64 {
-        guard let seq = cursor.seq, seq >= 0 else { throw IMError(.invalidArgument, "WuKong history cursors are message_seq numbers, not '\(cursor)'") }
+        guard let seq = cursor.seq, seq >= 0 else { throw Capabilities.wukong.history.refusal(cursor) }
         return seq
     }
 

@@ -23,15 +23,6 @@ extension WuKongBackend: InboundHandling {
         })
     }
 
-    /// The events of one webhook request, including those of the syncs its CMD messages ask for. A
-    /// redelivered request gives the same `eventID`s. Throws the refusal (`authentication_failed`,
-    /// `malformed_payload`), a message's conversion error, or a sync's error.
-    public func events(from request: HTTPRequestData) async throws -> [IMEvent] {
-        let batch = try await batch(from: request)
-        if let first = batch.setAside.first { throw IMError(.malformedPayload, first.reason) }
-        return batch.events
-    }
-
     /// One webhook request as a batch: each message's events in order (syncs included), and the
     /// messages that do not decode or convert set aside (see `WuKongInbound`). A failed sync throws (the
     /// whole batch is answered with a retry: a sync failure is the business server's, not the message's).

@@ -1,27 +1,28 @@
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import Synchronization
 
-/// Feeds a backend's `events()` stream into a sink: the intake for backends that have no callback
-/// of their own (the testing kit's `MemoryBackend`, an app's own backend). A stream has no
+/// Feeds a backend's `events()` stream into a sink: the intake the relay tests give the testing kit's
+/// `MemoryBackend`, which has no callback of its own. A stream has no
 /// redelivery, so an event the sink refuses to take is offered again, with a growing pause (up to
 /// `maxPauseMs`), until the sink takes it or the intake stops; events stay in order.
-public final class StreamIntake: InboundHandling {
-    public let backend: any IMBackend
-    public let maxPauseMs: Int64
+final class StreamIntake: InboundHandling {
+    let backend: any IMBackend
+    let maxPauseMs: Int64
     private let task = Mutex<Task<Void, Never>?>(nil)
 
-    public init(_ backend: any IMBackend, maxPauseMs: Int64 = 5_000) {
+    init(_ backend: any IMBackend, maxPauseMs: Int64 = 5_000) {
         self.backend = backend
         self.maxPauseMs = maxPauseMs
     }
 
     /// A stream-fed backend takes no HTTP callbacks.
-    public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
+    func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         .text("backend '\(backend.id)' takes no callbacks", status: 404)
     }
 
-    public func startIntake(into sink: any EventSink) async throws {
+    func startIntake(into sink: any EventSink) async throws {
         let stream = backend.events()
         let maxPauseMs = self.maxPauseMs
         let started = Task {
@@ -45,7 +46,7 @@ public final class StreamIntake: InboundHandling {
         }
     }
 
-    public func stopIntake() async {
+    func stopIntake() async {
         let running = task.withLock { current -> Task<Void, Never>? in
             defer { current = nil }
             return current
