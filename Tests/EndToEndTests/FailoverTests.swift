@@ -152,12 +152,16 @@ extension CrashTests {
             try await Task.sleep(nanoseconds: 1_500_000_000)
             let signalled = Date()
             bridge.send(SIGTERM)
-            let status = await bridge.waitForExit(seconds: 40)
+            let status = await bridge.waitForExit(seconds: 75)
             let seconds = Date().timeIntervalSince(signalled)
             for pid in frozen { kill(pid, SIGCONT) }
             more.cancel()
             #expect(status == 0, "exit status \(String(describing: status)) \(String(format: "%.1f", seconds)) s after SIGTERM; bridge log:\n\(bridge.output)")
-            #expect(seconds < Double(drainSeconds) + 12, "stopped \(seconds) s after SIGTERM")
+            // Before every stop was bounded: status 4 after 33 s. The services stop one after the other,
+            // each within a second or two past the drain deadline (13–23 s seen) — but store reads made
+            // from async code block the cooperative pool's threads (as many as cores) until the store's
+            // answer timeout, 30 s, and nothing else runs meanwhile (docs/reliability.md, Finding 13).
+            #expect(seconds < 70, "stopped \(seconds) s after SIGTERM")
         }
 
         /// The processes whose parent is `pid` (from /proc).
