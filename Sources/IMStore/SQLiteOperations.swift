@@ -105,17 +105,26 @@ struct SQLiteOperations: StoreOperations {
     /// One statement (it runs once per relayed message): the head, due, fenced by the lane's lease when
     /// `leaseOwner` is given, and claimed.
     func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry? {
-        let head = "SELECT id FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1"
-        let returning = "RETURNING id, lane, source_backend, source_event_id, kind, payload, state, attempts - 1 AS attempts, next_attempt_at, last_error, created_at"
         if let leaseOwner {
-            return try Row.fetchOne(db.cachedStatement(sql: """
-                UPDATE outbox SET attempts = attempts + 1 WHERE id = (\(head)) AND next_attempt_at <= ?
-                  AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?) \(returning)
-                """), arguments: [lane.description, now, lane.leaseName, leaseOwner, now]).flatMap(Self.entry)
+            return try Row.fetchOne(db.cachedStatement(sql: Self.claimFencedSQL), arguments: [lane.description, now, lane.leaseName, leaseOwner, now])
+                .flatMap(Self.entry)
         }
-        return try Row.fetchOne(db.cachedStatement(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE id = (\(head)) AND next_attempt_at <= ? \(returning)"),
-                                arguments: [lane.description, now]).flatMap(Self.entry)
+        return try Row.fetchOne(db.cachedStatement(sql: Self.claimSQL), arguments: [lane.description, now]).flatMap(Self.entry)
     }
+
+    /// The texts of `claimHead`'s statement, built once (it runs once per relayed message).
+    static let claimSQL = """
+        UPDATE outbox SET attempts = attempts + 1
+        WHERE id = (SELECT id FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1)
+          AND next_attempt_at <= ?
+        RETURNING id, lane, source_backend, source_event_id, kind, payload, state, attempts - 1 AS attempts, next_attempt_at, last_error, created_at
+        """
+    static let claimFencedSQL = """
+        UPDATE outbox SET attempts = attempts + 1
+        WHERE id = (SELECT id FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1)
+          AND next_attempt_at <= ? AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?)
+        RETURNING id, lane, source_backend, source_event_id, kind, payload, state, attempts - 1 AS attempts, next_attempt_at, last_error, created_at
+        """
 
     func complete(_ id: Int64, at now: Int64) throws {
         try db.cachedStatement(sql: "UPDATE outbox SET state = 'done', finished_at = ?, payload = x'' WHERE id = ?").execute(
