@@ -87,10 +87,10 @@ struct StoreCheckpoints: CheckpointStorage {
     var leadership: Leadership? = nil
     func checkpoint(named name: String) async throws -> String? {
         try await leadership?.waitUntilLeader()
-        return try store.read { try $0.checkpoint(name) }
+        return try await store.reading { try $0.checkpoint(name) }
     }
     func setCheckpoint(named name: String, to value: String) async throws {
         try await leadership?.waitUntilLeader()
-        try store.transaction { try $0.setCheckpoint(name, value, at: SystemClock().nowMs()) }
+        try await store.writing { try $0.setCheckpoint(name, value, at: SystemClock().nowMs()) }
     }
 }

@@ -214,7 +214,7 @@ struct EngineService: Service {
         let outcome = Mutex<(RelayEngine.StopReport, Int?)?>(nil)
         let finished = await finishes(within: deadline.remainingMs + 1_000) { [engine, deadline] in
             let report = await engine.stop(drainMs: deadline.remainingMs)
-            let pending = await Task { [store = engine.store] in try? store.read { try $0.count(state: .pending) } }.value
+            let pending = try? await engine.store.reading { try $0.count(state: .pending) }
             outcome.withLock { $0 = (report, pending) }
         }
         guard finished, let (report, pending) = outcome.withLock({ $0 }) else {

@@ -107,19 +107,19 @@ public final class BridgeListener: Sendable {
             case _ where !serves.contains(.admin):
                 break
             case ("GET", "/healthz"):
-                return health()
+                return await health()
             case ("GET", "/readyz"):
                 return await ready()
             case ("GET", "/status"):
-                return statusPage()
+                return await statusPage()
             case ("GET", "/") where serves == .admin:
                 // Only alone: not at the root of the address the vendors post to (docs/status-page.md).
-                return statusPage()
+                return await statusPage()
             case ("GET", "/status.json"):
-                return statusJSON()
+                return await statusJSON()
             case ("GET", "/metrics"):
                 // The outbox gauges are read from the store now, then the registry renders.
-                var response = HTTPResponseData.text(engine.metrics.scrape(store: engine.store, now: engine.clock.nowMs()))
+                var response = HTTPResponseData.text(await engine.metrics.scrape(store: engine.store, now: engine.clock.nowMs()))
                 response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
                 return response
             default:
@@ -165,8 +165,8 @@ public final class BridgeListener: Sendable {
 
         /// The status page: HTML rendered on the server, no script; the page may only load inline styles
         /// (`Content-Security-Policy`), so even a value that escaped escaping could run nothing.
-        func statusPage() -> HTTPResponseData {
-            let report = StatusReport.collect(engine: engine, context: status, readiness: readiness)
+        func statusPage() async -> HTTPResponseData {
+            let report = await StatusReport.collect(engine: engine, context: status, readiness: readiness)
             return HTTPResponseData(status: 200, headers: [
                 ("Content-Type", "text/html; charset=utf-8"),
                 ("Cache-Control", "no-store"),
@@ -175,15 +175,15 @@ public final class BridgeListener: Sendable {
             ], body: Array(StatusPage.html(report, refreshSeconds: status.refreshSeconds).utf8))
         }
 
-        func statusJSON() -> HTTPResponseData {
-            let report = StatusReport.collect(engine: engine, context: status, readiness: readiness)
+        func statusJSON() async -> HTTPResponseData {
+            let report = await StatusReport.collect(engine: engine, context: status, readiness: readiness)
             guard let body = try? report.json() else { return .json(["status": "unavailable"], status: 500) }
             var response = HTTPResponseData.json(body)
             response.headers.append(("Cache-Control", "no-store"))
             return response
         }
 
-        func health() -> HTTPResponseData {
+        func health() async -> HTTPResponseData {
             struct Body: Encodable {
                 var status: String
                 var backends: [String: HealthBoard.Entry]
@@ -195,7 +195,7 @@ public final class BridgeListener: Sendable {
                 }
             }
             do {
-                let (pending, dead, oldest) = try engine.store.read {
+                let (pending, dead, oldest) = try await engine.store.reading {
                     (try $0.count(state: .pending), try $0.count(state: .dead), try $0.oldestPendingByTarget())
                 }
                 let now = engine.clock.nowMs()

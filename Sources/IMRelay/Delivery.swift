@@ -87,7 +87,7 @@ public final class Delivery: Sendable {
         try await userWrites.run(user) {
             guard !isProvisioned(user) else { return }
             let name = ProfileSync.checkpointName(target: target.id, puppet: user)
-            let written = try store.read { try $0.checkpoint(name) }.flatMap { ProfileSync.decode($0, id: user) }
+            let written = try await store.reading { try $0.checkpoint(name) }.flatMap { ProfileSync.decode($0, id: user) }
             try await provisioning.ensureUser(written ?? UserProfile(id: user, name: user.rawValue))
             markProvisioned(user)
         }
@@ -185,7 +185,7 @@ public final class Delivery: Sendable {
             let stampedAsAsked = outgoing.sentAt.map { $0 == candidate.sentAt } ?? false
             guard candidate.sender == outgoing.sender, candidate.sentAt >= attemptAt - 5_000 || stampedAsAsked,
                   candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
-                  try !store.read({ try $0.isBridgeCreated(candidate.id, on: targetID) }) else { continue }
+                  try await !store.reading({ [id = candidate.id] in try $0.isBridgeCreated(id, on: targetID) }) else { continue }
             return candidate
         }
         return nil

@@ -43,7 +43,7 @@ extension RelayEngine {
         var pauseMs: UInt64 = 50
         while true {
             let now = clock.nowMs()
-            let claimNext = await !isStopping
+            let claimNext = !isStopping
             do {
                 var mapping: StoreTransaction.Mapping?
                 if let created, case .send(_, let source, _) = payload.action {
@@ -68,7 +68,7 @@ extension RelayEngine {
             } catch {
                 metrics.increment("imbridge_store_errors_total", ["operation": "record"])
                 logStoreError("record", error, lane: entry.lane)
-                guard await !isStopping else { return .stopped }
+                guard !isStopping else { return .stopped }
                 try? await Task.sleep(nanoseconds: pauseMs * 1_000_000)
                 pauseMs = min(pauseMs * 2, 2000)
             }

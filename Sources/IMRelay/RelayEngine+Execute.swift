@@ -39,13 +39,13 @@ extension RelayEngine {
             // A migration's copy of a message that already has one on this target (relayed live before the
             // migration queued it, or by an earlier entry of this lane) is not sent again.
             if case .send(_, let source, _) = payload.action,
-               try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) != nil {
+               try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) != nil {
                 return nil
             }
             // A migration's follow-up (the recall) runs after its copy in the same lane: when the copy is not
             // there, the copy failed, and waiting for it is pointless (a rerun retries both, in order).
             if case .recall(let source, _) = payload.action,
-               try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) == nil {
+               try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) == nil {
                 throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) was not copied to \(entry.lane.backend)", isRetryable: false)
             }
             // Paced to the target's documented rate (docs/migration.md, "Rate limits").
@@ -60,7 +60,7 @@ extension RelayEngine {
         case .send(var outgoing, _, let replyTo):
             let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.clientMessageID = clientID
-            outgoing.reply = try replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
+            outgoing.reply = try await replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
             // Keys the target refuses travel encoded; the originals are kept with the copy to decode them.
             let limits = backend.capabilities.expansionLimits
             let initial = outgoing.expansion ?? [:]
@@ -71,50 +71,48 @@ extension RelayEngine {
             let created = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, media: payload.route.media,
                                                   source: backends[entry.sourceBackend], beforeWrite: mayWrite)
             if !encodedKeys.isEmpty {
-                try store.transaction { tx in
-                    try tx.putExpansionKeys(encodedKeys.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value)) },
-                                            of: created.id, on: entry.lane.backend)
-                }
+                let records = encodedKeys.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value)) }
+                try await store.writing { [target = entry.lane.backend] tx in try tx.putExpansionKeys(records, of: created.id, on: target) }
             }
             return created
         case .notice(var outgoing, let replyTo):
             outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
-            outgoing.reply = try replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
+            outgoing.reply = try await replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
             if let replyTo, outgoing.reply == nil, backend.capabilities.support(.replies).isNative,
                (payload.requeues ?? 0) < Self.maxRequeues {
                 // A notice about a message not relayed yet (its change arrived first) waits for it like a
                 // native change would, so it never precedes the message; after the wait it goes unquoted.
-                _ = try mapped(replyTo, entry: entry)
+                _ = try await mapped(replyTo, entry: entry)
             }
             _ = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, beforeWrite: mayWrite)
             return nil
         case .edit(let source, let by, let content):
-            try await delivery.edit(try mapped(source, entry: entry), in: conversation, by: by, content: content)
+            try await delivery.edit(try await mapped(source, entry: entry), in: conversation, by: by, content: content)
         case .recall(let source, let by):
-            try await delivery.recall(try mapped(source, entry: entry), in: conversation, by: by)
+            try await delivery.recall(try await mapped(source, entry: entry), in: conversation, by: by)
         case .delete(let source, let by, let forUser):
-            try await delivery.delete(try mapped(source, entry: entry), in: conversation, by: by, forUser: forUser)
+            try await delivery.delete(try await mapped(source, entry: entry), in: conversation, by: by, forUser: forUser)
         case .expansion(let source, let by, let delta):
             // The converged values at this moment, for the keys the copy does not hold (ExpansionConvergence).
-            let copy = try mapped(source, entry: entry)
-            let write = try store.transaction { tx in
-                try ExpansionConvergence.plan(delta, source: source, on: entry.sourceBackend, copy: copy, on: entry.lane.backend, tx)
+            let copy = try await mapped(source, entry: entry)
+            let write = try await store.writing { [from = entry.sourceBackend, to = entry.lane.backend] tx in
+                try ExpansionConvergence.plan(delta, source: source, on: from, copy: copy, on: to, tx)
             }
             guard !write.isEmpty else { return nil }
             // Keys the target refuses travel encoded (a carrier's JSON takes any key as it is).
             let limits = backend.capabilities.support(.expansion).isNative ? backend.capabilities.expansionLimits : nil
             try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits))
-            try store.transaction { tx in try ExpansionConvergence.wrote(write, copy: copy, on: entry.lane.backend, tx) }
+            try await store.writing { [to = entry.lane.backend] tx in try ExpansionConvergence.wrote(write, copy: copy, on: to, tx) }
         case .reaction(let source, let by, let emoji, let added):
-            try await delivery.setReaction(emoji, added: added, on: try mapped(source, entry: entry), in: conversation, by: by)
+            try await delivery.setReaction(emoji, added: added, on: try await mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
-            try await delivery.markRead(conversation, by: by, upTo: try mapped(source, entry: entry))
+            try await delivery.markRead(conversation, by: by, upTo: try await mapped(source, entry: entry))
         case .profile, .group:
             break   // `execute`
         case .retract(let source, let copy, let outgoing, let attemptAt):
             // Waits (requeued) until the entry that took the lane over has recorded its copy; every entry
             // before this one is recorded then, so an unmapped copy found by the search is a late one.
-            let recorded = try mapped(source, entry: entry)
+            let recorded = try await mapped(source, entry: entry)
             var late = copy
             if late == nil { late = try await delivery.findEarlierCopy(of: outgoing, in: conversation, since: attemptAt)?.id }
             guard let late, late != recorded else { return nil }
@@ -127,17 +125,17 @@ extension RelayEngine {
         return nil
     }
 
-    nonisolated func mapped(_ source: MessageID, entry: OutboxEntry) throws -> MessageID {
-        guard let mapping = try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) else {
+    nonisolated func mapped(_ source: MessageID, entry: OutboxEntry) async throws -> MessageID {
+        guard let mapping = try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) else {
             throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) has no counterpart on \(entry.lane.backend) (it was never relayed)",
                           isRetryable: false, details: ["unmapped": source.rawValue])
         }
         return mapping.toMessage
     }
 
-    nonisolated func replyRef(_ source: MessageID?, quoted: ReplyRef?, entry: OutboxEntry, backend: any IMBackend) throws -> ReplyRef? {
+    nonisolated func replyRef(_ source: MessageID?, quoted: ReplyRef?, entry: OutboxEntry, backend: any IMBackend) async throws -> ReplyRef? {
         guard let source, backend.capabilities.support(.replies).isNative,
-              let mapping = try store.read({ try $0.mapped(source, from: entry.sourceBackend, to: entry.lane.backend) }) else { return nil }
+              let mapping = try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) else { return nil }
         return ReplyRef(messageID: mapping.toMessage, sender: nil, digest: quoted?.digest ?? "")
     }
 }

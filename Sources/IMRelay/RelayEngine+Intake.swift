@@ -19,7 +19,7 @@ extension RelayEngine: EventSink {
     public nonisolated func accept(_ batch: InboundBatch) async throws {
         if sharedHolds.enabled {
             do {
-                try positionUnseen(batch.events)
+                try await positionUnseen(batch.events)
             } catch {
                 metrics.increment("imbridge_ingest_errors_total")
                 logStoreError("ingest", error)
@@ -61,10 +61,10 @@ extension RelayEngine: EventSink {
     /// message beyond what was recorded without a hole — so the gate compares with it and a message past
     /// it is held and the conversation read from history (docs/high-availability.md, "Held conversations").
     /// A conversation with no checkpoint yet is new to every instance: its first message is admitted.
-    nonisolated func positionUnseen(_ events: [IMEvent]) throws {
+    nonisolated func positionUnseen(_ events: [IMEvent]) async throws {
         let keys = catchUpGate.unpositioned(in: events)
         guard !keys.isEmpty else { return }
-        let found = try store.read { tx in
+        let found = try await store.reading { tx in
             try keys.compactMap { key in try tx.checkpoint(CatchUpRunner.checkpointName(for: key)).map { (key, $0) } }
         }
         for (key, value) in found {
@@ -168,7 +168,7 @@ extension RelayEngine {
     /// running: a running bridge on the same store picks the queued work up within its scan interval.
     public nonisolated func retryInboundDeadLetters(ids: [Int64]? = nil) async throws -> InboundRetryResult {
         var result = InboundRetryResult()
-        let letters = try store.read { try $0.inboundDeadLetters(ids: ids, limit: 100_000) }
+        let letters = try await store.reading { try $0.inboundDeadLetters(ids: ids, limit: 100_000) }
         result.skipped = (ids?.count ?? letters.count) - letters.count
         for letter in letters {
             guard let receiver = backends[letter.backend] as? any InboundHandling else {

@@ -174,9 +174,32 @@ public final class RelayMetrics: Sendable {
 
     /// Adds `amount` to a counter series (made on first use; `by: 0` only makes it).
     public func increment(_ name: String, _ labels: [String: String] = [:], by amount: Int = 1) {
-        CoreMetrics.Counter(label: name, dimensions: Self.dimensions(labels), factory: factory).increment(by: amount)
+        counter(name, labels).increment(by: Int64(amount))
         activity.record(family: name, amount)
     }
+
+    /// A series' handler, made once and kept: an increment is on the relay path (every event in, every
+    /// relay), and making the series again each time — sorting the labels into dimensions, then the
+    /// registry's own lookup under its lock — cost about 30 allocations an increment (docs/performance.md,
+    /// "Where the allocations are"). The key hashes the labels dictionary in place; nothing is copied on
+    /// a hit. A series is never removed, so the table only grows with the configured label values.
+    private func counter(_ name: String, _ labels: [String: String]) -> any CounterHandler {
+        let key = SeriesKey(name: name, labels: labels)
+        if let known = counters.withLock({ $0[key] }) { return known }
+        let made = factory.makeCounter(label: name, dimensions: Self.dimensions(labels))
+        return counters.withLock { table in
+            if let raced = table[key] { return raced }
+            table[key] = made
+            return made
+        }
+    }
+
+    private struct SeriesKey: Hashable {
+        let name: String
+        let labels: [String: String]
+    }
+
+    private let counters = Mutex<[SeriesKey: any CounterHandler]>([:])
 
     public func observeLatency(seconds: Double) {
         latency.recordNanoseconds(Int64(max(0, seconds) * 1_000_000_000))
@@ -223,10 +246,10 @@ public final class RelayMetrics: Sendable {
     /// Reads the outbox gauges from `store` (pending entries, lanes with work and oldest pending age per
     /// target backend, dead letters), then renders. A store that does not answer sets `imbridge_store_up`
     /// to 0 and leaves the outbox gauges as they were. Cost: one grouped scan of the pending entries.
-    public func scrape(store: BridgeStore, now: Int64) -> String {
+    public func scrape(store: BridgeStore, now: Int64) async -> String {
         do {
             var read = StoreGauges()
-            let (depths, oldest, dead) = try store.read {
+            let (depths, oldest, dead) = try await store.reading {
                 (try $0.laneDepths(), try $0.oldestPendingByTarget(), try $0.count(state: .dead))
             }
             for (laneText, depth) in depths {

@@ -75,10 +75,37 @@ public final class BridgeStore: Sendable {
         }
     }
 
-    /// Runs `body` with a read-only view.
+    /// Runs `body` with a read-only view, on the calling thread (for synchronous callers: the CLI's
+    /// commands, tests). Async code uses `reading`.
     public func read<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         try wrap { try driver.read { try body(StoreTransaction($0)) } }
     }
+
+    /// `read` for async code. On PostgreSQL the body runs on the store's reader queue, not on the
+    /// caller's thread: its statements wait for the server (up to the answer timeout when the server
+    /// has stopped answering), and a task that waited on a thread of the cooperative pool — as many
+    /// threads as cores — would keep every other task of the process from running meanwhile, the
+    /// shutdown's deadlines included (docs/reliability.md, Finding 13). SQLite reads a local file
+    /// without waiting for a writer (WAL), so its reads run in place: no thread hop per read.
+    nonisolated(nonsending) public func reading<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        guard kind == .postgres else { return try read(body) }
+        return try await withCheckedThrowingContinuation { continuation in
+            Self.readers.async { [self] in continuation.resume(with: Result { try read(body) }) }
+        }
+    }
+
+    /// `transaction` for async code, off the cooperative pool on PostgreSQL as `reading` is (a write of
+    /// its own, not grouped: for the few writes whose caller needs them outside the group commit).
+    nonisolated(nonsending) public func writing<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
+        guard kind == .postgres else { return try transaction(body) }
+        return try await withCheckedThrowingContinuation { continuation in
+            Self.readers.async { [self] in continuation.resume(with: Result { try transaction(body) }) }
+        }
+    }
+
+    /// Where `reading` and `writing` wait for PostgreSQL: concurrent (the session pool bounds how many
+    /// reach the server at once; the others wait for a free session here, not on the cooperative pool).
+    static let readers = DispatchQueue(label: "imbridge.store.readers", attributes: .concurrent)
 
     /// Store failures become a retryable `IMError(.unavailable)`; errors thrown by the body pass through.
     func wrap<T>(_ body: () throws -> T) throws -> T {

@@ -151,7 +151,7 @@ import Testing
 
     /// The lane table is bounded: with more lanes than `lanesShown`, the page lists that many, the one
     /// whose oldest entry is oldest first, and the total counts all. Dead letters: the newest first.
-    @Test func listsAreBoundedAndOrdered() throws {
+    @Test func listsAreBoundedAndOrdered() async throws {
         let h = try RelayHarness()
         let clock = TestClock(startMs: 1_000_000)
         let engine = RelayEngine(store: h.store, backends: [h.wk, h.rc], routes: h.routes, clock: clock)
@@ -170,7 +170,7 @@ import Testing
                 _ = try tx.keepInbound(backend: "wk", key: "k\(n)", format: "f", payload: Data(), reason: "in \(n)", at: 400_000 + Int64(n))
             }
         }
-        let report = StatusReport.collect(engine: engine, context: StatusContext(lanesShown: 4, deadLettersShown: 3), readiness: ReadinessPolicy())
+        let report = await StatusReport.collect(engine: engine, context: StatusContext(lanesShown: 4, deadLettersShown: 3), readiness: ReadinessPolicy())
         #expect(report.lanes.total == 30 && report.store.pending == 60)
         #expect(report.lanes.top.map(\.conversation) == ["group:g0", "group:g1", "group:g2", "group:g3"])
         #expect(report.lanes.top.map(\.depth) == [1, 2, 3, 1])

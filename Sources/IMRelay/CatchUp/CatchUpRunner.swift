@@ -200,7 +200,7 @@ public actor CatchUpRunner {
                 // The hold's token as this read begins: a mark after it makes the release fail (`SharedHolds`).
                 if let held = release {
                     let owner = engine.sharedHolds.owner
-                    guard let now = try store.read({ try $0.leaseToken(held.name, owner: owner) }) else { throw HoldMarked() }
+                    guard let now = try await store.reading({ try $0.leaseToken(held.name, owner: owner) }) else { throw HoldMarked() }
                     release?.token = now
                 }
                 let outcome = try await readAndRecord(key)
@@ -210,7 +210,7 @@ public actor CatchUpRunner {
                 // Marked during the read: read again before letting live messages through.
                 if let held = release, reads < 5 {
                     let owner = engine.sharedHolds.owner
-                    if try store.read({ try $0.leaseToken(held.name, owner: owner) }) != held.token { continue }
+                    if try await store.reading({ try $0.leaseToken(held.name, owner: owner) }) != held.token { continue }
                 }
             } catch {
                 failure = error
@@ -288,7 +288,7 @@ public actor CatchUpRunner {
         let now = clock.nowMs()
         let state: (live: String?, left: String?)
         do {
-            state = try store.read { tx in (try tx.leaseHolder(name, at: now), try tx.leaseOwners([name])[name]) }
+            state = try await store.reading { tx in (try tx.leaseHolder(name, at: now), try tx.leaseOwners([name])[name]) }
         } catch {
             gate.heldElsewhere([key])
             return
@@ -337,7 +337,7 @@ public actor CatchUpRunner {
     /// `max_messages_per_conversation`) and records it, saving the checkpoint after each page recorded.
     func readAndRecord(_ key: CatchUpGate.Key) async throws -> Outcome {
         guard let source = sources[key.backend] else { return Outcome() }
-        var record = try storedRecord(key)
+        var record = try await storedRecord(key)
         let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
         var outcome = Outcome()
         guard let cursor = record.cursor else {
@@ -439,7 +439,7 @@ public actor CatchUpRunner {
                     found.append(key)
                     // Known from the store (the intake may have positioned it) or new: never a blank record
                     // over a stored one, which the next save would write back without its position.
-                    if records[key] == nil, var record = try? storedRecord(key) {
+                    if records[key] == nil, var record = try? await storedRecord(key) {
                         if record.viewer == nil { record.viewer = user }
                         records[key] = record
                     }
@@ -466,7 +466,9 @@ public actor CatchUpRunner {
             // A conversation's first checkpoint is the intake's to write (positioned at its first message,
             // in the transaction that records it) or a catch-up read's: one not in the store yet waits, so
             // that a flush racing that transaction never writes a checkpoint without a position over it.
-            guard records[key] != nil || (try? hasStoredRecord(key)) == true, var record = try? storedRecord(key) else {
+            var stored = records[key] != nil
+            if !stored { stored = (try? await hasStoredRecord(key)) == true }
+            guard stored, var record = try? await storedRecord(key) else {
                 gate.putBack(key, observed)
                 continue
             }
@@ -495,18 +497,19 @@ public actor CatchUpRunner {
     /// `key`'s checkpoint: as this runner last saved or loaded it, else as stored (the intake writes a
     /// conversation's first checkpoint itself), else empty. Throws when the store cannot be read, so
     /// that nothing overwrites a checkpoint it has not seen.
-    func storedRecord(_ key: CatchUpGate.Key) throws -> Record {
+    func storedRecord(_ key: CatchUpGate.Key) async throws -> Record {
         if let known = records[key] { return known }
         let name = Self.checkpointName(for: key)
-        guard let value = try store.read({ try $0.checkpoint(name) }),
-              let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
+        let value = try await store.reading { try $0.checkpoint(name) }
+        if let known = records[key] { return known }   // saved or loaded while the store was read
+        guard let value, let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
         records[key] = record
         return record
     }
 
-    func hasStoredRecord(_ key: CatchUpGate.Key) throws -> Bool {
+    func hasStoredRecord(_ key: CatchUpGate.Key) async throws -> Bool {
         let name = Self.checkpointName(for: key)
-        return try store.read { try $0.checkpoint(name) } != nil
+        return try await store.reading { try $0.checkpoint(name) } != nil
     }
 
     /// Through the store's group commit (beside the callbacks' and lanes' writes).

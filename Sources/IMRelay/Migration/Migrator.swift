@@ -244,7 +244,7 @@ public actor Migrator {
     func waitForLane(_ lane: LaneKey, through lastID: Int64, conversation: ConversationRef, count tracked: [Tracked]) async throws {
         let started = Date()
         while true {
-            let head = try store.read { try $0.head(of: lane) }
+            let head = try await store.reading { try $0.head(of: lane) }
             let finished = tracked.count - Self.pending(tracked, head: head)
             progress(MigrationProgress(conversation: "\(conversation)", done: finished, total: tracked.count, startedAt: started))
             guard let head, head.id <= lastID else { return }
@@ -322,7 +322,7 @@ public actor Migrator {
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
         let translator = Translator(target: target, source: source, customFallbacks: customFallbacks)
         var tracked = plan.dryRun ? Queued() : try resume(checkpoint, lane: LaneKey(backend: plan.target, conversation: to))
-        var anchor: HistoryAnchor = try store.read { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
+        var anchor: HistoryAnchor = try await store.reading { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
         let started = Date()
         var done = 0
         pages: while true {
@@ -345,7 +345,7 @@ public actor Migrator {
             }
             if plan.dryRun {
                 for item in items {
-                    if try store.read({ try $0.mapped(item.message.id, from: plan.source, to: plan.target) }) != nil {
+                    if try await store.reading({ [id = item.message.id, from = plan.source, to = plan.target] in try $0.mapped(id, from: from, to: to) }) != nil {
                         result.counts.skipped["already_copied", default: 0] += 1
                         continue
                     }
@@ -353,7 +353,7 @@ public actor Migrator {
                 }
             } else if !items.isEmpty || (!past && page.newerCursor != nil) {
                 let lane = LaneKey(backend: plan.target, conversation: to)
-                while Self.pending(tracked.copies, head: try store.read({ try $0.head(of: lane) })) > Self.lookahead(plan) {
+                while Self.pending(tracked.copies, head: try await store.reading({ try $0.head(of: lane) })) > Self.lookahead(plan) {
                     try await Task.sleep(nanoseconds: 20_000_000)
                 }
                 // The checkpoint moves in the transaction that queues the page: a rerun reads on after it.

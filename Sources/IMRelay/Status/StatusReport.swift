@@ -237,34 +237,37 @@ extension StatusReport {
     /// Reads the engine's state now: the health board, the routes, the last minutes' activity, and from
     /// the store the outbox per target, the `context.lanesShown` lanes whose oldest entry is oldest and
     /// the newest dead letters. Cost: two grouped scans of the pending entries, two short index reads.
-    public static func collect(engine: RelayEngine, context: StatusContext, readiness: ReadinessPolicy) -> StatusReport {
+    public static func collect(engine: RelayEngine, context: StatusContext, readiness: ReadinessPolicy) async -> StatusReport {
         let now = engine.clock.nowMs()
         let build = MappingSet.buildVersion
         var store = Store(kind: engine.store.kind.rawValue, location: StoreLocation.redact(engine.store.location), up: true, pending: 0,
                           lanesWithWork: 0, deadLetters: 0, inboundDeadLetters: 0)
-        var pendingByTarget: [String: Int] = [:]
-        var oldestByTarget: [String: Int64] = [:]
-        var lanes: [LaneSummary] = []
-        var outbound: [OutboxEntry] = []
-        var inbound: [IMStore.InboundDeadLetter] = []
-        do {
-            try engine.store.read { tx in
-                for (lane, depth) in try tx.laneDepths() {
-                    pendingByTarget[String(lane.prefix { $0 != "/" }), default: 0] += depth   // "<target>/<conversation>"
-                    store.pending += depth
-                    store.lanesWithWork += 1
-                }
-                oldestByTarget = Dictionary(uniqueKeysWithValues: try tx.oldestPendingByTarget().map { ($0.key.rawValue, $0.value) })
-                lanes = try tx.laneSummaries(limit: context.lanesShown)
-                store.deadLetters = try tx.count(state: .dead)
-                store.inboundDeadLetters = try tx.inboundDeadLetterCount()
-                outbound = try tx.recentDeadLetters(limit: context.deadLettersShown)
-                inbound = try tx.recentInboundDeadLetters(limit: context.deadLettersShown)
-            }
-        } catch {
-            store = Store(kind: store.kind, location: store.location, up: false, pending: 0, lanesWithWork: 0, deadLetters: 0, inboundDeadLetters: 0)
-            (pendingByTarget, oldestByTarget, lanes, outbound, inbound) = ([:], [:], [], [], [])
+        struct Read: Sendable {
+            var depths: [(String, Int)] = []
+            var oldest: [BackendID: Int64] = [:]
+            var lanes: [LaneSummary] = []
+            var dead = 0, inboundDead = 0
+            var outbound: [OutboxEntry] = []
+            var inbound: [IMStore.InboundDeadLetter] = []
         }
+        let (lanesShown, lettersShown) = (context.lanesShown, context.deadLettersShown)
+        let read = try? await engine.store.reading { tx in
+            Read(depths: try tx.laneDepths().map { ($0.key, $0.value) }, oldest: try tx.oldestPendingByTarget(),
+                 lanes: try tx.laneSummaries(limit: lanesShown), dead: try tx.count(state: .dead),
+                 inboundDead: try tx.inboundDeadLetterCount(), outbound: try tx.recentDeadLetters(limit: lettersShown),
+                 inbound: try tx.recentInboundDeadLetters(limit: lettersShown))
+        }
+        var pendingByTarget: [String: Int] = [:]
+        for (lane, depth) in read?.depths ?? [] {
+            pendingByTarget[String(lane.prefix { $0 != "/" }), default: 0] += depth   // "<target>/<conversation>"
+            store.pending += depth
+            store.lanesWithWork += 1
+        }
+        let oldestByTarget = Dictionary(uniqueKeysWithValues: (read?.oldest ?? [:]).map { ($0.key.rawValue, $0.value) })
+        let (lanes, outbound, inbound) = (read?.lanes ?? [], read?.outbound ?? [], read?.inbound ?? [])
+        store.deadLetters = read?.dead ?? 0
+        store.inboundDeadLetters = read?.inboundDead ?? 0
+        if read == nil { store.up = false }
 
         let health = engine.health.snapshot
         let down = Set(engine.health.down(at: now, thresholdMs: readiness.backendFailingMs))
