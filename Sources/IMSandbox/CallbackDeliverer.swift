@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMHTTP
+import Synchronization
 
 /// How a sandbox delivers its callbacks: batching, how often a refused batch is tried, and when it is
 /// given up. Vendors do not redeliver for ever (docs/operations.md, "When the bridge is down: catch-up"); each sandbox starts
@@ -75,6 +76,10 @@ public struct CallbackPolicy: Sendable, Equatable {
 ///   total it is dropped (counted in `Stats.dropped`) and the items behind it go on.
 /// - The retry state lives in memory only: a sandbox that stops loses the batches it was retrying.
 /// - `isSuccess` decides which answer status ends the retries (default: any 2xx; WuKongIM: exactly 200).
+/// - The order of the queue is the order items were handed over. A sandbox that decides its messages'
+///   order under a lock of its own (its store's) hands them over under that lock with `submit` and then
+///   awaits `takeSubmitted`: an `await enqueue` made after the lock is released does not keep that
+///   order, since two requests can reach this actor either way round (docs/reliability.md, Finding 12).
 /// - `render` turns a batch into the HTTP request (the vendor's path, body and signature headers).
 public actor CallbackDeliverer<Item: Sendable> {
     public typealias Render = @Sendable ([Item]) -> OutboundRequest
@@ -93,6 +98,8 @@ public actor CallbackDeliverer<Item: Sendable> {
     private let client: HTTPClientWrapper
     private let isSuccess: @Sendable (Int) -> Bool
     private var queue: [Item] = []
+    /// Items handed over with `submit`, in the order of the calls, not yet moved into `queue`.
+    private let submitted = Mutex<[Item]>([])
     private var inFlight = 0
     private var stats = Stats()
     private var worker: Task<Void, Never>?
@@ -127,9 +134,26 @@ public actor CallbackDeliverer<Item: Sendable> {
         doorbell?.yield()
     }
 
+    /// Hands `items` over without waiting (so it can be called under the caller's own lock), in the order
+    /// of the calls; `takeSubmitted` moves them into the queue.
+    public nonisolated func submit(_ items: [Item]) {
+        guard !items.isEmpty else { return }
+        submitted.withLock { $0.append(contentsOf: items) }
+    }
+
+    /// Moves everything submitted so far into the queue, in the order it was submitted. A caller awaits it
+    /// after its `submit`, so its items are queued (and `waitUntilIdle` waits for them) when it returns.
+    public func takeSubmitted() {
+        let items = submitted.withLock { pending -> [Item] in
+            defer { pending.removeAll() }
+            return pending
+        }
+        enqueue(items)
+    }
+
     public var currentStats: Stats {
         var current = stats
-        current.pending = queue.count
+        current.pending = queue.count + submitted.withLock { $0.count }
         return current
     }
 

@@ -159,6 +159,40 @@ final class EchoVendor: SandboxVendor {
         await receiver.stop()
     }
 
+    /// Items handed over under the callers' own lock (`submit`, as a sandbox does under its store's lock)
+    /// leave in that lock's order, however the callers then reach the actor (Finding 12: a sandbox that
+    /// awaited `enqueue` after its store's lock was released called two concurrent publishes back the other
+    /// way round).
+    @Test func submittedItemsLeaveInTheOrderTheyWereSubmitted() async throws {
+        let seen = Mutex<[String]>([])
+        let receiver = HTTPServer { request in
+            seen.withLock { $0.append(request.bodyString) }
+            return .text("ok")
+        }
+        let port = try await receiver.start()
+        let deliverer = CallbackDeliverer<Int>(retryBaseMs: 5, retryMaxMs: 20) { batch in
+            .json("http://127.0.0.1:\(port)/hook", Data("\(batch)".utf8))
+        }
+        let counter = SubmitOrder()
+        await withTaskGroup(of: Void.self) { group in
+            for caller in 0..<16 {
+                group.addTask(priority: caller.isMultiple(of: 2) ? .low : .high) {
+                    for _ in 0..<20 {
+                        counter.next.withLock { next in
+                            deliverer.submit([next])
+                            next += 1
+                        }
+                        await deliverer.takeSubmitted()
+                    }
+                }
+            }
+        }
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 20_000))
+        #expect(seen.withLock { $0 } == (0..<320).map { "[\($0)]" })
+        await deliverer.stop()
+        await receiver.stop()
+    }
+
     @Test func anUnreachableReceiverKeepsItemsPending() async throws {
         // Each refused connection is one failed attempt; retried for ever, the item stays pending.
         let deliverer = CallbackDeliverer<Int>(retryBaseMs: 5, retryMaxMs: 10, timeoutSeconds: 1) { _ in
@@ -170,4 +204,9 @@ final class EchoVendor: SandboxVendor {
         #expect(stats.pending == 1 && stats.delivered == 0 && stats.failures >= 1)
         await deliverer.stop()
     }
+}
+
+/// The order in which the callers of `submittedItemsLeaveInTheOrderTheyWereSubmitted` take their turn.
+private final class SubmitOrder: Sendable {
+    let next = Mutex(0)
 }

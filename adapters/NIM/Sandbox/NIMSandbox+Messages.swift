@@ -81,13 +81,15 @@ extension NIMSandbox {
         let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
             guard state.users[from] != nil else { return .failure(NIMSandboxRefusal(414, "from accid not registered")) }
             if ope == 0, state.users[to.lowercased()] == nil { return .failure(NIMSandboxRefusal(414, "to accid not registered")) }
-            return .success(store(from: from, ope: Int(ope), to: ope == 0 ? to.lowercased() : to, type: Int(form.int("type")!),
-                                  body: body, ext: form["ext"], option: option, in: &state))
+            let message = store(from: from, ope: Int(ope), to: ope == 0 ? to.lowercased() : to, type: Int(form.int("type")!),
+                                body: body, ext: form["ext"], option: option, in: &state)
+            if option.route ?? true { submit([message.copy]) }
+            return .success(message)
         }
         switch result {
         case .failure(let refusal): return Self.fail(refusal.code, refusal.desc)
         case .success(let message):
-            if option.route ?? true { await enqueue(message.copy) }
+            await queueSubmitted()
             return Self.ok(["data": ["msgid": .int(message.msgid), "timetag": .int(message.sendtime), "antispam": false]])
         }
     }
@@ -113,10 +115,11 @@ extension NIMSandbox {
                 sent.append(store(from: from, ope: 0, to: accid, type: Int(form.int("type")!), body: body,
                                   ext: form["ext"], option: option, in: &state))
             }
+            if option.route ?? true { submit(sent.map(\.copy)) }
             return (sent, unregistered)
         }
         guard let outcome else { return Self.fail(414, "fromAccid not registered") }
-        if option.route ?? true { for message in outcome.sent { await enqueue(message.copy) } }
+        await queueSubmitted()
         var payload: [String: JSONValue] = [
             "unregister": .string(JSONValue.array(outcome.unregistered.map { .string($0) }).jsonString()),
             "timetag": .int(outcome.sent.first?.sendtime ?? clock.nowMs()),

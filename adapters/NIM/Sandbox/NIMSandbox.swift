@@ -187,6 +187,14 @@ public final class NIMSandbox: SandboxVendor {
     func enqueue(_ copy: NIMCopyEvent) async {
         await deliverer?.enqueue(copy)
     }
+
+    /// Hands copies to the deliverer under `state`'s lock, so that they are called back in the order the
+    /// store took the messages (their msgid order); `queueSubmitted` (after the lock) queues them. An
+    /// `enqueue` after the lock let two concurrent sends be called back the other way round
+    /// (docs/reliability.md, Finding 12).
+    func submit(_ copies: [NIMCopyEvent]) { deliverer?.submit(copies) }
+
+    func queueSubmitted() async { await deliverer?.takeSubmitted() }
 }
 
 /// A received form with NIM's case-insensitive field names.

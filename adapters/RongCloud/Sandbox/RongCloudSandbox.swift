@@ -3,6 +3,7 @@ import IMCore
 import IMHTTP
 import IMSandbox
 import RongCloud
+import Synchronization
 
 /// The RongCloud Server API emulated over HTTP (served by `SandboxServer`, which adds `/_sandbox/`).
 ///
@@ -31,6 +32,11 @@ public final class RongCloudSandbox: SandboxVendor {
     public let appSecret: String
     public let store: RongCloudSandboxStore
     let deliverer: CallbackDeliverer<RCRoutedMessage>?
+    /// Held while a request runs against the store and hands its routed messages to the deliverer, so that
+    /// callbacks leave in the order the store took the messages (their msgUID counter, their history
+    /// order). Handing them over after an `await` let two concurrent publishes into one group be called
+    /// back the other way round (docs/reliability.md, Finding 12).
+    private let routing = Mutex(())
     /// Set by `--option rate_limits=true`.
     let rateLimiter: RongCloudRateLimiter?
     let codec = RongCloudContentCodec()
@@ -104,8 +110,12 @@ public final class RongCloudSandbox: SandboxVendor {
             return response
         }
         do {
-            let routed = try route(request)
-            if let deliverer, !routed.messages.isEmpty { await deliverer.enqueue(routed.messages) }
+            let routed = try routing.withLock { _ in
+                let result = try route(request)
+                if let deliverer, !result.messages.isEmpty { deliverer.submit(result.messages) }
+                return result
+            }
+            if let deliverer, !routed.messages.isEmpty { await deliverer.takeSubmitted() }
             return routed.response
         } catch let error as RongCloudSandboxError {
             return Self.error(error)

@@ -210,8 +210,10 @@ public final class RongCloudSandboxStore: Sendable {
         }
         let expansion = type == .system ? nil : try initialExpansion(form)
         let persisted = (form.isPersisted ?? true) && !Self.transient(form.objectName)
-        let now = clock.nowMs()
         return try mutate { (state: inout State) throws(RongCloudSandboxError) in
+            // Read under the lock: a time read before it let a message stored later (a higher msgUID
+            // counter, later in history) carry an earlier msgTime than one stored before it.
+            let now = clock.nowMs()
             var entries: [RCMessageUIDEntry] = []
             var routed: [RCRoutedMessage] = []
             // Later changes (recall, expansion) still get times after this message's.
