@@ -1,6 +1,7 @@
 # IMBridge — the two commands a fresh machine needs:
 #   make demo   install what the build lacks, build, run `imbridge demo` (two sandboxes + a bridge)
-#   make test   install what the build lacks, start a throwaway PostgreSQL cluster, run every test, stop it
+#   make test   install what the build lacks, build imbridge in release too (one test runs it), start a
+#               throwaway PostgreSQL cluster, run every test, stop it
 SWIFT ?= swift
 # systemd: only its `systemd-analyze verify`, which a test runs on deploy/imbridge.service.
 # chromium: headless, for the status page's browser test (Tests/EndToEndTests/StatusPageBrowserTests.swift).
@@ -33,6 +34,8 @@ test: deps
 		echo "make test: FAILED: cannot start the PostgreSQL test cluster (see above)" >&2; rm -rf "$$pgdir"; exit 1; \
 	fi; \
 	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
+	$(SWIFT) build -c release --product imbridge && \
+	IMBRIDGE_RELEASE_BINARY="$$($(SWIFT) build -c release --show-bin-path)/imbridge" \
 	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test && $(MAKE) --no-print-directory test-example
 
 # The example app (examples/OrderApp): depends on this checkout by path with `traits: []`, so it builds

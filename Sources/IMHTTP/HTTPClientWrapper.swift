@@ -65,7 +65,7 @@ public struct HTTPClientWrapper: Sendable {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
-        let gate = WriteGate.check
+        let gate = WriteGate.check?.run
         let refusal = gate.map { _ in WriteGate.Refusal() }
         if let body = request.body {
             if let gate, let refusal {

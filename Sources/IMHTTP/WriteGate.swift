@@ -10,7 +10,17 @@ import Synchronization
 /// Written by hand: AsyncHTTPClient has no hook between "connection ready" and "body written" other than a
 /// streamed body, which is what this is.
 public enum WriteGate {
-    @TaskLocal public static var check: (@Sendable () throws -> Void)?
+    /// The check for the task's current send. Boxed in a class: with a task-local of the function type
+    /// itself, the optimized build of Swift 6.3 pushed the value with broken type metadata and crashed on
+    /// the first relayed message (`swift_task_localValuePush`); debug builds, which the tests use, did not.
+    /// `ReleaseBuildTests` runs the release binary so that such a crash cannot go unnoticed again.
+    @TaskLocal public static var check: Check?
+
+    /// A check (`WriteGate.check`): throws to refuse the write.
+    public final class Check: Sendable {
+        public let run: @Sendable () throws -> Void
+        public init(_ run: @escaping @Sendable () throws -> Void) { self.run = run }
+    }
 
     /// The body as one buffer, produced only when `check` passes; its refusal is kept in `refusal` so the
     /// caller can rethrow it as it was (not as a transport failure).

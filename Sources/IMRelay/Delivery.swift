@@ -76,7 +76,7 @@ public final class Delivery: Sendable {
         try await provision(outgoing.sender)
         try beforeWrite()
         // Asked again by the HTTP client right before the request's body is written (`WriteGate`).
-        return try await WriteGate.$check.withValue(beforeWrite) { try await target.send(outgoing) }
+        return try await WriteGate.$check.withValue(WriteGate.Check(beforeWrite)) { try await target.send(outgoing) }
     }
 
     /// Creates `user` on a target that needs users to exist, once: with the profile the bridge last wrote

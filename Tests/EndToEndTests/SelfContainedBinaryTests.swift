@@ -71,6 +71,24 @@ import Testing
         #expect(demo.status == 0, "\(demo.output.suffix(3000))")
         #expect(demo.output.contains("0 dead letters"), "\(demo.output.suffix(3000))")
     }
+
+    /// The optimized build is what users run, and the tests run a debug one: a miscompile the debug build
+    /// does not have goes unnoticed there. Swift 6.3's optimized build crashed on the first relayed message
+    /// (a task-local of a function type, `WriteGate.check`) while every test passed. `make test` builds
+    /// `imbridge` in release and names it in `IMBRIDGE_RELEASE_BINARY`; this runs its demo (a relay each
+    /// way, edits, recalls, expansions, custom content) and wants every step done.
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["IMBRIDGE_RELEASE_BINARY"] != nil, "make test sets IMBRIDGE_RELEASE_BINARY"))
+    func theReleaseBuildRunsTheDemo() async throws {
+        let binary = ProcessInfo.processInfo.environment["IMBRIDGE_RELEASE_BINARY"]!
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-release-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let demo = try await Subprocess.run("/bin/sh", ["-c", "cd '\(directory)' && exec '\(binary)' demo"])
+        #expect(demo.status == 0, "\(demo.output.suffix(3000))")
+        #expect(!demo.output.contains("crashed"), "\(demo.output.suffix(3000))")
+        #expect(demo.output.contains("0 dead letters"), "\(demo.output.suffix(3000))")
+        #expect(!demo.output.contains("✘"), "\(demo.output.suffix(3000))")
+    }
 }
 
 /// A child process run to its end, stdout and stderr together (through a file: no pipe to fill up).
