@@ -94,7 +94,14 @@ struct RelayBench {
                        (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
                        (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
         if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed in time") }
-        (phase.latency, phase.missing) = Self.latencies(accepted: accepted, stored: try await calls.storedMessages(rig.rc.baseURL))
+        // The relayed count includes the bridge's profile and group entries, so it can be reached a few
+        // sends early: the target is read until it has every message (or a minute passes: then they are lost).
+        let settle = monotonicSeconds() + 60
+        while true {
+            (phase.latency, phase.missing) = Self.latencies(accepted: accepted, stored: try await calls.storedMessages(rig.rc.baseURL))
+            if phase.missing == 0 || monotonicSeconds() > settle { break }
+            try await Task.sleep(nanoseconds: 200_000_000)
+        }
         return phase
     }
 
