@@ -113,8 +113,12 @@ let package = Package(
             "WuKong", "RongCloud", "NIM", "JMessage",
             .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
+        ], path: "Benchmarks", exclude: ["MallocCounting", "cost-limits.json"]),
+        // Builds ordo-one's malloc interposer library (libMallocInterposerSwift.so) for `imbridge-bench costs`,
+        // which finds it preloaded (LD_PRELOAD) instead of linking it (Benchmarks/CostBench.swift, `MallocCounter`).
+        .target(name: "MallocCounting", dependencies: [
             .product(name: "MallocInterposerSwift", package: "malloc-interposer", condition: server),
-        ], path: "Benchmarks"),
+        ], path: "Benchmarks/MallocCounting"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
         .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server)],
                 path: "adapters/JMessage",

@@ -1,6 +1,5 @@
 import Foundation
 import IMStore
-import MallocInterposerSwift
 
 /// `costs`: what one relayed message costs the bridge in counts, which do not depend on how busy the
 /// machine is — heap allocations (ordo-one's malloc interposer, when the process runs with it preloaded),
@@ -16,21 +15,26 @@ struct CostBench {
 
     /// Whether the interposer is loaded (`LD_PRELOAD`): without it nothing is counted.
     static var counting: Bool {
-        MallocInterposerSwift.initialize()
-        MallocInterposerSwift.hook()
+        guard let counter = MallocCounter.preloaded else { return false }
+        counter.reset()
+        counter.enable()
         let probe = UnsafeMutableRawPointer.allocate(byteCount: 64, alignment: 16)
-        MallocInterposerSwift.unhook()
+        counter.disable()
         probe.deallocate()
-        return MallocInterposerSwift.getStatistics().mallocCount > 0
+        return counter.count() > 0
     }
 
-    /// Allocations made while `body` runs, by every thread of the process.
+    /// Allocations made while `body` runs, by every thread of the process (0 without the interposer).
     static func allocations(_ body: () async throws -> Void) async rethrows -> Int {
-        MallocInterposerSwift.initialize()
-        MallocInterposerSwift.hook()
+        guard let counter = MallocCounter.preloaded else {
+            try await body()
+            return 0
+        }
+        counter.reset()
+        counter.enable()
         try await body()
-        MallocInterposerSwift.unhook()
-        return MallocInterposerSwift.getStatistics().mallocCount
+        counter.disable()
+        return counter.count()
     }
 
     func run() async throws -> ScenarioResult {
@@ -85,5 +89,42 @@ struct CostBench {
         let cpu = (after.cpu - before.cpu) * 1000 / count
         result.add("CPU ms per message (bridge + client; not guarded)", fmt(cpu, 3), key: "cpu_ms_per_message", .double(cpu))
         return result
+    }
+}
+
+/// ordo-one's malloc interposer (the package `malloc-interposer`), reached through the symbols of its
+/// library when the process runs with it preloaded (`LD_PRELOAD`), never linked: linked, it replaces
+/// `malloc` for the whole run — a 16-byte header on every block and a check on every call — and the
+/// other scenarios (CPU per message, peak RSS) would measure it too. Written by hand because the
+/// package's Swift wrapper can only be linked.
+struct MallocCounter {
+    let reset: @convention(c) () -> Void
+    let enable: @convention(c) () -> Void
+    let disable: @convention(c) () -> Void
+    let stats: @convention(c) (UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>,
+                               UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>) -> Void
+
+    /// The interposer's calls, when its library is in the process.
+    static let preloaded: MallocCounter? = {
+        func symbol<T>(_ name: String, _: T.Type) -> T? {
+            dlsym(nil, name).map { unsafeBitCast($0, to: T.self) }   // nil: RTLD_DEFAULT, every loaded object
+        }
+        guard let reset = symbol("malloc_interposer_reset", (@convention(c) () -> Void).self),
+              let enable = symbol("malloc_interposer_enable", (@convention(c) () -> Void).self),
+              let disable = symbol("malloc_interposer_disable", (@convention(c) () -> Void).self),
+              let stats = symbol("malloc_interposer_get_stats", (@convention(c) (UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>,
+                  UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>, UnsafeMutablePointer<Int64>) -> Void).self)
+        else { return nil }
+        return MallocCounter(reset: reset, enable: enable, disable: disable, stats: stats)
+    }()
+
+    /// `malloc` calls counted since the last `reset`.
+    func count() -> Int {
+        var values = [Int64](repeating: 0, count: 6)
+        values.withUnsafeMutableBufferPointer { v in
+            let p = v.baseAddress!
+            stats(p, p + 1, p + 2, p + 3, p + 4, p + 5)
+        }
+        return Int(values[0])
     }
 }

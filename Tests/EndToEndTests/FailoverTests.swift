@@ -157,11 +157,13 @@ extension CrashTests {
             for pid in frozen { kill(pid, SIGCONT) }
             more.cancel()
             #expect(status == 0, "exit status \(String(describing: status)) \(String(format: "%.1f", seconds)) s after SIGTERM; bridge log:\n\(bridge.output)")
-            // Before every stop was bounded: status 4 after 33 s. The services stop one after the other,
-            // each within a second or two past the drain deadline (13–23 s seen) — but store reads made
-            // from async code block the cooperative pool's threads (as many as cores) until the store's
-            // answer timeout, 30 s, and nothing else runs meanwhile (docs/reliability.md, Finding 13).
-            #expect(seconds < 70, "stopped \(seconds) s after SIGTERM")
+            // Before every stop was bounded: status 4 after 33 s. With the stops bounded but the store's reads
+            // made on the cooperative pool's threads (as many as cores), those threads waited for the store's
+            // answer timeout (30 s) and no task ran meanwhile: 13–23 s, once over 40 s. The reads now wait on
+            // the store's own queue (`BridgeStore.reading`); the services stop one after the other, each within
+            // a second or two past the drain deadline (docs/reliability.md, Finding 13).
+            print("aStoreThatStopsAnsweringDoesNotHoldTheShutdown: exit status \(String(describing: status)) \(String(format: "%.1f", seconds)) s after SIGTERM")
+            #expect(seconds < 20, "stopped \(seconds) s after SIGTERM")
         }
 
         /// The processes whose parent is `pid` (from /proc).
