@@ -248,8 +248,10 @@ enum ChaosSeeds {
     /// SQLite topologies; seed 21, two instances on PostgreSQL with a paused lane holder (Finding 6's
     /// case); seed 94, a PostgreSQL outage under two instances and a NIM source (Finding 7's case); seed
     /// 22, a SIGTERM right after a start that follows an outage (Finding 9); seed 82, a stop with a
-    /// request still open (Finding 10).
-    static let ci: [UInt64] = [1, 3, 6, 21, 22, 82, 94]
+    /// request still open (Finding 10); seed 40, two instances, a paused holder and a RongCloud source
+    /// whose callbacks of one group race (Finding 12); seed 50, an instance meeting a WuKong conversation
+    /// the other recorded (Finding 11).
+    static let ci: [UInt64] = [1, 3, 6, 21, 22, 40, 50, 82, 94]
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [UInt64] {
         if let one = environment["IMBRIDGE_CHAOS_SEED"].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }) { return [one] }
