@@ -13,7 +13,8 @@ public enum WriteGate {
     /// The check for the task's current send. Boxed in a class: with a task-local of the function type
     /// itself, the optimized build of Swift 6.3 pushed the value with broken type metadata and crashed on
     /// the first relayed message (`swift_task_localValuePush`); debug builds, which the tests use, did not.
-    /// `ReleaseBuildTests` runs the release binary so that such a crash cannot go unnoticed again.
+    /// `SelfContainedBinaryTests.theReleaseBuildRunsTheDemo` runs the release binary (`make test`) so that such
+    /// a crash cannot go unnoticed again.
     @TaskLocal public static var check: Check?
 
     /// A check (`WriteGate.check`): throws to refuse the write.

@@ -276,6 +276,7 @@ public actor RelayEngine {
             if wakes.scan || now >= scanDueAt {
                 let owner = lease.owner
                 let due = (try? await store.reading { try $0.dueLanes(at: now, leaseOwner: owner) }) ?? []
+                if isStopping { break }   // stopped while the store answered: start nothing more
                 for entry in due { startLane(entry.lane) }
                 // Only heads waiting for a later time set the timer: a due head is running (its lane
                 // finishing causes a scan) or waits for a free lane slot (a finishing lane frees one).

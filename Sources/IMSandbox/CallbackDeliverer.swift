@@ -129,6 +129,8 @@ public actor CallbackDeliverer<Item: Sendable> {
 
     public func enqueue(_ items: [Item]) {
         guard !items.isEmpty else { return }
+        // What was handed over with `submit` came first (a recall enqueued after its message was submitted).
+        queue.append(contentsOf: drainSubmitted())
         queue.append(contentsOf: items)
         startIfNeeded()
         doorbell?.yield()
@@ -144,11 +146,18 @@ public actor CallbackDeliverer<Item: Sendable> {
     /// Moves everything submitted so far into the queue, in the order it was submitted. A caller awaits it
     /// after its `submit`, so its items are queued (and `waitUntilIdle` waits for them) when it returns.
     public func takeSubmitted() {
-        let items = submitted.withLock { pending -> [Item] in
+        let items = drainSubmitted()
+        guard !items.isEmpty else { return }
+        queue.append(contentsOf: items)   // not through `enqueue`, which would drain again: later items first
+        startIfNeeded()
+        doorbell?.yield()
+    }
+
+    private func drainSubmitted() -> [Item] {
+        submitted.withLock { pending -> [Item] in
             defer { pending.removeAll() }
             return pending
         }
-        enqueue(items)
     }
 
     public var currentStats: Stats {
@@ -160,6 +169,7 @@ public actor CallbackDeliverer<Item: Sendable> {
     /// Returns once everything enqueued so far was delivered or dropped (or `timeoutMs` passed; then false).
     @discardableResult
     public func waitUntilIdle(timeoutMs: Int64 = 10_000) async -> Bool {
+        takeSubmitted()
         if queue.isEmpty && inFlight == 0 { return true }
         let deadline = Task { [weak self] in
             try? await Task.sleep(nanoseconds: UInt64(timeoutMs) * 1_000_000)

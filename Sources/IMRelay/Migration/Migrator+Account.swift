@@ -182,7 +182,7 @@ extension Migrator {
     func migrateGroup(_ group: GroupID, _ profile: GroupProfile?, explicit: GroupID?, _ plan: MigrationPlan) async -> GroupID? {
         let mapName = Self.groupMapName(plan, group)
         do {
-            let mapped = try store.read { try $0.checkpoint(mapName) }.flatMap { $0.isEmpty ? nil : GroupID($0) }
+            let mapped = try await store.reading { try $0.checkpoint(mapName) }.flatMap { $0.isEmpty ? nil : GroupID($0) }
             var targetID = explicit ?? mapped
             guard let directory = target as? any GroupDirectory else {
                 note("\(target.capabilities.vendor) has no group directory: groups are not created on it")
@@ -198,13 +198,13 @@ extension Migrator {
             // (An id the target cannot have, such as a non-numeric NIM tid, is refused by the read: none.)
             if targetID == nil, assigns, let found = try? await onTarget({ try await directory.group(group) }), found != nil { targetID = group }
             let desired = Delivery.targetGroup(profile, user: plan.targetUser)
-            if targetID == nil, !plan.dryRun, try store.read({ try $0.checkpoint(mapName + ":pending") }).map({ !$0.isEmpty }) == true {
+            if targetID == nil, !plan.dryRun, try await store.reading({ try $0.checkpoint(mapName + ":pending") }).map({ !$0.isEmpty }) == true {
                 targetID = try await earlierGroup(desired, plan)
             }
             // The one place a group is created on or brought up to a target (live relay's first sight too).
             let store = self.store, clock = self.clock
             let outcome = try await delivery.bringGroup(desired, id: targetID, calls: MigratorCalls(migrator: self), dryRun: plan.dryRun) { made in
-                try store.transaction { try $0.setCheckpoint(mapName + ":pending", String(clock.nowMs()), at: clock.nowMs()) }
+                try await store.writing { try $0.setCheckpoint(mapName + ":pending", String(clock.nowMs()), at: clock.nowMs()) }
                 return try await self.createGroup(made, on: directory, plan)
             }
             switch outcome {
@@ -256,10 +256,8 @@ extension Migrator {
         } catch let error as IMError where error.code == .unsupported {
             return nil
         }
-        let taken = Set(try store.read { tx in
-            try (plan.extraGroups + plan.conversations.filter { $0.0.kind == .group }.map { GroupID($0.0.id) })
-                .compactMap { try tx.checkpoint(Self.groupMapName(plan, $0)) }
-        })
+        let names = (plan.extraGroups + plan.conversations.filter { $0.0.kind == .group }.map { GroupID($0.0.id) }).map { Self.groupMapName(plan, $0) }
+        let taken = Set(try await store.reading { tx in try names.compactMap { try tx.checkpoint($0) } })
         for candidate in candidates where !taken.contains(candidate.rawValue) {
             if let found = try await onTarget({ try await directory.group(candidate) }), found.name == profile.name { return candidate }
         }

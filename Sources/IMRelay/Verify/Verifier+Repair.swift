@@ -78,7 +78,7 @@ extension Verifier {
         let last = Dictionary(zip(entries.map(\.lane), ids).map { ($0.0, $0.1) }, uniquingKeysWith: max)
         let deadline = clock.nowMs() + timeoutMs
         while clock.nowMs() < deadline {
-            let open = try store.read { tx in try last.filter { lane, id in (try tx.head(of: lane)).map { $0.id <= id } ?? false } }
+            let open = try await store.reading { tx in try last.filter { lane, id in (try tx.head(of: lane)).map { $0.id <= id } ?? false } }
             if open.isEmpty { break }
             try await Task.sleep(nanoseconds: 50_000_000)
         }

@@ -83,7 +83,7 @@ public final class Verifier: Sendable {
     public func run(_ scope: VerifyScope, progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> VerifyReport {
         var report = VerifyReport(startedAtMs: clock.nowMs(), sinceMs: scope.sinceMs, untilMs: scope.untilMs)
         calls.withLock { $0 = [:] }   // this run's calls (one run at a time per verifier)
-        let pairs = try self.pairs(scope)
+        let pairs = try await self.pairs(scope)
         for (n, pair) in pairs.enumerated() {
             report.conversations.append(await compare(pair, scope))
             progress(n + 1, pairs.count)
@@ -97,9 +97,9 @@ public final class Verifier: Sendable {
 
     /// The conversations to compare: those routes name, those the store knows (catch-up checkpoints,
     /// written for every source conversation the bridge has recorded), and `scope.conversation`.
-    func pairs(_ scope: VerifyScope) throws -> [Pair] {
+    func pairs(_ scope: VerifyScope) async throws -> [Pair] {
         var known: [BackendID: [ConversationRef: UserID?]] = [:]
-        for (name, value) in try store.read({ try $0.checkpoints(prefix: CatchUpRunner.checkpointPrefix) }) {
+        for (name, value) in try await store.reading({ try $0.checkpoints(prefix: CatchUpRunner.checkpointPrefix) }) {
             guard let key = CatchUpRunner.key(fromCheckpoint: name) else { continue }
             let record = try? JSONDecoder().decode(CatchUpRunner.Record.self, from: Data(value.utf8))
             known[key.backend, default: [:]][key.conversation] = record?.viewer.map(UserID.init)
@@ -204,7 +204,7 @@ public final class Verifier: Sendable {
             return result
         }
         do {
-            try compare(pair, source: source, target: target, sourceMessages, targetMessages, into: &result)
+            try await compare(pair, source: source, target: target, sourceMessages, targetMessages, into: &result)
         } catch {
             result.error = "the store could not be read: \(error)"
         }
@@ -212,13 +212,13 @@ public final class Verifier: Sendable {
     }
 
     func compare(_ pair: Pair, source: any IMBackend, target: any IMBackend, _ sourceMessages: [Message], _ targetMessages: [Message],
-                 into result: inout VerifyReport.Conversation) throws {
+                 into result: inout VerifyReport.Conversation) async throws {
         let translator = Translator(target: target, source: source, customFallbacks: customFallbacks)
         let capabilities = target.capabilities
         let edits = capabilities.support(.edit).isNative && target is any Editing
         let recalls = capabilities.support(.recall).isNative && target is any Recalling
         let lane = LaneKey(backend: pair.leg.target, conversation: pair.leg.targetConversation)
-        let (inFlight, recalledByUs, late) = try store.read { tx -> (Set<MessageID>, Set<String>, Set<String>) in
+        let (inFlight, recalledByUs, late) = try await store.reading { tx -> (Set<MessageID>, Set<String>, Set<String>) in
             var pending: Set<MessageID> = []
             for entry in try tx.pendingEntries(of: lane, limit: 100_000) {
                 if let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let id, _) = payload.action { pending.insert(id) }
@@ -232,9 +232,11 @@ public final class Verifier: Sendable {
 
         // The source messages the route relays as messages, with their expected copies.
         var expected: [Expected] = []
+        // The store's answers for the whole page in one read each, not one per message.
+        let sourceIDs = sourceMessages.map(\.id)
+        let madeHere = try await store.reading { [from = pair.source] tx in Set(try sourceIDs.filter { try tx.isBridgeCreated($0, on: from) }) }
         for message in sourceMessages {
-            guard !routes.isBridgeIdentity(message.sender, on: pair.source),
-                  try !store.read({ try $0.isBridgeCreated(message.id, on: pair.source) }) else { continue }
+            guard !routes.isBridgeIdentity(message.sender, on: pair.source), !madeHere.contains(message.id) else { continue }
             let event = (source as? any CatchUpSource).map { $0.catchUpEvent(for: message) }
                 ?? IMEvent(eventID: EventID("msg:\(message.id)"), backend: pair.source, kind: .message(message))
             guard let event, case .message = event.kind else { continue }
@@ -256,15 +258,18 @@ public final class Verifier: Sendable {
         result.targetMessages = targetMessages.count
 
         // Pair each with its copy: the id map's, else one found by sender, kind, digest and time.
-        let bridgeCopies = try store.read { tx in
-            Set(try targetMessages.map(\.id).filter { try tx.isBridgeCreated($0, on: pair.leg.target) })
+        let targetIDs = targetMessages.map(\.id)
+        let bridgeCopies = try await store.reading { [on = pair.leg.target] tx in Set(try targetIDs.filter { try tx.isBridgeCreated($0, on: on) }) }
+        let expectedIDs = expected.map(\.message.id)
+        let mappedCopies = try await store.reading { [from = pair.source, to = pair.leg.target] tx in
+            Dictionary(try expectedIDs.compactMap { id in try tx.mapped(id, from: from, to: to).map { (id, $0.toMessage) } }, uniquingKeysWith: { first, _ in first })
         }
         let position = Dictionary(targetMessages.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
         var claimed: Set<MessageID> = []
         var copies: [(expected: Expected, copy: Message)] = []
         var unpaired: [(Expected, MessageID?)] = []
         for item in expected {
-            let mapped = try store.read { try $0.mapped(item.message.id, from: pair.source, to: pair.leg.target) }?.toMessage
+            let mapped = mappedCopies[item.message.id]
             if let mapped, let index = position[mapped], !claimed.contains(mapped) {
                 claimed.insert(mapped)
                 copies.append((item, targetMessages[index]))

@@ -64,7 +64,10 @@ extension JMessageSandboxStore {
                 note.objectValue == nil ? nil : JMNotification(title: note["title"]?.stringValue, alert: note["alert"]?.stringValue)
             })
         messages.append(stored)
-        await push?.enqueue(stored)
+        // Handed over before any suspension, so pushes leave in the order the messages were stored (an
+        // `await enqueue` lets another request's message reach the deliverer first: docs/reliability.md, Finding 12).
+        push?.submit([stored])
+        await push?.takeSubmitted()
         return .json(JMSendResult(msgID: msgid, msgCtime: now), status: 201)
     }
 
