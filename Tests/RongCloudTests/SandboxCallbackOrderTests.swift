@@ -17,7 +17,7 @@ import Testing
     @Test func concurrentPublishesIntoOneGroupAreCalledBackInStoreOrder() async throws {
         try await RongCloudSandboxRig.with { h in
             let sandbox = h.sandbox
-            let (senders, each) = (12, 40)
+            let (senders, each) = (12, 20)
             let headers = RongCloudSandboxRig.signedHeaders() + [("Content-Type", "application/x-www-form-urlencoded")]
             await withTaskGroup(of: Void.self) { group in
                 for sender in 0..<senders {
@@ -36,7 +36,7 @@ import Testing
             }
             let stored = sandbox.store.messages.map(\.msgUID)
             #expect(stored.count == senders * each)
-            let called = await h.callbacks.waitFor(senders * each, timeout: 60).compactMap { RongCloudSandboxRig.fields($0)["msgUID"] }
+            let called = await h.callbacks.waitFor(senders * each, timeout: 150).compactMap { RongCloudSandboxRig.fields($0)["msgUID"] }
             let first = zip(called, stored).enumerated().first { $0.element.0 != $0.element.1 }
             #expect(called == stored, "\(first.map { "callback \($0.offset + 1) carries \($0.element.0), the store's message \($0.offset + 1) is \($0.element.1)" } ?? "\(called.count) callbacks for \(stored.count) messages")")
         }
