@@ -39,13 +39,13 @@ extension RelayEngine {
             // A migration's copy of a message that already has one on this target (relayed live before the
             // migration queued it, or by an earlier entry of this lane) is not sent again.
             if case .send(_, let source, _) = payload.action,
-               try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) != nil {
+               try await mapping(of: source, entry: entry) != nil {
                 return nil
             }
             // A migration's follow-up (the recall) runs after its copy in the same lane: when the copy is not
             // there, the copy failed, and waiting for it is pointless (a rerun retries both, in order).
             if case .recall(let source, _) = payload.action,
-               try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) == nil {
+               try await mapping(of: source, entry: entry) == nil {
                 throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) was not copied to \(entry.lane.backend)", isRetryable: false)
             }
             // Paced to the target's documented rate (docs/migration.md, "Rate limits").
@@ -125,8 +125,13 @@ extension RelayEngine {
         return nil
     }
 
+    /// The id map's row for `source` on the entry's lane's target, if it was relayed there.
+    nonisolated func mapping(of source: MessageID, entry: OutboxEntry) async throws -> MessageMapping? {
+        try await store.reading { [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }
+    }
+
     nonisolated func mapped(_ source: MessageID, entry: OutboxEntry) async throws -> MessageID {
-        guard let mapping = try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) else {
+        guard let mapping = try await mapping(of: source, entry: entry) else {
             throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) has no counterpart on \(entry.lane.backend) (it was never relayed)",
                           isRetryable: false, details: ["unmapped": source.rawValue])
         }
@@ -135,7 +140,7 @@ extension RelayEngine {
 
     nonisolated func replyRef(_ source: MessageID?, quoted: ReplyRef?, entry: OutboxEntry, backend: any IMBackend) async throws -> ReplyRef? {
         guard let source, backend.capabilities.support(.replies).isNative,
-              let mapping = try await store.reading({ [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }) else { return nil }
+              let mapping = try await mapping(of: source, entry: entry) else { return nil }
         return ReplyRef(messageID: mapping.toMessage, sender: nil, digest: quoted?.digest ?? "")
     }
 }

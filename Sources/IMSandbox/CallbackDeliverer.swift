@@ -127,14 +127,7 @@ public actor CallbackDeliverer<Item: Sendable> {
         enqueue([item])
     }
 
-    public func enqueue(_ items: [Item]) {
-        guard !items.isEmpty else { return }
-        // What was handed over with `submit` came first (a recall enqueued after its message was submitted).
-        queue.append(contentsOf: drainSubmitted())
-        queue.append(contentsOf: items)
-        startIfNeeded()
-        doorbell?.yield()
-    }
+    public func enqueue(_ items: [Item]) { admit(items) }
 
     /// Hands `items` over without waiting (so it can be called under the caller's own lock), in the order
     /// of the calls; `takeSubmitted` moves them into the queue.
@@ -145,19 +138,19 @@ public actor CallbackDeliverer<Item: Sendable> {
 
     /// Moves everything submitted so far into the queue, in the order it was submitted. A caller awaits it
     /// after its `submit`, so its items are queued (and `waitUntilIdle` waits for them) when it returns.
-    public func takeSubmitted() {
-        let items = drainSubmitted()
-        guard !items.isEmpty else { return }
-        queue.append(contentsOf: items)   // not through `enqueue`, which would drain again: later items first
-        startIfNeeded()
-        doorbell?.yield()
-    }
+    public func takeSubmitted() { admit([]) }
 
-    private func drainSubmitted() -> [Item] {
-        submitted.withLock { pending -> [Item] in
+    /// Queues what was submitted so far, then `items` (a recall enqueued after its message was submitted
+    /// goes behind it).
+    private func admit(_ items: [Item]) {
+        let all = submitted.withLock { pending -> [Item] in
             defer { pending.removeAll() }
             return pending
-        }
+        } + items
+        guard !all.isEmpty else { return }
+        queue.append(contentsOf: all)
+        startIfNeeded()
+        doorbell?.yield()
     }
 
     public var currentStats: Stats {

@@ -89,17 +89,19 @@ public final class BridgeStore: Sendable {
     /// without waiting for a writer (WAL), so its reads run in place: no thread hop per read.
     nonisolated(nonsending) public func reading<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
         guard kind == .postgres else { return try read(body) }
-        return try await withCheckedThrowingContinuation { continuation in
-            Self.readers.async { [self] in continuation.resume(with: Result { try read(body) }) }
-        }
+        return try await offThePool { [self] in try read(body) }
     }
 
     /// `transaction` for async code, off the cooperative pool on PostgreSQL as `reading` is (a write of
     /// its own, not grouped: for the few writes whose caller needs them outside the group commit).
     nonisolated(nonsending) public func writing<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
         guard kind == .postgres else { return try transaction(body) }
-        return try await withCheckedThrowingContinuation { continuation in
-            Self.readers.async { [self] in continuation.resume(with: Result { try transaction(body) }) }
+        return try await offThePool { [self] in try transaction(body) }
+    }
+
+    private func offThePool<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            Self.readers.async { continuation.resume(with: Result { try work() }) }
         }
     }
 

@@ -113,18 +113,17 @@ struct SQLiteOperations: StoreOperations {
     }
 
     /// The texts of `claimHead`'s statement, built once (it runs once per relayed message).
-    static let claimSQL = """
+    static let claimSQL = claimStatement(fence: "")
+    static let claimFencedSQL = claimStatement(fence: " AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?)")
+
+    private static func claimStatement(fence: String) -> String {
+        """
         UPDATE outbox SET attempts = attempts + 1
         WHERE id = (SELECT id FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1)
-          AND next_attempt_at <= ?
+          AND next_attempt_at <= ?\(fence)
         RETURNING id, lane, source_backend, source_event_id, kind, payload, state, attempts - 1 AS attempts, next_attempt_at, last_error, created_at
         """
-    static let claimFencedSQL = """
-        UPDATE outbox SET attempts = attempts + 1
-        WHERE id = (SELECT id FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1)
-          AND next_attempt_at <= ? AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?)
-        RETURNING id, lane, source_backend, source_event_id, kind, payload, state, attempts - 1 AS attempts, next_attempt_at, last_error, created_at
-        """
+    }
 
     func complete(_ id: Int64, at now: Int64) throws {
         try db.cachedStatement(sql: "UPDATE outbox SET state = 'done', finished_at = ?, payload = x'' WHERE id = ?").execute(

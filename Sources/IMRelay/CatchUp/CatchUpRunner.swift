@@ -466,9 +466,7 @@ public actor CatchUpRunner {
             // A conversation's first checkpoint is the intake's to write (positioned at its first message,
             // in the transaction that records it) or a catch-up read's: one not in the store yet waits, so
             // that a flush racing that transaction never writes a checkpoint without a position over it.
-            var stored = records[key] != nil
-            if !stored { stored = (try? await hasStoredRecord(key)) == true }
-            guard stored, var record = try? await storedRecord(key) else {
+            guard var record = try? await knownRecord(key) else {
                 gate.putBack(key, observed)
                 continue
             }
@@ -498,18 +496,20 @@ public actor CatchUpRunner {
     /// conversation's first checkpoint itself), else empty. Throws when the store cannot be read, so
     /// that nothing overwrites a checkpoint it has not seen.
     func storedRecord(_ key: CatchUpGate.Key) async throws -> Record {
+        try await knownRecord(key) ?? Record()
+    }
+
+    /// `storedRecord`, but nil when the store has no checkpoint for `key` yet (one that does not decode
+    /// reads as empty).
+    func knownRecord(_ key: CatchUpGate.Key) async throws -> Record? {
         if let known = records[key] { return known }
         let name = Self.checkpointName(for: key)
         let value = try await store.reading { try $0.checkpoint(name) }
         if let known = records[key] { return known }   // saved or loaded while the store was read
-        guard let value, let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
+        guard let value else { return nil }
+        guard let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
         records[key] = record
         return record
-    }
-
-    func hasStoredRecord(_ key: CatchUpGate.Key) async throws -> Bool {
-        let name = Self.checkpointName(for: key)
-        return try await store.reading { try $0.checkpoint(name) } != nil
     }
 
     /// Through the store's group commit (beside the callbacks' and lanes' writes).
