@@ -128,6 +128,7 @@ public final class BridgeListener: Sendable {
             guard serves.contains(.callbacks), path.hasPrefix("/callbacks/") else { return .text("not found", status: 404) }
             let name = String(path.dropFirst("/callbacks/".count))
             guard let receiver = receivers[name] else { return .text("no callback receiver for backend '\(name)'", status: 404) }
+            engine.metrics.increment("imbridge_callbacks_total", ["backend": name])
             return await receiver.handle(request, sink: engine)
         }
 

@@ -38,6 +38,8 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_build_info", kind: .gauge, help: "Always 1; the labels name the running build (version, commit)."),
         Family(name: "imbridge_start_time_seconds", kind: .gauge, help: "Unix time at which this bridge's engine was created."),
         Family(name: "imbridge_events_in_total", kind: .counter, help: "Events received from a backend (callbacks, pollers, streams), by backend and event kind."),
+        Family(name: "imbridge_callbacks_total", kind: .counter,
+               help: "Callback requests whose body was read and handed to the backend's receiver (one may carry several events), by backend."),
         Family(name: "imbridge_callbacks_refused_total", kind: .counter,
                help: "Callbacks turned away (forged signature, malformed body), by backend and error code."),
         Family(name: "imbridge_ingest_errors_total", kind: .counter, help: "Batches of events the store could not record (the vendor is asked to redeliver)."),
@@ -145,6 +147,7 @@ public final class RelayMetrics: Sendable {
         for backend in backends.map(\.rawValue) {
             for kind in Self.eventKinds { increment("imbridge_events_in_total", ["backend": backend, "kind": kind], by: 0) }
             increment("imbridge_inbound_dead_letters_total", ["backend": backend], by: 0)
+            increment("imbridge_callbacks_total", ["backend": backend], by: 0)
             for code in Self.refusalCodes { increment("imbridge_callbacks_refused_total", ["backend": backend, "code": code.rawValue], by: 0) }
         }
         for target in targets.map(\.rawValue) {
