@@ -53,13 +53,25 @@ public struct HTTPClientWrapper: Sendable {
     }
 
     /// The client for `retriesConnecting: false`: the shared client's settings, but one connection attempt
-    /// with 5 s to connect (as WuKongIM's webhook).
+    /// with 5 s to connect (as WuKongIM's webhook), and no tracing span.
     static let connectOnce: HTTPClient = {
-        var configuration = HTTPClient.Configuration.singletonConfiguration
+        var configuration = untraced
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.timeout.connect = .seconds(5)
         return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
     }()
+
+    /// The client for `retriesConnecting: true`: the shared client's settings without a tracing span.
+    static let retrying = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: untraced)
+
+    /// The shared client's settings with no tracer. The bridge bootstraps no tracer, and AsyncHTTPClient
+    /// otherwise makes a span and its attributes for every request with the no-op one: ≈ 3 % of the relay
+    /// bench's CPU (docs/performance.md, "The HTTP floor").
+    private static var untraced: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration.singletonConfiguration
+        configuration.tracing.tracer = nil
+        return configuration
+    }
 
     public func send(_ request: OutboundRequest) async throws -> HTTPResponseData {
         var outgoing = HTTPClientRequest(url: request.url)
@@ -78,7 +90,7 @@ public struct HTTPClientWrapper: Sendable {
             try gate?()
         }
         do {
-            let response = try await (retriesConnecting ? HTTPClient.shared : Self.connectOnce).execute(outgoing, timeout: timeout)
+            let response = try await (retriesConnecting ? Self.retrying : Self.connectOnce).execute(outgoing, timeout: timeout)
             let body = try await response.body.collect(upTo: maxResponseBytes)
             return HTTPResponseData(status: Int(response.status.code),
                                     headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
