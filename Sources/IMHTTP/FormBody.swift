@@ -79,18 +79,23 @@ public struct FormBody: Sendable {
     }
 
     static func decode(_ part: Substring) -> String {
+        let utf8 = part.utf8
+        // Most names and many values have nothing to unescape: one copy, no byte buffer.
+        guard utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return String(part) }
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(part.utf8.count)
-        var iterator = Array(part.utf8)[...]
-        while let byte = iterator.popFirst() {
+        bytes.reserveCapacity(utf8.count)
+        var index = utf8.startIndex
+        while index < utf8.endIndex {
+            let byte = utf8[index]
+            index = utf8.index(after: index)
             switch byte {
             case UInt8(ascii: "+"):
                 bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                if iterator.count >= 2, let high = hexValue(iterator[iterator.startIndex]),
-                   let low = hexValue(iterator[iterator.startIndex + 1]) {
+                let second = index < utf8.endIndex ? utf8.index(after: index) : index
+                if second < utf8.endIndex, let high = hexValue(utf8[index]), let low = hexValue(utf8[second]) {
                     bytes.append(high << 4 | low)
-                    iterator = iterator.dropFirst(2)
+                    index = utf8.index(after: second)
                 } else {
                     bytes.append(byte)
                 }

@@ -13,6 +13,9 @@ import Testing
         #expect(form["flag"] == "")
         #expect(form["k"] == "中")
         #expect(form.value(caseInsensitive: "NAME") == "hello world")
+        // A `%` without two hex digits after it stays literal, at the end of a value too.
+        let odd = FormBody(items: FormBody.parse("a=%4&b=%zz1&c=x%&d=%41%4&e=%2B+%2b"))
+        #expect(odd["a"] == "%4" && odd["b"] == "%zz1" && odd["c"] == "x%" && odd["d"] == "A%4" && odd["e"] == "+ +")
     }
 
     /// The byte-level escape writes what Foundation's percent encoding with the unreserved set wrote.
