@@ -63,15 +63,24 @@ struct CostBench {
         func storeCounts() -> (statements: Int, transactions: Int) {
             rig.bridges.reduce((0, 0)) { ($0.0 + $1.store.counters.statements, $0.1 + $1.store.counters.transactions) }
         }
+        func callbacks() -> [String: Double] {
+            ["wk", "rc"].reduce(into: [:]) { found, name in
+                found[name] = rig.bridges.reduce(0) { $0 + $1.engine.metrics.value("imbridge_callbacks_total", ["backend": name]) }
+            }
+        }
+        let callbacksBefore = callbacks()
         let before = (relayed: rig.relayed, store: storeCounts(), cpu: cpuSeconds())
+        let echoesBefore = rig.echoes
         var done = false
         let total = try await Self.allocations {
             try await drive(rig.wk.baseURL, 0)
             done = await rig.waitForRelayed(Int(before.relayed) + messages, timeout: 600)
+            // Each relayed message comes back as an echo: counted until the last one was taken.
+            if done { done = await rig.waitForEchoes(echoesBefore + Double(messages), timeout: 120) }
         }
         let after = (relayed: rig.relayed, store: storeCounts(), cpu: cpuSeconds())
         await rig.stop()
-        guard done else { throw BenchError("only \(Int(after.relayed - before.relayed)) of \(messages) relayed in time") }
+        guard done else { throw BenchError("only \(Int(after.relayed - before.relayed)) of \(messages) relayed (\(Int(rig.echoes - echoesBefore)) echoes back) in time") }
 
         let count = Double(messages)
         let statements = Double(after.store.statements - before.store.statements) / count
@@ -80,6 +89,13 @@ struct CostBench {
                    .string(store == nil ? "sqlite" : "postgres"))
         result.add("store statements per message", fmt(statements, 2), key: "statements_per_message", .double(statements))
         result.add("store write transactions per message", fmt(transactions, 3), key: "transactions_per_message", .double(transactions))
+        // Not guarded: how the sandboxes batched their callbacks, which moves every other count (a webhook
+        // batch of one message costs a request, a parse and a transaction that a batch of ten shares).
+        let callbacksAfter = callbacks()
+        let (webhooks, echoes) = ((callbacksAfter["wk"]! - callbacksBefore["wk"]!) / count, (callbacksAfter["rc"]! - callbacksBefore["rc"]!) / count)
+        result.add("callbacks per message (WuKong webhooks / RongCloud echoes)", "\(fmt(webhooks, 3)) / \(fmt(echoes, 3))",
+                   key: "webhooks_per_message", .double(webhooks))
+        result.json["echo_callbacks_per_message"] = .double(echoes)
         if counting {
             let perMessage = Double(total - client) / count
             result.add("allocations per message, bridge", "\(fmt(perMessage, 1)) (all \(fmt(Double(total) / count, 1)) − client \(fmt(Double(client) / count, 1)))",

@@ -27,6 +27,8 @@ struct RelayBench {
         var missing = 0
         /// CPU milliseconds per message: this process (bridge + client), the WuKong and RongCloud sandboxes.
         var cpuMs: (own: Double, wk: Double, rc: Double) = (0, 0, 0)
+        /// Webhook requests per message (the floor phase counts them).
+        var webhooksPerMessage = 0.0
         var perSecond: Double { seconds > 0 ? Double(sent) / seconds : 0 }
     }
 
@@ -80,25 +82,29 @@ struct RelayBench {
     func bridgePhase(_ rig: RelayRig, count: Int, first: Int, rate: Double?) async throws -> Phase {
         let calls = VendorCalls()
         let before = rig.relayed
+        let echoesBefore = rig.routeEchoes ? rig.echoes : 0
         let cpu = (cpuSeconds(), cpuSeconds(pid: rig.wk.process.processIdentifier), cpuSeconds(pid: rig.rc.process.processIdentifier))
         let start = monotonicSeconds()
         let (accepted, _) = try await Self.drive(count: count, first: first, conversations: conversations,
                                                  concurrency: rate == nil ? concurrency : max(concurrency, 64), rate: rate) { _, from, group, text in
             try await calls.wukongSend(rig.wk.baseURL, from: from, group: group, text: text)
         }
-        let done = await rig.waitForRelayed(Int(before) + count, timeout: 600)
+        var done = await rig.waitForRelayed(Int(before) + count, timeout: 600)
+        let relayedAt = monotonicSeconds()
+        // The CPU of the echoes is the bridge's too: measured until the last one was taken.
+        if rig.routeEchoes, done { done = await rig.waitForEchoes(echoesBefore + Double(count), timeout: 120) }
         var phase = Phase()
         phase.sent = count
-        phase.seconds = monotonicSeconds() - start
+        phase.seconds = relayedAt - start
         phase.cpuMs = ((cpuSeconds() - cpu.0) * 1000 / Double(count),
                        (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
                        (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
-        if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed in time") }
+        if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed (\(Int(rig.echoes - echoesBefore)) echoes) in time") }
         // The relayed count includes the bridge's profile and group entries, so it can be reached a few
         // sends early: the target is read until it has every message (or a minute passes: then they are lost).
         let settle = monotonicSeconds() + 60
         while true {
-            (phase.latency, phase.missing) = Self.latencies(accepted: accepted, stored: try await calls.storedMessages(rig.rc.baseURL))
+            (phase.latency, phase.missing) = Self.latencies(accepted: accepted, stored: try await rig.rcStored.read())
             if phase.missing == 0 || monotonicSeconds() > settle { break }
             try await Task.sleep(nanoseconds: 200_000_000)
         }
@@ -109,8 +115,8 @@ struct RelayBench {
     /// accepted messages per second its stamps run ahead of the wall clock (by seconds after a full-speed
     /// phase at 1,400 msg/s). Latencies are measured from those stamps, so the fixed-rate phase starts
     /// only when the wall clock has caught up with the latest stamp (bounded wait); returns the lead in ms.
-    static func waitForTargetClock(_ base: String) async throws -> Int64 {
-        let latest = try await VendorCalls().storedMessages(base).map { $0.atMs }.max() ?? 0
+    static func waitForTargetClock(_ stored: StoredMessages) async throws -> Int64 {
+        let latest = try await stored.read().map { $0.atMs }.max() ?? 0
         let lead = max(0, latest - wallMicros() / 1000)
         let deadline = monotonicSeconds() + 120
         while wallMicros() / 1000 <= latest, monotonicSeconds() < deadline {
@@ -147,6 +153,46 @@ struct RelayBench {
         return phase
     }
 
+    /// The HTTP floor (`FloorRig`): the relay set-up's three HTTP exchanges per message with no bridge
+    /// behind them, at full speed; its CPU per message is measured as the bridge phase's.
+    func floorPhase(count: Int) async throws -> Phase {
+        let rig = try await FloorRig(notifyIntervalMs: notifyIntervalMs)
+        do {
+            let phase = try await floorRun(rig, count: count)
+            await rig.stop()
+            return phase
+        } catch {
+            await rig.stop()
+            throw error
+        }
+    }
+
+    private func floorRun(_ rig: FloorRig, count: Int) async throws -> Phase {
+        let calls = VendorCalls()
+        func drive(_ count: Int, first: Int) async throws -> Bool {
+            let before = rig.echoCount
+            _ = try await Self.drive(count: count, first: first, conversations: conversations, concurrency: concurrency,
+                                     rate: nil) { _, from, group, text in
+                try await calls.wukongSend(rig.wk.baseURL, from: from, group: group, text: text)
+            }
+            return await rig.waitForEchoes(before + count, timeout: 600)
+        }
+        _ = try await drive(min(conversations, 1000) + 200, first: 10_000_000)
+        let cpu = (cpuSeconds(), cpuSeconds(pid: rig.wk.process.processIdentifier), cpuSeconds(pid: rig.rc.process.processIdentifier))
+        let start = monotonicSeconds()
+        let webhooksBefore = rig.webhookCount
+        let done = try await drive(count, first: 0)
+        var phase = Phase()
+        phase.sent = count
+        phase.seconds = monotonicSeconds() - start
+        phase.cpuMs = ((cpuSeconds() - cpu.0) * 1000 / Double(count),
+                       (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
+                       (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
+        phase.webhooksPerMessage = Double(rig.webhookCount - webhooksBefore) / Double(count)
+        if !done { throw BenchError("floor: only \(rig.echoCount) echoes of \(count) in time") }
+        return phase
+    }
+
     func run(name: String) async throws -> ScenarioResult {
         var result = ScenarioResult(name)
         result.add("messages / conversations", "\(messages) / \(conversations)", key: "messages", .int(Int64(messages)))
@@ -160,12 +206,13 @@ struct RelayBench {
 
         let baseline = try await baselinePhase(count: messages, rate: nil)
         let baselineRated = try await baselinePhase(count: rateMessages, rate: rate)
+        let floor = instances == 1 && routeEchoes ? try await floorPhase(count: messages) : nil
 
         let rig = try await RelayRig(notifyIntervalMs: notifyIntervalMs, routeEchoes: routeEchoes, store: store, instances: instances)
         let warm = min(conversations, 1000) + 200
         _ = try await bridgePhase(rig, count: warm, first: 10_000_000, rate: nil)   // puppets provisioned, caches warm
         let full = try await bridgePhase(rig, count: messages, first: 0, rate: nil)
-        let lead = try await Self.waitForTargetClock(rig.rc.baseURL)
+        let lead = try await Self.waitForTargetClock(rig.rcStored)
         let rated = try await bridgePhase(rig, count: rateMessages, first: 20_000_000, rate: rate)
         let dead = (try? rig.bridge.store.read { try $0.count(state: .dead) }) ?? -1
         let memory = ProcessMemory.read()
@@ -183,6 +230,20 @@ struct RelayBench {
         result.add("CPU ms per message, baseline", "\(cpu(baseline)) (client / WuKong / RongCloud)", key: "baseline_cpu_ms_per_msg",
                    .object(["client": .double(baseline.cpuMs.own), "wukong": .double(baseline.cpuMs.wk), "rongcloud": .double(baseline.cpuMs.rc)]))
         result.add("bridge / baseline", "\(fmt(ratio * 100, 1)) %", key: "ratio_to_baseline", .double(ratio))
+        let bridgeCPU = full.cpuMs.own - baseline.cpuMs.own
+        result.add("bridge CPU ms per message", "\(fmt(bridgeCPU, 3)) (bridge run − baseline client)", key: "bridge_cpu_ms", .double(bridgeCPU))
+        if let floor {
+            let floorCPU = floor.cpuMs.own - baseline.cpuMs.own
+            result.add("HTTP floor full speed", "\(fmt(floor.perSecond)) msg/s (webhook in, publish out, echo in; no bridge)",
+                       key: "floor_msgs_per_s", .double(floor.perSecond))
+            result.add("  WuKong webhooks per message, floor run", fmt(floor.webhooksPerMessage, 3), key: "floor_webhooks_per_msg",
+                       .double(floor.webhooksPerMessage))
+            result.add("  CPU ms per message, floor run", "\(cpu(floor)) (bench process / WuKong / RongCloud)", key: "floor_cpu_ms_per_msg",
+                       .object(["bench": .double(floor.cpuMs.own), "wukong": .double(floor.cpuMs.wk), "rongcloud": .double(floor.cpuMs.rc)]))
+            result.add("  floor CPU ms per message", "\(fmt(floorCPU, 3)) (floor run − baseline client); bridge above it \(fmt(bridgeCPU - floorCPU, 3))",
+                       key: "floor_cpu_ms", .double(floorCPU))
+            result.json["bridge_above_floor_cpu_ms"] = .double(bridgeCPU - floorCPU)
+        }
         result.add("RongCloud msgTime ahead of the clock", "\(lead) ms after full speed (waited out before the next phase)",
                    key: "target_clock_lead_ms", .int(lead))
         result.add("bridge at \(fmt(rate)) msg/s offered", "\(fmt(rated.perSecond)) msg/s achieved", key: "rated_msgs_per_s", .double(rated.perSecond))

@@ -22,6 +22,10 @@ final class RelayRig: @unchecked Sendable {
     let bridges: [Bridge]
     let forwarder: BenchForwarder?
     let directory: String
+    /// Whether RongCloud routes the bridge's publishes back to it (one echo callback event per relayed message).
+    let routeEchoes: Bool
+    /// The RongCloud sandbox's stored messages, read incrementally.
+    let rcStored: StoredMessages
 
     static let route = """
           - from: "wk:group:*"
@@ -31,6 +35,7 @@ final class RelayRig: @unchecked Sendable {
         """
 
     init(notifyIntervalMs: Int, routeEchoes: Bool = true, store: String? = nil, instances: Int = 1) async throws {
+        self.routeEchoes = routeEchoes
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-bench-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         listener = BridgeListener(host: "127.0.0.1", port: 0)
@@ -68,6 +73,7 @@ final class RelayRig: @unchecked Sendable {
         }
         self.bridges = bridges
         bridge = bridges[0]
+        rcStored = StoredMessages(rc.baseURL)
     }
 
     func stop() async {
@@ -90,6 +96,22 @@ final class RelayRig: @unchecked Sendable {
     /// from the activity log, not by rendering the registry, which would cost the bench process more than a
     /// relay each poll).
     var relayed: Double { Double(bridges.reduce(0) { $0 + $1.engine.metrics.activity.total(.relayed) }) }
+
+    /// The echoes the bridges took so far (`imbridge_echoes_total`, read from the registry's rendering:
+    /// polled every 20 ms, not every 2).
+    var echoes: Double { bridges.reduce(0) { $0 + $1.engine.metrics.value("imbridge_echoes_total") } }
+
+    /// Waits until `count` echoes came back (or `timeout` seconds pass). RongCloud calls the bridge back
+    /// one message at a time, in order, so its echoes can trail the relays by seconds at full speed: a
+    /// measurement that stopped at the last relay would leave their cost out.
+    func waitForEchoes(_ count: Double, timeout: Double) async -> Bool {
+        let deadline = monotonicSeconds() + timeout
+        while monotonicSeconds() < deadline {
+            if echoes >= count { return true }
+            try? await Task.sleep(nanoseconds: 20_000_000)
+        }
+        return echoes >= count
+    }
 
     /// Waits until `count` sends were relayed (or `timeout` seconds pass); true when they were.
     func waitForRelayed(_ count: Int, timeout: Double) async -> Bool {
@@ -130,9 +152,10 @@ struct VendorCalls: Sendable {
     }
 
     /// `GET /_sandbox/messages`: (text, stored-at ms) of every stored message.
-    /// Each stored message's text, vendor stamp (ms) and the sandbox's wall-clock receive time (µs, when given).
-    func storedMessages(_ base: String) async throws -> [(text: String, atMs: Int64, receivedUs: Int64?)] {
-        let response = try await client.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages"))
+    /// Each stored message's text, vendor stamp (ms) and the sandbox's wall-clock receive time (µs, when given);
+    /// `from`: leave out the first that many (`StoredMessages` reads only what is new).
+    func storedMessages(_ base: String, from: Int = 0) async throws -> [(text: String, atMs: Int64, receivedUs: Int64?)] {
+        let response = try await client.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages?from=\(from)"))
         let messages = try JSONValue.parse(Data(response.body))["messages"]?.arrayValue ?? []
         return messages.map { ($0["text"]?.stringValue ?? "", $0["sent_at_ms"]?.int64Value ?? 0, $0["received_at_us"]?.int64Value) }
     }
@@ -157,6 +180,20 @@ extension RelayRig {
             history_viewer: "imbridge"
 
         """
+    }
+}
+
+/// A sandbox's stored messages as read so far: each `read` asks only for those stored since the last
+/// one, so that the bench process does not parse the whole store again on every poll (at 30,000
+/// messages a full read was megabytes of JSON, which counted in the bridge process's peak RSS).
+final class StoredMessages: @unchecked Sendable {
+    let base: String
+    private(set) var all: [(text: String, atMs: Int64, receivedUs: Int64?)] = []
+    init(_ base: String) { self.base = base }
+
+    func read() async throws -> [(text: String, atMs: Int64, receivedUs: Int64?)] {
+        all += try await VendorCalls().storedMessages(base, from: all.count)
+        return all
     }
 }
 

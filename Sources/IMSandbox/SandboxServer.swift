@@ -5,7 +5,8 @@ import Synchronization
 
 /// Serves a `SandboxVendor` over real HTTP with the shared `/_sandbox/` namespace in front of it:
 ///
-/// - `GET /_sandbox/messages` → `{"messages":[SandboxMessageRecord…]}`
+/// - `GET /_sandbox/messages` → `{"messages":[SandboxMessageRecord…]}`; `?from=N` leaves out the first N (a
+///   reader that keeps what it read asks only for the rest)
 /// - `GET /_sandbox/users` → `{"users":[…]}`
 /// - `POST /_sandbox/reset` → clears the vendor state and the faults
 /// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept","retry_after"}` /
@@ -97,7 +98,10 @@ public final class SandboxServer: Sendable {
                            clock: SandboxClock) async -> HTTPResponseData {
         switch (request.method, path) {
         case ("GET", "/_sandbox/messages"):
-            return .json(["messages": await vendor.messages()])
+            let from = request.rawQuery.flatMap { query in
+                query.split(separator: "&").lazy.compactMap { $0.hasPrefix("from=") ? Int($0.dropFirst(5)) : nil }.first
+            } ?? 0
+            return .json(["messages": Array(await vendor.messages().dropFirst(max(0, from)))])
         case ("GET", "/_sandbox/users"):
             return .json(["users": await vendor.users()])
         case ("POST", "/_sandbox/reset"):
