@@ -37,6 +37,16 @@ extension RelayEngine: EventSink {
             let first = CatchUpRunner.firstCheckpoints(fresh, routes: routes) { key, message in
                 try? (backends[key.backend] as? any CatchUpSource)?.cursor(for: message)
             }
+            // Only the bridge's own writes coming back (a target routing the bridge's sends to it): `record`
+            // would drop every one before the ledger, so no store transaction is joined for them.
+            if batch.setAside.isEmpty, first.isEmpty, heldHere.isEmpty, !admitted.isEmpty, admitted.allSatisfy(isDroppedEcho) {
+                catchUpGate.recorded(admitted)
+                catchUpGate.markKnown(fresh.keys)
+                var recorded = Recorded()
+                recorded.result.echoes = admitted.count
+                _ = finishIngest(admitted, recorded)
+                return
+            }
             try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere)
             catchUpGate.recorded(admitted)
             catchUpGate.markKnown(fresh.keys)
@@ -386,6 +396,13 @@ extension RelayEngine {
             doorbell.yield()
         }
         return result
+    }
+
+    /// An evident echo that `record` drops before the ledger (an expansion change is kept: convergence
+    /// reads what the copy holds now).
+    nonisolated func isDroppedEcho(_ event: IMEvent) -> Bool {
+        if case .expansionChanged = event.kind { return false }
+        return isEvidentEcho(event)
     }
 
     /// An event the bridge caused, known from the event alone: a message carrying the bridge's client id or
