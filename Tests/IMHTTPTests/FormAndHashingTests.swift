@@ -16,6 +16,9 @@ import Testing
         // A `%` without two hex digits after it stays literal, at the end of a value too.
         let odd = FormBody(items: FormBody.parse("a=%4&b=%zz1&c=x%&d=%41%4&e=%2B+%2b"))
         #expect(odd["a"] == "%4" && odd["b"] == "%zz1" && odd["c"] == "x%" && odd["d"] == "A%4" && odd["e"] == "+ +")
+        // Unescaped UTF-8 (lenient senders) and combining marks split only at `&` and `=`.
+        let raw = FormBody.parse("名=值&e\u{301}=x\u{301}&=v&k=")
+        #expect(raw.map(\.name) == ["名", "e\u{301}", "", "k"] && raw.map(\.value) == ["值", "x\u{301}", "v", ""])
     }
 
     /// The byte-level escape writes what Foundation's percent encoding with the unreserved set wrote.
@@ -43,6 +46,8 @@ import Testing
 
     @Test func lenientNumbersAndEpochs() {
         #expect(Lenient.bool("maybe") == nil)
+        #expect(Lenient.bool(" TRUE ") == true && Lenient.bool("0") == false && Lenient.bool(nil) == nil)
+        #expect(Lenient.int64("+7") == 7 && Lenient.int64("-3") == -3 && Lenient.int64("") == nil && Lenient.int64(nil) == nil)
         #expect(Lenient.int64(" 42 ") == 42)
         #expect(Lenient.int64("42.0") == 42)
         #expect(Lenient.int64("4.5") == nil)
