@@ -68,10 +68,18 @@ public struct WuKongInbound: Sendable {
 
     /// One message of a webhook batch: decoded, or the reason it did not decode; `raw` is its own JSON.
     public struct Item: Sendable {
-        public var raw: [UInt8]
+        /// The message's own JSON, kept when it is set aside: the bytes received when it did not decode
+        /// or came alone, else the decoded batch element encoded again — on demand, since only a message
+        /// that fails to convert needs it (encoding every one was ≈ 1 % of the relay's CPU).
+        public var raw: [UInt8] { received ?? (try? message.get()).flatMap { try? Array(WuKongJSON.encode($0)) } ?? [] }
+        var received: [UInt8]?
         public var message: Result<WKMessage, IMError>
         /// `msg:<message_id>` when the message names one, else a hash of `raw`: stable across redeliveries.
         public var key: String
+
+        init(raw received: [UInt8]?, message: Result<WKMessage, IMError>, key: String) {
+            (self.received, self.message, self.key) = (received, message, key)
+        }
     }
 
     /// The format name of a set-aside message: its own JSON object (one element of the batch).
@@ -89,7 +97,7 @@ public struct WuKongInbound: Sendable {
             // The common case: every message decodes, the batch in one pass.
             if let messages = try? decoder.decode([WKMessage].self, from: Data(request.body)) {
                 return messages.map { message in
-                    Item(raw: (try? Array(WuKongJSON.encode(message))) ?? [], message: .success(message), key: "msg:\(message.messageIDStr)")
+                    Item(raw: nil, message: .success(message), key: "msg:\(message.messageIDStr)")
                 }
             }
             guard case .array(let elements)? = try? JSONValue.parse(request.bodyString) else {
