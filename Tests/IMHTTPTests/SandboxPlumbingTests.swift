@@ -59,6 +59,11 @@ final class EchoVendor: SandboxVendor {
         #expect(first.bodyString == #"{"err":1008}"#)
         #expect(server.faults.injectedCount == 2)
         #expect(try await post(base + "/_sandbox/faults", json: #"{"count":2}"#).status == 400)
+        // `?from=N` leaves out the first N stored messages (a reader asks only for what is new).
+        let rest = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages?from=1"))
+        #expect(try JSONValue.parse(Data(rest.body))["messages"]?.arrayValue?.map { $0["text"] } == ["x"])
+        let none = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages?from=5"))
+        #expect(none.bodyString == #"{"messages":[]}"#)
 
         let before = clock.nowMs()
         let moved = try await post(base + "/_sandbox/clock", json: #"{"advance_ms":180000}"#)
