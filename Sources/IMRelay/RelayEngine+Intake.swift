@@ -38,8 +38,11 @@ extension RelayEngine: EventSink {
                 try? (backends[key.backend] as? any CatchUpSource)?.cursor(for: message)
             }
             // Only the bridge's own writes coming back (a target routing the bridge's sends to it): `record`
-            // would drop every one before the ledger, so no store transaction is joined for them.
-            if batch.setAside.isEmpty, first.isEmpty, heldHere.isEmpty, !admitted.isEmpty, admitted.allSatisfy(isDroppedEcho) {
+            // would drop every one before the ledger, so no store transaction is joined for them — unless
+            // another instance has a hold row on one of their conversations: then the normal path marks it
+            // and refuses the callback, which is what starts a takeover when that instance died.
+            if batch.setAside.isEmpty, first.isEmpty, heldHere.isEmpty, !admitted.isEmpty, admitted.allSatisfy(isDroppedEcho),
+               await noHoldElsewhere(holdKeys) {
                 catchUpGate.recorded(admitted)
                 catchUpGate.markKnown(fresh.keys)
                 var recorded = Recorded()
@@ -396,6 +399,15 @@ extension RelayEngine {
             doorbell.yield()
         }
         return result
+    }
+
+    /// No other instance has a hold row (live or left by a dead instance) on any of `keys`: one read, no
+    /// write transaction. False when the store cannot tell (the caller then takes the normal path).
+    nonisolated func noHoldElsewhere(_ keys: [CatchUpGate.Key]) async -> Bool {
+        guard sharedHolds.enabled, !keys.isEmpty else { return true }
+        let names = keys.map(SharedHolds.name)
+        guard let owners = try? await store.reading({ try $0.leaseOwners(names) }) else { return false }
+        return owners.values.allSatisfy { $0 == sharedHolds.owner }
     }
 
     /// An evident echo that `record` drops before the ledger (an expansion change is kept: convergence

@@ -105,6 +105,40 @@ import Testing
         await rig.stop(b)
     }
 
+    /// A callback that carries only the bridge's own writes joins no transaction (`RelayEngine.accept`),
+    /// but it still meets another instance's hold: B refuses it while A holds g and marks the hold, as
+    /// for any live callback, so that a hold left by a dead instance is found and taken over.
+    @Test func anEchoOnlyCallbackStillMeetsAnotherInstancesHold() async throws {
+        let rig = try Rig()
+        let a = try rig.instance("a"), b = try rig.instance("b")
+        try await rig.start(a)
+        try await rig.start(b)
+        // B meets g with a message of its own first (a conversation's first callback writes its checkpoint).
+        try await b.engine.accept([rig.post("n1")])
+        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+        func echo(_ id: String) -> IMEvent {
+            // `rc_bob` is the puppet the route writes RongCloud's bob as on WuKong: the bridge sent it.
+            IMEvent(eventID: EventID("msg:\(id)"), backend: "wk", kind: .message(Message(
+                id: MessageID(id), conversation: .group("g"), sender: "rc_bob", sentAt: 1, content: .text("copy"))))
+        }
+        let quiet = b.engine.store.counters.transactions
+        try await b.engine.accept([echo("e1")])
+        #expect(b.engine.store.counters.transactions == quiet, "no hold anywhere: one read, no write transaction")
+
+        a.source.historyDown.withLock { $0 = true }
+        let n2 = try await rig.post("n2")
+        a.engine.catchUpGate.notRecorded([n2])
+        #expect(try await eventually(10) { try rig.holder(a) == a.owner }, "A holds the conversation in the store")
+        await #expect(throws: IMError.self, "B refuses an echo-only callback of a conversation A holds") {
+            try await b.engine.accept([echo("e2")])
+        }
+        #expect(b.engine.metrics.value("imbridge_callbacks_held_elsewhere_total") >= 1)
+        a.source.historyDown.withLock { $0 = false }
+        #expect(try await eventually(10) { try await rig.relayed() == ["n1", "n2"] })
+        await rig.stop(a)
+        await rig.stop(b)
+    }
+
     /// A WuKong-like source (message sequence numbers): A recorded n1…n3 of group g, B has never met g.
     /// n4's callback is late; n5's reaches B. B does not record n5 blind: it reads g's position from the
     /// store, sees the gap and reads g's history, so n4 arrives first. Found by the fault campaign (two
