@@ -70,17 +70,17 @@ struct CostBench {
         }
         let callbacksBefore = callbacks()
         let before = (relayed: rig.relayed, store: storeCounts(), cpu: cpuSeconds())
-        let echoesBefore = rig.echoes
+        let echoMark = rig.echoMark
         var done = false
         let total = try await Self.allocations {
             try await drive(rig.wk.baseURL, 0)
             done = await rig.waitForRelayed(Int(before.relayed) + messages, timeout: 600)
             // Each relayed message comes back as an echo: counted until the last one was taken.
-            if done { done = await rig.waitForEchoes(echoesBefore + Double(messages), timeout: 120) }
+            if done { done = await rig.waitForEchoes(messages, after: echoMark, timeout: 120) }
         }
         let after = (relayed: rig.relayed, store: storeCounts(), cpu: cpuSeconds())
         await rig.stop()
-        guard done else { throw BenchError("only \(Int(after.relayed - before.relayed)) of \(messages) relayed (\(Int(rig.echoes - echoesBefore)) echoes back) in time") }
+        guard done else { throw BenchError("only \(Int(after.relayed - before.relayed)) of \(messages) relayed (\(Int(rig.echoes - echoMark.echoes)) echoes back) in time") }
 
         let count = Double(messages)
         let statements = Double(after.store.statements - before.store.statements) / count

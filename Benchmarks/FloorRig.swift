@@ -19,6 +19,11 @@ final class FloorRig: Sendable {
     private let echoes = Atomic<Int>(0)
     private let published = Atomic<Int>(0)
     private let webhooks = Atomic<Int>(0)
+    /// Publishes RongCloud refused or that failed: each one's echo never comes.
+    private let failures = Atomic<Int>(0)
+    /// Publishes RongCloud accepted (the floor's "relayed").
+    private let publishes = Atomic<Int>(0)
+    var publishCount: Int { publishes.load(ordering: .relaxed) }
     private let rcBase = Mutex<String>("")
     private let lanes = Mutex<[String: AsyncStream<(from: String, text: String)>.Continuation]>([:])
 
@@ -67,16 +72,26 @@ final class FloorRig: Sendable {
             let (stream, lane) = AsyncStream<(from: String, text: String)>.makeStream()
             lanes[group] = lane
             Task { [calls] in
-                for await item in stream { try? await calls.rongCloudPublish(base, from: item.from, group: group, text: item.text) }
+                for await item in stream {
+                    do {
+                        try await calls.rongCloudPublish(base, from: item.from, group: group, text: item.text)
+                        self.publishes.add(1, ordering: .relaxed)
+                    } catch {
+                        self.failures.add(1, ordering: .relaxed)
+                    }
+                }
             }
             return lane
         }
     }
 
-    /// Waits until `count` echoes came back (or `timeout` seconds pass).
+    var failureCount: Int { failures.load(ordering: .relaxed) }
+
+    /// Waits until `count` echoes came back (or `timeout` seconds pass, or a publish failed: its echo
+    /// would never come).
     func waitForEchoes(_ count: Int, timeout: Double) async -> Bool {
         let deadline = monotonicSeconds() + timeout
-        while monotonicSeconds() < deadline {
+        while monotonicSeconds() < deadline, failureCount == 0 {
             if echoCount >= count { return true }
             try? await Task.sleep(nanoseconds: 2_000_000)
         }

@@ -82,7 +82,7 @@ struct RelayBench {
     func bridgePhase(_ rig: RelayRig, count: Int, first: Int, rate: Double?) async throws -> Phase {
         let calls = VendorCalls()
         let before = rig.relayed
-        let echoesBefore = rig.routeEchoes ? rig.echoes : 0
+        let echoMark = rig.echoMark
         let cpu = (cpuSeconds(), cpuSeconds(pid: rig.wk.process.processIdentifier), cpuSeconds(pid: rig.rc.process.processIdentifier))
         let start = monotonicSeconds()
         let (accepted, _) = try await Self.drive(count: count, first: first, conversations: conversations,
@@ -92,14 +92,14 @@ struct RelayBench {
         var done = await rig.waitForRelayed(Int(before) + count, timeout: 600)
         let relayedAt = monotonicSeconds()
         // The CPU of the echoes is the bridge's too: measured until the last one was taken.
-        if rig.routeEchoes, done { done = await rig.waitForEchoes(echoesBefore + Double(count), timeout: 120) }
+        if rig.routeEchoes, done { done = await rig.waitForEchoes(count, after: echoMark, timeout: 120) }
         var phase = Phase()
         phase.sent = count
         phase.seconds = relayedAt - start
         phase.cpuMs = ((cpuSeconds() - cpu.0) * 1000 / Double(count),
                        (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
                        (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
-        if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed (\(Int(rig.echoes - echoesBefore)) echoes) in time") }
+        if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed (\(Int(rig.echoes - echoMark.echoes)) echoes) in time") }
         // The relayed count includes the bridge's profile and group entries, so it can be reached a few
         // sends early: the target is read until it has every message (or a minute passes: then they are lost).
         let settle = monotonicSeconds() + 60
@@ -169,27 +169,36 @@ struct RelayBench {
 
     private func floorRun(_ rig: FloorRig, count: Int) async throws -> Phase {
         let calls = VendorCalls()
-        func drive(_ count: Int, first: Int) async throws -> Bool {
-            let before = rig.echoCount
+        /// Sends `count`; returns when every publish was accepted (the time is taken there, as the bridge
+        /// phase's at its last relay) and then every echo came back.
+        func drive(_ count: Int, first: Int) async throws -> (published: Double, done: Bool) {
+            let (echoes, publishes) = (rig.echoCount, rig.publishCount)
             _ = try await Self.drive(count: count, first: first, conversations: conversations, concurrency: concurrency,
                                      rate: nil) { _, from, group, text in
                 try await calls.wukongSend(rig.wk.baseURL, from: from, group: group, text: text)
             }
-            return await rig.waitForEchoes(before + count, timeout: 600)
+            let deadline = monotonicSeconds() + 600
+            while rig.publishCount < publishes + count, rig.failureCount == 0, monotonicSeconds() < deadline {
+                try await Task.sleep(nanoseconds: 2_000_000)
+            }
+            let published = monotonicSeconds()
+            return (published, await rig.waitForEchoes(echoes + count, timeout: 600))
         }
-        _ = try await drive(min(conversations, 1000) + 200, first: 10_000_000)
+        guard try await drive(min(conversations, 1000) + 200, first: 10_000_000).done else {
+            throw BenchError("floor warm-up: \(rig.echoCount) echoes, \(rig.failureCount) failed publishes")
+        }
         let cpu = (cpuSeconds(), cpuSeconds(pid: rig.wk.process.processIdentifier), cpuSeconds(pid: rig.rc.process.processIdentifier))
         let start = monotonicSeconds()
         let webhooksBefore = rig.webhookCount
-        let done = try await drive(count, first: 0)
+        let (published, done) = try await drive(count, first: 0)
         var phase = Phase()
         phase.sent = count
-        phase.seconds = monotonicSeconds() - start
+        phase.seconds = published - start
         phase.cpuMs = ((cpuSeconds() - cpu.0) * 1000 / Double(count),
                        (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
                        (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
         phase.webhooksPerMessage = Double(rig.webhookCount - webhooksBefore) / Double(count)
-        if !done { throw BenchError("floor: only \(rig.echoCount) echoes of \(count) in time") }
+        if !done { throw BenchError("floor: \(rig.echoCount) echoes of \(count) in time, \(rig.failureCount) failed publishes") }
         return phase
     }
 
@@ -234,8 +243,10 @@ struct RelayBench {
         result.add("bridge CPU ms per message", "\(fmt(bridgeCPU, 3)) (bridge run − baseline client)", key: "bridge_cpu_ms", .double(bridgeCPU))
         if let floor {
             let floorCPU = floor.cpuMs.own - baseline.cpuMs.own
-            result.add("HTTP floor full speed", "\(fmt(floor.perSecond)) msg/s (webhook in, publish out, echo in; no bridge)",
+            result.add("HTTP floor full speed", "\(fmt(floor.perSecond)) msg/s (first send → last publish; webhook in, publish out, echo in; no bridge)",
                        key: "floor_msgs_per_s", .double(floor.perSecond))
+            let floorRatio = baseline.perSecond > 0 ? floor.perSecond / baseline.perSecond : 0
+            result.add("  floor / baseline", "\(fmt(floorRatio * 100, 1)) %", key: "floor_ratio_to_baseline", .double(floorRatio))
             result.add("  WuKong webhooks per message, floor run", fmt(floor.webhooksPerMessage, 3), key: "floor_webhooks_per_msg",
                        .double(floor.webhooksPerMessage))
             result.add("  CPU ms per message, floor run", "\(cpu(floor)) (bench process / WuKong / RongCloud)", key: "floor_cpu_ms_per_msg",

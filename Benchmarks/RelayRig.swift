@@ -97,20 +97,34 @@ final class RelayRig: @unchecked Sendable {
     /// relay each poll).
     var relayed: Double { Double(bridges.reduce(0) { $0 + $1.engine.metrics.activity.total(.relayed) }) }
 
-    /// The echoes the bridges took so far (`imbridge_echoes_total`, read from the registry's rendering:
-    /// polled every 20 ms, not every 2).
+    /// The echoes the bridges took so far (`imbridge_echoes_total`, read from the registry's rendering,
+    /// which allocates: `waitForEchoes` reads it only once the cheap count says they are all in).
     var echoes: Double { bridges.reduce(0) { $0 + $1.engine.metrics.value("imbridge_echoes_total") } }
+    /// Events taken so far (the activity log's running total: a lock and a read).
+    var eventsIn: Int { bridges.reduce(0) { $0 + $1.engine.metrics.activity.total(.eventsIn) } }
 
-    /// Waits until `count` echoes came back (or `timeout` seconds pass). RongCloud calls the bridge back
-    /// one message at a time, in order, so its echoes can trail the relays by seconds at full speed: a
-    /// measurement that stopped at the last relay would leave their cost out.
-    func waitForEchoes(_ count: Double, timeout: Double) async -> Bool {
+    struct EchoMark {
+        var echoes: Double
+        var eventsIn: Int
+    }
+    var echoMark: EchoMark { EchoMark(echoes: echoes, eventsIn: eventsIn) }
+
+    /// Waits until the `count` messages sent since `mark` came back as echoes (or `timeout` seconds pass).
+    /// RongCloud calls the bridge back one message at a time, in order, so at full speed its echoes trail
+    /// the relays by seconds: a measurement that stopped at the last relay would leave their cost out.
+    /// Each message is one WuKong event in and one echo in, so the events-in total is polled until it
+    /// shows both (polling the registry inside a measured window would count the bench's own
+    /// allocations), then the echo count confirms.
+    func waitForEchoes(_ count: Int, after mark: EchoMark, timeout: Double) async -> Bool {
         let deadline = monotonicSeconds() + timeout
+        while monotonicSeconds() < deadline, eventsIn < mark.eventsIn + 2 * count {
+            try? await Task.sleep(nanoseconds: 2_000_000)
+        }
         while monotonicSeconds() < deadline {
-            if echoes >= count { return true }
+            if echoes >= mark.echoes + Double(count) { return true }
             try? await Task.sleep(nanoseconds: 20_000_000)
         }
-        return echoes >= count
+        return echoes >= mark.echoes + Double(count)
     }
 
     /// Waits until `count` sends were relayed (or `timeout` seconds pass); true when they were.
