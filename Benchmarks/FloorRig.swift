@@ -8,16 +8,17 @@ import Synchronization
 /// same HTTP stack in this process (`HTTPServer` in, `HTTPClientWrapper` out), but no bridge behind it —
 /// each webhook is answered at once and its messages published to RongCloud one conversation at a time
 /// (the batch parsed; no signature check, no store, no mapping), and the routed echoes are answered 200
-/// and counted. Its CPU per message is what the
-/// three HTTP exchanges of a relayed message cost this process before the bridge does anything, so the
-/// bridge's own share is the relay phase's figure less this one (docs/performance.md, "The HTTP floor").
+/// and counted. Its CPU per message is what the three HTTP exchanges of a relayed message cost this
+/// process before the bridge does anything, so the bridge's own share is the relay phase's figure less
+/// this one (docs/performance.md, "The HTTP floor").
 final class FloorRig: Sendable {
     let wk: SandboxProcess
     let rc: SandboxProcess
     private let server: HTTPServer
     private let calls = VendorCalls()
     private let echoes = Atomic<Int>(0)
-    private let published = Atomic<Int>(0)
+    /// Messages handed to a lane so far (numbers their texts).
+    private let queued = Atomic<Int>(0)
     private let webhooks = Atomic<Int>(0)
     /// Publishes RongCloud refused or that failed: each one's echo never comes.
     private let failures = Atomic<Int>(0)
@@ -59,7 +60,7 @@ final class FloorRig: Sendable {
         for message in batch {
             let from = message["from_uid"]?.stringValue ?? "u0"
             let group = message["channel_id"]?.stringValue ?? "g0"
-            let n = published.add(1, ordering: .relaxed).oldValue
+            let n = queued.add(1, ordering: .relaxed).oldValue
             lane(group, base: base).yield((from, "f\(n)"))
         }
         return .text("", status: 200)

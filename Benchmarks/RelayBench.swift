@@ -32,6 +32,24 @@ struct RelayBench {
         var perSecond: Double { seconds > 0 ? Double(sent) / seconds : 0 }
     }
 
+    /// CPU seconds used so far by this process and the two sandboxes; `perMessage` is what each used since,
+    /// in milliseconds per message.
+    struct CPUMark {
+        let wk: SandboxProcess, rc: SandboxProcess
+        let at: (own: Double, wk: Double, rc: Double)
+
+        init(wk: SandboxProcess, rc: SandboxProcess) {
+            (self.wk, self.rc) = (wk, rc)
+            at = (cpuSeconds(), cpuSeconds(pid: wk.process.processIdentifier), cpuSeconds(pid: rc.process.processIdentifier))
+        }
+
+        func perMessage(_ count: Int) -> (own: Double, wk: Double, rc: Double) {
+            ((cpuSeconds() - at.own) * 1000 / Double(count),
+             (cpuSeconds(pid: wk.process.processIdentifier) - at.wk) * 1000 / Double(count),
+             (cpuSeconds(pid: rc.process.processIdentifier) - at.rc) * 1000 / Double(count))
+        }
+    }
+
     /// Sends `count` messages numbered from `first`; at `rate` per second when given (open loop: send i
     /// is due at start + i/rate, however long earlier sends took), else as fast as `concurrency` allows.
     static func drive(count: Int, first: Int, conversations: Int, concurrency: Int, rate: Double?,
@@ -83,7 +101,7 @@ struct RelayBench {
         let calls = VendorCalls()
         let before = rig.relayed
         let echoMark = rig.echoMark
-        let cpu = (cpuSeconds(), cpuSeconds(pid: rig.wk.process.processIdentifier), cpuSeconds(pid: rig.rc.process.processIdentifier))
+        let cpu = CPUMark(wk: rig.wk, rc: rig.rc)
         let start = monotonicSeconds()
         let (accepted, _) = try await Self.drive(count: count, first: first, conversations: conversations,
                                                  concurrency: rate == nil ? concurrency : max(concurrency, 64), rate: rate) { _, from, group, text in
@@ -96,9 +114,7 @@ struct RelayBench {
         var phase = Phase()
         phase.sent = count
         phase.seconds = relayedAt - start
-        phase.cpuMs = ((cpuSeconds() - cpu.0) * 1000 / Double(count),
-                       (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
-                       (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
+        phase.cpuMs = cpu.perMessage(count)
         if !done { throw BenchError("only \(Int(rig.relayed - before)) of \(count) relayed (\(Int(rig.echoes - echoMark.echoes)) echoes) in time") }
         // The relayed count includes the bridge's profile and group entries, so it can be reached a few
         // sends early: the target is read until it has every message (or a minute passes: then they are lost).
@@ -133,8 +149,7 @@ struct RelayBench {
         defer { wk.stop(); rc.stop() }
         let calls = VendorCalls()
         let latency = Mutex(LatencyRecorder())
-        let cpuOwn: Double? = cpuSeconds()
-        let (cpuWK, cpuRC) = (cpuSeconds(pid: wk.process.processIdentifier), cpuSeconds(pid: rc.process.processIdentifier))
+        let cpu = CPUMark(wk: wk, rc: rc)
         let (_, seconds) = try await Self.drive(count: count, first: 0, conversations: conversations,
                                                 concurrency: rate == nil ? concurrency : max(concurrency, 64), rate: rate) { _, from, group, text in
             try await calls.wukongSend(wk.baseURL, from: from, group: group, text: text)
@@ -147,9 +162,7 @@ struct RelayBench {
         phase.sent = count
         phase.seconds = seconds
         phase.latency = latency.withLock { $0 }
-        phase.cpuMs = (cpuOwn.map { (cpuSeconds() - $0) * 1000 / Double(count) } ?? 0,
-                       (cpuSeconds(pid: wk.process.processIdentifier) - cpuWK) * 1000 / Double(count),
-                       (cpuSeconds(pid: rc.process.processIdentifier) - cpuRC) * 1000 / Double(count))
+        phase.cpuMs = cpu.perMessage(count)
         return phase
     }
 
@@ -187,16 +200,14 @@ struct RelayBench {
         guard try await drive(min(conversations, 1000) + 200, first: 10_000_000).done else {
             throw BenchError("floor warm-up: \(rig.echoCount) echoes, \(rig.failureCount) failed publishes")
         }
-        let cpu = (cpuSeconds(), cpuSeconds(pid: rig.wk.process.processIdentifier), cpuSeconds(pid: rig.rc.process.processIdentifier))
+        let cpu = CPUMark(wk: rig.wk, rc: rig.rc)
         let start = monotonicSeconds()
         let webhooksBefore = rig.webhookCount
         let (published, done) = try await drive(count, first: 0)
         var phase = Phase()
         phase.sent = count
         phase.seconds = published - start
-        phase.cpuMs = ((cpuSeconds() - cpu.0) * 1000 / Double(count),
-                       (cpuSeconds(pid: rig.wk.process.processIdentifier) - cpu.1) * 1000 / Double(count),
-                       (cpuSeconds(pid: rig.rc.process.processIdentifier) - cpu.2) * 1000 / Double(count))
+        phase.cpuMs = cpu.perMessage(count)
         phase.webhooksPerMessage = Double(rig.webhookCount - webhooksBefore) / Double(count)
         if !done { throw BenchError("floor: \(rig.echoCount) echoes of \(count) in time, \(rig.failureCount) failed publishes") }
         return phase

@@ -94,10 +94,10 @@ public struct FormBody: Sendable {
             case UInt8(ascii: "+"):
                 bytes.append(UInt8(ascii: " "))
             case UInt8(ascii: "%"):
-                let second = index < utf8.endIndex ? utf8.index(after: index) : index
-                if second < utf8.endIndex, let high = hexValue(utf8[index]), let low = hexValue(utf8[second]) {
+                if let end = utf8.index(index, offsetBy: 2, limitedBy: utf8.endIndex),
+                   let high = hexValue(utf8[index]), let low = hexValue(utf8[utf8.index(after: index)]) {
                     bytes.append(high << 4 | low)
-                    index = utf8.index(after: second)
+                    index = end
                 } else {
                     bytes.append(byte)
                 }
@@ -122,26 +122,28 @@ public struct FormBody: Sendable {
 public enum Lenient {
     /// `true`/`True`/`TRUE`/`1`/`yes` → true; `false`/`False`/`0`/`no` → false; anything else → nil.
     public static func bool(_ text: String?) -> Bool? {
+        guard let text else { return nil }
+        // The plain spelling first: Foundation's trimming is far dearer than the comparison.
+        return word(text) ?? word(text.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+
+    private static func word(_ text: String) -> Bool? {
         switch text {
-        case "true", "1": return true
-        case "false", "0": return false
-        default: break
-        }
-        guard let text = text?.trimmingCharacters(in: .whitespaces).lowercased() else { return nil }
-        switch text {
-        case "true", "1", "yes": return true
-        case "false", "0", "no": return false
-        default: return nil
+        case "true", "1", "yes": true
+        case "false", "0", "no": false
+        default: nil
         }
     }
 
     /// An integer from `"42"`, `"42.0"` or `" 42 "`; nil otherwise.
     public static func int64(_ text: String?) -> Int64? {
+        guard let text else { return nil }
         // The usual case first: Foundation's trimming is far dearer than the parse (every callback's times).
-        if let text, let value = Int64(text) { return value }
-        guard let text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
         if let value = Int64(text) { return value }
-        if let double = Double(text), double == double.rounded() { return Int64(exactly: double) }
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty else { return nil }
+        if let value = Int64(trimmed) { return value }
+        if let double = Double(trimmed), double == double.rounded() { return Int64(exactly: double) }
         return nil
     }
 

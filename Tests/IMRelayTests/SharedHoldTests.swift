@@ -63,6 +63,14 @@ import Testing
                 .compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
         }
 
+        /// `instance` cannot read history, and a callback of `text` it could not record (the vendor gave up):
+        /// it holds g in the store until its read succeeds. True once the store shows the hold.
+        func holdStuck(_ instance: Instance, after text: String) async throws -> Bool {
+            instance.source.historyDown.withLock { $0 = true }
+            instance.engine.catchUpGate.notRecorded([try await post(text)])
+            return try await eventually(10) { try holder(instance) == instance.owner }
+        }
+
         func holder(_ instance: Instance) throws -> String? {
             try instance.engine.store.read { try $0.leaseOwners(["hold:wk/group:g"])["hold:wk/group:g"] }
         }
@@ -81,10 +89,7 @@ import Testing
         #expect(try await eventually { try await rig.relayed() == ["n1", "n2", "n3"] })
 
         // n4's callback reached A, which could not record it; the vendor gave up. A's read fails for now.
-        a.source.historyDown.withLock { $0 = true }
-        let n4 = try await rig.post("n4")
-        a.engine.catchUpGate.notRecorded([n4])
-        #expect(try await eventually(10) { try rig.holder(a) == a.owner }, "A holds the conversation in the store")
+        #expect(try await rig.holdStuck(a, after: "n4"), "A holds the conversation in the store")
 
         let n5 = try await rig.post("n5")
         await #expect(throws: IMError.self, "B refuses a live message of a conversation A holds") {
@@ -127,10 +132,7 @@ import Testing
         try await b.engine.accept([echo("e1")])
         #expect(b.engine.metrics.value("imbridge_echoes_total") == echoes + 1)
 
-        a.source.historyDown.withLock { $0 = true }
-        let n2 = try await rig.post("n2")
-        a.engine.catchUpGate.notRecorded([n2])
-        #expect(try await eventually(10) { try rig.holder(a) == a.owner }, "A holds the conversation in the store")
+        #expect(try await rig.holdStuck(a, after: "n2"), "A holds the conversation in the store")
         await #expect(throws: IMError.self, "B refuses an echo-only callback of a conversation A holds") {
             try await b.engine.accept([echo("e2")])
         }
@@ -179,10 +181,7 @@ import Testing
         try await a.engine.accept([rig.post("n1")])
         #expect(try await eventually { try await rig.relayed() == ["n1"] })
 
-        a.source.historyDown.withLock { $0 = true }
-        let n2 = try await rig.post("n2")
-        a.engine.catchUpGate.notRecorded([n2])
-        #expect(try await eventually(10) { try rig.holder(a) == a.owner })
+        #expect(try await rig.holdStuck(a, after: "n2"))
         try await a.engine.accept([rig.post("n3")])   // held in A's memory and answered
         await rig.stop(a)   // its leases are no longer renewed: the hold expires, its row stays
 
