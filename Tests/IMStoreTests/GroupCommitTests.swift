@@ -36,4 +36,32 @@ import Testing
             #expect(fresh == failing.contains(n), "e\(n): a failed body's row was rolled back, the others committed")
         }
     }
+
+    /// The writer runs a batch's bodies before the previous batch's COMMIT is answered (PostgreSQL:
+    /// `PostgresSession.pipelinedTransaction`). Every body must still see what every body before it
+    /// wrote — a read-modify-write of one counter loses no increment — and its submitter must resume
+    /// only once its write is committed (a read on another connection sees it).
+    @Test(arguments: StoreKind.allCases) func eachBodySeesTheWritesCommittedBeforeIt(_ kind: StoreKind) async throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        let count = 300
+        let seen = try await withThrowingTaskGroup(of: Int.self) { group in
+            for n in 0..<count {
+                group.addTask {
+                    let read = try await store.groupedTransaction { tx -> Int in
+                        let value = Int(try tx.checkpoint("counter") ?? "0")!
+                        try tx.setCheckpoint("counter", "\(value + 1)", at: Int64(n))
+                        return value
+                    }
+                    let committed = Int(try await store.reading { try $0.checkpoint("counter") } ?? "0")!
+                    #expect(committed > read, "the submitter resumed before its write was visible: read \(read), committed \(committed)")
+                    return read
+                }
+            }
+            var seen: [Int] = []
+            for try await value in group { seen.append(value) }
+            return seen
+        }
+        #expect(seen.sorted() == Array(0..<count), "each body read the value the body before it wrote")
+        #expect(try store.read { try $0.checkpoint("counter") } == "\(count)")
+    }
 }
