@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IMBridgeApp
 
 /// `imbridge-bench <scenario>… [--json] [--messages N] …` — see docs/performance.md. Release builds only:
 /// `swift run -c release imbridge-bench all`. `imbridge-bench _sandbox …` is the child process a
@@ -45,6 +46,7 @@ struct BenchCommand: AsyncParsableCommand {
             #if DEBUG
             FileHandle.standardError.write(Data("warning: a debug build; figures are meaningless (use -c release)\n".utf8))
             #endif
+            ProcessTuning.limitMallocArenas()   // as `imbridge` does
             let chosen = scenarios.isEmpty || scenarios == ["all"] ? BenchCommand.scenarios : scenarios
             for scenario in chosen {
                 let result: ScenarioResult

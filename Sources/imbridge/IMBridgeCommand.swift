@@ -1,4 +1,5 @@
 import ArgumentParser
+import IMBridgeApp
 import IMMapping
 import IMRelay
 
@@ -15,6 +16,7 @@ struct IMBridgeCommand: AsyncParsableCommand {
     /// its printed output readable, with only warnings and errors of the components as text lines on
     /// standard error.
     static func main() async {
+        ProcessTuning.limitMallocArenas()
         do {
             var command = try parseAsRoot()
             if !(command is RunCommand) { BridgeLogHandler.bootstrap(level: .warning, format: .text, secrets: [String]()) }
