@@ -51,33 +51,94 @@ public enum WireSelector: Hashable, Sendable, CustomStringConvertible {
 
 /// One wire representation of one neutral target on one vendor (a built-in type from
 /// `mappings/<vendor>.yaml`, or a vendor section of a `mappings/custom/*.yaml` type).
+///
+/// The values live in one shared, immutable box: an entry is copied (into `MappedContent`,
+/// `MappedWire`, a candidate list) on every message a codec reads or writes, and copying the box is one
+/// reference count where copying its fourteen values was fourteen (docs/performance.md, "Codec round
+/// trips"). Equality and hashing are the values'.
 public struct MappingEntry: Hashable, Sendable {
-    public let vendor: String
-    public let wire: WireSelector
+    struct Values: Hashable, Sendable {
+        let vendor: String
+        let wire: WireSelector
+        let encodeWire: String
+        let when: [String: JSONValue]
+        let constants: [String: JSONValue]
+        let dataKey: String?
+        let target: NeutralTarget
+        let fields: [FieldRule]
+        let decodeOnly: Bool
+        let secondary: Bool
+        let noticeType: String?
+        let digest: Template?
+        let customFile: String?
+        let source: MappingSource
+        /// No `when`, no `dataKey`, and every field's wire key and aliases are single top-level keys,
+        /// no two rules or aliases naming the same one: decoding may then read the body's values
+        /// without taking them out of a copy (`VendorTable.decode(entry:wire:body:registry:)`).
+        let flat: Bool
+    }
+
+    final class Box: Sendable {
+        let values: Values
+        init(_ values: Values) { self.values = values }
+    }
+
+    private let box: Box
+
+    init(vendor: String, wire: WireSelector, encodeWire: String, when: [String: JSONValue], constants: [String: JSONValue],
+         dataKey: String?, target: NeutralTarget, fields: [FieldRule], decodeOnly: Bool, secondary: Bool, noticeType: String?,
+         digest: Template?, customFile: String?, source: MappingSource) {
+        box = Box(Values(vendor: vendor, wire: wire, encodeWire: encodeWire, when: when, constants: constants, dataKey: dataKey,
+                         target: target, fields: fields, decodeOnly: decodeOnly, secondary: secondary, noticeType: noticeType,
+                         digest: digest, customFile: customFile, source: source,
+                         flat: Self.isFlat(when: when, dataKey: dataKey, fields: fields)))
+    }
+
+    private static func isFlat(when: [String: JSONValue], dataKey: String?, fields: [FieldRule]) -> Bool {
+        guard when.isEmpty, dataKey == nil else { return false }
+        var keys: Set<String> = []
+        for rule in fields {
+            for path in [rule.wire] + rule.aliases {
+                guard path.count == 1, keys.insert(path[0]).inserted else { return false }
+            }
+        }
+        return true
+    }
+
+    var flat: Bool { box.values.flat }
+
+    public static func == (lhs: MappingEntry, rhs: MappingEntry) -> Bool {
+        lhs.box === rhs.box || lhs.box.values == rhs.box.values
+    }
+
+    public func hash(into hasher: inout Hasher) { box.values.hash(into: &hasher) }
+
+    public var vendor: String { box.values.vendor }
+    public var wire: WireSelector { box.values.wire }
     /// The wire type written when encoding (a range's `encode_as`).
-    public let encodeWire: String
+    public var encodeWire: String { box.values.encodeWire }
     /// Discriminators: wire keys that must hold these values (checked and consumed on decode,
     /// written on encode), e.g. NIM `{"type": "order"}` or an image's `ext: gif`.
-    public let when: [String: JSONValue]
+    public var when: [String: JSONValue] { box.values.when }
     /// Wire keys written when encoding if the body has no value for them (vendors that require a key
     /// the neutral model has no use for, e.g. JMessage's map `scale`). Not checked when decoding.
-    public let constants: [String: JSONValue]
+    public var constants: [String: JSONValue] { box.values.constants }
     /// The key of the nested object the fields live in (`data` of NIM's `{"type":…,"data":{…}}`).
-    public let dataKey: String?
-    public let target: NeutralTarget
-    public let fields: [FieldRule]
+    public var dataKey: String? { box.values.dataKey }
+    public var target: NeutralTarget { box.values.target }
+    public var fields: [FieldRule] { box.values.fields }
     /// Decoding only (an older wire form still accepted, never written).
-    public let decodeOnly: Bool
+    public var decodeOnly: Bool { box.values.decodeOnly }
     /// A second form of a target on the same vendor (the WuKongIM custom-message guide's app types 102, 103, 104 beside
     /// its built-in 6, 7, 2): decoded like any entry, written only for content that was read from it
     /// (its codec remembers the wire type), never chosen for content from elsewhere.
-    public let secondary: Bool
+    public var secondary: Bool { box.values.secondary }
     /// The neutral `notice_type` of a notice; the wire type when not given.
-    public let noticeType: String?
-    public let digest: Template?
+    public var noticeType: String? { box.values.noticeType }
+    public var digest: Template? { box.values.digest }
     /// The custom type's name when the entry came from a custom file.
-    public let customFile: String?
-    public let source: MappingSource
+    public var customFile: String? { box.values.customFile }
+    public var source: MappingSource { box.values.source }
 
     /// A short name for reports: `3 → gif`, `App:OrderMsg → custom 'order_card'`.
     public var label: String {

@@ -69,13 +69,19 @@ public struct VendorTable: Sendable {
     }
 
     public func decode(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent {
+        if entry.flat { return try decodeFlat(entry: entry, wire: wire, body: body, registry: registry) }
+        return try decodeTaking(entry: entry, wire: wire, body: body, registry: registry)
+    }
+
+    /// The general decoding: each rule takes its value out of a copy of the body, what is left remains.
+    func decodeTaking(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent {
         var outer = body
         for key in entry.when.keys { outer.removeValue(forKey: key) }
         var object = outer
         if let dataKey = entry.dataKey {
             object = outer.removeValue(forKey: dataKey)?.objectValue ?? [:]
         }
-        var neutral: [String: JSONValue] = [:]
+        var neutral = [String: JSONValue](minimumCapacity: entry.fields.count)
         for rule in entry.fields {
             var raw = MappingEntry.take(rule.wire, from: &object)
             for alias in rule.aliases where raw == nil { raw = MappingEntry.take(alias, from: &object) }
@@ -102,6 +108,56 @@ public struct VendorTable: Sendable {
         if let dataKey = entry.dataKey {
             remaining = outer
             if !object.isEmpty { remaining[dataKey] = .object(object) }
+        }
+        return MappedContent(entry: entry, content: content, remaining: remaining)
+    }
+
+    /// `decode(entry:…)` for a `flat` entry: the values are read where they are instead of being taken
+    /// out of a copy of the body, and the remaining keys are only computed when there are any (a text's
+    /// body has its one `content` key, nothing remains). Same values, same errors in the same order,
+    /// same remaining keys: the rules name distinct top-level keys, so taking one never changes what
+    /// another finds.
+    func decodeFlat(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent {
+        var used = 0   // the body's keys `MappingEntry.take` takes out
+        var neutral = [String: JSONValue](minimumCapacity: entry.fields.count)
+        for rule in entry.fields {
+            var raw: JSONValue?
+            if let value = body[rule.wire[0]] {
+                used += 1
+                if value != .null { raw = value }
+            }
+            for alias in rule.aliases where raw == nil {
+                if let value = body[alias[0]] {
+                    used += 1
+                    if value != .null { raw = value }
+                }
+            }
+            guard let raw else {
+                if let fallback = rule.decodeDefault {
+                    neutral[rule.neutral] = fallback
+                } else if rule.required {
+                    throw IMError(.malformedPayload, "\(vendor) \(wire) body has no '\(rule.wireName)' (\(entry.source))",
+                                  details: ["field": rule.wireName])
+                }
+                continue
+            }
+            guard let converted = rule.transform.decode(raw).flatMap(rule.type.coerce) else {
+                throw IMError(.malformedPayload, "\(vendor) \(wire): '\(rule.wireName)' value \(raw.jsonString()) is not a \(rule.type.rawValue)",
+                              details: ["field": rule.wireName])
+            }
+            neutral[rule.neutral] = converted
+        }
+        if case .builtin(.notice) = entry.target, neutral["notice_type"] == nil {
+            neutral["notice_type"] = .string(entry.noticeType ?? wire)
+        }
+        let content = try NeutralForm.content(entry.target, neutral, registry: registry)
+        var remaining: [String: JSONValue] = [:]
+        if used < body.count {
+            remaining = body
+            for rule in entry.fields {
+                var raw = MappingEntry.take(rule.wire, from: &remaining)
+                for alias in rule.aliases where raw == nil { raw = MappingEntry.take(alias, from: &remaining) }
+            }
         }
         return MappedContent(entry: entry, content: content, remaining: remaining)
     }
@@ -204,7 +260,8 @@ public struct VendorTable: Sendable {
     }
 
     func encode(_ fields: [String: JSONValue], entry: MappingEntry, noticeType: String?) -> MappedWire? {
-        var object: [String: JSONValue] = [:]
+        // Room for the discriminators, constants and the keys the codecs add (a type, mentions) too.
+        var object = [String: JSONValue](minimumCapacity: entry.fields.count + entry.when.count + entry.constants.count + 2)
         for rule in entry.fields {
             if let value = Self.value(of: rule, in: fields) {
                 if let wire = rule.transform.encode(value) {

@@ -38,6 +38,91 @@ import Testing
         #expect(parsed == expected, "\(text.debugDescription)")
     }
 
+    /// `parse(_: String)` reads the text's UTF-8 in place; `parse(_: Data)` is the reference.
+    @Test(arguments: documents)
+    func parseOfTextMatchesParseOfData(_ text: String) {
+        let fromData = Result { try JSONValue.parse(Data(text.utf8)) }
+        let fromText = Result { try JSONValue.parse(text) }
+        switch (fromData, fromText) {
+        case (.success(let a), .success(let b)): #expect(a == b, "\(text.debugDescription)")
+        case (.failure(let a), .failure(let b)): #expect("\(a)" == "\(b)", "\(text.debugDescription)")
+        default: Issue.record("\(text.debugDescription): \(fromData) against \(fromText)")
+        }
+        // A bridged (non-native) or substring-backed text takes the same path.
+        let sliced = String(("  " + text + "  ").dropFirst(2).dropLast(2))
+        #expect((try? JSONValue.parse(sliced)) == (try? JSONValue.parse(Data(text.utf8))), "\(text.debugDescription)")
+    }
+
+    /// `jsonString()` is `jsonData()` as text, escapes, surrogate pairs, control characters and
+    /// non-ASCII included.
+    @Test func jsonStringIsJSONDataAsText() throws {
+        var values = Self.values
+        values += ["", "\u{0}\u{1}\u{1F}\u{7F}", "\"", "\\", "a\"b\\c", "\"\"", "é😀\u{2028}\u{10FFFF}", ["": ""], [.double(-1.5e-7), .double(1e21), .int(.min)],
+                   .double(.nan), ["k": .double(.infinity)]]
+        var generator = SplitMix64(seed: 7)
+        for _ in 0..<300 { values.append(Self.randomValue(&generator, depth: 0)) }
+        for value in values {
+            #expect(value.jsonString() == String(decoding: value.jsonData(), as: UTF8.self), "\(value)")
+        }
+        #expect(JSONValue.double(.nan).jsonString() == "null")
+    }
+
+    /// The parser's own UTF-8 check against the standard library's, on every sequence of up to three
+    /// bytes drawn from the boundaries of the well-formed ranges, and on random four- and five-byte ones.
+    @Test func utf8CheckMatchesTheStandardLibrary() {
+        let edges: [UInt8] = [0x00, 0x22, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC,
+                              0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+        func check(_ bytes: [UInt8]) {
+            let expected = String(validating: bytes, as: UTF8.self) != nil
+            let checked = bytes.withUnsafeBufferPointer { JSONFastParser.isValidUTF8($0) }
+            #expect(checked == expected, "\(bytes.map { String($0, radix: 16) })")
+        }
+        check([])
+        for a in edges {
+            check([a])
+            for b in edges {
+                check([a, b])
+                for c in edges { check([a, b, c]) }
+            }
+        }
+        var generator = SplitMix64(seed: 3)
+        for _ in 0..<20_000 {
+            let count = 4 + Int(generator.next() % 2)
+            check((0..<count).map { _ in edges[Int(generator.next() % UInt64(edges.count))] })
+        }
+        check(Array("你好 😀 e\u{301} \u{10FFFF}".utf8))
+    }
+
+    /// The writer's eight-bytes-at-a-time test against a byte-by-byte one, each byte value in each lane.
+    @Test func wordEscapeTestMatchesBytes() {
+        func expected(_ word: UInt64) -> Bool {
+            (0..<8).contains { lane in
+                let byte = UInt8(truncatingIfNeeded: word >> (lane * 8))
+                return byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\")
+            }
+        }
+        let clean: UInt64 = 0x4141_4141_4141_4141
+        for lane in 0..<8 {
+            for value in 0...255 {
+                let word = clean & ~(0xFF << (lane * 8)) | UInt64(value) << (lane * 8)
+                #expect(JSONFastWriter.anyEscaped(word) == expected(word), "\(String(word, radix: 16))")
+            }
+        }
+        var generator = SplitMix64(seed: 5)
+        for _ in 0..<50_000 {
+            var word = generator.next()
+            if word & 1 == 0 { word |= 0x8080_8080_8080_8080 }   // non-ASCII lanes too
+            #expect(JSONFastWriter.anyEscaped(word) == expected(word))
+        }
+        // Strings whose escapes sit at every offset of a word, against JSONEncoder.
+        for offset in 0..<17 {
+            for special in ["\"", "\\", "\u{0}", "\u{1F}", "\n", "é", "😀"] {
+                let text = String(repeating: "a", count: offset) + special + String(repeating: "中", count: offset % 5)
+                #expect(JSONValue.string(text).jsonData() == Self.foundationEncode(.string(text)), "\(text.debugDescription)")
+            }
+        }
+    }
+
     @Test func invalidUTF8MatchesJSONDecoder() {
         for bytes: [UInt8] in [[0x22, 0xFF, 0x22], [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xC3, 0x22], [0x5B, 0x22, 0xE2, 0x82, 0x22, 0x5D]] {
             let expected = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))

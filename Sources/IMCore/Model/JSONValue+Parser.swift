@@ -22,18 +22,19 @@ struct JSONFastParser {
     /// The value of the whole document, or `Refused`.
     static func parse(_ data: Data) throws(Refused) -> JSONValue {
         let result: Result<JSONValue, Refused> = data.withUnsafeBytes { raw in
-            var parser = JSONFastParser(raw.bindMemory(to: UInt8.self))
-            do throws(Refused) {
-                parser.skipWhitespace()
-                let value = try parser.value(depth: 0)
-                parser.skipWhitespace()
-                guard parser.index == parser.bytes.count else { throw Refused() }
-                return .success(value)
-            } catch {
-                return .failure(error)
-            }
+            Result { () throws(Refused) in try parse(raw.bindMemory(to: UInt8.self)) }
         }
         return try result.get()
+    }
+
+    /// The value of the whole document held in `bytes` (UTF-8), or `Refused`.
+    static func parse(_ bytes: UnsafeBufferPointer<UInt8>) throws(Refused) -> JSONValue {
+        var parser = JSONFastParser(bytes)
+        parser.skipWhitespace()
+        let value = try parser.value(depth: 0)
+        parser.skipWhitespace()
+        guard parser.index == parser.bytes.count else { throw Refused() }
+        return value
     }
 
     private mutating func skipWhitespace() {
@@ -85,9 +86,11 @@ struct JSONFastParser {
 
     private mutating func object(depth: Int) throws(Refused) -> JSONValue {
         index += 1
-        var members: [String: JSONValue] = [:]
         skipWhitespace()
-        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
+        if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
+        // Room for a small object's members from the start: no regrowing (and rehashing) at the second,
+        // fourth … member.
+        var members = [String: JSONValue](minimumCapacity: 4)
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw Refused() }
@@ -97,7 +100,9 @@ struct JSONFastParser {
             index += 1
             skipWhitespace()
             let member = try value(depth: depth)
-            if members[key] == nil { members[key] = member }   // JSONDecoder keeps the first of duplicates
+            // JSONDecoder keeps the first of duplicates: one hash of the key when it is new (the usual
+            // case), a second one only to put the first value back.
+            if let first = members.updateValue(member, forKey: key) { members[key] = first }
             skipWhitespace()
             guard index < bytes.count else { throw Refused() }
             let byte = bytes[index]
@@ -111,14 +116,17 @@ struct JSONFastParser {
     private mutating func string() throws(Refused) -> String {
         index += 1
         let start = index
+        var seen: UInt8 = 0   // every byte or'ed: below 0x80, the string is ASCII and valid UTF-8
         // Fast path: no escapes up to the closing quote.
         while index < bytes.count {
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {
-                let text = try Self.text(UnsafeBufferPointer(rebasing: bytes[start..<index]))
+                let utf8 = UnsafeBufferPointer(rebasing: bytes[start..<index])
+                let text = seen < 0x80 ? String(decoding: utf8, as: UTF8.self) : try Self.text(utf8)
                 index += 1
                 return text
             }
+            seen |= byte
             if byte == UInt8(ascii: "\\") { break }
             guard byte >= 0x20 else { throw Refused() }
             index += 1
@@ -141,9 +149,49 @@ struct JSONFastParser {
         throw Refused()
     }
 
+    /// The string of valid UTF-8 bytes. Checked here rather than with `String(validating:as:)`, which is
+    /// generic over the encoding and looked up type metadata on every call (a tenth of a text round
+    /// trip, docs/performance.md "Codec round trips"); `String(decoding:as:)` then copies bytes it finds
+    /// valid as they are.
     private static func text(_ utf8: UnsafeBufferPointer<UInt8>) throws(Refused) -> String {
-        guard let text = String(validating: utf8, as: UTF8.self) else { throw Refused() }
-        return text
+        guard isValidUTF8(utf8) else { throw Refused() }
+        return String(decoding: utf8, as: UTF8.self)
+    }
+
+    /// Well-formed UTF-8 as the Unicode Standard defines it (chapter 3, table "Well-Formed UTF-8 Byte
+    /// Sequences"): no overlong forms, no surrogates, nothing above U+10FFFF, no truncated sequence.
+    static func isValidUTF8(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = utf8.baseAddress else { return true }
+        let count = utf8.count
+        var index = 0
+        while index < count {
+            // Eight ASCII bytes at a time.
+            if count - index >= 8, UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self) & 0x8080_8080_8080_8080 == 0 {
+                index += 8
+                continue
+            }
+            let lead = base[index]
+            if lead < 0x80 { index += 1; continue }
+            let length: Int
+            var low: UInt8 = 0x80, high: UInt8 = 0xBF   // the range of the second byte
+            switch lead {
+            case 0xC2...0xDF: length = 2
+            case 0xE0: length = 3; low = 0xA0
+            case 0xE1...0xEC, 0xEE...0xEF: length = 3
+            case 0xED: length = 3; high = 0x9F
+            case 0xF0: length = 4; low = 0x90
+            case 0xF1...0xF3: length = 4
+            case 0xF4: length = 4; high = 0x8F
+            default: return false
+            }
+            guard count - index >= length else { return false }
+            let second = base[index + 1]
+            guard second >= low, second <= high else { return false }
+            if length > 2, base[index + 2] & 0xC0 != 0x80 { return false }
+            if length > 3, base[index + 3] & 0xC0 != 0x80 { return false }
+            index += length
+        }
+        return true
     }
 
     private mutating func escape(into buffer: inout [UInt8]) throws(Refused) {

@@ -13,10 +13,22 @@ struct JSONFastWriter {
     private(set) var bytes: [UInt8] = []
 
     static func data(_ value: JSONValue) -> Data? {
+        guard let bytes = bytes(value) else { return nil }
+        return Data(bytes)
+    }
+
+    /// The same bytes as text.
+    static func string(_ value: JSONValue) -> String? {
+        guard let bytes = bytes(value) else { return nil }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func bytes(_ value: JSONValue) -> [UInt8]? {
         var writer = JSONFastWriter()
-        writer.bytes.reserveCapacity(64)
+        // A message payload's size: most are written without regrowing the buffer.
+        writer.bytes.reserveCapacity(256)
         guard writer.write(value) else { return nil }
-        return Data(writer.bytes)
+        return writer.bytes
     }
 
     /// False when a double is not finite.
@@ -40,26 +52,73 @@ struct JSONFastWriter {
             bytes.append(UInt8(ascii: "]"))
         case .object(let members):
             bytes.append(UInt8(ascii: "{"))
-            let sorted = members.count < 2 ? Array(members) : members.sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
-            for (offset, member) in sorted.enumerated() {
-                if offset > 0 { bytes.append(UInt8(ascii: ",")) }
-                write(member.key)
-                bytes.append(UInt8(ascii: ":"))
-                guard write(member.value) else { return false }
+            // One or two members (most payloads' objects) are put in order without an array of them.
+            switch members.count {
+            case 0: break
+            case 1:
+                let member = members.first!
+                guard write(member: member.key, member.value) else { return false }
+            case 2:
+                var pair = members.makeIterator()
+                var first = pair.next()!, second = pair.next()!
+                if Self.precedes(second.key, first.key) { swap(&first, &second) }
+                guard write(member: first.key, first.value) else { return false }
+                bytes.append(UInt8(ascii: ","))
+                guard write(member: second.key, second.value) else { return false }
+            default:
+                for (offset, member) in members.sorted(by: { Self.precedes($0.key, $1.key) }).enumerated() {
+                    if offset > 0 { bytes.append(UInt8(ascii: ",")) }
+                    guard write(member: member.key, member.value) else { return false }
+                }
             }
             bytes.append(UInt8(ascii: "}"))
         }
         return true
     }
 
+    private mutating func write(member key: String, _ value: JSONValue) -> Bool {
+        write(key)
+        bytes.append(UInt8(ascii: ":"))
+        return write(value)
+    }
+
+    /// Whether any of the eight bytes is below 0x20, `"` or `\` (the zero-byte and less-than tests
+    /// on a word, exact as to whether some byte matches).
+    static func anyEscaped(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ x: UInt64) -> Bool { (x &- ones) & ~x & highs != 0 }
+        let control = (word &- ones &* 0x20) & ~word & highs != 0
+        return control || hasZero(word ^ (ones &* 0x22)) || hasZero(word ^ (ones &* 0x5C))
+    }
+
+    /// Key order: by UTF-8 bytes.
+    private static func precedes(_ a: String, _ b: String) -> Bool { a.utf8.lexicographicallyPrecedes(b.utf8) }
+
     private mutating func write(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
         var text = text
         text.withUTF8 { utf8 in
             var clean = 0   // start of the run not yet copied
-            for (offset, byte) in utf8.enumerated() where byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") {
-                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[clean..<offset]))
-                clean = offset + 1
+            var offset = 0
+            while offset < utf8.count {
+                // Eight bytes at a time while none needs escaping (each test is exact for "any byte").
+                if utf8.count - offset >= 8 {
+                    let word = UnsafeRawPointer(utf8.baseAddress! + offset).loadUnaligned(as: UInt64.self)
+                    if !Self.anyEscaped(word) {
+                        offset += 8
+                        continue
+                    }
+                }
+                let byte = utf8[offset]
+                // Bytes ≥ 0x20 other than `"` and `\` (non-ASCII included) are written as they are.
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else {
+                    offset += 1
+                    continue
+                }
+                if clean < offset { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[clean..<offset])) }
+                offset += 1
+                clean = offset
                 bytes.append(UInt8(ascii: "\\"))
                 switch byte {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"): bytes.append(byte)
@@ -74,7 +133,7 @@ struct JSONFastWriter {
                     bytes.append(Self.hex[Int(byte & 0xF)])
                 }
             }
-            bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[clean...]))
+            if clean < utf8.count { bytes.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[clean...])) }
         }
         bytes.append(UInt8(ascii: "\""))
     }

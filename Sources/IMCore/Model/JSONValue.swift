@@ -93,6 +93,10 @@ public enum JSONValue: Hashable, Sendable, Codable {
     /// with `JSONDecoder` (which it uses for anything its own strict parser refuses, see `JSONFastParser`).
     public static func parse(_ data: Data) throws -> JSONValue {
         if let value = try? JSONFastParser.parse(data) { return value }
+        return try parseWithFoundation(data)
+    }
+
+    private static func parseWithFoundation(_ data: Data) throws -> JSONValue {
         do {
             return try JSONDecoder().decode(JSONValue.self, from: data)
         } catch {
@@ -100,14 +104,22 @@ public enum JSONValue: Hashable, Sendable, Codable {
         }
     }
 
-    public static func parse(_ text: String) throws -> JSONValue { try parse(Data(text.utf8)) }
+    /// As `parse(_: Data)`, reading the text's UTF-8 in place (no `Data` is made unless the strict
+    /// parser refuses the text).
+    public static func parse(_ text: String) throws -> JSONValue {
+        var text = text
+        let fast: JSONValue? = text.withUTF8 { utf8 in try? JSONFastParser.parse(utf8) }
+        if let fast { return fast }
+        return try parseWithFoundation(Data(text.utf8))
+    }
 
     /// Compact JSON with sorted keys, so that equal values serialise to equal bytes (the bytes
     /// `JSONEncoder` writes with `[.sortedKeys, .withoutEscapingSlashes]`, see `JSONFastWriter`);
     /// `null` when a double is NaN or infinite.
     public func jsonData() -> Data { JSONFastWriter.data(self) ?? Data("null".utf8) }
 
-    public func jsonString() -> String { String(decoding: jsonData(), as: UTF8.self) }
+    /// `jsonData()` as text (made from the writer's bytes directly, not through `Data`).
+    public func jsonString() -> String { JSONFastWriter.string(self) ?? "null" }
 }
 
 extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral,

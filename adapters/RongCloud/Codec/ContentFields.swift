@@ -18,6 +18,11 @@ struct ContentFields {
 struct ContentObject {
     private(set) var object: [String: JSONValue] = [:]
 
+    init() {}
+
+    /// Starting from keys already written (a mapping's body), kept as they are.
+    init(_ object: [String: JSONValue]) { self.object = object }
+
     subscript(key: String) -> JSONValue? {
         get { object[key] }
         set { object[key] = newValue }

@@ -63,7 +63,7 @@ extension RongCloudContentCodec {
                               details: ["kind": content.kind.rawValue])
             }
             objectName = mapped.wireType
-            for (key, value) in mapped.body { object[key] = value }
+            object = ContentObject(mapped.body)   // nothing was written before in this branch
             if case .file(let file) = content, kept == nil, object["type"] == nil,
                let dot = file.name.lastIndex(of: "."), file.name.index(after: dot) < file.name.endIndex {
                 object.set("type", String(file.name[file.name.index(after: dot)...]))

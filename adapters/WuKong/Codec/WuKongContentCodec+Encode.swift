@@ -51,8 +51,12 @@ extension WuKongContentCodec {
                 throw IMError(.unsupported, "the WuKong mapping has no type for \(content.kind.rawValue) content",
                               details: ["kind": content.kind.rawValue])
             }
-            object = vendorExtras["payload_fields"]?.objectValue ?? [:]
-            for (key, value) in mapped.body { object[key] = value }
+            if let kept = vendorExtras["payload_fields"]?.objectValue {
+                object = kept
+                for (key, value) in mapped.body { object[key] = value }
+            } else {
+                object = mapped.body   // the mapped keys alone: no copying them one by one
+            }
             object["type"] = .int(type)
             if let entities = vendorExtras["entities"] { object["entities"] = entities }
             if let origin = vendorExtras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }

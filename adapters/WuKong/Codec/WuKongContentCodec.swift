@@ -64,13 +64,16 @@ public struct WuKongContentCodec: ContentCodec {
     }
 
     /// `rawPayload` is only turned into text for an unsupported type (kept byte for byte).
-    func decode(_ object: [String: JSONValue], rawPayload: Data?) throws -> CodedContent {
+    /// `object` is consumed: a parsed payload's dictionary has its common keys taken out in place,
+    /// not in a copy.
+    func decode(_ object: consuming [String: JSONValue], rawPayload: Data?) throws -> CodedContent {
         guard let type = object["type"]?.int64Value.map(Int.init) else {
             throw IMError(.malformedPayload, "WuKong payload has no numeric `type`")
         }
         var rest = object
-        rest["type"] = nil
-        let mentions = Self.decodeMentions(rest.removeValue(forKey: "mention"))
+        let typeJSON = rest.removeValue(forKey: "type")
+        let mentionJSON = rest.removeValue(forKey: "mention")
+        let mentions = Self.decodeMentions(mentionJSON)
         let replyJSON = rest.removeValue(forKey: "reply")
         var vendorExtras: [String: JSONValue] = [:]
         let reply = try replyJSON.flatMap { try decodeReply($0, vendorExtras: &vendorExtras) }
@@ -94,9 +97,14 @@ public struct WuKongContentCodec: ContentCodec {
             rest = mapped.remaining
             if let entities = rest.removeValue(forKey: "entities") { vendorExtras["entities"] = entities }
         } else {
+            // The object as received: `rest` has not changed since its common keys were taken out.
+            var received = rest
+            received["type"] = typeJSON
+            received["mention"] = mentionJSON
+            received["reply"] = replyJSON
             content = .unsupported(UnsupportedContent(vendor: "wukong", vendorType: String(type),
                                                       raw: rawPayload.map { String(decoding: $0, as: UTF8.self) }
-                                                        ?? JSONValue.object(object).jsonString()))
+                                                        ?? JSONValue.object(received).jsonString()))
             return CodedContent(content, mentions: mentions, reply: reply)
         }
         if !rest.isEmpty { vendorExtras["payload_fields"] = .object(rest) }
