@@ -71,7 +71,10 @@ public enum Transform: Hashable, Sendable {
         switch self {
         case .none: return wire
         case .secondsCeil, .secondsRound, .secondsFraction:
-            return wire.doubleValue.map { .int(Int64(($0 * 1000).rounded())) }
+            // A value past what milliseconds in an Int64 hold (or not finite) is not converted: nil, the
+            // same as a value of the wrong type, instead of trapping on the conversion.
+            guard let seconds = wire.doubleValue, let ms = Int64(exactly: (seconds * 1000).rounded()) else { return nil }
+            return .int(ms)
         case .yuanCents:
             guard let text = wire.stringValue, let decimal = Decimal(string: text) else { return nil }
             return .int(NSDecimalNumber(decimal: decimal * 100).rounding(accordingToBehavior: nil).int64Value)
@@ -89,8 +92,8 @@ public enum Transform: Hashable, Sendable {
     public func encode(_ neutral: JSONValue) -> JSONValue? {
         switch self {
         case .none: return neutral
-        case .secondsCeil: return neutral.int64Value.map { .int(($0 + 999) / 1000) }
-        case .secondsRound: return neutral.int64Value.map { .int(($0 + 500) / 1000) }
+        case .secondsCeil: return neutral.int64Value.flatMap { Self.divided($0, by: 1000, adding: 999) }
+        case .secondsRound: return neutral.int64Value.flatMap { Self.divided($0, by: 1000, adding: 500) }
         case .secondsFraction:
             return neutral.int64Value.map { $0 % 1000 == 0 ? .int($0 / 1000) : .double(Double($0) / 1000) }
         case .yuanCents:
@@ -107,5 +110,11 @@ public enum Transform: Hashable, Sendable {
             guard let url = neutral.stringValue, url.hasPrefix(prefix) else { return nil }
             return .string(String(url.dropFirst(prefix.count)))
         }
+    }
+
+    /// (value + bias) / divisor, or nil where the sum would overflow (a neutral value near Int64.max).
+    private static func divided(_ value: Int64, by divisor: Int64, adding bias: Int64) -> JSONValue? {
+        let (sum, overflow) = value.addingReportingOverflow(bias)
+        return overflow ? nil : .int(sum / divisor)
     }
 }
