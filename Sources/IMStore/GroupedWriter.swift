@@ -13,10 +13,6 @@ import Synchronization
 ///   that made the commit fail, in which case none of that batch's bodies took effect).
 /// - Bodies run in submission order; a batch is whatever was submitted while the previous one was
 ///   being written (at most `maxBatch` bodies), so under no contention a body is written alone, at once.
-/// - Batches commit in that order too. On PostgreSQL the writer does not wait for a batch's COMMIT
-///   before it runs the next batch's bodies: their statements follow the COMMIT on the same
-///   connection, so the server runs them after it, and the next batch sees everything the previous one
-///   wrote (`PostgresSession.pipelinedTransaction`).
 final class GroupedWriter: Sendable {
     private struct Pending: Sendable {
         let job: GroupedJob
@@ -67,16 +63,18 @@ final class GroupedWriter: Sendable {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            driver.writeBatch(batch.map(\.job)) { error in
+            do {
+                try driver.writeBatch(batch.map(\.job))
+                for pending in batch { pending.finish(nil) }
+            } catch {
                 for pending in batch { pending.finish(error) }
             }
         }
     }
 }
 
-/// The value slot of one job: written by its body on the writer's queue, read by `finish` after the
-/// batch's COMMIT was sent (on the writer's queue, or on the event loop that got the COMMIT's answer):
-/// one after the other, never concurrently, hence unchecked.
+/// The value slot of one job: written by its body, read by `finish`, both on the writer's queue, one
+/// after the other (never concurrently), hence unchecked.
 private final class Outcome<T: Sendable>: @unchecked Sendable {
     var value: T?
 }

@@ -96,14 +96,12 @@ final class PostgresDriver: StoreDriver {
     /// The jobs run in one transaction without savepoints (each would cost two round trips). When a
     /// job throws, the transaction is rolled back, that job keeps its error, and the batch runs again
     /// without it — so a job's body may run more than once (see `BridgeStore.groupedTransaction`).
-    /// The transaction is pipelined (`PostgresSession.pipelinedTransaction`): this returns once its
-    /// COMMIT is sent, and `committed` gets the answer.
-    func writeBatch(_ jobs: [GroupedJob], committed: @escaping @Sendable ((any Error)?) -> Void) {
+    func writeBatch(_ jobs: [GroupedJob]) throws {
         var live = jobs
         while !live.isEmpty {
             var failed: Int?
             do {
-                try writerSession.pipelinedTransaction({
+                try writerSession.transaction {
                     let ops = PostgresOperations(session: writerSession)
                     for (index, job) in live.enumerated() {
                         do {
@@ -114,21 +112,16 @@ final class PostgresDriver: StoreDriver {
                             throw BatchAborted()
                         }
                     }
-                }, committed: committed)
+                }
                 return
             } catch is BatchAborted {
-                guard let failed else { break }
-                if let lost = live[failed].error as? PostgresFailure, !writerSession.isConnected {
-                    committed(lost)   // the connection is gone: the whole batch fails
-                    return
+                guard let failed else { return }
+                if live[failed].error is PostgresFailure, !writerSession.isConnected {
+                    throw live[failed].error!   // the connection is gone: the whole batch fails
                 }
                 live.remove(at: failed)
-            } catch {
-                committed(error)
-                return
             }
         }
-        committed(nil)   // every job failed alone: nothing to commit
     }
 
     struct BatchAborted: Error {}
@@ -256,11 +249,9 @@ final class PostgresSession: @unchecked Sendable {
             }
         }
         do {
-            let result = try wait(for: connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger), what: "a statement") {
+            return try wait(for: connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger), what: "a statement") {
                 connection.close().whenComplete { _ in _ = connection }
             }
-            try checkBegin()
-            return result
         } catch {
             if connection.isClosed || error is AnswerTimeout { self.connection = nil }
             throw PostgresFailure(error)
@@ -281,79 +272,19 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     /// Waits for `future` on the calling thread for at most `answerTimeout`; `onTimeout` runs (on the
-    /// calling thread) when it gives up. The deadline is the wait's own (a semaphore's timeout), not a
-    /// task scheduled on the event loop: that would cost the loop a wake-up per statement.
+    /// future's event loop) when it gives up.
     func wait<T: Sendable>(for future: EventLoopFuture<T>, what: String, onTimeout: @escaping @Sendable () -> Void) throws -> T {
-        let answered = DispatchSemaphore(value: 0)
-        let answer = Mutex<Result<T, any Error>?>(nil)
-        future.whenComplete { result in
-            answer.withLock { $0 = result }
-            answered.signal()
-        }
-        guard answered.wait(timeout: .now() + .nanoseconds(Int(answerTimeout.nanoseconds))) == .success,
-              let result = answer.withLock({ $0 }) else {
+        let (loop, after) = (future.eventLoop, answerTimeout)
+        let promise = loop.makePromise(of: T.self)
+        let timer = loop.scheduleTask(in: after) {
             onTimeout()
-            throw AnswerTimeout(what: what, after: answerTimeout)
+            promise.fail(AnswerTimeout(what: what, after: after))   // ignored when the answer came first
         }
-        return try result.get()
-    }
-
-    /// Sends one statement without waiting for its answer. Unanswered within `answerTimeout`, the
-    /// connection is closed, which fails the returned future (and whatever queued behind it).
-    private func send(_ sql: String, on connection: PostgresConnection) -> EventLoopFuture<PostgresQueryResult> {
-        counters?.statement()
-        let sent = connection.query(PostgresQuery(unsafeSQL: sql), logger: logger)
-        let timer = sent.eventLoop.scheduleTask(in: answerTimeout) { connection.close().whenComplete { _ in _ = connection } }
-        sent.whenComplete { _ in timer.cancel() }
-        return sent
-    }
-
-    /// BEGIN of the pipelined transaction in hand, until a statement after it was answered
-    /// (`pipelinedTransaction`).
-    private var pendingBegin: EventLoopFuture<PostgresQueryResult>?
-
-    /// Throws BEGIN's failure. Called once a statement after it was answered (the connection answers in
-    /// order, so BEGIN's answer is in by then and this does not wait), or before COMMIT.
-    private func checkBegin() throws {
-        guard let begin = pendingBegin else { return }
-        pendingBegin = nil
-        _ = try wait(for: begin, what: "BEGIN") { [connection = transactionConnection] in
-            connection?.close().whenComplete { _ in _ = connection }
+        future.whenComplete { result in
+            timer.cancel()
+            promise.completeWith(result)
         }
-    }
-
-    /// Runs `body` between BEGIN and COMMIT like `transaction`, but without waiting on this thread for
-    /// BEGIN's or COMMIT's answer — two round trips fewer per transaction for the caller, which for the
-    /// grouped writer is every write of the bridge. BEGIN goes out and the body's first statement queues
-    /// behind it; once the body is done COMMIT is sent and this returns, and COMMIT's answer goes to
-    /// `committed` (on the connection's event loop; an error as `PostgresFailure`).
-    ///
-    /// Order is kept: postgres-nio runs a connection's statements one after the other, in the order they
-    /// were sent, so whatever this session runs next runs after this COMMIT and sees what it committed.
-    /// Throws — and does not call `committed` — when BEGIN, the body or a statement fails before the
-    /// COMMIT (the transaction is rolled back as in `transaction`).
-    func pipelinedTransaction(_ body: () throws -> Void, committed: @escaping @Sendable ((any Error)?) -> Void) throws {
-        counters?.transaction()
-        let connection = try open()
-        pendingBegin = send("BEGIN", on: connection)
-        transactionConnection = connection
-        defer {
-            transactionConnection = nil
-            pendingBegin = nil
-        }
-        do {
-            try body()
-            try checkBegin()   // a body that ran no statement: BEGIN's answer is waited for here
-        } catch {
-            if isConnected { _ = try? query("ROLLBACK") }
-            throw error
-        }
-        send("COMMIT", on: connection).whenComplete { result in
-            switch result {
-            case .success: committed(nil)
-            case .failure(let error): committed(PostgresFailure(error))
-            }
-        }
+        return try promise.futureResult.wait()
     }
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.

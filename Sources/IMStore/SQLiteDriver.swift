@@ -60,16 +60,7 @@ final class SQLiteDriver: StoreDriver {
     /// every message). When one throws, the transaction is rolled back and the batch runs again with a
     /// savepoint per job, so that a job that throws rolls back only its own changes — a job's body may
     /// run twice (`BridgeStore.groupedTransaction`).
-    func writeBatch(_ jobs: [GroupedJob], committed: @escaping @Sendable ((any Error)?) -> Void) {
-        do {
-            try writeBatch(jobs)
-            committed(nil)
-        } catch {
-            committed(error)
-        }
-    }
-
-    private func writeBatch(_ jobs: [GroupedJob]) throws {
+    func writeBatch(_ jobs: [GroupedJob]) throws {
         counters.transaction()
         do {
             try pool.write { db in

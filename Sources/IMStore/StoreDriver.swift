@@ -11,13 +11,9 @@ protocol StoreDriver: Sendable {
     /// Runs `body` with a view of committed data on the calling thread.
     func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T
     /// Runs the jobs, in order, in ONE write transaction. A job whose body throws gets its error in
-    /// `GroupedJob.error` and leaves no change; the others commit. `committed` is called once, with nil
-    /// when the transaction committed or with the error that made it fail as a whole (nothing of it took
-    /// effect) — on SQLite before this returns; on PostgreSQL possibly after, from an event loop: the
-    /// COMMIT is sent and not waited for, and the next batch's statements queue behind it on the same
-    /// connection (`PostgresSession.pipelinedTransaction`), so batches still commit one after the other,
-    /// in order. Called from the grouped writer's queue only.
-    func writeBatch(_ jobs: [GroupedJob], committed: @escaping @Sendable ((any Error)?) -> Void)
+    /// `GroupedJob.error` and leaves no change; the others commit. Throws when the transaction as a
+    /// whole fails (nothing of it took effect). Called from the grouped writer's queue only.
+    func writeBatch(_ jobs: [GroupedJob]) throws
     /// Runs `body` in one write transaction on a session kept for `side` alone (PostgreSQL), so it never
     /// queues behind the grouped writer; SQLite: like `write`. Called from `BridgeStore`'s queue for
     /// `side` only (one caller at a time per side).

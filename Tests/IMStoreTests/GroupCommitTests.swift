@@ -37,10 +37,9 @@ import Testing
         }
     }
 
-    /// The writer runs a batch's bodies before the previous batch's COMMIT is answered (PostgreSQL:
-    /// `PostgresSession.pipelinedTransaction`). Every body must still see what every body before it
-    /// wrote — a read-modify-write of one counter loses no increment — and its submitter must resume
-    /// only once its write is committed (a read on another connection sees it).
+    /// Bodies submitted at once share batches: every body must see what every body before it wrote —
+    /// a read-modify-write of one counter loses no increment, in one batch or across batches — and its
+    /// submitter must resume only once its write is committed (a read on another connection sees it).
     @Test(arguments: StoreKind.allCases) func eachBodySeesTheWritesCommittedBeforeIt(_ kind: StoreKind) async throws {
         let store = try BridgeStore(path: try kind.freshLocation())
         let count = 300
