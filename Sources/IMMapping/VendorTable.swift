@@ -85,25 +85,9 @@ public struct VendorTable: Sendable {
         for rule in entry.fields {
             var raw = MappingEntry.take(rule.wire, from: &object)
             for alias in rule.aliases where raw == nil { raw = MappingEntry.take(alias, from: &object) }
-            guard let raw else {
-                if let fallback = rule.decodeDefault {
-                    neutral[rule.neutral] = fallback
-                } else if rule.required {
-                    throw IMError(.malformedPayload, "\(vendor) \(wire) body has no '\(rule.wireName)' (\(entry.source))",
-                                  details: ["field": rule.wireName])
-                }
-                continue
-            }
-            guard let converted = rule.transform.decode(raw).flatMap(rule.type.coerce) else {
-                throw IMError(.malformedPayload, "\(vendor) \(wire): '\(rule.wireName)' value \(raw.jsonString()) is not a \(rule.type.rawValue)",
-                              details: ["field": rule.wireName])
-            }
-            neutral[rule.neutral] = converted
+            if let value = try fieldValue(of: rule, raw, entry: entry, wire: wire) { neutral[rule.neutral] = value }
         }
-        if case .builtin(.notice) = entry.target, neutral["notice_type"] == nil {
-            neutral["notice_type"] = .string(entry.noticeType ?? wire)
-        }
-        let content = try NeutralForm.content(entry.target, neutral, registry: registry)
+        let content = try makeContent(of: entry, wire: wire, neutral, registry: registry)
         var remaining = object
         if let dataKey = entry.dataKey {
             remaining = outer
@@ -132,25 +116,9 @@ public struct VendorTable: Sendable {
                     if value != .null { raw = value }
                 }
             }
-            guard let raw else {
-                if let fallback = rule.decodeDefault {
-                    neutral[rule.neutral] = fallback
-                } else if rule.required {
-                    throw IMError(.malformedPayload, "\(vendor) \(wire) body has no '\(rule.wireName)' (\(entry.source))",
-                                  details: ["field": rule.wireName])
-                }
-                continue
-            }
-            guard let converted = rule.transform.decode(raw).flatMap(rule.type.coerce) else {
-                throw IMError(.malformedPayload, "\(vendor) \(wire): '\(rule.wireName)' value \(raw.jsonString()) is not a \(rule.type.rawValue)",
-                              details: ["field": rule.wireName])
-            }
-            neutral[rule.neutral] = converted
+            if let value = try fieldValue(of: rule, raw, entry: entry, wire: wire) { neutral[rule.neutral] = value }
         }
-        if case .builtin(.notice) = entry.target, neutral["notice_type"] == nil {
-            neutral["notice_type"] = .string(entry.noticeType ?? wire)
-        }
-        let content = try NeutralForm.content(entry.target, neutral, registry: registry)
+        let content = try makeContent(of: entry, wire: wire, neutral, registry: registry)
         var remaining: [String: JSONValue] = [:]
         if used < body.count {
             remaining = body
@@ -160,6 +128,33 @@ public struct VendorTable: Sendable {
             }
         }
         return MappedContent(entry: entry, content: content, remaining: remaining)
+    }
+
+    /// The neutral value of `rule` from the wire value found for it (`raw`, nil when none): converted,
+    /// else its decode default, else nil (left out); throws `malformed_payload` for a required field
+    /// that is missing or a value that cannot be converted. Shared by both decodings.
+    private func fieldValue(of rule: FieldRule, _ raw: JSONValue?, entry: MappingEntry, wire: String) throws -> JSONValue? {
+        guard let raw else {
+            if rule.decodeDefault == nil, rule.required {
+                throw IMError(.malformedPayload, "\(vendor) \(wire) body has no '\(rule.wireName)' (\(entry.source))",
+                              details: ["field": rule.wireName])
+            }
+            return rule.decodeDefault
+        }
+        guard let converted = rule.transform.decode(raw).flatMap(rule.type.coerce) else {
+            throw IMError(.malformedPayload, "\(vendor) \(wire): '\(rule.wireName)' value \(raw.jsonString()) is not a \(rule.type.rawValue)",
+                          details: ["field": rule.wireName])
+        }
+        return converted
+    }
+
+    /// The content the neutral fields make (a notice without `notice_type` gets the entry's, else the wire type).
+    private func makeContent(of entry: MappingEntry, wire: String, _ neutral: [String: JSONValue], registry: ContentRegistry) throws -> MessageContent {
+        var neutral = neutral
+        if case .builtin(.notice) = entry.target, neutral["notice_type"] == nil {
+            neutral["notice_type"] = .string(entry.noticeType ?? wire)
+        }
+        return try NeutralForm.content(entry.target, neutral, registry: registry)
     }
 
     /// Encodes a content; nil when the vendor has no entry that takes it (the codec falls back).

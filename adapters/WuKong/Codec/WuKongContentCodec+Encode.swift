@@ -51,12 +51,8 @@ extension WuKongContentCodec {
                 throw IMError(.unsupported, "the WuKong mapping has no type for \(content.kind.rawValue) content",
                               details: ["kind": content.kind.rawValue])
             }
-            if let kept = vendorExtras["payload_fields"]?.objectValue {
-                object = kept
-                for (key, value) in mapped.body { object[key] = value }
-            } else {
-                object = mapped.body   // the mapped keys alone: no copying them one by one
-            }
+            // The mapped keys win over kept ones; without kept ones the mapped body is taken as it is.
+            object = vendorExtras["payload_fields"]?.objectValue.map { $0.merging(mapped.body) { _, mapped in mapped } } ?? mapped.body
             object["type"] = .int(type)
             if let entities = vendorExtras["entities"] { object["entities"] = entities }
             if let origin = vendorExtras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }
