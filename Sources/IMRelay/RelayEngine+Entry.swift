@@ -53,11 +53,8 @@ extension RelayEngine {
                 // Fenced: when another instance took the lane over, nothing is written (it runs the entry,
                 // finding this attempt's copy where the target can look it up); when our lease merely
                 // expired, nothing more is claimed.
-                let commit = { [store, mapping] in
-                    try await store.groupedTransaction { tx -> OutboxEntry? in
-                        try tx.finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
-                    }
-                }
+                let step = StoreTransaction.Finish(entry.id, lane: entry.lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
+                let commit = { [store] in try await store.finish(step) }
                 // A lane cut off by the drain deadline after the target accepted still records it (the
                 // store refuses a cancelled task's transaction, so the commit runs in a task of its own):
                 // otherwise the next start would send again where the vendor has no earlier-copy search.

@@ -64,6 +64,21 @@ public final class BridgeStore: Sendable {
         }
     }
 
+    /// `StoreTransaction.finish` through the group commit, alone in its body: on PostgreSQL the finishes
+    /// of one batch (the lanes completing at the same time) run in one statement — one round trip for
+    /// all of them instead of one each — with the same outcome for each as when run alone
+    /// (`LeaseLost` included).
+    public func finish(_ step: StoreTransaction.Finish) async throws -> OutboxEntry? {
+        do {
+            return try await writer.finish(step)
+        } catch {
+            throw mapped(error)
+        }
+    }
+
+    /// Grouped writes submitted and not yet taken into a batch.
+    @_spi(Testing) public var queuedGroupedWrites: Int { writer.queued }
+
     /// Runs `body` in a write transaction of its own on the session kept for `side` (PostgreSQL: a
     /// connection of its own; SQLite: the one writer), on a dispatch queue of its own — not behind the
     /// grouped writer, so a relay stuck on a lock does not hold lease renewal or the readiness probe up.

@@ -32,9 +32,21 @@ final class GroupedWriter: Sendable {
     init(driver: any StoreDriver) { self.driver = driver }
 
     func write<T: Sendable>(_ body: @escaping @Sendable (any StoreOperations) throws -> T) async throws -> T {
+        try await submit { outcome in GroupedJob { ops in outcome.value = try body(ops) } }
+    }
+
+    /// One lane's `finish`, marked as such so that the driver may run it with the batch's other finishes.
+    func finish(_ step: StoreTransaction.Finish) async throws -> OutboxEntry? {
+        try await submit { (outcome: Outcome<OutboxEntry?>) in
+            GroupedJob(run: { ops in outcome.value = try StoreTransaction(ops).finish(step) }, finish: step,
+                       finished: { outcome.value = .some($0) })
+        }
+    }
+
+    private func submit<T: Sendable>(_ makeJob: (Outcome<T>) -> GroupedJob) async throws -> T {
         try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<T, any Error>) in
             let outcome = Outcome<T>()
-            let job = GroupedJob { ops in outcome.value = try body(ops) }
+            let job = makeJob(outcome)
             let pending = Pending(job: job, finish: { commitError in
                 if let error = commitError ?? job.error {
                     continuation.resume(throwing: error)
@@ -53,6 +65,9 @@ final class GroupedWriter: Sendable {
             if startDrain { dispatch.async { self.drain() } }
         }
     }
+
+    /// Bodies submitted and not yet taken into a batch (tests wait for a batch to fill with it).
+    var queued: Int { state.withLock { $0.jobs.count } }
 
     private func drain() {
         while true {

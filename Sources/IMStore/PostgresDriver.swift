@@ -96,32 +96,79 @@ final class PostgresDriver: StoreDriver {
     /// The jobs run in one transaction without savepoints (each would cost two round trips). When a
     /// job throws, the transaction is rolled back, that job keeps its error, and the batch runs again
     /// without it — so a job's body may run more than once (see `BridgeStore.groupedTransaction`).
+    ///
+    /// The lanes' finishes among the jobs (`GroupedJob.finish`, two or more) run after the other jobs,
+    /// all in one statement (`PostgresOperations.finishAll`): one round trip instead of one per lane.
+    /// Running them after the others is an order the submitters cannot tell from the submitted one —
+    /// each was submitted while the others were waiting, none had seen another's commit — and a finish
+    /// run later only sees more of its lane (an entry queued meanwhile is claimed rather than woken for).
+    /// A finish whose tenure no longer holds its lease writes nothing there and gets `LeaseLost`, as it
+    /// would alone. When that statement fails, the batch runs again with each finish on its own, which
+    /// tells the failing one from the others.
     func writeBatch(_ jobs: [GroupedJob]) throws {
         var live = jobs
+        var combine = true
         while !live.isEmpty {
-            var failed: Int?
+            let combined = combine ? Self.combinableFinishes(live) : []
+            let singles = combined.isEmpty ? live : live.filter { $0.finish == nil }
+            var failed: GroupedJob?
             do {
                 try writerSession.transaction {
                     let ops = PostgresOperations(session: writerSession)
-                    for (index, job) in live.enumerated() {
+                    for job in singles {
                         do {
                             try job.run(ops)
                         } catch {
                             job.error = error
-                            failed = index
+                            failed = job
                             throw BatchAborted()
+                        }
+                    }
+                    guard !combined.isEmpty else { return }
+                    let outcomes: [PostgresOperations.FinishOutcome]
+                    do {
+                        outcomes = try ops.finishAll(combined.map { $0.finish! })
+                    } catch {
+                        if !writerSession.isConnected { throw error }   // the connection is gone: the whole batch fails
+                        writerSession.logger.debug("the lanes' combined finish failed; each runs alone", metadata: ["error": "\(error)"])
+                        throw BatchAborted()
+                    }
+                    for (job, outcome) in zip(combined, outcomes) {
+                        switch outcome {
+                        case .next(let entry): job.finished!(entry)
+                        case .lost: job.error = StoreTransaction.LeaseLost(fence: job.finish!.fence)
                         }
                     }
                 }
                 return
             } catch is BatchAborted {
-                guard let failed else { return }
-                if live[failed].error is PostgresFailure, !writerSession.isConnected {
-                    throw live[failed].error!   // the connection is gone: the whole batch fails
+                guard let failed else {
+                    combine = false   // the combined finishes failed: each on its own next time
+                    continue
                 }
-                live.remove(at: failed)
+                if failed.error is PostgresFailure, !writerSession.isConnected {
+                    throw failed.error!   // the connection is gone: the whole batch fails
+                }
+                live.removeAll { $0 === failed }
             }
         }
+    }
+
+    /// The finishes among `jobs` that can share one statement: none when fewer than two, or when two
+    /// would touch the same lane, entry or id-map row (one statement cannot change a row twice).
+    static func combinableFinishes(_ jobs: [GroupedJob]) -> [GroupedJob] {
+        let finishes = jobs.filter { $0.finish != nil }
+        guard finishes.count > 1 else { return [] }
+        var lanes: Set<String> = [], ids: Set<Int64> = [], mapped: Set<String> = []
+        for step in finishes.map({ $0.finish! }) {
+            guard lanes.insert(step.fence.name).inserted, ids.insert(step.id).inserted else { return [] }
+            if let mapping = step.mapping {
+                let forward = "\(mapping.source.0)\u{0}\(mapping.source.1)\u{0}\(mapping.target.0)"
+                let backward = "\(mapping.target.0)\u{0}\(mapping.target.1)\u{0}\(mapping.source.0)"
+                guard mapped.insert(forward).inserted, mapped.insert(backward).inserted else { return [] }
+            }
+        }
+        return finishes
     }
 
     struct BatchAborted: Error {}
@@ -174,6 +221,7 @@ enum PostgresValue {
     case textOrNull(String?)
     case bytes(Data)
     case bool(Bool)
+    case bools([Bool])
     case ints([Int64])
     case texts([String])
     case byteArrays([Data])
@@ -243,6 +291,7 @@ final class PostgresSession: @unchecked Sendable {
             case .textOrNull(let v): binds.append(v)
             case .bytes(let v): try binds.append(v)
             case .bool(let v): binds.append(v)
+            case .bools(let v): binds.append(v)
             case .ints(let v): binds.append(v)
             case .texts(let v): binds.append(v)
             case .byteArrays(let v): binds.append(v.map { ByteBuffer(bytes: $0) })

@@ -33,10 +33,20 @@ final class GroupedJob: @unchecked Sendable {
     /// Runs the submitted body and keeps its value; may run more than once when a batch is retried
     /// (`PostgresDriver.writeBatch`), the last run's value is the one that committed.
     let run: (any StoreOperations) throws -> Void
+    /// Set when the body is one lane's `finish` and nothing else (`BridgeStore.finish`): a driver may
+    /// then carry it out together with the batch's other finishes instead of calling `run`, handing its
+    /// result to `finished` (PostgreSQL: one statement for all of them, `PostgresDriver.writeBatch`).
+    let finish: StoreTransaction.Finish?
+    let finished: ((OutboxEntry?) -> Void)?
     /// The body's own error (its changes were not committed).
     var error: (any Error)?
 
-    init(run: @escaping (any StoreOperations) throws -> Void) { self.run = run }
+    init(run: @escaping (any StoreOperations) throws -> Void, finish: StoreTransaction.Finish? = nil,
+         finished: ((OutboxEntry?) -> Void)? = nil) {
+        self.run = run
+        self.finish = finish
+        self.finished = finished
+    }
 }
 
 /// The writes that must not wait behind the relay's own (`BridgeStore.sideTransaction`).

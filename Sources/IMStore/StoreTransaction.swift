@@ -334,6 +334,25 @@ public struct StoreTransaction {
         try ops.finish(id, lane: lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
     }
 
+    /// `finish` for one step.
+    public func finish(_ step: Finish) throws -> OutboxEntry? {
+        try finish(step.id, lane: step.lane, at: step.now, mapping: step.mapping, claimNext: step.claimNext, fence: step.fence)
+    }
+
+    /// One lane's `finish`, as `BridgeStore.finish` submits it to the group commit (where PostgreSQL runs
+    /// a batch's finishes in one statement).
+    public struct Finish: Sendable {
+        public var id: Int64
+        public var lane: LaneKey
+        public var now: Int64
+        public var mapping: Mapping?
+        public var claimNext: Bool
+        public var fence: LeaseFence
+        public init(_ id: Int64, lane: LaneKey, at now: Int64, mapping: Mapping?, claimNext: Bool, fence: LeaseFence) {
+            (self.id, self.lane, self.now, self.mapping, self.claimNext, self.fence) = (id, lane, now, mapping, claimNext, fence)
+        }
+    }
+
     /// A fenced write found that its tenure no longer holds the lease (another owner took it over).
     public struct LeaseLost: Error, CustomStringConvertible {
         public var fence: LeaseFence
