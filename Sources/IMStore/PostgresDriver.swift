@@ -105,9 +105,26 @@ final class PostgresDriver: StoreDriver {
     /// A finish whose tenure no longer holds its lease writes nothing there and gets `LeaseLost`, as it
     /// would alone. When that statement fails, the batch runs again with each finish on its own, which
     /// tells the failing one from the others.
+    ///
+    /// A batch of finishes only (a lane completing while nothing else is written: the common case under
+    /// a steady flow) is that one statement alone, without BEGIN and COMMIT: a statement outside a
+    /// transaction is atomic and committed (durably, as COMMIT is) before its answer comes — one round
+    /// trip for the batch instead of three.
     func writeBatch(_ jobs: [GroupedJob]) throws {
         var live = jobs
         var combine = true
+        if jobs.allSatisfy({ $0.finish != nil }), jobs.count == 1 || !Self.combinableFinishes(jobs).isEmpty {
+            do {
+                counters.transaction()
+                let outcomes = try PostgresOperations(session: writerSession).finishAll(jobs.map { $0.finish! })
+                deliver(outcomes, to: jobs)
+                return
+            } catch {
+                if !writerSession.isConnected { throw error }   // the connection is gone: the whole batch fails
+                writerSession.logger.debug("the lanes' combined finish failed; each runs alone", metadata: ["error": "\(error)"])
+                combine = false   // nothing of it took effect: the batch runs below, each finish alone
+            }
+        }
         while !live.isEmpty {
             let combined = combine ? Self.combinableFinishes(live) : []
             let singles = combined.isEmpty ? live : live.filter { $0.finish == nil }
@@ -133,12 +150,7 @@ final class PostgresDriver: StoreDriver {
                         writerSession.logger.debug("the lanes' combined finish failed; each runs alone", metadata: ["error": "\(error)"])
                         throw BatchAborted()
                     }
-                    for (job, outcome) in zip(combined, outcomes) {
-                        switch outcome {
-                        case .next(let entry): job.finished!(entry)
-                        case .lost: job.error = StoreTransaction.LeaseLost(fence: job.finish!.fence)
-                        }
-                    }
+                    deliver(outcomes, to: combined)
                 }
                 return
             } catch is BatchAborted {
@@ -150,6 +162,15 @@ final class PostgresDriver: StoreDriver {
                     throw failed.error!   // the connection is gone: the whole batch fails
                 }
                 live.removeAll { $0 === failed }
+            }
+        }
+    }
+
+    private func deliver(_ outcomes: [PostgresOperations.FinishOutcome], to jobs: [GroupedJob]) {
+        for (job, outcome) in zip(jobs, outcomes) {
+            switch outcome {
+            case .next(let entry): job.finished!(entry)
+            case .lost: job.error = StoreTransaction.LeaseLost(fence: job.finish!.fence)
             }
         }
     }

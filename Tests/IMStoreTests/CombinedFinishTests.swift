@@ -38,7 +38,8 @@ import Testing
 
     /// Submits `steps` so that they meet in one batch (the writer is held until all are queued); returns
     /// each one's outcome and the statements the batch took.
-    func finishTogether(_ store: BridgeStore, _ steps: [String: StoreTransaction.Finish]) async throws
+    func finishTogether(_ store: BridgeStore, _ steps: [String: StoreTransaction.Finish],
+                        alongside: (@Sendable (StoreTransaction) throws -> Void)? = nil) async throws
         -> (outcomes: [String: Result<OutboxEntry?, any Error>], statements: Int) {
         let entered = Mutex(false)
         let release = Mutex(false)
@@ -56,7 +57,13 @@ import Testing
                     do { return (name, .success(try await store.finish(step))) } catch { return (name, .failure(error)) }
                 }
             }
-            while store.queuedGroupedWrites < steps.count { try? await Task.sleep(nanoseconds: 1_000_000) }
+            if let alongside {
+                group.addTask {
+                    do { try await store.groupedTransaction(alongside) } catch { Issue.record(error) }
+                    return ("", .success(nil))
+                }
+            }
+            while store.queuedGroupedWrites < steps.count + (alongside == nil ? 0 : 1) { try? await Task.sleep(nanoseconds: 1_000_000) }
             release.withLock { $0 = true }
             var outcomes: [String: Result<OutboxEntry?, any Error>] = [:]
             for await (name, outcome) in group { outcomes[name] = outcome }
@@ -80,8 +87,9 @@ import Testing
             "d": .init(setup.heads["d"]!.id, lane: lane("d"), at: 5, mapping: mapping("d"), claimNext: true, fence: setup.fences["d"]!),
         ]
         let (outcomes, statements) = try await finishTogether(store, steps)
-        // The holder's COMMIT, then the finishes' batch: BEGIN, one statement for the four, COMMIT (alone: 4 + 2).
-        if kind == .postgres { #expect(statements == 1 + 3) }
+        // The holder's COMMIT, then the finishes' batch: one statement for the four, outside a transaction
+        // (alone, each would be BEGIN, the finish, COMMIT).
+        if kind == .postgres { #expect(statements == 1 + 1) }
 
         let nextA = try #require(try outcomes["a"]!.get())
         #expect(nextA.id == setup.ids["a"]![1] && nextA.attempts == 0, "a: its next entry, claimed, attempts as before the claim")
@@ -124,6 +132,34 @@ import Testing
             #expect(throws: (any Error).self) { try outcomes["b"]!.get() }
             #expect(try store.read { try $0.head(of: lane("b")) }?.id == setup.heads["b"]!.id, "b's finish left no change")
             #expect(try store.read { try $0.count(state: .done) } == 2)
+        }
+    }
+
+    /// Finishes that meet other writes in their batch run after them, in the same transaction: a lane's
+    /// finish sees the entry a write of its batch queued in its lane, and claims it.
+    @Test(arguments: StoreKind.allCases) func finishesRunAfterTheOtherWritesOfTheirBatch(_ kind: StoreKind) async throws {
+        let setup = try setUp(kind, lanes: ["a", "b"], depth: 1)
+        let store = setup.store
+        let steps: [String: StoreTransaction.Finish] = [
+            "a": .init(setup.heads["a"]!.id, lane: lane("a"), at: 5, mapping: nil, claimNext: true, fence: setup.fences["a"]!),
+            "b": .init(setup.heads["b"]!.id, lane: lane("b"), at: 5, mapping: nil, claimNext: true, fence: setup.fences["b"]!),
+        ]
+        let a = lane("a")
+        let (outcomes, statements) = try await finishTogether(store, steps) { tx in
+            _ = try tx.enqueue(lane: a, sourceBackend: "wk", sourceEventID: "late", kind: "send", payload: Data([2]), at: 4)
+        }
+        #expect(try outcomes["b"]!.get() == nil)
+        let late = try store.read { try $0.pendingEntries(of: a, limit: 5) }
+        #expect(late.map(\.sourceEventID) == ["late"])
+        if kind == .postgres {
+            // The holder's COMMIT; BEGIN, the enqueue, the two finishes in one statement, COMMIT.
+            #expect(statements == 1 + 4)
+            #expect(try outcomes["a"]!.get()?.sourceEventID == "late", "a's finish ran after the enqueue and claimed it")
+            #expect(late.first?.attempts == 1)
+        } else {
+            // SQLite runs a batch in submission order: a's finish claimed the entry or released the lane.
+            let next = try outcomes["a"]!.get()
+            #expect(next == nil || next?.sourceEventID == "late")
         }
     }
 }
