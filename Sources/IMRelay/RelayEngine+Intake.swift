@@ -403,11 +403,27 @@ extension RelayEngine {
 
     /// No other instance has a hold row (live or left by a dead instance) on any of `keys`: one read, no
     /// write transaction. False when the store cannot tell (the caller then takes the normal path).
+    ///
+    /// One read lists the other instances' hold rows; when there is none (the usual case: holds last while
+    /// a conversation is caught up), the echo-only callbacks of the next `SharedHolds.echoCheckWindowMs`
+    /// take that answer instead of a read each — a target that routes the bridge's sends back calls back
+    /// once per relayed message.
     nonisolated func noHoldElsewhere(_ keys: [CatchUpGate.Key]) async -> Bool {
         guard sharedHolds.enabled, !keys.isEmpty else { return true }
+        let started = DispatchTime.now().uptimeNanoseconds
+        if started < noForeignHoldsUntil.withLock({ $0 }) { return true }
+        let (owner, limit) = (sharedHolds.owner, 200)
+        guard let foreign = try? await store.reading({ try $0.foreignLeases(prefix: SharedHolds.prefix, notOwnedBy: owner, limit: limit) })
+        else { return false }
+        if foreign.isEmpty {
+            let until = started + SharedHolds.echoCheckWindowMs * 1_000_000
+            noForeignHoldsUntil.withLock { $0 = max($0, until) }
+            return true
+        }
         let names = keys.map(SharedHolds.name)
+        guard foreign.count == limit else { return Set(foreign).isDisjoint(with: names) }
         guard let owners = try? await store.reading({ try $0.leaseOwners(names) }) else { return false }
-        return owners.values.allSatisfy { $0 == sharedHolds.owner }
+        return owners.values.allSatisfy { $0 == owner }
     }
 
     /// An evident echo that `record` drops before the ledger (an expansion change is kept: convergence

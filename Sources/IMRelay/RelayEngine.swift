@@ -76,6 +76,9 @@ public actor RelayEngine {
     nonisolated let heldLeases: HeldLeases
     /// Conversations being caught up, held in the store for the other instances (PostgreSQL only).
     nonisolated let sharedHolds: SharedHolds
+    /// Until when (monotonic nanoseconds) a read found no other instance's hold row at all: echo-only
+    /// callbacks need no read of their own meanwhile (`noHoldElsewhere`).
+    nonisolated let noForeignHoldsUntil = Mutex<UInt64>(0)
     /// The readiness probe in flight (`probeStore`), if any.
     nonisolated let storeProbe = ProbeSlot()
     /// Lanes whose lease another instance held when we last tried, until when not to try again on

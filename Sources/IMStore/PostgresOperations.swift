@@ -501,6 +501,11 @@ struct PostgresOperations: StoreOperations {
         try changed("DELETE FROM leases WHERE name = $1 AND owner = $2 AND token = $3", [.text(name), .text(owner), .int(token)]) > 0
     }
 
+    func foreignLeases(prefix: String, notOwnedBy owner: String, limit: Int) throws -> [String] {
+        try rows("SELECT name FROM leases WHERE left(name, $1::int) = $2 AND owner <> $3 LIMIT $4",
+                 [.int(Int64(prefix.count)), .text(prefix), .text(owner), .int(Int64(limit))]).map { try $0.decode(String.self) }
+    }
+
     func leaseOwners(_ names: [String]) throws -> [String: String] {
         var owners: [String: String] = [:]
         for row in try rows("SELECT name, owner FROM leases WHERE name = ANY($1)", [.texts(names)]) {

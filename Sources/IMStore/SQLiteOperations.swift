@@ -371,6 +371,11 @@ struct SQLiteOperations: StoreOperations {
         return db.changesCount > 0
     }
 
+    func foreignLeases(prefix: String, notOwnedBy owner: String, limit: Int) throws -> [String] {
+        try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM leases WHERE substr(name, 1, ?) = ? AND owner <> ? LIMIT ?"),
+                            arguments: [prefix.count, prefix, owner, limit])
+    }
+
     func leaseOwners(_ names: [String]) throws -> [String: String] {
         var owners: [String: String] = [:]
         for name in names {

@@ -135,6 +135,7 @@ protocol StoreOperations {
     func releaseLease(_ name: String, owner: String) throws
     func leaseHolder(_ name: String, at now: Int64) throws -> String?
     func leaseOwners(_ names: [String]) throws -> [String: String]
+    func foreignLeases(prefix: String, notOwnedBy owner: String, limit: Int) throws -> [String]
     func markLeases(_ names: [String], notOwnedBy owner: String) throws -> [String]
     func leaseToken(_ name: String, owner: String) throws -> Int64?
     func releaseLease(_ name: String, owner: String, token: Int64) throws -> Bool
@@ -506,6 +507,12 @@ public struct StoreTransaction {
     /// behind when it died still says that its work under the lease was not finished).
     public func leaseOwners(_ names: [String]) throws -> [String: String] {
         names.isEmpty ? [:] : try ops.leaseOwners(names)
+    }
+
+    /// The names of up to `limit` lease rows whose name starts with `prefix` and whose owner is not
+    /// `owner`, expired or not (as `leaseOwners`).
+    public func foreignLeases(prefix: String, notOwnedBy owner: String, limit: Int) throws -> [String] {
+        try ops.foreignLeases(prefix: prefix, notOwnedBy: owner, limit: limit)
     }
 
     /// Marks those of `names` another owner has a row for (expired or not) by moving their token, and

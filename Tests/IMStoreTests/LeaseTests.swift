@@ -216,4 +216,20 @@ import Testing
             }
         }
     }
+
+    /// `foreignLeases`: the rows under a prefix that another owner has, expired or not.
+    @Test(arguments: StoreKind.allCases) func foreignLeasesListOtherOwnersRowsUnderAPrefix(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        try store.transaction { tx in
+            _ = try tx.takeLease("hold:wk/group:a", owner: "me", ttlMs: 60_000, now: now)
+            _ = try tx.takeLease("hold:wk/group:b", owner: "other", ttlMs: 60_000, now: now)
+            _ = try tx.takeLease("hold:wk/group:c", owner: "gone", ttlMs: 1, now: now - 10_000)
+            _ = try tx.takeLease("lane:rc/group:b", owner: "other", ttlMs: 60_000, now: now)
+        }
+        let foreign = try store.read { try $0.foreignLeases(prefix: "hold:", notOwnedBy: "me", limit: 10) }
+        #expect(foreign.sorted() == ["hold:wk/group:b", "hold:wk/group:c"])
+        #expect(try store.read { try $0.foreignLeases(prefix: "hold:", notOwnedBy: "me", limit: 1) }.count == 1)
+        #expect(try store.read { try $0.foreignLeases(prefix: "hold:", notOwnedBy: "nobody", limit: 10) }.count == 3)
+    }
 }

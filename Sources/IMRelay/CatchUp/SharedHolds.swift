@@ -20,7 +20,14 @@ struct SharedHolds: Sendable {
     let owner: String
     let ttlMs: Int64
 
-    static func name(_ key: CatchUpGate.Key) -> String { "hold:\(key.backend.rawValue)/\(key.conversation)" }
+    static let prefix = "hold:"
+    static func name(_ key: CatchUpGate.Key) -> String { "\(prefix)\(key.backend.rawValue)/\(key.conversation)" }
+
+    /// How long a read that found no other instance's hold row answers for the echo-only callbacks that
+    /// follow it (`RelayEngine.noHoldElsewhere`): a hold taken meanwhile is met by an echo at most this
+    /// much later. Echoes record nothing, so what the window delays is only the meeting that starts
+    /// the takeover of a dead instance's hold — which waits for the hold to expire (`ttlMs`) anyway.
+    static let echoCheckWindowMs: UInt64 = 250
 
     /// In the intake's transaction: those of `keys` another instance holds, each marked on its hold row
     /// (its token moved: the holder's release then fails and it reads again).
