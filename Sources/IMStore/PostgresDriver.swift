@@ -304,6 +304,27 @@ final class PostgresSession: @unchecked Sendable {
     func query(_ sql: String, _ values: [PostgresValue] = []) throws -> PostgresQueryResult {
         let connection = try open()
         counters?.statement()
+        let binds = try Self.bindings(values)
+        return try answer(connection) { connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: $0) }
+    }
+
+    /// Runs a named prepared statement (`PostgresPreparedStatement`: postgres-nio prepares it once per
+    /// connection, then sends only its parameters) and returns its rows: for a statement run often whose
+    /// planning costs the server as much as running it (`PostgresOperations.finishAll`). A statement
+    /// sent by `query` is parsed and planned again each time.
+    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow] where Statement.Row == PostgresRow {
+        let connection = try open()
+        counters?.statement()
+        return try answer(connection) { logger in
+            connection.eventLoop.makeFutureWithTask {
+                var rows: [PostgresRow] = []
+                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                return rows
+            }
+        }
+    }
+
+    static func bindings(_ values: [PostgresValue]) throws -> PostgresBindings {
         var binds = PostgresBindings(capacity: values.count)
         for value in values {
             switch value {
@@ -318,8 +339,13 @@ final class PostgresSession: @unchecked Sendable {
             case .byteArrays(let v): binds.append(v.map { ByteBuffer(bytes: $0) })
             }
         }
+        return binds
+    }
+
+    /// Waits for a statement's answer (`wait`); a lost or timed-out connection is dropped (reopened next time).
+    private func answer<T: Sendable>(_ connection: PostgresConnection, _ send: (Logger) -> EventLoopFuture<T>) throws -> T {
         do {
-            return try wait(for: connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger), what: "a statement") {
+            return try wait(for: send(logger), what: "a statement") {
                 connection.close().whenComplete { _ in _ = connection }
             }
         } catch {

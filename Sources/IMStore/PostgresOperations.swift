@@ -253,17 +253,28 @@ struct PostgresOperations: StoreOperations {
             """
     }()
 
+    /// `finishAllSQL` as a prepared statement: run for nearly every relayed message's batch, and planning
+    /// it cost the server as much as running it (docs/performance.md, "The fifth sitting").
+    struct FinishAllStatement: PostgresPreparedStatement {
+        typealias Row = PostgresRow
+        static let name = "imbridge_finish_all"
+        static var sql: String { PostgresOperations.finishAllSQL }
+        var bindings: PostgresBindings
+        func makeBindings() throws -> PostgresBindings { bindings }
+        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    }
+
     /// `finish` for several lanes in one statement, each step as `finish` would do it alone (each fenced
     /// by its own tenure, each claiming from its own lane), the outcomes in the order of `steps`. The
     /// steps name distinct lanes, entries and id-map rows (`PostgresDriver.combinableFinishes`).
     func finishAll(_ steps: [StoreTransaction.Finish]) throws -> [FinishOutcome] {
         let maps = steps.map(\.mapping)
-        let rows = try rows(Self.finishAllSQL, [
+        let rows = try session.execute(FinishAllStatement(bindings: try PostgresSession.bindings([
                   .ints(steps.map(\.id)), .ints(steps.map(\.now)), .texts(steps.map(\.lane.description)), .texts(steps.map(\.fence.name)),
                   .texts(steps.map(\.fence.owner)), .ints(steps.map(\.fence.token)), .bools(steps.map(\.claimNext)),
                   .texts(maps.map { $0?.source.0.rawValue ?? "" }), .texts(maps.map { $0?.source.1.rawValue ?? "" }),
                   .texts(maps.map { $0?.target.0.rawValue ?? "" }), .texts(maps.map { $0?.target.1.rawValue ?? "" }),
-                  .texts(maps.map { $0?.target.2.description ?? "" }), .texts(maps.map { $0?.source.2.description ?? "" })])
+                  .texts(maps.map { $0?.target.2.description ?? "" }), .texts(maps.map { $0?.source.2.description ?? "" })])))
         guard rows.count == steps.count else {
             throw PostgresFailure(message: "postgres: the combined finish returned \(rows.count) rows for \(steps.count)")
         }
