@@ -97,14 +97,14 @@ final class PostgresDriver: StoreDriver {
     /// job throws, the transaction is rolled back, that job keeps its error, and the batch runs again
     /// without it — so a job's body may run more than once (see `BridgeStore.groupedTransaction`).
     ///
-    /// The lanes' finishes among the jobs (`GroupedJob.finish`, two or more) run after the other jobs,
-    /// all in one statement (`PostgresOperations.finishAll`): one round trip instead of one per lane.
-    /// Running them after the others is an order the submitters cannot tell from the submitted one —
-    /// each was submitted while the others were waiting, none had seen another's commit — and a finish
-    /// run later only sees more of its lane (an entry queued meanwhile is claimed rather than woken for).
-    /// A finish whose tenure no longer holds its lease writes nothing there and gets `LeaseLost`, as it
-    /// would alone. When that statement fails, the batch runs again with each finish on its own, which
-    /// tells the failing one from the others.
+    /// The lanes' finishes among the jobs (`GroupedJob.finish`) run after the other jobs, all in one
+    /// statement (`PostgresOperations.finishAll`, prepared once per connection): one round trip instead
+    /// of one per lane. Running them after the others is an order the submitters cannot tell from the
+    /// submitted one — each was submitted while the others were waiting, none had seen another's
+    /// commit — and a finish run later only sees more of its lane (an entry queued meanwhile is claimed
+    /// rather than woken for). A finish whose tenure no longer holds its lease writes nothing there and
+    /// gets `LeaseLost`, as it would alone. When that statement fails, the batch runs again with each
+    /// finish on its own, which tells the failing one from the others.
     ///
     /// A batch of finishes only (a lane completing while nothing else is written: the common case under
     /// a steady flow) is that one statement alone, without BEGIN and COMMIT: a statement outside a
@@ -113,17 +113,11 @@ final class PostgresDriver: StoreDriver {
     func writeBatch(_ jobs: [GroupedJob]) throws {
         var live = jobs
         var combine = true
-        if jobs.allSatisfy({ $0.finish != nil }), jobs.count == 1 || !Self.combinableFinishes(jobs).isEmpty {
-            do {
-                counters.transaction()
-                let outcomes = try PostgresOperations(session: writerSession).finishAll(jobs.map { $0.finish! })
-                deliver(outcomes, to: jobs)
-                return
-            } catch {
-                if !writerSession.isConnected { throw error }   // the connection is gone: the whole batch fails
-                writerSession.logger.debug("the lanes' combined finish failed; each runs alone", metadata: ["error": "\(error)"])
-                combine = false   // nothing of it took effect: the batch runs below, each finish alone
-            }
+        let finishes = Self.combinableFinishes(jobs)
+        if finishes.count == jobs.count {
+            counters.transaction()
+            if try finishTogether(finishes, PostgresOperations(session: writerSession)) { return }
+            combine = false   // nothing of it took effect: the batch runs below, each finish alone
         }
         while !live.isEmpty {
             let combined = combine ? Self.combinableFinishes(live) : []
@@ -141,16 +135,7 @@ final class PostgresDriver: StoreDriver {
                             throw BatchAborted()
                         }
                     }
-                    guard !combined.isEmpty else { return }
-                    let outcomes: [PostgresOperations.FinishOutcome]
-                    do {
-                        outcomes = try ops.finishAll(combined.map { $0.finish! })
-                    } catch {
-                        if !writerSession.isConnected { throw error }   // the connection is gone: the whole batch fails
-                        writerSession.logger.debug("the lanes' combined finish failed; each runs alone", metadata: ["error": "\(error)"])
-                        throw BatchAborted()
-                    }
-                    deliver(outcomes, to: combined)
+                    guard try combined.isEmpty || finishTogether(combined, ops) else { throw BatchAborted() }
                 }
                 return
             } catch is BatchAborted {
@@ -166,23 +151,34 @@ final class PostgresDriver: StoreDriver {
         }
     }
 
-    private func deliver(_ outcomes: [PostgresOperations.FinishOutcome], to jobs: [GroupedJob]) {
+    /// Runs `jobs`' finishes in one statement and hands each its outcome (`LeaseLost` as its error).
+    /// False when the statement failed on a live connection (nothing of it took effect); throws when the
+    /// connection is gone (the whole batch fails).
+    private func finishTogether(_ jobs: [GroupedJob], _ ops: PostgresOperations) throws -> Bool {
+        let outcomes: [PostgresOperations.FinishOutcome]
+        do {
+            outcomes = try ops.finishAll(jobs.map { $0.finish! })
+        } catch {
+            if !writerSession.isConnected { throw error }
+            writerSession.logger.debug("the lanes' combined finish failed; each runs alone", metadata: ["error": "\(error)"])
+            return false
+        }
         for (job, outcome) in zip(jobs, outcomes) {
             switch outcome {
             case .next(let entry): job.finished!(entry)
             case .lost: job.error = StoreTransaction.LeaseLost(fence: job.finish!.fence)
             }
         }
+        return true
     }
 
-    /// The finishes among `jobs` that can share one statement: none when fewer than two, or when two
-    /// would touch the same lane, entry or id-map row (one statement cannot change a row twice).
+    /// The finishes among `jobs` that can share one statement: none when two would touch the same lane,
+    /// entry or id-map row (one statement cannot change a row twice).
     static func combinableFinishes(_ jobs: [GroupedJob]) -> [GroupedJob] {
         let finishes = jobs.filter { $0.finish != nil }
-        guard finishes.count > 1 else { return [] }
-        var lanes: Set<String> = [], ids: Set<Int64> = [], mapped: Set<String> = []
+        var lanes: Set<LaneKey> = [], ids: Set<Int64> = [], mapped: Set<String> = []
         for step in finishes.map({ $0.finish! }) {
-            guard lanes.insert(step.fence.name).inserted, ids.insert(step.id).inserted else { return [] }
+            guard lanes.insert(step.lane).inserted, ids.insert(step.id).inserted else { return [] }
             if let mapping = step.mapping {
                 let forward = "\(mapping.source.0)\u{0}\(mapping.source.1)\u{0}\(mapping.target.0)"
                 let backward = "\(mapping.target.0)\u{0}\(mapping.target.1)\u{0}\(mapping.source.0)"
@@ -312,16 +308,36 @@ final class PostgresSession: @unchecked Sendable {
     /// connection, then sends only its parameters) and returns its rows: for a statement run often whose
     /// planning costs the server as much as running it (`PostgresOperations.finishAll`). A statement
     /// sent by `query` is parsed and planned again each time.
+    ///
+    /// postgres-nio offers this only as an async call; it runs in a task on the connection's own event
+    /// loop (`EventLoopTaskExecutor`), not on the cooperative pool, so that this thread's wait does not
+    /// depend on a pool thread being free (callers of `BridgeStore.transaction` may be pool threads).
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow] where Statement.Row == PostgresRow {
         let connection = try open()
         counters?.statement()
         return try answer(connection) { logger in
-            connection.eventLoop.makeFutureWithTask {
-                var rows: [PostgresRow] = []
-                for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
-                return rows
+            let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
+            Task(executorPreference: executor(for: connection.eventLoop)) {
+                do {
+                    var rows: [PostgresRow] = []
+                    for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                    promise.succeed(rows)
+                } catch {
+                    promise.fail(error)
+                }
             }
+            return promise.futureResult
         }
+    }
+
+    /// The executor of `execute`'s tasks: one per event loop, kept (the connection stays on its loop).
+    private var taskExecutor: EventLoopTaskExecutor?
+
+    private func executor(for loop: any EventLoop) -> EventLoopTaskExecutor {
+        if let taskExecutor, taskExecutor.loop === loop { return taskExecutor }
+        let made = EventLoopTaskExecutor(loop)
+        taskExecutor = made
+        return made
     }
 
     static func bindings(_ values: [PostgresValue]) throws -> PostgresBindings {
@@ -435,5 +451,18 @@ final class PostgresSessionPool: Sendable {
 
     func closeAll() {
         for session in idle.withLock({ $0 }) { session.close() }
+    }
+}
+
+/// A task executor that runs jobs on one NIO event loop (`PostgresSession.execute`). Written by hand:
+/// the swift-nio version in use offers no `TaskExecutor` for an event loop.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        loop.execute { job.runSynchronously(on: executor) }
     }
 }

@@ -150,43 +150,11 @@ struct PostgresOperations: StoreOperations {
         try session.query("UPDATE outbox SET state = 'done', finished_at = $1, payload = ''::bytea WHERE id = $2", [.int(now), .int(id)])
     }
 
-    /// `StoreTransaction.finish` in one statement. The sub-statements of a WITH query all see the rows as
-    /// they were before it, so the next head is looked for among the entries other than `id`. Every
-    /// sub-statement is fenced by `f` (the tenure still holds the lease); `finished` tells whether it did.
+    /// `StoreTransaction.finish`: `finishAll` of this one step.
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 fence: LeaseFence) throws -> OutboxEntry? {
-        let returning = Self.entryColumns.replacingOccurrences(of: "attempts,", with: "attempts - 1,")
-        let map = mapping.map { _ in """
-            m AS (
-              INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
-              SELECT * FROM (VALUES ($8, $9, $10, $11, $12, TRUE, $2::BIGINT), ($10, $11, $8, $9, $13, FALSE, $2::BIGINT)) v
-              WHERE EXISTS (SELECT 1 FROM f)
-              ON CONFLICT (from_backend, from_message, to_backend) DO UPDATE SET to_message = EXCLUDED.to_message,
-                  to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at
-            ),
-            """ } ?? ""
-        var values: [PostgresValue] = [.int(id), .int(now), .text(lane.description), .text(lane.leaseName), .text(fence.owner), .bool(claimNext),
-                                       .int(fence.token)]
-        if let mapping {
-            values += [.text(mapping.source.0.rawValue), .text(mapping.source.1.rawValue), .text(mapping.target.0.rawValue),
-                       .text(mapping.target.1.rawValue), .text(mapping.target.2.description), .text(mapping.source.2.description)]
-        }
-        let rows = try rows("""
-            WITH f AS (SELECT 1 FROM leases WHERE name = $4 AND owner = $5 AND token = $7),
-            \(map)
-            d AS (UPDATE outbox SET state = 'done', finished_at = $2, payload = ''::bytea WHERE id = $1 AND EXISTS (SELECT 1 FROM f) RETURNING id),
-            n AS (
-              UPDATE outbox SET attempts = attempts + 1
-              WHERE $6 AND EXISTS (SELECT 1 FROM f)
-                AND id = (SELECT id FROM outbox WHERE lane = $3 AND state = 'pending' AND id <> $1 ORDER BY id LIMIT 1)
-                AND next_attempt_at <= $2 AND EXISTS (SELECT 1 FROM leases WHERE name = $4 AND owner = $5 AND expires_at > \(Self.serverNow))
-              RETURNING \(returning)
-            ),
-            r AS (DELETE FROM leases WHERE name = $4 AND owner = $5 AND token = $7 AND NOT EXISTS (SELECT 1 FROM n))
-            SELECT EXISTS (SELECT 1 FROM f) AS held, n.* FROM (VALUES (1)) AS one LEFT JOIN n ON TRUE
-            """, values)
-        guard let row = rows.first else { return nil }
-        guard case .next(let next) = try Self.finishOutcome(row) else { throw StoreTransaction.LeaseLost(fence: fence) }
+        let step = StoreTransaction.Finish(id, lane: lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
+        guard case .next(let next) = try finishAll([step])[0] else { throw StoreTransaction.LeaseLost(fence: fence) }
         return next
     }
 
@@ -264,13 +232,15 @@ struct PostgresOperations: StoreOperations {
         func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
     }
 
-    /// `finish` for several lanes in one statement, each step as `finish` would do it alone (each fenced
-    /// by its own tenure, each claiming from its own lane), the outcomes in the order of `steps`. The
-    /// steps name distinct lanes, entries and id-map rows (`PostgresDriver.combinableFinishes`).
+    /// `StoreTransaction.finish` for one or more lanes in one statement, each step fenced by its own
+    /// tenure (`f`: its lane's lease still held with its token) and claiming from its own lane, the
+    /// outcomes in the order of `steps`. The sub-statements of a WITH query all see the rows as they
+    /// were before it, so a lane's next head is looked for among its entries other than the one done.
+    /// The steps name distinct lanes, entries and id-map rows (`PostgresDriver.combinableFinishes`).
     func finishAll(_ steps: [StoreTransaction.Finish]) throws -> [FinishOutcome] {
         let maps = steps.map(\.mapping)
         let rows = try session.execute(FinishAllStatement(bindings: try PostgresSession.bindings([
-                  .ints(steps.map(\.id)), .ints(steps.map(\.now)), .texts(steps.map(\.lane.description)), .texts(steps.map(\.fence.name)),
+                  .ints(steps.map(\.id)), .ints(steps.map(\.now)), .texts(steps.map(\.lane.description)), .texts(steps.map(\.lane.leaseName)),
                   .texts(steps.map(\.fence.owner)), .ints(steps.map(\.fence.token)), .bools(steps.map(\.claimNext)),
                   .texts(maps.map { $0?.source.0.rawValue ?? "" }), .texts(maps.map { $0?.source.1.rawValue ?? "" }),
                   .texts(maps.map { $0?.target.0.rawValue ?? "" }), .texts(maps.map { $0?.target.1.rawValue ?? "" }),

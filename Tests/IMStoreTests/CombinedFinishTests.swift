@@ -162,4 +162,32 @@ import Testing
             #expect(next == nil || next?.sourceEventID == "late")
         }
     }
+
+    /// A finish waited for on a thread of the cooperative pool (`BridgeStore.transaction` is synchronous)
+    /// while every other pool thread does the same: the prepared statement's async call must not need a
+    /// pool thread (else each waits for the statement's answer timeout, 30 s, and fails as unavailable).
+    @Test func finishesWaitedForOnEveryPoolThreadStillComplete() async throws {
+        let names = (0..<4 * max(2, ProcessInfo.processInfo.activeProcessorCount)).map { "p\($0)" }
+        let setup = try setUp(.postgres, lanes: names, depth: 1)
+        let store = setup.store
+        let outcomes = await withTaskGroup(of: Bool.self) { group in
+            for name in names {
+                let (entry, fence, key) = (setup.heads[name]!, setup.fences[name]!, lane(name))
+                group.addTask {
+                    do {
+                        _ = try store.transaction { try $0.finish(entry.id, lane: key, at: 5, mapping: nil, claimNext: true, fence: fence) }
+                        return true
+                    } catch {
+                        Issue.record(error, "finish of \(name)")
+                        return false
+                    }
+                }
+            }
+            var outcomes: [Bool] = []
+            for await done in group { outcomes.append(done) }
+            return outcomes
+        }
+        #expect(outcomes.count == names.count && outcomes.allSatisfy { $0 }, "\(outcomes.filter { !$0 }.count) finishes failed")
+        #expect(try store.read { try $0.count(state: .done) } == names.count)
+    }
 }
