@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IMBridgeApp
+import IMRelay
 
 /// `imbridge-bench <scenario>… [--json] [--messages N] …` — see docs/performance.md. Release builds only:
 /// `swift run -c release imbridge-bench all`. `imbridge-bench _sandbox …` is the child process a
@@ -35,6 +36,7 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "Conversations migrated at once (migrate-many).") var parallel = 8
         @Option(help: "postgres://USER@HOST:PORT/DB (relay, relay-many, costs); default a temporary SQLite file.") var store: String?
         @Option(help: "Bridge instances on the store (relay, relay-many).") var instances = 1
+        @Option(help: "Messages per second offered (costs); default as fast as the client can.") var paced: Double?
 
         func validate() throws {
             for scenario in scenarios where scenario != "all" && !(BenchCommand.scenarios + BenchCommand.namedOnly).contains(scenario) {
@@ -47,6 +49,10 @@ struct BenchCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("warning: a debug build; figures are meaningless (use -c release)\n".utf8))
             #endif
             ProcessTuning.limitMallocArenas()   // as `imbridge` does
+            // The log handler `imbridge run` bootstraps, at its default level: swift-log's default
+            // (`StreamLogHandler`) formats a logger's metadata on every change, which Hummingbird makes
+            // per request, a cost the bridge does not have in production.
+            BridgeLogHandler.bootstrap(level: LogSettings().level, format: .text, secrets: [String]())
             let chosen = scenarios.isEmpty || scenarios == ["all"] ? BenchCommand.scenarios : scenarios
             for scenario in chosen {
                 let result: ScenarioResult
@@ -75,7 +81,7 @@ struct BenchCommand: AsyncParsableCommand {
                 return try await MigrateBench(messages: messages ?? 100_000, concurrency: concurrency, pageSize: pageSize,
                                               conversations: conversations ?? 20, parallel: parallel, name: "migrate-many").run()
             case "costs":
-                return try await CostBench(messages: messages ?? 1000, conversations: conversations ?? 10, concurrency: concurrency, store: store).run()
+                return try await CostBench(messages: messages ?? 1000, conversations: conversations ?? 10, concurrency: concurrency, store: store, paced: paced).run()
             case "verify":
                 return try await VerifyBench(messages: messages ?? 100_000, concurrency: concurrency, conversations: conversations ?? 100).run()
             default:

@@ -12,6 +12,9 @@ struct CostBench {
     var conversations: Int
     var concurrency: Int
     var store: String?
+    /// Messages per second offered, instead of as fast as the client can (`--paced`): lanes then empty
+    /// and start again, as under a steady flow, rather than working through a backlog.
+    var paced: Double? = nil
 
     /// Whether the interposer is loaded (`LD_PRELOAD`): without it nothing is counted.
     static var counting: Bool {
@@ -42,6 +45,7 @@ struct CostBench {
         let counting = Self.counting
         result.add("messages / conversations", "\(messages) / \(conversations)", key: "messages", .int(Int64(messages)))
         result.json["conversations"] = .int(Int64(conversations))
+        result.add("offered", paced.map { "\(fmt($0)) msg/s" } ?? "full speed", key: "paced", paced.map { .double($0) } ?? .null)
         result.add("allocations counted", counting ? "yes" : "no (run with LD_PRELOAD=<bin>/libMallocInterposerSwift.so)",
                    key: "allocations_counted", .bool(counting))
         let calls = VendorCalls()
@@ -73,7 +77,9 @@ struct CostBench {
         let echoMark = rig.echoMark
         var done = false
         let total = try await Self.allocations {
-            try await drive(rig.wk.baseURL, 0)
+            _ = try await RelayBench.drive(count: messages, first: 0, conversations: conversations, concurrency: concurrency, rate: paced) { _, from, group, text in
+                try await calls.wukongSend(rig.wk.baseURL, from: from, group: group, text: text)
+            }
             done = await rig.waitForRelayed(Int(before.relayed) + messages, timeout: 600)
             // Each relayed message comes back as an echo: counted until the last one was taken.
             if done { done = await rig.waitForEchoes(messages, after: echoMark, timeout: 120) }
