@@ -131,6 +131,7 @@ extension RelayEngine {
         let target = entry.lane.backend.rawValue
         let attemptAt = clock.nowMs()
         var taken: OutboxPayload?
+        var drained = false
         do {
             let payload = try payloads.take(entry.id, bytes: entry.payload)
             taken = payload
@@ -144,7 +145,10 @@ extension RelayEngine {
             let created = executed.created
             let (next, now): (OutboxEntry?, Int64)
             switch await record(entry, payload: payload, created: created, fence: fence) {
-            case .recorded(let claimed, let at): (next, now) = (claimed, at)
+            case .recorded(let claimed, let at):
+                // Nothing claimed while the engine goes on: the finish released the lane's lease.
+                if claimed == nil && !isStopping { drained = true }
+                (next, now) = (claimed, at)
             case .stopped: return .wait
             case .fenced:
                 if let created { await queueRetraction(of: created, entry: entry, payload: payload, attemptAt: attemptAt) }
@@ -155,7 +159,7 @@ extension RelayEngine {
             if case .profile = payload.action {} else {
                 metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
             }
-            return .next(next)
+            return drained ? .drained : .next(next)
         } catch {
             // Cut off by a drain deadline: the call was abandoned, not answered. The entry stays claimed
             // in the outbox; the next start runs it again (looking for the copy this attempt may have left).

@@ -84,6 +84,12 @@ public actor RelayEngine {
     /// Lanes whose lease another instance held when we last tried, until when not to try again on
     /// ingest's wake-ups alone (a scan, which leaves leased lanes out, starts them when they are free).
     private var heldElsewhere: [LaneKey: Int64] = [:]
+    /// Lanes with work noticed while they were running (ingest named them, or a scan found their head
+    /// due): a lane that then ends drained is started again at once, since that work may have been
+    /// queued after its last claim.
+    private var noticedWhileRunning: Set<LaneKey> = []
+    /// A lane could not start for want of a free slot since the last scan: the next lane to end causes one.
+    private var starved = false
     /// The lanes this engine works when started with `start(lanes:)` (a migration's); nil: every lane.
     private var onlyLanes: Set<LaneKey>?
     /// Each target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
@@ -280,14 +286,15 @@ public actor RelayEngine {
                 let owner = lease.owner
                 let due = (try? await store.reading { try $0.dueLanes(at: now, leaseOwner: owner) }) ?? []
                 if isStopping { break }   // stopped while the store answered: start nothing more
-                for entry in due { startLane(entry.lane) }
+                starved = false
+                for entry in due { startOrNotice(entry.lane) }
                 // Only heads waiting for a later time set the timer: a due head is running (its lane
                 // finishing causes a scan) or waits for a free lane slot (a finishing lane frees one).
                 let after = clock.nowMs()
                 let next = (try? await store.reading { try $0.nextWakeUp(after: after) }) ?? nil
                 scanDueAt = clock.nowMs() + (next.map { max(5, min(1000, $0 - clock.nowMs())) } ?? 1000)
             }
-            for lane in wakes.touched where (heldElsewhere[lane] ?? .min) <= now { startLane(lane) }
+            for lane in wakes.touched where (heldElsewhere[lane] ?? .min) <= now { startOrNotice(lane) }
             // One timer at a time, replaced only by an earlier one: a timer per wake-up (cancelled at
             // the next) left thousands of dead entries in the dispatch timer heap under load.
             if scanDueAt < timerAt {
@@ -308,15 +315,39 @@ public actor RelayEngine {
     /// Starts a lane unless it is running or all slots are taken (a finishing lane causes a scan,
     /// which finds it then). A lane whose head is not due ends at once.
     private func startLane(_ lane: LaneKey) {
-        guard !running.contains(lane), running.count < maxConcurrentLanes, onlyLanes?.contains(lane) ?? true else { return }
+        guard !running.contains(lane), onlyLanes?.contains(lane) ?? true else { return }
+        guard running.count < maxConcurrentLanes else {
+            starved = true
+            return
+        }
         running.insert(lane)
         laneTasks[lane] = Task { [weak self] in await self?.runLane(lane) }
     }
 
-    private func laneFinished(_ lane: LaneKey) {
+    /// Starts `lane`, which has work due; a running one is noted, to be started again if it ends drained.
+    private func startOrNotice(_ lane: LaneKey) {
+        if running.contains(lane) {
+            noticedWhileRunning.insert(lane)
+        } else {
+            startLane(lane)
+        }
+    }
+
+    /// `drained`: the lane ended because its last finish claimed nothing (its lease released), with no
+    /// step of the run having left work for later (a requeue, a retry). Then no scan is needed: work
+    /// queued for it after that claim was noticed (`noticedWhileRunning`) and starts it again here, or is
+    /// noticed once it has ended and starts it then; only a lane kept waiting for a slot needs one. Any
+    /// other end causes a scan (a due head may have been left without a lane, a retry needs the timer).
+    /// Scans on the timer (at least one a second) stay the safety net either way.
+    private func laneFinished(_ lane: LaneKey, drained: Bool) {
         running.remove(lane)
         laneTasks[lane] = nil
         heldElsewhere[lane] = nil
+        let noticed = noticedWhileRunning.remove(lane) != nil
+        if drained && !starved {
+            if noticed { startLane(lane) }
+            return
+        }
         wakes.withLock { $0.scan = true }
         doorbell.yield()
     }
@@ -325,6 +356,7 @@ public actor RelayEngine {
     private func laneRefused(_ lane: LaneKey) {
         running.remove(lane)
         laneTasks[lane] = nil
+        noticedWhileRunning.remove(lane)
         heldElsewhere[lane] = clock.nowMs() + min(lease.ttlMs / 2, 1000)
         if heldElsewhere.count > 10_000 {
             let now = clock.nowMs()
@@ -377,6 +409,8 @@ public actor RelayEngine {
     /// already claimed it), or stop because its head waits for a retry.
     enum LaneStep: Sendable {
         case next(OutboxEntry?)
+        /// The entry was recorded and the lane had nothing more due: its lease was released with it.
+        case drained
         case wait
         /// The lane's lease lapsed or was taken over: this engine stops working the lane at once, writing
         /// nothing more for it (`HeldLeases`, `StoreTransaction.LeaseLost`).
@@ -390,6 +424,8 @@ public actor RelayEngine {
         var claimed: OutboxEntry?
         var fence: LeaseFence?
         var refused = false, failed = false
+        // Ended by a finish that claimed nothing, with nothing in the run left for later (`laneFinished`).
+        var drained = false, leftWork = false
         let (owner, ttl) = (lease.owner, lease.ttlMs)
         lanes: while !isStopping {
             let entry: OutboxEntry
@@ -424,7 +460,13 @@ public actor RelayEngine {
                 }
             }
             switch await process(entry, fence: fence!) {
-            case .next(let next): claimed = next
+            case .next(let next):
+                claimed = next
+                // A dead letter or a requeue (whose pause the scheduler's timer must learn from a scan).
+                if next == nil { leftWork = true }
+            case .drained:
+                drained = true
+                break lanes
             case .wait: break lanes
             case .fenced:
                 refused = true
@@ -443,6 +485,6 @@ public actor RelayEngine {
         if failed || Task.isCancelled || claimed != nil {
             await Task { [store] in _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }.value
         }
-        if refused { await laneRefused(lane) } else { await laneFinished(lane) }
+        if refused { await laneRefused(lane) } else { await laneFinished(lane, drained: drained && !leftWork && !failed) }
     }
 }
