@@ -52,4 +52,11 @@ public enum Hashing {
     }
 
     private static let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
+
+    /// A random UUID as 32 lowercase hex digits, without dashes (request ids, nonces): what
+    /// `uuidString` without its dashes, lowercased, gives, without Foundation's string replacing
+    /// (1.4 % of the relay's CPU when every RongCloud call made one so).
+    public static func randomHexID() -> String {
+        withUnsafeBytes(of: UUID().uuid) { hex($0) }
+    }
 }

@@ -96,3 +96,17 @@ import Testing
         return port
     }
 }
+
+@Suite struct RandomHexIDTests {
+    @Test func isAUUIDsThirtyTwoLowercaseHexDigitsAndNeverRepeats() {
+        var seen = Set<String>()
+        for _ in 0..<1000 {
+            let id = Hashing.randomHexID()
+            #expect(id.utf8.count == 32 && id.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }, "\(id)")
+            // A version-4 UUID: the 13th digit is 4, the 17th one of 8, 9, a, b.
+            #expect(Array(id)[12] == "4" && "89ab".contains(Array(id)[16]), "\(id)")
+            seen.insert(id)
+        }
+        #expect(seen.count == 1000)
+    }
+}

@@ -27,7 +27,7 @@ public enum NIMSignature {
 
     /// The four request headers for a call signed now (`CurTime` = `nowMs / 1000`).
     public static func requestHeaders(appKey: String, appSecret: String, nowMs: Int64,
-                                      nonce: String = UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())
+                                      nonce: String = Hashing.randomHexID())
         -> [(String, String)] {
         let curTime = String(nowMs / 1000)
         return [("AppKey", appKey), ("Nonce", nonce), ("CurTime", curTime),

@@ -54,7 +54,7 @@ public struct RongCloudClient: Sendable {
         let nonce = String(UInt64.random(in: 0..<UInt64(1e17)))
         let timestamp = String(clock.nowMs() / 1000)
         return RongCloudSignature.headers(appKey: appKey, secret: appSecret, nonce: nonce, timestamp: timestamp)
-            + [("X-Request-ID", UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased())]
+            + [("X-Request-ID", Hashing.randomHexID())]
     }
 
     private func send(_ path: String, _ build: (String, [(name: String, value: String)]) -> OutboundRequest) async throws -> HTTPResponseData {
@@ -71,6 +71,12 @@ public struct RongCloudClient: Sendable {
 
     func decode<Response: Decodable>(_ response: HTTPResponseData, _ path: String, as type: Response.Type) throws -> Response {
         let data = Data(response.body)
+        // The relay's calls (a publish, a plain `{"code":200}`) read from one parse of the body; any
+        // other answer, and any body of another shape, takes the general path below.
+        if let parsed = try? JSONValue.parse(data), let envelope = RCErrorEnvelope(parsed: parsed), envelope.code == RongCloudErrorCode.ok {
+            if let answer = envelope as? Response { return answer }
+            if Response.self == RCPublishResponse.self, let answer = RCPublishResponse(parsed: parsed) as? Response { return answer }
+        }
         guard let envelope = try? JSONDecoder().decode(RCErrorEnvelope.self, from: data) else {
             var error = IMError.http(status: response.status, body: response.bodyString, retryAfterMs: response.retryAfterMs)
             if response.status == 200 {

@@ -1,3 +1,5 @@
+import IMCore
+
 /// JSON bodies of the RongCloud Server API's answers (docs/adapters/rongcloud.md).
 
 /// Every failure: `{"code":1002,"errorMessage":"..."}`. Some SDK-side validations use `msg` instead of
@@ -24,6 +26,27 @@ public struct RCErrorEnvelope: Codable, Hashable, Sendable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(code, forKey: .code)
         try container.encodeIfPresent(errorMessage, forKey: .errorMessage)
+    }
+
+    /// From a parsed body, as `init(from:)` decodes it; nil for any body that decoder might not read the
+    /// same way (the caller then decodes it with `JSONDecoder`).
+    init?(parsed: JSONValue) {
+        guard case .object(let fields) = parsed, case .int(let code)? = fields["code"],
+              let errorMessage = RCParsed.optionalString(fields["errorMessage"]),
+              let msg = RCParsed.optionalString(fields["msg"]) else { return nil }
+        self.init(code: Int(code), errorMessage: errorMessage ?? msg)
+    }
+}
+
+/// Reading answers from a parsed body (`RCErrorEnvelope(parsed:)`).
+enum RCParsed {
+    /// `.some(nil)` for a missing or null member, `.some(text)` for a string, nil for anything else.
+    static func optionalString(_ value: JSONValue?) -> String?? {
+        switch value {
+        case nil, .null?: .some(nil)
+        case .string(let text)?: .some(text)
+        default: nil
+        }
     }
 }
 
@@ -65,6 +88,28 @@ public struct RCPublishResponse: Codable, Hashable, Sendable {
     public init(code: Int = 200, messageUIDs: [RCMessageUIDEntry]?) {
         self.code = code
         self.messageUIDs = messageUIDs
+    }
+
+    /// From a parsed body, as the synthesized `init(from:)` decodes it; nil for any body it might not
+    /// read the same way.
+    init?(parsed: JSONValue) {
+        guard case .object(let fields) = parsed, case .int(let code)? = fields["code"] else { return nil }
+        switch fields["messageUIDs"] {
+        case nil, .null?:
+            self.init(code: Int(code), messageUIDs: nil)
+        case .array(let items)?:
+            var entries: [RCMessageUIDEntry] = []
+            entries.reserveCapacity(items.count)
+            for item in items {
+                guard case .object(let entry) = item, case .string(let uid)? = entry["messageUID"],
+                      let user = RCParsed.optionalString(entry["userId"]), let group = RCParsed.optionalString(entry["groupId"]),
+                      let room = RCParsed.optionalString(entry["chatroomId"]) else { return nil }
+                entries.append(RCMessageUIDEntry(userId: user, groupId: group, chatroomId: room, messageUID: uid))
+            }
+            self.init(code: Int(code), messageUIDs: entries)
+        default:
+            return nil
+        }
     }
 }
 
