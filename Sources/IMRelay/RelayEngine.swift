@@ -88,8 +88,12 @@ public actor RelayEngine {
     /// due): a lane that then ends drained is started again at once, since that work may have been
     /// queued after its last claim.
     private var noticedWhileRunning: Set<LaneKey> = []
-    /// A lane could not start for want of a free slot since the last scan: the next lane to end causes one.
-    private var starved = false
+    /// Lanes that could not start for want of a free slot, in the order they were turned away: a lane
+    /// that ends hands its slot to the first of them (no scan of every lane head). Past `maxWaiting` more
+    /// are not kept; the next lane to end causes a scan instead (`overflowed`).
+    private var waiting = LaneQueue()
+    private var overflowed = false
+    static let maxWaiting = 100_000
     /// The lanes this engine works when started with `start(lanes:)` (a migration's); nil: every lane.
     private var onlyLanes: Set<LaneKey>?
     /// Each target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
@@ -284,10 +288,10 @@ public actor RelayEngine {
             }
             if wakes.scan || now >= scanDueAt {
                 let owner = lease.owner
-                let due = (try? await store.reading { try $0.dueLanes(at: now, leaseOwner: owner) }) ?? []
+                let due = (try? await store.reading { try $0.dueLaneKeys(at: now, leaseOwner: owner) }) ?? []
                 if isStopping { break }   // stopped while the store answered: start nothing more
-                starved = false
-                for entry in due { startOrNotice(entry.lane) }
+                overflowed = false
+                for lane in due { startOrNotice(lane) }
                 // Only heads waiting for a later time set the timer: a due head is running (its lane
                 // finishing causes a scan) or waits for a free lane slot (a finishing lane frees one).
                 let after = clock.nowMs()
@@ -317,7 +321,7 @@ public actor RelayEngine {
     private func startLane(_ lane: LaneKey) {
         guard !running.contains(lane), onlyLanes?.contains(lane) ?? true else { return }
         guard running.count < maxConcurrentLanes else {
-            starved = true
+            if !waiting.append(lane, limit: Self.maxWaiting) { overflowed = true }
             return
         }
         running.insert(lane)
@@ -333,30 +337,31 @@ public actor RelayEngine {
         }
     }
 
-    /// `drained`: the lane ended because its last finish claimed nothing (its lease released), with no
-    /// step of the run having left work for later (a requeue, a retry). Then no scan is needed: work
-    /// queued for it after that claim was noticed (`noticedWhileRunning`) and starts it again here, or is
-    /// noticed once it has ended and starts it then; only a lane kept waiting for a slot needs one. Any
-    /// other end causes a scan (a due head may have been left without a lane, a retry needs the timer).
-    /// Scans on the timer (at least one a second) stay the safety net either way.
+    /// `drained`: the lane ended because it had nothing more due (its lease released), with no step of
+    /// the run having left work for later (a requeue, a retry). Then no scan is needed: work queued for it
+    /// after its last claim was noticed (`noticedWhileRunning`) and starts it again here, or is noticed
+    /// once it has ended and starts it then, and the slot it frees goes to the first lane waiting for one.
+    /// Any other end causes a scan (a due head may have been left without a lane, a retry needs the
+    /// timer), and so does any end while lanes turned away for want of a slot were not all kept. Scans on
+    /// the timer (at least one a second) stay the safety net either way.
     private func laneFinished(_ lane: LaneKey, drained: Bool) {
         running.remove(lane)
         laneTasks[lane] = nil
         heldElsewhere[lane] = nil
-        let noticed = noticedWhileRunning.remove(lane) != nil
-        if drained && !starved {
-            if noticed { startLane(lane) }
-            return
-        }
+        if noticedWhileRunning.remove(lane) != nil { waiting.prepend(lane) }
+        while running.count < maxConcurrentLanes, let next = waiting.popFirst() { startLane(next) }
+        if drained && !overflowed { return }
         wakes.withLock { $0.scan = true }
         doorbell.yield()
     }
 
-    /// The lane's lease is another instance's: nothing changed here, so no scan.
+    /// The lane's lease is another instance's: nothing changed here, so no scan; its slot goes to the
+    /// first lane waiting for one.
     private func laneRefused(_ lane: LaneKey) {
         running.remove(lane)
         laneTasks[lane] = nil
         noticedWhileRunning.remove(lane)
+        while running.count < maxConcurrentLanes, let next = waiting.popFirst() { startLane(next) }
         heldElsewhere[lane] = clock.nowMs() + min(lease.ttlMs / 2, 1000)
         if heldElsewhere.count > 10_000 {
             let now = clock.nowMs()
@@ -453,7 +458,9 @@ public actor RelayEngine {
                     heldLeases.took(taken, askedAt: asked)
                     fence = taken
                     entry = head
-                case .empty: break lanes
+                case .empty:
+                    drained = true
+                    break lanes
                 case .refused:
                     refused = true
                     break lanes
@@ -465,6 +472,13 @@ public actor RelayEngine {
                 // A dead letter or a requeue (whose pause the scheduler's timer must learn from a scan).
                 if next == nil { leftWork = true }
             case .drained:
+                // Another engine on the store (an instance, a migration) that queued work for this lane
+                // while it was held here had its own start refused; what it queued after the finish's
+                // claim is found by one read now that the lease is released, and claimed as a first claim.
+                if let head = try? await store.reading({ try $0.head(of: lane) }), head.nextAttemptAt <= clock.nowMs() {
+                    claimed = nil
+                    continue lanes
+                }
                 drained = true
                 break lanes
             case .wait: break lanes
@@ -486,5 +500,53 @@ public actor RelayEngine {
             await Task { [store] in _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }.value
         }
         if refused { await laneRefused(lane) } else { await laneFinished(lane, drained: drained && !leftWork && !failed) }
+    }
+}
+
+/// Lanes in the order they were turned away for want of a slot, each at most once (`RelayEngine.waiting`).
+struct LaneQueue {
+    private var order: [LaneKey] = []
+    private var head = 0
+    private var members: Set<LaneKey> = []
+
+    /// Adds `lane` at the end unless it is queued; false when `limit` lanes are queued already.
+    mutating func append(_ lane: LaneKey, limit: Int) -> Bool {
+        guard !members.contains(lane) else { return true }
+        guard members.count < limit else { return false }
+        members.insert(lane)
+        order.append(lane)
+        return true
+    }
+
+    /// Puts `lane` first (taking it from where it was queued).
+    mutating func prepend(_ lane: LaneKey) {
+        if members.contains(lane) {
+            order.removeFirst(head)
+            head = 0
+            order.removeAll { $0 == lane }
+        } else {
+            members.insert(lane)
+        }
+        if head > 0 {
+            head -= 1
+            order[head] = lane
+        } else {
+            order.insert(lane, at: 0)
+        }
+    }
+
+    mutating func popFirst() -> LaneKey? {
+        guard head < order.count else { return nil }
+        let lane = order[head]
+        head += 1
+        members.remove(lane)
+        if members.isEmpty {
+            order.removeAll(keepingCapacity: true)
+            head = 0
+        } else if head > 1024 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+        return lane
     }
 }

@@ -89,18 +89,31 @@ struct PostgresOperations: StoreOperations {
 
     func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry] {
         let columns = Self.entryColumns.split(separator: ",").map { "o." + $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ", ")
-        guard let leaseOwner else {
-            return try rows("""
-                SELECT \(columns) FROM outbox o JOIN (\(Self.laneHeads)) h ON o.id = h.head
-                WHERE o.next_attempt_at <= $1 ORDER BY o.id LIMIT $2
-                """, [.int(now), .int(Int64(limit))]).compactMap(Self.entry)
+        return try rows(Self.dueLanes(columns, leased: leaseOwner != nil), Self.dueLaneValues(now, limit, leaseOwner)).compactMap(Self.entry)
+    }
+
+    func dueLaneKeys(at now: Int64, limit: Int, leaseOwner: String?) throws -> [LaneKey] {
+        try rows(Self.dueLanes("o.lane", leased: leaseOwner != nil), Self.dueLaneValues(now, limit, leaseOwner))
+            .compactMap { LaneKey(try $0.decode(String.self)) }
+    }
+
+    /// The lane heads due at `$1`, oldest first, at most the last parameter; with `leased`, without the
+    /// lanes another owner than `$2` holds unexpired.
+    static func dueLanes(_ select: String, leased: Bool) -> String {
+        guard leased else {
+            return "SELECT \(select) FROM outbox o JOIN (\(laneHeads)) h ON o.id = h.head WHERE o.next_attempt_at <= $1 ORDER BY o.id LIMIT $2"
         }
-        return try rows("""
-            SELECT \(columns) FROM outbox o JOIN (\(Self.laneHeads)) h ON o.id = h.head
+        return """
+            SELECT \(select) FROM outbox o JOIN (\(laneHeads)) h ON o.id = h.head
             LEFT JOIN leases l ON l.name = 'lane:' || o.lane
-            WHERE o.next_attempt_at <= $1 AND (l.name IS NULL OR l.owner = $2 OR l.expires_at <= \(Self.serverNow))
+            WHERE o.next_attempt_at <= $1 AND (l.name IS NULL OR l.owner = $2 OR l.expires_at <= \(serverNow))
             ORDER BY o.id LIMIT $3
-            """, [.int(now), .text(leaseOwner), .int(Int64(limit))]).compactMap(Self.entry)
+            """
+    }
+
+    static func dueLaneValues(_ now: Int64, _ limit: Int, _ leaseOwner: String?) -> [PostgresValue] {
+        guard let leaseOwner else { return [.int(now), .int(Int64(limit))] }
+        return [.int(now), .text(leaseOwner), .int(Int64(limit))]
     }
 
     func nextWakeUp() throws -> Int64? {

@@ -33,21 +33,33 @@ struct SQLiteOperations: StoreOperations {
 
     /// Lanes with pending work whose head is due at `now`, with their head entry; at most `limit`.
     func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry] {
-        guard let leaseOwner else {
-            return try Row.fetchAll(db.cachedStatement(sql: """
-                SELECT o.* FROM outbox o
-                JOIN (\(Self.laneHeads)) h ON o.id = h.head
-                WHERE o.next_attempt_at <= ?
-                ORDER BY o.id LIMIT ?
-                """), arguments: [now, limit]).compactMap(Self.entry)
+        try Row.fetchAll(db.cachedStatement(sql: Self.dueLanes("o.*", leased: leaseOwner != nil)),
+                         arguments: Self.dueLaneArguments(now, limit, leaseOwner)).compactMap(Self.entry)
+    }
+
+    func dueLaneKeys(at now: Int64, limit: Int, leaseOwner: String?) throws -> [LaneKey] {
+        try String.fetchAll(db.cachedStatement(sql: Self.dueLanes("o.lane", leased: leaseOwner != nil)),
+                            arguments: Self.dueLaneArguments(now, limit, leaseOwner)).compactMap(LaneKey.init)
+    }
+
+    /// The lane heads due at `?1`, oldest first, at most `?2` (`?4`); with `leased`, without the lanes
+    /// another owner than `?2` holds unexpired at `?3`.
+    static func dueLanes(_ select: String, leased: Bool) -> String {
+        guard leased else {
+            return "SELECT \(select) FROM outbox o JOIN (\(laneHeads)) h ON o.id = h.head WHERE o.next_attempt_at <= ? ORDER BY o.id LIMIT ?"
         }
-        return try Row.fetchAll(db.cachedStatement(sql: """
-            SELECT o.* FROM outbox o
-            JOIN (\(Self.laneHeads)) h ON o.id = h.head
+        return """
+            SELECT \(select) FROM outbox o
+            JOIN (\(laneHeads)) h ON o.id = h.head
             LEFT JOIN leases l ON l.name = 'lane:' || o.lane
             WHERE o.next_attempt_at <= ? AND (l.name IS NULL OR l.owner = ? OR l.expires_at <= ?)
             ORDER BY o.id LIMIT ?
-            """), arguments: [now, leaseOwner, now, limit]).compactMap(Self.entry)
+            """
+    }
+
+    static func dueLaneArguments(_ now: Int64, _ limit: Int, _ leaseOwner: String?) -> StatementArguments {
+        guard let leaseOwner else { return [now, limit] }
+        return [now, leaseOwner, now, limit]
     }
 
     /// The earliest time a waiting lane head becomes due (nil when nothing waits).

@@ -96,6 +96,7 @@ protocol StoreOperations {
     func ledgerCount() throws -> Int
     func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data, at now: Int64) throws -> Int64
     func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry]
+    func dueLaneKeys(at now: Int64, limit: Int, leaseOwner: String?) throws -> [LaneKey]
     func nextWakeUp() throws -> Int64?
     func nextWakeUp(after now: Int64) throws -> Int64?
     func head(of lane: LaneKey) throws -> OutboxEntry?
@@ -280,6 +281,11 @@ public struct StoreTransaction {
     /// `limit`. With `leaseOwner`, lanes whose lease another owner holds (unexpired at `now`) are left out.
     public func dueLanes(at now: Int64, limit: Int = 10_000, leaseOwner: String? = nil) throws -> [OutboxEntry] {
         try ops.dueLanes(at: now, limit: limit, leaseOwner: leaseOwner)
+    }
+
+    /// The lanes of `dueLanes`, without their heads (what the scheduler needs: no payload is read).
+    public func dueLaneKeys(at now: Int64, limit: Int = 10_000, leaseOwner: String? = nil) throws -> [LaneKey] {
+        try ops.dueLaneKeys(at: now, limit: limit, leaseOwner: leaseOwner)
     }
 
     /// The earliest time a waiting lane head becomes due (nil when nothing waits).

@@ -160,6 +160,8 @@ import Testing
         }
         due = try store.read { try $0.dueLanes(at: 10) }
         #expect(due.map(\.id) == [ids[1], ids[3]], "lane a waits, its second entry does not overtake")
+        #expect(try store.read { try $0.dueLaneKeys(at: 10) } == due.map(\.lane))
+        #expect(try store.read { try $0.dueLaneKeys(at: 10, limit: 1) } == [due[0].lane])
         #expect(try store.read { try $0.nextWakeUp() } == 0)
         #expect(try store.read { try $0.nextWakeUp(after: 10) } == 100, "due heads do not set the timer, the waiting one does")
         try store.transaction { tx in

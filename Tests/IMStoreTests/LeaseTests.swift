@@ -134,7 +134,10 @@ import Testing
             _ = try tx.takeLease(lane("b").leaseName, owner: "B", ttlMs: ttl, now: start)
         }
         func due(_ owner: String?, at now: Int64) throws -> [String] {
-            try store.read { try $0.dueLanes(at: now, leaseOwner: owner) }.map { $0.lane.conversation.description }
+            let heads = try store.read { try $0.dueLanes(at: now, leaseOwner: owner) }.map { $0.lane }
+            // The scheduler's form, without the heads: the same lanes.
+            #expect(try store.read { try $0.dueLaneKeys(at: now, leaseOwner: owner) } == heads)
+            return heads.map { $0.conversation.description }
         }
         #expect(try due("A", at: Self.clockMs()) == ["group:a", "group:c"], "its own and free lanes, not B's")
         #expect(try due("B", at: Self.clockMs()) == ["group:b", "group:c"])
