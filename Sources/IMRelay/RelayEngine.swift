@@ -92,6 +92,8 @@ public actor RelayEngine {
     /// that ends hands its slot to the first of them (no scan of every lane head). Past `maxWaiting` more
     /// are not kept; the next lane to end causes a scan instead (`overflowed`).
     private var waiting = LaneQueue()
+    /// Scans of every lane head so far (tests: a lane's end should not need one).
+    nonisolated let scans = Atomic<Int>(0)
     private var overflowed = false
     static let maxWaiting = 100_000
     /// The lanes this engine works when started with `start(lanes:)` (a migration's); nil: every lane.
@@ -288,6 +290,7 @@ public actor RelayEngine {
             }
             if wakes.scan || now >= scanDueAt {
                 let owner = lease.owner
+                scans.add(1, ordering: .relaxed)
                 let due = (try? await store.reading { try $0.dueLaneKeys(at: now, leaseOwner: owner) }) ?? []
                 if isStopping { break }   // stopped while the store answered: start nothing more
                 overflowed = false
