@@ -85,9 +85,11 @@ public actor RelayEngine {
     /// ingest's wake-ups alone (a scan, which leaves leased lanes out, starts them when they are free).
     private var heldElsewhere: [LaneKey: Int64] = [:]
     /// Lanes with work noticed while they were running (ingest named them, or a scan found their head
-    /// due): a lane that then ends drained is started again at once, since that work may have been
-    /// queued after its last claim.
-    private var noticedWhileRunning: Set<LaneKey> = []
+    /// due), with when (`noticeClock`): a lane that then ends drained is started again at once if the
+    /// notice came after its last look at its head, since that work may have been queued after it.
+    private var noticedWhileRunning: [LaneKey: UInt64] = [:]
+    /// Counts notices; a lane reads it right before its last look at its head (`laneFinished`).
+    nonisolated let noticeClock = Atomic<UInt64>(0)
     /// Lanes that could not start for want of a free slot, in the order they were turned away: a lane
     /// that ends hands its slot to the first of them (no scan of every lane head). Past `maxWaiting` more
     /// are not kept; the next lane to end causes a scan instead (`overflowed`).
@@ -334,7 +336,7 @@ public actor RelayEngine {
     /// Starts `lane`, which has work due; a running one is noted, to be started again if it ends drained.
     private func startOrNotice(_ lane: LaneKey) {
         if running.contains(lane) {
-            noticedWhileRunning.insert(lane)
+            noticedWhileRunning[lane] = noticeClock.add(1, ordering: .sequentiallyConsistent).newValue
         } else {
             startLane(lane)
         }
@@ -347,11 +349,13 @@ public actor RelayEngine {
     /// Any other end causes a scan (a due head may have been left without a lane, a retry needs the
     /// timer), and so does any end while lanes turned away for want of a slot were not all kept. Scans on
     /// the timer (at least one a second) stay the safety net either way.
-    private func laneFinished(_ lane: LaneKey, drained: Bool) {
+    /// `lookedAt`: `noticeClock` right before the lane last looked at its head; a notice up to it is
+    /// work that look saw (it was queued before its notice was made).
+    private func laneFinished(_ lane: LaneKey, drained: Bool, lookedAt: UInt64) {
         running.remove(lane)
         laneTasks[lane] = nil
         heldElsewhere[lane] = nil
-        if noticedWhileRunning.remove(lane) != nil { waiting.prepend(lane) }
+        if let noticed = noticedWhileRunning.removeValue(forKey: lane), noticed > lookedAt { waiting.prepend(lane) }
         while running.count < maxConcurrentLanes, let next = waiting.popFirst() { startLane(next) }
         if drained && !overflowed { return }
         wakes.withLock { $0.scan = true }
@@ -363,7 +367,7 @@ public actor RelayEngine {
     private func laneRefused(_ lane: LaneKey) {
         running.remove(lane)
         laneTasks[lane] = nil
-        noticedWhileRunning.remove(lane)
+        noticedWhileRunning[lane] = nil
         while running.count < maxConcurrentLanes, let next = waiting.popFirst() { startLane(next) }
         heldElsewhere[lane] = clock.nowMs() + min(lease.ttlMs / 2, 1000)
         if heldElsewhere.count > 10_000 {
@@ -434,6 +438,7 @@ public actor RelayEngine {
         var refused = false, failed = false
         // Ended by a finish that claimed nothing, with nothing in the run left for later (`laneFinished`).
         var drained = false, leftWork = false
+        var lookedAt: UInt64 = 0
         let (owner, ttl) = (lease.owner, lease.ttlMs)
         lanes: while !isStopping {
             let entry: OutboxEntry
@@ -444,6 +449,7 @@ public actor RelayEngine {
                 let now = clock.nowMs()
                 let outcome: FirstClaim
                 let asked = ContinuousClock.now
+                lookedAt = noticeClock.load(ordering: .sequentiallyConsistent)
                 do {
                     outcome = try await store.groupedTransaction { tx -> FirstClaim in
                         guard let fence = try tx.takeLease(lane.leaseName, owner: owner, ttlMs: ttl, now: now) else { return .refused }
@@ -478,6 +484,7 @@ public actor RelayEngine {
                 // Another engine on the store (an instance, a migration) that queued work for this lane
                 // while it was held here had its own start refused; what it queued after the finish's
                 // claim is found by one read now that the lease is released, and claimed as a first claim.
+                lookedAt = noticeClock.load(ordering: .sequentiallyConsistent)
                 if let head = try? await store.reading({ try $0.head(of: lane) }), head.nextAttemptAt <= clock.nowMs() {
                     claimed = nil
                     continue lanes
@@ -502,7 +509,7 @@ public actor RelayEngine {
         if failed || Task.isCancelled || claimed != nil {
             await Task { [store] in _ = try? await store.groupedTransaction { try $0.releaseLease(lane.leaseName, owner: owner) } }.value
         }
-        if refused { await laneRefused(lane) } else { await laneFinished(lane, drained: drained && !leftWork && !failed) }
+        if refused { await laneRefused(lane) } else { await laneFinished(lane, drained: drained && !leftWork && !failed, lookedAt: lookedAt) }
     }
 }
 
