@@ -76,6 +76,41 @@ public struct MappingEntry: Hashable, Sendable {
         /// no two rules or aliases naming the same one: decoding may then read the body's values
         /// without taking them out of a copy (`VendorTable.decode(entry:wire:body:registry:)`).
         let flat: Bool
+        /// For a built-in target, the rules' neutral names compiled (`NeutralKey`s): nil for a custom
+        /// target, or when two rules name one field (never from the loader, which reads names as keys).
+        let compiled: CompiledFields?
+    }
+
+    /// A built-in entry's rules by field number: `VendorTable` reads a content's values and holds the
+    /// values it decodes by these instead of a dictionary keyed by name.
+    struct CompiledFields: Hashable, Sendable {
+        /// Per rule, its field.
+        let keys: [NeutralKey]
+        /// Per rule, the fields of its `or`.
+        let or: [[NeutralKey]]
+        /// Per `NeutralKey` (raw value), the index of the rule naming it, or -1.
+        let rule: [Int8]
+
+        init?(target: NeutralTarget, fields: [FieldRule]) {
+            guard case .builtin = target, fields.count < Int(Int8.max) else { return nil }
+            var keys: [NeutralKey] = []
+            var or: [[NeutralKey]] = []
+            var rule = [Int8](repeating: -1, count: NeutralKey.allCases.count)
+            for (index, field) in fields.enumerated() {
+                guard let key = NeutralKey(name: field.neutral), rule[key.rawValue] < 0 else { return nil }
+                var others: [NeutralKey] = []
+                for name in field.or {
+                    guard let other = NeutralKey(name: name) else { return nil }
+                    others.append(other)
+                }
+                keys.append(key)
+                or.append(others)
+                rule[key.rawValue] = Int8(index)
+            }
+            self.keys = keys
+            self.or = or
+            self.rule = rule
+        }
     }
 
     final class Box: Sendable {
@@ -91,7 +126,8 @@ public struct MappingEntry: Hashable, Sendable {
         box = Box(Values(vendor: vendor, wire: wire, encodeWire: encodeWire, when: when, constants: constants, dataKey: dataKey,
                          target: target, fields: fields, decodeOnly: decodeOnly, secondary: secondary, noticeType: noticeType,
                          digest: digest, customFile: customFile, source: source,
-                         flat: Self.isFlat(when: when, dataKey: dataKey, fields: fields)))
+                         flat: Self.isFlat(when: when, dataKey: dataKey, fields: fields),
+                         compiled: CompiledFields(target: target, fields: fields)))
     }
 
     private static func isFlat(when: [String: JSONValue], dataKey: String?, fields: [FieldRule]) -> Bool {
@@ -106,6 +142,7 @@ public struct MappingEntry: Hashable, Sendable {
     }
 
     var flat: Bool { box.values.flat }
+    var compiled: CompiledFields? { box.values.compiled }
 
     public static func == (lhs: MappingEntry, rhs: MappingEntry) -> Bool {
         lhs.box === rhs.box || lhs.box.values == rhs.box.values
