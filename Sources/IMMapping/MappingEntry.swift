@@ -9,22 +9,57 @@ public struct MappingSource: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One neutral field ⇄ one wire field, compiled from a `fields:` item.
+///
+/// The values live in one shared, immutable box, as `MappingEntry`'s do: the codecs go through an
+/// entry's rules on every message, and a rule copied out of the array was nine values to retain and
+/// release, a boxed one is one (docs/performance.md, "Codec round trips"). Equality and hashing are the values'.
 public struct FieldRule: Hashable, Sendable {
-    public let neutral: String
+    struct Values: Hashable, Sendable {
+        let neutral: String
+        let wire: [String]
+        let aliases: [[String]]
+        let transform: Transform
+        let type: NeutralType
+        let decodeDefault: JSONValue?
+        let encodeDefault: JSONValue?
+        let required: Bool
+        let or: [String]
+    }
+
+    final class Box: Sendable {
+        let values: Values
+        init(_ values: Values) { self.values = values }
+    }
+
+    private let box: Box
+
+    init(neutral: String, wire: [String], aliases: [[String]], transform: Transform, type: NeutralType, decodeDefault: JSONValue?,
+         encodeDefault: JSONValue?, required: Bool, or: [String]) {
+        box = Box(Values(neutral: neutral, wire: wire, aliases: aliases, transform: transform, type: type, decodeDefault: decodeDefault,
+                         encodeDefault: encodeDefault, required: required, or: or))
+    }
+
+    public static func == (lhs: FieldRule, rhs: FieldRule) -> Bool {
+        lhs.box === rhs.box || lhs.box.values == rhs.box.values
+    }
+
+    public func hash(into hasher: inout Hasher) { box.values.hash(into: &hasher) }
+
+    public var neutral: String { box.values.neutral }
     /// The wire key; a dotted name (`video.media_id`) reaches into nested objects.
-    public let wire: [String]
+    public var wire: [String] { box.values.wire }
     /// Other wire keys accepted when decoding (`lable` for `label`); never written.
-    public let aliases: [[String]]
-    public let transform: Transform
-    public let type: NeutralType
+    public var aliases: [[String]] { box.values.aliases }
+    public var transform: Transform { box.values.transform }
+    public var type: NeutralType { box.values.type }
     /// Neutral value used when the wire lacks the field (the WuKongIM custom-message guide: a GIF without width is 100 wide).
-    public let decodeDefault: JSONValue?
+    public var decodeDefault: JSONValue? { box.values.decodeDefault }
     /// Wire value written when the neutral side has none (vendors that require the key).
-    public let encodeDefault: JSONValue?
+    public var encodeDefault: JSONValue? { box.values.encodeDefault }
     /// A wire body without this field is malformed.
-    public let required: Bool
+    public var required: Bool { box.values.required }
     /// Neutral fields whose value is written when this one has none (`title` or else `address`).
-    public let or: [String]
+    public var or: [String] { box.values.or }
 
     public var wireName: String { wire.joined(separator: ".") }
 }

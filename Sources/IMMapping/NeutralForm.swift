@@ -207,7 +207,9 @@ public enum NeutralForm {
             }
         }
         switch content {
-        case .text(let text): return key == .text ? .string(text.text) : nil
+        case .text(let text):
+            guard key == .text else { return nil }
+            return .string(text.text)
         case .image(let image): return media(image.attachment)
         case .gif(let gif): return media(gif.attachment)
         case .voice(let voice): return media(voice.attachment)
@@ -219,7 +221,9 @@ public enum NeutralForm {
             case .coverSize: return video.cover?.size.map(JSONValue.int)
             default: return media(video.attachment)
             }
-        case .file(let file): return key == .name ? .string(file.name) : media(file.attachment)
+        case .file(let file):
+            guard key == .name else { return media(file.attachment) }
+            return .string(file.name)
         case .location(let location):
             switch key {
             case .latitude: return .double(location.latitude)
@@ -241,14 +245,19 @@ public enum NeutralForm {
         case .command(let command):
             switch key {
             case .name: return .string(command.name)
-            case .data: return command.data != .null ? command.data : nil
+            case .data:
+                // (Not a `? :` with `nil`: JSONValue takes a nil literal as `.null`.)
+                guard command.data != .null else { return nil }
+                return command.data
             default: return nil
             }
         case .notice(let notice):
             switch key {
             case .text: return .string(notice.text)
             case .template: return .string(notice.template ?? notice.text)
-            case .parameters: return notice.parameters.isEmpty ? nil : .array(notice.parameters)
+            case .parameters:
+                guard !notice.parameters.isEmpty else { return nil }
+                return .array(notice.parameters)
             case .noticeType: return string(notice.noticeType)
             default: return nil
             }

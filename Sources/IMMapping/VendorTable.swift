@@ -101,6 +101,7 @@ public struct VendorTable: Sendable {
     /// The general decoding: each rule takes its value out of a copy of the body, what is left remains.
     func decodeTaking(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry,
                       byName: Bool = false) throws -> MappedContent {
+        let vendor = vendor
         var outer = body
         for key in entry.when.keys { outer.removeValue(forKey: key) }
         var object = outer
@@ -110,7 +111,7 @@ public struct VendorTable: Sendable {
         let content = try content(of: entry, wire: wire, registry: registry, byName: byName) { rule in
             var raw = MappingEntry.take(rule.wire, from: &object)
             for alias in rule.aliases where raw == nil { raw = MappingEntry.take(alias, from: &object) }
-            return try fieldValue(of: rule, raw, entry: entry, wire: wire)
+            return try Self.fieldValue(of: rule, raw, entry: entry, wire: wire, vendor: vendor)
         }
         var remaining = object
         if let dataKey = entry.dataKey {
@@ -127,6 +128,7 @@ public struct VendorTable: Sendable {
     /// another finds.
     func decodeFlat(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry,
                     byName: Bool = false) throws -> MappedContent {
+        let vendor = vendor
         var used = 0   // the body's keys `MappingEntry.take` takes out
         let content = try content(of: entry, wire: wire, registry: registry, byName: byName) { rule in
             var raw: JSONValue?
@@ -140,7 +142,7 @@ public struct VendorTable: Sendable {
                     if value != .null { raw = value }
                 }
             }
-            return try fieldValue(of: rule, raw, entry: entry, wire: wire)
+            return try Self.fieldValue(of: rule, raw, entry: entry, wire: wire, vendor: vendor)
         }
         var remaining: [String: JSONValue] = [:]
         if used < body.count {
@@ -180,7 +182,8 @@ public struct VendorTable: Sendable {
     /// The neutral value of `rule` from the wire value found for it (`raw`, nil when none): converted,
     /// else its decode default, else nil (left out); throws `malformed_payload` for a required field
     /// that is missing or a value that cannot be converted. Shared by both decodings.
-    private func fieldValue(of rule: FieldRule, _ raw: JSONValue?, entry: MappingEntry, wire: String) throws -> JSONValue? {
+    /// (Static, with the vendor's name: the decodings' closures then capture that, not a copy of the table.)
+    private static func fieldValue(of rule: FieldRule, _ raw: JSONValue?, entry: MappingEntry, wire: String, vendor: String) throws -> JSONValue? {
         guard let raw else {
             if rule.decodeDefault == nil, rule.required {
                 throw IMError(.malformedPayload, "\(vendor) \(wire) body has no '\(rule.wireName)' (\(entry.source))",
@@ -391,7 +394,8 @@ struct RuleFields: NeutralFields {
     subscript(key: NeutralKey) -> JSONValue? {
         if key == .noticeType, let noticeType { return noticeType }
         let index = compiled.rule[key.rawValue]
-        return index < 0 ? nil : values[Int(index)]
+        guard index >= 0 else { return nil }
+        return values[Int(index)]
     }
 }
 
