@@ -9,22 +9,57 @@ public struct MappingSource: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// One neutral field ⇄ one wire field, compiled from a `fields:` item.
+///
+/// The values live in one shared, immutable box, as `MappingEntry`'s do: the codecs go through an
+/// entry's rules on every message, and a rule copied out of the array was nine values to retain and
+/// release, a boxed one is one (docs/performance.md, "Codec round trips"). Equality and hashing are the values'.
 public struct FieldRule: Hashable, Sendable {
-    public let neutral: String
+    struct Values: Hashable, Sendable {
+        let neutral: String
+        let wire: [String]
+        let aliases: [[String]]
+        let transform: Transform
+        let type: NeutralType
+        let decodeDefault: JSONValue?
+        let encodeDefault: JSONValue?
+        let required: Bool
+        let or: [String]
+    }
+
+    final class Box: Sendable {
+        let values: Values
+        init(_ values: Values) { self.values = values }
+    }
+
+    private let box: Box
+
+    init(neutral: String, wire: [String], aliases: [[String]], transform: Transform, type: NeutralType, decodeDefault: JSONValue?,
+         encodeDefault: JSONValue?, required: Bool, or: [String]) {
+        box = Box(Values(neutral: neutral, wire: wire, aliases: aliases, transform: transform, type: type, decodeDefault: decodeDefault,
+                         encodeDefault: encodeDefault, required: required, or: or))
+    }
+
+    public static func == (lhs: FieldRule, rhs: FieldRule) -> Bool {
+        lhs.box === rhs.box || lhs.box.values == rhs.box.values
+    }
+
+    public func hash(into hasher: inout Hasher) { box.values.hash(into: &hasher) }
+
+    public var neutral: String { box.values.neutral }
     /// The wire key; a dotted name (`video.media_id`) reaches into nested objects.
-    public let wire: [String]
+    public var wire: [String] { box.values.wire }
     /// Other wire keys accepted when decoding (`lable` for `label`); never written.
-    public let aliases: [[String]]
-    public let transform: Transform
-    public let type: NeutralType
+    public var aliases: [[String]] { box.values.aliases }
+    public var transform: Transform { box.values.transform }
+    public var type: NeutralType { box.values.type }
     /// Neutral value used when the wire lacks the field (the WuKongIM custom-message guide: a GIF without width is 100 wide).
-    public let decodeDefault: JSONValue?
+    public var decodeDefault: JSONValue? { box.values.decodeDefault }
     /// Wire value written when the neutral side has none (vendors that require the key).
-    public let encodeDefault: JSONValue?
+    public var encodeDefault: JSONValue? { box.values.encodeDefault }
     /// A wire body without this field is malformed.
-    public let required: Bool
+    public var required: Bool { box.values.required }
     /// Neutral fields whose value is written when this one has none (`title` or else `address`).
-    public let or: [String]
+    public var or: [String] { box.values.or }
 
     public var wireName: String { wire.joined(separator: ".") }
 }
@@ -76,6 +111,41 @@ public struct MappingEntry: Hashable, Sendable {
         /// no two rules or aliases naming the same one: decoding may then read the body's values
         /// without taking them out of a copy (`VendorTable.decode(entry:wire:body:registry:)`).
         let flat: Bool
+        /// For a built-in target, the rules' neutral names compiled (`NeutralKey`s): nil for a custom
+        /// target, or when two rules name one field (never from the loader, which reads names as keys).
+        let compiled: CompiledFields?
+    }
+
+    /// A built-in entry's rules by field number: `VendorTable` reads a content's values and holds the
+    /// values it decodes by these instead of a dictionary keyed by name.
+    struct CompiledFields: Hashable, Sendable {
+        /// Per rule, its field.
+        let keys: [NeutralKey]
+        /// Per rule, the fields of its `or`.
+        let or: [[NeutralKey]]
+        /// Per `NeutralKey` (raw value), the index of the rule naming it, or -1.
+        let rule: [Int8]
+
+        init?(target: NeutralTarget, fields: [FieldRule]) {
+            guard case .builtin = target, fields.count < Int(Int8.max) else { return nil }
+            var keys: [NeutralKey] = []
+            var or: [[NeutralKey]] = []
+            var rule = [Int8](repeating: -1, count: NeutralKey.allCases.count)
+            for (index, field) in fields.enumerated() {
+                guard let key = NeutralKey(name: field.neutral), rule[key.rawValue] < 0 else { return nil }
+                var others: [NeutralKey] = []
+                for name in field.or {
+                    guard let other = NeutralKey(name: name) else { return nil }
+                    others.append(other)
+                }
+                keys.append(key)
+                or.append(others)
+                rule[key.rawValue] = Int8(index)
+            }
+            self.keys = keys
+            self.or = or
+            self.rule = rule
+        }
     }
 
     final class Box: Sendable {
@@ -91,7 +161,8 @@ public struct MappingEntry: Hashable, Sendable {
         box = Box(Values(vendor: vendor, wire: wire, encodeWire: encodeWire, when: when, constants: constants, dataKey: dataKey,
                          target: target, fields: fields, decodeOnly: decodeOnly, secondary: secondary, noticeType: noticeType,
                          digest: digest, customFile: customFile, source: source,
-                         flat: Self.isFlat(when: when, dataKey: dataKey, fields: fields)))
+                         flat: Self.isFlat(when: when, dataKey: dataKey, fields: fields),
+                         compiled: CompiledFields(target: target, fields: fields)))
     }
 
     private static func isFlat(when: [String: JSONValue], dataKey: String?, fields: [FieldRule]) -> Bool {
@@ -106,6 +177,7 @@ public struct MappingEntry: Hashable, Sendable {
     }
 
     var flat: Bool { box.values.flat }
+    var compiled: CompiledFields? { box.values.compiled }
 
     public static func == (lhs: MappingEntry, rhs: MappingEntry) -> Bool {
         lhs.box === rhs.box || lhs.box.values == rhs.box.values

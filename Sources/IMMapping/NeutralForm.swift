@@ -132,52 +132,137 @@ public enum NeutralForm {
 
     /// Builds a content from neutral fields. Custom types go through `registry` (typed when registered).
     public static func content(_ target: NeutralTarget, _ f: [String: JSONValue], registry: ContentRegistry) throws -> MessageContent {
-        func string(_ key: String) -> String? { f[key]?.stringValue }
-        func int(_ key: String) -> Int64? { f[key]?.int64Value }
-        func attachment() -> MediaAttachment {
-            MediaAttachment(remoteURL: string("url"), mimeType: string("mime_type"), size: int("size"), checksum: string("checksum"),
-                            width: int("width").map { Int($0) }, height: int("height").map { Int($0) },
-                            durationMs: int("duration_ms"), thumbnail: string("thumbnail"), fileName: string("file_name"),
-                            transferState: .needsDownload)
-        }
         switch target {
         case .custom(let name):
             return .custom(try registry.decodeOrRaw(typeName: name, payload: JSONValue.object(f).jsonString()))
         case .builtin(let kind):
-            switch kind {
-            case .text: return .text(string("text") ?? "")
-            case .image: return .image(ImageContent(attachment()))
-            case .gif: return .gif(GIFContent(attachment()))
-            case .voice: return .voice(VoiceContent(attachment()))
-            case .video:
-                let cover = string("cover_url").map { url in
-                    MediaAttachment(remoteURL: url, size: int("cover_size"), width: int("cover_width").map { Int($0) },
-                                    height: int("cover_height").map { Int($0) }, transferState: .needsDownload)
-                }
-                return .video(VideoContent(attachment(), cover: cover))
-            case .file:
-                // A file's attachment is named like the file unless the wire says otherwise.
-                var media = attachment()
-                media.fileName = media.fileName ?? string("name")
-                return .file(FileContent(media, name: string("name") ?? media.fileName ?? ""))
-            case .location:
-                guard let latitude = f["latitude"]?.doubleValue, let longitude = f["longitude"]?.doubleValue else {
-                    throw IMError(.malformedPayload, "a location needs latitude and longitude")
-                }
-                return .location(LocationContent(latitude: latitude, longitude: longitude, title: string("title"),
-                                                 address: string("address"), thumbnail: string("thumbnail")))
-            case .card:
-                return .card(CardContent(userID: UserID(string("user_id") ?? ""), name: string("name") ?? "", avatar: string("avatar"),
-                                         phone: string("phone"), email: string("email")))
-            case .command: return .command(CommandContent(name: string("name") ?? "", data: f["data"] ?? .null))
-            case .notice:
-                let parameters = f["parameters"]?.arrayValue ?? []
-                let template = string("template")
-                let text = string("text") ?? template.map { NoticeContent.render(template: $0, parameters: parameters) } ?? ""
-                return .notice(NoticeContent(text: text, template: template, parameters: parameters, noticeType: string("notice_type")))
-            case .custom, .unsupported:
-                throw IMError(.invalidArgument, "\(kind.rawValue) has no neutral field form")
+            return try content(kind, NamedFields(fields: f))
+        }
+    }
+
+    /// Builds a built-in kind's content from neutral fields however they are held (a dictionary by
+    /// name, or a mapping table's values by rule, `VendorTable`).
+    static func content<Fields: NeutralFields>(_ kind: ContentKind, _ f: Fields) throws -> MessageContent {
+        func string(_ key: NeutralKey) -> String? { f[key]?.stringValue }
+        func int(_ key: NeutralKey) -> Int64? { f[key]?.int64Value }
+        func attachment() -> MediaAttachment {
+            MediaAttachment(remoteURL: string(.url), mimeType: string(.mimeType), size: int(.size), checksum: string(.checksum),
+                            width: int(.width).map { Int($0) }, height: int(.height).map { Int($0) },
+                            durationMs: int(.durationMs), thumbnail: string(.thumbnail), fileName: string(.fileName),
+                            transferState: .needsDownload)
+        }
+        switch kind {
+        case .text: return .text(string(.text) ?? "")
+        case .image: return .image(ImageContent(attachment()))
+        case .gif: return .gif(GIFContent(attachment()))
+        case .voice: return .voice(VoiceContent(attachment()))
+        case .video:
+            let cover = string(.coverURL).map { url in
+                MediaAttachment(remoteURL: url, size: int(.coverSize), width: int(.coverWidth).map { Int($0) },
+                                height: int(.coverHeight).map { Int($0) }, transferState: .needsDownload)
             }
+            return .video(VideoContent(attachment(), cover: cover))
+        case .file:
+            // A file's attachment is named like the file unless the wire says otherwise.
+            var media = attachment()
+            media.fileName = media.fileName ?? string(.name)
+            return .file(FileContent(media, name: string(.name) ?? media.fileName ?? ""))
+        case .location:
+            guard let latitude = f[.latitude]?.doubleValue, let longitude = f[.longitude]?.doubleValue else {
+                throw IMError(.malformedPayload, "a location needs latitude and longitude")
+            }
+            return .location(LocationContent(latitude: latitude, longitude: longitude, title: string(.title),
+                                             address: string(.address), thumbnail: string(.thumbnail)))
+        case .card:
+            return .card(CardContent(userID: UserID(string(.userID) ?? ""), name: string(.name) ?? "", avatar: string(.avatar),
+                                     phone: string(.phone), email: string(.email)))
+        case .command: return .command(CommandContent(name: string(.name) ?? "", data: f[.data] ?? .null))
+        case .notice:
+            let parameters = f[.parameters]?.arrayValue ?? []
+            let template = string(.template)
+            let text = string(.text) ?? template.map { NoticeContent.render(template: $0, parameters: parameters) } ?? ""
+            return .notice(NoticeContent(text: text, template: template, parameters: parameters, noticeType: string(.noticeType)))
+        case .custom, .unsupported:
+            throw IMError(.invalidArgument, "\(kind.rawValue) has no neutral field form")
+        }
+    }
+
+    /// The value `fields(of: content)` holds for `key`, read from the content without building that
+    /// dictionary (nil where the dictionary has no value; custom and unsupported contents have none
+    /// here). `NeutralFieldsTests` compares the two for every key on contents of every kind.
+    static func value(_ key: NeutralKey, of content: MessageContent) -> JSONValue? {
+        func string(_ value: String?) -> JSONValue? { value.map(JSONValue.string) }
+        func media(_ a: MediaAttachment) -> JSONValue? {
+            switch key {
+            case .url: string(a.remoteURL)
+            case .width: a.width.map { .int(Int64($0)) }
+            case .height: a.height.map { .int(Int64($0)) }
+            case .size: a.size.map(JSONValue.int)
+            case .checksum: string(a.checksum)
+            case .durationMs: a.durationMs.map(JSONValue.int)
+            case .thumbnail: string(a.thumbnail)
+            case .fileName: string(a.fileName)
+            case .mimeType: string(a.mimeType)
+            default: nil
+            }
+        }
+        switch content {
+        case .text(let text):
+            guard key == .text else { return nil }
+            return .string(text.text)
+        case .image(let image): return media(image.attachment)
+        case .gif(let gif): return media(gif.attachment)
+        case .voice(let voice): return media(voice.attachment)
+        case .video(let video):
+            switch key {
+            case .coverURL: return string(video.cover?.remoteURL)
+            case .coverWidth: return video.cover?.width.map { .int(Int64($0)) }
+            case .coverHeight: return video.cover?.height.map { .int(Int64($0)) }
+            case .coverSize: return video.cover?.size.map(JSONValue.int)
+            default: return media(video.attachment)
+            }
+        case .file(let file):
+            guard key == .name else { return media(file.attachment) }
+            return .string(file.name)
+        case .location(let location):
+            switch key {
+            case .latitude: return .double(location.latitude)
+            case .longitude: return .double(location.longitude)
+            case .title: return string(location.title)
+            case .address: return string(location.address)
+            case .thumbnail: return string(location.thumbnail)
+            default: return nil
+            }
+        case .card(let card):
+            switch key {
+            case .userID: return .string(card.userID.rawValue)
+            case .name: return .string(card.name)
+            case .avatar: return string(card.avatar)
+            case .phone: return string(card.phone)
+            case .email: return string(card.email)
+            default: return nil
+            }
+        case .command(let command):
+            switch key {
+            case .name: return .string(command.name)
+            case .data:
+                // (Not a `? :` with `nil`: JSONValue takes a nil literal as `.null`.)
+                guard command.data != .null else { return nil }
+                return command.data
+            default: return nil
+            }
+        case .notice(let notice):
+            switch key {
+            case .text: return .string(notice.text)
+            case .template: return .string(notice.template ?? notice.text)
+            case .parameters:
+                guard !notice.parameters.isEmpty else { return nil }
+                return .array(notice.parameters)
+            case .noticeType: return string(notice.noticeType)
+            default: return nil
+            }
+        case .custom, .unsupported:
+            return nil
         }
     }
 
@@ -186,4 +271,64 @@ public enum NeutralForm {
         if case .custom(let custom) = content { return .custom(custom.typeName) }
         return .builtin(content.kind)
     }
+}
+
+/// A built-in kind's neutral field by number (every name `NeutralForm.vocabulary` has): a mapping
+/// table compiles its rules' names to these once, so that a message's neutral fields need neither a
+/// dictionary nor a hash of their names (docs/performance.md, "Codec round trips").
+enum NeutralKey: Int, CaseIterable, Sendable {
+    case text, url, width, height, size, checksum, durationMs, thumbnail, fileName, mimeType
+    case coverURL, coverWidth, coverHeight, coverSize, name, latitude, longitude, title, address
+    case userID, avatar, phone, email, data, template, parameters, noticeType
+
+    /// The name mapping files use.
+    var name: String {
+        switch self {
+        case .text: "text"
+        case .url: "url"
+        case .width: "width"
+        case .height: "height"
+        case .size: "size"
+        case .checksum: "checksum"
+        case .durationMs: "duration_ms"
+        case .thumbnail: "thumbnail"
+        case .fileName: "file_name"
+        case .mimeType: "mime_type"
+        case .coverURL: "cover_url"
+        case .coverWidth: "cover_width"
+        case .coverHeight: "cover_height"
+        case .coverSize: "cover_size"
+        case .name: "name"
+        case .latitude: "latitude"
+        case .longitude: "longitude"
+        case .title: "title"
+        case .address: "address"
+        case .userID: "user_id"
+        case .avatar: "avatar"
+        case .phone: "phone"
+        case .email: "email"
+        case .data: "data"
+        case .template: "template"
+        case .parameters: "parameters"
+        case .noticeType: "notice_type"
+        }
+    }
+
+    private static let byName: [String: NeutralKey] = Dictionary(uniqueKeysWithValues: allCases.map { ($0.name, $0) })
+
+    init?(name: String) {
+        guard let key = Self.byName[name] else { return nil }
+        self = key
+    }
+}
+
+/// Neutral fields as `NeutralForm.content` reads them: a value per key, nil when absent.
+protocol NeutralFields {
+    subscript(key: NeutralKey) -> JSONValue? { get }
+}
+
+/// Neutral fields in a dictionary by name (`NeutralForm.fields(of:)`'s form).
+struct NamedFields: NeutralFields {
+    let fields: [String: JSONValue]
+    subscript(key: NeutralKey) -> JSONValue? { fields[key.name] }
 }

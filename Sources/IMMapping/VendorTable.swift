@@ -13,7 +13,21 @@ public struct MappedContent: Sendable {
 public struct MappedWire: Sendable {
     public let entry: MappingEntry
     public let wireType: String
-    public let body: [String: JSONValue]
+    public private(set) var body: [String: JSONValue]
+
+    init(entry: MappingEntry, wireType: String, body: [String: JSONValue]) {
+        self.entry = entry
+        self.wireType = wireType
+        self.body = body
+    }
+
+    /// The body, moved out (this wire's is left empty): a codec that adds keys to it then changes the
+    /// one dictionary instead of a copy (`body` is still referenced by this value otherwise).
+    public mutating func takeBody() -> [String: JSONValue] {
+        var body: [String: JSONValue] = [:]
+        swap(&body, &self.body)
+        return body
+    }
 }
 
 /// Every mapping entry of one vendor, compiled and indexed once (no YAML work per message).
@@ -30,6 +44,9 @@ public struct VendorTable: Sendable {
     private let ranged: [MappingEntry]
     private let byTarget: [NeutralTarget: [MappingEntry]]
     private let encoders: [NeutralTarget: [MappingEntry]]
+    /// `encoders` of the built-in kinds, by `ContentKind.allCases` position: a content's candidates are
+    /// found without hashing its target (a kind hashes its raw-value text).
+    private let kindEncoders: [[MappingEntry]]
 
     public init(vendor: String, entries: [MappingEntry]) {
         self.vendor = vendor
@@ -50,13 +67,21 @@ public struct VendorTable: Sendable {
         self.byWire = byWire
         self.ranged = ranged
         self.byTarget = byTarget
-        self.encoders = byTarget.mapValues { $0.filter { !$0.decodeOnly && !$0.secondary } }
+        let encoders = byTarget.mapValues { $0.filter { !$0.decodeOnly && !$0.secondary } }
+        self.encoders = encoders
+        kindEncoders = ContentKind.allCases.map { encoders[.builtin($0)] ?? [] }
+    }
+
+    /// The entries that may write a target, in encoding order.
+    private func encoders(for target: NeutralTarget) -> [MappingEntry] {
+        if case .builtin(let kind) = target { return kindEncoders[kind.position] }
+        return encoders[target] ?? []
     }
 
     public func entries(for target: NeutralTarget) -> [MappingEntry] { byTarget[target] ?? [] }
 
     /// Whether this vendor has a wire form for a custom type or built-in kind.
-    public func carries(_ target: NeutralTarget) -> Bool { !(encoders[target] ?? []).isEmpty }
+    public func carries(_ target: NeutralTarget) -> Bool { !encoders(for: target).isEmpty }
 
     /// Decodes a body of a wire type; nil when no entry matches (the codec decides: unsupported, raw custom …).
     /// Throws `malformed_payload` when a required field is missing or a value cannot be converted.
@@ -74,20 +99,20 @@ public struct VendorTable: Sendable {
     }
 
     /// The general decoding: each rule takes its value out of a copy of the body, what is left remains.
-    func decodeTaking(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent {
+    func decodeTaking(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry,
+                      byName: Bool = false) throws -> MappedContent {
+        let vendor = vendor
         var outer = body
         for key in entry.when.keys { outer.removeValue(forKey: key) }
         var object = outer
         if let dataKey = entry.dataKey {
             object = outer.removeValue(forKey: dataKey)?.objectValue ?? [:]
         }
-        var neutral = [String: JSONValue](minimumCapacity: entry.fields.count)
-        for rule in entry.fields {
+        let content = try content(of: entry, wire: wire, registry: registry, byName: byName) { rule in
             var raw = MappingEntry.take(rule.wire, from: &object)
             for alias in rule.aliases where raw == nil { raw = MappingEntry.take(alias, from: &object) }
-            if let value = try fieldValue(of: rule, raw, entry: entry, wire: wire) { neutral[rule.neutral] = value }
+            return try Self.fieldValue(of: rule, raw, entry: entry, wire: wire, vendor: vendor)
         }
-        let content = try makeContent(of: entry, wire: wire, neutral, registry: registry)
         var remaining = object
         if let dataKey = entry.dataKey {
             remaining = outer
@@ -101,10 +126,11 @@ public struct VendorTable: Sendable {
     /// body has its one `content` key, nothing remains). Same values, same errors in the same order,
     /// same remaining keys: the rules name distinct top-level keys, so taking one never changes what
     /// another finds.
-    func decodeFlat(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry) throws -> MappedContent {
+    func decodeFlat(entry: MappingEntry, wire: String, body: [String: JSONValue], registry: ContentRegistry,
+                    byName: Bool = false) throws -> MappedContent {
+        let vendor = vendor
         var used = 0   // the body's keys `MappingEntry.take` takes out
-        var neutral = [String: JSONValue](minimumCapacity: entry.fields.count)
-        for rule in entry.fields {
+        let content = try content(of: entry, wire: wire, registry: registry, byName: byName) { rule in
             var raw: JSONValue?
             if let value = body[rule.wire[0]] {
                 used += 1
@@ -116,9 +142,8 @@ public struct VendorTable: Sendable {
                     if value != .null { raw = value }
                 }
             }
-            if let value = try fieldValue(of: rule, raw, entry: entry, wire: wire) { neutral[rule.neutral] = value }
+            return try Self.fieldValue(of: rule, raw, entry: entry, wire: wire, vendor: vendor)
         }
-        let content = try makeContent(of: entry, wire: wire, neutral, registry: registry)
         var remaining: [String: JSONValue] = [:]
         if used < body.count {
             remaining = body
@@ -130,10 +155,35 @@ public struct VendorTable: Sendable {
         return MappedContent(entry: entry, content: content, remaining: remaining)
     }
 
+    /// The content an entry's neutral values make, `value` giving each rule's (nil: none) in rule order.
+    /// A built-in target's values are held by rule, on the stack, and read by field number
+    /// (`MappingEntry.CompiledFields`); a custom target's (or with `byName`, the reference path the
+    /// tests compare with) in a dictionary by neutral name. Same content, same errors in the same order.
+    private func content(of entry: MappingEntry, wire: String, registry: ContentRegistry, byName: Bool,
+                         _ value: (FieldRule) throws -> JSONValue?) throws -> MessageContent {
+        let rules = entry.fields
+        if !byName, let compiled = entry.compiled, case .builtin(let kind) = entry.target {
+            return try withUnsafeTemporaryAllocation(of: JSONValue?.self, capacity: rules.count) { values in
+                values.initialize(repeating: nil)
+                defer { values.deinitialize() }
+                for index in rules.indices { values[index] = try value(rules[index]) }
+                var fields = RuleFields(values: UnsafeBufferPointer(values), compiled: compiled)
+                if kind == .notice, fields[.noticeType] == nil { fields.noticeType = .string(entry.noticeType ?? wire) }
+                return try NeutralForm.content(kind, fields)
+            }
+        }
+        var neutral = [String: JSONValue].withCapacity(rules.count)
+        for rule in rules {
+            if let value = try value(rule) { neutral[rule.neutral] = value }
+        }
+        return try makeContent(of: entry, wire: wire, neutral, registry: registry)
+    }
+
     /// The neutral value of `rule` from the wire value found for it (`raw`, nil when none): converted,
     /// else its decode default, else nil (left out); throws `malformed_payload` for a required field
     /// that is missing or a value that cannot be converted. Shared by both decodings.
-    private func fieldValue(of rule: FieldRule, _ raw: JSONValue?, entry: MappingEntry, wire: String) throws -> JSONValue? {
+    /// (Static, with the vendor's name: the decodings' closures then capture that, not a copy of the table.)
+    private static func fieldValue(of rule: FieldRule, _ raw: JSONValue?, entry: MappingEntry, wire: String, vendor: String) throws -> JSONValue? {
         guard let raw else {
             if rule.decodeDefault == nil, rule.required {
                 throw IMError(.malformedPayload, "\(vendor) \(wire) body has no '\(rule.wireName)' (\(entry.source))",
@@ -160,18 +210,36 @@ public struct VendorTable: Sendable {
     /// Encodes a content; nil when the vendor has no entry that takes it (the codec falls back).
     /// Throws `invalid_content` when a custom payload is not a JSON object.
     public func encode(_ content: MessageContent) throws -> MappedWire? {
+        try encode(content, byName: false)
+    }
+
+    /// `encode(_:)`; a built-in content's values are read from it by field number for the entries
+    /// that have them compiled (`ContentFields`), not from `NeutralForm.fields(of:)`'s dictionary
+    /// (which `byName` uses throughout, the reference path the tests compare with).
+    func encode(_ content: MessageContent, byName: Bool) throws -> MappedWire? {
         let target = NeutralForm.target(of: content)
-        var candidates = encoders[target] ?? []
+        var candidates = encoders(for: target)
         guard !candidates.isEmpty else { return nil }
-        guard let fields = NeutralForm.fields(of: content) else {
-            throw IMError(.invalidContent, "\(target) content must be a JSON object to use the \(vendor) mapping")
+        // A built-in content always has neutral fields; only a custom one's may not be an object.
+        var named: [String: JSONValue]?
+        if byName || target.isCustom {
+            guard let fields = NeutralForm.fields(of: content) else {
+                throw IMError(.invalidContent, "\(target) content must be a JSON object to use the \(vendor) mapping")
+            }
+            named = fields
         }
         if case .notice(let notice) = content, let type = notice.noticeType,
            let preferred = candidates.firstIndex(where: { $0.wire.matches(type) || $0.noticeType == type }) {
             candidates.insert(candidates.remove(at: preferred), at: 0)
         }
+        let noticeType = content.notice?.noticeType
         for entry in candidates {
-            if let body = encode(fields, entry: entry, noticeType: (content.notice?.noticeType)) { return body }
+            if named == nil, let compiled = entry.compiled {
+                if let body = encode(ContentFields(content: content, compiled: compiled), entry: entry, noticeType: noticeType) { return body }
+                continue
+            }
+            if named == nil { named = NeutralForm.fields(of: content) ?? [:] }
+            if let body = encode(named!, entry: entry, noticeType: noticeType) { return body }
         }
         return nil
     }
@@ -182,11 +250,18 @@ public struct VendorTable: Sendable {
     /// `""`, not `0`, which another vendor's defaults produce); nil when no entry of that wire type
     /// takes it (the caller encodes as usual).
     public func encode(_ content: MessageContent, throughWire wire: String, base: [String: JSONValue]) throws -> MappedWire? {
+        try encode(content, throughWire: wire, base: base, byName: false)
+    }
+
+    func encode(_ content: MessageContent, throughWire wire: String, base: [String: JSONValue], byName: Bool) throws -> MappedWire? {
         let target = NeutralForm.target(of: content)
         let candidates = (byTarget[target] ?? []).filter { !$0.decodeOnly && $0.wire.matches(wire) }
         guard !candidates.isEmpty, let fields = NeutralForm.fields(of: content) else { return nil }
         for entry in candidates {
-            guard var mapped = encode(fields, entry: entry, noticeType: content.notice?.noticeType) else { continue }
+            let written = byName || entry.compiled == nil
+                ? encode(fields, entry: entry, noticeType: content.notice?.noticeType)
+                : encode(ContentFields(content: content, compiled: entry.compiled!), entry: entry, noticeType: content.notice?.noticeType)
+            guard var mapped = written else { continue }
             if !base.isEmpty {
                 // Another vendor's placeholders (an empty title, a zero size) add no key the body lacked.
                 let body = mapped.body.filter { key, value in base[key] != nil || !(value == .string("") || value == .int(0)) }
@@ -255,10 +330,14 @@ public struct VendorTable: Sendable {
     }
 
     func encode(_ fields: [String: JSONValue], entry: MappingEntry, noticeType: String?) -> MappedWire? {
+        encode(NamedRuleValues(fields: fields), entry: entry, noticeType: noticeType)
+    }
+
+    func encode<Values: RuleValues>(_ fields: Values, entry: MappingEntry, noticeType: String?) -> MappedWire? {
         // Room for the discriminators, constants and the keys the codecs add (a type, mentions) too.
-        var object = [String: JSONValue](minimumCapacity: entry.fields.count + entry.when.count + entry.constants.count + 2)
-        for rule in entry.fields {
-            if let value = Self.value(of: rule, in: fields) {
+        var object = [String: JSONValue].withCapacity(entry.fields.count + entry.when.count + entry.constants.count + 2)
+        for (index, rule) in entry.fields.enumerated() {
+            if let value = fields.value(of: rule, at: index) {
                 if let wire = rule.transform.encode(value) {
                     MappingEntry.put(wire, at: rule.wire, in: &object)
                     continue
@@ -278,6 +357,72 @@ public struct VendorTable: Sendable {
         var wireType = entry.encodeWire
         if case .range = entry.wire, let noticeType, entry.wire.matches(noticeType) { wireType = noticeType }
         return MappedWire(entry: entry, wireType: wireType, body: body)
+    }
+}
+
+/// A content's neutral values as an encoding reads them, per rule of an entry: the rule's field, else
+/// the first of its `or` fields that has a value (`null` counts as none).
+protocol RuleValues {
+    func value(of rule: FieldRule, at index: Int) -> JSONValue?
+}
+
+/// The values in `NeutralForm.fields(of:)`'s dictionary, by name.
+struct NamedRuleValues: RuleValues {
+    let fields: [String: JSONValue]
+    func value(of rule: FieldRule, at index: Int) -> JSONValue? { VendorTable.value(of: rule, in: fields) }
+}
+
+/// The values read from a built-in content by the entry's compiled field numbers (no dictionary).
+struct ContentFields: RuleValues {
+    let content: MessageContent
+    let compiled: MappingEntry.CompiledFields
+    func value(of rule: FieldRule, at index: Int) -> JSONValue? {
+        if let value = NeutralForm.value(compiled.keys[index], of: content), value != .null { return value }
+        for other in compiled.or[index] {
+            if let value = NeutralForm.value(other, of: content), value != .null { return value }
+        }
+        return nil
+    }
+}
+
+/// The values an entry decoded, one per rule (on the stack), read by field number.
+struct RuleFields: NeutralFields {
+    let values: UnsafeBufferPointer<JSONValue?>
+    let compiled: MappingEntry.CompiledFields
+    /// A notice's `notice_type` when no rule gave one (the entry's, else the wire type).
+    var noticeType: JSONValue?
+    subscript(key: NeutralKey) -> JSONValue? {
+        if key == .noticeType, let noticeType { return noticeType }
+        let index = compiled.rule[key.rawValue]
+        guard index >= 0 else { return nil }
+        return values[Int(index)]
+    }
+}
+
+extension ContentKind {
+    /// The kind's position in `allCases` (without searching it).
+    var position: Int {
+        switch self {
+        case .text: 0
+        case .image: 1
+        case .gif: 2
+        case .voice: 3
+        case .video: 4
+        case .file: 5
+        case .location: 6
+        case .card: 7
+        case .command: 8
+        case .notice: 9
+        case .custom: 10
+        case .unsupported: 11
+        }
+    }
+}
+
+extension NeutralTarget {
+    var isCustom: Bool {
+        if case .custom = self { return true }
+        return false
     }
 }
 

@@ -93,6 +93,38 @@ import Testing
         check(Array("你好 😀 e\u{301} \u{10FFFF}".utf8))
     }
 
+    /// The strict parser makes a string of its bytes with `String(decoding:as:)` and refuses it when that
+    /// repaired anything (`JSONFastParser.text`): it must take exactly the well-formed strings, as the
+    /// standard library's check says, whole and with the same characters, wherever the bytes sit (after
+    /// ASCII of every length, after an escape).
+    @Test func stringBytesAreTakenExactlyWhenWellFormed() {
+        let edges: [UInt8] = [0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBD, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC,
+                              0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
+        let escapedNewline: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "n")]
+        func check(_ bytes: [UInt8]) {
+            let expected = String(validating: bytes, as: UTF8.self)
+            for prefix: [UInt8] in [[], Array("a".utf8), Array("abcdefghijklmnopq".utf8), escapedNewline] {
+                let document = [0x22] + prefix + bytes + [0x22]
+                let parsed = try? JSONFastParser.parse(Data(document))
+                let prefixText = prefix == escapedNewline ? "\n" : String(decoding: prefix, as: UTF8.self)
+                #expect(parsed == expected.map { .string(prefixText + $0) }, "\(prefix) \(bytes.map { String($0, radix: 16) })")
+            }
+        }
+        for a in edges {
+            check([a])
+            for b in edges {
+                check([a, b])
+                for c in edges { check([a, b, c]) }
+            }
+        }
+        var generator = SplitMix64(seed: 11)
+        for _ in 0..<5_000 {
+            let count = 4 + Int(generator.next() % 3)
+            check((0..<count).map { _ in edges[Int(generator.next() % UInt64(edges.count))] })
+        }
+        check(Array("你好 😀 e\u{301} \u{10FFFF} \u{FFFD}".utf8))
+    }
+
     /// The writer's eight-bytes-at-a-time test against a byte-by-byte one, each byte value in each lane.
     @Test func wordEscapeTestMatchesBytes() {
         func expected(_ word: UInt64) -> Bool {

@@ -90,7 +90,7 @@ struct JSONFastParser {
         if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object([:]) }
         // Room for a small object's members from the start: no regrowing (and rehashing) at the second,
         // fourth … member.
-        var members = [String: JSONValue](minimumCapacity: 4)
+        var members = [String: JSONValue].withCapacity(4)
         while true {
             skipWhitespace()
             guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw Refused() }
@@ -149,13 +149,19 @@ struct JSONFastParser {
         throw Refused()
     }
 
-    /// The string of valid UTF-8 bytes. Checked here rather than with `String(validating:as:)`, which is
-    /// generic over the encoding and looked up type metadata on every call (a tenth of a text round
-    /// trip, docs/performance.md "Codec round trips"); `String(decoding:as:)` then copies bytes it finds
-    /// valid as they are.
+    /// The string of valid UTF-8 bytes. Not `String(validating:as:)`, which is generic over the encoding
+    /// and looked up type metadata on every call (a tenth of a text round trip, docs/performance.md
+    /// "Codec round trips"), nor `isValidUTF8` before `String(decoding:as:)`, which checks the bytes a
+    /// second time: `String(decoding:as:)` alone, which replaces each invalid sequence with U+FFFD
+    /// (EF BF BD). Its bytes are the input's exactly when the input is valid: at the first invalid
+    /// sequence it writes EF BF BD, which the input cannot hold there (those three bytes are valid).
     private static func text(_ utf8: UnsafeBufferPointer<UInt8>) throws(Refused) -> String {
-        guard isValidUTF8(utf8) else { throw Refused() }
-        return String(decoding: utf8, as: UTF8.self)
+        var text = String(decoding: utf8, as: UTF8.self)
+        let same = text.withUTF8 { decoded in
+            decoded.count == utf8.count && (utf8.count == 0 || memcmp(decoded.baseAddress!, utf8.baseAddress!, utf8.count) == 0)
+        }
+        guard same else { throw Refused() }
+        return text
     }
 
     /// Well-formed UTF-8 as the Unicode Standard defines it (chapter 3, table "Well-Formed UTF-8 Byte

@@ -134,3 +134,15 @@ extension JSONValue: ExpressibleByStringLiteral, ExpressibleByIntegerLiteral, Ex
     }
     public init(nilLiteral: ()) { self = .null }
 }
+
+extension Dictionary where Key == String, Value == JSONValue {
+    /// An empty object with room for `capacity` members (none when 0), allocated by code specialised for
+    /// these types. `Dictionary(minimumCapacity:)` and `reserveCapacity(_:)` are not inlinable: the
+    /// standard library's generic code looks up the storage's type metadata in the runtime on every
+    /// call (4 % of a codec text round trip, docs/performance.md "Codec round trips"); this initialiser
+    /// is emitted into the caller.
+    @inlinable
+    public static func withCapacity(_ capacity: Int) -> [String: JSONValue] {
+        Dictionary(_unsafeUninitializedCapacity: capacity, allowingDuplicates: false) { _, _ in 0 }
+    }
+}

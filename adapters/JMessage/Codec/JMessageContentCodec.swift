@@ -97,9 +97,9 @@ public struct JMessageContentCodec: ContentCodec {
             return CodedContent(.unsupported(UnsupportedContent(vendor: "jmessage", vendorType: msgType, raw: body.jsonString())))
         }
         var content = mapped.content
-        let format = (object["format"] ?? object["video"]?["format"])?.stringValue
-        if let mime = format.flatMap(JMessageMediaFormat.mimeType(for:)), var attachment = content.attachments.first,
-           attachment.mimeType == nil, content.kind != .custom {
+        // The format is looked up only for a content with media (a text's body is not searched for it).
+        if content.kind != .custom, var attachment = content.attachments.first, attachment.mimeType == nil,
+           let mime = (object["format"] ?? object["video"]?["format"])?.stringValue.flatMap(JMessageMediaFormat.mimeType(for:)) {
             attachment.mimeType = mime
             content = content.replacingAttachments([attachment])
         }
@@ -118,8 +118,9 @@ public struct JMessageContentCodec: ContentCodec {
     public func encode(_ content: MessageContent, vendorExtras: [String: JSONValue] = [:]) throws
         -> (msgType: String, body: JSONValue) {
         var kept = vendorExtras
-        var extras = kept.removeValue(forKey: Self.extrasKey)?.objectValue
-        if let carried = kept.removeValue(forKey: OutgoingMessage.carriedKey), content.kind != .custom {
+        // (Nothing to take out of none: removing a key hashes it even from an empty dictionary.)
+        var extras = kept.isEmpty ? nil : kept.removeValue(forKey: Self.extrasKey)?.objectValue
+        if !kept.isEmpty, let carried = kept.removeValue(forKey: OutgoingMessage.carriedKey), content.kind != .custom {
             extras = (extras ?? [:]).merging([OutgoingMessage.carriedKey: carried]) { _, new in new }
         }
         switch content {

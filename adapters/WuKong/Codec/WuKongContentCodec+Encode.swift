@@ -47,12 +47,17 @@ extension WuKongContentCodec {
                 if let origin = vendorExtras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }
                 break
             }
-            guard let mapped = try mapping.encode(content), let type = Int64(mapped.wireType) else {
+            guard var mapped = try mapping.encode(content), let type = Int64(mapped.wireType) else {
                 throw IMError(.unsupported, "the WuKong mapping has no type for \(content.kind.rawValue) content",
                               details: ["kind": content.kind.rawValue])
             }
-            // The mapped keys win over kept ones; without kept ones the mapped body is taken as it is.
-            object = vendorExtras["payload_fields"]?.objectValue.map { $0.merging(mapped.body) { _, mapped in mapped } } ?? mapped.body
+            // The mapped keys win over kept ones; without kept ones the mapped body is taken as it is
+            // (moved out, so that adding `type` changes it in place: the table left room for it).
+            if let kept = vendorExtras["payload_fields"]?.objectValue {
+                object = kept.merging(mapped.body) { _, mapped in mapped }
+            } else {
+                object = mapped.takeBody()
+            }
             object["type"] = .int(type)
             if let entities = vendorExtras["entities"] { object["entities"] = entities }
             if let origin = vendorExtras[OutgoingMessage.originKey] { object[OutgoingMessage.originKey] = origin }

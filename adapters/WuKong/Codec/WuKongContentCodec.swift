@@ -26,14 +26,19 @@ public struct WuKongContentCodec: ContentCodec {
     public let customTypes: [Int: String]
     /// The compiled WuKong mapping table.
     public let mapping: VendorTable
+    /// The smallest to the largest number of `customTypes` (nil when none): a type outside is not
+    /// looked up there (a built-in type's payload is decoded without hashing its number).
+    private let customTypeRange: ClosedRange<Int>?
     /// The adapter name: the key of WuKong's part of `OutgoingMessage.carriedKey`.
     static let vendor = "wukong"
 
     public init(registry: ContentRegistry = ContentRegistry(), customTypes: [Int: String] = [:],
                 mapping: VendorTable = MappingSet.shipped.table("wukong")) {
         self.registry = registry
-        self.customTypes = WKContentType.defaultCustomTypes.merging(customTypes) { _, app in app }
+        let types = WKContentType.defaultCustomTypes.merging(customTypes) { _, app in app }
+        self.customTypes = types
         self.mapping = mapping
+        customTypeRange = types.keys.min().map { $0...types.keys.max()! }
     }
 
     // MARK: decoding
@@ -67,11 +72,11 @@ public struct WuKongContentCodec: ContentCodec {
     /// `object` is consumed: a parsed payload's dictionary has its common keys taken out in place,
     /// not in a copy.
     func decode(_ object: consuming [String: JSONValue], rawPayload: Data?) throws -> CodedContent {
-        guard let type = object["type"]?.int64Value.map(Int.init) else {
-            throw IMError(.malformedPayload, "WuKong payload has no numeric `type`")
-        }
         var rest = object
         let typeJSON = rest.removeValue(forKey: "type")
+        guard let type = typeJSON?.int64Value.map(Int.init) else {
+            throw IMError(.malformedPayload, "WuKong payload has no numeric `type`")
+        }
         let mentionJSON = rest.removeValue(forKey: "mention")
         let mentions = Self.decodeMentions(mentionJSON)
         let replyJSON = rest.removeValue(forKey: "reply")
@@ -83,7 +88,7 @@ public struct WuKongContentCodec: ContentCodec {
             content = .custom(try registry.decodeOrRaw(typeName: name, payload: data))
             rest["content_type"] = nil
             rest["data"] = nil
-        } else if let name = customTypes[type] {
+        } else if customTypeRange?.contains(type) == true, let name = customTypes[type] {
             content = .custom(try registry.decodeOrRaw(typeName: name, payload: JSONValue.object(rest).jsonString()))
             rest = [:]
         } else if let mapped = try mapping.decode(wire: String(type), body: rest, registry: registry) {
@@ -95,7 +100,7 @@ public struct WuKongContentCodec: ContentCodec {
                 return CodedContent(content, mentions: mentions, reply: reply, vendorExtras: vendorExtras)
             }
             rest = mapped.remaining
-            if let entities = rest.removeValue(forKey: "entities") { vendorExtras["entities"] = entities }
+            if !rest.isEmpty, let entities = rest.removeValue(forKey: "entities") { vendorExtras["entities"] = entities }
         } else {
             // The object as received: `rest` has not changed since its common keys were taken out.
             var received = rest
