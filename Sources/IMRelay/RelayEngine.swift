@@ -297,8 +297,8 @@ public actor RelayEngine {
                 if isStopping { break }   // stopped while the store answered: start nothing more
                 overflowed = false
                 for lane in due { startOrNotice(lane) }
-                // Only heads waiting for a later time set the timer: a due head is running (its lane
-                // finishing causes a scan) or waits for a free lane slot (a finishing lane frees one).
+                // Only heads waiting for a later time set the timer: a due head is running (its lane looks
+                // at its head once more as it ends, or causes a scan) or waits in line for a free slot.
                 let after = clock.nowMs()
                 let next = (try? await store.reading { try $0.nextWakeUp(after: after) }) ?? nil
                 scanDueAt = clock.nowMs() + (next.map { max(5, min(1000, $0 - clock.nowMs())) } ?? 1000)
@@ -321,10 +321,10 @@ public actor RelayEngine {
         timer?.cancel()
     }
 
-    /// Starts a lane unless it is running or all slots are taken (a finishing lane causes a scan,
-    /// which finds it then). A lane whose head is not due ends at once.
+    /// Starts a lane unless it is running or the engine is stopping; when all slots are taken, the lane
+    /// waits in line for the next one that frees up (`waiting`). A lane whose head is not due ends at once.
     private func startLane(_ lane: LaneKey) {
-        guard !running.contains(lane), onlyLanes?.contains(lane) ?? true else { return }
+        guard !running.contains(lane), !isStopping, onlyLanes?.contains(lane) ?? true else { return }
         guard running.count < maxConcurrentLanes else {
             if !waiting.append(lane, limit: Self.maxWaiting) { overflowed = true }
             return
