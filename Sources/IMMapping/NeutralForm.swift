@@ -71,62 +71,17 @@ public enum NeutralForm {
     /// The neutral fields of a content (absent values are left out). Custom contents give their JSON
     /// payload's members; nil when the payload is not a JSON object or the content is unsupported.
     public static func fields(of content: MessageContent) -> [String: JSONValue]? {
-        func put(_ fields: inout [String: JSONValue], _ key: String, _ value: String?) { if let value { fields[key] = .string(value) } }
-        func mediaFields(_ a: MediaAttachment) -> [String: JSONValue] {
-            var f: [String: JSONValue] = [:]
-            put(&f, "url", a.remoteURL)
-            if let width = a.width { f["width"] = .int(Int64(width)) }
-            if let height = a.height { f["height"] = .int(Int64(height)) }
-            if let size = a.size { f["size"] = .int(size) }
-            put(&f, "checksum", a.checksum)
-            if let duration = a.durationMs { f["duration_ms"] = .int(duration) }
-            put(&f, "thumbnail", a.thumbnail)
-            put(&f, "file_name", a.fileName)
-            put(&f, "mime_type", a.mimeType)
-            return f
-        }
         switch content {
-        case .text(let text): return ["text": .string(text.text)]
-        case .image(let image): return mediaFields(image.attachment)
-        case .gif(let gif): return mediaFields(gif.attachment)
-        case .voice(let voice): return mediaFields(voice.attachment)
-        case .video(let video):
-            var f = mediaFields(video.attachment)
-            put(&f, "cover_url", video.cover?.remoteURL)
-            if let width = video.cover?.width { f["cover_width"] = .int(Int64(width)) }
-            if let height = video.cover?.height { f["cover_height"] = .int(Int64(height)) }
-            if let size = video.cover?.size { f["cover_size"] = .int(size) }
-            return f
-        case .file(let file):
-            var f = mediaFields(file.attachment)
-            f["name"] = .string(file.name)
-            return f
-        case .location(let location):
-            var f: [String: JSONValue] = ["latitude": .double(location.latitude), "longitude": .double(location.longitude)]
-            put(&f, "title", location.title)
-            put(&f, "address", location.address)
-            put(&f, "thumbnail", location.thumbnail)
-            return f
-        case .card(let card):
-            var f: [String: JSONValue] = ["user_id": .string(card.userID.rawValue), "name": .string(card.name)]
-            put(&f, "avatar", card.avatar)
-            put(&f, "phone", card.phone)
-            put(&f, "email", card.email)
-            return f
-        case .command(let command):
-            var f: [String: JSONValue] = ["name": .string(command.name)]
-            if command.data != .null { f["data"] = command.data }
-            return f
-        case .notice(let notice):
-            // A notice from elsewhere has no template: its text is the template (WuKong writes `content`).
-            var f: [String: JSONValue] = ["text": .string(notice.text), "template": .string(notice.template ?? notice.text)]
-            if !notice.parameters.isEmpty { f["parameters"] = .array(notice.parameters) }
-            put(&f, "notice_type", notice.noticeType)
-            return f
         case .custom(let custom):
             return custom.json?.objectValue
         case .unsupported:
             return nil
+        default:
+            var fields: [String: JSONValue] = [:]
+            for key in NeutralKey.allCases {
+                if let value = value(key, of: content) { fields[key.name] = value }
+            }
+            return fields
         }
     }
 
@@ -187,9 +142,8 @@ public enum NeutralForm {
         }
     }
 
-    /// The value `fields(of: content)` holds for `key`, read from the content without building that
-    /// dictionary (nil where the dictionary has no value; custom and unsupported contents have none
-    /// here). `NeutralFieldsTests` compares the two for every key on contents of every kind.
+    /// A built-in content's neutral field `key`, read from the content without building a dictionary
+    /// (nil when absent; custom and unsupported contents have none here). `fields(of:)` is made of these.
     static func value(_ key: NeutralKey, of content: MessageContent) -> JSONValue? {
         func string(_ value: String?) -> JSONValue? { value.map(JSONValue.string) }
         func media(_ a: MediaAttachment) -> JSONValue? {
@@ -254,6 +208,7 @@ public enum NeutralForm {
         case .notice(let notice):
             switch key {
             case .text: return .string(notice.text)
+            // A notice from elsewhere has no template: its text is the template (WuKong writes `content`).
             case .template: return .string(notice.template ?? notice.text)
             case .parameters:
                 guard !notice.parameters.isEmpty else { return nil }
