@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMRelay
 import JMessage
 import NIM
 import RongCloud
@@ -80,7 +81,48 @@ struct CodecBench {
             cells[vendor] = .object(vendorJSON)
         }
         result.json["msgs_per_s"] = .object(cells)
+        payloadCells(&result)
         return result
+    }
+
+    /// The outbox row of a relayed text message (what intake writes and a lane reads back when the payload
+    /// cache does not hold it): `OutboxPayload`'s own writer and reader against `JSONEncoder`/`JSONDecoder`.
+    func payloadCells(_ result: inout ScenarioResult) {
+        let route = Route(from: RouteEndpoint(backend: "wk", kind: .group, id: nil), to: RouteEndpoint(backend: "rc", kind: .group, id: nil))
+        let outgoing = OutgoingMessage(conversation: .group("bench-g7"), sender: "wk_user-7", content: Self.samples[0].1,
+                                       clientMessageID: ClientMessageID("imbridge-wk-1234567"), sentAt: 1_764_200_000_123)
+        let payload = OutboxPayload(action: .send(outgoing: outgoing, source: "wk-1234567", replyToSource: nil), route: route,
+                                    eventTimeMs: 1_764_200_000_123, sourceConversation: .group("bench-g7"))
+        let cells: [(String, () throws -> Void)] = [
+            ("encode", { _ = try payload.encoded() }),
+            ("encode by JSONEncoder", { _ = try JSONEncoder().encode(payload) }),
+            ("decode", { _ = try OutboxPayload.decode(try payload.encoded()) }),
+            ("decode by JSONDecoder", { _ = try JSONDecoder().decode(OutboxPayload.self, from: try JSONEncoder().encode(payload)) }),
+        ]
+        var line: [String] = []
+        var json: [String: JSONValue] = [:]
+        for (name, cell) in cells {
+            do {
+                let rate = try perCPUSecond(cell)
+                line.append("\(name) \(fmt(rate))/s")
+                json[name] = .double(rate)
+            } catch {
+                line.append("\(name) error: \(error)")
+            }
+        }
+        result.rows.append(("outbox payload", line.joined(separator: ", ") + " (decode cells include their encode)"))
+        result.json["outbox_payload_per_cpu_second"] = .object(json)
+    }
+
+    private func perCPUSecond(_ body: () throws -> Void) throws -> Double {
+        var count = 0
+        let start = monotonicSeconds()
+        let cpuStart = threadCPUSeconds()
+        repeat {
+            for _ in 0..<1000 { try body() }
+            count += 1000
+        } while monotonicSeconds() - start < seconds
+        return Double(count) / max(1e-9, threadCPUSeconds() - cpuStart)
     }
 }
 

@@ -4,7 +4,7 @@ import Synchronization
 
 /// What an outbox row carries: the action, the route it came from (for its policies) and when the
 /// source event happened (for the latency histogram).
-struct OutboxPayload: Codable, Sendable {
+package struct OutboxPayload: Codable, Sendable {
     var action: RelayAction
     var route: Route
     var eventTimeMs: Int64
@@ -16,8 +16,8 @@ struct OutboxPayload: Codable, Sendable {
     /// target's documented rate and does not send a message whose copy the id map already names.
     var migration: MigrationMark?
 
-    init(action: RelayAction, route: Route, eventTimeMs: Int64, sourceConversation: ConversationRef? = nil,
-         migration: MigrationMark? = nil) {
+    package init(action: RelayAction, route: Route, eventTimeMs: Int64, sourceConversation: ConversationRef? = nil,
+                 migration: MigrationMark? = nil) {
         self.action = action
         self.route = route
         self.eventTimeMs = eventTimeMs
@@ -25,41 +25,28 @@ struct OutboxPayload: Codable, Sendable {
         self.migration = migration
     }
 
-    /// The row's JSON: the payload's own fields, with the route's JSON (the same for every entry of a
-    /// route, encoded once: it was a quarter of the encoding's cost) spliced in as its `route` member.
-    /// The result is the object `JSONEncoder` writes for the whole payload, with `route` last, and it
-    /// decodes as one.
-    func encoded() throws -> Data {
-        var body = try JSONEncoder().encode(Body(action: action, eventTimeMs: eventTimeMs, sourceConversation: sourceConversation,
-                                                 requeues: requeues, migration: migration))
-        guard body.count >= 2, body.last == UInt8(ascii: "}") else { return try JSONEncoder().encode(self) }
-        body.removeLast()
-        body.append(contentsOf: (body.count > 1 ? #","route":"# : #""route":"#).utf8)
-        body.append(try Self.routeJSON(route))
-        body.append(UInt8(ascii: "}"))
-        return body
+    /// The row's JSON, written by `PayloadJSON` without `Codable`: the object `JSONEncoder` writes for the
+    /// payload (the same members and values, keys sorted), which decodes as one (docs/performance.md,
+    /// "The outbox payload without Codable").
+    package func encoded() throws -> Data {
+        var members = [String: JSONValue].withCapacity(6)
+        members["action"] = try PayloadJSON.write(action)
+        members["route"] = try PayloadJSON.write(route)
+        members["eventTimeMs"] = .int(eventTimeMs)
+        if let sourceConversation { members["sourceConversation"] = .string(sourceConversation.description) }
+        if let requeues { members["requeues"] = .int(Int64(requeues)) }
+        if let migration { members["migration"] = PayloadJSON.write(migration) }
+        guard let data = JSONValue.object(members).finiteJSONData() else {
+            throw IMError(.invalidContent, "outbox payload has a number JSON cannot hold (NaN or infinity)")
+        }
+        return data
     }
 
-    /// Every field but the route, under the keys the synthesized `Codable` uses.
-    private struct Body: Encodable {
-        var action: RelayAction
-        var eventTimeMs: Int64
-        var sourceConversation: ConversationRef?
-        var requeues: Int?
-        var migration: MigrationMark?
-    }
-
-    private static let routes = Mutex<[Route: Data]>([:])
-
-    /// A route's JSON, kept for the routes met (a configuration's few; at most 256, then encoded each time).
-    static func routeJSON(_ route: Route) throws -> Data {
-        if let known = routes.withLock({ $0[route] }) { return known }
-        let encoded = try JSONEncoder().encode(route)
-        routes.withLock { if $0.count < 256 { $0[route] = encoded } }
-        return encoded
-    }
-
-    static func decode(_ data: Data) throws -> OutboxPayload {
+    /// Reads a row's JSON. `PayloadJSON` reads the shapes it knows; anything else (a member missing or of
+    /// another type, a row no parser here accepts) is decoded by `JSONDecoder`, whose result or error is
+    /// the reference the fast reader matches (`OutboxPayloadCodingTests`).
+    package static func decode(_ data: Data) throws -> OutboxPayload {
+        if let value = try? JSONValue.parse(data), let payload = try? PayloadJSON.read(value) { return payload }
         do {
             return try JSONDecoder().decode(OutboxPayload.self, from: data)
         } catch {
@@ -68,9 +55,16 @@ struct OutboxPayload: Codable, Sendable {
     }
 }
 
+extension OutboxPayload: Equatable {
+    package static func == (lhs: OutboxPayload, rhs: OutboxPayload) -> Bool {
+        lhs.action == rhs.action && lhs.route == rhs.route && lhs.eventTimeMs == rhs.eventTimeMs
+            && lhs.sourceConversation == rhs.sourceConversation && lhs.requeues == rhs.requeues && lhs.migration == rhs.migration
+    }
+}
+
 /// What a migration entry carries besides its action: which migration queued it (its checkpoint name,
 /// so that a rerun finds its pending and dead entries) and how the copy counts in the report.
-struct MigrationMark: Codable, Sendable, Hashable {
+package struct MigrationMark: Codable, Sendable, Hashable {
     /// `Migrator.checkpointName` of the conversation pair.
     var run: String
     /// `copied`, `converted` or `fell_back` (docs/migration.md, "Report"); nil for a follow-up (the recall).

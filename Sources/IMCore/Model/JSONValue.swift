@@ -118,6 +118,9 @@ public enum JSONValue: Hashable, Sendable, Codable {
     /// `null` when a double is NaN or infinite.
     public func jsonData() -> Data { JSONFastWriter.data(self) ?? Data("null".utf8) }
 
+    /// `jsonData()`, or nil when a double is NaN or infinite (where `JSONEncoder` throws).
+    public func finiteJSONData() -> Data? { JSONFastWriter.data(self) }
+
     /// `jsonData()` as text (made from the writer's bytes directly, not through `Data`).
     public func jsonString() -> String { JSONFastWriter.string(self) ?? "null" }
 }
