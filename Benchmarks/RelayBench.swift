@@ -229,6 +229,7 @@ struct RelayBench {
         let floor = instances == 1 && routeEchoes ? try await floorPhase(count: messages) : nil
 
         let rig = try await RelayRig(notifyIntervalMs: notifyIntervalMs, routeEchoes: routeEchoes, store: store, instances: instances)
+        let resident = ResidentPeaks()
         let warm = min(conversations, 1000) + 200
         _ = try await bridgePhase(rig, count: warm, first: 10_000_000, rate: nil)   // puppets provisioned, caches warm
         let full = try await bridgePhase(rig, count: messages, first: 0, rate: nil)
@@ -236,6 +237,7 @@ struct RelayBench {
         let rated = try await bridgePhase(rig, count: rateMessages, first: 20_000_000, rate: rate)
         let dead = (try? rig.bridge.store.read { try $0.count(state: .dead) }) ?? -1
         let memory = ProcessMemory.read()
+        let peaks = resident.stop()
         await rig.stop()
 
         result.add("bridge full speed", "\(fmt(full.perSecond)) msg/s", key: "relay_msgs_per_s", .double(full.perSecond))
@@ -288,6 +290,9 @@ struct RelayBench {
         result.json["relay_retries"] = .int(Int64(retries))
         result.json["dead_letters"] = .int(Int64(dead))
         if let memory { result.add("bridge process peak RSS", "\(memory.peakKB / 1024) MiB", key: "peak_rss_kb", .int(Int64(memory.peakKB))) }
+        result.add("  of it at most: anonymous / file-backed", "\(peaks.anonKB / 1024) / \(peaks.fileKB / 1024) MiB (sampled every 50 ms while the bridge ran)",
+                   key: "peak_rss_anon_kb", .int(Int64(peaks.anonKB)))
+        result.json["peak_rss_file_kb"] = .int(Int64(peaks.fileKB))
         return result
     }
 }
