@@ -23,7 +23,7 @@ struct ProcessMemory: Sendable {
 /// The peaks of a process's anonymous (heap, stacks) and file-backed (the mapped binary and libraries)
 /// resident memory, sampled every `interval` while it runs. VmHWM is the peak of their sum, and its
 /// file-backed part depends on the page cache (how much of the binary's text a fault maps in), not on
-/// the bridge: the same binary measured 94–98 MiB one day and 122–126 the next, on the same workload.
+/// the bridge: the same binary measured 94–98 MiB in one sitting and 123 MiB in the next, same workload.
 /// Written by hand: /proc gives no peak for either part.
 final class ResidentPeaks: Sendable {
     private let peaks = Mutex<(anonKB: Int, fileKB: Int)>((0, 0))
