@@ -58,18 +58,7 @@ struct CodecBench {
                 do {
                     let back = try trip(content)
                     let faithful = back.kind == content.kind
-                    var count = 0
-                    let start = monotonicSeconds()
-                    let cpuStart = threadCPUSeconds()
-                    var elapsed = 0.0
-                    repeat {
-                        for _ in 0..<1000 { _ = try trip(content) }
-                        count += 1000
-                        elapsed = monotonicSeconds() - start
-                    } while elapsed < seconds
-                    // Per CPU-second of this thread: what one core does, whatever else shares the machine.
-                    let rate = Double(count) / max(1e-9, threadCPUSeconds() - cpuStart)
-                    let wall = Double(count) / elapsed
+                    let (rate, wall) = try rates { _ = try trip(content) }
                     line.append("\(kind) \(fmt(rate))/s\(faithful ? "" : " (decoded as \(back.kind))")")
                     vendorJSON[kind] = .object(["per_cpu_second": .double(rate), "per_wall_second": .double(wall)])
                 } catch {
@@ -103,7 +92,7 @@ struct CodecBench {
         var json: [String: JSONValue] = [:]
         for (name, cell) in cells {
             do {
-                let rate = try perCPUSecond(cell)
+                let rate = try rates(cell).perCPUSecond
                 line.append("\(name) \(fmt(rate))/s")
                 json[name] = .double(rate)
             } catch {
@@ -114,15 +103,19 @@ struct CodecBench {
         result.json["outbox_payload_per_cpu_second"] = .object(json)
     }
 
-    private func perCPUSecond(_ body: () throws -> Void) throws -> Double {
+    /// Runs `body` in rounds of 1,000 for at least `seconds`. Per CPU-second of this thread: what one
+    /// core does, whatever else shares the machine.
+    private func rates(_ body: () throws -> Void) throws -> (perCPUSecond: Double, perWallSecond: Double) {
         var count = 0
         let start = monotonicSeconds()
         let cpuStart = threadCPUSeconds()
+        var elapsed = 0.0
         repeat {
             for _ in 0..<1000 { try body() }
             count += 1000
-        } while monotonicSeconds() - start < seconds
-        return Double(count) / max(1e-9, threadCPUSeconds() - cpuStart)
+            elapsed = monotonicSeconds() - start
+        } while elapsed < seconds
+        return (Double(count) / max(1e-9, threadCPUSeconds() - cpuStart), Double(count) / elapsed)
     }
 }
 

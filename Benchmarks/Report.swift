@@ -3,10 +3,13 @@ import Histogram
 import IMCore
 import Synchronization
 
-/// VmRSS / VmHWM of a process, in kB, from /proc/<pid>/status.
+/// VmRSS / VmHWM of a process, and the anonymous and file-backed parts of VmRSS, in kB, from
+/// /proc/<pid>/status.
 struct ProcessMemory: Sendable {
     var rssKB: Int
     var peakKB: Int
+    var anonKB: Int
+    var fileKB: Int
 
     static func read(pid: Int32? = nil) -> ProcessMemory? {
         let path = pid.map { "/proc/\($0)/status" } ?? "/proc/self/status"
@@ -16,7 +19,7 @@ struct ProcessMemory: Sendable {
             return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
         }
         guard let rss = field("VmRSS"), let peak = field("VmHWM") else { return nil }
-        return ProcessMemory(rssKB: rss, peakKB: peak)
+        return ProcessMemory(rssKB: rss, peakKB: peak, anonKB: field("RssAnon") ?? 0, fileKB: field("RssFile") ?? 0)
     }
 }
 
@@ -40,7 +43,8 @@ final class ResidentPeaks: Sendable {
     }
 
     private func sample() {
-        if let (anon, file) = Self.read() { peaks.withLock { $0 = (max($0.anonKB, anon), max($0.fileKB, file)) } }
+        guard let now = ProcessMemory.read() else { return }
+        peaks.withLock { $0 = (max($0.anonKB, now.anonKB), max($0.fileKB, now.fileKB)) }
     }
 
     /// Stops sampling and gives the peaks, in kB.
@@ -48,16 +52,6 @@ final class ResidentPeaks: Sendable {
         task.withLock { $0?.cancel() }
         sample()
         return peaks.withLock { $0 }
-    }
-
-    private static func read() -> (Int, Int)? {
-        guard let text = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8) else { return nil }
-        func field(_ name: String) -> Int? {
-            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return nil }
-            return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "")
-        }
-        guard let anon = field("RssAnon"), let file = field("RssFile") else { return nil }
-        return (anon, file)
     }
 }
 

@@ -55,12 +55,7 @@ package struct OutboxPayload: Codable, Sendable {
     }
 }
 
-extension OutboxPayload: Equatable {
-    package static func == (lhs: OutboxPayload, rhs: OutboxPayload) -> Bool {
-        lhs.action == rhs.action && lhs.route == rhs.route && lhs.eventTimeMs == rhs.eventTimeMs
-            && lhs.sourceConversation == rhs.sourceConversation && lhs.requeues == rhs.requeues && lhs.migration == rhs.migration
-    }
-}
+extension OutboxPayload: Equatable {}
 
 /// What a migration entry carries besides its action: which migration queued it (its checkpoint name,
 /// so that a rerun finds its pending and dead entries) and how the copy counts in the report.

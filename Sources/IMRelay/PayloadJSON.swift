@@ -88,6 +88,7 @@ enum PayloadJSON {
             fields["outgoing"] = try write(outgoing)
             fields["attemptAt"] = .int(attemptAt)
         }
+        // `kindName` is the case's own name, the key the synthesized encoding uses.
         return .object([action.kindName: .object(fields)])
     }
 
