@@ -41,9 +41,9 @@ final class PostgresDriver: StoreDriver {
         pool = PostgresSessionPool(configuration: settings(.standard), size: 4, counters: counters)
         writerSession = PostgresSession(configuration: settings(.standard), counters: counters)
         sideSessions = [
-            .leases: PostgresSession(configuration: settings(.standard), counters: counters),
+            .leases: PostgresSession(configuration: settings(.standard), counters: counters, side: true),
             .probe: PostgresSession(configuration: settings(.probe), answerTimeout: .milliseconds(SessionLimits.probe.statementMs + 200),
-                                    counters: counters),
+                                    counters: counters, side: true),
         ]
         do {
             // A schema step may build an index over a large table, or wait for another instance's
@@ -257,12 +257,15 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Where this session's statements and transactions are counted (nil: the schema migration's).
     let counters: StoreCounters?
+    /// A side session's (`StoreSideSession`): counted among `StoreCounters.sideStatements` too.
+    let side: Bool
 
     init(configuration: PostgresConnection.Configuration, answerTimeout: TimeAmount = PostgresSession.defaultAnswerTimeout,
-         counters: StoreCounters? = nil) {
+         counters: StoreCounters? = nil, side: Bool = false) {
         self.configuration = configuration
         self.answerTimeout = answerTimeout
         self.counters = counters
+        self.side = side
     }
 
     var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
@@ -299,7 +302,7 @@ final class PostgresSession: @unchecked Sendable {
     @discardableResult
     func query(_ sql: String, _ values: [PostgresValue] = []) throws -> PostgresQueryResult {
         let connection = try open()
-        counters?.statement()
+        counters?.statement(side: side)
         let binds = try Self.bindings(values)
         return try answer(connection) { connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: $0) }
     }
@@ -314,7 +317,7 @@ final class PostgresSession: @unchecked Sendable {
     /// depend on a pool thread being free (callers of `BridgeStore.transaction` may be pool threads).
     func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow] where Statement.Row == PostgresRow {
         let connection = try open()
-        counters?.statement()
+        counters?.statement(side: side)
         return try answer(connection) { logger in
             let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
             Task(executorPreference: executor(for: connection.eventLoop)) {
@@ -401,7 +404,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
     func transaction<T>(_ body: () throws -> T) throws -> T {
-        counters?.transaction()
+        counters?.transaction(side: side)
         try query("BEGIN")
         transactionConnection = connection
         defer { transactionConnection = nil }

@@ -1,20 +1,31 @@
 import Foundation
 import GRDB
 import IMCore
+import Synchronization
 
 /// The embedded implementation: one SQLite file (WAL), one bridge instance. Schema: `SQLiteSchema`.
 final class SQLiteDriver: StoreDriver {
     let pool: DatabasePool
     let path: String
     let counters: StoreCounters
+    /// Set while a side write (`sideWrite`) holds the writer connection, whose statements it alone runs
+    /// meanwhile: they are counted as side statements. Readers' statements never are.
+    private let sideWriting: SideWriting
+
+    final class SideWriting: Sendable {
+        let active = Atomic<Bool>(false)
+    }
 
     init(path: String, counters: StoreCounters) throws {
         self.counters = counters
+        let sideWriting = SideWriting()
+        self.sideWriting = sideWriting
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            db.trace(options: .statement) { _ in counters.statement() }
+            let writer = !db.configuration.readonly
+            db.trace(options: .statement) { _ in counters.statement(side: writer && sideWriting.active.load(ordering: .relaxed)) }
         }
         Self.restrictPermissions(path)
         do {
@@ -49,7 +60,18 @@ final class SQLiteDriver: StoreDriver {
     }
 
     func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
-        try write(body)
+        counters.transaction(side: true)
+        // `write`'s transaction, with the mark set around its BEGIN and COMMIT too.
+        return try pool.writeWithoutTransaction { db in
+            sideWriting.active.store(true, ordering: .relaxed)
+            defer { sideWriting.active.store(false, ordering: .relaxed) }
+            var result: T?
+            try db.inTransaction {
+                result = try body(SQLiteOperations(db: db))
+                return .commit
+            }
+            return result!
+        }
     }
 
     func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T {

@@ -8,12 +8,26 @@ import Synchronization
 public final class StoreCounters: Sendable {
     private let statementCount = Atomic<Int>(0)
     private let transactionCount = Atomic<Int>(0)
+    private let sideStatementCount = Atomic<Int>(0)
+    private let sideTransactionCount = Atomic<Int>(0)
 
     public init() {}
 
     public var statements: Int { statementCount.load(ordering: .relaxed) }
     public var transactions: Int { transactionCount.load(ordering: .relaxed) }
+    /// Of `statements` and `transactions`, those run on a side session (`StoreSideSession`: the lease
+    /// loop's renewals, the readiness probe's write), which come on their own clocks, not with the
+    /// messages relayed.
+    public var sideStatements: Int { sideStatementCount.load(ordering: .relaxed) }
+    public var sideTransactions: Int { sideTransactionCount.load(ordering: .relaxed) }
 
-    func statement() { statementCount.add(1, ordering: .relaxed) }
-    func transaction() { transactionCount.add(1, ordering: .relaxed) }
+    func statement(side: Bool = false) {
+        statementCount.add(1, ordering: .relaxed)
+        if side { sideStatementCount.add(1, ordering: .relaxed) }
+    }
+
+    func transaction(side: Bool = false) {
+        transactionCount.add(1, ordering: .relaxed)
+        if side { sideTransactionCount.add(1, ordering: .relaxed) }
+    }
 }

@@ -23,16 +23,19 @@ import Testing
 
         // Another connection watches the lane's lease: its reads are not counted with the engine's.
         let watcher = try BridgeStore(path: h.path)
-        var statements: [Int] = [], transactions: [Int] = []
+        var statements: [Int] = [], transactions: [Int] = [], renewals: [Int] = []
         for index in 0..<10 {
-            let before = (h.store.counters.statements, h.store.counters.transactions)
+            let counters = h.store.counters
+            let before = (counters.statements - counters.sideStatements, counters.transactions - counters.sideTransactions,
+                          counters.sideTransactions)
             _ = try await h.wk.send(OutgoingMessage(conversation: g1, sender: "alice", content: .text("m\(index)")))
             #expect(try await eventually { try await h.history(h.rc, "g1").count == index + 2 })
             // The lane has ended once its lease row is gone.
             #expect(try await eventually { try watcher.read { try $0.leaseHolder("lane:rc/group:g1", at: 0) } == nil })
             try await Task.sleep(nanoseconds: 50_000_000)
-            statements.append(h.store.counters.statements - before.0)
-            transactions.append(h.store.counters.transactions - before.1)
+            statements.append(counters.statements - counters.sideStatements - before.0)
+            transactions.append(counters.transactions - counters.sideTransactions - before.1)
+            renewals.append(counters.sideTransactions - before.2)
         }
         await engine.stop()
         // Intake (ledger, echo check, outbox), the first claim (lease, head) and the finish (lease check,
@@ -40,9 +43,12 @@ import Testing
         // and COMMIT; then one read of the lane's head (4 with its transaction). The lane used to claim
         // once more after its finish had released the lease (5) and then scan every lane head (two reads,
         // 8): 29. A timer scan (at most one a second, 8) may fall into any message on a slow machine,
-        // hence the fewest; write transactions are not moved by scans.
+        // hence the fewest; write transactions are not moved by scans. The lease loop's renewals (a
+        // transaction every third of the lease length, in most messages when each takes seconds under
+        // load) are counted apart and left out of both; the prune at start (once) is what the median is for.
         #expect(statements.min()! <= 20, "statements per message: \(statements)")
-        #expect(transactions.sorted()[transactions.count / 2] <= 3, "write transactions per message: \(transactions)")
+        #expect(transactions.sorted()[transactions.count / 2] <= 3,
+                "write transactions per message: \(transactions), besides the lease loop's: \(renewals)")
     }
 
     /// Messages arriving while their lane is busy or just ending: each is relayed once, in order. (How

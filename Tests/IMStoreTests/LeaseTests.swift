@@ -236,3 +236,38 @@ import Testing
         #expect(try store.read { try $0.foreignLeases(prefix: "hold:", notOwnedBy: "nobody", limit: 10) }.count == 3)
     }
 }
+
+/// The writes on a side session (lease renewals, the readiness probe) come on their own clocks: the
+/// store counts them apart, so that a count per relayed message can leave them out.
+@Suite struct SideSessionCountTests {
+    @Test(arguments: StoreKind.allCases) func sideWritesAreCountedApartAndNothingElseIs(_ kind: StoreKind) async throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        let counters = store.counters
+        let now = LeaseTests.clockMs()
+        _ = try await store.groupedTransaction { try $0.takeLease("lane:x", owner: "A", ttlMs: 60_000, now: now) }
+
+        let before = (counters.statements, counters.transactions, counters.sideStatements, counters.sideTransactions)
+        let renewed = try await store.sideTransaction(.leases) { try $0.renewLeases(owner: "A", ttlMs: 60_000, now: now + 1) }
+        #expect(renewed.map(\.name) == ["lane:x"])
+        let side = (counters.sideStatements - before.2, counters.sideTransactions - before.3)
+        #expect(side.1 == 1)
+        // BEGIN, the renewal, COMMIT at least; and nothing but the side write ran meanwhile.
+        #expect(side.0 >= 3 && side.0 == counters.statements - before.0, "side statements \(side.0)")
+        #expect(counters.transactions - before.1 == 1)
+
+        // Grouped writes and reads, also while a side write runs, are never counted as side.
+        let middle = (counters.sideStatements, counters.sideTransactions, counters.statements)
+        async let reads: Void = {
+            for _ in 0..<50 { _ = try await store.reading { try $0.leaseHolder("lane:x", at: now) } }
+        }()
+        for round in 0..<5 {
+            _ = try await store.groupedTransaction { try $0.takeLease("lane:y\(round)", owner: "A", ttlMs: 60_000, now: now) }
+            _ = try await store.sideTransaction(.leases) { try $0.renewLeases(owner: "A", ttlMs: 60_000, now: now + 2) }
+        }
+        try await reads
+        #expect(counters.sideTransactions - middle.1 == 5)
+        #expect(counters.statements - middle.2 > counters.sideStatements - middle.0 + 50, "reads and grouped writes counted, not as side")
+        #expect(counters.sideStatements - middle.0 == 5 * side.0 || kind == .postgres,
+                "each renewal takes the same statements on SQLite")
+    }
+}
