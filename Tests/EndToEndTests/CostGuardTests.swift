@@ -26,22 +26,11 @@ struct CostGuardTests {
     }
 
     /// Runs `imbridge-bench costs` and returns its JSON figures.
-    static func measure(store: String?) throws -> [String: JSONValue] {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try built("imbridge-bench"))
-        process.arguments = ["costs", "--json", "--messages", "600"] + (store.map { ["--store", $0] } ?? [])
-        var environment = ProcessInfo.processInfo.environment
-        environment["LD_PRELOAD"] = try built("libMallocInterposerSwift.so")
-        process.environment = environment
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        let problems = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "imbridge-bench costs failed: \(problems)")
-        let line = try #require(String(decoding: data, as: UTF8.self).split(separator: "\n").last { $0.hasPrefix("{") })
+    static func measure(store: String?) async throws -> [String: JSONValue] {
+        let run = try await Subprocess.runApart(try built("imbridge-bench"), ["costs", "--json", "--messages", "600"] + (store.map { ["--store", $0] } ?? []),
+                                                timeoutSeconds: 600, environment: ["LD_PRELOAD": try built("libMallocInterposerSwift.so")])
+        try #require(run.status == 0, "imbridge-bench costs failed: \(run.errors)")
+        let line = try #require(run.output.split(separator: "\n").last { $0.hasPrefix("{") })
         guard case .object(let figures) = try JSONValue.parse(Data(line.utf8)) else { throw IMError(.invalidArgument, "not an object: \(line)") }
         return figures
     }
@@ -56,11 +45,11 @@ struct CostGuardTests {
         }
     }
 
-    @Test func sqliteRelayStaysUnderItsCountedLimits() throws {
-        try Self.check(try Self.measure(store: nil), against: try Self.limits("sqlite"), "sqlite")
+    @Test func sqliteRelayStaysUnderItsCountedLimits() async throws {
+        try Self.check(try await Self.measure(store: nil), against: try Self.limits("sqlite"), "sqlite")
     }
 
-    @Test func postgresRelayStaysUnderItsCountedLimits() throws {
-        try Self.check(try Self.measure(store: try TestPostgres.freshURL("costs")), against: try Self.limits("postgres"), "postgres")
+    @Test func postgresRelayStaysUnderItsCountedLimits() async throws {
+        try Self.check(try await Self.measure(store: try TestPostgres.freshURL("costs")), against: try Self.limits("postgres"), "postgres")
     }
 }

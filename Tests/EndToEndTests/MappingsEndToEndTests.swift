@@ -63,21 +63,13 @@ import Testing
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("IMMappingTests/Fixtures")
 
-    func run(_ arguments: [String]) throws -> (status: Int32, out: String, err: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try BridgeProcess.binary())
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile(), stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: stdout, as: UTF8.self), String(decoding: stderr, as: UTF8.self))
+    func run(_ arguments: [String]) async throws -> (status: Int32, out: String, err: String) {
+        let result = try await Subprocess.runApart(try BridgeProcess.binary(), arguments, timeoutSeconds: 60)
+        return (result.status, result.output, result.errors)
     }
 
-    @Test func checkReportsWhatEachVendorLoaded() throws {
-        let result = try run(["mappings", "check"])
+    @Test func checkReportsWhatEachVendorLoaded() async throws {
+        let result = try await run(["mappings", "check"])
         #expect(result.status == 0, "\(result.err)")
         #expect(result.out.contains("wukong: ") && result.out.contains("    1 → text  fields: text=content"))
         #expect(result.out.contains("3 → gif [custom/gif]"))
@@ -85,16 +77,16 @@ import Testing
         #expect(result.out.hasSuffix("ok\n"))
     }
 
-    @Test func checkFailsWithEveryProblemAndItsLine() throws {
+    @Test func checkFailsWithEveryProblemAndItsLine() async throws {
         let directory = Self.fixtures.appendingPathComponent("several").path
-        let result = try run(["mappings", "check", directory])
+        let result = try await run(["mappings", "check", directory])
         #expect(result.status != 0)
         #expect(result.err.contains("error: \(directory)/wukong.yaml:8: types[1].kind: unknown kind 'picture'"), "\(result.err)")
         #expect(result.err.contains("\(directory)/wukong.yaml:14:") && result.err.contains("3 problem(s); nothing loaded"), "\(result.err)")
         #expect(result.out.isEmpty)
     }
 
-    @Test func bridgeCheckRefusesABrokenMappingsDirectory() throws {
+    @Test func bridgeCheckRefusesABrokenMappingsDirectory() async throws {
         let config = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-check-\(UUID().uuidString).yaml")
         defer { try? FileManager.default.removeItem(at: config) }
         let broken = Self.fixtures.appendingPathComponent("unknown-transform").path
@@ -107,7 +99,7 @@ import Testing
             routes:
               - {from: "wk:group:*", to: "yx:group:*"}
             """.write(to: config, atomically: true, encoding: .utf8)
-        let result = try run(["check", "--config", config.path])
+        let result = try await run(["check", "--config", config.path])
         #expect(result.status != 0)
         #expect(result.err.contains("\(broken)/nim.yaml:7:") && result.err.contains("unknown transform 'minutes'"), "\(result.err)")
     }
