@@ -88,6 +88,25 @@ import Testing
         #expect(Date().timeIntervalSince(started) < 5, "failed after \(Date().timeIntervalSince(started)) s, not at once")
     }
 
+    /// A server that takes the request and never answers: the request's deadline alone ends the wait (no
+    /// idle-read timer is armed), as a retryable timeout that says how long the request was out.
+    @Test func anUnansweredRequestEndsAtItsDeadline() async throws {
+        let server = HTTPServer(host: "127.0.0.1", port: 0) { _ in
+            // Past the client's deadline (a stopping server waits for its handlers, so not much longer).
+            try? await Task.sleep(nanoseconds: 3_000_000_000)
+            return HTTPResponseData.json(["late": true])
+        }
+        let port = try await server.start()
+        do {
+            _ = try await HTTPClientWrapper(timeoutSeconds: 1).send(OutboundRequest(method: "POST", url: "http://127.0.0.1:\(port)/send", body: Array("{}".utf8)))
+            Issue.record("an unanswered request succeeded")
+        } catch let error as IMError {
+            #expect(error.code == .timeout && error.isRetryable, "\(error)")
+            #expect(error.abandonedAfterMs == 1000, "\(error)")
+        }
+        await server.stop()
+    }
+
     /// A port nothing listens on: bound by a server that is then stopped.
     func freeLoopbackPort() async throws -> Int {
         let server = HTTPServer(host: "127.0.0.1", port: 0) { _ in HTTPResponseData.json(["ok": true]) }
