@@ -1,5 +1,7 @@
 import ArgumentParser
 import Foundation
+import NIOCore
+import NIOPosix
 import IMBridgeApp
 import IMRelay
 
@@ -37,6 +39,9 @@ struct BenchCommand: AsyncParsableCommand {
         @Option(help: "postgres://USER@HOST:PORT/DB (relay, relay-many, costs); default a temporary SQLite file.") var store: String?
         @Option(help: "Bridge instances on the store (relay, relay-many).") var instances = 1
         @Option(help: "Messages per second offered (costs); default as fast as the client can.") var paced: Double?
+        @Flag(name: .customLong("nio-executor"),
+              help: "Experiment: Swift concurrency's jobs run on NIO's event loops (NIO's executor takeover); `imbridge` does not do this (docs/performance.md, \"The eighth sitting\").")
+        var nioExecutor = false
 
         func validate() throws {
             for scenario in scenarios where scenario != "all" && !(BenchCommand.scenarios + BenchCommand.namedOnly).contains(scenario) {
@@ -49,6 +54,10 @@ struct BenchCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("warning: a debug build; figures are meaningless (use -c release)\n".utf8))
             #endif
             ProcessTuning.limitMallocArenas()   // as `imbridge` does
+            if nioExecutor {
+                let installed = NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
+                FileHandle.standardError.write(Data("experiment: NIO's event loops as the global executor: \(installed)\n".utf8))
+            }
             // The log handler `imbridge run` bootstraps, at its default level: swift-log's default
             // (`StreamLogHandler`) formats a logger's metadata on every change, which Hummingbird makes
             // per request, a cost the bridge does not have in production.
