@@ -11,7 +11,8 @@ import WuKongSandbox
     @Test func notifyBatchesArraysWithEventQueryAndSecretHeader() async throws {
         let recorder = CallbackRecorder()
         let url = try await recorder.start()
-        let h = try await SandboxRig.wukong(callbackURL: url + "/hook", secret: "s3", intervalMs: 50)
+        // An interval long enough for the five sends to fall into it on a loaded machine too.
+        let h = try await SandboxRig.wukong(callbackURL: url + "/hook", secret: "s3", intervalMs: 1500)
         defer { Task { await h.stop(); await recorder.stop() } }
         for n in 1...5 { try await h.sendText("n\(n)", from: "u1", to: "u2") }
         let got = await recorder.wait { $0.flatMap { $0.jsonBody.arrayValue ?? [] }.count >= 5 }
