@@ -69,7 +69,7 @@ import Testing
 
     /// The parser's own UTF-8 check against the standard library's, on every sequence of up to three
     /// bytes drawn from the boundaries of the well-formed ranges, and on random four- and five-byte ones.
-    @Test func utf8CheckMatchesTheStandardLibrary() {
+    @Test func utf8CheckMatchesTheStandardLibrary() async {
         let edges: [UInt8] = [0x00, 0x22, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC,
                               0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
         func check(_ bytes: [UInt8]) {
@@ -84,9 +84,11 @@ import Testing
                 check([a, b])
                 for c in edges { check([a, b, c]) }
             }
+            await Task.yield()   // tens of thousands of checks: never hold one of the pool's threads for long
         }
         var generator = SplitMix64(seed: 3)
-        for _ in 0..<20_000 {
+        for round in 0..<20_000 {
+            if round % 1000 == 0 { await Task.yield() }
             let count = 4 + Int(generator.next() % 2)
             check((0..<count).map { _ in edges[Int(generator.next() % UInt64(edges.count))] })
         }
@@ -97,7 +99,7 @@ import Testing
     /// repaired anything (`JSONFastParser.text`): it must take exactly the well-formed strings, as the
     /// standard library's check says, whole and with the same characters, wherever the bytes sit (after
     /// ASCII of every length, after an escape).
-    @Test func stringBytesAreTakenExactlyWhenWellFormed() {
+    @Test func stringBytesAreTakenExactlyWhenWellFormed() async {
         let edges: [UInt8] = [0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBD, 0xBF, 0xC0, 0xC1, 0xC2, 0xDF, 0xE0, 0xE1, 0xEC,
                               0xED, 0xEE, 0xEF, 0xF0, 0xF1, 0xF3, 0xF4, 0xF5, 0xFF]
         let escapedNewline: [UInt8] = [UInt8(ascii: "\\"), UInt8(ascii: "n")]
@@ -116,9 +118,11 @@ import Testing
                 check([a, b])
                 for c in edges { check([a, b, c]) }
             }
+            await Task.yield()   // tens of thousands of checks: never hold one of the pool's threads for long
         }
         var generator = SplitMix64(seed: 11)
-        for _ in 0..<5_000 {
+        for round in 0..<5_000 {
+            if round % 500 == 0 { await Task.yield() }
             let count = 4 + Int(generator.next() % 3)
             check((0..<count).map { _ in edges[Int(generator.next() % UInt64(edges.count))] })
         }
@@ -126,7 +130,7 @@ import Testing
     }
 
     /// The writer's eight-bytes-at-a-time test against a byte-by-byte one, each byte value in each lane.
-    @Test func wordEscapeTestMatchesBytes() {
+    @Test func wordEscapeTestMatchesBytes() async {
         func expected(_ word: UInt64) -> Bool {
             (0..<8).contains { lane in
                 let byte = UInt8(truncatingIfNeeded: word >> (lane * 8))
@@ -135,13 +139,15 @@ import Testing
         }
         let clean: UInt64 = 0x4141_4141_4141_4141
         for lane in 0..<8 {
+            await Task.yield()
             for value in 0...255 {
                 let word = clean & ~(0xFF << (lane * 8)) | UInt64(value) << (lane * 8)
                 #expect(JSONFastWriter.anyEscaped(word) == expected(word), "\(String(word, radix: 16))")
             }
         }
         var generator = SplitMix64(seed: 5)
-        for _ in 0..<50_000 {
+        for round in 0..<50_000 {
+            if round % 2000 == 0 { await Task.yield() }
             var word = generator.next()
             if word & 1 == 0 { word |= 0x8080_8080_8080_8080 }   // non-ASCII lanes too
             #expect(JSONFastWriter.anyEscaped(word) == expected(word))

@@ -117,7 +117,7 @@ final class ProfileTarget: IMBackend, UserDirectory {
         // The profile entry waits in its own lane, retrying; once the target takes it the name shows.
         // (A send the target took is marked done a moment after it shows there.)
         let pendingEntries = { try rig.harness.store.read { try $0.entries(ids: Array(1...20)) }.filter { $0.state == .pending } }
-        let onlyProfile = try await eventually(5) { try pendingEntries().map(\.kind) == ["profile"] }
+        let onlyProfile = try await eventually(30) { try pendingEntries().map(\.kind) == ["profile"] }
         let pending = try pendingEntries()
         #expect(onlyProfile, "\(pending.map { "\($0.kind) \($0.lane) \($0.lastError ?? "")" })")
         #expect(try await rig.puppet()?.name != "安娜")

@@ -17,7 +17,7 @@ import Testing
     @Test(arguments: StoreKind.allCases) func aLeaseIsExclusiveUntilItExpiresOrIsReleased(_ kind: StoreKind) async throws {
         let location = try kind.freshLocation()
         let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
-        let ttl: Int64 = 400
+        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
         func take(_ store: BridgeStore, _ name: String, _ owner: String) throws -> LeaseFence? {
             let now = Self.clockMs()
             return try store.transaction { try $0.takeLease(name, owner: owner, ttlMs: ttl, now: now) }
@@ -51,9 +51,9 @@ import Testing
         let location = try StoreKind.postgres.freshLocation()
         let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
         let stale: Int64 = 1_000   // 1970: far behind the server
-        #expect(try a.transaction { try $0.takeLease("lane:y", owner: "A", ttlMs: 300, now: stale) } != nil)
-        #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: 300, now: stale) } == nil, "held for 300 ms of the server's time")
-        try await Self.outlive(300)
+        #expect(try a.transaction { try $0.takeLease("lane:y", owner: "A", ttlMs: 2_000, now: stale) } != nil)
+        #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: 2_000, now: stale) } == nil, "held for 2 s of the server's time")
+        try await Self.outlive(2_000)
         #expect(try b.read { try $0.leaseHolder("lane:y", at: stale) } == nil, "expired on the server's clock, whatever the caller says")
         #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: 60_000, now: stale) } != nil)
     }
@@ -68,7 +68,7 @@ import Testing
         let ids = try a.transaction { tx in
             try (0..<3).map { try tx.enqueue(lane: g, sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
         }
-        let ttl: Int64 = 300
+        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
         let now = Self.clockMs()
         let (fenceA, head) = try a.transaction { tx in
             (try #require(try tx.takeLease(g.leaseName, owner: "A", ttlMs: ttl, now: now)), try tx.claimHead(of: g, dueBy: now))
@@ -105,7 +105,7 @@ import Testing
         let ids = try a.transaction { tx in
             try (0..<3).map { try tx.enqueue(lane: lane("g"), sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
         }
-        let ttl: Int64 = 300
+        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
         #expect(try a.transaction { try $0.takeLease(lane("g").leaseName, owner: "A", ttlMs: ttl, now: Self.clockMs()) != nil })
         #expect(try b.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "B") } == nil, "B does not hold the lane")
         let first = try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") }
@@ -124,7 +124,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func theSchedulerSeesOnlyLanesItMayWork(_ kind: StoreKind) async throws {
         let store = try BridgeStore(path: try kind.freshLocation())
-        let ttl: Int64 = 400
+        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
         let start = Self.clockMs()
         try store.transaction { tx in
             for name in ["a", "b", "c"] {

@@ -49,9 +49,11 @@ public final class CallbackRecorder: Sendable {
     /// When each request arrived (wall clock), in the order of `requests`.
     public var arrivals: [Date] { state.arrivals.withLock { $0 } }
 
-    /// Waits (at most `timeout` seconds) until `condition` holds for the requests received so far.
+    /// Waits (at most `timeout` seconds) until `condition` holds for the requests received so far. It
+    /// returns as soon as the condition holds: the long default is for a loaded machine (the sandboxes'
+    /// callbacks include their vendors' retry pauses of a second), never a way to show that nothing came.
     @discardableResult
-    public func wait(timeout: Double = 5, until condition: ([HTTPRequestData]) -> Bool) async -> [HTTPRequestData] {
+    public func wait(timeout: Double = 30, until condition: ([HTTPRequestData]) -> Bool) async -> [HTTPRequestData] {
         let deadline = Date().addingTimeInterval(timeout)
         while Date() < deadline {
             let now = requests
@@ -63,7 +65,7 @@ public final class CallbackRecorder: Sendable {
 
     /// Waits until at least `count` requests arrived.
     @discardableResult
-    public func waitFor(_ count: Int, timeout: Double = 5) async -> [HTTPRequestData] {
+    public func waitFor(_ count: Int, timeout: Double = 30) async -> [HTTPRequestData] {
         await wait(timeout: timeout) { $0.count >= count }
     }
 }
