@@ -58,7 +58,7 @@ enum ChaosCampaign {
         // Two instances share the sources' callbacks through a round-robin forwarder (a load balancer).
         let forwarder = plan.instances > 1 ? RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" }) : nil
         try await forwarder?.start()
-        let cluster = plan.postgres ? try TestPostgres.startPrivateCluster() : nil
+        let cluster = plan.postgres ? try await TestPostgres.startPrivateCluster() : nil
         defer { if let cluster { TestPostgres.destroy(cluster) } }
         let source = plan.source, target = plan.target
         // The target answers within 2 s or the send's outcome is unknown (latency faults reach past it).
@@ -122,7 +122,7 @@ enum ChaosCampaign {
             // Heal whatever is still in effect: the check is about the state after the faults.
             _ = try? await http.send(.json(lab.url(of: target.name) + "/_sandbox/faults", Data(#"{"latency_ms":0}"#.utf8)))
             try await targetServer.acceptConnections()
-            if let cluster, parties.storeDown.withLock({ $0 }) { try TestPostgres.startServer(cluster) }
+            if let cluster, parties.storeDown.withLock({ $0 }) { try await TestPostgres.startServer(cluster) }
             if !plan.postgres { try await StoreFull.set(false, storePath) }
             for instance in bridges {
                 instance.resume()
@@ -322,11 +322,11 @@ enum ChaosCampaign {
                     timeline.note("burst sent")
                 case .postgresDown:
                     guard let cluster = parties.cluster else { break }
-                    try TestPostgres.stopServer(cluster)
+                    try await TestPostgres.stopServer(cluster)
                     parties.storeDown.set(true)
                     timeline.note("PostgreSQL stopped")
                     try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
-                    try TestPostgres.startServer(cluster)
+                    try await TestPostgres.startServer(cluster)
                     parties.storeDown.set(false)
                     timeline.note("PostgreSQL started")
                 case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:

@@ -75,7 +75,7 @@ extension CrashTests {
         /// (vendors redeliver), then it reconnects and relays everything exactly once, in order.
         @Test func postgresRestartedMidStreamLosesNothing() async throws {
             // A cluster of its own: stopping the shared one would break the tests running beside this one.
-            let cluster = try TestPostgres.startPrivateCluster()
+            let cluster = try await TestPostgres.startPrivateCluster()
             defer { TestPostgres.destroy(cluster) }
             let port = try await freePort()
             let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
@@ -94,7 +94,7 @@ extension CrashTests {
             let senders = try await sendAll(lab, conversations, perConversation)
             func relayed() async throws -> [JSONValue] { try await lab.messages("wk").filter { $0["kind"] == "text" } }
             #expect(try await eventually(60) { try await relayed().count >= 100 }, "bridge log:\n\(bridge.output)")
-            try TestPostgres.stopServer(cluster)
+            try await TestPostgres.stopServer(cluster)
             #expect(await eventually(10) { await health() == 503 }, "healthz answers 503 while the store is down")
             let metrics = { () async -> String in
                 String(decoding: (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/metrics")))?.body ?? [], as: UTF8.self)
@@ -104,7 +104,7 @@ extension CrashTests {
             let duringOutage = try await relayed().count
             try await Task.sleep(nanoseconds: 2_000_000_000)
             #expect(try await relayed().count <= duringOutage + 5, "nothing is relayed without the store (at most the sends in hand)")
-            try TestPostgres.startServer(cluster)
+            try await TestPostgres.startServer(cluster)
             #expect(await eventually(30) { await health() == 200 }, "the bridge reconnects")
 
             try await senders.value
@@ -125,7 +125,7 @@ extension CrashTests {
         /// is bounded by the drain deadline, so it exits 0 within seconds — not with swift-service-lifecycle's
         /// trap (status 4) for a service that did not return (docs/reliability.md, Finding 13).
         @Test func aStoreThatStopsAnsweringDoesNotHoldTheShutdown() async throws {
-            let cluster = try TestPostgres.startPrivateCluster()
+            let cluster = try await TestPostgres.startPrivateCluster()
             defer { TestPostgres.destroy(cluster) }
             let port = try await freePort()
             let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],

@@ -198,7 +198,7 @@ extension CrashTests {
         /// The store's PostgreSQL server stopped for 30 s while WuKong gives up on its webhooks (5 attempts)
         /// and messages keep coming into 3 groups: after it is back every message arrives once, in order.
         @Test func aStoreOutageWhileTheSourceGivesUpLosesNothing() async throws {
-            let cluster = try TestPostgres.startPrivateCluster()
+            let cluster = try await TestPostgres.startPrivateCluster()
             defer { TestPostgres.destroy(cluster) }
             let pair = Pair(source: "wk", sourceVendor: "wukong", target: "rc", targetVendor: "rongcloud")
             let rig = try await Rig.start(pair, store: "\"\(cluster.url)\"")
@@ -222,9 +222,9 @@ extension CrashTests {
                 }
             }
             #expect(try await eventually(30) { try await rig.relayed("s1").count >= 10 })
-            try TestPostgres.stopServer(cluster)
+            try await TestPostgres.stopServer(cluster)
             try await Task.sleep(nanoseconds: 30_000_000_000)
-            try TestPostgres.startServer(cluster)
+            try await TestPostgres.startServer(cluster)
             try await Task.sleep(nanoseconds: 5_000_000_000)
             stop.withLock { $0 = true }
             try await sender.value

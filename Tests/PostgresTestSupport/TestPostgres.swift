@@ -66,42 +66,77 @@ public enum TestPostgres {
 
     nonisolated(unsafe) static var ownedDirectory: String?
 
+    /// Runs `test-postgres.sh COMMAND DIRECTORY` to its end, blocking the calling thread (for the
+    /// synchronous paths: finding the cluster, `atexit`, `destroy` in a `defer`).
     static func script(_ command: String, _ directory: String) throws {
-        // Output to a file, not a pipe: the server the script starts inherits the descriptor, so a pipe
-        // would never reach end-of-file.
-        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8)).out").path
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        defer { try? FileManager.default.removeItem(atPath: logPath) }
-        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-        defer { try? log.close() }
+        let run = try ScriptRun(command, directory)
+        run.process.waitUntilExit()
+        try run.finish()
+    }
+
+    /// The same for async callers, waited for by polling: `initdb` and `pg_ctl` take seconds on a loaded
+    /// machine, and a cooperative thread held that long (two of them here) starves the tests beside it.
+    static func scriptPolled(_ command: String, _ directory: String) async throws {
+        let run = try ScriptRun(command, directory)
+        while run.process.isRunning { try await Task.sleep(nanoseconds: 20_000_000) }
+        run.process.waitUntilExit()
+        try run.finish()
+    }
+
+    /// A started run of the script. Its output goes to a file, not a pipe: the server the script starts
+    /// inherits the descriptor, so a pipe would never reach end-of-file.
+    struct ScriptRun {
+        let command: String
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [scriptPath, command, directory]
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        process.waitUntilExit()
-        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-        guard process.terminationStatus == 0 else {
-            throw Unavailable(description: "test-postgres.sh \(command) exited \(process.terminationStatus): \(text)")
+        let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8)).out").path
+        let log: FileHandle
+
+        init(_ command: String, _ directory: String) throws {
+            self.command = command
+            FileManager.default.createFile(atPath: logPath, contents: nil)
+            log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+            process.executableURL = URL(fileURLWithPath: "/bin/bash")
+            process.arguments = [TestPostgres.scriptPath, command, directory]
+            process.standardOutput = log
+            process.standardError = log
+            do {
+                try process.run()
+            } catch {
+                finishFiles()
+                throw error
+            }
+        }
+
+        private func finishFiles() {
+            try? log.close()
+            try? FileManager.default.removeItem(atPath: logPath)
+        }
+
+        /// After the process has exited: throws when it failed, with what it printed.
+        func finish() throws {
+            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            finishFiles()
+            guard process.terminationStatus == 0 else {
+                throw Unavailable(description: "test-postgres.sh \(command) exited \(process.terminationStatus): \(text)")
+            }
         }
     }
 }
 
 extension TestPostgres {
     /// A cluster of the caller's own (for a test that stops and starts the server); `destroy` removes it.
-    public static func startPrivateCluster() throws -> Cluster {
+    public static func startPrivateCluster() async throws -> Cluster {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8))").path
-        try script("start", directory)
+        try await scriptPolled("start", directory)
         let url = try String(contentsOfFile: directory + "/url", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         return Cluster(directory: directory, url: url)
     }
 
     /// Stops the server of `cluster` (immediate shutdown, like a crash), keeping its data.
-    public static func stopServer(_ cluster: Cluster) throws { try script("stop-server", cluster.directory) }
+    public static func stopServer(_ cluster: Cluster) async throws { try await scriptPolled("stop-server", cluster.directory) }
 
     /// Starts it again on the same port.
-    public static func startServer(_ cluster: Cluster) throws { try script("start-server", cluster.directory) }
+    public static func startServer(_ cluster: Cluster) async throws { try await scriptPolled("start-server", cluster.directory) }
 
     /// Stops the server and removes the cluster's directory.
     public static func destroy(_ cluster: Cluster) {
