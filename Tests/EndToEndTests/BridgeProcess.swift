@@ -1,6 +1,7 @@
 import Foundation
 import IMHTTP
 import IMSandbox
+import PostgresTestSupport
 
 /// `imbridge run` as a child process, so a test can SIGKILL it like a crash would.
 final class BridgeProcess: @unchecked Sendable {

@@ -6,6 +6,7 @@ import IMCore
 import IMRelay
 import NIM
 import Testing
+import PostgresTestSupport
 
 /// Mappings through the real bridge, sandboxes and CLI.
 @Suite struct MappingsEndToEndTests {

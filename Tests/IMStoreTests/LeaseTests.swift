@@ -11,13 +11,17 @@ import Testing
     /// Real milliseconds: PostgreSQL counts leases on its own clock, whatever `now` a caller passes.
     static func clockMs() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+    /// The lease length of the tests that wait for one to expire: long enough for a few transactions on a
+    /// loaded machine.
+    static let shortTTL: Int64 = 2_000
+
     /// Waits until a lease of `ttlMs` taken before this call has expired on any store's clock.
     static func outlive(_ ttlMs: Int64) async throws { try await Task.sleep(nanoseconds: UInt64(ttlMs + 150) * 1_000_000) }
 
     @Test(arguments: StoreKind.allCases) func aLeaseIsExclusiveUntilItExpiresOrIsReleased(_ kind: StoreKind) async throws {
         let location = try kind.freshLocation()
         let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
-        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
+        let ttl = Self.shortTTL
         func take(_ store: BridgeStore, _ name: String, _ owner: String) throws -> LeaseFence? {
             let now = Self.clockMs()
             return try store.transaction { try $0.takeLease(name, owner: owner, ttlMs: ttl, now: now) }
@@ -51,9 +55,9 @@ import Testing
         let location = try StoreKind.postgres.freshLocation()
         let a = try BridgeStore(path: location), b = try BridgeStore(path: location)
         let stale: Int64 = 1_000   // 1970: far behind the server
-        #expect(try a.transaction { try $0.takeLease("lane:y", owner: "A", ttlMs: 2_000, now: stale) } != nil)
-        #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: 2_000, now: stale) } == nil, "held for 2 s of the server's time")
-        try await Self.outlive(2_000)
+        #expect(try a.transaction { try $0.takeLease("lane:y", owner: "A", ttlMs: Self.shortTTL, now: stale) } != nil)
+        #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: Self.shortTTL, now: stale) } == nil, "held for 2 s of the server's time")
+        try await Self.outlive(Self.shortTTL)
         #expect(try b.read { try $0.leaseHolder("lane:y", at: stale) } == nil, "expired on the server's clock, whatever the caller says")
         #expect(try b.transaction { try $0.takeLease("lane:y", owner: "B", ttlMs: 60_000, now: stale) } != nil)
     }
@@ -68,7 +72,7 @@ import Testing
         let ids = try a.transaction { tx in
             try (0..<3).map { try tx.enqueue(lane: g, sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
         }
-        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
+        let ttl = Self.shortTTL
         let now = Self.clockMs()
         let (fenceA, head) = try a.transaction { tx in
             (try #require(try tx.takeLease(g.leaseName, owner: "A", ttlMs: ttl, now: now)), try tx.claimHead(of: g, dueBy: now))
@@ -105,7 +109,7 @@ import Testing
         let ids = try a.transaction { tx in
             try (0..<3).map { try tx.enqueue(lane: lane("g"), sourceBackend: "wk", sourceEventID: EventID("e\($0)"), kind: "send", payload: Data([1]), at: 1) }
         }
-        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
+        let ttl = Self.shortTTL
         #expect(try a.transaction { try $0.takeLease(lane("g").leaseName, owner: "A", ttlMs: ttl, now: Self.clockMs()) != nil })
         #expect(try b.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "B") } == nil, "B does not hold the lane")
         let first = try a.transaction { try $0.claimHead(of: lane("g"), dueBy: Self.clockMs(), leaseOwner: "A") }
@@ -124,7 +128,7 @@ import Testing
 
     @Test(arguments: StoreKind.allCases) func theSchedulerSeesOnlyLanesItMayWork(_ kind: StoreKind) async throws {
         let store = try BridgeStore(path: try kind.freshLocation())
-        let ttl: Int64 = 2_000   // long enough for a few transactions on a loaded machine
+        let ttl = Self.shortTTL
         let start = Self.clockMs()
         try store.transaction { tx in
             for name in ["a", "b", "c"] {

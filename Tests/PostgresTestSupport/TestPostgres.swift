@@ -69,56 +69,33 @@ public enum TestPostgres {
     /// Runs `test-postgres.sh COMMAND DIRECTORY` to its end, blocking the calling thread (for the
     /// synchronous paths: finding the cluster, `atexit`, `destroy` in a `defer`).
     static func script(_ command: String, _ directory: String) throws {
-        let run = try ScriptRun(command, directory)
-        run.process.waitUntilExit()
-        try run.finish()
-    }
-
-    /// The same for async callers, waited for by polling: `initdb` and `pg_ctl` take seconds on a loaded
-    /// machine, and a cooperative thread held that long (two of them here) starves the tests beside it.
-    static func scriptPolled(_ command: String, _ directory: String) async throws {
-        let run = try ScriptRun(command, directory)
-        while run.process.isRunning { try await Task.sleep(nanoseconds: 20_000_000) }
-        run.process.waitUntilExit()
-        try run.finish()
-    }
-
-    /// A started run of the script. Its output goes to a file, not a pipe: the server the script starts
-    /// inherits the descriptor, so a pipe would never reach end-of-file.
-    struct ScriptRun {
-        let command: String
-        let process = Process()
+        // Output to a file, not a pipe: the server the script starts inherits the descriptor, so a pipe
+        // would never reach end-of-file.
         let logPath = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-pg-\(UUID().uuidString.prefix(8)).out").path
-        let log: FileHandle
-
-        init(_ command: String, _ directory: String) throws {
-            self.command = command
-            FileManager.default.createFile(atPath: logPath, contents: nil)
-            log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
-            process.executableURL = URL(fileURLWithPath: "/bin/bash")
-            process.arguments = [TestPostgres.scriptPath, command, directory]
-            process.standardOutput = log
-            process.standardError = log
-            do {
-                try process.run()
-            } catch {
-                finishFiles()
-                throw error
-            }
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
+        defer { try? log.close() }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [scriptPath, command, directory]
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        process.waitUntilExit()
+        let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        guard process.terminationStatus == 0 else {
+            throw Unavailable(description: "test-postgres.sh \(command) exited \(process.terminationStatus): \(text)")
         }
+    }
 
-        private func finishFiles() {
-            try? log.close()
-            try? FileManager.default.removeItem(atPath: logPath)
-        }
-
-        /// After the process has exited: throws when it failed, with what it printed.
-        func finish() throws {
-            let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
-            finishFiles()
-            guard process.terminationStatus == 0 else {
-                throw Unavailable(description: "test-postgres.sh \(command) exited \(process.terminationStatus): \(text)")
-            }
+    /// The same for async callers, through `Subprocess` (waited for by polling): `initdb` and `pg_ctl`
+    /// take seconds on a loaded machine, and a cooperative thread held that long (two of them here)
+    /// starves the tests beside it.
+    static func scriptPolled(_ command: String, _ directory: String) async throws {
+        let run = try await Subprocess.run("/bin/bash", [scriptPath, command, directory])
+        guard run.status == 0 else {
+            throw Unavailable(description: "test-postgres.sh \(command) exited \(run.status): \(run.output)")
         }
     }
 }
