@@ -101,21 +101,20 @@ public struct GroupSettings: Sendable, Equatable {
 }
 
 extension RelayEngine {
-    /// The `.group` entry a new message's leg needs first, when its target group was never set up: a
+    /// Adds the `.group` entry a new message's leg needs first, when its target group was never set up: a
     /// group conversation on both sides, source and target with group directories, a target that keeps
-    /// the id asked for. Marked queued in the same transaction (`name` is returned for `groupsSeen`).
-    nonisolated func firstSightGroup(_ event: IMEvent, leg: RouteLeg, _ tx: StoreTransaction,
-                                     at now: Int64) throws -> (entry: StoreTransaction.NewEntry, payload: OutboxPayload, bytes: Data, name: String)? {
+    /// the id asked for. Marked queued in the same transaction; returns the mark's name (for `groupsSeen`).
+    nonisolated func firstSightGroup(_ event: IMEvent, leg: RouteLeg, _ tx: StoreTransaction, at now: Int64,
+                                     to draft: inout OutboxDraft) throws -> String? {
         guard case .message = event.kind, let subject = groupSubject(event, leg: leg) else { return nil }
         let name = subject.name
         guard !groupsSeen.contains(name), try tx.checkpoint(name) == nil else { return nil }
         try tx.setCheckpoint(name, "", at: now)
         let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: leg.users)
         let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: now, sourceConversation: event.conversation)
-        let bytes = try payload.encoded()
-        let entry = StoreTransaction.NewEntry(lane: LaneKey(backend: leg.target, conversation: leg.targetConversation),
-                                              sourceBackend: event.backend, sourceEventID: event.eventID, kind: action.kindName, payload: bytes)
-        return (entry, payload, bytes, name)
+        try draft.add(payload, lane: LaneKey(backend: leg.target, conversation: leg.targetConversation), source: event.backend,
+                      eventID: event.eventID)
+        return name
     }
 
     /// The target group an event's leg reaches, when groups are set up for it: a group conversation on
@@ -135,27 +134,22 @@ extension RelayEngine {
         let subjects = groupsSeen.takeActive(limit: GroupSync.maxPerRound)
         guard !subjects.isEmpty else { return 0 }
         let now = clock.nowMs()
-        let made = try subjects.map { try groupEntry($0, eventID: EventID("group-refresh:\(now)"), at: now) }
+        var draft = OutboxDraft()
         do {
-            let ids = try await store.groupedTransaction { tx in try tx.enqueueAll(made.map(\.0), at: now) }
-            for (id, item) in zip(ids, made) { payloads.put(id, bytes: item.2, payload: item.1) }
+            for subject in subjects { try addGroupEntry(subject, eventID: EventID("group-refresh:\(now)"), at: now, to: &draft) }
+            try await queue(draft, at: now)
         } catch {
             groupsSeen.noteActive(subjects)
             throw error
         }
-        wakes.withLock { $0.touched.formUnion(made.map(\.0.lane)) }
-        doorbell.yield()
-        return made.count
+        return draft.count
     }
 
-    /// A comparison of `subject`'s target group, in its own lane (`GroupSync.lane`).
-    nonisolated func groupEntry(_ subject: GroupSync.Subject, eventID: EventID,
-                                at now: Int64) throws -> (StoreTransaction.NewEntry, OutboxPayload, Data) {
+    /// Adds a comparison of `subject`'s target group, in its own lane (`GroupSync.lane`).
+    nonisolated func addGroupEntry(_ subject: GroupSync.Subject, eventID: EventID, at now: Int64, to draft: inout OutboxDraft) throws {
         let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: subject.users)
         let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
-        let bytes = try payload.encoded()
-        return (StoreTransaction.NewEntry(lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), sourceBackend: subject.source,
-                                          sourceEventID: eventID, kind: action.kindName, payload: bytes), payload, bytes)
+        try draft.add(payload, lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), source: subject.source, eventID: eventID)
     }
 
     /// Every `groupSettings.refreshMs`, `refreshGroups`; returns when the task is cancelled.

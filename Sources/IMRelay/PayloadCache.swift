@@ -9,7 +9,7 @@ import Synchronization
 /// (its transaction rolled back and the id reused, or the row changed) is never taken for the row. It is
 /// bounded (`capacity` entries; when full, new payloads are not cached and the lane decodes the row), and
 /// an entry is removed when taken. After a restart it is empty and every row is decoded.
-final class PayloadCache: Sendable {
+package final class PayloadCache: Sendable {
     private struct Cached {
         var bytes: Data
         var payload: OutboxPayload

@@ -128,27 +128,21 @@ extension RelayEngine {
                                    puppet: leg.targetUser(message.sender), route: leg.route)
     }
 
-    /// The `profile` entries a callback's transaction queues: one per puppet never queued before (the
+    /// Adds the `profile` entries a callback's transaction queues: one per puppet never queued before (the
     /// store's checkpoint says so), each marked queued in the same transaction.
-    nonisolated func firstSightEntries(_ subjects: [ProfileSync.Subject], event: IMEvent, _ tx: StoreTransaction,
-                                       at now: Int64) throws -> [(StoreTransaction.NewEntry, OutboxPayload, Data)] {
-        var entries: [(StoreTransaction.NewEntry, OutboxPayload, Data)] = []
+    nonisolated func firstSightProfiles(_ subjects: [ProfileSync.Subject], event: IMEvent, _ tx: StoreTransaction, at now: Int64,
+                                        to draft: inout OutboxDraft) throws {
         for subject in subjects where !profiles.isQueued(subject) {
             guard try tx.checkpoint(subject.checkpoint) == nil else { continue }
             try tx.setCheckpoint(subject.checkpoint, "", at: now)
-            entries.append(try profileEntry(subject, eventID: event.eventID, at: now))
+            try addProfileEntry(subject, eventID: event.eventID, at: now, to: &draft)
         }
-        return entries
     }
 
-    nonisolated func profileEntry(_ subject: ProfileSync.Subject, eventID: EventID,
-                                  at now: Int64) throws -> (StoreTransaction.NewEntry, OutboxPayload, Data) {
+    nonisolated func addProfileEntry(_ subject: ProfileSync.Subject, eventID: EventID, at now: Int64, to draft: inout OutboxDraft) throws {
         let action = RelayAction.profile(source: subject.user, puppet: subject.puppet)
         let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now)
-        let bytes = try payload.encoded()
-        let entry = StoreTransaction.NewEntry(lane: ProfileSync.lane(target: subject.target, puppet: subject.puppet),
-                                              sourceBackend: subject.source, sourceEventID: eventID, kind: action.kindName, payload: bytes)
-        return (entry, payload, bytes)
+        try draft.add(payload, lane: ProfileSync.lane(target: subject.target, puppet: subject.puppet), source: subject.source, eventID: eventID)
     }
 
     /// Queues a `profile` entry for each sender active since the last round (at most
@@ -158,17 +152,15 @@ extension RelayEngine {
         let subjects = profiles.takeActive(limit: ProfileSync.maxPerRound)
         guard !subjects.isEmpty else { return 0 }
         let now = clock.nowMs()
-        let made = try subjects.map { try profileEntry($0, eventID: EventID("profile-refresh:\(now)"), at: now) }
+        var draft = OutboxDraft()
         do {
-            let ids = try await store.groupedTransaction { tx in try tx.enqueueAll(made.map(\.0), at: now) }
-            for (id, item) in zip(ids, made) { payloads.put(id, bytes: item.2, payload: item.1) }
+            for subject in subjects { try addProfileEntry(subject, eventID: EventID("profile-refresh:\(now)"), at: now, to: &draft) }
+            try await queue(draft, at: now)
         } catch {
             profiles.noteActive(subjects)
             throw error
         }
-        wakes.withLock { $0.touched.formUnion(made.map(\.0.lane)) }
-        doorbell.yield()
-        return made.count
+        return draft.count
     }
 
     /// Every `profileSettings.refreshMs`, `refreshProfiles`; returns when the task is cancelled. Each

@@ -15,13 +15,13 @@ extension RelayEngine {
             let count = (payload.requeues ?? 0) + 1
             guard count <= Self.maxRequeues else { throw error }
             payload.requeues = count
-            let encoded = try payload.encoded()
-            try await store.groupedTransaction { tx in
+            var draft = OutboxDraft()
+            let index = try draft.add(payload, lane: entry.lane, source: entry.sourceBackend, eventID: entry.sourceEventID)
+            draft.pause(index, until: now + min(2000, 50 * Int64(count)), reason: "waiting for the message it refers to")
+            try await store.groupedTransaction { [draft] tx in
                 guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
                 try tx.complete(entry.id, at: now)
-                let id = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: entry.sourceEventID,
-                                        kind: entry.kind, payload: encoded, at: now)
-                try tx.reschedule(id, at: now + min(2000, 50 * Int64(count)), error: "waiting for the message it refers to")
+                _ = try draft.write(tx, at: now)
             }
             metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
         } catch is StoreTransaction.LeaseLost {
@@ -107,11 +107,9 @@ extension RelayEngine {
         var pauseMs: UInt64 = 50
         for _ in 0..<20 {
             do {
-                let encoded = try retraction.encoded()
-                try await store.groupedTransaction { tx in
-                    _ = try tx.enqueue(lane: entry.lane, sourceBackend: entry.sourceBackend, sourceEventID: EventID("retract:\(entry.id)"),
-                                       kind: retraction.action.kindName, payload: encoded, at: now)
-                }
+                var draft = OutboxDraft()
+                try draft.add(retraction, lane: entry.lane, source: entry.sourceBackend, eventID: EventID("retract:\(entry.id)"))
+                try await store.groupedTransaction { [draft] tx in _ = try draft.write(tx, at: now) }
                 wake()
                 return
             } catch {

@@ -264,9 +264,8 @@ extension RelayEngine {
             if case .message(let sent) = event.kind { message = sent.id }
             return StoreTransaction.InboundEvent(backend: event.backend, eventID: event.eventID, kind: event.kindName, message: message)
         }, at: now)
-        var entries: [StoreTransaction.NewEntry] = []
-        var encoded: [(bytes: Data, payload: OutboxPayload)] = []
-        var refused: [Int: String] = [:]   // entry index → dead-letter reason (ExpansionConvergence.refusal)
+        var draft = OutboxDraft()
+        var membershipEntries = 0, groupEntries = 0
         for (received, outcome) in zip(candidates, outcomes) {
             var event = received
             switch outcome {
@@ -296,12 +295,8 @@ extension RelayEngine {
                     let names = ExpansionDelta(version: delta.version, removed: repair.keys)
                     let payload = OutboxPayload(action: .expansion(source: repair.source.toMessage, by: actor, delta: names),
                                                 route: repair.leg.route, eventTimeMs: now, sourceConversation: repair.source.toConversation)
-                    let lane = LaneKey(backend: event.backend, conversation: conversation)
-                    let bytes = try payload.encoded()
-                    entries.append(StoreTransaction.NewEntry(lane: lane, sourceBackend: repair.source.toBackend, sourceEventID: event.eventID,
-                                                             kind: payload.action.kindName, payload: bytes))
-                    encoded.append((bytes, payload))
-                    recorded.lanes.insert(lane)
+                    try draft.add(payload, lane: LaneKey(backend: event.backend, conversation: conversation), source: repair.source.toBackend,
+                                  eventID: event.eventID)
                 }
                 converged = decision
             }
@@ -311,31 +306,21 @@ extension RelayEngine {
                     recorded.groupSubjects.append(subject)
                     // A vendor's membership event: the group is compared now, not at the next round.
                     if case .membersChanged = event.kind {
-                        let (entry, payload, bytes) = try groupEntry(subject, eventID: event.eventID, at: now)
-                        entries.append(entry)
-                        encoded.append((bytes, payload))
-                        recorded.lanes.insert(entry.lane)
-                        recorded.membershipEntries += 1
+                        try addGroupEntry(subject, eventID: event.eventID, at: now, to: &draft)
+                        membershipEntries += 1
                     }
                 }
                 // First event of a group on this leg: the target group is set up ahead of it (`GroupSync`).
-                if let setup = try firstSightGroup(event, leg: leg, tx, at: now) {
-                    entries.append(setup.entry)
-                    encoded.append((setup.bytes, setup.payload))
-                    recorded.lanes.insert(setup.entry.lane)
-                    recorded.groupNames.append(setup.name)
+                if let name = try firstSightGroup(event, leg: leg, tx, at: now, to: &draft) {
+                    recorded.groupNames.append(name)
+                    groupEntries += 1
                 }
                 if let subject = profileSubject(event, leg: leg) {
                     recorded.profileSubjects.append(subject)
                     // First sight of this sender's puppet: its profile entry, in a lane of its own (`ProfileSync`).
-                    for (entry, payload, bytes) in try firstSightEntries([subject], event: event, tx, at: now) {
-                        entries.append(entry)
-                        encoded.append((bytes, payload))
-                        recorded.lanes.insert(entry.lane)
-                    }
+                    try firstSightProfiles([subject], event: event, tx, at: now, to: &draft)
                 }
-                let planned = Translator(target: target, source: backends[event.backend], customFallbacks: customFallbacks)
-                    .plan(event, leg: leg)
+                let planned = planner.plan(event, leg: leg)
                 if !echo { recorded.fallbacks += planned.fallbacks.map { Fallback(feature: $0.0, policy: $0.1) } }
                 for proposed in planned.actions {
                     var action = proposed
@@ -348,27 +333,23 @@ extension RelayEngine {
                     } else if echo {
                         continue   // an echo's notices and other fallbacks were relayed with the original change
                     }
-                    if case .expansion(_, _, let delta) = action, let reason = ExpansionConvergence.refusal(delta, target: target) {
-                        refused[entries.count] = reason
-                    }
                     let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
                                                 sourceConversation: event.conversation)
-                    let lane = LaneKey(backend: leg.target, conversation: leg.targetConversation)
-                    let bytes = try payload.encoded()
-                    entries.append(StoreTransaction.NewEntry(lane: lane, sourceBackend: event.backend, sourceEventID: event.eventID,
-                                                             kind: action.kindName, payload: bytes))
-                    encoded.append((bytes, payload))
-                    recorded.lanes.insert(lane)
+                    let index = try draft.add(payload, lane: LaneKey(backend: leg.target, conversation: leg.targetConversation),
+                                              source: event.backend, eventID: event.eventID)
+                    if case .expansion(_, _, let delta) = action, let reason = ExpansionConvergence.refusal(delta, target: target) {
+                        draft.refuse(index, reason: reason)
+                        recorded.refused += 1
+                    }
                 }
             }
         }
-        let ids = try tx.enqueueAll(entries, at: now)
-        for (index, reason) in refused { try tx.markDead(ids[index], error: reason, at: now) }
-        recorded.refused = refused.count
-        for (id, item) in zip(ids, encoded) { payloads.put(id, bytes: item.bytes, payload: item.payload) }
-        let profileEntries = entries.count { $0.kind == "profile" }
-        recorded.result.groupsQueued += recorded.groupNames.count + recorded.membershipEntries
-        recorded.result.queued += ids.count - profileEntries - recorded.groupNames.count - recorded.membershipEntries
+        let ids = try draft.write(tx, at: now, cache: payloads)
+        recorded.lanes = draft.lanes
+        let profileEntries = draft.count(of: "profile")
+        recorded.membershipEntries = membershipEntries
+        recorded.result.groupsQueued += groupEntries + membershipEntries
+        recorded.result.queued += ids.count - profileEntries - groupEntries - membershipEntries
         recorded.result.profilesQueued += profileEntries
         return recorded
     }
@@ -394,10 +375,7 @@ extension RelayEngine {
             logger.warning("inbound message set aside as a dead letter (see `imbridge deadletters list`)",
                            metadata: ["backend": "\(item.backend)", "key": "\(item.key)", "reason": "\(item.reason.prefix(300))"])
         }
-        if result.queued + result.profilesQueued + result.groupsQueued > 0 {
-            wakes.withLock { $0.touched.formUnion(recorded.lanes) }
-            doorbell.yield()
-        }
+        if result.queued + result.profilesQueued + result.groupsQueued > 0 { wakeLanes(recorded.lanes) }
         return result
     }
 

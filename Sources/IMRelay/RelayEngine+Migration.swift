@@ -54,25 +54,19 @@ extension RelayEngine {
             for (item, record) in zip(ledgered, records) where recordsByEvent[item.event.eventID] == nil {
                 recordsByEvent[item.event.eventID] = record
             }
-            var entries: [StoreTransaction.NewEntry] = []
+            var draft = OutboxDraft()
             var sendIndex: [(first: Int, last: Int)?] = []
-            var lanes: Set<LaneKey> = [lane]
             for item in items {
                 let source = item.event.backend
                 if recordsByEvent[item.event.eventID] == .new {
                     for other in routes.legs(from: source, conversation: item.message.conversation)
                     where other.target != leg.target || other.targetConversation != leg.targetConversation {
-                        guard let target = backends[other.target],
-                              try tx.mapped(item.message.id, from: source, to: other.target) == nil else { continue }
-                        let planned = Translator(target: target, source: backends[source], customFallbacks: customFallbacks)
-                            .plan(item.event, leg: other)
+                        guard backends[other.target] != nil, try tx.mapped(item.message.id, from: source, to: other.target) == nil else { continue }
                         let otherLane = LaneKey(backend: other.target, conversation: other.targetConversation)
-                        for action in planned.actions {
+                        for action in planner.plan(item.event, leg: other).actions {
                             let payload = OutboxPayload(action: action, route: other.route, eventTimeMs: item.message.sentAt,
                                                         sourceConversation: item.message.conversation)
-                            entries.append(.init(lane: otherLane, sourceBackend: source, sourceEventID: item.event.eventID,
-                                                 kind: action.kindName, payload: try payload.encoded()))
-                            lanes.insert(otherLane)
+                            try draft.add(payload, lane: otherLane, source: source, eventID: item.event.eventID)
                         }
                     }
                 }
@@ -80,22 +74,20 @@ extension RelayEngine {
                     sendIndex.append(nil)
                     continue
                 }
-                sendIndex.append((entries.count, entries.count + item.actions.count - 1))
+                sendIndex.append((draft.count, draft.count + item.actions.count - 1))
                 for (n, action) in item.actions.enumerated() {
                     var mark = item.mark
                     if n > 0 { mark.tally = nil }
                     let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: item.message.sentAt,
                                                 sourceConversation: item.message.conversation, migration: mark)
-                    entries.append(.init(lane: lane, sourceBackend: source, sourceEventID: item.event.eventID, kind: action.kindName,
-                                         payload: try payload.encoded()))
+                    try draft.add(payload, lane: lane, source: source, eventID: item.event.eventID)
                 }
             }
-            let ids = try tx.enqueueAll(entries, at: now)
+            let ids = try draft.write(tx, at: now, cache: payloads)
             if let checkpoint { try tx.setCheckpoint(checkpoint.name, checkpoint.value, at: now) }
-            return (sendIndex.map { $0.map { .queued(send: ids[$0.first], last: ids[$0.last]) } ?? .alreadyCopied }, lanes)
+            return (sendIndex.map { $0.map { .queued(send: ids[$0.first], last: ids[$0.last]) } ?? .alreadyCopied }, draft.lanes.union([lane]))
         }
-        wakes.withLock { $0.touched.formUnion(lanes) }
-        doorbell.yield()
+        wakeLanes(lanes)
         return outcomes
     }
 }

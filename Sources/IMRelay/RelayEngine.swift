@@ -43,7 +43,9 @@ public actor RelayEngine {
     nonisolated let refusalLines = LogThrottle(intervalMs: 1_000)
     public nonisolated let metrics: RelayMetrics
     public nonisolated let health: HealthBoard
-    nonisolated let backends: [BackendID: any IMBackend]
+    /// The backends and how an event is planned for a route leg (`Translator`), shared with migration and verify.
+    package nonisolated let planner: Planner
+    nonisolated var backends: [BackendID: any IMBackend] { planner.backends }
     nonisolated let routes: RouteTable
     nonisolated let clock: any IMClock
     nonisolated let retry: RetryPolicy
@@ -62,7 +64,7 @@ public actor RelayEngine {
     private nonisolated let stopping = Atomic<Bool>(false)
     /// The one delivery path per target (shared with migration).
     nonisolated let deliveries: [BackendID: Delivery]
-    public nonisolated let customFallbacks: CustomTypeFallbacks?
+    public nonisolated var customFallbacks: CustomTypeFallbacks? { planner.customFallbacks }
     /// Where live intake meets catch-up (`CatchUpRunner`); admits everything while no source is watched.
     public nonisolated let catchUpGate = CatchUpGate()
     nonisolated let wakes = Mutex(Wakes())
@@ -125,10 +127,10 @@ public actor RelayEngine {
         self.leadership = leadership
         self.heldLeases = HeldLeases(ttlMs: lease.ttlMs)
         self.sharedHolds = SharedHolds(enabled: store.kind == .postgres, owner: lease.owner, ttlMs: lease.ttlMs)
-        self.customFallbacks = customFallbacks
-        self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-        self.deliveries = self.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }
-        self.migrationPacing = self.backends.mapValues { MigrationPacing(capabilities: $0.capabilities, sendsPerSecond: migrationSendsPerSecond) }
+        self.planner = Planner(backends: Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }),
+                               customFallbacks: customFallbacks)
+        self.deliveries = self.planner.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }
+        self.migrationPacing = self.planner.backends.mapValues { MigrationPacing(capabilities: $0.capabilities, sendsPerSecond: migrationSendsPerSecond) }
         self.routes = RouteTable(routes)
         self.clock = clock
         self.metrics = metrics

@@ -320,7 +320,7 @@ public actor Migrator {
                           to: RouteEndpoint(backend: plan.target, kind: to.kind, id: to.id), direction: .forward, usersOnTarget: plan.users,
                           media: plan.media)
         let leg = RouteLeg(route: route, target: plan.target, targetConversation: to, users: plan.users)
-        let translator = Translator(target: target, source: source, customFallbacks: customFallbacks)
+        let translator = engine.planner.translator(to: target, from: source)
         var tracked = plan.dryRun ? Queued() : try resume(checkpoint, lane: LaneKey(backend: plan.target, conversation: to))
         var anchor: HistoryAnchor = try await store.reading { try $0.checkpoint(checkpoint) }.map { .after(HistoryCursor($0)) } ?? .oldest
         let started = Date()

@@ -25,7 +25,7 @@ extension Verifier {
             var item: Int
             var ids: [Int64]
         }
-        var entries: [StoreTransaction.NewEntry] = []
+        var draft = OutboxDraft()
         var owners: [(conversation: Int, item: Int, count: Int)] = []
         var resets: [(copy: MessageID, target: BackendID, keys: [String])] = []
         for (c, conversation) in report.conversations.enumerated() {
@@ -39,9 +39,8 @@ extension Verifier {
                 for action in item.fix {
                     let payload = OutboxPayload(action: action, route: pair.leg.route, eventTimeMs: clock.nowMs(),
                                                 sourceConversation: pair.conversation)
-                    entries.append(.init(lane: lane, sourceBackend: pair.source,
-                                         sourceEventID: EventID("verify:\(report.startedAtMs):\(item.kind.rawValue):\(item.sourceMessage)"),
-                                         kind: action.kindName, payload: try payload.encoded()))
+                    try draft.add(payload, lane: lane, source: pair.source,
+                                  eventID: EventID("verify:\(report.startedAtMs):\(item.kind.rawValue):\(item.sourceMessage)"))
                     if case .expansion(_, _, let delta) = action, let copy = item.targetMessage {
                         resets.append((MessageID(copy), pair.leg.target, Array(delta.set.keys) + delta.removed))
                     }
@@ -49,9 +48,9 @@ extension Verifier {
                 owners.append((c, i, item.fix.count))
             }
         }
-        guard !entries.isEmpty else { return }
+        guard !draft.isEmpty else { return }
         let now = clock.nowMs()
-        let ids = try await store.groupedTransaction { [entries, resets] tx in
+        let ids = try await store.groupedTransaction { [draft, resets] tx in
             // What verify read: the copy does not hold these keys as the store believed.
             for reset in resets {
                 let known = try tx.expansionKeys(of: reset.copy, on: reset.target)
@@ -62,7 +61,7 @@ extension Verifier {
                 }
                 try tx.putExpansionKeys(records, of: reset.copy, on: reset.target)
             }
-            return try tx.enqueueAll(entries, at: now)
+            return try draft.write(tx, at: now)
         }
         var queued: [Queued] = []
         var next = 0
@@ -71,7 +70,8 @@ extension Verifier {
             report.conversations[owner.conversation].items[owner.item].repair = "queued"
             next += owner.count
         }
-        let lanes = Set(entries.map(\.lane))
+        let entries = draft.entries
+        let lanes = draft.lanes
         let engine = RelayEngine(store: store, backends: Array(backends.values), routes: routes.routes, clock: clock, retry: retry,
                                  retentionMs: nil, customFallbacks: customFallbacks)
         await engine.start(lanes: lanes)

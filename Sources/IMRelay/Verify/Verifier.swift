@@ -46,9 +46,9 @@ public struct VerifyScope: Sendable {
 /// - Expansion values are compared where the target keeps expansions natively and the copy was sent with one.
 public final class Verifier: Sendable {
     let store: BridgeStore
-    let backends: [BackendID: any IMBackend]
+    /// The backends, and how an event is planned for a leg (the relay's own planning).
+    let planner: Planner
     let routes: RouteTable
-    let customFallbacks: CustomTypeFallbacks?
     let clock: any IMClock
     /// History calls per backend.
     let calls = Mutex<[String: Int]>([:])
@@ -64,11 +64,14 @@ public final class Verifier: Sendable {
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], customFallbacks: CustomTypeFallbacks? = nil,
                 clock: any IMClock = SystemClock()) {
         self.store = store
-        self.backends = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.planner = Planner(backends: Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }),
+                               customFallbacks: customFallbacks)
         self.routes = RouteTable(routes)
-        self.customFallbacks = customFallbacks
         self.clock = clock
     }
+
+    var backends: [BackendID: any IMBackend] { planner.backends }
+    var customFallbacks: CustomTypeFallbacks? { planner.customFallbacks }
 
     /// One source conversation and the leg it travels.
     struct Pair: Sendable {
@@ -213,7 +216,7 @@ public final class Verifier: Sendable {
 
     func compare(_ pair: Pair, source: any IMBackend, target: any IMBackend, _ sourceMessages: [Message], _ targetMessages: [Message],
                  into result: inout VerifyReport.Conversation) async throws {
-        let translator = Translator(target: target, source: source, customFallbacks: customFallbacks)
+        let translator = planner.translator(to: target, from: source)
         let capabilities = target.capabilities
         let edits = capabilities.support(.edit).isNative && target is any Editing
         let recalls = capabilities.support(.recall).isNative && target is any Recalling
