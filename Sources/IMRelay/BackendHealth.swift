@@ -9,6 +9,8 @@ import Synchronization
 /// `connection_refused`, `http_5xx`, `http_429`, `auth` …), never the URLs, host names or vendor
 /// response bodies an error's message may carry.
 public final class HealthBoard: Sendable {
+    /// The store's readiness probe in flight, if any (`RelayEngine.probeStore`).
+    let storeProbe = RelayEngine.ProbeSlot()
     public struct Entry: Sendable, Codable, Equatable {
         public var state: String
         /// The last failure's class (`HealthBoard.errorClass`).

@@ -29,11 +29,21 @@ public final class Delivery: Sendable {
     let provisioned = Mutex<Set<UserID>>([])
     let rehoster = MediaRehoster()
     let userWrites = KeyedLock<UserID>()
+    /// The target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
+    let migrationPacing: MigrationPacing?
 
     public init(target: any IMBackend, store: BridgeStore, retry: RetryPolicy) {
         self.target = target
         self.store = store
         self.retry = retry
+        self.migrationPacing = nil
+    }
+
+    init(target: any IMBackend, store: BridgeStore, retry: RetryPolicy, migrationPacing: MigrationPacing?) {
+        self.target = target
+        self.store = store
+        self.retry = retry
+        self.migrationPacing = migrationPacing
     }
 
     /// What to do about a failure.

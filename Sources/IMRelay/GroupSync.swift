@@ -108,7 +108,7 @@ extension RelayEngine {
                                      to draft: inout OutboxDraft) throws -> String? {
         guard case .message = event.kind, let subject = groupSubject(event, leg: leg) else { return nil }
         let name = subject.name
-        guard !groupsSeen.contains(name), try tx.checkpoint(name) == nil else { return nil }
+        guard !people.groupsSeen.contains(name), try tx.checkpoint(name) == nil else { return nil }
         try tx.setCheckpoint(name, "", at: now)
         let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: leg.users)
         let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: now, sourceConversation: event.conversation)
@@ -131,7 +131,7 @@ extension RelayEngine {
     /// `GroupSync.maxPerRound`), each in its target group's own lane; returns how many.
     @discardableResult
     public nonisolated func refreshGroups() async throws -> Int {
-        let subjects = groupsSeen.takeActive(limit: GroupSync.maxPerRound)
+        let subjects = people.groupsSeen.takeActive(limit: GroupSync.maxPerRound)
         guard !subjects.isEmpty else { return 0 }
         let now = clock.nowMs()
         var draft = OutboxDraft()
@@ -139,7 +139,7 @@ extension RelayEngine {
             for subject in subjects { try addGroupEntry(subject, eventID: EventID("group-refresh:\(now)"), at: now, to: &draft) }
             try await queue(draft, at: now)
         } catch {
-            groupsSeen.noteActive(subjects)
+            people.groupsSeen.noteActive(subjects)
             throw error
         }
         return draft.count
@@ -154,7 +154,7 @@ extension RelayEngine {
 
     /// Every `groupSettings.refreshMs`, `refreshGroups`; returns when the task is cancelled.
     func groupLoop() async {
-        guard let interval = groupSettings.refreshMs else { return }
+        guard let interval = people.groupSettings.refreshMs else { return }
         while !Task.isCancelled {
             try? await Task.sleep(nanoseconds: UInt64(interval) * 1_000_000)
             if Task.isCancelled { return }

@@ -64,10 +64,13 @@ package struct OutboxDraft: Sendable {
 /// Plans an event for a route leg: the one place a `Translator` is made, for the engine, migration and verify.
 package struct Planner: Sendable {
     package let backends: [BackendID: any IMBackend]
+    /// The configured routes (none for a verify or migration that plans its own legs).
+    package let routes: RouteTable
     package let customFallbacks: CustomTypeFallbacks?
 
-    package init(backends: [BackendID: any IMBackend], customFallbacks: CustomTypeFallbacks?) {
+    package init(backends: [BackendID: any IMBackend], routes: RouteTable = RouteTable([]), customFallbacks: CustomTypeFallbacks?) {
         self.backends = backends
+        self.routes = routes
         self.customFallbacks = customFallbacks
     }
 
@@ -101,7 +104,7 @@ extension RelayEngine {
     /// Starts the lanes a committed draft queued work in (those running take it themselves).
     nonisolated func wakeLanes(_ lanes: Set<LaneKey>) {
         guard !lanes.isEmpty else { return }
-        wakes.withLock { $0.touched.formUnion(lanes) }
-        doorbell.yield()
+        signals.wakes.withLock { $0.touched.formUnion(lanes) }
+        signals.doorbell.yield()
     }
 }

@@ -132,7 +132,7 @@ extension RelayEngine {
     /// store's checkpoint says so), each marked queued in the same transaction.
     nonisolated func firstSightProfiles(_ subjects: [ProfileSync.Subject], event: IMEvent, _ tx: StoreTransaction, at now: Int64,
                                         to draft: inout OutboxDraft) throws {
-        for subject in subjects where !profiles.isQueued(subject) {
+        for subject in subjects where !people.profiles.isQueued(subject) {
             guard try tx.checkpoint(subject.checkpoint) == nil else { continue }
             try tx.setCheckpoint(subject.checkpoint, "", at: now)
             try addProfileEntry(subject, eventID: event.eventID, at: now, to: &draft)
@@ -149,7 +149,7 @@ extension RelayEngine {
     /// `ProfileSync.maxPerRound`); returns how many.
     @discardableResult
     public nonisolated func refreshProfiles() async throws -> Int {
-        let subjects = profiles.takeActive(limit: ProfileSync.maxPerRound)
+        let subjects = people.profiles.takeActive(limit: ProfileSync.maxPerRound)
         guard !subjects.isEmpty else { return 0 }
         let now = clock.nowMs()
         var draft = OutboxDraft()
@@ -157,7 +157,7 @@ extension RelayEngine {
             for subject in subjects { try addProfileEntry(subject, eventID: EventID("profile-refresh:\(now)"), at: now, to: &draft) }
             try await queue(draft, at: now)
         } catch {
-            profiles.noteActive(subjects)
+            people.profiles.noteActive(subjects)
             throw error
         }
         return draft.count
@@ -167,7 +167,7 @@ extension RelayEngine {
     /// instance re-reads the senders it took callbacks for (a write happens only on a difference, so two
     /// instances reading the same sender write once).
     func profileLoop() async {
-        guard let interval = profileSettings.refreshMs else { return }
+        guard let interval = people.profileSettings.refreshMs else { return }
         while !Task.isCancelled {
             try? await Task.sleep(nanoseconds: UInt64(interval) * 1_000_000)
             if Task.isCancelled { return }

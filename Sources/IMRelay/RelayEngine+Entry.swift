@@ -17,7 +17,7 @@ extension RelayEngine {
             payload.requeues = count
             var draft = OutboxDraft()
             let index = try draft.add(payload, lane: entry.lane, source: entry.sourceBackend, eventID: entry.sourceEventID)
-            draft.pause(index, until: now + min(2000, 50 * Int64(count)), reason: "waiting for the message it refers to")
+            draft.pause(index, until: now + min(2000, 50 * Int64(count)), reason: "book.waiting for the message it refers to")
             try await store.groupedTransaction { [draft] tx in
                 guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
                 try tx.complete(entry.id, at: now)
@@ -96,7 +96,7 @@ extension RelayEngine {
     nonisolated func queueRetraction(of created: Message?, entry: OutboxEntry, payload: OutboxPayload, attemptAt: Int64) async {
         guard case .send(var outgoing, let source, _) = payload.action else { return }
         outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
-        deliveryLogger.notice("a late attempt reached the target after the lane was taken over: its copy is taken back if it is a double",
+        logs.delivery.notice("a late attempt reached the target after the lane was taken over: its copy is taken back if it is a double",
                               metadata: laneMetadata(entry).merging(["target_message": "\(created?.id.rawValue ?? "unknown")"]) { _, new in new })
         metrics.increment("imbridge_late_copies_total", ["target": entry.lane.backend.rawValue])
         var taking = payload
@@ -135,8 +135,8 @@ extension RelayEngine {
             taken = payload
             // No vendor call starts unless the lane's lease is provably still ours when it leaves
             // (`HeldLeases`): asked here and again right before a send's write, after its lookups.
-            let mayWrite: @Sendable () throws -> Void = { [heldLeases] in
-                guard heldLeases.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
+            let mayWrite: @Sendable () throws -> Void = { [held = leases.held] in
+                guard held.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
             }
             try mayWrite()
             let executed = try await execute(payload, entry: entry, mayWrite: mayWrite)
@@ -181,8 +181,8 @@ extension RelayEngine {
         switch failure {
         case .waitForMessage:
             return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
-        case .retry where retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
-            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age): \(error)")
+        case .retry where policy.retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
+            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (policy.retry.max_age): \(error)")
             guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
             metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
             logDeadLetter(entry, reason: reason)
@@ -206,8 +206,8 @@ extension RelayEngine {
             let failure = error as? IMError ?? IMError(.unavailable, reason)
             health.failed(entry.lane.backend, error: failure, at: clock.nowMs())
             metrics.increment("imbridge_retries_total", ["target": target])
-            if let held = retryLines.admit(target, now: clock.nowMs()) {
-                deliveryLogger.warning("send failed, will retry", metadata: laneMetadata(entry).merging([
+            if let held = logs.retryLines.admit(target, now: clock.nowMs()) {
+                logs.delivery.warning("send failed, will policy.retry", metadata: laneMetadata(entry).merging([
                     "attempt": "\(entry.attempts + 1)", "retry_in_ms": "\(delay)", "error_class": "\(HealthBoard.errorClass(failure))",
                     "error": "\(String(reason.prefix(300)))", "retries_not_logged": "\(held)",
                 ]) { _, new in new })

@@ -49,7 +49,7 @@ extension RelayEngine {
                 throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) was not copied to \(entry.lane.backend)", isRetryable: false)
             }
             // Paced to the target's documented rate (docs/migration.md, "Rate limits").
-            if let pacing = migrationPacing[entry.lane.backend] {
+            if let pacing = delivery.migrationPacing {
                 if case .send = payload.action { await pacing.send(in: conversation.kind) } else { await pacing.call() }
             }
         }
@@ -118,7 +118,7 @@ extension RelayEngine {
             guard let late, late != recorded else { return nil }
             try await delivery.recall(late, in: conversation, by: outgoing.sender)
             metrics.increment("imbridge_late_copies_retracted_total", ["target": entry.lane.backend.rawValue])
-            deliveryLogger.warning("late copy taken back from the target", metadata: laneMetadata(entry).merging([
+            logs.delivery.warning("late copy taken back from the target", metadata: laneMetadata(entry).merging([
                 "target_message": "\(late.rawValue)", "source_message": "\(source.rawValue)",
             ]) { _, new in new })
         }

@@ -17,7 +17,7 @@ extension RelayEngine: EventSink {
     /// "Catch-up") and recorded by the catch-up in source order; a conversation seen for the first time
     /// gets its catch-up checkpoint in the same transaction.
     public nonisolated func accept(_ batch: InboundBatch) async throws {
-        if sharedHolds.enabled {
+        if intake.holds.enabled {
             do {
                 try await positionUnseen(batch.events)
             } catch {
@@ -26,12 +26,12 @@ extension RelayEngine: EventSink {
                 throw error
             }
         }
-        let admitted = catchUpGate.admit(batch.events)
-        let fresh = catchUpGate.unknownConversations(in: admitted)
-        let holdKeys = sharedHolds.enabled ? catchUpGate.holdKeys(in: admitted) : []
+        let admitted = intake.gate.admit(batch.events)
+        let fresh = intake.gate.unknownConversations(in: admitted)
+        let holdKeys = intake.holds.enabled ? intake.gate.holdKeys(in: admitted) : []
         // Held here (a catch-up under way or to come): held in the store before the vendor is answered,
         // so that another instance does not record the conversation's next message meanwhile.
-        let heldHere = sharedHolds.enabled ? catchUpGate.heldKeys(batch.events, admitted: admitted) : []
+        let heldHere = intake.holds.enabled ? intake.gate.heldKeys(batch.events, admitted: admitted) : []
         do {
             let backends = self.backends
             let first = CatchUpRunner.firstCheckpoints(fresh, routes: routes) { key, message in
@@ -43,24 +43,24 @@ extension RelayEngine: EventSink {
             // and refuses the callback, which is what starts a takeover when that instance died.
             if batch.setAside.isEmpty, first.isEmpty, heldHere.isEmpty, !admitted.isEmpty, admitted.allSatisfy(isDroppedEcho),
                await noHoldElsewhere(holdKeys) {
-                catchUpGate.recorded(admitted)
-                catchUpGate.markKnown(fresh.keys)
+                intake.gate.recorded(admitted)
+                intake.gate.markKnown(fresh.keys)
                 var recorded = Recorded()
                 recorded.result.echoes = admitted.count
                 _ = finishIngest(admitted, recorded)
                 return
             }
             try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere)
-            catchUpGate.recorded(admitted)
-            catchUpGate.markKnown(fresh.keys)
+            intake.gate.recorded(admitted)
+            intake.gate.markKnown(fresh.keys)
         } catch let held as HeldElsewhere {
             // Another instance is catching these conversations up (`SharedHolds`): the vendor sends the
             // callback again; once the hold is gone this instance checks that a read covered it.
-            catchUpGate.heldElsewhere(held.keys)
+            intake.gate.heldElsewhere(held.keys)
             metrics.increment("imbridge_callbacks_held_elsewhere_total")
             throw IMError(.unavailable, "the conversation is being caught up by another instance: deliver again later", isRetryable: true)
         } catch {
-            catchUpGate.notRecorded(admitted)
+            intake.gate.notRecorded(admitted)
             metrics.increment("imbridge_ingest_errors_total")
             logStoreError("ingest", error)
             throw error
@@ -75,14 +75,14 @@ extension RelayEngine: EventSink {
     /// it is held and the conversation read from history (docs/high-availability.md, "Held conversations").
     /// A conversation with no checkpoint yet is new to every instance: its first message is admitted.
     nonisolated func positionUnseen(_ events: [IMEvent]) async throws {
-        let keys = catchUpGate.unpositioned(in: events)
+        let keys = intake.gate.unpositioned(in: events)
         guard !keys.isEmpty else { return }
         let found = try await store.reading { tx in
             try keys.compactMap { key in try tx.checkpoint(CatchUpRunner.checkpointName(for: key)).map { (key, $0) } }
         }
         for (key, value) in found {
             guard let record = try? JSONDecoder().decode(CatchUpRunner.Record.self, from: Data(value.utf8)), let seq = record.seq else { continue }
-            catchUpGate.seed(key, lastSeq: seq)
+            intake.gate.seed(key, lastSeq: seq)
         }
     }
 
@@ -90,8 +90,8 @@ extension RelayEngine: EventSink {
     /// reason's class and the adapter's message, which never quotes the request body.
     public nonisolated func refused(_ error: IMError, backend: BackendID) {
         metrics.increment("imbridge_callbacks_refused_total", ["backend": backend.rawValue, "code": error.code.rawValue])
-        guard let held = refusalLines.admit(backend.rawValue, now: clock.nowMs()) else { return }
-        listenerLogger.warning("callback refused", metadata: [
+        guard let held = logs.refusalLines.admit(backend.rawValue, now: clock.nowMs()) else { return }
+        logs.listener.warning("callback refused", metadata: [
             "backend": "\(backend)", "reason": "\(error.code.rawValue)", "detail": "\(String(error.message.prefix(200)))",
             "refusals_not_logged": "\(held)",
         ])
@@ -143,14 +143,14 @@ extension RelayEngine {
         let now = clock.nowMs()
         let outcome = try await store.groupedTransaction { [self] tx -> Result<Recorded, HeldElsewhere> in
             // Held by another instance: nothing is recorded, the mark on its hold is committed.
-            let held = try sharedHolds.mark(holdKeys, tx) + sharedHolds.take(takeHolds, tx, at: now)
+            let held = try intake.holds.mark(holdKeys, tx) + intake.holds.take(takeHolds, tx, at: now)
             if !held.isEmpty { return .failure(HeldElsewhere(keys: held)) }
             var recorded = try record(events, tx, at: now)
             recorded.kept = try keep(setAside, tx, at: now)
             for (name, value) in firstCheckpoints where try tx.checkpoint(name) == nil {
                 try tx.setCheckpoint(name, value, at: now)
             }
-            if let release { guard try tx.releaseLease(release.name, owner: sharedHolds.owner, token: release.token) else { throw HoldMarked() } }
+            if let release { guard try tx.releaseLease(release.name, owner: intake.holds.owner, token: release.token) else { throw HoldMarked() } }
             return .success(recorded)
         }
         return finishIngest(events, try outcome.get())
@@ -356,10 +356,10 @@ extension RelayEngine {
 
     nonisolated func finishIngest(_ events: [IMEvent], _ recorded: Recorded) -> IngestResult {
         let result = recorded.result
-        profiles.noteActive(recorded.profileSubjects)
-        profiles.markQueued(recorded.profileSubjects)
-        groupsSeen.insert(recorded.groupNames)
-        groupsSeen.noteActive(recorded.groupSubjects)
+        people.profiles.noteActive(recorded.profileSubjects)
+        people.profiles.markQueued(recorded.profileSubjects)
+        people.groupsSeen.insert(recorded.groupNames)
+        people.groupsSeen.noteActive(recorded.groupSubjects)
         for event in events { metrics.increment("imbridge_events_in_total", ["backend": event.backend.rawValue, "kind": event.kindName]) }
         for fallback in recorded.fallbacks {
             metrics.increment("imbridge_fallbacks_total", ["feature": fallback.feature, "policy": fallback.policy.rawValue])
@@ -367,12 +367,12 @@ extension RelayEngine {
         if result.duplicates > 0 { metrics.increment("imbridge_duplicates_total", by: result.duplicates) }
         if result.echoes > 0 { metrics.increment("imbridge_echoes_total", by: result.echoes) }
         if recorded.refused > 0 {
-            logger.warning("expansion change refused at intake: a value is over the target's limit (see `imbridge deadletters list`)",
+            logs.relay.warning("expansion change refused at intake: a value is over the target's limit (see `imbridge deadletters list`)",
                            metadata: ["count": "\(recorded.refused)"])
         }
         for item in recorded.kept {
             metrics.increment("imbridge_inbound_dead_letters_total", ["backend": item.backend.rawValue])
-            logger.warning("inbound message set aside as a dead letter (see `imbridge deadletters list`)",
+            logs.relay.warning("inbound message set aside as a dead letter (see `imbridge deadletters list`)",
                            metadata: ["backend": "\(item.backend)", "key": "\(item.key)", "reason": "\(item.reason.prefix(300))"])
         }
         if result.queued + result.profilesQueued + result.groupsQueued > 0 { wakeLanes(recorded.lanes) }
@@ -387,15 +387,15 @@ extension RelayEngine {
     /// take that answer instead of a read each — a target that routes the bridge's sends back calls back
     /// once per relayed message.
     nonisolated func noHoldElsewhere(_ keys: [CatchUpGate.Key]) async -> Bool {
-        guard sharedHolds.enabled, !keys.isEmpty else { return true }
+        guard intake.holds.enabled, !keys.isEmpty else { return true }
         let started = DispatchTime.now().uptimeNanoseconds
-        if started < noForeignHoldsUntil.withLock({ $0 }) { return true }
-        let (owner, limit) = (sharedHolds.owner, 200)
+        if started < intake.noForeignHoldsUntil.withLock({ $0 }) { return true }
+        let (owner, limit) = (intake.holds.owner, 200)
         guard let foreign = try? await store.reading({ try $0.foreignLeases(prefix: SharedHolds.prefix, notOwnedBy: owner, limit: limit) })
         else { return false }
         if foreign.isEmpty {
             let until = started + SharedHolds.echoCheckWindowMs * 1_000_000
-            noForeignHoldsUntil.withLock { $0 = max($0, until) }
+            intake.noForeignHoldsUntil.withLock { $0 = max($0, until) }
             return true
         }
         let names = keys.map(SharedHolds.name)

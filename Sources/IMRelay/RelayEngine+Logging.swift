@@ -9,16 +9,16 @@ extension RelayEngine {
     }
 
     nonisolated func logDeadLetter(_ entry: OutboxEntry, reason: String) {
-        deliveryLogger.error("outbound dead letter (see `imbridge deadletters list`)",
+        logs.delivery.error("outbound dead letter (see `imbridge deadletters list`)",
                              metadata: laneMetadata(entry).merging(["reason": "\(String(reason.prefix(500)))"]) { _, new in new })
     }
 
     /// A store failure, at most one line per operation every 5 s (with how many were held back).
     nonisolated func logStoreError(_ operation: String, _ error: any Error, lane: LaneKey? = nil) {
-        guard let held = storeErrorLines.admit(operation, now: clock.nowMs()) else { return }
+        guard let held = logs.storeErrorLines.admit(operation, now: clock.nowMs()) else { return }
         var metadata: Logger.Metadata = ["operation": "\(operation)", "error": "\(String("\(error)".prefix(300)))",
                                          "errors_not_logged": "\(held)"]
         if let lane { metadata["lane"] = "\(lane)" }
-        storeLogger.error("store error", metadata: metadata)
+        logs.store.error("store error", metadata: metadata)
     }
 }

@@ -16,9 +16,9 @@ extension RelayEngine {
     /// within `withinMs` whatever the store does: a probe still running from an earlier call is waited
     /// for, not repeated, so a stuck store never piles probes up.
     public nonisolated func probeStore(withinMs: Int64 = 900) async -> StoreProbe {
-        let probe = storeProbe.running.withLock { running -> Task<Bool, Never> in
+        let probe = health.storeProbe.running.withLock { running -> Task<Bool, Never> in
             if let running { return running }
-            let (store, owner, now, slot) = (store, lease.owner, clock.nowMs(), storeProbe)
+            let (store, owner, now, slot) = (store, lease.owner, clock.nowMs(), health.storeProbe)
             let started = Task<Bool, Never> {
                 let name = "probe:\(owner)"
                 let wrote = (try? await store.sideTransaction(.probe) { tx -> Bool in

@@ -31,88 +31,36 @@ public actor RelayEngine {
     public static let clientIDPrefix = "imb-"
 
     public nonisolated let store: BridgeStore
-    nonisolated let logger = Logger(label: "imbridge.relay")
-    /// Sends: retries (throttled), dead letters. Backend state changes are logged by `HealthBoard`.
-    nonisolated let deliveryLogger = Logger(label: "imbridge.delivery")
-    nonisolated let storeLogger = Logger(label: "imbridge.store")
-    /// A retry storm (a target answering 500 to every lane) logs at most one retry line per target
-    /// backend every 5 s, carrying how many were held back; store errors one per operation every 5 s.
-    nonisolated let retryLines = LogThrottle(intervalMs: 5_000)
-    nonisolated let storeErrorLines = LogThrottle(intervalMs: 5_000)
-    nonisolated let listenerLogger = Logger(label: "imbridge.listener")
-    nonisolated let refusalLines = LogThrottle(intervalMs: 1_000)
     public nonisolated let metrics: RelayMetrics
     public nonisolated let health: HealthBoard
-    /// The backends and how an event is planned for a route leg (`Translator`), shared with migration and verify.
+    /// The backends, the routes and how an event is planned for a route leg (`Translator`), shared with
+    /// migration and verify.
     package nonisolated let planner: Planner
-    nonisolated var backends: [BackendID: any IMBackend] { planner.backends }
-    nonisolated let routes: RouteTable
     nonisolated let clock: any IMClock
-    nonisolated let retry: RetryPolicy
-    nonisolated let maxConcurrentLanes: Int
-    /// How long finished outbox entries and ledger rows are kept (nil: for ever); see `prune`.
-    public nonisolated let retentionMs: Int64?
-    nonisolated let doorbell: AsyncStream<Void>.Continuation
-    private let bell: AsyncStream<Void>
-    private var running: Set<LaneKey> = []
-    private var laneTasks: [LaneKey: Task<Void, Never>] = [:]
-    private var intakes: [any InboundHandling] = []
-    private var scheduler: Task<Void, Never>?
-    private var pruner: Task<Void, Never>?
-    /// Set by `stop`, cleared by `start`; read by the lanes between entries without a hop to the actor
-    /// (twice per relayed message: an atomic load instead of two executor switches).
-    private nonisolated let stopping = Atomic<Bool>(false)
-    /// The one delivery path per target (shared with migration).
+    nonisolated let policy: Policy
+    /// The one delivery path per target (shared with migration), each with its migration pacing.
     nonisolated let deliveries: [BackendID: Delivery]
-    public nonisolated var customFallbacks: CustomTypeFallbacks? { planner.customFallbacks }
-    /// Where live intake meets catch-up (`CatchUpRunner`); admits everything while no source is watched.
-    public nonisolated let catchUpGate = CatchUpGate()
-    nonisolated let wakes = Mutex(Wakes())
     nonisolated let payloads = PayloadCache()
+    nonisolated let logs = Logs()
+    nonisolated let signals = Signals()
+    nonisolated let leases: Leases
+    nonisolated let intake: IntakeState
+    nonisolated let people: PeopleSync
+    private var book = LaneBook()
+    private var loops = Loops()
+
+    nonisolated var backends: [BackendID: any IMBackend] { planner.backends }
+    nonisolated var routes: RouteTable { planner.routes }
+    public nonisolated var customFallbacks: CustomTypeFallbacks? { planner.customFallbacks }
+    /// How long finished outbox entries and ledger rows are kept (nil: for ever); see `prune`.
+    public nonisolated var retentionMs: Int64? { policy.retentionMs }
     /// This engine's lease owner name and lease length.
-    public nonisolated let lease: LeaseSettings
+    public nonisolated var lease: LeaseSettings { leases.settings }
     /// Whether this engine holds the leader lease (kept by `leaseLoop`).
-    public nonisolated let leadership: Leadership
-    private var leaseKeeper: Task<Void, Never>?
-    /// This engine's leases as confirmed on its monotonic clock: asked before every vendor call.
-    nonisolated let heldLeases: HeldLeases
-    /// Conversations being caught up, held in the store for the other instances (PostgreSQL only).
-    nonisolated let sharedHolds: SharedHolds
-    /// Until when (monotonic nanoseconds) a read found no other instance's hold row at all: echo-only
-    /// callbacks need no read of their own meanwhile (`noHoldElsewhere`).
-    nonisolated let noForeignHoldsUntil = Mutex<UInt64>(0)
-    /// The readiness probe in flight (`probeStore`), if any.
-    nonisolated let storeProbe = ProbeSlot()
-    /// Lanes whose lease another instance held when we last tried, until when not to try again on
-    /// ingest's wake-ups alone (a scan, which leaves leased lanes out, starts them when they are free).
-    private var heldElsewhere: [LaneKey: Int64] = [:]
-    /// Lanes with work noticed while they were running (ingest named them, or a scan found their head
-    /// due), with when (`noticeClock`): a lane that then ends drained is started again at once if the
-    /// notice came after its last look at its head, since that work may have been queued after it.
-    private var noticedWhileRunning: [LaneKey: UInt64] = [:]
-    /// Counts notices; a lane reads it right before its last look at its head (`laneFinished`).
-    nonisolated let noticeClock = Atomic<UInt64>(0)
-    /// Lanes that could not start for want of a free slot, in the order they were turned away: a lane
-    /// that ends hands its slot to the first of them (no scan of every lane head). Past `maxWaiting` more
-    /// are not kept; the next lane to end causes a scan instead (`overflowed`).
-    private var waiting = LaneQueue()
-    /// Scans of every lane head so far (tests: a lane's end should not need one).
-    nonisolated let scans = Atomic<Int>(0)
-    private var overflowed = false
+    public nonisolated var leadership: Leadership { leases.leadership }
+    /// Where live intake meets catch-up (`CatchUpRunner`); admits everything while no source is watched.
+    public nonisolated var catchUpGate: CatchUpGate { intake.gate }
     static let maxWaiting = 100_000
-    /// The lanes this engine works when started with `start(lanes:)` (a migration's); nil: every lane.
-    private var onlyLanes: Set<LaneKey>?
-    /// Each target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
-    nonisolated let migrationPacing: [BackendID: MigrationPacing]
-    /// `profiles:` (`ProfileSync`), and the puppets and active senders it keeps track of.
-    nonisolated let profileSettings: ProfileSettings
-    nonisolated let profiles = ProfileSync.Tracker()
-    /// Target groups set up or queued for it (`GroupSync`).
-    nonisolated let groupsSeen = GroupSync.Seen()
-    /// `groups:` (`GroupSync`).
-    nonisolated let groupSettings: GroupSettings
-    private var groupSyncer: Task<Void, Never>?
-    private var profiler: Task<Void, Never>?
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], clock: any IMClock = SystemClock(),
                 metrics: RelayMetrics = RelayMetrics(), retry: RetryPolicy = RetryPolicy(), maxConcurrentLanes: Int = 256,
@@ -121,17 +69,15 @@ public actor RelayEngine {
                 backendDownAfterMs: Int64? = ReadinessPolicy().backendFailingMs, migrationSendsPerSecond: Double? = nil,
                 profiles: ProfileSettings = ProfileSettings(), groups: GroupSettings = GroupSettings()) {
         self.store = store
-        self.profileSettings = profiles
-        self.groupSettings = groups
-        self.lease = lease
-        self.leadership = leadership
-        self.heldLeases = HeldLeases(ttlMs: lease.ttlMs)
-        self.sharedHolds = SharedHolds(enabled: store.kind == .postgres, owner: lease.owner, ttlMs: lease.ttlMs)
-        self.planner = Planner(backends: Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first }),
-                               customFallbacks: customFallbacks)
-        self.deliveries = self.planner.backends.mapValues { Delivery(target: $0, store: store, retry: retry) }
-        self.migrationPacing = self.planner.backends.mapValues { MigrationPacing(capabilities: $0.capabilities, sendsPerSecond: migrationSendsPerSecond) }
-        self.routes = RouteTable(routes)
+        self.people = PeopleSync(profiles: profiles, groups: groups)
+        self.leases = Leases(settings: lease, leadership: leadership)
+        self.intake = IntakeState(holds: SharedHolds(enabled: store.kind == .postgres, owner: lease.owner, ttlMs: lease.ttlMs))
+        let byID = Dictionary(backends.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+        self.planner = Planner(backends: byID, routes: RouteTable(routes), customFallbacks: customFallbacks)
+        self.deliveries = byID.mapValues {
+            Delivery(target: $0, store: store, retry: retry,
+                     migrationPacing: MigrationPacing(capabilities: $0.capabilities, sendsPerSecond: migrationSendsPerSecond))
+        }
         self.clock = clock
         self.metrics = metrics
         metrics.activity.use(clock: clock)
@@ -140,10 +86,7 @@ public actor RelayEngine {
         let configured = Set(backends.map(\.id))
         metrics.prepare(backends: backends.map(\.id), targets: Set(targets).filter(configured.contains).sorted { $0.rawValue < $1.rawValue })
         self.health = HealthBoard(backends: backends.map(\.id), downAfterMs: backendDownAfterMs)
-        self.retry = retry
-        self.maxConcurrentLanes = maxConcurrentLanes
-        self.retentionMs = retentionMs
-        (bell, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+        self.policy = Policy(retry: retry, maxConcurrentLanes: maxConcurrentLanes, retentionMs: retentionMs)
     }
 
     // MARK: lifecycle
@@ -154,16 +97,16 @@ public actor RelayEngine {
     /// `pruning: false` leaves pruning to the caller (`imbridge run` runs `pruneLoop` as a service of
     /// its own).
     public func start(pruning: Bool = true) {
-        guard scheduler == nil else { return }
-        stopping.store(false, ordering: .releasing)
-        onlyLanes = nil
-        wakes.withLock { $0.scan = true }
-        scheduler = Task { [weak self] in await self?.scheduleLoop() }
-        leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: true) }
-        if pruning && retentionMs != nil { pruner = Task { [weak self] in await self?.pruneLoop() } }
-        profiler = Task { [weak self] in await self?.profileLoop() }
-        groupSyncer = Task { [weak self] in await self?.groupLoop() }
-        doorbell.yield()
+        guard loops.scheduler == nil else { return }
+        signals.stopping.store(false, ordering: .releasing)
+        book.only = nil
+        signals.wakes.withLock { $0.scan = true }
+        loops.scheduler = Task { [weak self] in await self?.scheduleLoop() }
+        loops.leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: true) }
+        if pruning && retentionMs != nil { loops.pruner = Task { [weak self] in await self?.pruneLoop() } }
+        loops.profiler = Task { [weak self] in await self?.profileLoop() }
+        loops.groupSyncer = Task { [weak self] in await self?.groupLoop() }
+        signals.doorbell.yield()
     }
 
     /// Starts the lane scheduler for `lanes` only, as a guest on a store a bridge may be running on
@@ -171,19 +114,19 @@ public actor RelayEngine {
     /// of another instance is dropped (not even on SQLite), the leader lease is not sought and nothing is
     /// pruned. A running bridge may work the same lanes; whoever holds a lane's lease runs it.
     public func start(lanes: Set<LaneKey>) {
-        guard scheduler == nil else { return }
-        stopping.store(false, ordering: .releasing)
-        onlyLanes = lanes
-        wakes.withLock { $0.scan = true }
-        scheduler = Task { [weak self] in await self?.scheduleLoop() }
-        leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: false) }
-        doorbell.yield()
+        guard loops.scheduler == nil else { return }
+        signals.stopping.store(false, ordering: .releasing)
+        book.only = lanes
+        signals.wakes.withLock { $0.scan = true }
+        loops.scheduler = Task { [weak self] in await self?.scheduleLoop() }
+        loops.leaseKeeper = Task { [weak self] in await self?.leaseLoop(sole: false) }
+        signals.doorbell.yield()
     }
 
     /// Stops the sources `startIntake` started (pollers, streams), and returns once they have.
     public func stopIntake() async {
-        let sources = intakes
-        intakes.removeAll()
+        let sources = loops.intakes
+        loops.intakes.removeAll()
         for source in sources { await source.stopIntake() }
     }
 
@@ -192,7 +135,7 @@ public actor RelayEngine {
     public func startIntake(_ sources: [any InboundHandling]) async throws {
         for source in sources {
             try await source.startIntake(into: self)
-            intakes.append(source)
+            loops.intakes.append(source)
         }
     }
 
@@ -212,19 +155,19 @@ public actor RelayEngine {
     @discardableResult
     public func stop(drainMs: Int64? = nil) async -> StopReport {
         let started = clock.nowMs()
-        stopping.store(true, ordering: .releasing)
+        signals.stopping.store(true, ordering: .releasing)
         await stopIntake()
-        scheduler?.cancel()
-        scheduler = nil
-        pruner?.cancel()
-        pruner = nil
-        profiler?.cancel()
-        profiler = nil
-        groupSyncer?.cancel()
-        groupSyncer = nil
-        leaseKeeper?.cancel()
-        leaseKeeper = nil
-        let tasks = Array(laneTasks.values)
+        loops.scheduler?.cancel()
+        loops.scheduler = nil
+        loops.pruner?.cancel()
+        loops.pruner = nil
+        loops.profiler?.cancel()
+        loops.profiler = nil
+        loops.groupSyncer?.cancel()
+        loops.groupSyncer = nil
+        loops.leaseKeeper?.cancel()
+        loops.leaseKeeper = nil
+        let tasks = Array(book.tasks.values)
         var report = StopReport(lanesInFlight: tasks.count)
         // Waits for the lanes, or for the deadline (or the caller's cancellation), whichever comes first;
         // at the deadline the lanes still running are cancelled, and the group then sees them end.
@@ -236,7 +179,7 @@ public actor RelayEngine {
             let drained = await group.next() ?? true
             var cutOff = 0
             if !drained || Task.isCancelled {
-                cutOff = laneTasks.count
+                cutOff = book.tasks.count
                 for task in tasks { task.cancel() }
             }
             group.cancelAll()
@@ -252,8 +195,8 @@ public actor RelayEngine {
 
     /// Makes the scheduler look at the outbox now (after dead letters were put back, for instance).
     public nonisolated func wake() {
-        wakes.withLock { $0.scan = true }
-        doorbell.yield()
+        signals.wakes.withLock { $0.scan = true }
+        signals.doorbell.yield()
     }
 
     /// Waits until no outbox entry is pending (or `timeoutMs` passes); true when idle.
@@ -282,22 +225,22 @@ public actor RelayEngine {
     /// (a running lane takes the new entry itself, or finishes and causes a scan). Scanning on every
     /// callback made the scheduler's cost grow with backlog × callback rate.
     private func scheduleLoop() async {
-        var iterator = bell.makeAsyncIterator()
+        var iterator = signals.bell.makeAsyncIterator()
         var scanDueAt: Int64 = .min
         var timer: Task<Void, Never>?
         var timerAt: Int64 = .max
         while !Task.isCancelled && !isStopping {
             let now = clock.nowMs()
-            let wakes = self.wakes.withLock { wakes -> Wakes in
+            let wakes = signals.wakes.withLock { wakes -> Wakes in
                 defer { wakes = Wakes(touched: [], scan: false) }
                 return wakes
             }
             if wakes.scan || now >= scanDueAt {
                 let owner = lease.owner
-                scans.add(1, ordering: .relaxed)
+                signals.scans.add(1, ordering: .relaxed)
                 let due = (try? await store.reading { try $0.dueLaneKeys(at: now, leaseOwner: owner) }) ?? []
                 if isStopping { break }   // stopped while the store answered: start nothing more
-                overflowed = false
+                book.overflowed = false
                 for lane in due { startOrNotice(lane) }
                 // Only heads waiting for a later time set the timer: a due head is running (its lane looks
                 // at its head once more as it ends, or causes a scan) or waits in line for a free slot.
@@ -305,16 +248,16 @@ public actor RelayEngine {
                 let next = (try? await store.reading { try $0.nextWakeUp(after: after) }) ?? nil
                 scanDueAt = clock.nowMs() + (next.map { max(5, min(1000, $0 - clock.nowMs())) } ?? 1000)
             }
-            for lane in wakes.touched where (heldElsewhere[lane] ?? .min) <= now { startOrNotice(lane) }
+            for lane in wakes.touched where (book.heldElsewhere[lane] ?? .min) <= now { startOrNotice(lane) }
             // One timer at a time, replaced only by an earlier one: a timer per wake-up (cancelled at
             // the next) left thousands of dead entries in the dispatch timer heap under load.
             if scanDueAt < timerAt {
                 timer?.cancel()
                 timerAt = scanDueAt
                 let waitMs = max(1, scanDueAt - clock.nowMs())
-                timer = Task { [doorbell] in
+                timer = Task { [doorbell = signals.doorbell] in
                     try? await Task.sleep(nanoseconds: UInt64(waitMs) * 1_000_000)
-                    doorbell.yield()
+                    signals.doorbell.yield()
                 }
             }
             _ = await iterator.next()
@@ -326,19 +269,19 @@ public actor RelayEngine {
     /// Starts a lane unless it is running or the engine is stopping; when all slots are taken, the lane
     /// waits in line for the next one that frees up (`waiting`). A lane whose head is not due ends at once.
     private func startLane(_ lane: LaneKey) {
-        guard !running.contains(lane), !isStopping, onlyLanes?.contains(lane) ?? true else { return }
-        guard running.count < maxConcurrentLanes else {
-            if !waiting.append(lane, limit: Self.maxWaiting) { overflowed = true }
+        guard !book.running.contains(lane), !isStopping, book.only?.contains(lane) ?? true else { return }
+        guard book.running.count < policy.maxConcurrentLanes else {
+            if !book.waiting.append(lane, limit: Self.maxWaiting) { book.overflowed = true }
             return
         }
-        running.insert(lane)
-        laneTasks[lane] = Task { [weak self] in await self?.runLane(lane) }
+        book.running.insert(lane)
+        book.tasks[lane] = Task { [weak self] in await self?.runLane(lane) }
     }
 
     /// Starts `lane`, which has work due; a running one is noted, to be started again if it ends drained.
     private func startOrNotice(_ lane: LaneKey) {
-        if running.contains(lane) {
-            noticedWhileRunning[lane] = noticeClock.add(1, ordering: .sequentiallyConsistent).newValue
+        if book.running.contains(lane) {
+            book.noticedWhileRunning[lane] = signals.noticeClock.add(1, ordering: .sequentiallyConsistent).newValue
         } else {
             startLane(lane)
         }
@@ -354,27 +297,27 @@ public actor RelayEngine {
     /// `lookedAt`: `noticeClock` right before the lane last looked at its head; a notice up to it is
     /// work that look saw (it was queued before its notice was made).
     private func laneFinished(_ lane: LaneKey, drained: Bool, lookedAt: UInt64) {
-        running.remove(lane)
-        laneTasks[lane] = nil
-        heldElsewhere[lane] = nil
-        if let noticed = noticedWhileRunning.removeValue(forKey: lane), noticed > lookedAt { waiting.prepend(lane) }
-        while running.count < maxConcurrentLanes, let next = waiting.popFirst() { startLane(next) }
-        if drained && !overflowed { return }
-        wakes.withLock { $0.scan = true }
-        doorbell.yield()
+        book.running.remove(lane)
+        book.tasks[lane] = nil
+        book.heldElsewhere[lane] = nil
+        if let noticed = book.noticedWhileRunning.removeValue(forKey: lane), noticed > lookedAt { book.waiting.prepend(lane) }
+        while book.running.count < policy.maxConcurrentLanes, let next = book.waiting.popFirst() { startLane(next) }
+        if drained && !book.overflowed { return }
+        signals.wakes.withLock { $0.scan = true }
+        signals.doorbell.yield()
     }
 
     /// The lane's lease is another instance's: nothing changed here, so no scan; its slot goes to the
     /// first lane waiting for one.
     private func laneRefused(_ lane: LaneKey) {
-        running.remove(lane)
-        laneTasks[lane] = nil
-        noticedWhileRunning[lane] = nil
-        while running.count < maxConcurrentLanes, let next = waiting.popFirst() { startLane(next) }
-        heldElsewhere[lane] = clock.nowMs() + min(lease.ttlMs / 2, 1000)
-        if heldElsewhere.count > 10_000 {
+        book.running.remove(lane)
+        book.tasks[lane] = nil
+        book.noticedWhileRunning[lane] = nil
+        while book.running.count < policy.maxConcurrentLanes, let next = book.waiting.popFirst() { startLane(next) }
+        book.heldElsewhere[lane] = clock.nowMs() + min(lease.ttlMs / 2, 1000)
+        if book.heldElsewhere.count > 10_000 {
             let now = clock.nowMs()
-            heldElsewhere = heldElsewhere.filter { $0.value > now }
+            book.heldElsewhere = book.heldElsewhere.filter { $0.value > now }
         }
     }
 
@@ -400,7 +343,7 @@ public actor RelayEngine {
                     let leader = sole ? try tx.takeLease(LeaseSettings.leaderLease, owner: owner, ttlMs: ttl, now: now) != nil : false
                     return (renewed, leader)
                 }
-                heldLeases.renewed(renewed, askedAt: asked)
+                leases.held.renewed(renewed, askedAt: asked)
                 leadership.set(leader)
                 lastRenewal = now
             } catch {
@@ -417,7 +360,7 @@ public actor RelayEngine {
         case refused
     }
 
-    nonisolated var isStopping: Bool { stopping.load(ordering: .acquiring) }
+    nonisolated var isStopping: Bool { signals.stopping.load(ordering: .acquiring) }
 
     /// What a lane does after an entry: go on (with the next entry when the completing transaction
     /// already claimed it), or stop because its head waits for a retry.
@@ -451,7 +394,7 @@ public actor RelayEngine {
                 let now = clock.nowMs()
                 let outcome: FirstClaim
                 let asked = ContinuousClock.now
-                lookedAt = noticeClock.load(ordering: .sequentiallyConsistent)
+                lookedAt = signals.noticeClock.load(ordering: .sequentiallyConsistent)
                 do {
                     outcome = try await store.groupedTransaction { tx -> FirstClaim in
                         guard let fence = try tx.takeLease(lane.leaseName, owner: owner, ttlMs: ttl, now: now) else { return .refused }
@@ -466,7 +409,7 @@ public actor RelayEngine {
                 }
                 switch outcome {
                 case .claimed(let head, let taken):
-                    heldLeases.took(taken, askedAt: asked)
+                    leases.held.took(taken, askedAt: asked)
                     fence = taken
                     entry = head
                 case .empty:
@@ -486,7 +429,7 @@ public actor RelayEngine {
                 // Another engine on the store (an instance, a migration) that queued work for this lane
                 // while it was held here had its own start refused; what it queued after the finish's
                 // claim is found by one read now that the lease is released, and claimed as a first claim.
-                lookedAt = noticeClock.load(ordering: .sequentiallyConsistent)
+                lookedAt = signals.noticeClock.load(ordering: .sequentiallyConsistent)
                 if let head = try? await store.reading({ try $0.head(of: lane) }), head.nextAttemptAt <= clock.nowMs() {
                     claimed = nil
                     continue lanes
@@ -498,12 +441,12 @@ public actor RelayEngine {
                 refused = true
                 claimed = nil
                 metrics.increment("imbridge_lanes_fenced_total", ["target": lane.backend.rawValue])
-                logger.warning("lane lease lapsed or taken over: this instance stops working the lane (another one goes on)",
+                logs.relay.warning("lane lease lapsed or taken over: this instance stops working the lane (another one goes on)",
                                metadata: ["lane": "\(lane)", "backend": "\(lane.backend)"])
                 break lanes
             }
         }
-        heldLeases.released(lane.leaseName)
+        leases.held.released(lane.leaseName)
         // A lane cut off by a drain deadline gives its lease up too (another instance may take it at once),
         // and so does one that stops holding an entry it claimed but did not start (the stop came between
         // the claim and the call): a guest engine (`start(lanes:)`) stopping while the bridge goes on must

@@ -37,13 +37,13 @@ import Testing
         var statements: [Int] = [], transactions: [Int] = [], renewals: [Int] = [], scans: [Int] = []
         for index in 0..<10 {
             let before = (counters.statements - counters.sideStatements, counters.transactions - counters.sideTransactions,
-                          counters.sideTransactions, engine.scans.load(ordering: .relaxed))
+                          counters.sideTransactions, engine.signals.scans.load(ordering: .relaxed))
             _ = try await h.wk.send(OutgoingMessage(conversation: g1, sender: "alice", content: .text("m\(index)")))
             #expect(try await eventually { try await h.history(h.rc, "g1").count == index + 2 })
             // The lane has ended once its lease row is gone.
             #expect(try await eventually { try watcher.read { try $0.leaseHolder("lane:rc/group:g1", at: 0) } == nil })
             try await Task.sleep(nanoseconds: 50_000_000)
-            let scanned = engine.scans.load(ordering: .relaxed) - before.3
+            let scanned = engine.signals.scans.load(ordering: .relaxed) - before.3
             scans.append(scanned)
             statements.append(counters.statements - counters.sideStatements - before.0 - scanned * scanCost)
             transactions.append(counters.transactions - counters.sideTransactions - before.1)
@@ -105,7 +105,7 @@ import Testing
         try await engine.start(feeding: [h.wk, h.rc])
         let groups = (0..<30).map { "g\($0)" }
         let started = Date()
-        let scansBefore = engine.scans.load(ordering: .relaxed)
+        let scansBefore = engine.signals.scans.load(ordering: .relaxed)
         for round in 0..<3 {
             for name in groups {
                 _ = try await h.wk.send(OutgoingMessage(conversation: .group(GroupID(name)), sender: "alice", content: .text("\(name).\(round)")))
@@ -113,7 +113,7 @@ import Testing
         }
         #expect(try await eventually(180) { try await groups.asyncReduce(0) { $0 + (try await h.history(h.rc, $1).count) } == 90 })
         let elapsed = Date().timeIntervalSince(started)
-        let scans = engine.scans.load(ordering: .relaxed) - scansBefore
+        let scans = engine.signals.scans.load(ordering: .relaxed) - scansBefore
         for name in groups {
             let texts = try await h.history(h.rc, name).compactMap { message -> String? in
                 if case .text(let text) = message.content { return text.text } else { return nil }

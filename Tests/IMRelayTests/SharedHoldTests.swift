@@ -137,12 +137,12 @@ import Testing
         // spans more windows, and the bound grows with them; quick, it is a few statements, not 20.
         let counters = b.engine.store.counters
         let statements = counters.statements - counters.sideStatements
-        let scansBefore = b.engine.scans.load(ordering: .relaxed)
+        let scansBefore = b.engine.signals.scans.load(ordering: .relaxed)
         let started = ContinuousClock.now
         for n in 0..<20 { try await b.engine.accept([echo("burst-\(n)")]) }
         let took = ContinuousClock.now - started
         let windows = 1 + Int(took / .milliseconds(Int64(SharedHolds.echoCheckWindowMs)))
-        let scanned = b.engine.scans.load(ordering: .relaxed) - scansBefore
+        let scanned = b.engine.signals.scans.load(ordering: .relaxed) - scansBefore
         let spent = counters.statements - counters.sideStatements - statements
         #expect(spent <= 2 * windows + 2 * scanned,
                 "\(spent) statements for 20 echoes over \(windows) window(s) of \(SharedHolds.echoCheckWindowMs) ms, \(scanned) scan(s)")

@@ -199,7 +199,7 @@ public actor CatchUpRunner {
             do {
                 // The hold's token as this read begins: a mark after it makes the release fail (`SharedHolds`).
                 if let held = release {
-                    let owner = engine.sharedHolds.owner
+                    let owner = engine.intake.holds.owner
                     guard let now = try await store.reading({ try $0.leaseToken(held.name, owner: owner) }) else { throw HoldMarked() }
                     release?.token = now
                 }
@@ -209,7 +209,7 @@ public actor CatchUpRunner {
                 reads += 1
                 // Marked during the read: read again before letting live messages through.
                 if let held = release, reads < 5 {
-                    let owner = engine.sharedHolds.owner
+                    let owner = engine.intake.holds.owner
                     if try await store.reading({ try $0.leaseToken(held.name, owner: owner) }) != held.token { continue }
                 }
             } catch {
@@ -265,7 +265,7 @@ public actor CatchUpRunner {
 
     /// Holds `key` in the store for this instance (`SharedHolds`); `.taken(nil)` at once on SQLite.
     private func takeHold(_ key: CatchUpGate.Key) async -> HoldOutcome {
-        let holds = engine.sharedHolds
+        let holds = engine.intake.holds
         guard holds.enabled else { return .taken(nil) }
         let now = clock.nowMs()
         do {
@@ -283,7 +283,7 @@ public actor CatchUpRunner {
     /// hold): nothing to do. A hold still live is checked again on the next round; one left behind by an
     /// instance that died (expired, still there) is taken over: this instance catches the conversation up.
     func checkElsewhere(_ key: CatchUpGate.Key) async {
-        let holds = engine.sharedHolds
+        let holds = engine.intake.holds
         let name = SharedHolds.name(key)
         let now = clock.nowMs()
         let state: (live: String?, left: String?)
