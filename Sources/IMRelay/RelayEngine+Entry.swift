@@ -17,7 +17,7 @@ extension RelayEngine {
             payload.requeues = count
             var draft = OutboxDraft()
             let index = try draft.add(payload, lane: entry.lane, source: entry.sourceBackend, eventID: entry.sourceEventID)
-            draft.pause(index, until: now + min(2000, 50 * Int64(count)), reason: "book.waiting for the message it refers to")
+            draft.pause(index, until: now + min(2000, 50 * Int64(count)), reason: "waiting for the message it refers to")
             try await store.groupedTransaction { [draft] tx in
                 guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
                 try tx.complete(entry.id, at: now)
@@ -182,7 +182,7 @@ extension RelayEngine {
         case .waitForMessage:
             return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
         case .retry where policy.retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
-            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (policy.retry.max_age): \(error)")
+            let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age): \(error)")
             guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
             metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
             logDeadLetter(entry, reason: reason)
@@ -207,7 +207,7 @@ extension RelayEngine {
             health.failed(entry.lane.backend, error: failure, at: clock.nowMs())
             metrics.increment("imbridge_retries_total", ["target": target])
             if let held = logs.retryLines.admit(target, now: clock.nowMs()) {
-                logs.delivery.warning("send failed, will policy.retry", metadata: laneMetadata(entry).merging([
+                logs.delivery.warning("send failed, will retry", metadata: laneMetadata(entry).merging([
                     "attempt": "\(entry.attempts + 1)", "retry_in_ms": "\(delay)", "error_class": "\(HealthBoard.errorClass(failure))",
                     "error": "\(String(reason.prefix(300)))", "retries_not_logged": "\(held)",
                 ]) { _, new in new })

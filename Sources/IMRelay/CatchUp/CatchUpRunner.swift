@@ -51,11 +51,13 @@ public actor CatchUpRunner {
     let routes: RouteTable
     let clock: any IMClock
     let logger = Logger(label: "imbridge.catchup")
-    private var records: [CatchUpGate.Key: Record] = [:]
+    var records: [CatchUpGate.Key: Record] = [:]
+    /// Checkpoints not saved yet (a failed save is tried again with the next flush).
+    var unsaved: [CatchUpGate.Key: Record] = [:]
     private var loop: Task<Void, Never>?
-    private var passes = 0
+    var passes = 0
     /// Conversations whose catch-up failed: when to try again, and how many failures in a row.
-    private var retries: [CatchUpGate.Key: (at: Int64, failures: Int)] = [:]
+    var retries: [CatchUpGate.Key: (at: Int64, failures: Int)] = [:]
 
     /// The sources among `backends` that routes read from and that can be caught up.
     public init(engine: RelayEngine, backends: [any IMBackend], routes: [Route], settings: CatchUpSettings,
@@ -251,7 +253,7 @@ public actor CatchUpRunner {
     }
 
     /// Conversations whose store hold could not be written, since the last warning about each.
-    private var holdFailing: Set<CatchUpGate.Key> = []
+    var holdFailing: Set<CatchUpGate.Key> = []
 
     /// How soon a conversation another instance holds (or whose hold could not be written) is tried again.
     static let holdBusyRetryMs: Int64 = 200
@@ -264,7 +266,7 @@ public actor CatchUpRunner {
     }
 
     /// Holds `key` in the store for this instance (`SharedHolds`); `.taken(nil)` at once on SQLite.
-    private func takeHold(_ key: CatchUpGate.Key) async -> HoldOutcome {
+    func takeHold(_ key: CatchUpGate.Key) async -> HoldOutcome {
         let holds = engine.intake.holds
         guard holds.enabled else { return .taken(nil) }
         let now = clock.nowMs()
@@ -313,7 +315,7 @@ public actor CatchUpRunner {
     /// A conversation without a position yet gets its first checkpoint at the first of them, as the
     /// intake would have given it.
     /// `release`: the store hold, given up in the same transaction (`SharedHolds`).
-    private func recordHeld(_ held: [IMEvent], release: (name: String, token: Int64)?) async throws {
+    func recordHeld(_ held: [IMEvent], release: (name: String, token: Int64)?) async throws {
         guard !held.isEmpty || release != nil else { return }
         var first: [CatchUpGate.Key: Message] = [:]
         for event in held {
@@ -326,229 +328,5 @@ public actor CatchUpRunner {
         try await engine.ingestGrouped(held, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release)
         gate.recorded(held)
         gate.markKnown(first.keys)
-    }
-
-    struct Outcome {
-        var recovered = 0
-        var skipped = 0
-    }
-
-    /// Reads `key` from its checkpoint to the newest message (or, with no checkpoint, its newest
-    /// `max_messages_per_conversation`) and records it, saving the checkpoint after each page recorded.
-    func readAndRecord(_ key: CatchUpGate.Key) async throws -> Outcome {
-        guard let source = sources[key.backend] else { return Outcome() }
-        var record = try await storedRecord(key)
-        let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
-        var outcome = Outcome()
-        guard let cursor = record.cursor else {
-            try Task.checkCancellation()
-            let newest = try await newest(settings.maxMessagesPerConversation, source, key, viewer: viewer)
-            try await recordPage(newest, key, source, &record, &outcome)
-            return outcome
-        }
-        var anchor = HistoryCursor(cursor)
-        while true {
-            // A read cut short by a stop is a failed read, never a complete one: what was held meanwhile
-            // must not be recorded (nor its position saved) as if nothing came before it.
-            try Task.checkCancellation()
-            let page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .after(anchor), limit: 100, viewer: viewer))
-            try await recordPage(page.messages, key, source, &record, &outcome)
-            guard page.hasNewer, let next = page.newerCursor, !page.messages.isEmpty else { break }
-            anchor = next
-        }
-        return outcome
-    }
-
-    /// Records one page of history (oldest first) through the intake, then moves and saves the checkpoint
-    /// to its last message: a failure before the save leaves the checkpoint before the page.
-    private func recordPage(_ messages: [Message], _ key: CatchUpGate.Key, _ source: any CatchUpSource, _ record: inout Record,
-                            _ outcome: inout Outcome) async throws {
-        let oldest = clock.nowMs() - settings.maxAgeMs
-        let fresh = messages.filter { $0.sentAt >= oldest }
-        let events = fresh.compactMap { source.catchUpEvent(for: $0) }
-        var recovered = 0
-        for start in stride(from: 0, to: events.count, by: 200) {
-            let chunk = Array(events[start..<min(events.count, start + 200)])
-            let result = try await engine.ingestGrouped(chunk)
-            recovered += result.accepted
-        }
-        let skipped = messages.count - fresh.count
-        outcome.recovered += recovered
-        outcome.skipped += skipped
-        if recovered > 0 { metrics.increment("imbridge_catch_up_recovered_total", ["backend": key.backend.rawValue], by: recovered) }
-        if skipped > 0 { metrics.increment("imbridge_catch_up_skipped_total", ["backend": key.backend.rawValue], by: skipped) }
-        if let last = messages.last {
-            record.cursor = (try? source.cursor(for: last))?.rawValue ?? record.cursor
-            record.seq = last.seq
-            record.at = last.sentAt
-            record.id = last.id.rawValue
-        }
-        if record.viewer == nil, let sender = fresh.last(where: { !routes.isBridgeIdentity($0.sender, on: key.backend) })?.sender {
-            record.viewer = sender.rawValue
-        }
-        // A read that found nothing gives no position: storing a checkpoint without one would keep the
-        // intake from writing the conversation's first checkpoint (at its first recorded message), and the
-        // next start would read only the newest messages.
-        if record.cursor != nil, record != records[key] || records[key] == nil { try await save([key: record]) }
-        if let last = messages.last { gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil) }
-    }
-
-    /// The newest `count` messages (oldest first), paging back from the latest; stops early at `max_age`.
-    func newest(_ count: Int, _ source: any CatchUpSource, _ key: CatchUpGate.Key, viewer: UserID?) async throws -> [Message] {
-        let oldest = clock.nowMs() - settings.maxAgeMs
-        var page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .latest, limit: min(100, count), viewer: viewer))
-        var collected = page.messages
-        while collected.count < count, page.hasOlder, let older = page.olderCursor, let first = page.messages.first, first.sentAt >= oldest {
-            page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .before(older),
-                                                         limit: min(100, count - collected.count), viewer: viewer))
-            guard !page.messages.isEmpty else { break }
-            collected = page.messages + collected
-        }
-        return Array(collected.suffix(count))
-    }
-
-    // MARK: conversations
-
-    func covered(_ key: CatchUpGate.Key) -> Bool {
-        !routes.legs(from: key.backend, conversation: key.conversation).isEmpty
-    }
-
-    /// Conversations routes name on `backend` (`wk:group:g1`).
-    func namedConversations(of backend: BackendID) -> [CatchUpGate.Key] {
-        routes.routes.flatMap { route -> [RouteEndpoint] in
-            route.direction == .both ? [route.from, route.to] : [route.from]
-        }.compactMap { endpoint in
-            guard endpoint.backend == backend, let id = endpoint.id,
-                  let conversation = try? ConversationRef(parsing: "\(endpoint.kind):\(id)") else { return nil }
-            return CatchUpGate.Key(backend: backend, conversation: conversation)
-        }
-    }
-
-    /// Conversations the source lists for the users seen so far (wildcard routes only).
-    func discovered(_ backend: BackendID) async -> [CatchUpGate.Key] {
-        guard let source = sources[backend],
-              routes.routes.contains(where: { ($0.from.backend == backend && $0.from.id == nil) || ($0.direction == .both && $0.to.backend == backend && $0.to.id == nil) })
-        else { return [] }
-        let users = Set(records.filter { $0.key.backend == backend }.compactMap { $0.value.viewer }).sorted()
-        var found: [CatchUpGate.Key] = []
-        for user in users {
-            do {
-                for conversation in try await source.catchUpConversations(of: UserID(user)) {
-                    let key = CatchUpGate.Key(backend: backend, conversation: conversation)
-                    guard covered(key) else { continue }
-                    found.append(key)
-                    // Known from the store (the intake may have positioned it) or new: never a blank record
-                    // over a stored one, which the next save would write back without its position.
-                    if records[key] == nil, var record = try? await storedRecord(key) {
-                        if record.viewer == nil { record.viewer = user }
-                        records[key] = record
-                    }
-                }
-            } catch let error as IMError where error.code == .unsupported {
-                return found
-            } catch {
-                metrics.increment("imbridge_catch_up_errors_total", ["backend": backend.rawValue])
-                logger.warning("catch-up could not list a user's conversations", metadata: ["backend": "\(backend)", "user": "\(user)", "error": "\(error)"])
-            }
-        }
-        return found
-    }
-
-    // MARK: checkpoints
-
-    /// Checkpoints not saved yet (a failed save is tried again with the next flush).
-    private var unsaved: [CatchUpGate.Key: Record] = [:]
-
-    /// Moves the checkpoints of what live traffic recorded (and the members seen) into the store.
-    func flushObserved() async {
-        var changed = unsaved
-        for (key, observed) in gate.drainObserved() where sources[key.backend] != nil && covered(key) {
-            // A conversation's first checkpoint is the intake's to write (positioned at its first message,
-            // in the transaction that records it) or a catch-up read's: one not in the store yet waits, so
-            // that a flush racing that transaction never writes a checkpoint without a position over it.
-            guard var record = try? await knownRecord(key) else {
-                gate.putBack(key, observed)
-                continue
-            }
-            if let sender = observed.sender, !routes.isBridgeIdentity(sender, on: key.backend) { record.viewer = sender.rawValue }
-            if let last = observed.last, let source = sources[key.backend], (last.seq ?? 0) > (record.seq ?? 0) {
-                record.cursor = (try? source.cursor(for: last))?.rawValue ?? record.cursor
-                record.seq = last.seq
-                record.at = last.sentAt
-                record.id = last.id.rawValue
-            }
-            if record != records[key] || records[key] == nil {
-                changed[key] = record
-                records[key] = record
-            }
-        }
-        guard !changed.isEmpty else { return }
-        do {
-            try await save(changed)
-            unsaved = [:]
-        } catch {
-            unsaved = changed
-            logger.warning("catch-up checkpoints not saved; tried again in a second", metadata: ["error": "\(error)"])
-        }
-    }
-
-    /// `key`'s checkpoint: as this runner last saved or loaded it, else as stored (the intake writes a
-    /// conversation's first checkpoint itself), else empty. Throws when the store cannot be read, so
-    /// that nothing overwrites a checkpoint it has not seen.
-    func storedRecord(_ key: CatchUpGate.Key) async throws -> Record {
-        try await knownRecord(key) ?? Record()
-    }
-
-    /// `storedRecord`, but nil when the store has no checkpoint for `key` yet (one that does not decode
-    /// reads as empty).
-    func knownRecord(_ key: CatchUpGate.Key) async throws -> Record? {
-        if let known = records[key] { return known }
-        let name = Self.checkpointName(for: key)
-        let value = try await store.reading { try $0.checkpoint(name) }
-        if let known = records[key] { return known }   // saved or loaded while the store was read
-        guard let value else { return nil }
-        guard let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
-        records[key] = record
-        return record
-    }
-
-    /// Through the store's group commit (beside the callbacks' and lanes' writes).
-    private func save(_ changed: [CatchUpGate.Key: Record]) async throws {
-        let now = clock.nowMs()
-        let rows = try changed.map { (Self.checkpointName(for: $0.key), try $0.value.stored()) }
-        try await store.groupedTransaction { tx in
-            for (name, value) in rows { try tx.setCheckpoint(name, value, at: now) }
-        }
-        for (key, record) in changed { records[key] = record }
-        gate.markKnown(changed.keys)
-    }
-
-    /// The first checkpoints of conversations live intake records before catch-up knows them: positioned
-    /// at the first message recorded (`cursor`, when the source gives one) with its sender as the member to
-    /// read history as; written with the message, kept if one is there already. A bridge killed a moment
-    /// later reads the conversation from there on its next start, however much came meanwhile.
-    static func firstCheckpoints(_ fresh: [CatchUpGate.Key: Message], routes: RouteTable,
-                                 cursor: (CatchUpGate.Key, Message) -> HistoryCursor?) -> [(name: String, value: String)] {
-        fresh.compactMap { key, first in
-            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty else { return nil }
-            var record = Record(viewer: routes.isBridgeIdentity(first.sender, on: key.backend) ? nil : first.sender.rawValue)
-            if let position = cursor(key, first) {
-                (record.cursor, record.seq, record.at, record.id) = (position.rawValue, first.seq, first.sentAt, first.id.rawValue)
-            }
-            guard let value = try? record.stored() else { return nil }
-            return (checkpointName(for: key), value)
-        }
-    }
-
-    static func checkpointName(for key: CatchUpGate.Key) -> String {
-        "\(checkpointPrefix)\(key.backend.rawValue)/\(key.conversation)"
-    }
-
-    static func key(fromCheckpoint name: String) -> CatchUpGate.Key? {
-        guard name.hasPrefix(checkpointPrefix) else { return nil }
-        let rest = name.dropFirst(checkpointPrefix.count)
-        guard let slash = rest.firstIndex(of: "/"),
-              let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
-        return CatchUpGate.Key(backend: BackendID(String(rest[..<slash])), conversation: conversation)
     }
 }

@@ -1,0 +1,239 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMStore
+import Synchronization
+
+/// Comparing a source conversation with its copy on the target.
+extension Verifier {
+    // MARK: comparing
+
+    /// A source message the route relays, and its expected copy.
+    struct Expected {
+        var message: Message
+        var outgoing: OutgoingMessage
+        /// Digests a copy may show: the current content's translation (and the original's where the target cannot edit).
+        var digests: Set<String>
+        var planned: [RelayAction]
+    }
+
+    func compare(_ pair: Pair, _ scope: VerifyScope) async -> VerifyReport.Conversation {
+        var result = VerifyReport.Conversation(route: pair.route, source: "\(pair.source):\(pair.conversation)",
+                                               target: "\(pair.leg.target):\(pair.leg.targetConversation)")
+        result.pair = pair
+        guard let source = backends[pair.source], let target = backends[pair.leg.target] else {
+            result.error = "backend \(backends[pair.source] == nil ? pair.source : pair.leg.target) is not configured"
+            return result
+        }
+        let sourceMessages: [Message], targetMessages: [Message]
+        do {
+            let upTo = scope.untilMs ?? .max
+            let reader = pair.viewer ?? pair.conversation.participants.first
+            sourceMessages = try await read(source, pair.conversation, since: scope.sinceMs, reader: reader, viewer: reader)
+                .filter { $0.sentAt <= upTo }
+            let senders = sourceMessages.lazy.map(\.sender).first { !routes.isBridgeIdentity($0, on: pair.source) }
+            targetMessages = try await read(target, pair.leg.targetConversation, since: scope.sinceMs.map { $0 - Self.skewMs },
+                                            viewer: senders.map(pair.leg.targetUser))
+        } catch {
+            result.error = "\(error)"
+            return result
+        }
+        do {
+            try await compare(pair, source: source, target: target, sourceMessages, targetMessages, into: &result)
+        } catch {
+            result.error = "the store could not be read: \(error)"
+        }
+        return result
+    }
+
+    func compare(_ pair: Pair, source: any IMBackend, target: any IMBackend, _ sourceMessages: [Message], _ targetMessages: [Message],
+                 into result: inout VerifyReport.Conversation) async throws {
+        let translator = planner.translator(to: target, from: source)
+        let capabilities = target.capabilities
+        let edits = capabilities.support(.edit).isNative && target is any Editing
+        let recalls = capabilities.support(.recall).isNative && target is any Recalling
+        let lane = LaneKey(backend: pair.leg.target, conversation: pair.leg.targetConversation)
+        let (inFlight, recalledByUs, late) = try await store.reading { tx -> (Set<MessageID>, Set<String>, Set<String>) in
+            var pending: Set<MessageID> = []
+            for entry in try tx.pendingEntries(of: lane, limit: 100_000) {
+                if let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let id, _) = payload.action { pending.insert(id) }
+            }
+            let prefix = "\(pair.leg.target.rawValue)/"
+            let recalled = try tx.checkpoints(prefix: Self.recalledPrefix + prefix).map { String($0.name.dropFirst(Self.recalledPrefix.count + prefix.count)) }
+            let late = try tx.checkpoints(prefix: Self.latePrefix + prefix).map { String($0.name.dropFirst(Self.latePrefix.count + prefix.count)) }
+            return (pending, Set(recalled), Set(late))
+        }
+        func isRecalled(_ copy: Message) -> Bool { copy.isRecalled || recalledByUs.contains(copy.id.rawValue) }
+
+        // The source messages the route relays as messages, with their expected copies.
+        var expected: [Expected] = []
+        // The store's answers for the whole page in one read each, not one per message.
+        let sourceIDs = sourceMessages.map(\.id)
+        let madeHere = try await store.reading { [from = pair.source] tx in Set(try sourceIDs.filter { try tx.isBridgeCreated($0, on: from) }) }
+        for message in sourceMessages {
+            guard !routes.isBridgeIdentity(message.sender, on: pair.source), !madeHere.contains(message.id) else { continue }
+            let event = (source as? any CatchUpSource).map { $0.catchUpEvent(for: message) }
+                ?? IMEvent(eventID: EventID("msg:\(message.id)"), backend: pair.source, kind: .message(message))
+            guard let event, case .message = event.kind else { continue }
+            let planned = translator.plan(event, leg: pair.leg).actions
+            guard let outgoing = planned.lazy.compactMap({ action -> OutgoingMessage? in
+                if case .send(let outgoing, _, _) = action { return outgoing }
+                return nil
+            }).first else { continue }
+            var digests: Set<String> = [outgoing.content.digest]
+            if !edits, message.edit != nil {
+                var original = message
+                original.edit = nil
+                var ignored = Planned()
+                digests.insert(translator.outgoing(for: original, leg: pair.leg, planned: &ignored).content.digest)
+            }
+            expected.append(Expected(message: message, outgoing: outgoing, digests: digests, planned: planned))
+        }
+        result.sourceMessages = expected.count
+        result.targetMessages = targetMessages.count
+
+        // Pair each with its copy: the id map's, else one found by sender, kind, digest and time.
+        let targetIDs = targetMessages.map(\.id)
+        let bridgeCopies = try await store.reading { [on = pair.leg.target] tx in Set(try targetIDs.filter { try tx.isBridgeCreated($0, on: on) }) }
+        let expectedIDs = expected.map(\.message.id)
+        let mappedCopies = try await store.reading { [from = pair.source, to = pair.leg.target] tx in
+            Dictionary(try expectedIDs.compactMap { id in try tx.mapped(id, from: from, to: to).map { (id, $0.toMessage) } }, uniquingKeysWith: { first, _ in first })
+        }
+        let position = Dictionary(targetMessages.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
+        var claimed: Set<MessageID> = []
+        var copies: [(expected: Expected, copy: Message)] = []
+        var unpaired: [(Expected, MessageID?)] = []
+        for item in expected {
+            let mapped = mappedCopies[item.message.id]
+            if let mapped, let index = position[mapped], !claimed.contains(mapped) {
+                claimed.insert(mapped)
+                copies.append((item, targetMessages[index]))
+            } else {
+                unpaired.append((item, mapped))
+            }
+        }
+        for (item, mapped) in unpaired {
+            if let found = targetMessages.first(where: { candidate in
+                !claimed.contains(candidate.id) && candidate.sender == item.outgoing.sender
+                    && candidate.currentContent.kind == item.outgoing.content.kind && item.digests.contains(candidate.currentContent.digest)
+                    && candidate.sentAt >= item.message.sentAt - Self.skewMs && !bridgeCopies.contains(candidate.id)
+            }) {
+                claimed.insert(found.id)
+                copies.append((item, found))
+                result.matchedByContent += 1
+                continue
+            }
+            if inFlight.contains(item.message.id) {
+                result.inFlight += 1
+                continue
+            }
+            // A target whose history drops recalled messages shows no copy of a recalled one.
+            if item.message.isRecalled && capabilities.recallsInHistory == .removed { continue }
+            var missing = VerifyReport.Item(kind: .missing, sourceMessage: item.message.id.rawValue, targetMessage: mapped?.rawValue,
+                                            detail: mapped == nil ? "no copy on \(pair.leg.target)" : "the copy the id map names is not in \(pair.leg.target)'s history")
+            missing.fix = item.planned
+            if item.message.isRecalled {
+                if recalls { missing.fix.append(.recall(source: item.message.id, by: item.outgoing.sender)) } else { missing.fix = [] }
+                missing.unfixable = recalls ? nil : "recalled on the source and \(pair.leg.target) cannot recall: nothing to send"
+            }
+            result.items.append(missing)
+        }
+        // In source order (history order), for the order check.
+        let sourceOrder = Dictionary(sourceMessages.enumerated().map { ($0.element.id, $0.offset) }, uniquingKeysWith: { first, _ in first })
+        copies.sort { sourceOrder[$0.expected.message.id, default: 0] < sourceOrder[$1.expected.message.id, default: 0] }
+
+        // Doubles: a copy no id-map row names with the sender, kind and digest of a paired copy, not taken back.
+        for candidate in targetMessages where !claimed.contains(candidate.id) && !isRecalled(candidate) && !bridgeCopies.contains(candidate.id) {
+            guard let original = copies.last(where: { pair in
+                pair.copy.sender == candidate.sender && pair.copy.currentContent.kind == candidate.currentContent.kind
+                    && pair.copy.currentContent.digest == candidate.currentContent.digest
+                    && candidate.sentAt >= pair.expected.message.sentAt - Self.skewMs
+                    && (position[pair.copy.id] ?? 0) < (position[candidate.id] ?? 0)
+            }) ?? copies.first(where: { pair in
+                pair.copy.sender == candidate.sender && pair.copy.currentContent.kind == candidate.currentContent.kind
+                    && pair.copy.currentContent.digest == candidate.currentContent.digest
+                    && candidate.sentAt >= pair.expected.message.sentAt - Self.skewMs
+            }) else { continue }
+            claimed.insert(candidate.id)
+            var double = VerifyReport.Item(kind: .doubled, sourceMessage: original.expected.message.id.rawValue,
+                                           targetMessage: candidate.id.rawValue, detail: "a second copy beside \(original.copy.id)")
+            if recalls {
+                double.fix = [.retract(source: original.expected.message.id, copy: candidate.id, outgoing: original.expected.outgoing, attemptAt: 0)]
+            } else {
+                double.unfixable = "\(pair.leg.target) cannot recall messages"
+            }
+            result.items.append(double)
+        }
+
+        // Order, content, recall, expansion of each copy.
+        var newest: (index: Int, copy: MessageID)?
+        for (item, copy) in copies {
+            let source = item.message
+            let index = position[copy.id] ?? 0
+            if !late.contains(copy.id.rawValue) {
+                if let newest, index < newest.index {
+                    var disorder = VerifyReport.Item(kind: .outOfOrder, sourceMessage: source.id.rawValue, targetMessage: copy.id.rawValue,
+                                                     detail: "shown before \(newest.copy), the copy of an older message")
+                    disorder.unfixable = "a target keeps the order it stored"
+                    result.items.append(disorder)
+                } else {
+                    newest = (index, copy.id)
+                }
+            }
+            let copyRecalled = isRecalled(copy)
+            if capabilities.recallsInHistory == .marked, capabilities.support(.recall).isNative, source.isRecalled != copyRecalled {
+                var drift = VerifyReport.Item(kind: .recall, sourceMessage: source.id.rawValue, targetMessage: copy.id.rawValue,
+                                              detail: source.isRecalled ? "recalled on the source, not on the target" : "recalled on the target only")
+                if source.isRecalled, recalls {
+                    drift.fix = [.recall(source: source.id, by: item.outgoing.sender)]
+                } else if !source.isRecalled {
+                    drift.fix = item.planned
+                    drift.detail += " (sent again)"
+                } else {
+                    drift.unfixable = "\(pair.leg.target) cannot recall messages"
+                }
+                result.items.append(drift)
+                continue
+            }
+            guard !source.isRecalled, !copyRecalled else { continue }
+            let shown = copy.currentContent
+            if shown.kind != item.outgoing.content.kind || !item.digests.contains(shown.digest) {
+                var drift = VerifyReport.Item(kind: .content, sourceMessage: source.id.rawValue, targetMessage: copy.id.rawValue,
+                                              detail: "source «\(Self.short(item.outgoing.content.digest))», copy «\(Self.short(shown.digest))»")
+                if edits {
+                    drift.fix = [.edit(source: source.id, by: item.outgoing.sender, content: item.outgoing.content)]
+                } else if recalls {
+                    drift.fix = [.recall(source: source.id, by: item.outgoing.sender)] + item.planned
+                    drift.detail += "; \(pair.leg.target) cannot edit: the copy is recalled and sent again"
+                } else {
+                    drift.unfixable = "\(pair.leg.target) can neither edit nor recall"
+                }
+                result.items.append(drift)
+            }
+            if capabilities.support(.expansion).isNative, target is any ExpansionUpdating, item.outgoing.expansion != nil {
+                let limits = capabilities.expansionLimits
+                let want = Dictionary((source.expansion?.values ?? [:]).map { (ExpansionKeyCodec.encode($0.key, for: limits), $0) },
+                                      uniquingKeysWith: { first, _ in first })
+                let have = copy.expansion?.values ?? [:]
+                let keys = Set(want.keys).union(have.keys).filter { want[$0]?.value != have[$0] }.sorted()
+                if !keys.isEmpty {
+                    var delta = ExpansionDelta(version: source.expansion?.version ?? 0)
+                    for key in keys {
+                        if let original = want[key] {
+                            delta.set[original.key] = original.value
+                        } else {
+                            delta.removed.append(ExpansionKeyCodec.decode(key, for: limits, known: [String]()))
+                        }
+                    }
+                    var drift = VerifyReport.Item(kind: .expansion, sourceMessage: source.id.rawValue, targetMessage: copy.id.rawValue,
+                                                  detail: keys.map { "\($0): source \(want[$0].map { "«\(Self.short($0.value))»" } ?? "none"), copy \(have[$0].map { "«\(Self.short($0))»" } ?? "none")" }
+                                                      .joined(separator: "; "))
+                    drift.fix = [.expansion(source: source.id, by: item.outgoing.sender, delta: delta)]
+                    result.items.append(drift)
+                }
+            }
+        }
+    }
+
+    static func short(_ text: String) -> String { text.count > 40 ? String(text.prefix(39)) + "…" : text }
+}
