@@ -24,10 +24,11 @@ let package = Package(
         .library(name: "WuKong", targets: ["WuKong"]),
         .library(name: "NIM", targets: ["NIM"]),
     ],
-    // IMCore and IMTesting have no dependencies. Everything else (the server, adapters, sandboxes, store,
-    // CLI) uses the remote packages below, each only under the default `Server` trait: an app that wants
-    // the neutral API and the testing kit alone depends with `traits: []`, and SwiftPM then neither
-    // resolves nor fetches any of them (docs/testing-kit.md, "Depending on the kit alone").
+    // IMCore, IMTesting and the vendors' facts targets (adapters/<Vendor>/Facts) use no remote package.
+    // Everything else (the server, adapters, sandboxes, store, CLI) uses the remote packages below, each
+    // only under the default `Server` trait: an app that wants the neutral API and the testing kit alone
+    // depends with `traits: []`, and SwiftPM then neither resolves nor fetches any of them
+    // (docs/testing-kit.md, "Depending on the kit alone").
     traits: [
         .default(enabledTraits: ["Server"]),
         .trait(name: "Server", description: "The bridge server, vendor adapters, sandboxes and CLI, with their remote packages."),
@@ -54,7 +55,9 @@ let package = Package(
     ],
     targets: [
         .target(name: "IMCore"),
-        .target(name: "IMTesting", dependencies: ["IMCore"]),
+        // The testing kit links each vendor's facts (its `Capabilities` preset, adapters/<Vendor>/Facts, IMCore
+        // only), not the adapters, and re-exports them (docs/architecture.md).
+        .target(name: "IMTesting", dependencies: ["IMCore", "WuKongFacts", "RongCloudFacts", "NIMFacts", "JMessageFacts"]),
         .target(name: "IMHTTP", dependencies: [
             "IMCore",
             .product(name: "Hummingbird", package: "hummingbird", condition: server),
@@ -119,19 +122,27 @@ let package = Package(
         .target(name: "MallocCounting", dependencies: [
             .product(name: "MallocInterposerSwift", package: "malloc-interposer", condition: server),
         ], path: "Benchmarks/MallocCounting"),
-        // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server)],
+        // adapters: add `.target(name: "<Name>Facts", dependencies: ["IMCore"], path: "adapters/<Name>/Facts")` and
+        // `.target(name: "<Name>", dependencies: [..., "<Name>Facts"], path: "adapters/<Name>", exclude: ["Sandbox", "Facts"])` here
+        .target(name: "JMessageFacts", dependencies: ["IMCore"], path: "adapters/JMessage/Facts"),
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", "JMessageFacts",
+                                                 .product(name: "Logging", package: "swift-log", condition: server)],
                 path: "adapters/JMessage",
-                exclude: ["Sandbox"]),
+                exclude: ["Sandbox", "Facts"]),
         .target(name: "JMessageSandbox", dependencies: ["JMessage", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/JMessage/Sandbox"),
-        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud",
-                exclude: ["Sandbox"]),
+        .target(name: "RongCloudFacts", dependencies: ["IMCore"], path: "adapters/RongCloud/Facts"),
+        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", "RongCloudFacts"], path: "adapters/RongCloud",
+                exclude: ["Sandbox", "Facts"]),
         .target(name: "RongCloudSandbox", dependencies: ["RongCloud", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/RongCloud/Sandbox"),
-        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong", exclude: ["Sandbox"]),
+        .target(name: "WuKongFacts", dependencies: ["IMCore"], path: "adapters/WuKong/Facts"),
+        .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", "WuKongFacts"], path: "adapters/WuKong",
+                exclude: ["Sandbox", "Facts"]),
         .target(name: "WuKongSandbox", dependencies: ["WuKong", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/WuKong/Sandbox"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/NIM", exclude: ["Sandbox"]),
+        .target(name: "NIMFacts", dependencies: ["IMCore"], path: "adapters/NIM/Facts"),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", "NIMFacts"], path: "adapters/NIM",
+                exclude: ["Sandbox", "Facts"]),
         .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),

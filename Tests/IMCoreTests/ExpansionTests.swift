@@ -1,4 +1,5 @@
 import IMCore
+import IMTesting
 import Testing
 
 @Suite struct ExpansionTests {

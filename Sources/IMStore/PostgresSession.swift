@@ -1,0 +1,243 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Synchronization
+
+/// A value bound to a `$n` parameter.
+enum PostgresValue {
+    case int(Int64)
+    case text(String)
+    case textOrNull(String?)
+    case bytes(Data)
+    case bool(Bool)
+    case bools([Bool])
+    case ints([Int64])
+    case texts([String])
+    case byteArrays([Data])
+}
+
+/// One connection, used by one thread at a time, opened on first use and after it was lost.
+final class PostgresSession: @unchecked Sendable {
+    static var group: any EventLoopGroup { PostgresConnection.defaultEventLoopGroup }
+    static let ids = Atomic<Int>(0)
+    let configuration: PostgresConnection.Configuration
+    let logger = Logger(label: "imbridge.store.postgres")
+    private var connection: PostgresConnection?
+
+    /// How long a statement (or opening a connection) may go unanswered (`PostgresSession.wait`).
+    let answerTimeout: TimeAmount
+
+    /// Where this session's statements and transactions are counted (nil: the schema migration's).
+    let counters: StoreCounters?
+    /// A side session's (`StoreSideSession`): counted among `StoreCounters.sideStatements` too.
+    let side: Bool
+
+    init(configuration: PostgresConnection.Configuration, answerTimeout: TimeAmount = PostgresSession.defaultAnswerTimeout,
+         counters: StoreCounters? = nil, side: Bool = false) {
+        self.configuration = configuration
+        self.answerTimeout = answerTimeout
+        self.counters = counters
+        self.side = side
+    }
+
+    var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
+
+    /// The connection the transaction in hand began on. Every statement of the transaction runs on it: a
+    /// connection lost meanwhile (the server ended the session of a paused process as idle in transaction,
+    /// a restart) took the transaction with it, and running the rest on a new connection would commit
+    /// that rest statement by statement — half a transaction (an outbox row without its ledger row).
+    private var transactionConnection: PostgresConnection?
+
+    private func open() throws -> PostgresConnection {
+        if let pinned = transactionConnection {
+            guard !pinned.isClosed else {
+                throw PostgresFailure(message: "postgres: the connection was lost inside a transaction; the server rolled it back")
+            }
+            return pinned
+        }
+        if let connection, !connection.isClosed { return connection }
+        connection = nil
+        do {
+            let id = Self.ids.wrappingAdd(1, ordering: .relaxed).newValue
+            let connecting = PostgresConnection.connect(on: Self.group.any(), configuration: configuration, id: id, logger: logger)
+            let opened = try wait(for: connecting, what: "connecting") {
+                connecting.whenSuccess { late in late.close().whenComplete { _ in _ = late } }
+            }
+            connection = opened
+            return opened
+        } catch {
+            throw PostgresFailure(error)
+        }
+    }
+
+    /// Runs one statement and returns its rows and the number of rows it changed.
+    @discardableResult
+    func query(_ sql: String, _ values: [PostgresValue] = []) throws -> PostgresQueryResult {
+        let connection = try open()
+        counters?.statement(side: side)
+        let binds = try Self.bindings(values)
+        return try answer(connection) { connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: $0) }
+    }
+
+    /// Runs a named prepared statement (`PostgresPreparedStatement`: postgres-nio prepares it once per
+    /// connection, then sends only its parameters) and returns its rows: for a statement run often whose
+    /// planning costs the server as much as running it (`PostgresOperations.finishAll`). A statement
+    /// sent by `query` is parsed and planned again each time.
+    ///
+    /// postgres-nio offers this only as an async call; it runs in a task on the connection's own event
+    /// loop (`EventLoopTaskExecutor`), not on the cooperative pool, so that this thread's wait does not
+    /// depend on a pool thread being free (callers of `BridgeStore.transaction` may be pool threads).
+    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow] where Statement.Row == PostgresRow {
+        let connection = try open()
+        counters?.statement(side: side)
+        return try answer(connection) { logger in
+            let promise = connection.eventLoop.makePromise(of: [PostgresRow].self)
+            Task(executorPreference: executor(for: connection.eventLoop)) {
+                do {
+                    var rows: [PostgresRow] = []
+                    for try await row in try await connection.execute(statement, logger: logger) { rows.append(row) }
+                    promise.succeed(rows)
+                } catch {
+                    promise.fail(error)
+                }
+            }
+            return promise.futureResult
+        }
+    }
+
+    /// The executor of `execute`'s tasks: one per event loop, kept (the connection stays on its loop).
+    private var taskExecutor: EventLoopTaskExecutor?
+
+    private func executor(for loop: any EventLoop) -> EventLoopTaskExecutor {
+        if let taskExecutor, taskExecutor.loop === loop { return taskExecutor }
+        let made = EventLoopTaskExecutor(loop)
+        taskExecutor = made
+        return made
+    }
+
+    static func bindings(_ values: [PostgresValue]) throws -> PostgresBindings {
+        var binds = PostgresBindings(capacity: values.count)
+        for value in values {
+            switch value {
+            case .int(let v): binds.append(v)
+            case .text(let v): binds.append(v)
+            case .textOrNull(let v): binds.append(v)
+            case .bytes(let v): try binds.append(v)
+            case .bool(let v): binds.append(v)
+            case .bools(let v): binds.append(v)
+            case .ints(let v): binds.append(v)
+            case .texts(let v): binds.append(v)
+            case .byteArrays(let v): binds.append(v.map { ByteBuffer(bytes: $0) })
+            }
+        }
+        return binds
+    }
+
+    /// Waits for a statement's answer (`wait`); a lost or timed-out connection is dropped (reopened next time).
+    private func answer<T: Sendable>(_ connection: PostgresConnection, _ send: (Logger) -> EventLoopFuture<T>) throws -> T {
+        do {
+            return try wait(for: send(logger), what: "a statement") {
+                connection.close().whenComplete { _ in _ = connection }
+            }
+        } catch {
+            if connection.isClosed || error is AnswerTimeout { self.connection = nil }
+            throw PostgresFailure(error)
+        }
+    }
+
+    /// The default `answerTimeout` (schema migration uses a session with 30 minutes). Past it the connection is closed
+    /// and the transaction in hand fails as unavailable (a callback answered 503, a lane retried): a
+    /// connection whose server went away without closing it (a network cut, a host that died) would
+    /// otherwise hold its caller — for the grouped writer, every write of the bridge — for ever, since
+    /// postgres-nio sets no deadline of its own.
+    static let defaultAnswerTimeout = TimeAmount.seconds(30)
+
+    struct AnswerTimeout: Error, CustomStringConvertible {
+        var what: String
+        var after: TimeAmount
+        var description: String { "no answer from the server within \(after.nanoseconds / 1_000_000) ms (\(what)); connection closed" }
+    }
+
+    /// Waits for `future` on the calling thread for at most `answerTimeout`; `onTimeout` runs (on the
+    /// future's event loop) when it gives up.
+    func wait<T: Sendable>(for future: EventLoopFuture<T>, what: String, onTimeout: @escaping @Sendable () -> Void) throws -> T {
+        let (loop, after) = (future.eventLoop, answerTimeout)
+        let promise = loop.makePromise(of: T.self)
+        let timer = loop.scheduleTask(in: after) {
+            onTimeout()
+            promise.fail(AnswerTimeout(what: what, after: after))   // ignored when the answer came first
+        }
+        future.whenComplete { result in
+            timer.cancel()
+            promise.completeWith(result)
+        }
+        return try promise.futureResult.wait()
+    }
+
+    /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
+    func transaction<T>(_ body: () throws -> T) throws -> T {
+        counters?.transaction(side: side)
+        try query("BEGIN")
+        transactionConnection = connection
+        defer { transactionConnection = nil }
+        do {
+            let value = try body()
+            try query("COMMIT")
+            return value
+        } catch {
+            if isConnected { _ = try? query("ROLLBACK") }
+            throw error
+        }
+    }
+
+    func close() {
+        if let connection { try? connection.close().wait() }
+        connection = nil
+    }
+
+    /// A store dropped without `close()`: the connection is closed in the background (the closure keeps
+    /// it alive until then; postgres-nio requires a connection to be closed before it is released).
+    deinit {
+        if let connection, !connection.isClosed {
+            connection.close().whenComplete { _ in _ = connection }
+        }
+    }
+}
+
+/// A few sessions shared by the callers of `transaction` and `read`; a caller waits for a free one.
+final class PostgresSessionPool: Sendable {
+    private let idle: Mutex<[PostgresSession]>
+    private let available: DispatchSemaphore
+
+    init(configuration: PostgresConnection.Configuration, size: Int, counters: StoreCounters) {
+        idle = Mutex((0..<size).map { _ in PostgresSession(configuration: configuration, counters: counters) })
+        available = DispatchSemaphore(value: size)
+    }
+
+    func with<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+        available.wait()
+        let session = idle.withLock { $0.removeLast() }
+        defer {
+            idle.withLock { $0.append(session) }
+            available.signal()
+        }
+        return try body(session)
+    }
+
+    func closeAll() {
+        for session in idle.withLock({ $0 }) { session.close() }
+    }
+}
+
+/// A task executor that runs jobs on one NIO event loop (`PostgresSession.execute`). Written by hand:
+/// the swift-nio version in use offers no `TaskExecutor` for an event loop.
+final class EventLoopTaskExecutor: TaskExecutor {
+    let loop: any EventLoop
+    init(_ loop: any EventLoop) { self.loop = loop }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let executor = asUnownedTaskExecutor()
+        loop.execute { job.runSynchronously(on: executor) }
+    }
+}

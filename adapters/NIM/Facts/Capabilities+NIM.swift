@@ -1,0 +1,43 @@
+import IMCore
+
+/// NetEase Yunxin (NIM)'s capabilities, with figures from docs/adapters/nim.md (each with its public source). The adapter's
+/// descriptor carries this preset; the testing kit (`IMTesting`) links this target alone, without the
+/// adapter, to simulate the vendor (docs/architecture.md, "Adding a vendor").
+///
+/// Where the vendor's documents leave a point open, the rule chosen is written next to the figure.
+extension Capabilities {
+    private static let minute: Int64 = 60_000
+    private static let second: Int64 = 1_000
+
+    /// NetEase Yunxin server API v1. Recall window 2 minutes by default (the console can raise it; set
+    /// `recallWindowMs`); no edits and no key/value expansions in v1: expansion changes are carried as a
+    /// type-100 custom message the NIM adapter recognises on the way back in (`fallback`).
+    public static let nim: Capabilities = {
+        var capabilities = nimBase
+        capabilities.recallsInHistory = .removed
+        capabilities.groupCreationAssignsID = true
+        capabilities.deletionScopes = []
+        capabilities.reportsDeletions = false
+        // Team operations come in the message copy (docs/adapters/nim.md).
+        capabilities.reportsMembershipChanges = true
+        capabilities.history = HistoryPositioning(cursorForm: .timeAndID, numericMessageIDs: true,
+                                                  refusalTemplate: "'{cursor}' is not a NIM history cursor (<ms>:<msgid>)")
+        return capabilities
+    }()
+
+    private static let nimBase = Capabilities(
+        vendor: "nim",
+        features: [.customContent: .full, .mentions: .partial, .replies: .partial, .commands: .partial, .recall: .full,
+                   .edit: .rejected, .expansion: .fallback, .reactions: .rejected, .readReceipts: .rejected, .media: .full,
+                   .conversationList: .rejected, .userProvisioning: .full, .history: .full, .sendAsAnyUser: .full],
+        textMaxLength: 5000,
+        recallWindowMs: 2 * minute,
+        expansionLimits: .rongCloud,
+        rateLimits: [RateLimit(api: "msg/sendMsg", requests: 100, perMs: second, blockMs: 10 * second),
+                     RateLimit(api: "msg/recall", requests: 100, perMs: second, blockMs: 10 * second),
+                     RateLimit(api: "msg/sendBatchMsg", requests: 120, perMs: minute)],
+        notes: [.expansion: "carried as a type-100 custom message recognised by the NIM adapter",
+                .mentions: "via the forcepush option only",
+                .replies: "quoted id and digest carried in `ext`",
+                .commands: "custom system notifications, not stored"])
+}

@@ -1,0 +1,4 @@
+// The vendor's facts (its `Capabilities` preset) live in their own target, RongCloudFacts (adapters/RongCloud/Facts),
+// so the testing kit can link them without the adapter. The adapter re-exports them: its descriptor
+// carries the preset, and whoever imports RongCloud sees `Capabilities` as the adapter does.
+@_exported import RongCloudFacts
