@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
         .library(name: "IMStore", targets: ["IMStore"]),
         .library(name: "IMRelay", targets: ["IMRelay"]),
+        .library(name: "IMConfig", targets: ["IMConfig"]),
         .library(name: "IMMapping", targets: ["IMMapping"]),
         .library(name: "IMAdapterKit", targets: ["IMAdapterKit"]),
         // adapters: add library products here
@@ -65,18 +66,21 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
+        // The YAML reader of bridge.yaml and the mapping files: nodes with key paths and lines, sections,
+        // durations, collected problems, redaction.
+        .target(name: "IMConfig", dependencies: ["IMCore", .product(name: "Yams", package: "Yams", condition: server)]),
         // The shipped mapping files are compiled into the module (EmbeddedFiles), not a resource bundle.
-        .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams", condition: server)],
+        .target(name: "IMMapping", dependencies: ["IMCore", "IMConfig"],
                 exclude: ["mappings"], plugins: ["EmbedShippedFiles"]),
         .executableTarget(name: "imbridge-embed", path: "Sources/imbridge-embed"),
         .plugin(name: "EmbedShippedFiles", capability: .buildTool(), dependencies: ["imbridge-embed"]),
-        .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMMapping"]),
+        .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping"]),
         .target(name: "IMStore", dependencies: [
             "IMCore", .product(name: "GRDB", package: "GRDB.swift", condition: server), .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         .target(name: "IMRelay", dependencies: [
-            "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
+            "IMCore", "IMStore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "CoreMetrics", package: "swift-metrics", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
             // The status page's template engine (Status/StatusPage.swift).
             .product(name: "Mustache", package: "swift-mustache", condition: server),
@@ -92,7 +96,7 @@ let package = Package(
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
-            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMMapping", "IMAdapterKit", "IMVendors",
+            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
@@ -120,26 +124,26 @@ let package = Package(
             .product(name: "MallocInterposerSwift", package: "malloc-interposer", condition: server),
         ], path: "Benchmarks/MallocCounting"),
         // adapters: add `.target(name: "<Name>", dependencies: [...], path: "adapters/<Name>")` here
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server)],
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server)],
                 path: "adapters/JMessage",
                 exclude: ["Sandbox"]),
         .target(name: "JMessageSandbox", dependencies: ["JMessage", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/JMessage/Sandbox"),
-        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud",
+        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit"], path: "adapters/RongCloud",
                 exclude: ["Sandbox"]),
         .target(name: "RongCloudSandbox", dependencies: ["RongCloud", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/RongCloud/Sandbox"),
         .target(name: "WuKong", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/WuKong", exclude: ["Sandbox"]),
         .target(name: "WuKongSandbox", dependencies: ["WuKong", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/WuKong/Sandbox"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit"], path: "adapters/NIM", exclude: ["Sandbox"]),
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit"], path: "adapters/NIM", exclude: ["Sandbox"]),
         .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "SandboxTestSupport"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
-        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
+        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMConfig", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMConfig", "IMMapping", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
                                                          .product(name: "Logging", package: "swift-log", condition: server),
                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [

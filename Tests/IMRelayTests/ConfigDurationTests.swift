@@ -1,5 +1,5 @@
 import IMCore
-import IMMapping
+import IMConfig
 import IMRelay
 import Testing
 

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMMapping
+import IMConfig
 
 /// `catch_up:` in `bridge.yaml` (docs/architecture.md, "Catch-up"): how far back the bridge reads a
 /// source's history after downtime or a gap, and how often it looks on its own.

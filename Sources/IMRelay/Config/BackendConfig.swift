@@ -1,7 +1,7 @@
 import Foundation
 import IMCore
 import IMAdapterKit
-import IMMapping
+import IMConfig
 
 /// A configured backend: its adapter name and the adapter's own settings (base URLs, credentials …).
 public struct BackendConfig: Sendable {

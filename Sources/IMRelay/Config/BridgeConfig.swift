@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMHTTP
+import IMConfig
 import IMMapping
 import IMStore
 import Logging

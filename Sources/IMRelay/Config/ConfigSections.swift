@@ -1,6 +1,6 @@
 import IMCore
 import IMHTTP
-import IMMapping
+import IMConfig
 import IMStore
 import Logging
 

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMMapping
+import IMConfig
 
 extension BridgeConfig {
     /// The keys of a route (which of them apply depends on `users:`, so this list is kept beside the

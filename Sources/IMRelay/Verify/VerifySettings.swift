@@ -1,4 +1,4 @@
-import IMMapping
+import IMConfig
 
 /// `verify:` in `bridge.yaml` (docs/verify.md, "Scheduled audits"): `imbridge run` compares both sides of
 /// its routes on its own, every `interval`, over the last `window`. Off unless `interval` is set.
