@@ -1,8 +1,9 @@
 import Foundation
+import IMConfig
 import IMCore
 import IMHTTP
-import IMConfig
 import IMMapping
+import IMRelay
 import IMStore
 import Logging
 

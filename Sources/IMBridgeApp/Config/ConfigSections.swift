@@ -1,43 +1,15 @@
+import IMConfig
 import IMCore
 import IMHTTP
-import IMConfig
+import IMRelay
 import IMStore
 import Logging
 
-// The small sections of `bridge.yaml`, each decoded by its own `decode(_:)` (docs/configuration.md).
-// Each default is written once, in the section's type.
-
-extension RetryPolicy {
-    /// `retry:` — `base`, `max` (≥ `base`), `max_age` (0s: retry for ever).
-    static func decode(_ section: ConfigSection) -> RetryPolicy {
-        var retry = RetryPolicy()
-        let base = section.duration("base", range: .positive, legacy: .init("base_ms", .milliseconds))
-        if let base { retry.baseMs = base.value.milliseconds }
-        if let max = section.duration("max", range: .positive, legacy: .init("max_ms", .milliseconds)) {
-            if max.value.milliseconds < retry.baseMs {
-                let baseKey = base.flatMap { $0.node.path.split(separator: ".").last.map(String.init) } ?? "base"
-                let shownBase = base.map { $0.node.shown(ConfigDuration(milliseconds: retry.baseMs)) } ?? "\(ConfigDuration(milliseconds: retry.baseMs))"
-                section.add(max.node.error("expected at least \(baseKey) (\(shownBase)), got \(max.node.shown(max.value))"))
-            } else {
-                retry.maxMs = max.value.milliseconds
-            }
-        }
-        if let age = section.duration("max_age", range: DurationRange(minimum: .seconds(1), zero: "retries for ever"),
-                                      legacy: .init("max_age_minutes", .minutes)) {
-            retry.maxAgeMs = age.value == .zero ? nil : age.value.milliseconds
-        }
-        return retry
-    }
-}
-
-extension ReadinessPolicy {
-    /// `readiness:` — `backend_failing` (0s: failing backends never make `/readyz` 503).
-    static func decode(_ section: ConfigSection) -> ReadinessPolicy {
-        guard let failing = section.duration("backend_failing", range: DurationRange(minimum: .seconds(1), zero: "never"),
-                                             legacy: .init("backend_failing_seconds", .seconds)) else { return ReadinessPolicy() }
-        return ReadinessPolicy(backendFailingMs: failing.value == .zero ? nil : failing.value.milliseconds)
-    }
-}
+// The sections of `bridge.yaml` that belong to running the bridge (several instances, logging, shutdown,
+// the listeners' limits), each decoded by its own `decode(_:)` (docs/configuration.md). The engine's
+// sections are decoded where their types live (`RetryPolicy`, `ReadinessPolicy`, `CatchUpSettings`,
+// `ProfileSettings`, `GroupSettings`, `VerifySettings`, in IMRelay). Each default is written once, in the
+// section's type.
 
 /// `ha:` in `bridge.yaml`: several instances on one store (docs/high-availability.md).
 public struct HASettings: Sendable, Equatable {
