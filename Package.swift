@@ -16,6 +16,7 @@ let package = Package(
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
         .library(name: "IMStore", targets: ["IMStore"]),
         .library(name: "IMRelay", targets: ["IMRelay"]),
+        .library(name: "IMServer", targets: ["IMServer"]),
         .library(name: "IMConfig", targets: ["IMConfig"]),
         .library(name: "IMMapping", targets: ["IMMapping"]),
         .library(name: "IMAdapterKit", targets: ["IMAdapterKit"]),
@@ -82,6 +83,12 @@ let package = Package(
         .target(name: "IMRelay", dependencies: [
             "IMCore", "IMStore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "CoreMetrics", package: "swift-metrics", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+        ]),
+        // The bridge's HTTP side and what it shows: the listener (callbacks, /healthz, /readyz, /metrics),
+        // the status page, the log handler. Reads the engine (IMRelay); the engine knows nothing of it.
+        .target(name: "IMServer", dependencies: [
+            "IMCore", "IMHTTP", "IMStore", "IMConfig", "IMMapping", "IMAdapterKit", "IMRelay",
+            .product(name: "Logging", package: "swift-log", condition: server),
             // The status page's template engine (Status/StatusPage.swift).
             .product(name: "Mustache", package: "swift-mustache", condition: server),
         ]),
@@ -96,24 +103,24 @@ let package = Package(
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
-            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
+            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMServer", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMVendors",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMVendors",
         ]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         // Benchmarks: release builds for figures; `costs` also runs on the debug build in `make test` (CostGuardTests).
         .executableTarget(name: "imbridge-bench", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
             .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
@@ -143,15 +150,16 @@ let package = Package(
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMConfig", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
-        // IMBridgeApp: the settings' tests decode them through bridge.yaml's document (`BridgeConfig`).
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMConfig", "IMMapping", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
+        // IMServer: the listener, status page and log handler tests; IMBridgeApp: the settings' tests decode
+        // them through bridge.yaml's document (`BridgeConfig`).
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMConfig", "IMMapping", "IMServer", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
                                                          .product(name: "Logging", package: "swift-log", condition: server),
                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
             "WuKong", "RongCloud", "NIM", "JMessage",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox", "SandboxTestSupport",
                                                           .product(name: "GRDB", package: "GRDB.swift", condition: server)]),

@@ -29,6 +29,9 @@ public final class HealthBoard: Sendable {
             case oldestPendingAgeMs = "oldest_pending_age_ms"
             case failingSinceMs = "failing_since_ms"
         }
+
+        /// A backend with no call yet.
+        package static let unknown = Entry(state: "unknown")
     }
 
     private let entries: Mutex<[String: Entry]>

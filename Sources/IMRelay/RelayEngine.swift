@@ -44,8 +44,8 @@ public actor RelayEngine {
     public nonisolated let metrics: RelayMetrics
     public nonisolated let health: HealthBoard
     nonisolated let backends: [BackendID: any IMBackend]
-    nonisolated let routes: RouteTable
-    nonisolated let clock: any IMClock
+    package nonisolated let routes: RouteTable
+    package nonisolated let clock: any IMClock
     nonisolated let retry: RetryPolicy
     nonisolated let maxConcurrentLanes: Int
     /// How long finished outbox entries and ledger rows are kept (nil: for ever); see `prune`.

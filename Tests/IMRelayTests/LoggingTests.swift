@@ -2,6 +2,7 @@ import Foundation
 import IMBridgeApp
 import IMCore
 import IMRelay
+import IMServer
 import Logging
 import Synchronization
 import Testing
