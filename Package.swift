@@ -16,6 +16,8 @@ let package = Package(
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
         .library(name: "IMStore", targets: ["IMStore"]),
         .library(name: "IMRelay", targets: ["IMRelay"]),
+        .library(name: "IMServer", targets: ["IMServer"]),
+        .library(name: "IMConfig", targets: ["IMConfig"]),
         .library(name: "IMMapping", targets: ["IMMapping"]),
         .library(name: "IMAdapterKit", targets: ["IMAdapterKit"]),
         // adapters: add library products here
@@ -68,19 +70,28 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
+        // The YAML reader of bridge.yaml and the mapping files: nodes with key paths and lines, sections,
+        // durations, collected problems, redaction.
+        .target(name: "IMConfig", dependencies: ["IMCore", .product(name: "Yams", package: "Yams", condition: server)]),
         // The shipped mapping files are compiled into the module (EmbeddedFiles), not a resource bundle.
-        .target(name: "IMMapping", dependencies: ["IMCore", .product(name: "Yams", package: "Yams", condition: server)],
+        .target(name: "IMMapping", dependencies: ["IMCore", "IMConfig"],
                 exclude: ["mappings"], plugins: ["EmbedShippedFiles"]),
         .executableTarget(name: "imbridge-embed", path: "Sources/imbridge-embed"),
         .plugin(name: "EmbedShippedFiles", capability: .buildTool(), dependencies: ["imbridge-embed"]),
-        .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMMapping"]),
+        .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping"]),
         .target(name: "IMStore", dependencies: [
             "IMCore", .product(name: "GRDB", package: "GRDB.swift", condition: server), .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         .target(name: "IMRelay", dependencies: [
-            "IMCore", "IMStore", "IMHTTP", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
+            "IMCore", "IMStore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "CoreMetrics", package: "swift-metrics", condition: server), .product(name: "Prometheus", package: "swift-prometheus", condition: server),
+        ]),
+        // The bridge's HTTP side and what it shows: the listener (callbacks, /healthz, /readyz, /metrics),
+        // the status page, the log handler. Reads the engine (IMRelay); the engine knows nothing of it.
+        .target(name: "IMServer", dependencies: [
+            "IMCore", "IMHTTP", "IMStore", "IMConfig", "IMMapping", "IMAdapterKit", "IMRelay",
+            .product(name: "Logging", package: "swift-log", condition: server),
             // The status page's template engine (Status/StatusPage.swift).
             .product(name: "Mustache", package: "swift-mustache", condition: server),
         ]),
@@ -95,24 +106,24 @@ let package = Package(
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
-            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMMapping", "IMAdapterKit", "IMVendors",
+            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMServer", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMVendors",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMVendors",
         ]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         // Benchmarks: release builds for figures; `costs` also runs on the debug build in `make test` (CostGuardTests).
         .executableTarget(name: "imbridge-bench", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
             .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
@@ -125,14 +136,14 @@ let package = Package(
         // adapters: add `.target(name: "<Name>Facts", dependencies: ["IMCore"], path: "adapters/<Name>/Facts")` and
         // `.target(name: "<Name>", dependencies: [..., "<Name>Facts"], path: "adapters/<Name>", exclude: ["Sandbox", "Facts"])` here
         .target(name: "JMessageFacts", dependencies: ["IMCore"], path: "adapters/JMessage/Facts"),
-        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", "JMessageFacts",
+        .target(name: "JMessage", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", "JMessageFacts",
                                                  .product(name: "Logging", package: "swift-log", condition: server)],
                 path: "adapters/JMessage",
                 exclude: ["Sandbox", "Facts"]),
         .target(name: "JMessageSandbox", dependencies: ["JMessage", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/JMessage/Sandbox"),
         .target(name: "RongCloudFacts", dependencies: ["IMCore"], path: "adapters/RongCloud/Facts"),
-        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", "RongCloudFacts"], path: "adapters/RongCloud",
+        .target(name: "RongCloud", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", "RongCloudFacts"], path: "adapters/RongCloud",
                 exclude: ["Sandbox", "Facts"]),
         .target(name: "RongCloudSandbox", dependencies: ["RongCloud", "IMSandbox", "IMCore", "IMHTTP", "IMMapping"],
                 path: "adapters/RongCloud/Sandbox"),
@@ -141,23 +152,25 @@ let package = Package(
                 exclude: ["Sandbox", "Facts"]),
         .target(name: "WuKongSandbox", dependencies: ["WuKong", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/WuKong/Sandbox"),
         .target(name: "NIMFacts", dependencies: ["IMCore"], path: "adapters/NIM/Facts"),
-        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMMapping", "IMAdapterKit", "NIMFacts"], path: "adapters/NIM",
+        .target(name: "NIM", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", "NIMFacts"], path: "adapters/NIM",
                 exclude: ["Sandbox", "Facts"]),
         .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "SandboxTestSupport"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
-        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
+        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMConfig", "IMMapping", "IMRelay", "IMVendors", "IMAdapterKit", "IMSandbox", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMMapping", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
+        // IMServer: the listener, status page and log handler tests; IMBridgeApp: the settings' tests decode
+        // them through bridge.yaml's document (`BridgeConfig`).
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMConfig", "IMMapping", "IMServer", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
                                                          .product(name: "Logging", package: "swift-log", condition: server),
                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
             "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
             "WuKong", "RongCloud", "NIM", "JMessage",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox", "SandboxTestSupport",
                                                           .product(name: "GRDB", package: "GRDB.swift", condition: server)]),

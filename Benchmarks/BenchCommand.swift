@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import IMServer
 import NIOCore
 import NIOPosix
 import IMBridgeApp

@@ -1,6 +1,7 @@
 import Foundation
 import IMBridgeApp
 import IMLab
+import IMServer
 import IMVendors
 import IMCore
 import IMHTTP

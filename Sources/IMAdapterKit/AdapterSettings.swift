@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMMapping
+import IMConfig
 
 /// One setting an adapter takes under `backends.<name>` in `bridge.yaml`.
 public struct SettingSpec: Sendable {

@@ -1,5 +1,6 @@
 import IMAdapterKit
 import IMCore
+import IMConfig
 import IMMapping
 import IMRelay
 import IMStore

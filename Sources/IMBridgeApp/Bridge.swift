@@ -1,6 +1,7 @@
 import IMAdapterKit
 import IMCore
 import IMRelay
+import IMServer
 import IMStore
 import IMVendors
 import Logging

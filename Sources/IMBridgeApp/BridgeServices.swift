@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMMapping
 import IMRelay
+import IMServer
 import IMStore
 import IMVendors
 import Logging

@@ -1,6 +1,7 @@
 import Foundation
 import IMAdapterKit
 import IMCore
+import IMConfig
 import IMMapping
 import IMRelay
 import IMStore

@@ -1,5 +1,6 @@
 import IMAdapterKit
 import IMRelay
+import IMServer
 import IMVendors
 
 extension StatusContext {

@@ -4,6 +4,7 @@ import IMCore
 import IMHTTP
 import IMRelay
 import IMSandbox
+import IMServer
 import IMStore
 import IMVendors
 

@@ -2,6 +2,7 @@ import Foundation
 import IMBridgeApp
 import IMCore
 import IMRelay
+import IMServer
 
 /// `imbridge demo`: a WuKong sandbox and a RongCloud sandbox with a bridge between them, all in this
 /// process on free ports with a temporary store. A scripted conversation runs in both directions —

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMConfig
 
 extension MappingLoader {
     /// Parses `mappings/custom/<name>.yaml`:

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import Yams
+import IMConfig
 
 /// Reads mapping files into compiled tables, collecting every problem with its file and line.
 ///

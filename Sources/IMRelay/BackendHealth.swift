@@ -1,3 +1,4 @@
+import IMConfig
 import IMCore
 import Logging
 import Synchronization
@@ -30,6 +31,9 @@ public final class HealthBoard: Sendable {
             case oldestPendingAgeMs = "oldest_pending_age_ms"
             case failingSinceMs = "failing_since_ms"
         }
+
+        /// A backend with no call yet.
+        package static let unknown = Entry(state: "unknown")
     }
 
     private let entries: Mutex<[String: Entry]>
@@ -123,5 +127,14 @@ public struct ReadinessPolicy: Sendable, Equatable {
 
     public init(backendFailingMs: Int64? = Int64(ReadinessPolicy.defaultBackendFailingSeconds) * 1000) {
         self.backendFailingMs = backendFailingMs
+    }
+}
+
+extension ReadinessPolicy {
+    /// `readiness:` — `backend_failing` (0s: failing backends never make `/readyz` 503).
+    package static func decode(_ section: ConfigSection) -> ReadinessPolicy {
+        guard let failing = section.duration("backend_failing", range: DurationRange(minimum: .seconds(1), zero: "never"),
+                                             legacy: .init("backend_failing_seconds", .seconds)) else { return ReadinessPolicy() }
+        return ReadinessPolicy(backendFailingMs: failing.value == .zero ? nil : failing.value.milliseconds)
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMMapping
+import IMConfig
 import IMStore
 import Synchronization
 
@@ -95,7 +95,7 @@ public struct GroupSettings: Sendable, Equatable {
         self.refreshMs = refreshMs
     }
 
-    static func decode(_ section: ConfigSection) -> GroupSettings {
+    package static func decode(_ section: ConfigSection) -> GroupSettings {
         GroupSettings(refreshMs: ProfileSettings.decodeRefresh(section, default: GroupSettings().refreshMs))
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMMapping
+import IMConfig
 import IMStore
 import Synchronization
 
@@ -105,7 +105,7 @@ public struct ProfileSettings: Sendable, Equatable {
     }
 
     /// Decodes `profiles:`; `refresh` is a duration from 1s to 7d, or 0s: only at first sight.
-    static func decode(_ section: ConfigSection) -> ProfileSettings {
+    package static func decode(_ section: ConfigSection) -> ProfileSettings {
         ProfileSettings(refreshMs: decodeRefresh(section, default: ProfileSettings().refreshMs))
     }
 

@@ -36,7 +36,7 @@ public actor RelayEngine {
     /// The backends, the routes and how an event is planned for a route leg (`Translator`), shared with
     /// migration and verify.
     package nonisolated let planner: Planner
-    nonisolated let clock: any IMClock
+    package nonisolated let clock: any IMClock
     nonisolated let policy: Policy
     /// The one delivery path per target (shared with migration), each with its migration pacing.
     nonisolated let deliveries: [BackendID: Delivery]
@@ -50,7 +50,7 @@ public actor RelayEngine {
     var loops = Loops()
 
     nonisolated var backends: [BackendID: any IMBackend] { planner.backends }
-    nonisolated var routes: RouteTable { planner.routes }
+    package nonisolated var routes: RouteTable { planner.routes }
     public nonisolated var customFallbacks: CustomTypeFallbacks? { planner.customFallbacks }
     /// How long finished outbox entries and ledger rows are kept (nil: for ever); see `prune`.
     public nonisolated var retentionMs: Int64? { policy.retentionMs }

@@ -2,6 +2,7 @@ import ArgumentParser
 import IMBridgeApp
 import IMMapping
 import IMRelay
+import IMServer
 
 @main
 struct IMBridgeCommand: AsyncParsableCommand {

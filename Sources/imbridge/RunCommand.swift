@@ -4,6 +4,7 @@ import IMBridgeApp
 import IMCore
 import IMHTTP
 import IMRelay
+import IMServer
 import IMStore
 import Logging
 

@@ -1,5 +1,6 @@
 import Foundation
 import IMAdapterKit
+import IMBridgeApp
 import IMLab
 import IMRelay
 import IMVendors

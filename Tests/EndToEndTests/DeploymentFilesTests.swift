@@ -5,6 +5,7 @@ import IMCore
 import IMHTTP
 import IMLab
 import IMRelay
+import IMServer
 import IMStore
 import PostgresTestSupport
 import IMVendors

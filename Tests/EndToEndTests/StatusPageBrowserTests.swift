@@ -3,6 +3,7 @@ import IMCore
 import IMHTTP
 import IMLab
 import IMRelay
+import IMServer
 import Testing
 
 /// The status page in a real browser (docs/status-page.md): `imbridge run` as a child process with three

@@ -5,6 +5,7 @@ import IMCore
 import IMHTTP
 import IMLab
 import IMRelay
+import IMServer
 import Testing
 
 /// Sends whose outcome the bridge cannot know, on every vendor as the target, over the real sandboxes:

@@ -1,3 +1,4 @@
+import IMBridgeApp
 import IMCore
 import IMRelay
 import Testing

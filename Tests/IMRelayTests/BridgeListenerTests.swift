@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMRelay
+import IMServer
 @_spi(Testing) import IMStore
 import IMTesting
 import Testing

@@ -1,4 +1,5 @@
 import IMAdapterKit
+import IMBridgeApp
 import IMCore
 @testable import IMRelay
 import Testing

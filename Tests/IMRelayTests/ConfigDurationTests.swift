@@ -1,5 +1,6 @@
+import IMBridgeApp
 import IMCore
-import IMMapping
+import IMConfig
 import IMRelay
 import Testing
 

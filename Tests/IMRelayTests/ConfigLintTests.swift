@@ -1,4 +1,5 @@
 import Foundation
+import IMBridgeApp
 import IMCore
 import IMRelay
 import Testing

@@ -1,6 +1,8 @@
 import Foundation
+import IMBridgeApp
 import IMCore
 import IMRelay
+import IMServer
 import Logging
 import Synchronization
 import Testing

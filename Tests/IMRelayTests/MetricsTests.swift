@@ -3,6 +3,7 @@ import IMCore
 import IMHTTP
 import IMMapping
 @testable import IMRelay
+import IMServer
 import IMStore
 import Testing
 

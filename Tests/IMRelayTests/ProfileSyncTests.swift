@@ -1,4 +1,5 @@
 import Foundation
+import IMBridgeApp
 import IMCore
 @_spi(Testing) import IMRelay
 import IMStore

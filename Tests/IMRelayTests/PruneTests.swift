@@ -1,4 +1,5 @@
 import Foundation
+import IMBridgeApp
 import IMCore
 import IMMapping
 @_spi(Testing) import IMRelay

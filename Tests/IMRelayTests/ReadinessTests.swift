@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMRelay
+import IMServer
 @_spi(Testing) import IMStore
 import IMTesting
 import Testing

@@ -3,6 +3,7 @@ import IMCore
 import IMHTTP
 import IMMapping
 import IMRelay
+import IMServer
 import IMStore
 import IMTesting
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import IMBridgeApp
 import IMCore
 @testable import IMRelay
 import IMStore

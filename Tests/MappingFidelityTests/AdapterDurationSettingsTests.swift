@@ -1,6 +1,6 @@
 import IMAdapterKit
 import IMCore
-import IMMapping
+import IMConfig
 import IMVendors
 import Testing
 

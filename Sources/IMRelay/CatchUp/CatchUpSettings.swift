@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMMapping
+import IMConfig
 
 /// `catch_up:` in `bridge.yaml` (docs/architecture.md, "Catch-up"): how far back the bridge reads a
 /// source's history after downtime or a gap, and how often it looks on its own.
@@ -29,7 +29,7 @@ public struct CatchUpSettings: Sendable, Equatable {
     /// Decodes `catch_up:`; `max_age` and `interval` are durations (`24h`, `5m`; a bare number is still
     /// read as seconds, with a warning). `retention` (0: for ever) caps `max_age`: an older message may
     /// have left the ledger, and reading it again would relay it twice.
-    static func decode(_ section: ConfigSection, retention: ConfigDuration) -> CatchUpSettings {
+    package static func decode(_ section: ConfigSection, retention: ConfigDuration) -> CatchUpSettings {
         var settings = CatchUpSettings()
         if let enabled = section.read("enabled", { node -> Bool? in try node.isPresent ? node.bool() : nil }) { settings.enabled = enabled }
         if let age = section.duration("max_age", range: .positive, bare: .seconds) {

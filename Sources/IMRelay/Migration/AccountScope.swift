@@ -1,6 +1,6 @@
 import Foundation
 import IMCore
-import IMMapping
+import IMConfig
 
 /// The users, groups and conversations a whole-account migration covers: what an account file names
 /// (`imbridge migrate --account-file`), and with `--all` everything the source can enumerate.

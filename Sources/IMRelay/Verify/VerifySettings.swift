@@ -1,4 +1,4 @@
-import IMMapping
+import IMConfig
 
 /// `verify:` in `bridge.yaml` (docs/verify.md, "Scheduled audits"): `imbridge run` compares both sides of
 /// its routes on its own, every `interval`, over the last `window`. Off unless `interval` is set.
@@ -14,7 +14,7 @@ public struct VerifySettings: Sendable, Equatable {
     }
 
     /// Decodes `verify:`; both keys are durations (`24h`; a bare number is still read as seconds, with a warning).
-    static func decode(_ section: ConfigSection) -> VerifySettings {
+    package static func decode(_ section: ConfigSection) -> VerifySettings {
         var settings = VerifySettings()
         if let interval = section.duration("interval", range: DurationRange(minimum: .seconds(10)), bare: .seconds) {
             settings.intervalMs = interval.value.milliseconds

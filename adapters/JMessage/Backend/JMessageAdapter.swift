@@ -1,6 +1,6 @@
 import IMAdapterKit
 import IMCore
-import IMMapping
+import IMConfig
 
 /// The `jmessage` adapter as the registry lists it.
 public enum JMessageAdapter {

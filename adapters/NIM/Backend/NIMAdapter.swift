@@ -1,5 +1,6 @@
 import IMAdapterKit
 import IMCore
+import IMConfig
 import IMMapping
 
 /// The `nim` adapter as the registry lists it. Its settings (`backends.<name>` in `bridge.yaml`, all

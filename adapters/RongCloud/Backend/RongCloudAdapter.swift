@@ -1,5 +1,6 @@
 import IMAdapterKit
 import IMCore
+import IMConfig
 import IMMapping
 
 /// The `rongcloud` adapter as the registry lists it. `settings` is the one list of keys a backend of

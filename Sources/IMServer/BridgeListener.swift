@@ -2,6 +2,7 @@ import Foundation
 import IMAdapterKit
 import IMCore
 import IMHTTP
+import IMRelay
 import Logging
 import Synchronization
 
@@ -201,7 +202,7 @@ public final class BridgeListener: Sendable {
                 }
                 let now = engine.clock.nowMs()
                 var backends = engine.health.snapshot
-                for (backend, created) in oldest { backends[backend.rawValue, default: HealthBoard.Entry(state: "unknown")].oldestPendingAgeMs = max(0, now - created) }
+                for (backend, created) in oldest { backends[backend.rawValue, default: HealthBoard.Entry.unknown].oldestPendingAgeMs = max(0, now - created) }
                 let status = backends.values.contains { $0.state == "degraded" } ? "degraded" : "ok"
                 return .json(Body(status: status, backends: backends, pending: pending, deadLetters: dead))
             } catch {

@@ -1,9 +1,11 @@
 import Foundation
+import IMConfig
 import IMCore
 import IMHTTP
 import IMMapping
+import IMRelay
+import IMServer
 import IMStore
-import Logging
 
 /// `bridge.yaml`, validated. Every error names the key (and line) it is about. See docs/configuration.md for each key.
 ///
@@ -68,8 +70,8 @@ public struct BridgeConfig: Sendable {
     public static let logKeys = ConfigSection.reading { _ = LogSettings.decode($0) }.keys
     public static let shutdownKeys = ConfigSection.reading { _ = ShutdownSettings.decode($0) }.keys
     public static let listenerKeys = ConfigSection.reading { _ = ListenerLimits.decode($0) }.keys
-    /// The names `log.level` and `--log-level` accept, quietest last.
-    public static let logLevelNames = Logger.Level.allCases.map(\.rawValue)
+    /// The names `log.level` and `--log-level` accept, quietest last (`LogSettings.levelNames`).
+    public static let logLevelNames = LogSettings.levelNames
     /// Every key of each section by its top-level name, and the deprecated names each still reads.
     public static let sectionKeys: [(name: String, keys: [String], deprecated: [String])] = {
         let sections: [(String, (ConfigSection) -> Void)] = [

@@ -1,7 +1,8 @@
 import Foundation
-import IMCore
 import IMAdapterKit
-import IMMapping
+import IMConfig
+import IMCore
+import IMRelay
 
 /// A configured backend: its adapter name and the adapter's own settings (base URLs, credentials …).
 public struct BackendConfig: Sendable {

@@ -1,7 +1,6 @@
 import Foundation
 import IMCore
 import Logging
-import Synchronization
 
 /// How log lines are written (`log.format` in `bridge.yaml`).
 public enum LogFormat: String, Sendable, CaseIterable {
@@ -119,29 +118,5 @@ public struct BridgeLogHandler: LogHandler {
     public static func bootstrap(level: Logger.Level, format: LogFormat, secrets: some Sequence<String>) {
         let redactor = SecretRedactor(secrets)
         LoggingSystem.bootstrap { label in BridgeLogHandler(label: label, level: level, format: format, redactor: redactor) }
-    }
-}
-
-/// At most one line per key and interval, for what can repeat without bound (a retry storm, a store
-/// that keeps failing): `admit` says whether to log now and how many lines were held back since the
-/// last one. Keys are kept until the next line for that key; the table is bounded by the keys (target
-/// backends, operations), not by traffic.
-public final class LogThrottle: Sendable {
-    let intervalMs: Int64
-    private let state = Mutex<[String: (lastMs: Int64, held: Int)]>([:])
-
-    public init(intervalMs: Int64) { self.intervalMs = intervalMs }
-
-    /// nil: hold this line back. Otherwise the number of lines held back for `key` before it.
-    public func admit(_ key: String, now: Int64) -> Int? {
-        state.withLock { table in
-            if let entry = table[key], now - entry.lastMs < intervalMs {
-                table[key] = (entry.lastMs, entry.held + 1)
-                return nil
-            }
-            let held = table[key]?.held ?? 0
-            table[key] = (now, 0)
-            return held
-        }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
+import IMConfig
 import IMCore
-import IMMapping
+import IMRelay
 
 extension BridgeConfig {
     /// The keys of a route (which of them apply depends on `users:`, so this list is kept beside the

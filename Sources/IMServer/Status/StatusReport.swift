@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMMapping
+import IMRelay
 import IMStore
 
 /// What the bridge knows about a backend beyond its name, from the configuration: its adapter and the
@@ -273,7 +274,7 @@ extension StatusReport {
         let down = Set(engine.health.down(at: now, thresholdMs: readiness.backendFailingMs))
         let names = Set(health.keys).union(context.backends.keys).union(pendingByTarget.keys).sorted()
         let backends = names.map { name -> Backend in
-            let entry = health[name] ?? HealthBoard.Entry(state: "unknown")
+            let entry = health[name] ?? HealthBoard.Entry.unknown
             return Backend(name: name, adapter: context.backends[name]?.adapter, endpoints: context.backends[name]?.endpoints ?? [],
                            state: entry.state, down: down.contains(name), lastErrorClass: entry.lastErrorClass,
                            lastSuccessMs: entry.lastSuccessMs, lastFailureMs: entry.lastFailureMs, failingSinceMs: entry.failingSinceMs,
