@@ -95,6 +95,16 @@ let package = Package(
             // The status page's template engine (Status/StatusPage.swift).
             .product(name: "Mustache", package: "swift-mustache", condition: server),
         ]),
+        // Concept modules above the relay engine (docs/architecture.md, "Modules and their arrows").
+        .target(name: "IMCatchUp", dependencies: [
+            "IMCore", "IMStore", "IMRelay", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
+        ]),
+        .target(name: "IMMigration", dependencies: [
+            "IMCore", "IMStore", "IMRelay", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
+        ]),
+        .target(name: "IMVerify", dependencies: [
+            "IMCore", "IMStore", "IMRelay", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
+        ]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [
             "IMAdapterKit", "IMSandbox",
@@ -106,24 +116,24 @@ let package = Package(
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
-            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMServer", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
+            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMVendors",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMVendors",
         ]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         // Benchmarks: release builds for figures; `costs` also runs on the debug build in `make test` (CostGuardTests).
         .executableTarget(name: "imbridge-bench", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
             .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
@@ -163,14 +173,14 @@ let package = Package(
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
         // IMServer: the listener, status page and log handler tests; IMBridgeApp: the settings' tests decode
         // them through bridge.yaml's document (`BridgeConfig`).
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMTesting", "IMConfig", "IMMapping", "IMServer", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMTesting", "IMConfig", "IMMapping", "IMServer", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
                                                          .product(name: "Logging", package: "swift-log", condition: server),
                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
-            "IMBridgeApp", "IMLab", "IMRelay", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
+            "IMBridgeApp", "IMLab", "IMRelay", "IMMigration", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
             "WuKong", "RongCloud", "NIM", "JMessage",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox", "SandboxTestSupport",
                                                           .product(name: "GRDB", package: "GRDB.swift", condition: server)]),

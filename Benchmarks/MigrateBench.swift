@@ -5,6 +5,7 @@ import IMLab
 import IMVendors
 import IMCore
 import IMRelay
+import IMMigration
 
 /// Copies WuKong groups to RongCloud with the `Migrator` (the engine `imbridge migrate` runs): history
 /// pages from WuKong, silent sends to RongCloud, an id-map row and checkpoint per page in the durable

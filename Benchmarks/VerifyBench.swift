@@ -2,6 +2,8 @@ import Foundation
 import IMBridgeApp
 import IMCore
 import IMRelay
+import IMMigration
+import IMVerify
 
 /// `imbridge verify` over WuKong groups copied to RongCloud: the groups are filled on the WuKong sandbox,
 /// copied with the `Migrator` (through the outbox, so every copy has its id-map row), then the `Verifier`

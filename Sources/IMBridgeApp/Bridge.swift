@@ -5,6 +5,8 @@ import IMServer
 import IMStore
 import IMVendors
 import Logging
+import IMCatchUp
+import IMVerify
 
 /// A configured bridge: store, backends, engine and listener, started and stopped together.
 public struct Bridge: Sendable {

@@ -10,6 +10,8 @@ import Logging
 import ServiceLifecycle
 import Synchronization
 import UnixSignals
+import IMCatchUp
+import IMVerify
 
 /// `imbridge run`: the bridge's parts as swift-service-lifecycle `Service`s in one `ServiceGroup`
 /// (docs/architecture.md, "Running: services and shutdown").

@@ -75,12 +75,12 @@ package struct Planner: Sendable {
     }
 
     /// The translator to `target` for messages of `source`.
-    func translator(to target: any IMBackend, from source: (any IMBackend)?) -> Translator {
+    package func translator(to target: any IMBackend, from source: (any IMBackend)?) -> Translator {
         Translator(target: target, source: source, customFallbacks: customFallbacks)
     }
 
     /// The actions `event` asks for on `leg` (none when the leg's target is not configured).
-    func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
+    package func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
         guard let target = backends[leg.target] else { return Planned() }
         return translator(to: target, from: backends[event.backend]).plan(event, leg: leg)
     }

@@ -5,16 +5,16 @@ import Synchronization
 /// What an outbox row carries: the action, the route it came from (for its policies) and when the
 /// source event happened (for the latency histogram).
 package struct OutboxPayload: Codable, Sendable {
-    var action: RelayAction
-    var route: Route
-    var eventTimeMs: Int64
-    var sourceConversation: ConversationRef?
+    package var action: RelayAction
+    package var route: Route
+    package var eventTimeMs: Int64
+    package var sourceConversation: ConversationRef?
     /// How often this action was put back at the end of its lane because the message it refers to was
     /// not relayed yet (vendors may deliver a change before the message itself).
-    var requeues: Int?
+    package var requeues: Int?
     /// Set on the entries `imbridge migrate` queues (docs/migration.md): the executor paces them to the
     /// target's documented rate and does not send a message whose copy the id map already names.
-    var migration: MigrationMark?
+    package var migration: MigrationMark?
 
     package init(action: RelayAction, route: Route, eventTimeMs: Int64, sourceConversation: ConversationRef? = nil,
                  migration: MigrationMark? = nil) {
@@ -61,12 +61,16 @@ extension OutboxPayload: Equatable {}
 /// so that a rerun finds its pending and dead entries) and how the copy counts in the report.
 package struct MigrationMark: Codable, Sendable, Hashable {
     /// `Migrator.checkpointName` of the conversation pair.
-    var run: String
+    package var run: String
     /// `copied`, `converted` or `fell_back` (docs/migration.md, "Report"); nil for a follow-up (the recall).
-    var tally: String?
+    package var tally: String?
     /// The content kind of the source message (the report's `by_kind`).
-    var kind: String?
+    package var kind: String?
     /// The sender was written to the target with its profile by the migration's user phase: the executor
     /// does not provision it again as a bare id (which would reset the name on RongCloud).
-    var senderMigrated: Bool?
+    package var senderMigrated: Bool?
+
+    package init(run: String, tally: String? = nil, kind: String? = nil, senderMigrated: Bool? = nil) {
+        (self.run, self.tally, self.kind, self.senderMigrated) = (run, tally, kind, senderMigrated)
+    }
 }

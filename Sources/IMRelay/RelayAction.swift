@@ -50,8 +50,10 @@ public enum RelayAction: Sendable, Hashable, Codable {
 }
 
 /// What translation decided for one leg: the actions to queue and the fallbacks it applied.
-struct Planned: Sendable {
-    var actions: [RelayAction] = []
+package struct Planned: Sendable {
+    package var actions: [RelayAction] = []
     /// (feature name, policy): a `Feature` raw value, or `text_length` for cut texts.
-    var fallbacks: [(feature: String, policy: FallbackPolicy)] = []
+    package var fallbacks: [(feature: String, policy: FallbackPolicy)] = []
+
+    package init() {}
 }

@@ -34,7 +34,7 @@ extension RelayEngine: EventSink {
         let heldHere = intake.holds.enabled ? intake.gate.heldKeys(batch.events, admitted: admitted) : []
         do {
             let backends = self.backends
-            let first = CatchUpRunner.firstCheckpoints(fresh, routes: routes) { key, message in
+            let first = CatchUpCheckpoint.firstCheckpoints(fresh, routes: routes) { key, message in
                 try? (backends[key.backend] as? any CatchUpSource)?.cursor(for: message)
             }
             // Only the bridge's own writes coming back (a target routing the bridge's sends to it): `record`
@@ -78,10 +78,10 @@ extension RelayEngine: EventSink {
         let keys = intake.gate.unpositioned(in: events)
         guard !keys.isEmpty else { return }
         let found = try await store.reading { tx in
-            try keys.compactMap { key in try tx.checkpoint(CatchUpRunner.checkpointName(for: key)).map { (key, $0) } }
+            try keys.compactMap { key in try tx.checkpoint(CatchUpCheckpoint.name(for: key)).map { (key, $0) } }
         }
         for (key, value) in found {
-            guard let record = try? JSONDecoder().decode(CatchUpRunner.Record.self, from: Data(value.utf8)), let seq = record.seq else { continue }
+            guard let record = try? JSONDecoder().decode(CatchUpCheckpoint.Record.self, from: Data(value.utf8)), let seq = record.seq else { continue }
             intake.gate.seed(key, lastSeq: seq)
         }
     }
@@ -137,7 +137,7 @@ extension RelayEngine {
     /// `release`: a catch-up's store hold, given up in the same transaction unless marked since (`HoldMarked`).
     /// `takeHolds`: conversations this instance holds live messages of, held in the store for it in the
     /// same transaction (refused like `holdKeys` when another instance holds one).
-    nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
+    package nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
                                    holdKeys: [CatchUpGate.Key], takeHolds: [CatchUpGate.Key] = [],
                                    release: (name: String, token: Int64)? = nil) async throws -> IngestResult {
         let now = clock.nowMs()

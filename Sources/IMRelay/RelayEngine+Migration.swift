@@ -8,21 +8,25 @@ import IMStore
 /// earlier-copy search on a retry, the id-map row in the completing transaction, retries, dead letters).
 extension RelayEngine {
     /// One source message as a migration queues it.
-    struct MigrationItem: Sendable {
+    package struct MigrationItem: Sendable {
         /// The event live intake and catch-up give the same message (`CatchUpSource.catchUpEvent(for:)`),
         /// whose ledger row is the dedupe fact they share with the migration.
-        var event: IMEvent
-        var message: Message
+        package var event: IMEvent
+        package var message: Message
         /// The copy (`.send`) and, for a message recalled on the source, its `.recall` after it.
-        var actions: [RelayAction]
-        var mark: MigrationMark
+        package var actions: [RelayAction]
+        package var mark: MigrationMark
         /// Recent enough for a live callback or catch-up to meet it (`Migrator.liveWindowMs`): recorded in
         /// the ledger, with the other legs of the configured routes, as intake would record it.
-        var recordInLedger: Bool
+        package var recordInLedger: Bool
+
+        package init(event: IMEvent, message: Message, actions: [RelayAction], mark: MigrationMark, recordInLedger: Bool) {
+            (self.event, self.message, self.actions, self.mark, self.recordInLedger) = (event, message, actions, mark, recordInLedger)
+        }
     }
 
     /// What became of one item.
-    enum MigrationQueued: Sendable, Equatable {
+    package enum MigrationQueued: Sendable, Equatable {
         /// Queued: the id of its `.send` entry and of its last entry (the recall that follows it, or the send).
         case queued(send: Int64, last: Int64)
         /// The id map names its copy on the target already: nothing queued.
@@ -40,7 +44,7 @@ extension RelayEngine {
     /// the row was there already (live intake or catch-up came first), the copy is queued anyway: it
     /// runs after the live entry in the same lane, and the executor sends no message whose copy the id
     /// map names (`execute`), so the lane keeps one copy whichever entry carries it.
-    nonisolated func queueMigration(_ items: [MigrationItem], leg: RouteLeg, checkpoint: (name: String, value: String)?) async throws
+    package nonisolated func queueMigration(_ items: [MigrationItem], leg: RouteLeg, checkpoint: (name: String, value: String)?) async throws
         -> [MigrationQueued] {
         let now = clock.nowMs()
         let lane = LaneKey(backend: leg.target, conversation: leg.targetConversation)

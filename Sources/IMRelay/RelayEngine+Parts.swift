@@ -96,10 +96,10 @@ extension RelayEngine {
     /// Where live intake meets catch-up: the gate, the holds shared with the other instances
     /// (PostgreSQL only), and until when (monotonic nanoseconds) a read found no other instance's hold
     /// row at all, so that echo-only callbacks need no read of their own meanwhile (`noHoldElsewhere`).
-    final class IntakeState: Sendable {
+    package final class IntakeState: Sendable {
         /// Admits everything while no source is watched (`CatchUpRunner`).
-        let gate = CatchUpGate()
-        let holds: SharedHolds
+        package let gate = CatchUpGate()
+        package let holds: SharedHolds
         let noForeignHoldsUntil = Mutex<UInt64>(0)
 
         init(holds: SharedHolds) { self.holds = holds }

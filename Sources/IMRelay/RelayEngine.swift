@@ -39,12 +39,12 @@ public actor RelayEngine {
     package nonisolated let clock: any IMClock
     nonisolated let policy: Policy
     /// The one delivery path per target (shared with migration), each with its migration pacing.
-    nonisolated let deliveries: [BackendID: Delivery]
+    package nonisolated let deliveries: [BackendID: Delivery]
     nonisolated let payloads = PayloadCache()
     nonisolated let logs = Logs()
     nonisolated let signals = Signals()
     nonisolated let leases: Leases
-    nonisolated let intake: IntakeState
+    package nonisolated let intake: IntakeState
     nonisolated let people: PeopleSync
     var book = LaneBook()
     var loops = Loops()

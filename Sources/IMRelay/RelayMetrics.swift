@@ -208,7 +208,7 @@ public final class RelayMetrics: Sendable {
         latency.recordNanoseconds(Int64(max(0, seconds) * 1_000_000_000))
     }
 
-    func gauge(_ name: String, _ labels: [String: String]) -> Meter {
+    package func gauge(_ name: String, _ labels: [String: String]) -> Meter {
         Meter(label: name, dimensions: Self.dimensions(labels), factory: factory)
     }
 

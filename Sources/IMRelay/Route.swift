@@ -88,6 +88,10 @@ public struct RouteLeg: Sendable, Hashable {
     public var targetConversation: ConversationRef
     public var users: UserMode
 
+    package init(route: Route, target: BackendID, targetConversation: ConversationRef, users: UserMode) {
+        (self.route, self.target, self.targetConversation, self.users) = (route, target, targetConversation, users)
+    }
+
     /// The target-side user for a source user.
     public func targetUser(_ user: UserID) -> UserID {
         switch users {

@@ -25,7 +25,7 @@ import IMCore
 ///   puppet's view where the target can, else is dropped (counted as a `recall` drop) — docs/mappings.md,
 ///   "Deletion";
 /// - membership changes plan no action: the engine compares the group instead (`GroupSync`).
-struct Translator: Sendable {
+package struct Translator: Sendable {
     /// The target's.
     let capabilities: Capabilities
     /// The source's (nil when unknown).
@@ -51,7 +51,7 @@ struct Translator: Sendable {
         }
     }
 
-    func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
+    package func plan(_ event: IMEvent, leg: RouteLeg) -> Planned {
         var planned = Planned()
         switch event.kind {
         case .message(let message):
@@ -119,7 +119,7 @@ struct Translator: Sendable {
         return planned
     }
 
-    func outgoing(for message: Message, leg: RouteLeg, planned: inout Planned) -> OutgoingMessage {
+    package func outgoing(for message: Message, leg: RouteLeg, planned: inout Planned) -> OutgoingMessage {
         var content = fit(message.currentContent, planned: &planned)
         if let text = customFallback?(message.currentContent, message.expansion?.values ?? [:]) {
             planned.fallbacks.append((Feature.customContent.rawValue, .notice))

@@ -3,6 +3,7 @@ import Foundation
 import IMBridgeApp
 import IMCore
 import IMRelay
+import IMVerify
 
 /// `imbridge verify --config FILE [--route N | --conversation BACKEND:KIND:ID] [--since T] [--until T] [--repair]
 /// [--report FILE.json]` (docs/verify.md).

@@ -9,6 +9,7 @@ import PostgresTestSupport
 import SandboxTestSupport
 import Synchronization
 import Testing
+import IMMigration
 
 /// Nested in `CrashTests` (a `.serialized` suite): the process-level crash and failover tests run one
 /// after the other, not beside each other — on two shared cores, side by side they starve each other

@@ -5,6 +5,7 @@ import IMStore
 import IMTesting
 import Synchronization
 import Testing
+import IMMigration
 
 /// Whole-account migration in memory: users, then groups, then history (docs/migration.md).
 @Suite struct MigrationAccountTests {

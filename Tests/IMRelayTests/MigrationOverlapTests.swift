@@ -5,6 +5,7 @@ import IMStore
 import IMTesting
 import Synchronization
 import Testing
+@_spi(Testing) import IMMigration
 
 /// A migration of a conversation that the bridge also relays (docs/migration.md, "Through the outbox"):
 /// both paths queue into the same lane, share the ledger and the id map, and leave one copy of each

@@ -6,6 +6,7 @@ import IMRelay
 import IMTesting
 import Synchronization
 import Testing
+import IMMigration
 
 /// Forwards to a memory backend; `acceptThenFail` stores the next N messages and then reports a
 /// failure, as a vendor does when the connection drops after it committed.

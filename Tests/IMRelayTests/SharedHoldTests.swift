@@ -6,6 +6,7 @@ import IMStore
 import IMTesting
 import PostgresTestSupport
 import Testing
+@_spi(Testing) @testable import IMCatchUp
 
 /// Two instances on one PostgreSQL store and a source whose live traffic shows no gap (RongCloud, NIM,
 /// JMessage): while one instance catches a conversation up, the other refuses the conversation's live

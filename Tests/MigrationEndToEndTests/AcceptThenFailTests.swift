@@ -4,6 +4,7 @@ import IMRelay
 import IMStore
 import Synchronization
 import Testing
+import IMMigration
 
 /// A real adapter whose next N sends reach the vendor and then report a failure, as when the connection
 /// drops after the vendor committed (the window between the target's accept and the id-map write).

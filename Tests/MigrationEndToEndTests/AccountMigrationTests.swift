@@ -8,6 +8,7 @@ import NIM
 import RongCloud
 import Testing
 import WuKong
+import IMMigration
 
 /// A whole-account migration: a WuKong account — 10 users with names and avatars, 3 groups with owners and
 /// members, direct and group history — migrated by the real `imbridge migrate` to RongCloud, NIM and

@@ -4,6 +4,7 @@ import IMCore
 import IMRelay
 import IMSandbox
 import Testing
+import IMMigration
 
 /// Through the real `imbridge` executable and the sandboxes:
 /// `imbridge migrate --from wk --to nim --conversation direct:a,b` with no other option. Before users kept

@@ -3,6 +3,7 @@ import IMCore
 import IMRelay
 import IMSandbox
 import Testing
+import IMMigration
 
 /// Every ordered pair of the four vendors: a seeded conversation is migrated through the real adapters and
 /// sandboxes, and the target's `/_sandbox/messages` is compared with the source's, record by record.

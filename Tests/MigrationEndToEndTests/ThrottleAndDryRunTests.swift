@@ -4,6 +4,7 @@ import IMRelay
 import IMSandbox
 @_spi(Testing) import IMStore
 import Testing
+import IMMigration
 
 @Suite struct ThrottleAndDryRunTests {
     /// Each target's rate-limit answer: RongCloud 429 + 1008 (retry after 1 s), NIM 200 + 416 (the app is

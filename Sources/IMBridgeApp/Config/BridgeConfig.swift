@@ -6,6 +6,7 @@ import IMMapping
 import IMRelay
 import IMServer
 import IMStore
+import IMVerify
 
 /// `bridge.yaml`, validated. Every error names the key (and line) it is about. See docs/configuration.md for each key.
 ///

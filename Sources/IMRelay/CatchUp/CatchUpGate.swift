@@ -29,10 +29,10 @@ public final class CatchUpGate: Sendable {
     }
 
     /// What live traffic showed about a conversation since the last `drainObserved`.
-    struct Observed: Sendable {
-        var sender: UserID?
+    package struct Observed: Sendable {
+        package var sender: UserID?
         /// The newest message recorded in order (`.sequence` sources only).
-        var last: Message?
+        package var last: Message?
     }
 
     struct Lane: Sendable {
@@ -66,14 +66,14 @@ public final class CatchUpGate: Sendable {
     /// Whether any source is watched (an engine without catch-up admits everything untouched).
     var isActive: Bool { state.withLock { !$0.signals.isEmpty } }
 
-    func watch(_ backend: BackendID, signal: CatchUpGapSignal, starting: Bool) {
+    package func watch(_ backend: BackendID, signal: CatchUpGapSignal, starting: Bool) {
         state.withLock {
             $0.signals[backend] = signal
             if starting { $0.starting.insert(backend) }
         }
     }
 
-    func seed(_ key: Key, lastSeq: Int64?) {
+    package func seed(_ key: Key, lastSeq: Int64?) {
         state.withLock { state in
             if let lastSeq { state.lanes[key, default: Lane()].lastSeq = max(lastSeq, state.lanes[key]?.lastSeq ?? lastSeq) }
         }
@@ -120,7 +120,7 @@ public final class CatchUpGate: Sendable {
     /// The conversations of `events` (messages of watched sources) that have no checkpoint yet, each with
     /// its first message: the intake writes a first checkpoint for them in the transaction that records
     /// the messages, so a bridge killed right after still knows them on its next start.
-    func unknownConversations(in events: [IMEvent]) -> [Key: Message] {
+    package func unknownConversations(in events: [IMEvent]) -> [Key: Message] {
         state.withLock { state in
             var found: [Key: Message] = [:]
             for event in events {
@@ -135,7 +135,7 @@ public final class CatchUpGate: Sendable {
     /// Conversations of `.sequence` sources in `events` that this instance has no position for (it has
     /// recorded nothing of them and found no checkpoint at start): with other instances on the store,
     /// those may have recorded them up to any point, so the gate cannot tell a gap (`RelayEngine.positionUnseen`).
-    func unpositioned(in events: [IMEvent]) -> [Key] {
+    package func unpositioned(in events: [IMEvent]) -> [Key] {
         state.withLock { state in
             var keys: [Key] = []
             for event in events {
@@ -148,7 +148,7 @@ public final class CatchUpGate: Sendable {
     }
 
     /// These conversations have a checkpoint in the store now.
-    func markKnown(_ keys: some Sequence<Key>) {
+    package func markKnown(_ keys: some Sequence<Key>) {
         state.withLock { $0.known.formUnion(keys) }
     }
 
@@ -171,7 +171,7 @@ public final class CatchUpGate: Sendable {
     /// RongCloud, NIM) nothing else would reveal it before newer messages were relayed. So their
     /// conversations hold their live messages from now on and are caught up from their checkpoints
     /// (`requested`, reason `refused`) before anything newer is recorded.
-    func notRecorded(_ events: [IMEvent]) {
+    package func notRecorded(_ events: [IMEvent]) {
         state.withLock { state in
             for event in events {
                 guard case .message(let message) = event.kind, state.signals[event.backend] != nil else { continue }
@@ -188,7 +188,7 @@ public final class CatchUpGate: Sendable {
     }
 
     /// The conversations of `events` a shared hold covers: messages of watched sources (`SharedHolds`).
-    func holdKeys(in events: [IMEvent]) -> [Key] {
+    package func holdKeys(in events: [IMEvent]) -> [Key] {
         state.withLock { state in
             var keys: [Key] = []
             for event in events {
@@ -202,7 +202,7 @@ public final class CatchUpGate: Sendable {
 
     /// The conversations of `events` (messages of watched sources) of which `admitted` left some out:
     /// held here, so held in the store too before the callback is answered (`SharedHolds`).
-    func heldKeys(_ events: [IMEvent], admitted: [IMEvent]) -> [Key] {
+    package func heldKeys(_ events: [IMEvent], admitted: [IMEvent]) -> [Key] {
         guard events.count != admitted.count else { return [] }
         let taken = Set(admitted.map(\.eventID))
         return holdKeys(in: events.filter { !taken.contains($0.eventID) })
@@ -210,12 +210,12 @@ public final class CatchUpGate: Sendable {
 
     /// The intake refused live messages of `keys` because another instance holds them: once that hold
     /// is gone, this instance checks it was given up, not left behind (`CatchUpRunner.checkElsewhere`).
-    func heldElsewhere(_ keys: [Key]) {
+    package func heldElsewhere(_ keys: [Key]) {
         state.withLock { $0.elsewhere.formUnion(keys) }
     }
 
     /// The conversations refused because held elsewhere (and forgets them).
-    func takeElsewhere() -> Set<Key> {
+    package func takeElsewhere() -> Set<Key> {
         state.withLock { state in
             defer { state.elsewhere = [] }
             return state.elsewhere
@@ -226,7 +226,7 @@ public final class CatchUpGate: Sendable {
     static let maxHeld = 5_000
 
     /// Catch-up of `key` failed: it holds its live messages (and its position) until it is read again.
-    func hold(_ key: Key) {
+    package func hold(_ key: Key) {
         state.withLock { state in
             state.lanes[key, default: Lane()].running = true
             state.lanes[key]?.missed = true
@@ -235,7 +235,7 @@ public final class CatchUpGate: Sendable {
     }
 
     /// Catch-up of `key` begins (it may already be marked running by a gap).
-    func begin(_ key: Key) {
+    package func begin(_ key: Key) {
         state.withLock { state in
             state.lanes[key, default: Lane()].running = true
             state.requested[key] = nil
@@ -243,7 +243,7 @@ public final class CatchUpGate: Sendable {
     }
 
     /// Before each read: whether anything was held since the previous call (and clears the mark).
-    func takeMissed(_ key: Key) -> Bool {
+    package func takeMissed(_ key: Key) -> Bool {
         state.withLock { state in
             let missed = state.lanes[key]?.missed ?? false
             state.lanes[key]?.missed = false
@@ -252,7 +252,7 @@ public final class CatchUpGate: Sendable {
     }
 
     /// Catch-up of `key` read up to `seq` (`.sequence` sources): later live messages compare with it.
-    func caughtUp(_ key: Key, seq: Int64?) {
+    package func caughtUp(_ key: Key, seq: Int64?) {
         guard let seq else { return }
         state.withLock { state in
             if seq > (state.lanes[key]?.lastSeq ?? 0) { state.lanes[key, default: Lane()].lastSeq = seq }
@@ -261,7 +261,7 @@ public final class CatchUpGate: Sendable {
 
     /// Ends the catch-up of `key`; returns what was held, to be recorded now. Nil (and the lane stays
     /// held) when something was held after the last read: the caller reads again.
-    func finish(_ key: Key, force: Bool) -> [IMEvent]? {
+    package func finish(_ key: Key, force: Bool) -> [IMEvent]? {
         state.withLock { state in
             guard var lane = state.lanes[key] else { return [] }
             if lane.missed && !force { return nil }
@@ -278,7 +278,7 @@ public final class CatchUpGate: Sendable {
     /// being caught up hold their live messages. Returns the conversations that held something meanwhile;
     /// they go on holding (marked running) until the caller has caught each up, so a message arriving now
     /// is not recorded before the held ones.
-    func started(_ backend: BackendID) -> [Key] {
+    package func started(_ backend: BackendID) -> [Key] {
         state.withLock { state in
             state.starting.remove(backend)
             let keys = state.lanes.filter { $0.key.backend == backend && !$0.value.held.isEmpty }.map(\.key)
@@ -292,7 +292,7 @@ public final class CatchUpGate: Sendable {
     }
 
     /// Conversations asked for since the last call, with the reason (`gap`, `held`).
-    func takeRequested() -> [Key: String] {
+    package func takeRequested() -> [Key: String] {
         state.withLock { state in
             defer { state.requested = [:] }
             return state.requested
@@ -300,7 +300,7 @@ public final class CatchUpGate: Sendable {
     }
 
     /// What `drainObserved` gave that could not be saved yet: kept for the next flush (newer wins).
-    func putBack(_ key: Key, _ observed: Observed) {
+    package func putBack(_ key: Key, _ observed: Observed) {
         state.withLock { state in
             var merged = state.observed[key] ?? observed
             if merged.sender == nil { merged.sender = observed.sender }
@@ -309,7 +309,7 @@ public final class CatchUpGate: Sendable {
         }
     }
 
-    func drainObserved() -> [Key: Observed] {
+    package func drainObserved() -> [Key: Observed] {
         state.withLock { state in
             defer { state.observed = [:] }
             return state.observed

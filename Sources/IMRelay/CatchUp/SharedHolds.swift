@@ -15,23 +15,23 @@ import IMStore
 /// read began; else it reads again. So what was refused is in a read even if the vendor gives up on it;
 /// a hold whose instance died is taken over by the instance that met it (`CatchUpRunner.checkElsewhere`).
 /// On SQLite (one instance) nothing is held in the store.
-struct SharedHolds: Sendable {
-    let enabled: Bool
-    let owner: String
-    let ttlMs: Int64
+package struct SharedHolds: Sendable {
+    package let enabled: Bool
+    package let owner: String
+    package let ttlMs: Int64
 
-    static let prefix = "hold:"
-    static func name(_ key: CatchUpGate.Key) -> String { "\(prefix)\(key.backend.rawValue)/\(key.conversation)" }
+    package static let prefix = "hold:"
+    package static func name(_ key: CatchUpGate.Key) -> String { "\(prefix)\(key.backend.rawValue)/\(key.conversation)" }
 
     /// How long a read that found no other instance's hold row answers for the echo-only callbacks that
     /// follow it (`RelayEngine.noHoldElsewhere`): a hold taken meanwhile is met by an echo at most this
     /// much later. Echoes record nothing, so what the window delays is only the meeting that starts
     /// the takeover of a dead instance's hold — which waits for the hold to expire (`ttlMs`) anyway.
-    static let echoCheckWindowMs: UInt64 = 250
+    package static let echoCheckWindowMs: UInt64 = 250
 
     /// In the intake's transaction: those of `keys` another instance holds, each marked on its hold row
     /// (its token moved: the holder's release then fails and it reads again).
-    func mark(_ keys: [CatchUpGate.Key], _ tx: StoreTransaction) throws -> [CatchUpGate.Key] {
+    package func mark(_ keys: [CatchUpGate.Key], _ tx: StoreTransaction) throws -> [CatchUpGate.Key] {
         guard enabled, !keys.isEmpty else { return [] }
         let marked = Set(try tx.markLeases(keys.map(Self.name), notOwnedBy: owner))
         return keys.filter { marked.contains(Self.name($0)) }
@@ -39,7 +39,7 @@ struct SharedHolds: Sendable {
 
     /// In the intake's transaction: holds `keys` for this instance (or renews its hold); returns those
     /// another instance holds live, each marked as `mark` does.
-    func take(_ keys: [CatchUpGate.Key], _ tx: StoreTransaction, at now: Int64) throws -> [CatchUpGate.Key] {
+    package func take(_ keys: [CatchUpGate.Key], _ tx: StoreTransaction, at now: Int64) throws -> [CatchUpGate.Key] {
         guard enabled else { return [] }
         var elsewhere: [CatchUpGate.Key] = []
         for key in keys where try tx.takeLease(Self.name(key), owner: owner, ttlMs: ttlMs, now: now) == nil {
@@ -55,6 +55,7 @@ struct HeldElsewhere: Error {
 }
 
 /// The hold's row was marked since the holder's last read began (or is gone): it reads again.
-struct HoldMarked: Error, CustomStringConvertible {
-    var description: String { "another instance refused a live message while the conversation was held: read again" }
+package struct HoldMarked: Error, CustomStringConvertible {
+    package init() {}
+    package var description: String { "another instance refused a live message while the conversation was held: read again" }
 }

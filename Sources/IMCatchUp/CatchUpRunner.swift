@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import Logging
+import IMRelay
 
 /// Catch-up from history (docs/architecture.md, "Catch-up"): what a vendor gave up delivering while the
 /// bridge was down, or dropped in a running stream, is read back from the source's history and recorded
@@ -27,23 +28,10 @@ import Logging
 /// - **Order.** While a conversation is read, its live messages are held by `CatchUpGate` and read again
 ///   with it, so they are recorded in source order after the older ones (see the gate).
 public actor CatchUpRunner {
-    /// One conversation's checkpoint, as stored (JSON).
-    struct Record: Codable, Sendable, Equatable {
-        var cursor: String?
-        var seq: Int64?
-        var at: Int64?
-        var id: String?
-        var viewer: String?
-
-        /// The checkpoint's stored value: JSON with sorted keys.
-        func stored() throws -> String {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = .sortedKeys
-            return String(decoding: try encoder.encode(self), as: UTF8.self)
-        }
-    }
-
-    public static let checkpointPrefix = "catchup/"
+    typealias Record = CatchUpCheckpoint.Record
+    public static let checkpointPrefix = CatchUpCheckpoint.prefix
+    static func checkpointName(for key: CatchUpGate.Key) -> String { CatchUpCheckpoint.name(for: key) }
+    static func key(fromCheckpoint name: String) -> CatchUpGate.Key? { CatchUpCheckpoint.key(fromName: name) }
 
     public nonisolated let settings: CatchUpSettings
     let engine: RelayEngine
@@ -324,7 +312,7 @@ public actor CatchUpRunner {
             if first[key] == nil, records[key]?.cursor == nil { first[key] = message }
         }
         let sources = self.sources
-        let checkpoints = Self.firstCheckpoints(first, routes: routes) { key, message in try? sources[key.backend]?.cursor(for: message) }
+        let checkpoints = CatchUpCheckpoint.firstCheckpoints(first, routes: routes) { key, message in try? sources[key.backend]?.cursor(for: message) }
         try await engine.ingestGrouped(held, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release)
         gate.recorded(held)
         gate.markKnown(first.keys)

@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import Synchronization
+import IMRelay
 
 /// Which part of the configuration `imbridge verify` compares, and over which time window.
 public struct VerifyScope: Sendable {
@@ -102,9 +103,9 @@ public final class Verifier: Sendable {
     /// written for every source conversation the bridge has recorded), and `scope.conversation`.
     func pairs(_ scope: VerifyScope) async throws -> [Pair] {
         var known: [BackendID: [ConversationRef: UserID?]] = [:]
-        for (name, value) in try await store.reading({ try $0.checkpoints(prefix: CatchUpRunner.checkpointPrefix) }) {
-            guard let key = CatchUpRunner.key(fromCheckpoint: name) else { continue }
-            let record = try? JSONDecoder().decode(CatchUpRunner.Record.self, from: Data(value.utf8))
+        for (name, value) in try await store.reading({ try $0.checkpoints(prefix: CatchUpCheckpoint.prefix) }) {
+            guard let key = CatchUpCheckpoint.key(fromName: name) else { continue }
+            let record = try? JSONDecoder().decode(CatchUpCheckpoint.Record.self, from: Data(value.utf8))
             known[key.backend, default: [:]][key.conversation] = record?.viewer.map(UserID.init)
         }
         var pairs: [Pair] = []

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMRelay
 
 /// What `imbridge verify` found (docs/verify.md): per route leg and conversation, the drift between the
 /// source's history and the target's, each item naming both sides' message ids.

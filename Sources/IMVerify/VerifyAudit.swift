@@ -2,57 +2,7 @@ import Foundation
 import IMCore
 import Logging
 import Synchronization
-
-/// The last scheduled audit, as the status page (`audit` in `/status.json`) shows it.
-public struct VerifyAuditSummary: Codable, Sendable, Equatable {
-    public var ranAtMs: Int64
-    public var durationMs: Int64
-    public var windowMs: Int64
-    public var conversations: Int
-    public var sourceMessages: Int
-    /// Drift items by kind (every kind, 0 where none).
-    public var drift: [String: Int]
-    public var unreadable: Int
-    /// The first `shownItems` items, each naming both sides' message ids.
-    public var items: [Item]
-    public var readCalls: Int
-
-    public struct Item: Codable, Sendable, Equatable {
-        public var kind: String
-        public var source: String
-        public var target: String
-        public var sourceMessage: String
-        public var targetMessage: String?
-        public var detail: String
-    }
-
-    public static let shownItems = 20
-
-    public init(_ report: VerifyReport, windowMs: Int64) {
-        ranAtMs = report.startedAtMs
-        durationMs = max(0, report.finishedAtMs - report.startedAtMs)
-        self.windowMs = windowMs
-        conversations = report.conversations.count
-        sourceMessages = report.conversations.reduce(0) { $0 + $1.sourceMessages }
-        drift = Dictionary(uniqueKeysWithValues: report.counts.map { ($0.key.rawValue, $0.value) })
-        unreadable = report.unreadable
-        readCalls = report.readCalls.values.reduce(0, +)
-        items = Array(report.conversations.flatMap { conversation in
-            conversation.items.map { Item(kind: $0.kind.rawValue, source: conversation.source, target: conversation.target,
-                                          sourceMessage: $0.sourceMessage, targetMessage: $0.targetMessage, detail: $0.detail) }
-        }.prefix(Self.shownItems))
-    }
-}
-
-/// Where the last audit is kept for the status page (one per engine, on its `RelayMetrics`).
-public final class VerifyAuditBoard: Sendable {
-    private let state = Mutex<(enabled: Bool, last: VerifyAuditSummary?)>((false, nil))
-    public init() {}
-    public var enabled: Bool { state.withLock { $0.enabled } }
-    public var last: VerifyAuditSummary? { state.withLock { $0.last } }
-    func enable() { state.withLock { $0.enabled = true } }
-    func record(_ summary: VerifyAuditSummary) { state.withLock { $0.last = summary } }
-}
+import IMRelay
 
 /// Scheduled audits inside `imbridge run` (`verify:`, docs/verify.md): every `interval`, on the leader
 /// (or on SQLite, where one instance runs), the `Verifier` compares every route over the last `window`.
@@ -147,5 +97,18 @@ extension RelayMetrics {
         }
         gauge("imbridge_verify_last_run_timestamp_seconds", [:]).set(Double(summary.ranAtMs) / 1000)
         gauge("imbridge_verify_unreadable_conversations", [:]).set(Double(summary.unreadable))
+    }
+}
+
+extension VerifyAuditSummary {
+    public init(_ report: VerifyReport, windowMs: Int64) {
+        self.init(ranAtMs: report.startedAtMs, durationMs: max(0, report.finishedAtMs - report.startedAtMs), windowMs: windowMs,
+                  conversations: report.conversations.count, sourceMessages: report.conversations.reduce(0) { $0 + $1.sourceMessages },
+                  drift: Dictionary(uniqueKeysWithValues: report.counts.map { ($0.key.rawValue, $0.value) }), unreadable: report.unreadable,
+                  items: Array(report.conversations.flatMap { conversation in
+                      conversation.items.map { Item(kind: $0.kind.rawValue, source: conversation.source, target: conversation.target,
+                                                    sourceMessage: $0.sourceMessage, targetMessage: $0.targetMessage, detail: $0.detail) }
+                  }.prefix(Self.shownItems)),
+                  readCalls: report.readCalls.values.reduce(0, +))
     }
 }

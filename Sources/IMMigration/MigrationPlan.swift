@@ -2,6 +2,7 @@ import Foundation
 import IMAdapterKit
 import IMCore
 import IMStore
+import IMRelay
 
 /// What to migrate.
 public struct MigrationPlan: Sendable {

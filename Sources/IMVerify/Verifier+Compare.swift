@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import Synchronization
+import IMRelay
 
 /// Comparing a source conversation with its copy on the target.
 extension Verifier {

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMRelay
 
 /// What a migration did, per conversation and in total (`--report FILE.json` writes it as JSON).
 public struct MigrationReport: Codable, Sendable, Equatable {

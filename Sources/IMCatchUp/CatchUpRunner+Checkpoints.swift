@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import Logging
+import IMRelay
 
 /// The conversations a catch-up covers, and their checkpoints in the store.
 extension CatchUpRunner {
@@ -117,34 +118,5 @@ extension CatchUpRunner {
         }
         for (key, record) in changed { records[key] = record }
         gate.markKnown(changed.keys)
-    }
-
-    /// The first checkpoints of conversations live intake records before catch-up knows them: positioned
-    /// at the first message recorded (`cursor`, when the source gives one) with its sender as the member to
-    /// read history as; written with the message, kept if one is there already. A bridge killed a moment
-    /// later reads the conversation from there on its next start, however much came meanwhile.
-    static func firstCheckpoints(_ fresh: [CatchUpGate.Key: Message], routes: RouteTable,
-                                 cursor: (CatchUpGate.Key, Message) -> HistoryCursor?) -> [(name: String, value: String)] {
-        fresh.compactMap { key, first in
-            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty else { return nil }
-            var record = Record(viewer: routes.isBridgeIdentity(first.sender, on: key.backend) ? nil : first.sender.rawValue)
-            if let position = cursor(key, first) {
-                (record.cursor, record.seq, record.at, record.id) = (position.rawValue, first.seq, first.sentAt, first.id.rawValue)
-            }
-            guard let value = try? record.stored() else { return nil }
-            return (checkpointName(for: key), value)
-        }
-    }
-
-    static func checkpointName(for key: CatchUpGate.Key) -> String {
-        "\(checkpointPrefix)\(key.backend.rawValue)/\(key.conversation)"
-    }
-
-    static func key(fromCheckpoint name: String) -> CatchUpGate.Key? {
-        guard name.hasPrefix(checkpointPrefix) else { return nil }
-        let rest = name.dropFirst(checkpointPrefix.count)
-        guard let slash = rest.firstIndex(of: "/"),
-              let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
-        return CatchUpGate.Key(backend: BackendID(String(rest[..<slash])), conversation: conversation)
     }
 }

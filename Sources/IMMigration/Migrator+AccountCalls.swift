@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMRelay
 
 /// The account calls (profiles, groups): paced by the target's global limits and retried in place with
 /// the relay's failure classes. Messages do not come here: they go through the outbox

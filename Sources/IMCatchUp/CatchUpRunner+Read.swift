@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import Logging
+import IMRelay
 
 /// Reading a conversation back from the source's history and recording what was missed.
 extension CatchUpRunner {

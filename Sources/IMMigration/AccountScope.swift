@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMConfig
+import IMRelay
 
 /// The users, groups and conversations a whole-account migration covers: what an account file names
 /// (`imbridge migrate --account-file`), and with `--all` everything the source can enumerate.

@@ -1,4 +1,5 @@
 import IMConfig
+import IMRelay
 
 /// `verify:` in `bridge.yaml` (docs/verify.md, "Scheduled audits"): `imbridge run` compares both sides of
 /// its routes on its own, every `interval`, over the last `window`. Off unless `interval` is set.

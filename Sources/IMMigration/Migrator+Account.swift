@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMStore
+import IMRelay
 
 /// The account part of a migration: users, then groups, before the history (docs/migration.md).
 ///

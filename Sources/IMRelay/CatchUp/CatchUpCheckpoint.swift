@@ -1,0 +1,58 @@
+import Foundation
+import IMCore
+
+/// A source conversation's catch-up checkpoint (`catchup/<backend>/<conversation>` in the store's
+/// checkpoints): written first by the intake, with the conversation's first recorded message, then moved
+/// by the catch-up (`CatchUpRunner`) as it finds the conversation complete.
+package enum CatchUpCheckpoint {
+    package static let prefix = "catchup/"
+
+    /// One conversation's checkpoint, as stored (JSON).
+    package struct Record: Codable, Sendable, Equatable {
+        package var cursor: String?
+        package var seq: Int64?
+        package var at: Int64?
+        package var id: String?
+        package var viewer: String?
+
+        package init(cursor: String? = nil, seq: Int64? = nil, at: Int64? = nil, id: String? = nil, viewer: String? = nil) {
+            (self.cursor, self.seq, self.at, self.id, self.viewer) = (cursor, seq, at, id, viewer)
+        }
+
+        /// The checkpoint's stored value: JSON with sorted keys.
+        package func stored() throws -> String {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            return String(decoding: try encoder.encode(self), as: UTF8.self)
+        }
+    }
+
+    /// The first checkpoints of conversations live intake records before catch-up knows them: positioned
+    /// at the first message recorded (`cursor`, when the source gives one) with its sender as the member to
+    /// read history as; written with the message, kept if one is there already. A bridge killed a moment
+    /// later reads the conversation from there on its next start, however much came meanwhile.
+    package static func firstCheckpoints(_ fresh: [CatchUpGate.Key: Message], routes: RouteTable,
+                                 cursor: (CatchUpGate.Key, Message) -> HistoryCursor?) -> [(name: String, value: String)] {
+        fresh.compactMap { key, first in
+            guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty else { return nil }
+            var record = Record(viewer: routes.isBridgeIdentity(first.sender, on: key.backend) ? nil : first.sender.rawValue)
+            if let position = cursor(key, first) {
+                (record.cursor, record.seq, record.at, record.id) = (position.rawValue, first.seq, first.sentAt, first.id.rawValue)
+            }
+            guard let value = try? record.stored() else { return nil }
+            return (name(for: key), value)
+        }
+    }
+
+    package static func name(for key: CatchUpGate.Key) -> String {
+        "\(prefix)\(key.backend.rawValue)/\(key.conversation)"
+    }
+
+    package static func key(fromName name: String) -> CatchUpGate.Key? {
+        guard name.hasPrefix(prefix) else { return nil }
+        let rest = name.dropFirst(prefix.count)
+        guard let slash = rest.firstIndex(of: "/"),
+              let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
+        return CatchUpGate.Key(backend: BackendID(String(rest[..<slash])), conversation: conversation)
+    }
+}
