@@ -1,6 +1,5 @@
 import Foundation
 import IMCore
-import IMRelay
 
 /// A token bucket: at most `perSecond` acquisitions per second on average, bursts up to `burst`.
 /// Used by migration to stay under a target's documented send rate (`Capabilities.rateLimits`).
