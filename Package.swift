@@ -177,21 +177,25 @@ let package = Package(
                                                          .product(name: "Logging", package: "swift-log", condition: server),
                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
-            "IMBridgeApp", "IMLab", "IMRelay", "IMMigration", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge",
+            "IMBridgeApp", "IMLab", "IMRelay", "IMMigration", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge", "BridgeTestSupport",
             "WuKong", "RongCloud", "NIM", "JMessage",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "imbridge",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "BridgeTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox", "SandboxTestSupport",
                                                           .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The fault campaign (docs/reliability.md): seeded schedules of crashes, pauses and target faults
         // against a real `imbridge run` process and the sandboxes; `make chaos`.
         .testTarget(name: "ChaosTests", dependencies: ["IMLab", "IMSandbox", "IMStore", "IMCore", "IMHTTP", "IMTesting", "IMVendors",
-                                                       "IMAdapterKit", "imbridge", "PostgresTestSupport", "SandboxTestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
+                                                       "IMAdapterKit", "imbridge", "PostgresTestSupport", "SandboxTestSupport", "BridgeTestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.
         .target(name: "SandboxTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox"], path: "Tests/SandboxTestSupport"),
+        // The one rig for `imbridge` child processes (`BridgeProcess`) and the lab and configuration they
+        // run on (`BridgeRig`): the end-to-end, migration and chaos tests.
+        .target(name: "BridgeTestSupport", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "IMLab", "PostgresTestSupport", "SandboxTestSupport"],
+                path: "Tests/BridgeTestSupport"),
         // adapter test targets here
         .testTarget(name: "JMessageTests", dependencies: ["JMessage", "JMessageSandbox", "IMCore", "IMMapping", "IMHTTP", "IMSandbox", "IMTesting", "IMAdapterKit", "SandboxTestSupport",
                                                           .product(name: "Logging", package: "swift-log", condition: server)]),

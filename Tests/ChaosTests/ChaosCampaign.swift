@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import GRDB
 import IMAdapterKit
@@ -52,38 +53,27 @@ enum ChaosCampaign {
 
     static func run(_ plan: ChaosPlan) async throws -> ChaosOutcome {
         let began = Date()
-        var ports: [Int] = []
-        for _ in 0..<plan.instances { ports.append(try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)) }
-        let port = ports[0]
-        // Two instances share the sources' callbacks through a round-robin forwarder (a load balancer).
-        let forwarder = plan.instances > 1 ? RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" }) : nil
-        try await forwarder?.start()
         let cluster = plan.postgres ? try await TestPostgres.startPrivateCluster() : nil
         defer { if let cluster { TestPostgres.destroy(cluster) } }
         let source = plan.source, target = plan.target
         // The target answers within 2 s or the send's outcome is unknown (latency faults reach past it).
         // Its port is outside the ephemeral range: while it refuses connections, no client socket takes it.
-        let targetPort = try await LoopbackPorts.unused(in: LoopbackPorts.forChildProcesses)
-        let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
-                                                BridgeLab.Member(target.name, target.vendor, settings: ["timeout": "2s"], port: targetPort)],
-                                      callbackBase: forwarder?.baseURL ?? "http://127.0.0.1:\(port)")
-        let storePath = cluster.map { $0.url + "?schema=chaos" } ?? "\(lab.directory)/bridge.sqlite"
+        let targetPort = try await freePort()
         let routes = plan.groups.map {
             "  - from: \"\(source.name):group:\($0)\"\n    to: \"\(target.name):group:\($0)\"\n    direction: forward\n"
         }.joined()
         // With a flood, a cap the flood outgrows while the bridge is down (the default, 1,000, is more
         // than a seed sends into one group).
         let cap = plan.flood > 0 ? "  max_messages_per_conversation: \(ChaosPlan.floodCatchUpCap)\n" : ""
-        var bridges: [ChaosBridge] = []
-        for (index, instancePort) in ports.enumerated() {
-            let directory = index == 0 ? lab.directory : "\(lab.directory)/instance-\(index)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let config = "\(directory)/bridge.yaml"
-            let ha = plan.postgres ? "ha:\n  instance: chaos\(index)\n  lease: \(ChaosPlan.leaseMs)ms\n" : ""
-            try (lab.configYAML(store: plan.postgres ? "\"\(storePath)\"" : storePath, listen: "127.0.0.1:\(instancePort)", routes: routes)
-                 + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap + ha).write(toFile: config, atomically: true, encoding: .utf8)
-            bridges.append(ChaosBridge(config: config, directory: directory, port: instancePort))
-        }
+        // Two instances share the sources' callbacks through a round-robin forwarder (a load balancer).
+        let rig = try await BridgeRig.make([BridgeLab.Member(source.name, source.vendor),
+                                            BridgeLab.Member(target.name, target.vendor, settings: ["timeout": "2s"], port: targetPort)],
+                                           routes: routes, store: cluster.map { "\"\($0.url)?schema=chaos\"" },
+                                           extra: "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap, instances: plan.instances,
+                                           instanceYAML: { plan.postgres ? "ha:\n  instance: chaos\($0)\n  lease: \(ChaosPlan.leaseMs)ms\n" : "" })
+        let lab = rig.lab
+        let storePath = cluster.map { $0.url + "?schema=chaos" } ?? rig.sqlitePath
+        let bridges = rig.ports.indices.map { ChaosBridge(rig: rig, instance: $0) }
         let bridge = bridges[0]
         let timeline = Timeline()
         var violations: [String] = []
@@ -169,7 +159,7 @@ enum ChaosCampaign {
             violations.append("the run could not be carried out: \(error)")
             for instance in bridges where instance.process?.isRunning == true { _ = await instance.terminate(seconds: 5) }
         }
-        await forwarder?.stop()
+        await rig.forwarder?.stop()
 
         violations += secretViolations(lab, logs: bridges.flatMap(\.logPaths))
         var kept: String?
@@ -271,7 +261,7 @@ enum ChaosCampaign {
                 switch fault.kind {
                 case .sigkill, .sigterm:
                     if fault.kind == .sigkill {
-                        bridge.kill()
+                        await bridge.kill()
                         timeline.note("SIGKILL bridge run \(bridge.runs)")
                     } else {
                         let status = await bridge.terminate()

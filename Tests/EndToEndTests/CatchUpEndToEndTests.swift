@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMBridgeApp
 import IMCore
@@ -38,30 +39,21 @@ extension CrashTests {
         /// A lab whose source sandbox gives up like its vendor (the lab's short spacing keeps it quick),
         /// and the config of a bridge relaying the source's groups to the target.
         struct Rig {
-            let lab: BridgeLab
-            let config: String
-            let port: Int
+            let bridgeRig: BridgeRig
             let source: Source
+            var lab: BridgeLab { bridgeRig.lab }
+            var port: Int { bridgeRig.port }
 
             static func start(_ source: Source) async throws -> Rig {
-                let port = try await freePort()
-                let lab = try await BridgeLab(members: [BridgeLab.Member(source.name, source.vendor),
-                                                        BridgeLab.Member(source.target, source.targetVendor)],
-                                              callbackBase: "http://127.0.0.1:\(port)")
-                let config = "\(lab.directory)/bridge.yaml"
                 let routes = "  - from: \"\(source.name):group:*\"\n    to: \"\(source.target):group:*\"\n    direction: forward\n"
-                try (lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
-                     + "catch_up:\n  interval: \(Int(intervalSeconds))s\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
-                return Rig(lab: lab, config: config, port: port, source: source)
+                let rig = try await BridgeRig.make([BridgeLab.Member(source.name, source.vendor), BridgeLab.Member(source.target, source.targetVendor)],
+                                                   routes: routes, extra: "catch_up:\n  interval: \(Int(intervalSeconds))s\n  max_age: 1h\n")
+                return Rig(bridgeRig: rig, source: source)
             }
 
             /// `imbridge run`, logging to its own file (`run`: 1, 2 …) so a restart keeps the earlier log.
             func bridge(run: Int) async throws -> BridgeProcess {
-                let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge-\(run).log")
-                let http = HTTPClientWrapper(timeoutSeconds: 2)
-                let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
-                guard up else { throw IMError(.unavailable, "the bridge did not come up:\n\(process.output)") }
-                return process
+                try await bridgeRig.start(log: "bridge-\(run).log")
             }
 
             /// While the bridge is down its port answers 503, so that no other test's server that takes the
@@ -136,13 +128,13 @@ extension CrashTests {
         /// known users).
         @Test(arguments: sources) func downtimeIsRecoveredFromHistory(_ source: Source) async throws {
             let rig = try await Rig.start(source)
-            defer { Task { await rig.lab.stop() } }
+            defer { Task { await rig.bridgeRig.stop() } }
             let users = try await rig.lab.userBackend(source.name, registry: ContentRegistry())
             var bridge = try await rig.bridge(run: 1)
             let warmUp = try await Self.send(3, on: users)
             // A wait, not a timing assertion: a full `make test` on two cores once took over 30 s here.
             #expect(try await eventually(90) { try await rig.relayed() == warmUp }, "warm-up relayed live:\n\(bridge.output)")
-            #expect(bridge.terminate() == 0)
+            #expect(await bridge.terminate() == 0)
             let standIn = try await rig.standIn()
 
             let down = try await Self.send(200, on: users, startingAt: Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, 2) }))
@@ -152,7 +144,7 @@ extension CrashTests {
             await standIn.stop()
             let restarted = Date()
             bridge = try await rig.bridge(run: 2)
-            defer { _ = bridge.terminate() }
+            defer { bridge.killWithoutWaiting() }
             let expected = Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, (warmUp[$0] ?? []) + (down[$0] ?? [])) })
             let recovered = try await eventually(Self.intervalSeconds) { try await rig.relayed() == expected }
             let relayed = try await rig.relayed()
@@ -165,20 +157,20 @@ extension CrashTests {
         /// dropped while it was dead come back from history, nothing is doubled, order holds.
         @Test(arguments: sources) func sigkillMidStreamIsRecoveredFromHistory(_ source: Source) async throws {
             let rig = try await Rig.start(source)
-            defer { Task { await rig.lab.stop() } }
+            defer { Task { await rig.bridgeRig.stop() } }
             let users = try await rig.lab.userBackend(source.name, registry: ContentRegistry())
             var bridge = try await rig.bridge(run: 1)
             let warmUp = try await Self.send(3, on: users)
             #expect(try await eventually(30) { try await rig.relayed() == warmUp })
             let stream = Task { try await Self.send(200, on: users, startingAt: Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, 2) })) }
             #expect(try await eventually(60) { try await rig.relayed().values.map(\.count).reduce(0, +) >= 40 })
-            bridge.kill()
+            await bridge.kill()
             let standIn = try await rig.standIn()
             let sent = try await stream.value
             _ = try await rig.callbacksSettled(minimumDropped: 1)
             await standIn.stop()
             bridge = try await rig.bridge(run: 2)
-            defer { _ = bridge.terminate() }
+            defer { bridge.killWithoutWaiting() }
             let expected = Dictionary(uniqueKeysWithValues: Self.conversations.map { ($0, (warmUp[$0] ?? []) + (sent[$0] ?? [])) })
             let recovered = try await eventually(Self.intervalSeconds) { try await rig.relayed() == expected }
             let relayed = try await rig.relayed()
@@ -191,14 +183,11 @@ extension CrashTests {
         /// store and its start-up catch-up reads that history (the ledger does not know migrated messages;
         /// the id map does). Messages sent after the migration, while the bridge was still down, do come.
         @Test func historyAMigrationCopiedIsNotRelayedAgainByCatchUp() async throws {
-            let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
-                                          callbackBase: "http://127.0.0.1:\(port)")
-            defer { Task { await lab.stop() } }
-            let config = "\(lab.directory)/bridge.yaml"
-            try (lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                routes: "  - from: \"wk:group:mig\"\n    to: \"rc:group:mig\"\n    direction: forward\n")
-                 + "catch_up:\n  interval: 10m\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
+            let rig = try await BridgeRig.make([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                               routes: "  - from: \"wk:group:mig\"\n    to: \"rc:group:mig\"\n    direction: forward\n",
+                                               extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n")
+            let (lab, config) = (rig.lab, rig.config)
+            defer { Task { await rig.stop() } }
             let wk = try await lab.userBackend("wk", registry: ContentRegistry())
             func send(_ range: ClosedRange<Int>) async throws {
                 for n in range { _ = try await wk.send(OutgoingMessage(conversation: .group("mig"), sender: "ann", content: .text("mig-\(n)"))) }
@@ -214,8 +203,8 @@ extension CrashTests {
             let vendor = try #require(lab.sandboxes["wk"]?.vendor as? WuKongSandbox)
             #expect(await eventually(60) { await vendor.notifier?.currentStats.pending == 0 }, "the sandbox gave up on the callbacks")
 
-            let bridge = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
-            defer { _ = bridge.terminate() }
+            let bridge = try rig.launch()
+            defer { bridge.killWithoutWaiting() }
             let expected = (1...10).map { "mig-\($0)" }
             let arrived = try await eventually(30) { try await relayed().count >= 10 }
             try await Task.sleep(nanoseconds: 1_000_000_000)
@@ -228,20 +217,15 @@ extension CrashTests {
         /// message shows a `message_seq` jump, the bridge reads the missing one back and relays the stream
         /// in order, once, without a restart.
         @Test func aDroppedBatchInALiveStreamHealsByItself() async throws {
-            let port = try await freePort()
-            let forwarder = RoundRobinForwarder(targets: ["http://127.0.0.1:\(port)"])
-            try await forwarder.start()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
-                                          callbackBase: forwarder.baseURL)
-            defer { Task { await lab.stop(); await forwarder.stop() } }
-            let config = "\(lab.directory)/bridge.yaml"
-            try (lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                routes: "  - from: \"wk:group:*\"\n    to: \"rc:group:*\"\n    direction: forward\n")
-                 + "catch_up:\n  interval: 10m\n").write(toFile: config, atomically: true, encoding: .utf8)
-            let bridge = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
-            defer { _ = bridge.terminate() }
+            let rig = try await BridgeRig.make([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                               routes: "  - from: \"wk:group:*\"\n    to: \"rc:group:*\"\n    direction: forward\n",
+                                               extra: "catch_up:\n  interval: 10m\n", forwarded: true)
+            let (lab, port, forwarder) = (rig.lab, rig.port, try #require(rig.forwarder))
+            defer { Task { await rig.stop() } }
+            let bridge = try rig.launch()
+            defer { bridge.killWithoutWaiting() }
             let http = HTTPClientWrapper(timeoutSeconds: 2)
-            #expect(await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
+            #expect(await bridge.waitUntilUp())
             let wk = try await lab.userBackend("wk", registry: ContentRegistry())
             func relayed() async throws -> [String] {
                 try await lab.messages("rc").filter { $0["kind"] == "text" && $0["conversation_id"] == "gap" }.compactMap { $0["text"]?.stringValue }

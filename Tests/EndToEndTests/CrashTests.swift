@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMBridgeApp
 import IMLab
@@ -13,18 +14,13 @@ import Testing
 /// `client_msg_no`.
 @Suite(.serialized) struct CrashTests {
     @Test func sigkillPartWayLosesAndDoublesNothing() async throws {
-        let port = try await freePort()
-        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
-                                      callbackBase: "http://127.0.0.1:\(port)")
-        defer { Task { await lab.stop() } }
-        let configPath = "\(lab.directory)/bridge.yaml"
-        let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                  routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n")
-        try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let logPath = "\(lab.directory)/bridge.log"
-        var bridge = try BridgeProcess(config: configPath, logPath: logPath)
-        let http = HTTPClientWrapper(timeoutSeconds: 2)
-        #expect(try await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
+        let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
+                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n")
+        let lab = rig.lab
+        defer { Task { await rig.stop() } }
+        var bridge = try rig.launch()
+        defer { bridge.killWithoutWaiting() }
+        #expect(await bridge.waitUntilUp())
 
         let conversations = ["c1", "c2", "c3", "c4"], perConversation = 500
         let rc = try await lab.userBackend("rc", registry: ContentRegistry())
@@ -42,9 +38,9 @@ import Testing
         }
         func relayed() async throws -> [JSONValue] { try await lab.messages("wk").filter { $0["kind"] == "text" } }
         #expect(try await eventually(120) { try await relayed().count >= 600 }, "bridge log:\n\(bridge.output)")
-        bridge.kill()
+        await bridge.kill()
         let atKill = try await relayed().count
-        bridge = try BridgeProcess(config: configPath, logPath: logPath)
+        bridge = try rig.launch()
         try await senders.value
         let total = conversations.count * perConversation
         #expect(try await eventually(180) { try await relayed().count >= total }, "bridge log:\n\(bridge.output)")
@@ -55,7 +51,7 @@ import Testing
             let texts = records.filter { $0["conversation_id"]?.stringValue == id }.compactMap { $0["text"]?.stringValue }
             #expect(texts == (1...perConversation).map { "\(id)-\($0)" }, "conversation \(id) is not exactly once, in order")
         }
-        #expect(bridge.terminate() == 0, "SIGTERM ends the bridge cleanly")
+        #expect(await bridge.terminate() == 0, "SIGTERM ends the bridge cleanly")
         #expect(atKill < total, "the kill happened part way")
     }
 }

@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMHTTP
@@ -10,13 +11,13 @@ import Testing
 @Suite(.serialized) struct DeletionEndToEndTests {
     @Test func aMessageDeletedOnRongCloudIsGoneFromTheOtherRongCloud() async throws {
         let rig = try await ProfilesEndToEndTests.Rig.start(("rc", "rongcloud"), ("rc2", "rongcloud"))
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let source = try await rig.lab.userBackend("rc", registry: ContentRegistry())
         let target = try await rig.lab.userBackend("rc2", registry: ContentRegistry())
         let deleting = try #require(source as? any Deleting)
 
         let bridge = try await rig.bridge()
-        defer { _ = bridge.terminate() }
+        defer { bridge.killWithoutWaiting() }
         let group = ConversationRef.group("team")
         _ = try await source.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("keep")))
         let oops = try await source.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("oops")))
@@ -39,6 +40,6 @@ import Testing
         let text = String(decoding: metrics.body, as: UTF8.self)
         #expect(text.contains(#"imbridge_relayed_total{action="delete",target="rc2"} 1"#),
                 "\(text.split(separator: "\n").filter { $0.contains("relayed_total") })")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 }

@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMAdapterKit
 import IMBridgeApp

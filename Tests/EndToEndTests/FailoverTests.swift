@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMBridgeApp
 import IMLab
@@ -23,6 +24,7 @@ extension CrashTests {
     /// callback until it gets a 200 (`callback_attempts=0`); WuKong (target) lets a resumed send find its earlier copy by `client_msg_no`.
     @Suite(.serialized) struct FailoverTests {
         static let routes = "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n"
+        static let members = [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")]
 
         @Test func twoInstancesOneKilledEveryMessageOnceInOrder() async throws {
             let pair = try await InstancePair.start("failover", routes: Self.routes)
@@ -35,7 +37,7 @@ extension CrashTests {
             func relayed() async throws -> [JSONValue] { try await lab.messages("wk").filter { $0["kind"] == "text" } }
             #expect(try await eventually(120) { try await relayed().count >= 500 }, "bridge logs:\n\(bridges[0].output)\n\(bridges[1].output)")
             let beforeKill = forwarder.counts
-            bridges[0].kill()
+            await bridges[0].kill()
             let killedAt = Date()
             let atKill = try await relayed()
             // Every conversation not finished at the kill moves again within the lease (8 s) + one scan (1 s),
@@ -69,7 +71,7 @@ extension CrashTests {
             }
             #expect(beforeKill.allSatisfy { $0 > 50 }, "callbacks were spread over both instances: \(beforeKill)")
             #expect(atKill.count < total, "the kill happened part way")
-            #expect(bridges[1].terminate() == 0, "SIGTERM ends the survivor cleanly")
+            #expect(await bridges[1].terminate() == 0, "SIGTERM ends the survivor cleanly")
         }
 
         /// The store's server goes away mid-stream and comes back: while it is down the bridge answers 503
@@ -78,18 +80,14 @@ extension CrashTests {
             // A cluster of its own: stopping the shared one would break the tests running beside this one.
             let cluster = try await TestPostgres.startPrivateCluster()
             defer { TestPostgres.destroy(cluster) }
-            let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
-                                          callbackBase: "http://127.0.0.1:\(port)")
-            defer { Task { await lab.stop() } }
-            let path = "\(lab.directory)/bridge.yaml"
-            try lab.configYAML(store: "\"\(cluster.url)\"", listen: "127.0.0.1:\(port)", routes: Self.routes)
-                .write(toFile: path, atomically: true, encoding: .utf8)
-            let bridge = try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge.log")
-            defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+            let rig = try await BridgeRig.make(Self.members, routes: Self.routes, store: "\"\(cluster.url)\"")
+            let (lab, port) = (rig.lab, rig.port)
+            defer { Task { await rig.stop() } }
+            let bridge = try rig.launch()
+            defer { bridge.killWithoutWaiting() }
             let http = HTTPClientWrapper(timeoutSeconds: 2)
             func health() async -> Int? { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status }
-            #expect(await eventually(30) { await health() == 200 })
+            #expect(await bridge.waitUntilUp())
 
             let conversations = (1...4).map { "r\($0)" }, perConversation = 150
             let senders = try await sendAll(lab, conversations, perConversation)
@@ -118,7 +116,7 @@ extension CrashTests {
                 let texts = records.filter { $0["conversation_id"]?.stringValue == id }.compactMap { $0["text"]?.stringValue }
                 #expect(texts == (1...perConversation).map { "\(id)-\($0)" }, "conversation \(id) is not exactly once, in order")
             }
-            #expect(bridge.terminate() == 0)
+            #expect(await bridge.terminate() == 0)
         }
 
         /// The store's server stops answering (its processes frozen: connections open, no reply) while
@@ -128,18 +126,14 @@ extension CrashTests {
         @Test func aStoreThatStopsAnsweringDoesNotHoldTheShutdown() async throws {
             let cluster = try await TestPostgres.startPrivateCluster()
             defer { TestPostgres.destroy(cluster) }
-            let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
-                                          callbackBase: "http://127.0.0.1:\(port)")
-            defer { Task { await lab.stop() } }
-            let path = "\(lab.directory)/bridge.yaml"
             let drainSeconds = 1
-            try (lab.configYAML(store: "\"\(cluster.url)\"", listen: "127.0.0.1:\(port)", routes: Self.routes)
-                 + "shutdown:\n  drain_seconds: \(drainSeconds)\n").write(toFile: path, atomically: true, encoding: .utf8)
-            let bridge = try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge.log")
-            defer { if bridge.process.isRunning { _ = bridge.terminate() } }
-            let http = HTTPClientWrapper(timeoutSeconds: 2)
-            #expect(await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
+            let rig = try await BridgeRig.make(Self.members, routes: Self.routes, store: "\"\(cluster.url)\"",
+                                               extra: "shutdown:\n  drain_seconds: \(drainSeconds)\n")
+            let lab = rig.lab
+            defer { Task { await rig.stop() } }
+            let bridge = try rig.launch()
+            defer { bridge.killWithoutWaiting() }
+            #expect(await bridge.waitUntilUp())
             try await sendAll(lab, ["f1", "f2"], 20).value
             #expect(try await eventually(60) { try await lab.messages("wk").filter { $0["kind"] == "text" }.count >= 40 }, "bridge log:\n\(bridge.output)")
 
@@ -238,7 +232,7 @@ extension CrashTests {
             #expect(rerun.total.sentTotal == 0 && rerun.total.failedTotal == 0, "\(rerun.summary)")
             #expect(try await texts("h1") == (1...10).map { "h1-\($0)" })
             #expect(try await texts("d1").count == 20)
-            for bridge in bridges { #expect(bridge.terminate() == 0) }
+            for bridge in bridges { #expect(await bridge.terminate() == 0) }
         }
 
         /// Users sending in every conversation at once, each conversation in order.
@@ -264,46 +258,33 @@ extension CrashTests {
 /// Two `imbridge run` processes on one fresh PostgreSQL schema, behind a round-robin forwarder the RongCloud
 /// and WuKong sandboxes post their callbacks to.
 struct InstancePair {
-    let lab: BridgeLab
-    let forwarder: RoundRobinForwarder
+    let rig: BridgeRig
     let bridges: [BridgeProcess]
-    let configs: [String]
-    let ports: [Int]
-
     let store: String
+    var lab: BridgeLab { rig.lab }
+    var forwarder: RoundRobinForwarder { rig.forwarder! }
+    var configs: [String] { rig.configs }
+    var ports: [Int] { rig.ports }
 
     static func start(_ label: String, routes: String, ha: String = "",
-                      members: [BridgeLab.Member] = [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]),
-                                                     BridgeLab.Member("wk", "wukong")]) async throws -> InstancePair {
+                      members: [BridgeLab.Member] = CrashTests.FailoverTests.members) async throws -> InstancePair {
         let store = try TestPostgres.freshURL(label)
-        let ports = [try await freePort(), try await freePort()]
-        let forwarder = RoundRobinForwarder(targets: ports.map { "http://127.0.0.1:\($0)" })
-        try await forwarder.start()
-        let lab = try await BridgeLab(members: members, callbackBase: forwarder.baseURL)
-        var (configs, bridges): ([String], [BridgeProcess]) = ([], [])
-        for (index, port) in ports.enumerated() {
-            let path = "\(lab.directory)/bridge-\(index).yaml"
-            try (lab.configYAML(store: "\"\(store)\"", listen: "127.0.0.1:\(port)", routes: routes)
-                 + "ha:\n  instance: \(label)\(index)\n" + ha).write(toFile: path, atomically: true, encoding: .utf8)
-            configs.append(path)
-            bridges.append(try BridgeProcess(config: path, logPath: "\(lab.directory)/bridge-\(index).log"))
-        }
-        return InstancePair(lab: lab, forwarder: forwarder, bridges: bridges, configs: configs, ports: ports, store: store)
+        let rig = try await BridgeRig.make(members, routes: routes, store: "\"\(store)\"", instances: 2,
+                                           instanceYAML: { "ha:\n  instance: \(label)\($0)\n" + ha })
+        let bridges = try rig.ports.indices.map { try rig.launch($0, log: "bridge-\($0).log") }
+        return InstancePair(rig: rig, bridges: bridges, store: store)
     }
 
     /// Both instances answer `/healthz` (bounded wait).
     func healthy() async throws -> Bool {
-        let http = HTTPClientWrapper(timeoutSeconds: 2)
-        for port in ports {
-            let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
-            if !up { return false }
-        }
+        for bridge in bridges where !(await bridge.waitUntilUp()) { return false }
         return true
     }
 
+    /// For a `defer`: both processes killed, the lab and the forwarder stopped behind.
     func stop() {
-        for bridge in bridges where bridge.process.isRunning { _ = bridge.terminate() }
-        let (lab, forwarder) = (lab, forwarder)
-        Task { await lab.stop(); await forwarder.stop() }
+        for bridge in bridges { bridge.killWithoutWaiting() }
+        let rig = rig
+        Task { await rig.stop() }
     }
 }

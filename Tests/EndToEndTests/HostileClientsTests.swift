@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMHTTP
@@ -84,13 +85,7 @@ import Testing
     }
 
     @Test func hundredSlowOrOversizedStrangersAreCutOffWhileCallbacksRelay() async throws {
-        let port = try await freePort()
-        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                      callbackBase: "http://127.0.0.1:\(port)")
-        defer { Task { await lab.stop() } }
-        let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                  routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n")
-            + """
+        let extra = """
             log:
               level: error
             listener:
@@ -100,13 +95,13 @@ import Testing
               max_connections: 256
 
             """
-        let configPath = "\(lab.directory)/bridge.yaml"
-        try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
-        let bridge = try BridgeProcess(config: configPath, logPath: "\(lab.directory)/bridge.log")
-        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
-        let http = HTTPClientWrapper(timeoutSeconds: 10)
-        let up = await eventually(60) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
-        try #require(up, "bridge log:\n\(bridge.output)")
+        let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n", extra: extra)
+        let (lab, port) = (rig.lab, rig.port)
+        defer { Task { await rig.stop() } }
+        let bridge = try rig.launch()
+        defer { bridge.killWithoutWaiting() }
+        try #require(await bridge.waitUntilUp(seconds: 60), "bridge log:\n\(bridge.output)")
 
         let rc = try await lab.userBackend("rc", registry: ContentRegistry())
         func copies(_ text: String) async throws -> Int {
@@ -115,7 +110,7 @@ import Testing
         // Warm up: one message relayed end to end, so the baseline includes what relaying allocates.
         _ = try await rc.send(OutgoingMessage(conversation: .group(GroupID("g1")), sender: "alice", content: .text("before")))
         #expect(try await eventually(30) { try await copies("before") == 1 })
-        let pid = bridge.process.processIdentifier
+        let pid = bridge.pid
         let baseline = try #require(residentKilobytes(of: pid))
 
         // The attack: 100 connections, 20 of each kind, each on its own thread.
@@ -178,7 +173,7 @@ import Testing
         #expect(try await eventually(30) { try await copies("after") == 1 })
         let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
         #expect(descriptors < 100, "\(descriptors) descriptors open after the attack")
-        #expect(bridge.terminate() == 0, "bridge log:\n\(bridge.output)")
+        #expect(await bridge.terminate() == 0, "bridge log:\n\(bridge.output)")
     }
 }
 #endif

@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMBridgeApp
 import IMLab

@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMHTTP
@@ -12,16 +13,13 @@ extension CrashTests {
     @Suite(.serialized) struct MigrateWhileRelayingTests {
         @Test(arguments: ["sqlite", "postgresql"])
         func aMigrationDuringLiveRelayLeavesExactlyOneCopyOfEachMessage(store kind: String) async throws {
-            let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
-                                          callbackBase: "http://127.0.0.1:\(port)")
-            defer { Task { await lab.stop() } }
-            let config = "\(lab.directory)/bridge.yaml"
             let routes = "  - from: \"wk:group:mig1\"\n    to: \"rc:group:mig1\"\n    direction: forward\n"
             // Without catch-up the history sent before the bridge starts is left to the migration.
-            let store = kind == "sqlite" ? "\(lab.directory)/bridge.sqlite" : "\"\(try TestPostgres.freshURL("migrelay"))\""
-            try (lab.configYAML(store: store, listen: "127.0.0.1:\(port)", routes: routes)
-                 + "catch_up:\n  enabled: false\n").write(toFile: config, atomically: true, encoding: .utf8)
+            let rig = try await BridgeRig.make([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")], routes: routes,
+                                               store: kind == "sqlite" ? nil : "\"\(try TestPostgres.freshURL("migrelay"))\"",
+                                               extra: "catch_up:\n  enabled: false\n")
+            let (lab, config) = (rig.lab, rig.config)
+            defer { Task { await rig.stop() } }
             let wk = try await lab.userBackend("wk", registry: ContentRegistry())
             let group = ConversationRef.group("mig1")
             let senders: [UserID] = ["ann", "bob"]
@@ -30,10 +28,9 @@ extension CrashTests {
                 _ = try await wk.send(OutgoingMessage(conversation: group, sender: senders[n % 2], content: .text(text)))
             }
 
-            let bridge = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
-            defer { if bridge.process.isRunning { _ = bridge.terminate() } }
-            let http = HTTPClientWrapper(timeoutSeconds: 2)
-            #expect(await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 })
+            let bridge = try rig.launch()
+            defer { bridge.killWithoutWaiting() }
+            #expect(await bridge.waitUntilUp())
             // Live messages at about 20 a second for 10 s; the migration starts one second in.
             let stream = Task {
                 for (n, text) in live.enumerated() {
@@ -61,7 +58,7 @@ extension CrashTests {
             #expect(copies.count == total)
             #expect(copies.filter { $0.hasPrefix("live-") } == live, "live messages in order")
             #expect(migrate.output.contains("total: copied"), "\(migrate.output)")
-            #expect(bridge.terminate() == 0, "SIGTERM ends the bridge cleanly")
+            #expect(await bridge.terminate() == 0, "SIGTERM ends the bridge cleanly")
         }
     }
 }

@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMBridgeApp
 import IMCore
@@ -31,38 +32,28 @@ extension CrashTests {
         }
 
         struct Rig {
-            let lab: BridgeLab
-            let config: String
-            let port: Int
+            let bridgeRig: BridgeRig
             let pair: Pair
+            var lab: BridgeLab { bridgeRig.lab }
 
             static func start(_ pair: Pair, store: String? = nil, targetURL: ((BridgeLab) async throws -> String)? = nil,
                               extra: String = "") async throws -> Rig {
-                let port = try await freePort()
                 // The source gives up on a callback after 2 quick attempts (its vendor gives up too, later:
                 // docs/operations.md, "When the bridge is down: catch-up"), so a burst sent while the bridge is down settles fast.
                 let giveUp = ["callback_attempts": "2", "callback_retry_ms": "20"]
-                let lab = try await BridgeLab(members: [BridgeLab.Member(pair.source, pair.sourceVendor, options: giveUp),
-                                                        BridgeLab.Member(pair.target, pair.targetVendor)],
-                                              callbackBase: "http://127.0.0.1:\(port)")
-                let config = "\(lab.directory)/bridge.yaml"
                 let routes = "  - from: \"\(pair.source):group:*\"\n    to: \"\(pair.target):group:*\"\n    direction: forward\n    users: puppet\n"
-                var yaml = withoutViewerSettings(lab.configYAML(store: store ?? "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                                                routes: routes))
-                if let targetURL {
-                    let real = lab.url(of: pair.target)
-                    yaml = yaml.replacingOccurrences(of: "\"\(real)\"", with: "\"\(try await targetURL(lab))\"")
-                }
-                try (yaml + "catch_up:\n  interval: 10m\n  max_age: 1h\n" + extra).write(toFile: config, atomically: true, encoding: .utf8)
-                return Rig(lab: lab, config: config, port: port, pair: pair)
+                let rig = try await BridgeRig.make([BridgeLab.Member(pair.source, pair.sourceVendor, options: giveUp),
+                                                    BridgeLab.Member(pair.target, pair.targetVendor)],
+                                                   routes: routes, store: store, extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n" + extra, edit: { yaml, lab in
+                    let yaml = withoutViewerSettings(yaml)
+                    guard let targetURL else { return yaml }
+                    return yaml.replacingOccurrences(of: "\"\(lab.url(of: pair.target))\"", with: "\"\(try await targetURL(lab))\"")
+                })
+                return Rig(bridgeRig: rig, pair: pair)
             }
 
             func bridge(run: Int) async throws -> BridgeProcess {
-                let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge-\(run).log")
-                let http = HTTPClientWrapper(timeoutSeconds: 2)
-                let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
-                guard up else { throw IMError(.unavailable, "the bridge did not come up:\n\(process.output)") }
-                return process
+                try await bridgeRig.start(log: "bridge-\(run).log")
             }
 
             /// Texts on the target in `group`, in the target's order.
@@ -105,7 +96,7 @@ extension CrashTests {
         /// in order. Three rounds on the same store, so each restart also resumes from the last one's state.
         @Test(arguments: killPairs) func aBurstWhileKilledArrivesOnceInOrder(_ pair: Pair) async throws {
             let rig = try await Rig.start(pair)
-            defer { Task { await rig.lab.stop() } }
+            defer { Task { await rig.bridgeRig.stop() } }
             let users = try await rig.lab.userBackend(pair.source, registry: ContentRegistry())
             let group = "burst"
             var expected: [String] = []
@@ -132,7 +123,7 @@ extension CrashTests {
                     return texts
                 }
                 #expect(try await eventually(60) { try await rig.relayed(group).count >= before + 40 }, "round \(round): the stream is relayed live")
-                bridge.kill()
+                await bridge.kill()
                 let streamed = try await stream.value
                 expected += streamed
                 next += streamed.count
@@ -144,7 +135,7 @@ extension CrashTests {
                 let got = try await rig.relayed(group)
                 #expect(arrived && got == expected, "round \(round): \(Self.firstDifference(got, expected))\n\(restarted.output.suffix(3000))")
                 #expect(try rig.deadLetters() == 0)
-                #expect(restarted.terminate() == 0)
+                #expect(await restarted.terminate() == 0)
                 guard got == expected else { return }
             }
         }
@@ -165,10 +156,10 @@ extension CrashTests {
                 return started.baseURL
             })
             let outage = try #require(proxy.withLock { $0 })
-            defer { Task { await rig.lab.stop(); await outage.stop() } }
+            defer { Task { await rig.bridgeRig.stop(); await outage.stop() } }
             let users = try await rig.lab.userBackend(pair.source, registry: ContentRegistry())
             let bridge = try await rig.bridge(run: 1)
-            defer { _ = bridge.terminate() }
+            defer { bridge.killWithoutWaiting() }
             var expected: [String] = []
             func send(_ range: ClosedRange<Int>) async throws {
                 for n in range {
@@ -202,10 +193,10 @@ extension CrashTests {
             defer { TestPostgres.destroy(cluster) }
             let pair = Pair(source: "wk", sourceVendor: "wukong", target: "rc", targetVendor: "rongcloud")
             let rig = try await Rig.start(pair, store: "\"\(cluster.url)\"")
-            defer { Task { await rig.lab.stop() } }
+            defer { Task { await rig.bridgeRig.stop() } }
             let users = try await rig.lab.userBackend(pair.source, registry: ContentRegistry())
             let bridge = try await rig.bridge(run: 1)
-            defer { _ = bridge.terminate() }
+            defer { bridge.killWithoutWaiting() }
             let groups = ["s1", "s2", "s3"]
             let sent = Mutex<[String: [String]]>([:])
             let stop = Mutex(false)

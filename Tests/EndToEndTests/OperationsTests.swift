@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import GRDB
 import IMBridgeApp
@@ -15,30 +16,23 @@ import Testing
 /// injects the failures and the latency.
 @Suite(.serialized) struct OperationsTests {
     struct Setup {
-        let lab: BridgeLab
-        let port: Int
-        let configPath: String
-        let logPath: String
+        let rig: BridgeRig
         let config: BridgeConfig
         let http = HTTPClientWrapper(timeoutSeconds: 5)
+        var lab: BridgeLab { rig.lab }
+        var port: Int { rig.port }
+        var configPath: String { rig.config }
 
         static func make(drainSeconds: Int, logLevel: String = "error") async throws -> Setup {
-            let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                          callbackBase: "http://127.0.0.1:\(port)")
-            let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                      routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n")
-                + "log:\n  level: \(logLevel)\n  format: json\nshutdown:\n  drain: \(drainSeconds)s\n"
-            let configPath = "\(lab.directory)/bridge.yaml"
-            try yaml.write(toFile: configPath, atomically: true, encoding: .utf8)
-            return Setup(lab: lab, port: port, configPath: configPath, logPath: "\(lab.directory)/bridge.log",
-                         config: try BridgeConfig.parse(yaml, file: configPath))
+            let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                               routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n",
+                                               extra: "log:\n  level: \(logLevel)\n  format: json\nshutdown:\n  drain: \(drainSeconds)s\n")
+            return Setup(rig: rig, config: try BridgeConfig.parse(String(contentsOfFile: rig.config, encoding: .utf8), file: rig.config))
         }
 
         func start(_ arguments: [String] = []) async throws -> BridgeProcess {
-            let bridge = try BridgeProcess(config: configPath, logPath: logPath, arguments: arguments)
-            let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
-            #expect(up, "bridge log:\n\(bridge.output)")
+            let bridge = try rig.launch(arguments: arguments)
+            #expect(await bridge.waitUntilUp(), "bridge log:\n\(bridge.output)")
             return bridge
         }
 
@@ -100,10 +94,10 @@ import Testing
 
     @Test func refusedCallbackRetryStormAndDeadLetterAreLoggedAsJSONWithoutSecrets() async throws {
         let setup = try await Setup.make(drainSeconds: 5)
-        defer { Task { await setup.lab.stop() } }
+        defer { Task { await setup.rig.stop() } }
         // The configuration says `error`; the flag wins (the info lines below prove it).
         let bridge = try await setup.start(["--log-level", "info"])
-        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        defer { bridge.killWithoutWaiting() }
         func lines() -> [Line] { Self.parse(bridge.output).lines }
 
         let started = try #require(lines().first { $0.message == "imbridge started" }, "\(bridge.output)")
@@ -156,7 +150,7 @@ import Testing
         #expect(dead.meta("lane")?.hasPrefix("wk/") == true && dead.meta("lane")?.contains("dl") == true && dead.meta("event_id") != nil && dead.meta("reason")?.contains("WuKong refused") == true)
 
         // Shutdown: logged with what drained.
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
         let stopped = try #require(lines().first { $0.message.hasPrefix("relay stopped") })
         #expect(stopped.meta("lanes_cut_off") == "0" && stopped.meta("drain_ms") != nil)
         #expect(lines().contains { $0.message == "imbridge stopped" })
@@ -174,9 +168,9 @@ import Testing
     @Test func sigtermWithASlowTargetStopsWithinTheDrainDeadlineAndLosesNothing() async throws {
         let drainSeconds = 2
         let setup = try await Setup.make(drainSeconds: drainSeconds, logLevel: "info")
-        defer { Task { await setup.lab.stop() } }
+        defer { Task { await setup.rig.stop() } }
         var bridge = try await setup.start()
-        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        defer { bridge.killWithoutWaiting() }
         try await setup.fault(#"{"latency_ms":6000}"#)
         try await setup.send("slow", "slow-1")
         #expect(try await eventually(20) { try await setup.pending() == 1 }, "the send is in flight")
@@ -200,16 +194,16 @@ import Testing
         try await Task.sleep(nanoseconds: 500_000_000)
         #expect(try await setup.copies("slow-1") == 1, "exactly once")
         #expect(try await setup.pending() == 0)
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 
     /// The first SIGTERM while a send takes 1.5 s, with time to spare: the send finishes (the target has
     /// the message when the process has exited) and the bridge exits cleanly right after it.
     @Test func sigtermLetsASendInFlightFinishWithinTheDeadline() async throws {
         let setup = try await Setup.make(drainSeconds: 10, logLevel: "info")
-        defer { Task { await setup.lab.stop() } }
+        defer { Task { await setup.rig.stop() } }
         let bridge = try await setup.start()
-        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        defer { bridge.killWithoutWaiting() }
         try await setup.fault(#"{"latency_ms":1500}"#)
         try await setup.send("drain", "drain-1")
         #expect(try await eventually(20) { try await setup.pending() == 1 }, "the send is in flight")
@@ -233,9 +227,9 @@ import Testing
     @Test func aRequestThatNeverEndsDoesNotHoldTheShutdown() async throws {
         let drainSeconds = 1
         let setup = try await Setup.make(drainSeconds: drainSeconds, logLevel: "info")
-        defer { Task { await setup.lab.stop() } }
+        defer { Task { await setup.rig.stop() } }
         let bridge = try await setup.start()
-        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        defer { bridge.killWithoutWaiting() }
         let connection = try RawConnection(port: setup.port)
         connection.send("POST /callbacks/wk?event=msg.notify HTTP/1.1\r\nHost: bridge\r\nX-IMBridge-Secret: \(BridgeLab.webhookSecret)\r\n"
                         + "Content-Type: application/json\r\nContent-Length: 5000\r\n\r\n[{\"a\":")
@@ -253,16 +247,16 @@ import Testing
     /// A second signal during the drain exits at once; the entry in flight is relayed after a restart.
     @Test func aSecondSignalDuringTheDrainExitsAtOnce() async throws {
         let setup = try await Setup.make(drainSeconds: 30, logLevel: "info")
-        defer { Task { await setup.lab.stop() } }
+        defer { Task { await setup.rig.stop() } }
         var bridge = try await setup.start()
-        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        defer { bridge.killWithoutWaiting() }
         try await setup.fault(#"{"latency_ms":8000}"#)
         try await setup.send("stuck", "stuck-1")
         #expect(try await eventually(20) { try await setup.pending() == 1 }, "the send is in flight")
         try await Task.sleep(nanoseconds: 300_000_000)
         bridge.send(SIGTERM)
         #expect(await eventually(5) { bridge.output.contains("shutting down") }, "\(bridge.output)")
-        #expect(bridge.process.isRunning, "the first signal drains: the send in flight takes seconds")
+        #expect(bridge.isRunning, "the first signal drains: the send in flight takes seconds")
         let second = Date()
         bridge.send(SIGINT)
         let status = await bridge.waitForExit(seconds: 5)
@@ -278,7 +272,7 @@ import Testing
         #expect(try await eventually(30) { try await setup.copies("stuck-1") >= 1 }, "relayed after the restart: \(bridge.output)")
         try await Task.sleep(nanoseconds: 500_000_000)
         #expect(try await setup.copies("stuck-1") == 1, "exactly once")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 
     /// The store refuses the writes that record carried-out sends (a full disk, simulated with a
@@ -286,9 +280,9 @@ import Testing
     /// and every message arrives once the store recovers.
     @Test func storeErrorsAreLoggedAndThrottled() async throws {
         let setup = try await Setup.make(drainSeconds: 2, logLevel: "info")
-        defer { Task { await setup.lab.stop() } }
+        defer { Task { await setup.rig.stop() } }
         let bridge = try await setup.start()
-        defer { if bridge.process.isRunning { _ = bridge.terminate() } }
+        defer { bridge.killWithoutWaiting() }
         var configuration = Configuration()
         configuration.busyMode = .timeout(10)
         let database = try DatabaseQueue(path: "\(setup.lab.directory)/bridge.sqlite", configuration: configuration)
@@ -312,20 +306,20 @@ import Testing
             for n in 1...3 where try await setup.copies("full-\(n)") != 1 { all = false }
             return all
         }, "every message once after the store recovered")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 
     /// A second instance on a taken port says why it cannot listen (the reason was swallowed before).
     @Test func aTakenPortIsReportedWithItsReason() async throws {
         let setup = try await Setup.make(drainSeconds: 1, logLevel: "info")
-        defer { Task { await setup.lab.stop() } }
+        defer { Task { await setup.rig.stop() } }
         let first = try await setup.start()
-        defer { if first.process.isRunning { _ = first.terminate() } }
+        defer { first.killWithoutWaiting() }
         let second = try await IMBridgeCLI.run(["run", "--config", setup.configPath], timeoutSeconds: 60)
         #expect(second.status != 0)
         let failure = try #require(Self.parse(second.output).lines.first { $0.level == "critical" }, "\(second.output)")
         #expect(failure.meta("error")?.contains("could not listen on 127.0.0.1:\(setup.port)") == true)
         #expect(failure.meta("error")?.lowercased().contains("address already in use") == true, "\(failure.metadata)")
-        #expect(first.terminate() == 0)
+        #expect(await first.terminate() == 0)
     }
 }

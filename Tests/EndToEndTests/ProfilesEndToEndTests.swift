@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMHTTP
@@ -12,29 +13,17 @@ import Testing
     static let refreshSeconds = 3.0
 
     struct Rig {
-        let lab: BridgeLab
-        let config: String
-        let port: Int
+        let bridgeRig: BridgeRig
+        var lab: BridgeLab { bridgeRig.lab }
+        var port: Int { bridgeRig.port }
 
         static func start(_ source: (BackendID, String) = ("wk", "wukong"), _ target: (BackendID, String) = ("rc", "rongcloud")) async throws -> Rig {
-            let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member(source.0, source.1), BridgeLab.Member(target.0, target.1)],
-                                          callbackBase: "http://127.0.0.1:\(port)")
-            let config = "\(lab.directory)/bridge.yaml"
             let routes = "  - from: \"\(source.0):group:*\"\n    to: \"\(target.0):group:*\"\n    direction: forward\n    users: puppet\n"
-            let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
-                + "profiles:\n  refresh_minutes: 0.05\ngroups:\n  refresh_minutes: 0.05\n"
-            try yaml.write(toFile: config, atomically: true, encoding: .utf8)
-            return Rig(lab: lab, config: config, port: port)
+            return Rig(bridgeRig: try await BridgeRig.make([BridgeLab.Member(source.0, source.1), BridgeLab.Member(target.0, target.1)],
+                                                           routes: routes, extra: "profiles:\n  refresh_minutes: 0.05\ngroups:\n  refresh_minutes: 0.05\n"))
         }
 
-        func bridge() async throws -> BridgeProcess {
-            let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
-            let http = HTTPClientWrapper(timeoutSeconds: 2)
-            let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
-            guard up else { throw IMError(.unavailable, "the bridge did not come up:\n\(process.output)") }
-            return process
-        }
+        func bridge() async throws -> BridgeProcess { try await bridgeRig.start() }
 
         /// RongCloud's user `id` as its sandbox lists it (`/_sandbox/users`).
         func rongCloudUser(_ id: String) async throws -> JSONValue? {
@@ -75,14 +64,14 @@ import Testing
     /// shows within the configured interval after the user's next message.
     @Test func wuKongToRongCloudPuppetShowsNameAndAvatarAndFollowsARename() async throws {
         let rig = try await Rig.start()
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let users = try #require(try await rig.lab.userBackend("wk", registry: ContentRegistry()) as? any UserDirectory)
         try await users.saveUser(UserProfile(id: "ann", name: "安娜"))
         let image: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A] + Array("ann's face".utf8)
         try await rig.uploadAvatar(image, for: "ann")
 
         let bridge = try await rig.bridge()
-        defer { _ = bridge.terminate() }
+        defer { bridge.killWithoutWaiting() }
         let group = ConversationRef.group("team")
         _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("hello")))
         #expect(try await eventually(30) { try await rig.relayed("team") == ["hello"] }, "\(bridge.output.suffix(3000))")
@@ -110,21 +99,21 @@ import Testing
         #expect(took <= Self.refreshSeconds + 10, "the rename took \(took) s to show")
         #expect(try await rig.rongCloudUser("wk_ann")?["portraitUri"]?.stringValue == avatarURL)
         print("profiles e2e: rename shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 
     /// RongCloud → NIM: the puppet shows the RongCloud user's name and portrait (NIM `name`, `icon`), and a
     /// rename shows within the interval after the user's next message.
     @Test func rongCloudToNIMPuppetShowsNameAndAvatarAndFollowsARename() async throws {
         let rig = try await Rig.start(("rc", "rongcloud"), ("yx", "nim"))
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let users = try #require(try await rig.lab.userBackend("rc", registry: ContentRegistry()) as? any UserDirectory)
         let nim = try #require(try await rig.lab.userBackend("yx", registry: ContentRegistry()) as? any UserDirectory)
         let portrait = "https://cdn.example/ann.png"
         try await users.saveUser(UserProfile(id: "ann", name: "安娜", avatar: portrait))
 
         let bridge = try await rig.bridge()
-        defer { _ = bridge.terminate() }
+        defer { bridge.killWithoutWaiting() }
         let group = ConversationRef.group("team")
         _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("hello")))
         #expect(try await eventually(30) { try await rig.relayed("team", on: "yx") == ["hello"] }, "\(bridge.output.suffix(3000))")
@@ -145,7 +134,7 @@ import Testing
         #expect(renamed, "puppet: \(String(describing: after))\n\(bridge.output.suffix(3000))")
         #expect(after?.avatar == portrait, "a profile without a new portrait keeps the old one")
         print("profiles e2e (RongCloud → NIM): rename shown \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 
     /// WuKong → RongCloud: a WuKong group (its business server's profile: name, creator, members) reached
@@ -153,7 +142,7 @@ import Testing
     /// its first message is relayed there.
     @Test func aWuKongGroupFirstSeenIsCreatedOnRongCloud() async throws {
         let rig = try await Rig.start()
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
         let directory = try #require(wk as? any GroupDirectory)
         let id = try await directory.createGroup(GroupProfile(id: "ignored", name: "Tea room", owner: "ann", members: ["ann", "bob"],
@@ -162,7 +151,7 @@ import Testing
         #expect(try await rc.group(id) == nil, "not on RongCloud before the bridge sees it")
 
         let bridge = try await rig.bridge()
-        defer { _ = bridge.terminate() }
+        defer { bridge.killWithoutWaiting() }
         _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "bob", content: .text("first")))
         #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first"] }, "\(bridge.output.suffix(3000))")
         let created = try #require(try await rc.group(id))
@@ -191,7 +180,7 @@ import Testing
         let now = try await rc.group(id)
         #expect(followed, "\(String(describing: now))\n\(bridge.output.suffix(3000))")
         print("groups e2e: join and rename shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 
     /// WuKong → RongCloud: a member who leaves the WuKong group (`exit`) and one the owner removes lose their
@@ -199,14 +188,14 @@ import Testing
     /// delivers the group's relayed messages to them; the members who stay keep theirs.
     @Test func membersWhoLeaveTheWuKongGroupLeaveTheRongCloudGroup() async throws {
         let rig = try await Rig.start()
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
         let directory = try #require(wk as? any GroupDirectory)
         let id = try await directory.createGroup(GroupProfile(id: "ignored", name: "Tea room", owner: "ann", members: ["ann", "bob", "carol"]))
         let rc = try #require(try await rig.lab.userBackend("rc", registry: ContentRegistry()) as? any GroupDirectory)
 
         let bridge = try await rig.bridge()
-        defer { _ = bridge.terminate() }
+        defer { bridge.killWithoutWaiting() }
         _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "bob", content: .text("first")))
         #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first"] }, "\(bridge.output.suffix(3000))")
         #expect(Set(try await rc.group(id)?.members ?? []) == ["wk_ann", "wk_bob", "wk_carol"])
@@ -228,6 +217,6 @@ import Testing
         #expect(try await rc.groups(of: "wk_carol") == [])
         #expect(try await rc.groups(of: "wk_ann") == [id])
         print("groups e2e: two leaves shown on RongCloud \(String(format: "%.2f", took)) s after the next message (interval \(Self.refreshSeconds) s)")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
     }
 }

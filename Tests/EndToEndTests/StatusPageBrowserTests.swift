@@ -1,9 +1,11 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMHTTP
 import IMLab
 import IMRelay
 import IMServer
+import PostgresTestSupport
 import Testing
 
 /// The status page in a real browser (docs/status-page.md): `imbridge run` as a child process with three
@@ -29,21 +31,10 @@ import Testing
     /// Runs the browser headless on `url` with `arguments`; its standard output (the DOM) apart from its
     /// standard error (its own diagnostics).
     static func browse(_ browser: String, _ arguments: [String], url: String, profile: String) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let out = profile + "/stdout", err = profile + "/stderr"
-        for file in [out, err] { FileManager.default.createFile(atPath: file, contents: nil) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: browser)
         // Root needs --no-sandbox; a profile of its own keeps runs apart.
-        process.arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--user-data-dir=\(profile)/profile"] + arguments + [url]
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: out))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: err))
-        try process.run()
-        let deadline = Date().addingTimeInterval(90)
-        while process.isRunning && Date() < deadline { try await Task.sleep(nanoseconds: 50_000_000) }
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-        return (process.terminationStatus, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "",
-                (try? String(contentsOfFile: err, encoding: .utf8)) ?? "")
+        let run = try await Subprocess.runApart(browser, ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                                                          "--user-data-dir=\(profile)/profile"] + arguments + [url], timeoutSeconds: 90)
+        return (run.status, run.output, run.errors)
     }
 
     @Test func chromiumShowsBackendStatesADeadLetterAndALane() async throws {
@@ -55,27 +46,22 @@ import Testing
             }
             return
         }
-        let port = try await freePort()
         let adminPort = try await freePort()
-        let lab = try await BridgeLab(members: [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
-                                      callbackBase: "http://127.0.0.1:\(port)")
-        let config = lab.directory + "/bridge.yaml"
-        let yaml = lab.configYAML(store: lab.directory + "/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                  routes: route("rc:group:*", "wk:group:*", direction: "forward") + route("rc:group:*", "yx:group:*", direction: "forward"))
-            + "admin_listen: 127.0.0.1:\(adminPort)\n"
-        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
-        let bridge = try BridgeProcess(config: config, logPath: lab.directory + "/bridge.log")
-        defer {
-            _ = bridge.terminate()
-            Task { await lab.stop() }
-        }
+        let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
+                                           routes: route("rc:group:*", "wk:group:*", direction: "forward") + route("rc:group:*", "yx:group:*", direction: "forward"),
+                                           extra: "admin_listen: 127.0.0.1:\(adminPort)\n")
+        let lab = rig.lab
         let admin = "http://127.0.0.1:\(adminPort)"
+        let bridge = try rig.launch(healthBase: admin)
+        defer {
+            bridge.killWithoutWaiting()
+            Task { await rig.stop() }
+        }
         let http = HTTPClientWrapper()
         func status() async throws -> StatusReport {
             try StatusReport.decode(Data(try await http.send(OutboundRequest(method: "GET", url: admin + "/status.json")).body))
         }
-        let up = await eventually(60) { (try? await http.send(OutboundRequest(method: "GET", url: admin + "/healthz")))?.status == 200 }
-        try #require(up, "the bridge did not come up: \(bridge.output)")
+        try #require(await bridge.waitUntilUp(seconds: 60), "the bridge did not come up: \(bridge.output)")
 
         // NIM goes away; then traffic: two messages (relayed to WuKong, stuck for NIM) and a poison one.
         await lab.sandboxes["yx"]?.stop()
@@ -128,27 +114,22 @@ import Testing
             }
             return
         }
-        let port = try await freePort()
         let adminPort = try await freePort()
-        let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
-                                      callbackBase: "http://127.0.0.1:\(port)")
-        let config = lab.directory + "/bridge.yaml"
-        let yaml = lab.configYAML(store: lab.directory + "/bridge.sqlite", listen: "127.0.0.1:\(port)",
-                                  routes: route("wk:group:*", "rc:group:*", direction: "forward"))
-            + "admin_listen: 127.0.0.1:\(adminPort)\nverify:\n  interval: 10s\n  window: 1h\n"
-        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
-        let bridge = try BridgeProcess(config: config, logPath: lab.directory + "/bridge.log")
-        defer {
-            _ = bridge.terminate()
-            Task { await lab.stop() }
-        }
+        let rig = try await BridgeRig.make([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                           routes: route("wk:group:*", "rc:group:*", direction: "forward"),
+                                           extra: "admin_listen: 127.0.0.1:\(adminPort)\nverify:\n  interval: 10s\n  window: 1h\n")
+        let lab = rig.lab
         let admin = "http://127.0.0.1:\(adminPort)"
+        let bridge = try rig.launch(healthBase: admin)
+        defer {
+            bridge.killWithoutWaiting()
+            Task { await rig.stop() }
+        }
         let http = HTTPClientWrapper()
         func status() async throws -> StatusReport {
             try StatusReport.decode(Data(try await http.send(OutboundRequest(method: "GET", url: admin + "/status.json")).body))
         }
-        let up = await eventually(60) { (try? await http.send(OutboundRequest(method: "GET", url: admin + "/healthz")))?.status == 200 }
-        try #require(up, "the bridge did not come up: \(bridge.output)")
+        try #require(await bridge.waitUntilUp(seconds: 60), "the bridge did not come up: \(bridge.output)")
         let before = try await status()
         #expect(before.audit.enabled && before.audit.last == nil, "audits on, none finished yet: \(before.audit)")
 

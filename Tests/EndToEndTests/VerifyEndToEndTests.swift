@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMHTTP
@@ -10,29 +11,18 @@ import Testing
 /// `POST /_sandbox/drift`; `imbridge verify` run as a command, its exit status and JSON report read.
 @Suite(.serialized) struct VerifyEndToEndTests {
     struct Rig {
-        let lab: BridgeLab
-        let config: String
-        let port: Int
+        let bridgeRig: BridgeRig
+        var lab: BridgeLab { bridgeRig.lab }
+        var config: String { bridgeRig.config }
 
         static func start() async throws -> Rig {
-            let port = try await freePort()
-            let lab = try await BridgeLab(members: [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"),
-                                                    BridgeLab.Member("yx", "nim"), BridgeLab.Member("jm", "jmessage")],
-                                          callbackBase: "http://127.0.0.1:\(port)")
-            let config = "\(lab.directory)/bridge.yaml"
             let routes = route("wk:group:*", "rc:group:*", direction: "forward") + route("yx:direct:*", "jm:direct:*", direction: "forward")
-            let yaml = lab.configYAML(store: "\(lab.directory)/bridge.sqlite", listen: "127.0.0.1:\(port)", routes: routes)
-            try (yaml + "catch_up:\n  interval: 10m\n  max_age: 1h\n").write(toFile: config, atomically: true, encoding: .utf8)
-            return Rig(lab: lab, config: config, port: port)
+            return Rig(bridgeRig: try await BridgeRig.make([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"),
+                                                            BridgeLab.Member("yx", "nim"), BridgeLab.Member("jm", "jmessage")],
+                                                           routes: routes, extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n"))
         }
 
-        func bridge() async throws -> BridgeProcess {
-            let process = try BridgeProcess(config: config, logPath: "\(lab.directory)/bridge.log")
-            let http = HTTPClientWrapper(timeoutSeconds: 2)
-            let up = await eventually(30) { (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(port)/healthz")))?.status == 200 }
-            guard up else { throw IMError(.unavailable, "the bridge did not come up:\n\(process.output)") }
-            return process
-        }
+        func bridge() async throws -> BridgeProcess { try await bridgeRig.start() }
 
         /// `imbridge verify` with `arguments`: its exit status, output and JSON report.
         func verify(_ arguments: [String] = []) async throws -> (status: Int32, output: String, report: JSONValue) {
@@ -67,7 +57,7 @@ import Testing
 
     @Test func cleanRelayVerifiesCleanAndPlantedDriftIsReportedThenRepaired() async throws {
         let rig = try await Rig.start()
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let registry = ContentRegistry()
         let wk = try await rig.lab.userBackend("wk", registry: registry)
         let yx = try await rig.lab.userBackend("yx", registry: registry)
@@ -77,7 +67,7 @@ import Testing
             for user in ["alice", "bobby"] { try await nimUsers.ensureUser(UserProfile(id: UserID(user), name: user)) }
         }
         let bridge = try await rig.bridge()
-        defer { _ = bridge.terminate() }
+        defer { bridge.killWithoutWaiting() }
 
         // A clean relay: five WuKong group messages (one with an expansion, one recalled), three NIM direct ones.
         let group = ConversationRef.group("vg"), chat = ConversationRef.direct("alice", "bobby")
@@ -152,14 +142,14 @@ import Testing
     /// With no bridge running, `verify --repair` carries out the entries it queued itself.
     @Test func withNoBridgeRunningRepairCarriesItsEntriesOutItself() async throws {
         let rig = try await Rig.start()
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
         let bridge = try await rig.bridge()
         var sent: [MessageID] = []
         for n in 1...3 { sent.append(try await wk.send(OutgoingMessage(conversation: .group("solo"), sender: "alice", content: .text("s-\(n)"))).id) }
         let relayed = await eventually(60) { ((try? await rig.records("rc", "solo")) ?? []).count == 3 }
         #expect(relayed, "\(bridge.output.suffix(2000))")
-        #expect(bridge.terminate() == 0)
+        #expect(await bridge.terminate() == 0)
         let copies = try await rig.records("rc", "solo").compactMap { $0["id"]?.stringValue }
         try #require(copies.count == 3)
         try await rig.plant("rc", ["op": "remove", "id": .string(copies[0])])
@@ -180,7 +170,7 @@ import Testing
 
     @Test func badInputIsRefusedClearly() async throws {
         let rig = try await Rig.start()
-        defer { Task { await rig.lab.stop() } }
+        defer { Task { await rig.bridgeRig.stop() } }
         let route = try await IMBridgeCLI.run(["verify", "--config", rig.config, "--route", "7"])
         #expect(route.status != 0 && route.status != 1 && route.output.contains("--route"), "\(route.output)")
         let conversation = try await IMBridgeCLI.run(["verify", "--config", rig.config, "--conversation", "zz:group:g"])

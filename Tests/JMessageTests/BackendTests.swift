@@ -10,10 +10,10 @@ import Testing
 
 /// Started sandboxes and backends, stopped together at the end of a test.
 final class Running: Sendable {
-    let items = Mutex<[(SandboxHarness, JMessageBackend)]>([])
+    let items = Mutex<[(JMessageSandboxHelper, JMessageBackend)]>([])
 
-    func make(registry: ContentRegistry = ContentRegistry(), pollIntervalMs: Int64? = 100) async throws -> (SandboxHarness, JMessageBackend, GroupID) {
-        let sandbox = try await SandboxHarness.start()
+    func make(registry: ContentRegistry = ContentRegistry(), pollIntervalMs: Int64? = 100) async throws -> (JMessageSandboxHelper, JMessageBackend, GroupID) {
+        let sandbox = try await JMessageSandboxHelper.start()
         let backend = JMessageBackend(id: "jm", config: sandbox.config, registry: registry, clock: sandbox.clock,
                                       pollerSettings: .init(startLookbackMs: 60_000))
         items.withLock { $0.append((sandbox, backend)) }
@@ -71,7 +71,7 @@ final class Running: Sendable {
         await #expect {
             _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "nobody"), sender: "alice", content: .text("x")))
         } throws: { ($0 as? IMError)?.code == .notFound && ($0 as? IMError)?.vendorCode == "899002" }
-        _ = try await sandbox.http.send(.json(sandbox.base + "/_sandbox/faults", Data(#"{"status":503,"count":1}"#.utf8)))
+        _ = try await sandbox.http.send(.json(sandbox.baseURL + "/_sandbox/faults", Data(#"{"status":503,"count":1}"#.utf8)))
         await #expect {
             _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice", content: .text("x")))
         } throws: { ($0 as? IMError)?.isRetryable == true && ($0 as? IMError)?.vendorCode == "899030" }

@@ -12,8 +12,8 @@ import Testing
 @Suite(.serialized) struct JMessageDirectoryTests {
     /// Runs `body` with a fresh sandbox (optionally keeping state in `statePath`) and a backend on it
     /// (admin registered, no polling), and stops both afterwards.
-    static func with(statePath: String? = nil, _ body: (SandboxHarness, JMessageBackend) async throws -> Void) async throws {
-        let sandbox = try await SandboxHarness.start(statePath: statePath)
+    static func with(statePath: String? = nil, _ body: (JMessageSandboxHelper, JMessageBackend) async throws -> Void) async throws {
+        let sandbox = try await JMessageSandboxHelper.start(.init(statePath: statePath))
         let backend = JMessageBackend(id: "jm", config: sandbox.config, clock: sandbox.clock)
         do {
             try await backend.start(pollIntervalMs: nil)
@@ -127,7 +127,7 @@ import Testing
         try await Self.with { sandbox, jm in
             for batch in 0..<2 {
                 let users = (0..<300).map { "{\"username\":\"user\(batch)_\($0)\",\"password\":\"secret\"}" }.joined(separator: ",")
-                let answer = try await sandbox.call("POST", "/v1/users/", json: "[\(users)]")
+                let answer = try await sandbox.call("POST", "/v1/users/", .json("[\(users)]"))
                 #expect(answer.status == 201)
             }
             let all = try await jm.allUsers()
@@ -146,8 +146,7 @@ import Testing
             await Self.expectError(.authenticationFailed) { _ = try await forged.allGroups() }
             let empty2 = try await jm.users(["alice"]).isEmpty
             #expect(empty2, "the forged call created nothing")
-            let raw = try await sandbox.call("PUT", "/v1/users/bridge_admin", json: #"{"nickname":"x"}"#,
-                                             authorization: "Basic " + Data("\(appKey):wrong".utf8).base64EncodedString())
+            let raw = try await sandbox.call("PUT", "/v1/users/bridge_admin", .json(#"{"nickname":"x"}"#), headers: [("Authorization", "Basic " + Data("\(appKey):wrong".utf8).base64EncodedString())])
             #expect(raw.status == 401 && sandbox.errorCode(raw) == 899008)
         }
     }
@@ -178,12 +177,12 @@ import Testing
     @Test func sandboxServesUsersAndGroupsAsDocumented() async throws {
         try await Self.with { sandbox, _ in
             try await sandbox.seedUsers()
-            #expect(try await sandbox.call("PUT", "/v1/users/alice", json: #"{"gender":3}"#).status == 400)
-            #expect(try await sandbox.call("PUT", "/v1/users/alice", json: #"{"nickname":"a\nb"}"#).status == 400)
-            #expect(try await sandbox.call("PUT", "/v1/users/alice", json: #"{"birthday":"24.01.1990"}"#).status == 400)
-            let ghost = try await sandbox.call("PUT", "/v1/users/ghost", json: #"{"nickname":"x"}"#)
+            #expect(try await sandbox.call("PUT", "/v1/users/alice", .json(#"{"gender":3}"#)).status == 400)
+            #expect(try await sandbox.call("PUT", "/v1/users/alice", .json(#"{"nickname":"a\nb"}"#)).status == 400)
+            #expect(try await sandbox.call("PUT", "/v1/users/alice", .json(#"{"birthday":"24.01.1990"}"#)).status == 400)
+            let ghost = try await sandbox.call("PUT", "/v1/users/ghost", .json(#"{"nickname":"x"}"#))
             #expect(ghost.status == 403 && sandbox.errorCode(ghost) == 899002)
-            let put = try await sandbox.call("PUT", "/v1/users/alice", json: #"{"nickname":"Al","birthday":"1990-01-24","extras":{"k":1}}"#)
+            let put = try await sandbox.call("PUT", "/v1/users/alice", .json(#"{"nickname":"Al","birthday":"1990-01-24","extras":{"k":1}}"#))
             #expect(put.status == 204)
             let alice = try sandbox.json(try await sandbox.call("GET", "/v1/users/alice"))
             #expect(alice["nickname"] == "Al" && alice["birthday"] == "1990-01-24 00:00:00" && alice["extras"] == ["k": 1])
@@ -192,12 +191,12 @@ import Testing
             let listing = try sandbox.json(try await sandbox.call("GET", "/v1/users/?start=1&count=1"))
             #expect(listing["total"] == 3 && listing["start"] == 1 && listing["count"] == 1 && listing["users"]?.arrayValue?.count == 1)
 
-            let created = try await sandbox.call("POST", "/v1/groups/", json: #"{"owner_username":"alice","name":"g","members_username":["bobby"],"avatar":"m1","flag":2}"#)
+            let created = try await sandbox.call("POST", "/v1/groups/", .json(#"{"owner_username":"alice","name":"g","members_username":["bobby"],"avatar":"m1","flag":2}"#))
             let gid = try #require(try sandbox.json(created)["gid"]?.int64Value)
             let group = try sandbox.json(try await sandbox.call("GET", "/v1/groups/\(gid)"))
             #expect(group["name"] == "g" && group["avatar"] == "m1" && group["MaxMemberCount"] == 500 && group["appkey"] != nil)
-            #expect(try await sandbox.call("PUT", "/v1/groups/\(gid)", json: #"{"owner_username":"bobby"}"#).status == 400)
-            #expect(try await sandbox.call("PUT", "/v1/groups/\(gid)", json: #"{"desc":"d"}"#).status == 204)
+            #expect(try await sandbox.call("PUT", "/v1/groups/\(gid)", .json(#"{"owner_username":"bobby"}"#)).status == 400)
+            #expect(try await sandbox.call("PUT", "/v1/groups/\(gid)", .json(#"{"desc":"d"}"#)).status == 204)
             let missing = try await sandbox.call("GET", "/v1/groups/424242")
             #expect(missing.status == 403 && sandbox.errorCode(missing) == 899006)
             let mine = try sandbox.json(try await sandbox.call("GET", "/v1/users/bobby/groups/"))
@@ -206,9 +205,9 @@ import Testing
             let groups = try sandbox.json(try await sandbox.call("GET", "/v1/groups/?start=0&count=10"))
             #expect(groups["total"] == 1 && groups["groups"]?.arrayValue?.first?["gid"]?.int64Value == gid)
             let crowd = (0..<500).map { "\"member\($0)\"" }.joined(separator: ",")
-            _ = try await sandbox.call("POST", "/v1/users/", json: "[" + (0..<500).map { "{\"username\":\"member\($0)\",\"password\":\"secret\"}" }
-                .joined(separator: ",") + "]")
-            let full = try await sandbox.call("POST", "/v1/groups/", json: "{\"owner_username\":\"alice\",\"name\":\"big\",\"members_username\":[\(crowd)]}")
+            _ = try await sandbox.call("POST", "/v1/users/", .json("[" + (0..<500).map { "{\"username\":\"member\($0)\",\"password\":\"secret\"}" }
+                .joined(separator: ",") + "]"))
+            let full = try await sandbox.call("POST", "/v1/groups/", .json("{\"owner_username\":\"alice\",\"name\":\"big\",\"members_username\":[\(crowd)]}"))
             #expect(sandbox.errorCode(full) == 899012)
         }
     }

@@ -151,7 +151,7 @@ struct PollerLogRecorder: LogHandler {
 
     // MARK: report v2 poller
 
-    func poller(_ sandbox: SandboxHarness, storage: any CheckpointStorage, clock: (any IMClock)? = nil) -> JMessagePoller {
+    func poller(_ sandbox: JMessageSandboxHelper, storage: any CheckpointStorage, clock: (any IMClock)? = nil) -> JMessagePoller {
         let config = sandbox.config
         return JMessagePoller(client: JMessageClient(config: config),
                               codec: JMessageCodec(identity: JMessageIdentity(appKey: config.appKey, admin: config.admin)),
@@ -159,7 +159,7 @@ struct PollerLogRecorder: LogHandler {
                               settings: .init(pageSize: 2, overlapMs: 5000, startLookbackMs: 60_000))
     }
 
-    func send(_ sandbox: SandboxHarness, _ texts: [String]) async throws {
+    func send(_ sandbox: JMessageSandboxHelper, _ texts: [String]) async throws {
         for text in texts {
             try await sandbox.sendText(text)
             time.advance(byMs: 700)
@@ -167,7 +167,7 @@ struct PollerLogRecorder: LogHandler {
     }
 
     @Test func aRestartNeitherMissesNorRepeats() async throws {
-        let sandbox = try await SandboxHarness.start(baseClock: time)
+        let sandbox = try await JMessageSandboxHelper.start(.init(baseClock: time))
         defer { Task { await sandbox.stop() } }
         try await sandbox.seedUsers()
         let storage = InMemoryCheckpointStorage()
@@ -200,7 +200,7 @@ struct PollerLogRecorder: LogHandler {
     /// The poller's log lines (`imbridge.poller.<backend>`): started, each round at debug with its
     /// messages, a progress line once a minute of the poller's clock, stopped with the total.
     @Test func thePollerLogsItsProgress() async throws {
-        let sandbox = try await SandboxHarness.start(baseClock: time)
+        let sandbox = try await JMessageSandboxHelper.start(.init(baseClock: time))
         defer { Task { await sandbox.stop() } }
         try await sandbox.seedUsers()
         try await send(sandbox, ["p1", "p2", "p3"])
@@ -233,7 +233,7 @@ struct PollerLogRecorder: LogHandler {
     }
 
     @Test func anExpiredCursorRestartsTheWindowWithoutRepeats() async throws {
-        let sandbox = try await SandboxHarness.start(baseClock: time)
+        let sandbox = try await JMessageSandboxHelper.start(.init(baseClock: time))
         defer { Task { await sandbox.stop() } }
         try await sandbox.seedUsers()
         try await send(sandbox, ["c1", "c2", "c3", "c4", "c5"])
@@ -248,7 +248,7 @@ struct PollerLogRecorder: LogHandler {
     }
 
     @Test func aCursorTheServerRefusesRestartsTheWindow() async throws {
-        let sandbox = try await SandboxHarness.start(baseClock: time)
+        let sandbox = try await JMessageSandboxHelper.start(.init(baseClock: time))
         defer { Task { await sandbox.stop() } }
         try await sandbox.seedUsers()
         try await send(sandbox, ["d1", "d2", "d3", "d4", "d5"])

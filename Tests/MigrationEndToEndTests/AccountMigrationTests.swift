@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMRelay
@@ -95,24 +96,23 @@ import IMMigration
                          "--all", "--account-file", accountFile, "--report", reportPath]
 
         try await lab.fault(target, ["latency_ms": 120])
-        let first = try MigrateProcess(arguments, directory: lab.lab.directory)
+        let first = try BridgeProcess.migrate(arguments, directory: lab.lab.directory)
         var copied = 0
         for _ in 0..<3000 where copied < 6 {
             copied = try await lab.records(target).count
-            if !first.process.isRunning { break }
+            if !first.isRunning { break }
             try await Task.sleep(nanoseconds: 10_000_000)
         }
-        first.kill()
-        let killed = await first.wait()
-        #expect(killed?.signalled == true, "killed part way: \(first.log)")
+        await first.kill()
+        #expect(first.endedBySignal, "killed part way: \(first.output)")
         let atKill = try await lab.records(target).count
         #expect(atKill >= 6 && atKill < total, "interrupted with \(atKill) of \(total) messages copied")
 
         try await lab.fault(target, ["latency_ms": 0])
-        let second = try MigrateProcess(arguments, directory: lab.lab.directory)
-        let finished = await second.wait(timeoutSeconds: 180)
-        #expect(finished?.status == 0, "\(second.log)")
-        #expect(second.log.contains("cannot list"), "the run says what WuKongIM cannot list: \(second.log)")
+        let second = try BridgeProcess.migrate(arguments, directory: lab.lab.directory)
+        let finished = await second.waitForExit(seconds: 180)
+        #expect(finished == 0, "\(second.output)")
+        #expect(second.output.contains("cannot list"), "the run says what WuKongIM cannot list: \(second.output)")
 
         let targetBackend = try await lab.backend(target, store: try lab.newStore())
         let users = try #require(targetBackend as? any UserDirectory)

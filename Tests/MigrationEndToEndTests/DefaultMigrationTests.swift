@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMBridgeApp
 import IMCore
@@ -21,10 +22,10 @@ import IMMigration
             _ = try await wk.send(OutgoingMessage(conversation: ab, sender: n.isMultiple(of: 2) ? "b" : "a", content: .text("message \(n)")))
         }
         let reportPath = "\(lab.lab.directory)/report.json"
-        let run = try MigrateProcess(["--config", try lab.configFile(store: "\(lab.lab.directory)/migrate.sqlite"), "--from", "wk", "--to", "nim",
+        let run = try BridgeProcess.migrate(["--config", try lab.configFile(store: "\(lab.lab.directory)/migrate.sqlite"), "--from", "wk", "--to", "nim",
                                       "--conversation", "direct:a,b", "--report", reportPath], directory: lab.lab.directory)
-        let finished = await run.wait(timeoutSeconds: 120)
-        #expect(finished?.status == 0, "\(run.log)")
+        let finished = await run.waitForExit(seconds: 120)
+        #expect(finished == 0, "\(run.output)")
         let copies = try await lab.records("nim", in: ab)
         #expect(copies.map(\.text) == (1...500).map { "message \($0)" }, "every message, in order, in direct:a,b")
         #expect(copies.map(\.from) == (1...500).map { $0.isMultiple(of: 2) ? "b" : "a" }, "senders keep their ids")
@@ -55,10 +56,10 @@ import IMMigration
         await #expect(throws: (any Error).self, "run and check still require it") {
             _ = try await ConfigCheck.load(path: path, requireRoutes: false)
         }
-        let run = try MigrateProcess(["--config", path, "--from", "wk", "--to", "nim", "--conversation", "direct:a,b"],
+        let run = try BridgeProcess.migrate(["--config", path, "--from", "wk", "--to", "nim", "--conversation", "direct:a,b"],
                                      directory: lab.lab.directory)
-        let finished = await run.wait(timeoutSeconds: 120)
-        #expect(finished?.status == 0, "\(run.log)")
+        let finished = await run.waitForExit(seconds: 120)
+        #expect(finished == 0, "\(run.output)")
         #expect(try await lab.records("nim", in: ab).map(\.text) == (1...5).map { "message \($0)" })
         await lab.stop()
     }

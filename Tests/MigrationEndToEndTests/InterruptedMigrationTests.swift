@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMRelay
@@ -26,23 +27,22 @@ import Testing
                          "--conversation", "direct:\(seed.conversation.id)", "--user-prefix", "\(source)_", "--report", "\(lab.lab.directory)/report.json"]
 
         try await lab.fault(target, ["latency_ms": 120])
-        let first = try MigrateProcess(arguments, directory: lab.lab.directory)
+        let first = try BridgeProcess.migrate(arguments, directory: lab.lab.directory)
         var seen = 0
         for _ in 0..<1500 where seen < 4 {
             seen = try await lab.records(target, between: (puppets[0], puppets[1])).count
-            if !first.process.isRunning { break }
+            if !first.isRunning { break }
             try await Task.sleep(nanoseconds: 10_000_000)
         }
-        first.kill()
-        let killed = await first.wait()
-        #expect(killed?.signalled == true, "killed part way, not finished: \(first.log)")
+        await first.kill()
+        #expect(first.endedBySignal, "killed part way, not finished: \(first.output)")
         let atKill = try await lab.records(target, between: (puppets[0], puppets[1])).count
         #expect(atKill >= 4 && atKill < sourceRecords.count, "interrupted with \(atKill) of \(sourceRecords.count) copied")
 
         try await lab.fault(target, ["latency_ms": 0])
-        let second = try MigrateProcess(arguments, directory: lab.lab.directory)
-        let finished = await second.wait()
-        #expect(finished?.status == 0, "\(second.log)")
+        let second = try BridgeProcess.migrate(arguments, directory: lab.lab.directory)
+        let finished = await second.waitForExit(seconds: 60)
+        #expect(finished == 0, "\(second.output)")
 
         let copies = try await lab.records(target, between: (puppets[0], puppets[1]))
         #expect(copies.count == sourceRecords.count, "exactly one copy of every message: \(copies.map(\.text))")
@@ -57,7 +57,7 @@ import Testing
         let rerunSent = ["copied", "converted", "fell_back"].compactMap { counts?[$0]?.int64Value }.reduce(0, +)
         #expect(rerunSent <= Int64(sourceRecords.count - atKill + 1), "the rerun did not redo what the first run recorded: \(report.jsonString())")
         #expect(counts?["failed"]?.objectValue?.isEmpty ?? true, "\(report.jsonString())")
-        #expect(second.log.contains("total: copied"), "the human summary is printed")
+        #expect(second.output.contains("total: copied"), "the human summary is printed")
         await lab.stop()
     }
 }

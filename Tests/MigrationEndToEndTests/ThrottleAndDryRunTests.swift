@@ -1,3 +1,4 @@
+import BridgeTestSupport
 import Foundation
 import IMCore
 import IMRelay
@@ -52,11 +53,11 @@ import IMMigration
         try await lab.write(seed, on: "wk")
         let storePath = "\(lab.lab.directory)/dry.sqlite"
         let reportPath = "\(lab.lab.directory)/dry.json"
-        let run = try MigrateProcess(["--config", try lab.configFile(store: storePath), "--from", "wk", "--to", "jm",
+        let run = try BridgeProcess.migrate(["--config", try lab.configFile(store: storePath), "--from", "wk", "--to", "jm",
                                       "--conversation", "direct:\(seed.conversation.id)", "--dry-run",
                                       "--report", reportPath], directory: lab.lab.directory)
-        let finished = await run.wait()
-        #expect(finished?.status == 0, "\(run.log)")
+        let finished = await run.waitForExit(seconds: 60)
+        #expect(finished == 0, "\(run.output)")
         #expect(try await lab.records("jm").isEmpty, "nothing written to the target")
         #expect(try BridgeStore(path: storePath).read { try $0.mappingCount() } == 0, "nothing written to the id map")
         let report = try JSONDecoder().decode(MigrationReport.self, from: Data(contentsOf: URL(fileURLWithPath: reportPath)))
@@ -64,7 +65,7 @@ import IMMigration
         #expect(report.total.sentTotal == 12, "\(report.summary)")
         #expect(report.total.fellBack >= 1 || report.total.converted >= 1, "JMessage has no card: the dry run says it converts")
         #expect(report.total.byKind["card"] == 1 && report.total.byKind["location"] == 1 && report.total.byKind["image"] == 1)
-        #expect(run.log.contains("dry run"))
+        #expect(run.output.contains("dry run"))
         let json = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: reportPath)))
         #expect(json["dry_run"] == true && json["total"]?["by_kind"]?["text"] != nil, "the JSON has the total: \(json.jsonString())")
         await lab.stop()

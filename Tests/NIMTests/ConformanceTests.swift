@@ -29,9 +29,8 @@ struct WiredBackend {
             return await backend.handle(request, sink: sink)
         }
         let receiverPort = try await receiver.start()
-        let sandbox = try NIMSandboxHelpers.makeServer(appKey: "k", appSecret: "s",
-                                                       callbackURL: "http://127.0.0.1:\(receiverPort)\(NIMSandboxHelpers.callbackPath)",
-                                                       frozenClock: frozenClock)
+        let sandbox = try NIMSandboxHelper.makeServer(.init(appKey: "k", appSecret: "s", frozenClock: frozenClock),
+                                                      callbackURL: "http://127.0.0.1:\(receiverPort)\(NIMSandboxHelper.callbackPath)")
         try await sandbox.start()
         let backend = NIMBackend(id: "nim", config: NIMConfig(baseURL: sandbox.baseURL + "/nimserver", appKey: "k", appSecret: "s"),
                                  registry: registry, teamQueryAccid: "alice", clock: sandbox.clock)

@@ -144,45 +144,45 @@ import Testing
 
     /// The team endpoints as the vendor documents them, raw (not through `NIMClient`).
     @Test func sandboxServesTeamsAsDocumented() async throws {
-        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
             try await sandbox.createUsers("alice", "bob", "carol")
             let required: [(String, String)] = [("tname", "t"), ("owner", "alice"), ("members", #"["bob"]"#), ("msg", "hi"),
                                                 ("magree", "0"), ("joinmode", "0")]
             for missing in ["tname", "owner", "members", "msg", "magree", "joinmode"] {
-                let answer = try await sandbox.call("/team/create.action", required.filter { $0.0 != missing }).json
+                let answer = try await sandbox.call("POST", "/team/create.action", .form(required.filter { $0.0 != missing })).json
                 #expect(answer["code"] == 414, "without \(missing)")
             }
-            #expect(try await sandbox.call("/team/create.action", required.map { $0.0 == "joinmode" ? ($0.0, "3") : $0 }).json["code"] == 414)
-            #expect(try await sandbox.call("/team/create.action", required.map { $0.0 == "members" ? ($0.0, "bob") : $0 }).json["code"] == 414)
+            #expect(try await sandbox.call("POST", "/team/create.action", .form(required.map { $0.0 == "joinmode" ? ($0.0, "3") : $0 })).json["code"] == 414)
+            #expect(try await sandbox.call("POST", "/team/create.action", .form(required.map { $0.0 == "members" ? ($0.0, "bob") : $0 })).json["code"] == 414)
             let crowd = JSONValue.array((1...200).map { .string("u\($0)") }).jsonString()
-            #expect(try await sandbox.call("/team/create.action", required.map { $0.0 == "members" ? ($0.0, crowd) : $0 }).json["code"] == 801)
+            #expect(try await sandbox.call("POST", "/team/create.action", .form(required.map { $0.0 == "members" ? ($0.0, crowd) : $0 })).json["code"] == 801)
 
-            let created = try await sandbox.call("/team/create.action", required.map { $0.0 == "members" ? ($0.0, "['Bob', 'ghost']") : $0 }).json
+            let created = try await sandbox.call("POST", "/team/create.action", .form(required.map { $0.0 == "members" ? ($0.0, "['Bob', 'ghost']") : $0 })).json
             #expect(created["code"] == 200 && created["faccid"]?["accid"] == ["ghost"])
             let tid = try #require(created["tid"]?.int64Value)
-            #expect(try await sandbox.call("/team/add.action", [("tid", String(tid)), ("owner", "bob"), ("members", #"["carol"]"#),
-                                                                 ("magree", "0"), ("msg", "hi")]).json["code"] == 802)
-            #expect(try await sandbox.call("/team/add.action", [("tid", "1"), ("owner", "alice"), ("members", #"["carol"]"#),
-                                                                 ("magree", "0"), ("msg", "hi")]).json["code"] == 803)
-            #expect(try await sandbox.call("/team/add.action", [("tid", String(tid)), ("owner", "alice"), ("members", #"["carol","bob"]"#),
-                                                                 ("magree", "0"), ("msg", "hi")]).json["code"] == 200)
-            #expect(try await sandbox.call("/team/update.action", [("tid", String(tid)), ("owner", "alice"), ("announcement", "a"),
-                                                                    ("uptinfomode", "1")]).json["code"] == 200)
+            #expect(try await sandbox.call("POST", "/team/add.action", .form([("tid", String(tid)), ("owner", "bob"), ("members", #"["carol"]"#),
+                                                                 ("magree", "0"), ("msg", "hi")])).json["code"] == 802)
+            #expect(try await sandbox.call("POST", "/team/add.action", .form([("tid", "1"), ("owner", "alice"), ("members", #"["carol"]"#),
+                                                                 ("magree", "0"), ("msg", "hi")])).json["code"] == 803)
+            #expect(try await sandbox.call("POST", "/team/add.action", .form([("tid", String(tid)), ("owner", "alice"), ("members", #"["carol","bob"]"#),
+                                                                 ("magree", "0"), ("msg", "hi")])).json["code"] == 200)
+            #expect(try await sandbox.call("POST", "/team/update.action", .form([("tid", String(tid)), ("owner", "alice"), ("announcement", "a"),
+                                                                    ("uptinfomode", "1")])).json["code"] == 200)
 
-            let query = try await sandbox.call("/team/query.action", [("tids", "[\"\(tid)\"]"), ("ope", "1")]).json
+            let query = try await sandbox.call("POST", "/team/query.action", .form([("tids", "[\"\(tid)\"]"), ("ope", "1")])).json
             let info = try #require(query["tinfos"]?.arrayValue?.first)
             #expect(info["owner"] == "alice" && info["members"] == ["bob", "carol"] && info["admins"] == [] && info["size"] == 3)
             #expect(info["announcement"] == "a" && info["uptinfomode"] == 1 && info["tname"] == "t")
-            let brief = try await sandbox.call("/team/query.action", [("tids", "[\"\(tid)\"]"), ("ope", "0")]).json
+            let brief = try await sandbox.call("POST", "/team/query.action", .form([("tids", "[\"\(tid)\"]"), ("ope", "0")])).json
             #expect(brief["tinfos"]?.arrayValue?.first?["members"] == nil)
-            #expect(try await sandbox.call("/team/query.action", [("tids", #"["42"]"#), ("ope", "1")]).json["code"] == 803)
-            let lenient = try await sandbox.call("/team/query.action", [("tids", "[\"42\",\"\(tid)\"]"), ("ope", "1"), ("ignoreInvalid", "true")]).json
+            #expect(try await sandbox.call("POST", "/team/query.action", .form([("tids", #"["42"]"#), ("ope", "1")])).json["code"] == 803)
+            let lenient = try await sandbox.call("POST", "/team/query.action", .form([("tids", "[\"42\",\"\(tid)\"]"), ("ope", "1"), ("ignoreInvalid", "true")])).json
             #expect(lenient["tinfos"]?.arrayValue?.count == 1 && lenient["invalidTids"] == ["42"])
 
-            let joined = try await sandbox.call("/team/joinTeams.action", [("accid", "carol")]).json
+            let joined = try await sandbox.call("POST", "/team/joinTeams.action", .form([("accid", "carol")])).json
             #expect(joined["count"] == 1 && joined["infos"]?.arrayValue?.first?["tid"]?.int64Value == tid)
-            #expect(try await sandbox.call("/team/joinTeams.action", [("accid", "nobody")]).json["count"] == 0)
-            let forged = try await sandbox.call("/team/query.action", [("tids", "[\"\(tid)\"]"), ("ope", "1")], secret: "wrong").json
+            #expect(try await sandbox.call("POST", "/team/joinTeams.action", .form([("accid", "nobody")])).json["count"] == 0)
+            let forged = try await sandbox.call("POST", "/team/query.action", .form([("tids", "[\"\(tid)\"]"), ("ope", "1")]), headers: NIMSandboxHelper.signedHeaders(secret: "wrong")).json
             #expect(forged["code"] == 414 && forged["desc"] == "checksum")
         }
     }

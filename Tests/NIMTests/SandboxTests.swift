@@ -11,15 +11,15 @@ import Testing
 
 @Suite(.serialized) struct NIMSandboxTests {
     @Test func signaturesAreCheckedLikeNIM() async throws {
-        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
-            let good = try await sandbox.call("/user/create.action", [("accid", "alice")])
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
+            let good = try await sandbox.call("POST", "/user/create.action", .form([("accid", "alice")]))
             #expect(good.status == 200 && good.json["code"] == 200)
             #expect(good.json["info"]?["accid"] == "alice")
-            let forged = try await sandbox.call("/user/create.action", [("accid", "bob")], secret: "wrong")
+            let forged = try await sandbox.call("POST", "/user/create.action", .form([("accid", "bob")]), headers: NIMSandboxHelper.signedHeaders(secret: "wrong"))
             #expect(forged.status == 200 && forged.json == ["code": 414, "desc": "checksum"])
-            let otherKey = try await sandbox.call("/user/create.action", [("accid", "bob")], appKey: "nope")
+            let otherKey = try await sandbox.call("POST", "/user/create.action", .form([("accid", "bob")]), headers: NIMSandboxHelper.signedHeaders(appKey: "nope"))
             #expect(otherKey.json["code"] == 414 && otherKey.json["desc"] == "appkey")
-            let stale = try await sandbox.call("/user/create.action", [("accid", "bob")], curTime: "1443592222")
+            let stale = try await sandbox.call("POST", "/user/create.action", .form([("accid", "bob")]), headers: NIMSandboxHelper.signedHeaders(curTime: "1443592222"))
             #expect(stale.json == ["code": 414, "desc": "CurTime is expired"])
             let users = await sandbox.vendor.users()
             #expect(users.count == 1)
@@ -27,11 +27,11 @@ import Testing
     }
 
     @Test func accountsAndSendEnvelopes() async throws {
-        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
             try await sandbox.createUsers("Alice", "bob")
-            let again = try await sandbox.call("/user/create.action", [("accid", "alice")])
+            let again = try await sandbox.call("POST", "/user/create.action", .form([("accid", "alice")]))
             #expect(again.json == ["code": 414, "desc": "already register"])
-            let sent = try await sandbox.sendText(from: "alice", to: "bob", "你好")
+            let sent = try await sandbox.sendText("你好", from: "alice", to: "bob")
             #expect(sent["code"] == 200 && sent["data"]?["msgid"]?.int64Value != nil && sent["data"]?["timetag"]?.int64Value != nil)
             #expect(sent["data"]?["antispam"] == false)
             // Parameter errors: 414 with a desc, HTTP 200.
@@ -41,15 +41,15 @@ import Testing
                            [("from", "alice"), ("ope", "0"), ("to", "bob"), ("type", "0"),
                             ("body", JSONValue.object(["msg": .string(String(repeating: "长", count: 4995))]).jsonString())],
                            [("from", "carol"), ("ope", "0"), ("to", "bob"), ("type", "0"), ("body", #"{"msg":"x"}"#)]] {
-                let answer = try await sandbox.call("/msg/sendMsg.action", fields)
+                let answer = try await sandbox.call("POST", "/msg/sendMsg.action", .form(fields))
                 #expect(answer.status == 200 && answer.json["code"] == 414 && answer.json["desc"]?.stringValue?.isEmpty == false)
             }
             // Case-insensitive names (pushContent / pushcontent) and a team message.
-            let team = try await sandbox.call("/msg/sendMsg.action", [("FROM", "alice"), ("ope", "1"), ("to", "1001"), ("type", "100"),
-                                                                      ("body", #"{"k":1}"#), ("pushContent", "p")])
+            let team = try await sandbox.call("POST", "/msg/sendMsg.action", .form([("FROM", "alice"), ("ope", "1"), ("to", "1001"), ("type", "100"),
+                                                                      ("body", #"{"k":1}"#), ("pushContent", "p")]))
             #expect(team.json["code"] == 200)
-            let batch = try await sandbox.call("/msg/sendBatchMsg.action", [("fromAccid", "alice"), ("toAccids", #"["bob","ghost"]"#),
-                                                                           ("type", "0"), ("body", #"{"msg":"all"}"#), ("returnMsgid", "true")])
+            let batch = try await sandbox.call("POST", "/msg/sendBatchMsg.action", .form([("fromAccid", "alice"), ("toAccids", #"["bob","ghost"]"#),
+                                                                           ("type", "0"), ("body", #"{"msg":"all"}"#), ("returnMsgid", "true")]))
             #expect(batch.json["code"] == 200 && batch.json["unregister"] == #"["ghost"]"#)
             #expect(batch.json["msgids"]?["bob"]?.int64Value != nil)
             let messages = try await sandbox.rig.messages()
@@ -60,20 +60,20 @@ import Testing
     }
 
     @Test func recallWindowOwnershipAndRepeats() async throws {
-        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
             try await sandbox.createUsers("alice", "bob")
             func recall(_ sent: JSONValue, from: String = "alice", type: String = "7", extra: [(String, String)] = []) async throws -> JSONValue {
-                try await sandbox.call("/msg/recall.action", [
+                try await sandbox.call("POST", "/msg/recall.action", .form([
                     ("deleteMsgid", sent["data"]!["msgid"]!.stringValue!), ("timetag", sent["data"]!["timetag"]!.stringValue!),
-                    ("type", type), ("from", from), ("to", from == "alice" ? "bob" : "alice")] + extra).json
+                    ("type", type), ("from", from), ("to", from == "alice" ? "bob" : "alice")] + extra)).json
             }
-            let first = try await sandbox.sendText(from: "alice", to: "bob", "one")
+            let first = try await sandbox.sendText("one", from: "alice", to: "bob")
             #expect(try await recall(first, type: "8")["code"] == 414)
             #expect(try await recall(first, from: "bob")["code"] == 403)
             #expect(try await recall(first) == ["code": 200])
             #expect(try await recall(first)["code"] == 417)
-            let late = try await sandbox.sendText(from: "alice", to: "bob", "two")
-            sandbox.advanceClock(120_001)
+            let late = try await sandbox.sendText("two", from: "alice", to: "bob")
+            sandbox.advanceClock(byMs: 120_001)
             #expect(try await recall(late)["code"] == 508)
             #expect(try await recall(late, extra: [("ignoreTime", "2")])["code"] == 414)
             #expect(try await recall(late, extra: [("ignoreTime", "1")]) == ["code": 200])
@@ -84,14 +84,14 @@ import Testing
 
     /// Three messages in one millisecond: paging with `excludeMsgid` must neither skip nor repeat.
     @Test func historyPagingAtEqualTimestamps() async throws {
-        try await NIMSandboxHelpers.with(callbacks: false, frozenClock: true) { sandbox in
+        try await NIMSandboxHelper.with(.init(callbacks: .none, frozenClock: true)) { sandbox in
             try await sandbox.createUsers("alice", "bob", "carol")
             // The sandbox clock is frozen: every message below has the same send time.
             var ids: [Int64] = []
-            for n in 0..<6 { ids.append(try await sandbox.sendText(from: n % 2 == 0 ? "alice" : "bob", to: n % 2 == 0 ? "bob" : "alice", "m\(n)")["data"]!["msgid"]!.int64Value!) }
-            _ = try await sandbox.sendText(from: "alice", to: "carol", "other conversation")
+            for n in 0..<6 { ids.append(try await sandbox.sendText("m\(n)", from: n % 2 == 0 ? "alice" : "bob", to: n % 2 == 0 ? "bob" : "alice")["data"]!["msgid"]!.int64Value!) }
+            _ = try await sandbox.sendText("other conversation", from: "alice", to: "carol")
             func query(_ fields: [(String, String)]) async throws -> JSONValue {
-                try await sandbox.call("/history/querySessionMsg.action", [("from", "bob"), ("to", "alice")] + fields).json
+                try await sandbox.call("POST", "/history/querySessionMsg.action", .form([("from", "bob"), ("to", "alice")] + fields)).json
             }
             let all = try await query([("begintime", "0"), ("endtime", "99999999999999"), ("limit", "100"), ("reverse", "1")])
             #expect(all["code"] == 200 && all["size"] == 6)
@@ -121,28 +121,28 @@ import Testing
             #expect(try await query([("begintime", "5"), ("endtime", "5"), ("limit", "1")])["code"] == 414)
             #expect(try await query([("begintime", "0"), ("endtime", "5"), ("limit", "101")])["code"] == 414)
             #expect(try await query([("begintime", "0"), ("endtime", "5"), ("limit", "1"), ("reverse", "3")])["code"] == 414)
-            let team = try await sandbox.call("/history/queryTeamMsg.action", [("tid", "1"), ("accid", "alice"), ("begintime", "0"),
-                                                                               ("endtime", "9"), ("limit", "10")]).json
+            let team = try await sandbox.call("POST", "/history/queryTeamMsg.action", .form([("tid", "1"), ("accid", "alice"), ("begintime", "0"),
+                                                                               ("endtime", "9"), ("limit", "10")])).json
             #expect(team == ["code": 200, "size": 0, "msgs": []])
         }
     }
 
     @Test func copiesAreSignedWithMD5AndCheckSumAndRetried() async throws {
-        try await NIMSandboxHelpers.with { sandbox in
+        try await NIMSandboxHelper.with { sandbox in
             try await sandbox.createUsers("alice", "bob")
-            sandbox.recorder!.failNext(1, status: 503)
-            let sent = try await sandbox.sendText(from: "alice", to: "bob", "copy me")
-            _ = try await sandbox.sendText(from: "alice", to: "bob", "not copied", option: #"{"route":false}"#)
-            try await sandbox.call("/msg/recall.action", [("deleteMsgid", sent["data"]!["msgid"]!.stringValue!),
+            sandbox.callbacks!.failNext(1, status: 503)
+            let sent = try await sandbox.sendText("copy me", from: "alice", to: "bob")
+            _ = try await sandbox.sendText("not copied", from: "alice", to: "bob", option: #"{"route":false}"#)
+            try await sandbox.call("POST", "/msg/recall.action", .form([("deleteMsgid", sent["data"]!["msgid"]!.stringValue!),
                                                           ("timetag", sent["data"]!["timetag"]!.stringValue!), ("type", "7"),
-                                                          ("from", "alice"), ("to", "bob"), ("msg", "撤回")])
-            let requests = await sandbox.recorder!.waitFor(3)
+                                                          ("from", "alice"), ("to", "bob"), ("msg", "撤回")]))
+            let requests = await sandbox.callbacks!.waitFor(3)
             #expect(requests.count == 3)
             for request in requests {
                 let md5 = Hashing.md5Hex(request.body)
                 #expect(request.header("MD5") == md5)
-                #expect(request.header("CheckSum") == Hashing.sha1Hex(NIMSandboxHelpers.appSecret + md5 + request.header("CurTime")!))
-                #expect(request.header("AppKey") == NIMSandboxHelpers.appKey && request.path == "/receiveMsg.action")
+                #expect(request.header("CheckSum") == Hashing.sha1Hex(NIMSandboxHelper.appSecret + md5 + request.header("CurTime")!))
+                #expect(request.header("AppKey") == NIMSandboxHelper.appKey && request.path == "/receiveMsg.action")
             }
             let first = try JSONValue.parse(Data(requests[0].body)), retried = try JSONValue.parse(Data(requests[1].body))
             #expect(first == retried)
@@ -151,7 +151,7 @@ import Testing
             let recall = try JSONValue.parse(Data(requests[2].body))
             #expect(recall["eventType"] == "7" && recall["selfMsg"] == "撤回" && recall["msgId"] == first["msgidServer"])
             // The adapter's callback receiver accepts exactly these requests.
-            let backend = NIMBackend(config: NIMConfig(appKey: NIMSandboxHelpers.appKey, appSecret: NIMSandboxHelpers.appSecret))
+            let backend = NIMBackend(config: NIMConfig(appKey: NIMSandboxHelper.appKey, appSecret: NIMSandboxHelper.appSecret))
             let sink = CollectingSink()
             for request in requests {
                 let answer = await backend.handle(request, sink: sink)
@@ -165,29 +165,29 @@ import Testing
     }
 
     @Test func uploadServesTheBytesAndFaultsUseTheEnvelope() async throws {
-        try await NIMSandboxHelpers.with(callbacks: false) { sandbox in
-            let upload = try await sandbox.call("/msg/upload.action", [("content", Data("hello".utf8).base64EncodedString()), ("type", "txt")])
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
+            let upload = try await sandbox.call("POST", "/msg/upload.action", .form([("content", Data("hello".utf8).base64EncodedString()), ("type", "txt")]))
             let url = try #require(upload.json["url"]?.stringValue)
             let fetched = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: url))
             #expect(fetched.status == 200 && fetched.bodyString == "hello")
             let fault = try await HTTPClientWrapper().send(.json(sandbox.baseURL + "/_sandbox/faults",
                                                                  Data(#"{"status":429,"count":1,"path_prefix":"/msg/"}"#.utf8)))
             #expect(fault.status == 200)
-            let limited = try await sandbox.sendText(from: "a", to: "b", "x")
+            let limited = try await sandbox.sendText("x", from: "a", to: "b")
             #expect(limited == ["code": 416, "desc": "frequency control"])
-            #expect(try await sandbox.sendText(from: "a", to: "b", "x")["code"] == 414)
+            #expect(try await sandbox.sendText("x", from: "a", to: "b")["code"] == 414)
         }
     }
 
     @Test func customSystemNotificationsAreCopiedNotStored() async throws {
-        try await NIMSandboxHelpers.with { sandbox in
+        try await NIMSandboxHelper.with { sandbox in
             try await sandbox.createUsers("alice", "bob")
-            let answer = try await sandbox.call("/msg/sendAttachMsg.action", [("from", "alice"), ("msgtype", "0"), ("to", "bob"),
-                                                                              ("attach", #"{"name":"typing","data":{}}"#), ("save", "1")])
+            let answer = try await sandbox.call("POST", "/msg/sendAttachMsg.action", .form([("from", "alice"), ("msgtype", "0"), ("to", "bob"),
+                                                                              ("attach", #"{"name":"typing","data":{}}"#), ("save", "1")]))
             #expect(answer.json == ["code": 200])
-            #expect(try await sandbox.call("/msg/sendAttachMsg.action", [("from", "alice"), ("msgtype", "3"), ("to", "bob"),
-                                                                          ("attach", "{}")]).json["code"] == 414)
-            let copies = await sandbox.recorder!.waitFor(1)
+            #expect(try await sandbox.call("POST", "/msg/sendAttachMsg.action", .form([("from", "alice"), ("msgtype", "3"), ("to", "bob"),
+                                                                          ("attach", "{}")])).json["code"] == 414)
+            let copies = await sandbox.callbacks!.waitFor(1)
             let copy = try JSONValue.parse(Data(copies[0].body))
             #expect(copy["convType"] == "CUSTOM_PERSON" && copy["msgType"] == "CUSTOM_P2P_MSG" && copy["customSafeFlag"] == "0")
             #expect(copy["attach"] == #"{"name":"typing","data":{}}"#)
@@ -197,13 +197,11 @@ import Testing
 
     /// The documented 100/s with a 10 s block, on a sandbox clock that only moves when told to.
     @Test func rateLimitsBlockForTenSeconds() async throws {
-        let clock = SandboxClock(base: TestClock())
-        let vendor = NIMSandbox(appKey: "k", appSecret: "s", callbackURL: nil, clock: clock, rateLimits: Capabilities.nim.rateLimits)
-        let server = SandboxServer(vendor: vendor, clock: clock)
-        let sandbox = NIMSandboxHelpers(rig: try await SandboxRig.start(server), recorder: nil)
+        let sandbox = try await NIMSandboxHelper.start(.init(callbacks: .none, appKey: "k", appSecret: "s", frozenClock: true,
+                                                             rateLimits: Capabilities.nim.rateLimits))
+        let clock = sandbox.clock
         func send() async throws -> JSONValue {
-            try await sandbox.call("/msg/sendMsg.action", [("from", "a"), ("ope", "0"), ("to", "b"), ("type", "0"), ("body", #"{"msg":"x"}"#)],
-                                   appKey: "k", secret: "s").json
+            try await sandbox.call("POST", "/msg/sendMsg.action", .form([("from", "a"), ("ope", "0"), ("to", "b"), ("type", "0"), ("body", #"{"msg":"x"}"#)])).json
         }
         for _ in 0..<100 { #expect(try await send()["code"] == 414) }
         #expect(try await send() == ["code": 416, "desc": "frequency control"])

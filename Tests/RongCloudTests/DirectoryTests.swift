@@ -11,9 +11,9 @@ import SandboxTestSupport
 @Suite(.serialized) struct RongCloudDirectoryTests {
     /// A sandbox and a backend signed with its key.
     static func withBackend(statePath: String? = nil,
-                            _ body: (RongCloudSandboxRig, RongCloudBackend) async throws -> Void) async throws {
-        try await RongCloudSandboxRig.with(statePath: statePath) { rig in
-            let backend = RongCloudBackend(.init(id: "rc", appKey: RongCloudSandboxRig.appKey, appSecret: RongCloudSandboxRig.secret,
+                            _ body: (RongCloudSandboxHelper, RongCloudBackend) async throws -> Void) async throws {
+        try await RongCloudSandboxHelper.with(.init(statePath: statePath)) { rig in
+            let backend = RongCloudBackend(.init(id: "rc", appKey: RongCloudSandboxHelper.appKey, appSecret: RongCloudSandboxHelper.secret,
                                                  baseURLs: [rig.rig.baseURL], timeoutSeconds: 5))
             try await body(rig, backend)
         }
@@ -53,7 +53,7 @@ import SandboxTestSupport
             let updated = try #require(try await backend.group("g1"))
             #expect(updated.name == "Coffee")
             #expect(updated.members == ["alice", "bob", "carol", "dave"], "dave added, nobody removed")
-            #expect(rig.sandbox.store.groups.first?.members == updated.members.map(\.rawValue))
+            #expect(rig.vendor.store.groups.first?.members == updated.members.map(\.rawValue))
 
             try await backend.updateGroup(GroupProfile(id: "g1", members: []))
             #expect(try await backend.group("g1")?.name == "Coffee", "no name given: the name stays")
@@ -75,16 +75,16 @@ import SandboxTestSupport
             #expect(try await backend.group("g1")?.members == ["alice", "carol"], "nothing to remove: no call, nothing changes")
             try await backend.removeMembers(["alice", "carol"], from: "g1")
             #expect(try await backend.group("g1") == nil, "a RongCloud group without members does not exist")
-            #expect(rig.sandbox.store.groups.isEmpty)
+            #expect(rig.vendor.store.groups.isEmpty)
             // The sandbox answers the vendor's shape: repeated or comma-joined ids, the same limits as join.
-            _ = try await rig.post(RCPaths.groupCreate, "userId=a,b,c&groupId=g2&groupName=G")
-            let quit = try await rig.post(RCPaths.groupQuit, "userId=a,b&groupId=g2")
+            _ = try await rig.call("POST", RCPaths.groupCreate, .formText("userId=a,b,c&groupId=g2&groupName=G"))
+            let quit = try await rig.call("POST", RCPaths.groupQuit, .formText("userId=a,b&groupId=g2"))
             #expect(quit.status == 200 && quit.json["code"]?.int64Value == 200)
-            #expect(rig.sandbox.store.groups.first?.members == ["c"])
-            let noUser = try await rig.post(RCPaths.groupQuit, "groupId=g2")
+            #expect(rig.vendor.store.groups.first?.members == ["c"])
+            let noUser = try await rig.call("POST", RCPaths.groupQuit, .formText("groupId=g2"))
             #expect(noUser.status == 400 && noUser.json["code"]?.int64Value == 1002)
             let many = (0...1000).map { "userId=u\($0)" }.joined(separator: "&")
-            #expect(try await rig.post(RCPaths.groupQuit, many + "&groupId=g2").json["code"]?.int64Value == 1502)
+            #expect(try await rig.call("POST", RCPaths.groupQuit, .formText(many + "&groupId=g2")).json["code"]?.int64Value == 1502)
         }
     }
 
@@ -116,29 +116,28 @@ import SandboxTestSupport
     }
 
     @Test func sandboxRefusesBadGroupCallsAndForgedSignatures() async throws {
-        try await RongCloudSandboxRig.with { rig in
-            let noName = try await rig.post(RCPaths.groupCreate, "userId=a&groupId=g1")
+        try await RongCloudSandboxHelper.with { rig in
+            let noName = try await rig.call("POST", RCPaths.groupCreate, .formText("userId=a&groupId=g1"))
             #expect(noName.status == 400 && noName.json["code"]?.int64Value == 1002)
-            let badId = try await rig.post(RCPaths.groupCreate, "userId=a&groupId=g%2F1&groupName=x")
+            let badId = try await rig.call("POST", RCPaths.groupCreate, .formText("userId=a&groupId=g%2F1&groupName=x"))
             #expect(badId.json["code"]?.int64Value == 1002)
             let many = (0...1000).map { "userId=u\($0)" }.joined(separator: "&")
-            let tooMany = try await rig.post(RCPaths.groupJoin, many + "&groupId=g1")
+            let tooMany = try await rig.call("POST", RCPaths.groupJoin, .formText(many + "&groupId=g1"))
             #expect(tooMany.json["code"]?.int64Value == 1502)
-            let refreshUnknown = try await rig.post(RCPaths.groupRefresh, "groupId=g9&groupName=x")
+            let refreshUnknown = try await rig.call("POST", RCPaths.groupRefresh, .formText("groupId=g9&groupName=x"))
             #expect(refreshUnknown.json["code"]?.int64Value == 1002 && refreshUnknown.text.contains("group not found"))
-            let created = try await rig.post(RCPaths.groupCreate, "userId=a,b&userId=c&groupId=g1&groupName=G")
+            let created = try await rig.call("POST", RCPaths.groupCreate, .formText("userId=a,b&userId=c&groupId=g1&groupName=G"))
             #expect(created.status == 200 && created.json["code"]?.int64Value == 200)
-            let members = try await rig.post(RCPaths.groupMembers, "groupId=g1")
+            let members = try await rig.call("POST", RCPaths.groupMembers, .formText("groupId=g1"))
             #expect(members.json["users"]?.arrayValue?.compactMap { $0["id"]?.stringValue } == ["a", "b", "c"])
-            let page = try await rig.post(RCPaths.userGroups, "userId=b&page=1&size=10")
+            let page = try await rig.call("POST", RCPaths.userGroups, .formText("userId=b&page=1&size=10"))
             #expect(page.json["groups"]?.arrayValue?.first?["name"]?.stringValue == "G")
-            let badSize = try await rig.post(RCPaths.userGroups, "userId=b&page=1&size=1001")
+            let badSize = try await rig.call("POST", RCPaths.userGroups, .formText("userId=b&page=1&size=1001"))
             #expect(badSize.json["code"]?.int64Value == 1002)
 
-            let forged = try await rig.post(RCPaths.groupMembers, "groupId=g1",
-                                            headers: RongCloudSandboxRig.signedHeaders(secret: "forged"))
+            let forged = try await rig.call("POST", RCPaths.groupMembers, .formText("groupId=g1"), headers: RongCloudSandboxHelper.signedHeaders(secret: "forged"))
             #expect(forged.status == 401 && forged.json["code"]?.int64Value == 1004)
-            let backend = RongCloudBackend(.init(appKey: RongCloudSandboxRig.appKey, appSecret: "forged", baseURLs: [rig.rig.baseURL]))
+            let backend = RongCloudBackend(.init(appKey: RongCloudSandboxHelper.appKey, appSecret: "forged", baseURLs: [rig.rig.baseURL]))
             let denied = await #expect(throws: IMError.self) { _ = try await backend.group("g1") }
             #expect(denied?.code == .authenticationFailed)
         }

@@ -15,10 +15,10 @@ import Testing
 /// could reach the deliverer the other way round.
 @Suite(.serialized) struct RongCloudSandboxCallbackOrderTests {
     @Test func concurrentPublishesIntoOneGroupAreCalledBackInStoreOrder() async throws {
-        try await RongCloudSandboxRig.with { h in
-            let sandbox = h.sandbox
+        try await RongCloudSandboxHelper.with { h in
+            let sandbox = h.vendor
             let (senders, each) = (12, 20)
-            let headers = RongCloudSandboxRig.signedHeaders() + [("Content-Type", "application/x-www-form-urlencoded")]
+            let headers = RongCloudSandboxHelper.signedHeaders() + [("Content-Type", "application/x-www-form-urlencoded")]
             await withTaskGroup(of: Void.self) { group in
                 for sender in 0..<senders {
                     // Straight into the handler, several at a time and at mixed priorities, so that requests
@@ -36,7 +36,7 @@ import Testing
             }
             let stored = sandbox.store.messages.map(\.msgUID)
             #expect(stored.count == senders * each)
-            let called = await h.callbacks.waitFor(senders * each, timeout: 150).compactMap { RongCloudSandboxRig.fields($0)["msgUID"] }
+            let called = await h.callbacks!.waitFor(senders * each, timeout: 150).compactMap { RongCloudSandboxHelper.fields($0)["msgUID"] }
             let first = zip(called, stored).enumerated().first { $0.element.0 != $0.element.1 }
             #expect(called == stored, "\(first.map { "callback \($0.offset + 1) carries \($0.element.0), the store's message \($0.offset + 1) is \($0.element.1)" } ?? "\(called.count) callbacks for \(stored.count) messages")")
         }

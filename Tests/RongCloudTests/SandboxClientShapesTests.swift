@@ -15,22 +15,22 @@ import SandboxTestSupport
     static func mcpHeaders() -> [(name: String, value: String)] {
         let nonce = "1795258879123", timestamp = "1795258879"
         return [("User-Agent", "python-requests/2.32.3"), ("Accept-Encoding", "gzip, deflate"), ("Accept", "*/*"),
-                ("Connection", "keep-alive"), ("App-Key", RongCloudSandboxRig.appKey), ("Nonce", nonce), ("Timestamp", timestamp),
-                ("Signature", Hashing.sha1Hex(RongCloudSandboxRig.secret + nonce + timestamp)),
+                ("Connection", "keep-alive"), ("App-Key", RongCloudSandboxHelper.appKey), ("Nonce", nonce), ("Timestamp", timestamp),
+                ("Signature", Hashing.sha1Hex(RongCloudSandboxHelper.secret + nonce + timestamp)),
                 ("Content-Type", "application/x-www-form-urlencoded")]
     }
 
     /// The Go SDK's headers: seconds timestamp, an `X-Request-Id`.
     static func goHeaders(contentType: String = "application/x-www-form-urlencoded") -> [(name: String, value: String)] {
         let nonce = "8462957", timestamp = "1795258879"
-        return [("User-Agent", "Go-http-client/1.1"), ("App-Key", RongCloudSandboxRig.appKey), ("Nonce", nonce),
-                ("Timestamp", timestamp), ("Signature", Hashing.sha1Hex(RongCloudSandboxRig.secret + nonce + timestamp)),
+        return [("User-Agent", "Go-http-client/1.1"), ("App-Key", RongCloudSandboxHelper.appKey), ("Nonce", nonce),
+                ("Timestamp", timestamp), ("Signature", Hashing.sha1Hex(RongCloudSandboxHelper.secret + nonce + timestamp)),
                 ("X-Request-Id", "5f0c3ad1-6bc2-4c5e-9a0e-0e6b1c3d2f10"), ("Content-Type", contentType)]
     }
 
     static let text = "content=%7B%22content%22%3A+%22hi%22%7D&objectName=RC%3ATxtMsg"
 
-    func raw(_ h: RongCloudSandboxRig, _ path: String, _ body: String,
+    func raw(_ h: RongCloudSandboxHelper, _ path: String, _ body: String,
              headers: [(name: String, value: String)] = mcpHeaders()) async throws -> SandboxRig.Reply {
         try await h.rig.send("POST", path, body: Array(body.utf8), headers: headers)
     }
@@ -38,7 +38,7 @@ import SandboxTestSupport
     // MARK: comma-joined recipients
 
     @Test func commaJoinedToUserIdIsSplitIntoOneMessagePerUser() async throws {
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             let reply = try await raw(h, RCPaths.privatePublish, "fromUserId=u1&toUserId=u2%2Cu3&\(Self.text)")
             #expect(reply.status == 200 && reply.json["code"] == 200)
             let entries = try #require(reply.json["messageUIDs"]?.arrayValue)
@@ -46,8 +46,8 @@ import SandboxTestSupport
             let stored = try #require(try await h.rig.get("/_sandbox/messages").json["messages"]?.arrayValue)
             #expect(stored.map { $0["to"] } == ["u2", "u3"], "no message to a user named \"u2,u3\"")
             #expect(stored.map { $0["conversation_id"] } == ["u1,u2", "u1,u3"])
-            let routed = await h.callbacks.waitFor(2)
-            #expect(routed.map { RongCloudSandboxRig.fields($0)["toUserId"] } == ["u2", "u3"])
+            let routed = await h.callbacks!.waitFor(2)
+            #expect(routed.map { RongCloudSandboxHelper.fields($0)["toUserId"] } == ["u2", "u3"])
             // Repeated keys and comma lists mix; an empty piece is refused.
             let mixed = try await raw(h, RCPaths.privatePublish, "fromUserId=u1&toUserId=u4%2Cu5&toUserId=u6&\(Self.text)")
             #expect(mixed.json["messageUIDs"]?.arrayValue?.map { $0["userId"] } == ["u4", "u5", "u6"])
@@ -57,7 +57,7 @@ import SandboxTestSupport
     }
 
     @Test func commaJoinedToGroupIdCountsAgainstTheThreeGroupLimit() async throws {
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             let four = try await raw(h, RCPaths.groupPublish, "fromUserId=u1&toGroupId=g1%2Cg2%2Cg3%2Cg4&\(Self.text)")
             #expect(four.status == 400 && four.json["code"] == 1502)
             #expect(try await h.rig.get("/_sandbox/messages").json["messages"]?.arrayValue?.isEmpty == true)
@@ -72,14 +72,13 @@ import SandboxTestSupport
     // MARK: v3 history direction
 
     @Test func historyV3ReadsFromTheNewerStartTimeBackToTheOlderEndTime() async throws {
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             var uids: [String] = []
             var times: [Int64] = []
             for n in 1...3 {
-                let sent = try await h.post(RCPaths.privatePublish,
-                                            "fromUserId=u1&toUserId=u2&objectName=RC:TxtMsg&content=\(FormBody.escape(#"{"content":"n\#(n)"}"#))")
+                let sent = try await h.call("POST", RCPaths.privatePublish, .formText("fromUserId=u1&toUserId=u2&objectName=RC:TxtMsg&content=\(FormBody.escape(#"{"content":"n\#(n)"}"#))"))
                 uids.append(try #require(sent.json["messageUIDs"]?.arrayValue?.first?["messageUID"]?.stringValue))
-                times.append(h.sandbox.store.messages.last!.msgTime)
+                times.append(h.vendor.store.messages.last!.msgTime)
                 h.rig.advanceClock(byMs: 1000)
             }
             // The Java SDK's example: typed JSON, startTime later than endTime.
@@ -98,11 +97,11 @@ import SandboxTestSupport
             #expect(second.json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue } == [uids[0]])
             // includeStart decides whether the message exactly at startTime is included.
             let at = #"{"userId":"u1","targetId":"u2","startTime":\#(times[1]),"endTime":\#(end),"pageSize":10,"includeStart":true}"#
-            #expect(try await h.postJSON(RCPaths.privateHistory, at).json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue }
+            #expect(try await h.call("POST", RCPaths.privateHistory, .json(at)).json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue }
                     == [uids[1], uids[0]])
             // Tolerance: a window written oldest → newest is read forward.
             let forward = #"{"userId":"u1","targetId":"u2","startTime":\#(end),"endTime":\#(start),"pageSize":10,"includeStart":true}"#
-            #expect(try await h.postJSON(RCPaths.privateHistory, forward).json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue }
+            #expect(try await h.call("POST", RCPaths.privateHistory, .json(forward)).json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue }
                     == uids)
         }
     }
@@ -110,7 +109,7 @@ import SandboxTestSupport
     // MARK: msgTime
 
     @Test func msgTimeStaysAtTheWallClockMillisecondAndUIDsStayUnique() async throws {
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             // The Go SDK's shape: repeated keys, 1000 recipients per request.
             let recipients = (1...1000).map { "toUserId=r\($0)" }.joined(separator: "&")
             let before = SystemClock().nowMs()
@@ -119,7 +118,7 @@ import SandboxTestSupport
                 #expect(reply.status == 200)
             }
             let after = SystemClock().nowMs()
-            let messages = h.sandbox.store.messages
+            let messages = h.vendor.store.messages
             #expect(messages.count == 3000)
             #expect(Set(messages.map(\.msgUID)).count == 3000)
             #expect(messages.allSatisfy { $0.msgUID.wholeMatch(of: /[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}/) != nil })
@@ -132,7 +131,7 @@ import SandboxTestSupport
     // MARK: /message/system/publish.json
 
     @Test func systemPublishStoresAndRoutesOneMessagePerUser() async throws {
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             let body = "fromUserId=admin&toUserId=u2&toUserId=u3&objectName=RC%3ATxtMsg&content=%7B%22content%22%3A%22notice%22%7D"
                 + "&pushContent=notice&pushData=&isPersisted=1&isCounted=1&contentAvailable=0"
             let reply = try await raw(h, "/message/system/publish.json", body, headers: Self.goHeaders())
@@ -143,21 +142,20 @@ import SandboxTestSupport
             #expect(stored.map { $0["conversation_type"] } == ["system", "system"])
             #expect(stored.map { $0["to"] } == ["u2", "u3"] && stored.first?["text"] == "notice")
             #expect(stored.first?["raw"]?["conversationType"] == 6)
-            let routed = await h.callbacks.waitFor(2)
-            #expect(routed.map { RongCloudSandboxRig.fields($0)["channelType"] } == ["NOTIFY", "NOTIFY"])
+            let routed = await h.callbacks!.waitFor(2)
+            #expect(routed.map { RongCloudSandboxHelper.fields($0)["channelType"] } == ["NOTIFY", "NOTIFY"])
             // Not a private conversation: private history does not show it.
-            let history = try await h.postJSON(RCPaths.privateHistory,
-                                               #"{"userId":"admin","targetId":"u2","startTime":99999999999999,"endTime":0,"pageSize":10,"includeStart":true}"#)
+            let history = try await h.call("POST", RCPaths.privateHistory, .json(#"{"userId":"admin","targetId":"u2","startTime":99999999999999,"endTime":0,"pageSize":10,"includeStart":true}"#))
             #expect(history.json["data"]?.arrayValue?.isEmpty == true)
             // Refusals: ≤ 100 recipients (1502), required fields (1002), signature (401/1004).
             let many = (1...101).map { "u\($0)" }.joined(separator: "%2C")
             #expect(try await raw(h, "/message/system/publish.json", "fromUserId=admin&toUserId=\(many)&\(Self.text)").json["code"] == 1502)
             #expect(try await raw(h, "/message/system/publish.json", "toUserId=u2&\(Self.text)").json["code"] == 1002)
-            let unsigned = try await h.post("/message/system/publish.json", "fromUserId=admin&toUserId=u2&\(Self.text)", headers: [])
+            let unsigned = try await h.call("POST", "/message/system/publish.json", .formText("fromUserId=admin&toUserId=u2&\(Self.text)"), headers: [])
             #expect(unsigned.status == 401 && unsigned.json["code"] == 1004)
             // A system message is recalled like any other.
             let uid = try #require(uids.first?["messageUID"]?.stringValue)
-            let recall = try await h.post(RCPaths.recall, "fromUserId=admin&conversationType=6&targetId=u2&messageUID=\(uid)")
+            let recall = try await h.call("POST", RCPaths.recall, .formText("fromUserId=admin&conversationType=6&targetId=u2&messageUID=\(uid)"))
             #expect(recall.json["code"] == 200)
         }
     }
@@ -165,7 +163,7 @@ import SandboxTestSupport
     // MARK: users
 
     @Test func userInfoRefreshAndCheckOnline() async throws {
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             #expect(try await raw(h, RCPaths.getToken, "userId=u1&name=Alice&portraitUri=http%3A%2F%2Fx%2Fa.png").status == 200)
             let info = try await raw(h, "/user/info.json", "userId=u1")
             #expect(info.status == 200 && info.json["code"] == 200 && info.json["userName"] == "Alice")
@@ -197,13 +195,13 @@ import SandboxTestSupport
     // MARK: /message/history.json
 
     @Test func hourlyHistoryLogAnswersTheHourWithNoFile() async throws {
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             let reply = try await raw(h, "/message/history.json", "date=2014010101")
             #expect(reply.status == 200 && reply.json == ["code": 200, "url": "", "date": "2014010101"])
             #expect(try await raw(h, "/message/history.json", "date=2014013124").json["code"] == 1002)
             #expect(try await raw(h, "/message/history.json", "date=20140101").json["code"] == 1002)
             #expect(try await raw(h, "/message/history.json", "").json["code"] == 1003)
-            #expect(try await h.post("/message/history.json", "date=2014010101", headers: []).status == 401)
+            #expect(try await h.call("POST", "/message/history.json", .formText("date=2014010101"), headers: []).status == 401)
         }
     }
 
@@ -232,9 +230,9 @@ import SandboxTestSupport
         let served = Set(table.filter(\.served).map(\.path))
         #expect(served == Set(RongCloudSandbox.servedPaths))
         #expect(table.contains { !$0.served }, "the table also names what is not served")
-        try await RongCloudSandboxRig.with { h in
+        try await RongCloudSandboxHelper.with { h in
             for row in table {
-                let reply = try await h.post(row.path, "a=1")
+                let reply = try await h.call("POST", row.path, .formText("a=1"))
                 #expect((reply.status == 404) == !row.served, "\(row.path): \(reply.status)")
             }
         }

@@ -6,7 +6,7 @@ import Synchronization
 
 /// Records every callback request a sandbox delivers, and answers it: with `failNext` the next
 /// requests get `failStatus`, otherwise `answer` (the vendor's success body by default 200 `{}`).
-/// Shared by every adapter's sandbox tests.
+/// Shared by every adapter's sandbox tests (a `SandboxHelper`'s `callbacks`).
 public final class CallbackRecorder: Sendable {
     final class State: Sendable {
         let received = Mutex<[HTTPRequestData]>([])
@@ -102,13 +102,17 @@ public struct SandboxRig: Sendable {
         public var json: JSONValue
         public var text: String
         public var headers: [(name: String, value: String)]
+        public var body: [UInt8]
+
+        /// A response header, by case-insensitive name.
+        public func header(_ name: String) -> String? { headers.first { $0.name.lowercased() == name.lowercased() }?.value }
     }
 
     @discardableResult
     public func send(_ method: String, _ path: String, body: [UInt8] = [], headers: [(name: String, value: String)] = []) async throws -> Reply {
         let response = try await http.send(OutboundRequest(method: method, url: baseURL + path, headers: headers, body: body.isEmpty ? nil : body))
         return Reply(status: response.status, json: (try? JSONValue.parse(Data(response.body))) ?? .null, text: response.bodyString,
-                     headers: response.headers)
+                     headers: response.headers, body: response.body)
     }
 
     @discardableResult

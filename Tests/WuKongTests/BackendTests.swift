@@ -191,7 +191,7 @@ import Testing
             return first ? .text("crashed", status: 500) : .json(["status": 200])
         }
         try await receiver.start()
-        let h = try await SandboxRig.wukong(callbackURL: receiver.baseURL + "/wukong", intervalMs: 10)
+        let h = try await WuKongSandboxHelper.start(.init(callbacks: .url(receiver.baseURL + "/wukong"), intervalMs: 10))
         defer { Task { await h.stop(); await receiver.stop() } }
         let backend = WuKongBackend(configuration: .init(imURL: h.baseURL))
         slot.backend.withLock { $0 = backend }

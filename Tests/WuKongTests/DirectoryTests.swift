@@ -11,8 +11,8 @@ import WuKongSandbox
 /// profiles and groups at the business server's routes, members mirrored as WuKongIM subscribers.
 @Suite(.serialized) struct WuKongDirectoryTests {
     static func withBackend(managerToken: String? = nil, statePath: String? = nil,
-                            _ body: (SandboxRig, WuKongBackend) async throws -> Void) async throws {
-        let rig = try await SandboxRig.wukong(managerToken: managerToken, statePath: statePath)
+                            _ body: (WuKongSandboxHelper, WuKongBackend) async throws -> Void) async throws {
+        let rig = try await WuKongSandboxHelper.start(.init(managerToken: managerToken, statePath: statePath))
         let backend = WuKongBackend(configuration: .init(id: "wk", imURL: rig.baseURL, managerToken: managerToken, timeoutSeconds: 5))
         do {
             try await body(rig, backend)
@@ -186,10 +186,10 @@ import WuKongSandbox
     @Test func injectedFaultsSurfaceAsRetryableErrors() async throws {
         try await Self.withBackend { rig, backend in
             try await backend.saveUser(UserProfile(id: "alice", name: "Alice"))
-            rig.server.faults.add(FaultInjector.Rule(status: 429, count: 1, pathPrefix: "/v1/users"))
+            rig.rig.server.faults.add(FaultInjector.Rule(status: 429, count: 1, pathPrefix: "/v1/users"))
             let limited = await #expect(throws: IMError.self) { _ = try await backend.users(["alice"]) }
             #expect(limited?.code == .rateLimited && limited?.isRetryable == true)
-            rig.server.faults.add(FaultInjector.Rule(status: 503, count: 1, pathPrefix: "/v1/group"))
+            rig.rig.server.faults.add(FaultInjector.Rule(status: 503, count: 1, pathPrefix: "/v1/group"))
             let down = await #expect(throws: IMError.self) { _ = try await backend.createGroup(GroupProfile(id: "x", owner: "alice")) }
             #expect(down?.code == .unavailable && down?.isRetryable == true)
             #expect(try await backend.users(["alice"]).first?.name == "Alice", "the faults are spent")

@@ -23,7 +23,7 @@ import WuKongSandbox
         #expect(Set(served) == Set(WuKongSandbox.servedRoutes) && served.count == WuKongSandbox.servedRoutes.count)
         #expect(Set(table.map(\.route)).count == table.count, "no route is listed twice")
         #expect(table.contains { !$0.served }, "the table also names what is not served")
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         // A registered token, so the business routes (`/v1/…`) get past their login check.
         #expect(try await h.postJSON("/user/token", #"{"uid":"tabler","token":"tok"}"#).status == 200)
@@ -41,7 +41,7 @@ import WuKongSandbox
     }
 
     @Test func aServedPathWithAnotherMethodIsNotServed() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         #expect(try await h.get("/user/token").status == 404)
         #expect(try await h.postJSON("/health", "{}").status == 404)

@@ -7,7 +7,7 @@ import SandboxTestSupport
 /// WuKongIM routes of the sandbox, driven over HTTP with hand-built JSON shaped like WuKongIM's own.
 @Suite struct WuKongSandboxIMTests {
     @Test func managerTokenGuardsEveryRouteWithEmpty401() async throws {
-        let h = try await SandboxRig.wukong(managerToken: "mgr")
+        let h = try await WuKongSandboxHelper.start(.init(managerToken: "mgr"))
         defer { Task { await h.stop() } }
         let refused = try await h.postJSON("/user/token", #"{"uid":"u1","token":"t1"}"#)
         #expect(refused.status == 401 && refused.text.isEmpty)
@@ -18,7 +18,7 @@ import SandboxTestSupport
     }
 
     @Test func userTokenValidation() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         let missing = try await h.postJSON("/user/token", #"{"uid":"","token":"t"}"#)
         #expect(missing.status == 400 && missing.json["msg"] == "uid不能为空！" && missing.json["status"] == 400)
@@ -29,11 +29,11 @@ import SandboxTestSupport
     }
 
     @Test func sendRepliesDataWrappedAndPersonChannelsShareOneFakeID() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         let reply = try await h.postJSON("/message/send", """
         {"header":{"no_persist":0,"red_dot":1,"sync_once":0},"client_msg_no":"c1","from_uid":"u1","channel_id":"u2",
-         "channel_type":1,"payload":"\(SandboxRig.b64(#"{"type":1,"content":"hi"}"#))"}
+         "channel_type":1,"payload":"\(WuKongSandboxHelper.b64(#"{"type":1,"content":"hi"}"#))"}
         """)
         #expect(reply.status == 200 && reply.json["status"] == 200)
         #expect(reply.json["data"]?["client_msg_no"] == "c1")
@@ -48,16 +48,16 @@ import SandboxTestSupport
         // Rendered channel_id is the recipient: u2 for u1's message, u1 for u2's.
         #expect(fromU1.messages.map { $0["channel_id"] } == ["u2", "u1"])
         #expect(fromU1.messages[0]["message_idstr"] == .string(String(first)))
-        #expect(fromU1.messages[0]["payload"] == .string(SandboxRig.b64(#"{"type":1,"content":"hi"}"#)))
+        #expect(fromU1.messages[0]["payload"] == .string(WuKongSandboxHelper.b64(#"{"type":1,"content":"hi"}"#)))
         #expect(fromU1.messages[0]["timestamp"]?.int64Value ?? 0 < 10_000_000_000, "timestamp is in seconds")
     }
 
     @Test func sendRefusals() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         let noPayload = try await h.postJSON("/message/send", #"{"from_uid":"u1","channel_id":"u2","channel_type":1,"payload":""}"#)
         #expect(noPayload.status == 400 && noPayload.json["msg"] == "payload不能为空！")
-        let p = SandboxRig.b64(#"{"type":1,"content":"x"}"#)
+        let p = WuKongSandboxHelper.b64(#"{"type":1,"content":"x"}"#)
         let subscribersNeedSyncOnce = try await h.postJSON("/message/send", #"{"subscribers":["u1"],"channel_type":1,"payload":"\#(p)"}"#)
         #expect(subscribersNeedSyncOnce.status == 400 && subscribersNeedSyncOnce.json["msg"] == "无法处理发送消息请求！")
         let targeted = try await h.postJSON("/message/send", #"{"header":{"sync_once":1},"subscribers":["u1","u2"],"channel_type":1,"payload":"\#(p)"}"#)
@@ -69,9 +69,9 @@ import SandboxTestSupport
     }
 
     @Test func sendBatchRepliesBareFailLists() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
-        let p = SandboxRig.b64(#"{"type":1,"content":"notice"}"#)
+        let p = WuKongSandboxHelper.b64(#"{"type":1,"content":"notice"}"#)
         let reply = try await h.postJSON("/message/sendbatch", #"{"header":{"red_dot":1},"from_uid":"sys1","subscribers":["a","b"],"payload":"\#(p)"}"#)
         #expect(reply.json == ["fail_uids": [], "reason": []])
         let toB = try await h.sync(#"{"login_uid":"b","channel_id":"sys1","channel_type":1,"limit":5}"#)
@@ -80,7 +80,7 @@ import SandboxTestSupport
     }
 
     @Test func messageSyncPagingRules() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         try await h.postJSON("/channel", #"{"channel_id":"g1","channel_type":2,"subscribers":["u1","u2"]}"#)
         for n in 1...10 { try await h.sendText("m\(n)", from: "u1", to: "g1", type: 2) }
@@ -111,7 +111,7 @@ import SandboxTestSupport
     }
 
     @Test func channelsAndSubscribers() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         #expect(try await h.postJSON("/channel", #"{"channel_id":"u9","channel_type":1,"subscribers":["a"]}"#).status == 400)
         #expect(try await h.postJSON("/channel/subscriber_add", #"{"channel_id":"g2","channel_type":2,"temp_subscriber":1,"subscribers":["a"]}"#).status == 400)
@@ -127,7 +127,7 @@ import SandboxTestSupport
     }
 
     @Test func conversationSyncShapes() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         try await h.sendText("1", from: "u1", to: "u2")
         try await h.sendText("2", from: "u1", to: "u2")
@@ -147,7 +147,7 @@ import SandboxTestSupport
     }
 
     @Test func faultsUseWuKongEnvelopes() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         try await h.postJSON("/_sandbox/faults", #"{"status":503,"count":1,"path_prefix":"/message/send"}"#)
         let failed = try await h.postJSON("/message/send", #"{"from_uid":"u1","channel_id":"u2","channel_type":1,"payload":"eyJ0eXBlIjoxfQ=="}"#)
@@ -159,7 +159,7 @@ import SandboxTestSupport
 
 @Suite struct WuKongSandboxLookupTests {
     @Test func lookupsChannelInfoBanAndDelete() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         let first = try await h.sendText("a", from: "u1", to: "g5", type: 2)
         try await h.sendText("b", from: "u1", to: "g5", type: 2)
@@ -169,7 +169,7 @@ import SandboxTestSupport
         #expect(bySeq.json["messages"]?.arrayValue?.count == 1 && bySeq.json["more"] == 0)
         // Banned channel: only the system uid may send.
         #expect(try await h.postJSON("/channel/info", #"{"channel_id":"g5","channel_type":2,"ban":1}"#).json == ["status": 200])
-        let p = SandboxRig.b64(#"{"type":1,"content":"x"}"#)
+        let p = WuKongSandboxHelper.b64(#"{"type":1,"content":"x"}"#)
         #expect(try await h.postJSON("/message/send", #"{"from_uid":"u1","channel_id":"g5","channel_type":2,"payload":"\#(p)"}"#).status == 400)
         #expect(try await h.postJSON("/message/send", #"{"from_uid":"","channel_id":"g5","channel_type":2,"payload":"\#(p)"}"#).status == 200)
         // Delete: the messages go, unknown channels still answer 200.
@@ -180,7 +180,7 @@ import SandboxTestSupport
     }
 
     @Test func systemSenderRendersAsEmptyFromUID() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         try await h.sendText("tip", from: "", to: "g6", type: 2)
         let sync = try await h.sync(#"{"login_uid":"u1","channel_id":"g6","channel_type":2,"limit":5}"#)
@@ -190,10 +190,10 @@ import SandboxTestSupport
 
 @Suite struct WuKongSandboxToleranceTests {
     @Test func sandboxAcceptsWhatSDKsSend() async throws {
-        let h = try await SandboxRig.wukong()
+        let h = try await WuKongSandboxHelper.start()
         defer { Task { await h.stop() } }
         // Trailing slash, booleans for flags, numbers as strings.
-        let p = SandboxRig.b64(#"{"type":1,"content":"x"}"#)
+        let p = WuKongSandboxHelper.b64(#"{"type":1,"content":"x"}"#)
         let reply = try await h.postJSON("/message/send/", #"{"header":{"red_dot":true,"no_persist":false},"from_uid":"u1","channel_id":"u2","channel_type":"1","payload":"\#(p)"}"#)
         #expect(reply.status == 200)
         let sync = try await h.sync(#"{"login_uid":"u1","channel_id":"u2","channel_type":1,"limit":"5"}"#)
@@ -215,13 +215,13 @@ import SandboxTestSupport
     @Test func stateSurvivesARestartWithStateFile() async throws {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("wk-\(UUID().uuidString).sqlite").path
         defer { try? FileManager.default.removeItem(atPath: path) }
-        let first = try await SandboxRig.wukong(statePath: path)
+        let first = try await WuKongSandboxHelper.start(.init(statePath: path))
         try await first.postJSON("/user/token", #"{"uid":"u1","token":"t1"}"#)
         let id = try await first.sendText("kept", from: "u1", to: "u2")
         try await first.postJSON("/v1/message/revoke?message_id=\(id)&channel_id=u2&channel_type=1", "", headers: [("token", "t1")])
         await first.stop()
 
-        let second = try await SandboxRig.wukong(statePath: path)
+        let second = try await WuKongSandboxHelper.start(.init(statePath: path))
         defer { Task { await second.stop() } }
         let sync = try await second.sync(#"{"login_uid":"u2","channel_id":"u1","channel_type":1,"limit":5}"#)
         #expect(sync.seqs == [1] && sync.messages.first?["message_id"]?.int64Value == id)

@@ -9,11 +9,10 @@ import WuKongSandbox
 /// The sandbox's webhook and business-server routes over HTTP.
 @Suite struct WuKongSandboxWebhookTests {
     @Test func notifyBatchesArraysWithEventQueryAndSecretHeader() async throws {
-        let recorder = CallbackRecorder()
-        let url = try await recorder.start()
         // An interval long enough for the five sends to fall into it on a loaded machine too.
-        let h = try await SandboxRig.wukong(callbackURL: url + "/hook", secret: "s3", intervalMs: 1500)
-        defer { Task { await h.stop(); await recorder.stop() } }
+        let h = try await WuKongSandboxHelper.start(.init(callbacks: .recorded(path: "/hook"), secret: "s3", intervalMs: 1500))
+        defer { Task { await h.stop() } }
+        let recorder = try #require(h.callbacks)
         for n in 1...5 { try await h.sendText("n\(n)", from: "u1", to: "u2") }
         let got = await recorder.wait { $0.flatMap { $0.jsonBody.arrayValue ?? [] }.count >= 5 }
         #expect(got.allSatisfy { $0.rawQuery == "event=msg.notify" && $0.header(WuKongInbound.secretHeader) == "s3" })
@@ -27,11 +26,10 @@ import WuKongSandbox
     }
 
     @Test func batchesHoldAtMost100() async throws {
-        let recorder = CallbackRecorder()
-        let url = try await recorder.start()
-        let h = try await SandboxRig.wukong(callbackURL: url, intervalMs: 300)
-        defer { Task { await h.stop(); await recorder.stop() } }
-        let p = SandboxRig.b64(#"{"type":1,"content":"x"}"#)
+        let h = try await WuKongSandboxHelper.start(.init(callbacks: .recorded(), intervalMs: 300))
+        defer { Task { await h.stop() } }
+        let recorder = try #require(h.callbacks)
+        let p = WuKongSandboxHelper.b64(#"{"type":1,"content":"x"}"#)
         let subscribers = (1...150).map { "\"r\($0)\"" }.joined(separator: ",")
         try await h.postJSON("/message/sendbatch", #"{"from_uid":"s","subscribers":[\#(subscribers)],"payload":"\#(p)"}"#)
         let got = await recorder.wait { $0.flatMap { $0.jsonBody.arrayValue ?? [] }.count >= 150 }
@@ -40,11 +38,10 @@ import WuKongSandbox
     }
 
     @Test func redeliversTheSameBatchAfterANon200() async throws {
-        let recorder = CallbackRecorder()
+        let h = try await WuKongSandboxHelper.start(.init(callbacks: .recorded(), intervalMs: 10))
+        defer { Task { await h.stop() } }
+        let recorder = try #require(h.callbacks)
         recorder.failNext(2)
-        let url = try await recorder.start()
-        let h = try await SandboxRig.wukong(callbackURL: url, intervalMs: 10)
-        defer { Task { await h.stop(); await recorder.stop() } }
         let id = try await h.sendText("retry me", from: "u1", to: "u2")
         let got = await recorder.wait { $0.count >= 3 }
         #expect(got.count == 3)
@@ -55,18 +52,17 @@ import WuKongSandbox
     }
 
     @Test func onlyExactly200EndsRedelivery() async throws {
-        let recorder = CallbackRecorder()
+        let h = try await WuKongSandboxHelper.start(.init(callbacks: .recorded(), intervalMs: 10))
+        defer { Task { await h.stop() } }
+        let recorder = try #require(h.callbacks)
         recorder.failNext(1, status: 204)
-        let url = try await recorder.start()
-        let h = try await SandboxRig.wukong(callbackURL: url, intervalMs: 10)
-        defer { Task { await h.stop(); await recorder.stop() } }
         try await h.sendText("204 is not 200", from: "u1", to: "u2")
         let got = await recorder.wait { $0.count >= 2 }
         #expect(got.count == 2 && got[0].jsonBody == got[1].jsonBody)
     }
 
     @Test func businessRoutesNeedASession() async throws {
-        let h = try await SandboxRig.wukong(managerToken: "mgr")
+        let h = try await WuKongSandboxHelper.start(.init(managerToken: "mgr"))
         defer { Task { await h.stop() } }
         let none = try await h.postJSON("/v1/message/extra/sync", #"{"channel_id":"u2","channel_type":1,"extra_version":0}"#)
         #expect(none.status == 401 && none.json["msg"] != nil)
@@ -77,10 +73,9 @@ import WuKongSandbox
     }
 
     @Test func revokeEditReadExtraAndReactionsBumpVersionsAndEmitCMDs() async throws {
-        let recorder = CallbackRecorder()
-        let url = try await recorder.start()
-        let h = try await SandboxRig.wukong(callbackURL: url + "/wh", intervalMs: 10)
-        defer { Task { await h.stop(); await recorder.stop() } }
+        let h = try await WuKongSandboxHelper.start(.init(callbacks: .recorded(path: "/wh"), intervalMs: 10))
+        defer { Task { await h.stop() } }
+        let recorder = try #require(h.callbacks)
         try await h.postJSON("/user/token", #"{"uid":"u1","token":"t1"}"#)
         try await h.postJSON("/user/token", #"{"uid":"u2","token":"t2"}"#)
         let a = try await h.sendText("a", from: "u1", to: "u2")
@@ -148,15 +143,12 @@ import WuKongSandbox
 /// "Webhook delivery and catch-up"): 5 attempts in total about 1 s apart, then the batch is dropped.
 @Suite struct WuKongSandboxNotifyPolicyTests {
     @Test func givesUpAfterFiveAttemptsAboutOneSecondApart() async throws {
-        let recorder = CallbackRecorder()
-        recorder.failNext(5, status: 500)
-        let url = try await recorder.start()
         // The vendor's policy as `imbridge sandbox wukong` builds it; only the batching interval is shortened.
-        let server = try WuKongSandbox.server(options: SandboxOptions(callbackURL: url, extra: ["notify_interval_ms": "20"]))
-        try await server.start()
-        let rig = SandboxRig(server: server)
-        defer { Task { await rig.stop(); await recorder.stop() } }
-        let sandbox = try #require(server.vendor as? WuKongSandbox)
+        let rig = try await WuKongSandboxHelper.start(.init(callbacks: .recorded(), vendorOptions: ["notify_interval_ms": "20"]))
+        defer { Task { await rig.stop() } }
+        let recorder = try #require(rig.callbacks)
+        recorder.failNext(5, status: 500)
+        let sandbox = rig.vendor
         let policy = sandbox.configuration.notify
         #expect(policy.maxAttempts == 5 && policy.retryMs == 1000 && policy.retryMaxMs == 1000 && policy.maxBatch == 100)
         let dropped = try await rig.sendText("dropped", from: "u1", to: "u2")
