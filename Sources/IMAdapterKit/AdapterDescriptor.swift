@@ -59,15 +59,19 @@ public struct AdapterDescriptor: Sendable {
     public var make: @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend
     /// The vendor's content codec with default settings (for tools and tests that work on bodies alone).
     public var contentCodec: @Sendable (ContentRegistry, VendorTable) -> any ContentCodec
+    /// The vendor's error codes: what the adapter maps each to, and what its sandbox answers with.
+    public var errors: VendorErrorTable
 
     public init(name: String, displayName: String, capabilities: Capabilities, settings: [SettingSpec],
                 contentCodec: @escaping @Sendable (ContentRegistry, VendorTable) -> any ContentCodec,
+                errors: VendorErrorTable,
                 make: @escaping @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend) {
         self.name = name
         self.displayName = displayName
         self.capabilities = capabilities
         self.settings = settings
         self.contentCodec = contentCodec
+        self.errors = errors
         self.make = make
     }
 

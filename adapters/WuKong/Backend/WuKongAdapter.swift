@@ -20,6 +20,7 @@ public enum WuKongAdapter {
             SettingSpec("session_tokens", .pairs, help: "known user sessions: uid=token,uid=token"),
         ],
         contentCodec: { WuKongContentCodec(registry: $0, mapping: $1) },
+        errors: WuKongErrors.table,
         make: { settings, context in
             WuKongBackend(configuration: try .init(settings, receivesCallbacks: context.receivesCallbacks), registry: context.registry, mapping: context.mapping)
         })
