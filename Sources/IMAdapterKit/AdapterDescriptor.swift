@@ -75,11 +75,14 @@ public struct AdapterDescriptor: Sendable {
         self.make = make
     }
 
-    /// Checks `values` against the schema and builds the backend. `described`: how errors name the
-    /// values they must not quote (`AdapterSettings.described`); `source`: where they were written.
-    public func makeBackend(id: BackendID, settings values: [String: String], context: AdapterContext,
-                            described: [String: String] = [:], source: SettingsSource = SettingsSource()) async throws -> any VendorBackend {
-        try await make(try AdapterSettings(backend: id, values: values, schema: settings, described: described, source: source), context)
+    /// Checks `values` (and the settings written as mappings, `maps`) against the schema and builds the
+    /// backend. `described`: how errors name the values they must not quote (`AdapterSettings.described`);
+    /// `source`: where they were written.
+    public func makeBackend(id: BackendID, settings values: [String: String], maps: [String: [String: String]] = [:],
+                            context: AdapterContext, described: [String: String] = [:],
+                            source: SettingsSource = SettingsSource()) async throws -> any VendorBackend {
+        try await make(try AdapterSettings(backend: id, values: values, maps: maps, schema: settings, described: described, source: source),
+                       context)
     }
 
     /// The mapping file of this vendor in `mappings/`.
