@@ -59,23 +59,30 @@ public struct AdapterDescriptor: Sendable {
     public var make: @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend
     /// The vendor's content codec with default settings (for tools and tests that work on bodies alone).
     public var contentCodec: @Sendable (ContentRegistry, VendorTable) -> any ContentCodec
+    /// The vendor's error codes: what the adapter maps each to, and what its sandbox answers with.
+    public var errors: VendorErrorTable
 
     public init(name: String, displayName: String, capabilities: Capabilities, settings: [SettingSpec],
                 contentCodec: @escaping @Sendable (ContentRegistry, VendorTable) -> any ContentCodec,
+                errors: VendorErrorTable,
                 make: @escaping @Sendable (AdapterSettings, AdapterContext) async throws -> any VendorBackend) {
         self.name = name
         self.displayName = displayName
         self.capabilities = capabilities
         self.settings = settings
         self.contentCodec = contentCodec
+        self.errors = errors
         self.make = make
     }
 
-    /// Checks `values` against the schema and builds the backend. `described`: how errors name the
-    /// values they must not quote (`AdapterSettings.described`); `source`: where they were written.
-    public func makeBackend(id: BackendID, settings values: [String: String], context: AdapterContext,
-                            described: [String: String] = [:], source: SettingsSource = SettingsSource()) async throws -> any VendorBackend {
-        try await make(try AdapterSettings(backend: id, values: values, schema: settings, described: described, source: source), context)
+    /// Checks `values` (and the settings written as mappings, `maps`) against the schema and builds the
+    /// backend. `described`: how errors name the values they must not quote (`AdapterSettings.described`);
+    /// `source`: where they were written.
+    public func makeBackend(id: BackendID, settings values: [String: String], maps: [String: [String: String]] = [:],
+                            context: AdapterContext, described: [String: String] = [:],
+                            source: SettingsSource = SettingsSource()) async throws -> any VendorBackend {
+        try await make(try AdapterSettings(backend: id, values: values, maps: maps, schema: settings, described: described, source: source),
+                       context)
     }
 
     /// The mapping file of this vendor in `mappings/`.

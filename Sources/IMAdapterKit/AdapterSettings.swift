@@ -15,7 +15,8 @@ public struct SettingSpec: Sendable {
         case integer(minimum: Int64)
         /// true/false (also yes/no, 1/0).
         case flag
-        /// `key=value,key=value` pairs.
+        /// A map, written as a YAML mapping (`key: value` lines); the old `key=value,key=value` string is
+        /// still read, with a warning.
         case pairs
         /// A duration (`250ms`, `10s`, `5m`, `24h`, `7d`) within the range.
         case duration(DurationRange)
@@ -42,10 +43,12 @@ public struct SettingSpec: Sendable {
 
     /// `timeout`: the per-request timeout every adapter takes (at least 1s, used in whole seconds,
     /// rounded up), formerly `timeout_seconds`.
-    public static func timeout(default fallback: ConfigDuration) -> SettingSpec {
+    public static func timeout(default fallback: Duration) -> SettingSpec {
         SettingSpec("timeout", .duration(DurationRange(minimum: .seconds(1))), legacy: .init("timeout_seconds", .seconds),
-                    help: "per-request timeout (default \(fallback))")
+                    help: "per-request timeout (default \(ConfigDuration(fallback)))")
     }
+
+    public var isMap: Bool { if case .pairs = kind { true } else { false } }
 }
 
 /// A backend's settings checked against its adapter's schema, with typed readers. Every problem is an
@@ -53,6 +56,8 @@ public struct SettingSpec: Sendable {
 public struct AdapterSettings: Sendable {
     public let backend: BackendID
     public let values: [String: String]
+    /// The settings written as YAML mappings (`custom_types:` with `150: gift` under it), by key.
+    public let maps: [String: [String: String]]
     public let schema: [SettingSpec]
     /// How errors name the values they must not quote, by key: `the value of ${NAME}` for a value
     /// that came from the environment (docs/architecture.md, "Secrets in errors and logs").
@@ -61,14 +66,17 @@ public struct AdapterSettings: Sendable {
     public let source: SettingsSource
 
     /// Checks every key is known and every value has its kind; throws the first problem.
-    public init(backend: BackendID, values: [String: String], schema: [SettingSpec], described: [String: String] = [:],
-                source: SettingsSource = SettingsSource()) throws {
+    public init(backend: BackendID, values: [String: String], maps: [String: [String: String]] = [:], schema: [SettingSpec],
+                described: [String: String] = [:], source: SettingsSource = SettingsSource()) throws {
         self.backend = backend
         self.values = values
+        self.maps = maps
         self.schema = schema
         self.described = described
         self.source = source
-        if let problem = Self.problems(values, schema: schema, described: described, backend: backend, source: source).first { throw problem }
+        if let problem = Self.problems(values, maps: maps, schema: schema, described: described, backend: backend, source: source).first {
+            throw problem
+        }
     }
 
     /// How an error may show `part` of the value of `key` (the value itself, an item of a list or of
@@ -92,16 +100,20 @@ public struct AdapterSettings: Sendable {
 
     /// Every problem of these values against `schema`, in key order. No message quotes the value of a
     /// secret setting or one named in `described`.
-    public static func problems(_ values: [String: String], schema: [SettingSpec], described: [String: String] = [:],
-                                backend: BackendID = BackendID("backend"), source: SettingsSource = SettingsSource()) -> [IMError] {
+    public static func problems(_ values: [String: String], maps: [String: [String: String]] = [:], schema: [SettingSpec],
+                                described: [String: String] = [:], backend: BackendID = BackendID("backend"),
+                                source: SettingsSource = SettingsSource()) -> [IMError] {
         var problems: [IMError] = []
         func refusal(_ key: String, _ message: String) -> IMError { source.error(backend: backend, key: key, message) }
         var known = Set(schema.map(\.key))
         known.formUnion(schema.compactMap(\.legacy?.key))
-        for key in values.keys.sorted() where !known.contains(key) {
+        for key in Set(values.keys).union(maps.keys).sorted() where !known.contains(key) {
             problems.append(refusal(key, "unknown setting (known: \(schema.map(\.key).sorted().joined(separator: ", ")))"))
         }
-        for spec in schema {
+        for spec in schema where maps[spec.key] != nil && !spec.isMap {
+            problems.append(refusal(spec.key, "expected a single value, got a mapping"))
+        }
+        for spec in schema where maps[spec.key] == nil {
             if let legacy = spec.legacy, let old = values[legacy.key], !old.isEmpty, case .duration(let range) = spec.kind {
                 if values[spec.key]?.isEmpty == false {
                     problems.append(refusal(legacy.key, "both \(legacy.key) and \(spec.key) are given: keep only \(spec.key) (\(legacy.key) is its deprecated form)"))
@@ -158,9 +170,16 @@ public struct AdapterSettings: Sendable {
 
     /// One line per deprecated key `values` use (`FILE:LINE: backends.rc.timeout_seconds is deprecated:
     /// write `timeout: 10s``), for values that `problems` accepts.
+    /// A map written as a `key=value,…` string: `FILE:LINE: backends.wk.custom_types as a "key=value,…"
+    /// string is deprecated: write a YAML mapping …` (never quoting the value: token lists hold tokens).
     public static func warnings(_ values: [String: String], schema: [SettingSpec], described: [String: String] = [:],
                                 backend: BackendID, source: SettingsSource) -> [String] {
         schema.compactMap { spec -> String? in
+            if spec.isMap, let text = values[spec.key], !text.isEmpty, case .success(let pairs) = parsePairs(text) {
+                let example = pairs.first.map { "\($0.0): …" } ?? "key: value"
+                return "\(source.location(of: spec.key)): backends.\(backend).\(spec.key) as a \"key=value,…\" string is deprecated: "
+                    + "write a YAML mapping, one `key: value` line each under \(spec.key): (\(example))"
+            }
             guard let legacy = spec.legacy, let old = values[legacy.key], !old.isEmpty,
                   let value = ConfigDuration.legacy(old.trimmingCharacters(in: .whitespaces), legacy.unit, fractions: legacy.fractions) else { return nil }
             let written = ConfigDuration.rewritten(old, unit: legacy.unit, value: value, raw: source.substituted[legacy.key])
@@ -208,8 +227,16 @@ public struct AdapterSettings: Sendable {
 
     public func list(_ key: String) -> [String] { self[key].map(Self.splitList) ?? [] }
 
-    /// `k=v,k=v` in order (later duplicates win in a dictionary built from it).
+    /// A map setting: its YAML mapping, or its deprecated `k=v,k=v` string (a later duplicate wins).
+    public func map(_ key: String) -> [String: String] {
+        if let map = maps[key] { return map }
+        guard let value = self[key], case .success(let pairs) = Self.parsePairs(value) else { return [:] }
+        return Dictionary(pairs, uniquingKeysWith: { _, last in last })
+    }
+
+    /// A map setting's entries: the mapping's in key order, or the string's as written.
     public func pairs(_ key: String) -> [(String, String)] {
+        if let map = maps[key] { return map.sorted { $0.key < $1.key }.map { ($0.key, $0.value) } }
         guard let value = self[key], case .success(let pairs) = Self.parsePairs(value) else { return [] }
         return pairs
     }

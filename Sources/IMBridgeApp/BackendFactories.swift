@@ -46,8 +46,8 @@ public enum BackendFactories {
         let redactor = redactor(for: config, schema: vendor.adapter.settings)
         // Every schema problem at once, each at its own line; then what the adapter itself checks.
         var problems = ConfigProblems()
-        for problem in AdapterSettings.problems(values, schema: vendor.adapter.settings, described: described, backend: config.name,
-                                                source: config.source) {
+        for problem in AdapterSettings.problems(values, maps: config.maps, schema: vendor.adapter.settings, described: described,
+                                                backend: config.name, source: config.source) {
             problems.add(problem)
         }
         problems.redact(with: redactor)
@@ -56,8 +56,8 @@ public enum BackendFactories {
                                             checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly,
                                             ledgerRetentionMs: context.ledgerRetentionMs, receivesCallbacks: context.receivesCallbacks)
         do {
-            return try await vendor.adapter.makeBackend(id: config.name, settings: values, context: adapterContext, described: described,
-                                                        source: config.source)
+            return try await vendor.adapter.makeBackend(id: config.name, settings: values, maps: config.maps, context: adapterContext,
+                                                        described: described, source: config.source)
         } catch let error as IMError {
             throw redactor.redact(error)
         }
@@ -72,6 +72,7 @@ public enum BackendFactories {
             if let value = config.settings[key] { redactor.add(value, shownAs: ConfigNode.describeSubstitution(raw)) }
         }
         for spec in schema {
+            if Bridge.isTokenList(spec) { config.maps[spec.key]?.values.forEach { redactor.addSecret($0) } }
             guard let value = config.settings[spec.key], !value.isEmpty else { continue }
             if spec.isSecret || Bridge.isTokenList(spec) { redactor.addSecret(value) }
         }

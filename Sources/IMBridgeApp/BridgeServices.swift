@@ -93,7 +93,7 @@ extension Bridge {
         }
     }
 
-    /// Whether `spec` is a list of tokens (`session_tokens`: `uid=token,…`), whose values are secrets.
+    /// Whether `spec` is a map of tokens (`session_tokens`: `uid: token` lines), whose values are secrets.
     static func isTokenList(_ spec: SettingSpec) -> Bool {
         if case .pairs = spec.kind { return spec.key.contains("token") }
         return false
@@ -107,6 +107,7 @@ extension Bridge {
         var secrets: [String] = []
         for backend in config.backends {
             for spec in Vendors.named(backend.adapter)?.adapter.settings ?? [] {
+                if isTokenList(spec) { secrets += backend.maps[spec.key]?.values.filter { !$0.isEmpty } ?? [] }
                 guard let value = backend.settings[spec.key], !value.isEmpty else { continue }
                 if spec.isSecret { secrets.append(value) }
                 if isTokenList(spec) {

@@ -136,6 +136,14 @@ import Testing
                     let (ref2, vars2) = env("\(m.next())=RC:\(m.next())")
                     cases.append(Case(name: "\(what) bad pair via env", settings: [backend: [(spec.key, ref2)]], extra: failing, environment: vars2))
                     cases.append(Case(name: "\(what) tokens direct", settings: [backend: [(spec.key, "u1=\(m.next()),u2=\(m.next())")]], extra: failing))
+                    // Written as a YAML mapping: directly, through the environment, and with a value that is not a single one.
+                    cases.append(Case(name: "\(what) map direct", settings: [backend: [(spec.key, "{u1: \(m.next()), \"2\": \(m.next())}")]],
+                                      extra: failing))
+                    let (ref3, vars3) = env(m.next())
+                    cases.append(Case(name: "\(what) map via env", settings: [backend: [(spec.key, "{u1: \"\(ref3)\"}")]], extra: failing,
+                                      environment: vars3))
+                    cases.append(Case(name: "\(what) map value not single", settings: [backend: [(spec.key, "{u1: [\(m.next())]}")]],
+                                      expect: ["backends.\(backend).\(spec.key).u1: expected a single value"]))
                 case .text, .secret:
                     let (ref, vars) = env(m.next())
                     cases.append(Case(name: "\(what) text via env", settings: [backend: [(spec.key, ref)]], extra: failing, environment: vars))

@@ -52,6 +52,18 @@ import Testing
         #expect(config.retry.baseMs == 100 && config.retry.maxMs == 5000)
     }
 
+    /// A map setting is a YAML mapping, kept apart from the single values with its key's line; each of its
+    /// values must be a single one (its path and line named otherwise).
+    @Test func mapSettingsAreMappings() throws {
+        let yaml = Self.valid.replacingOccurrences(of: "    token: ${WK_TOKEN}\n",
+                                                   with: "    token: ${WK_TOKEN}\n    custom_types:\n      150: gift\n      151: \"${WK_TOKEN}\"\n")
+        let wk = try BridgeConfig.parse(yaml, file: "b.yaml", environment: env).backends[0]
+        #expect(wk.maps == ["custom_types": ["150": "gift", "151": "t0k"]] && wk.settings["custom_types"] == nil)
+        #expect(wk.lines["custom_types"] == 8 && wk.settings["token"] == "t0k")
+        let nested = Self.valid.replacingOccurrences(of: "    token: ${WK_TOKEN}\n", with: "    custom_types:\n      150: [gift]\n")
+        #expect(failure(nested).hasPrefix("b.yaml:8: backends.wk.custom_types.150: expected a single value"), "\(failure(nested))")
+    }
+
     func failure(_ yaml: String) -> String {
         do {
             _ = try BridgeConfig.parse(yaml, file: "b.yaml", environment: env, adapters: ["wukong", "rongcloud", "nim", "jmessage"])

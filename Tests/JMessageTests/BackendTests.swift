@@ -190,15 +190,15 @@ extension JMessageBackendTests {
         (899030, 503, .unavailable, true), (803010, 429, .rateLimited, true),
     ] as [(Int, Int, IMError.Code, Bool)])
     func vendorCodesMap(code: Int, status: Int, neutral: IMError.Code, retryable: Bool) {
-        #expect(JMessageErrorCode.status(for: code) == status)
-        let error = JMessageErrorCode.error(status: status, code: code, message: "m", retryAfterMs: 2000)
+        #expect(JMessageErrors.table.status(for: code) == status)
+        let error = JMessageErrors.error(status: status, code: code, message: "m", retryAfterMs: 2000)
         #expect(error.code == neutral && error.vendorCode == String(code) && error.isRetryable == retryable)
         #expect(error.retryAfterMs == (retryable ? 2000 : nil))
     }
 
     @Test func statusAloneStillMaps() {
-        #expect(JMessageErrorCode.error(status: 429, code: 899999, message: nil, retryAfterMs: nil).code == .rateLimited)
-        #expect(JMessageErrorCode.error(status: 502, code: nil, message: "bad gateway", retryAfterMs: nil).isRetryable)
+        #expect(JMessageErrors.error(status: 429, code: 899999, message: nil, retryAfterMs: nil).code == .rateLimited)
+        #expect(JMessageErrors.error(status: 502, code: nil, message: "bad gateway", retryAfterMs: nil).isRetryable)
     }
 }
 

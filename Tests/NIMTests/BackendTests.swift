@@ -120,7 +120,7 @@ extension NIMBackendTests {
         (999, "?", .vendorError, false),
     ])
     func codesMap(code: Int, desc: String, expected: IMError.Code, retryable: Bool) {
-        let error = NIMErrorMapping.error(code: code, desc: desc)
+        let error = NIMErrors.table.error(code: code, message: desc)
         #expect(error.code == expected)
         #expect(error.isRetryable == retryable)
         #expect(error.vendorCode == String(code) && error.vendorMessage == desc)
@@ -128,8 +128,8 @@ extension NIMBackendTests {
     }
 
     @Test func duplicateRecallIsAlreadyRecalled() {
-        #expect(NIMErrorMapping.error(code: 417, desc: "x", operation: .recall).code == .alreadyRecalled)
-        #expect(NIMErrorMapping.error(code: 417, desc: "x").code == .conflict)
+        #expect(NIMErrors.table.error(code: 417, message: "x", operation: .recall).code == .alreadyRecalled)
+        #expect(NIMErrors.table.error(code: 417, message: "x").code == .conflict)
     }
 }
 

@@ -182,15 +182,15 @@ extension RongCloudBackendTests {
         (4242, 400, .vendorError, false),
     ])
     func errorCodeTable(code: Int, status: Int, neutral: IMError.Code, retryable: Bool) {
-        #expect(RongCloudErrorCode.httpStatus(for: code) == status)
-        let error = RongCloudErrorCode.imError(code: code, message: nil)
+        #expect(RongCloudErrors.table.status(for: code) == status)
+        let error = RongCloudErrors.table.error(code: code, message: nil)
         #expect(error.code == neutral && error.isRetryable == retryable && error.vendorCode == String(code))
         #expect(error.vendorMessage?.isEmpty == false)
     }
 
     @Test func rateLimitCarriesRetryAfter() {
-        #expect(RongCloudErrorCode.imError(code: 1008, message: "too fast", retryAfterMs: 2500).retryAfterMs == 2500)
-        #expect(RongCloudErrorCode.imError(code: 1008, message: "too fast").retryAfterMs == 1000)
-        #expect(RongCloudErrorCode.imError(code: 1002, message: "bad").retryAfterMs == nil)
+        #expect(RongCloudErrors.table.error(code: 1008, message: "too fast", retryAfterMs: 2500).retryAfterMs == 2500)
+        #expect(RongCloudErrors.table.error(code: 1008, message: "too fast").retryAfterMs == 1000)
+        #expect(RongCloudErrors.table.error(code: 1002, message: "bad").retryAfterMs == nil)
     }
 }

@@ -28,7 +28,7 @@ import Testing
     }
 
     @Test func redeliveredWebhookReturnsSameEventsButEventsYieldsOnce() async throws {
-        let backend = WuKongBackend(configuration: .init(imURL: "http://127.0.0.1:9", webhookSecret: "s"))
+        let backend = WuKongBackend(settings: .at("http://127.0.0.1:9", webhookSecret: "s"))
         let collector = Collector(backend.events())
         let wire = WKMessage(messageID: 77, messageSeq: 1, fromUID: "u1", channelID: "u2", channelType: 1, timestamp: 1_700_000_000,
                              payload: Data(#"{"type":1,"content":"hi"}"#.utf8))
@@ -61,7 +61,7 @@ import Testing
         }
         try await stub.start()
         defer { Task { await stub.stop() } }
-        let backend = WuKongBackend(configuration: .init(imURL: stub.baseURL, managerToken: "mgr"))
+        let backend = WuKongBackend(settings: .at(stub.baseURL, managerToken: "mgr"))
         let sent = try await backend.send(OutgoingMessage(conversation: .direct("a", "b"), sender: "a", content: .text("x")))
         #expect(sent.id == "5" && sent.seq == 3 && sent.clientMessageID == "c9")
         #expect(seen.tokens.withLock { $0 } == ["mgr"], "the manager token header is sent")
@@ -70,7 +70,7 @@ import Testing
     @Test func wrongManagerTokenIsAnAuthenticationError() async throws {
         let rig = try await WuKongRig.start()
         defer { Task { await rig.stop() } }
-        let wrong = WuKongBackend(configuration: .init(imURL: rig.sandbox.baseURL, managerToken: "wrong"))
+        let wrong = WuKongBackend(settings: .at(rig.sandbox.baseURL, managerToken: "wrong"))
         do {
             _ = try await wrong.send(OutgoingMessage(conversation: .direct("a", "b"), sender: "a", content: .text("x")))
             Issue.record("accepted a wrong manager token")
@@ -193,7 +193,7 @@ import Testing
         try await receiver.start()
         let h = try await WuKongSandboxHelper.start(.init(callbacks: .url(receiver.baseURL + "/wukong"), intervalMs: 10))
         defer { Task { await h.stop(); await receiver.stop() } }
-        let backend = WuKongBackend(configuration: .init(imURL: h.baseURL))
+        let backend = WuKongBackend(settings: .at(h.baseURL))
         slot.backend.withLock { $0 = backend }
         let collector = WuKongBackendTests.Collector(backend.events())
         let id = try await h.sendText("once", from: "r1", to: "r2")

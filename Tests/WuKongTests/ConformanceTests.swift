@@ -41,7 +41,7 @@ final class WuKongRig: Sendable {
         let sandbox = SandboxServer(vendor: vendor, clock: clock)
         try await sandbox.start()
         let registry = ContentRegistry()
-        let backend = WuKongBackend(configuration: .init(id: "wk", imURL: sandbox.baseURL, managerToken: managerToken, webhookSecret: secret),
+        let backend = WuKongBackend(id: "wk", settings: .at(sandbox.baseURL, managerToken: managerToken, webhookSecret: secret),
                                     registry: registry)
         slot.backend.withLock { $0 = backend }
         return WuKongRig(sandbox: sandbox, receiver: receiver, backend: backend, registry: registry)

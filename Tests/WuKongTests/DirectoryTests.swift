@@ -13,7 +13,7 @@ import WuKongSandbox
     static func withBackend(managerToken: String? = nil, statePath: String? = nil,
                             _ body: (WuKongSandboxHelper, WuKongBackend) async throws -> Void) async throws {
         let rig = try await WuKongSandboxHelper.start(.init(managerToken: managerToken, statePath: statePath))
-        let backend = WuKongBackend(configuration: .init(id: "wk", imURL: rig.baseURL, managerToken: managerToken, timeoutSeconds: 5))
+        let backend = WuKongBackend(id: "wk", settings: .at(rig.baseURL, managerToken: managerToken, timeout: .seconds(5)))
         do {
             try await body(rig, backend)
         } catch {
@@ -164,7 +164,7 @@ import WuKongSandbox
         try await Self.withBackend(managerToken: "mgr") { rig, backend in
             let forged = try await rig.get(WKDirectoryPaths.user("alice"), headers: [("token", "forged")])
             #expect(forged.status == 401)
-            let wrong = WuKongBackend(configuration: .init(imURL: rig.baseURL, managerToken: "wrong", timeoutSeconds: 5))
+            let wrong = WuKongBackend(settings: .at(rig.baseURL, managerToken: "wrong", timeout: .seconds(5)))
             let denied = await #expect(throws: IMError.self) { _ = try await wrong.users(["alice"]) }
             #expect(denied?.code == .authenticationFailed)
 

@@ -17,7 +17,7 @@ import Testing
     }
 
     static func backend(secret: String? = "s3cret") -> WuKongBackend {
-        WuKongBackend(configuration: .init(id: "wk", imURL: "http://127.0.0.1:9", webhookSecret: secret))
+        WuKongBackend(id: "wk", settings: .at("http://127.0.0.1:9", webhookSecret: secret))
     }
 
     /// `admit`'s decision as (status of an early answer, or nil; the cap when the body is to be read).

@@ -3,6 +3,7 @@ import IMCore
 import IMHTTP
 import IMSandbox
 import SandboxTestSupport
+import WuKong
 import WuKongSandbox
 
 /// WuKong's `SandboxHelper`: a sandbox with a given configuration, a text sent through `/message/send` by
@@ -85,4 +86,15 @@ struct WuKongSandboxHelper: SandboxHelper {
 extension HTTPRequestData {
     /// The webhook body as JSON (`.null` when it is not JSON).
     var jsonBody: JSONValue { (try? JSONValue.parse(Data(body))) ?? .null }
+}
+
+extension WuKongSettings {
+    /// Settings that talk to `imURL`, with the few fields a test sets; every other field keeps its default.
+    static func at(_ imURL: String, managerToken: String? = nil, webhookSecret: String? = nil, timeout: Duration? = nil) -> WuKongSettings {
+        var settings = WuKongSettings(imURL: imURL)
+        settings.managerToken = managerToken
+        settings.webhookSecret = webhookSecret
+        if let timeout { settings.timeout = timeout }
+        return settings
+    }
 }

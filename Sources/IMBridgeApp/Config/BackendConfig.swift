@@ -9,6 +9,8 @@ public struct BackendConfig: Sendable {
     public var name: BackendID
     public var adapter: String
     public var settings: [String: String]
+    /// The settings written as YAML mappings (`custom_types:` with `150: gift` under it), by key.
+    public var maps: [String: [String: String]] = [:]
     public var file: String
     /// Line of each setting, for errors.
     public var lines: [String: Int]
@@ -65,17 +67,27 @@ extension BridgeConfig {
                 return adapter
             }
             var settings: [String: String] = [:]
+            var maps: [String: [String: String]] = [:]
             var lines: [String: Int] = [:]
             var substituted: [String: String] = [:]
             for key in (try? entry.keys()) ?? [] where key != "adapter" {
-                if let value = problems.attempt({ try entry[key].string() }) { settings[key] = value } else { ok = false }
-                lines[key] = entry[key].line
-                substituted[key] = entry[key].substitution
+                let value = entry[key]
+                if value.isMapping {
+                    // A map setting (`custom_types`): `key: value` lines, each value a single one.
+                    let items = problems.attempt { try value.entries().map { ($0.key, try $0.node.string()) } }
+                    if let items { maps[key] = Dictionary(items, uniquingKeysWith: { _, last in last }) } else { ok = false }
+                    lines[key] = value.keyLine ?? value.line
+                    continue
+                }
+                if let text = problems.attempt({ try value.string() }) { settings[key] = text } else { ok = false }
+                lines[key] = value.line
+                substituted[key] = value.substitution
             }
             guard ok, let adapter else { return nil }
             var backend = BackendConfig(name: BackendID(name), adapter: adapter, settings: settings, file: entry.file, lines: lines,
                                         line: entry.keyLine)
             backend.substituted = substituted
+            backend.maps = maps
             return backend
         }
     }

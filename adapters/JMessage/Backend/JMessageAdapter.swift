@@ -21,6 +21,7 @@ public enum JMessageAdapter {
             .timeout(default: .seconds(15)),
         ],
         contentCodec: { JMessageContentCodec(registry: $0, mapping: $1) },
+        errors: JMessageErrors.table,
         make: { settings, context in
             let decoded = try Settings(settings, freshnessLimitMs: context.freshnessLimitMs)
             let backend = JMessageBackend(id: settings.backend, config: decoded.config, registry: context.registry,

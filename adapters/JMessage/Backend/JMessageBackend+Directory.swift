@@ -99,7 +99,7 @@ extension JMessageBackend: UserDirectory, GroupDirectory {
         let members: [JSONValue]
         do {
             members = try await client.groupMembers(gid: id.rawValue)
-        } catch let error as IMError where error.vendorCode == "899006" {
+        } catch let error as IMError where error.vendorCode == String(JMessageErrors.groupNotFound.code) {
             return nil
         }
         let owner = members.first { $0["flag"]?.int64Value == 1 }?["username"]?.stringValue ?? json["owner_username"]?.stringValue
@@ -153,7 +153,7 @@ extension JMessageBackend: UserDirectory, GroupDirectory {
         guard appKey == nil else { return [] }
         do {
             return try await client.groupsOfUser(username).map { GroupID($0) }
-        } catch let error as IMError where error.vendorCode == "899002" {
+        } catch let error as IMError where error.vendorCode == String(JMessageErrors.userNotFound.code) {
             return []
         }
     }

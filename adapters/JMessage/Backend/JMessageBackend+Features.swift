@@ -122,8 +122,8 @@ extension JMessageBackend {
         let results = try await client.registerUsers([JMUserRegistration(username: username, password: puppetPassword,
                                                                            nickname: profile.name, avatar: nil)])
         for result in results {
-            if let error = result.error, error.code != 899001 {
-                throw JMessageErrorCode.error(status: JMessageErrorCode.status(for: error.code), code: error.code,
+            if let error = result.error, error.code != JMessageErrors.userExists.code {
+                throw JMessageErrors.error(status: JMessageErrors.table.status(for: error.code), code: error.code,
                                               message: error.message, retryAfterMs: nil)
             }
         }

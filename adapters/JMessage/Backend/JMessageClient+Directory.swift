@@ -13,8 +13,8 @@ extension JMessageClient {
     public func registerUser(_ object: [String: JSONValue]) async throws -> Bool {
         let results = try decode([JMUserRegistrationResult].self, try await call("POST", api("/v1/users/"), json: JSONValue.array([.object(object)])))
         if let error = results.first?.error {
-            if error.code == 899001 { return false }
-            throw JMessageErrorCode.error(status: JMessageErrorCode.status(for: error.code), code: error.code, message: error.message,
+            if error.code == JMessageErrors.userExists.code { return false }
+            throw JMessageErrors.error(status: JMessageErrors.table.status(for: error.code), code: error.code, message: error.message,
                                           retryAfterMs: nil)
         }
         return true
@@ -24,7 +24,7 @@ extension JMessageClient {
     public func user(_ username: String) async throws -> JSONValue? {
         do {
             return try decode(JSONValue.self, try await call("GET", api("/v1/users/\(escape(username))"), body: nil))
-        } catch let error as IMError where error.vendorCode == "899002" {
+        } catch let error as IMError where error.vendorCode == String(JMessageErrors.userNotFound.code) {
             return nil
         }
     }
@@ -53,7 +53,7 @@ extension JMessageClient {
     public func group(gid: String) async throws -> JSONValue? {
         do {
             return try decode(JSONValue.self, try await call("GET", api("/v1/groups/\(escape(gid))"), body: nil))
-        } catch let error as IMError where error.vendorCode == "899006" {
+        } catch let error as IMError where error.vendorCode == String(JMessageErrors.groupNotFound.code) {
             return nil
         }
     }

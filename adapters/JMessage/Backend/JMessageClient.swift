@@ -37,7 +37,7 @@ public struct JMessageConfig: Sendable, Hashable {
 }
 
 /// The REST calls the adapter makes, with Basic auth and the vendor's error envelope mapped to
-/// `IMError` (see `JMessageErrorCode`). Any 2xx is success (bodies may be empty on 201/204).
+/// `IMError` (see `JMessageErrors`). Any 2xx is success (bodies may be empty on 201/204).
 public struct JMessageClient: Sendable {
     public let config: JMessageConfig
     let http: HTTPClientWrapper
@@ -60,7 +60,7 @@ public struct JMessageClient: Sendable {
         do {
             _ = try await call("POST", api("/v1/admins/"), json: JMUserRegistration(username: username, password: password))
             return true
-        } catch let error as IMError where error.vendorCode == "899001" {
+        } catch let error as IMError where error.vendorCode == String(JMessageErrors.userExists.code) {
             return false
         }
     }
@@ -148,7 +148,7 @@ public struct JMessageClient: Sendable {
     static func error(from response: HTTPResponseData) -> IMError {
         let envelope = try? JSONDecoder().decode(JMErrorEnvelope.self, from: Data(response.body))
         let reset = response.header("X-Rate-Limit-Reset").flatMap { Int64($0) }.map { $0 * 1000 }
-        return JMessageErrorCode.error(status: response.status, code: envelope?.error.code,
+        return JMessageErrors.error(status: response.status, code: envelope?.error.code,
                                        message: envelope?.error.message ?? (response.body.isEmpty ? nil : String(response.bodyString.prefix(300))),
                                        retryAfterMs: response.retryAfterMs ?? reset)
     }

@@ -1,67 +1,58 @@
+import IMAdapterKit
 import IMCore
 
-/// JMessage's error codes and how each becomes an `IMError`, plus the HTTP status the
-/// sandbox answers with. The vendor does not document a status per code (UNCONFIRMED); we follow the
-/// iOS SDK's HTTP-layer twins (898xxx): "exists"/"missing"/"no permission" → 403, bad parameter → 400,
-/// auth → 401, server trouble → 500/503.
-public enum JMessageErrorCode {
-    public struct Entry: Sendable {
-        public var code: Int
-        public var status: Int
-        public var neutral: IMError.Code
-        public var message: String
-    }
+/// JMessage's error codes (`{"error":{"code":N,"message":…}}`) in IMBridge's error classes, with the HTTP
+/// status the vendor answers each with. The vendor does not document a status per code (UNCONFIRMED);
+/// we follow the iOS SDK's HTTP-layer twins (898xxx): "exists"/"missing"/"no permission" → 403, bad
+/// parameter → 400, auth → 401, server trouble → 500/503 (docs/adapters/jmessage.md). A code the table
+/// does not list takes the class of its HTTP status; an HTTP 429 is `rate_limited`, and 429 and 5xx are
+/// retryable, with the wait of `Retry-After` or `X-Rate-Limit-Reset` (seconds, as the Java client reads
+/// it; UNCONFIRMED). The client maps through `table`; the sandbox answers with the same entries.
+public enum JMessageErrors {
+    public typealias Entry = VendorErrorTable.Entry
 
-    public static let table: [Int: Entry] = {
-        let rows: [(Int, Int, IMError.Code, String)] = [
-            (899000, 500, .unavailable, "server internal error"),
-            (899001, 403, .conflict, "user already exists"),
-            (899002, 403, .notFound, "user does not exist"),
-            (899003, 400, .invalidArgument, "parameter invalid"),
-            (899006, 403, .notFound, "group id does not exist"),
-            (899007, 401, .authenticationFailed, "missing auth info"),
-            (899008, 401, .authenticationFailed, "Basic authentication failed"),
-            (899009, 401, .authenticationFailed, "appkey not exist"),
-            (899011, 403, .conflict, "member already in group"),
-            (899012, 403, .limitExceeded, "not enough room in group"),
-            (899013, 400, .limitExceeded, "register list larger than 500"),
-            (899016, 403, .permissionDenied, "no permission to send (from_id is not an admin)"),
-            (899020, 403, .permissionDenied, "cross-app operation not permitted"),
-            (899021, 403, .permissionDenied, "use the cross-app API"),
-            (899030, 503, .unavailable, "server busy, retry later"),
-            (855001, 403, .recallWindowExpired, "out of retract message time, the effective time is within 3 minutes"),
-            (855002, 403, .permissionDenied, "request retract message is not the sender"),
-            (855003, 403, .notFound, "retract message is not exist"),
-            (855004, 403, .alreadyRecalled, "message had been retracted"),
-            (803003, 403, .notFound, "target user does not exist"),
-            (803004, 403, .notFound, "target group does not exist"),
-            (803005, 403, .permissionDenied, "sender is not in the group"),
-            (803007, 400, .limitExceeded, "message too long"),
-            (803008, 403, .permissionDenied, "sender is blacklisted by the receiver"),
-            (803009, 403, .invalidContent, "message contains sensitive words"),
-            (803010, 429, .rateLimited, "sending too fast"),
-            (803011, 400, .invalidContent, "message content is not valid JSON"),
-            (803012, 403, .permissionDenied, "sender is muted"),
-        ]
-        return Dictionary(uniqueKeysWithValues: rows.map { ($0.0, Entry(code: $0.0, status: $0.1, neutral: $0.2, message: $0.3)) })
-    }()
+    public static let serverError = Entry(899000, .unavailable, status: 500, "server internal error")
+    public static let userExists = Entry(899001, .conflict, status: 403, "user already exists")
+    public static let userNotFound = Entry(899002, .notFound, status: 403, "user does not exist")
+    public static let invalidParameter = Entry(899003, .invalidArgument, status: 400, "parameter invalid")
+    public static let groupNotFound = Entry(899006, .notFound, status: 403, "group id does not exist")
+    public static let missingAuth = Entry(899007, .authenticationFailed, status: 401, "missing auth info")
+    public static let basicAuthFailed = Entry(899008, .authenticationFailed, status: 401, "Basic authentication failed")
+    public static let unknownAppKey = Entry(899009, .authenticationFailed, status: 401, "appkey not exist")
+    public static let alreadyMember = Entry(899011, .conflict, status: 403, "member already in group")
+    public static let groupFull = Entry(899012, .limitExceeded, status: 403, "not enough room in group")
+    public static let registerListTooLong = Entry(899013, .limitExceeded, status: 400, "register list larger than 500")
+    public static let notMember = Entry(899014, .invalidArgument, status: 400, "user not in group")
+    public static let noSendPermission = Entry(899016, .permissionDenied, status: 403, "no permission to send (from_id is not an admin)")
+    public static let serverBusy = Entry(899030, .unavailable, status: 503, "server busy, retry later")
+    public static let retractExpired = Entry(855001, .recallWindowExpired, status: 403,
+                                             "out of retract message time, the effective time is within 3 minutes")
+    public static let retractNotSender = Entry(855002, .permissionDenied, status: 403, "request retract message is not the sender")
+    public static let retractNotFound = Entry(855003, .notFound, status: 403, "retract message is not exist")
+    public static let alreadyRetracted = Entry(855004, .alreadyRecalled, status: 403, "message had been retracted")
 
-    /// The HTTP status the sandbox answers a code with.
-    public static func status(for code: Int) -> Int { table[code]?.status ?? 400 }
+    public static let table = VendorErrorTable(vendor: "jmessage", unknownCode: .httpStatus, unknownStatus: 400, faultCodes: [
+        (429...429, serverBusy.code), (503...503, serverBusy.code), (500...599, serverError.code), (100...599, invalidParameter.code),
+    ], [
+        serverError, userExists, userNotFound, invalidParameter, groupNotFound, missingAuth, basicAuthFailed, unknownAppKey,
+        alreadyMember, groupFull, registerListTooLong, notMember, noSendPermission,
+        Entry(899020, .permissionDenied, status: 403, "cross-app operation not permitted"),
+        Entry(899021, .permissionDenied, status: 403, "use the cross-app API"),
+        serverBusy, retractExpired, retractNotSender, retractNotFound, alreadyRetracted,
+        Entry(803003, .notFound, status: 403, "target user does not exist"),
+        Entry(803004, .notFound, status: 403, "target group does not exist"),
+        Entry(803005, .permissionDenied, status: 403, "sender is not in the group"),
+        Entry(803007, .limitExceeded, status: 400, "message too long"),
+        Entry(803008, .permissionDenied, status: 403, "sender is blacklisted by the receiver"),
+        Entry(803009, .invalidContent, status: 403, "message contains sensitive words"),
+        Entry(803010, .rateLimited, status: 429, "sending too fast"),
+        Entry(803011, .invalidContent, status: 400, "message content is not valid JSON"),
+        Entry(803012, .permissionDenied, status: 403, "sender is muted"),
+    ])
 
-    public static func message(for code: Int) -> String { table[code]?.message ?? "error \(code)" }
-
-    /// Maps an answer with the vendor envelope (or none) to an `IMError`. Rate limits (HTTP 429,
-    /// 803010) and server trouble (5xx, 899000, 899030) are retryable; `retryAfterMs` comes from
-    /// `Retry-After` or `X-Rate-Limit-Reset` (seconds, as the Java client reads it; UNCONFIRMED).
+    /// An answer's error: the table's for a vendor envelope, the HTTP status's (`IMError.http`) without one.
     public static func error(status: Int, code: Int?, message: String?, retryAfterMs: Int64?) -> IMError {
-        guard let code else {
-            return IMError.http(status: status, body: message ?? "", retryAfterMs: retryAfterMs)
-        }
-        var neutral = table[code]?.neutral ?? IMError.http(status: status, body: "").code
-        if status == 429 { neutral = .rateLimited }
-        let retryable = neutral == .rateLimited || neutral == .unavailable || status >= 500
-        return IMError(neutral, "jmessage \(code): \(message ?? Self.message(for: code))", vendorCode: String(code),
-                       vendorMessage: message, isRetryable: retryable, retryAfterMs: retryable ? retryAfterMs : nil)
+        guard let code else { return IMError.http(status: status, body: message ?? "", retryAfterMs: retryAfterMs) }
+        return table.error(code: code, message: message, httpStatus: status, retryAfterMs: retryAfterMs)
     }
 }

@@ -1,5 +1,6 @@
 import JMessage
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
@@ -80,21 +81,21 @@ public final class JMessageSandbox: SandboxVendor {
         case ("PUT", 3) where path.hasPrefix("/v1/groups/"): return await store.persist(await store.updateGroup(segments[2], request))
         case ("GET", 2) where path == "/v1/groups": return await store.listGroups(request)
         default:
-            return Self.error(404, 899003, "no such API: \(request.method) \(path)")
+            return Self.error(JMessageErrors.invalidParameter, status: 404, "no such API: \(request.method) \(path)")
         }
     }
 
     func authenticate(_ request: HTTPRequestData) -> HTTPResponseData? {
-        guard let header = request.header("Authorization") else { return Self.error(899007, "Authen failed: missing Authorization") }
+        guard let header = request.header("Authorization") else { return Self.error(JMessageErrors.missingAuth, "Authen failed: missing Authorization") }
         let parts = header.split(separator: " ", maxSplits: 1)
         guard parts.count == 2, parts[0].lowercased() == "basic",
               let data = Data(base64Encoded: parts[1].trimmingCharacters(in: .whitespaces)),
               let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":") else {
-            return Self.error(899008, "Basic authentication failed")
+            return Self.error(JMessageErrors.basicAuthFailed, "Basic authentication failed")
         }
-        guard text[..<colon].caseInsensitiveCompare(appKey) == .orderedSame else { return Self.error(899009, "appkey not exist") }
+        guard text[..<colon].caseInsensitiveCompare(appKey) == .orderedSame else { return Self.error(JMessageErrors.unknownAppKey, "appkey not exist") }
         guard Hashing.constantTimeEquals(String(text[text.index(after: colon)...]), masterSecret) else {
-            return Self.error(899008, "Basic authentication failed")
+            return Self.error(JMessageErrors.basicAuthFailed, "Basic authentication failed")
         }
         return nil
     }
@@ -104,8 +105,8 @@ public final class JMessageSandbox: SandboxVendor {
     public func reset() async { await store.reset() }
 
     public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
-        let code = vendorCode ?? (status == 429 || status == 503 ? 899030 : status >= 500 ? 899000 : 899003)
-        var response = Self.error(status, code, JMessageErrorCode.message(for: code))
+        let code = vendorCode ?? JMessageErrors.table.faultCode(for: status) ?? JMessageErrors.invalidParameter.code
+        var response = Self.error(status, code, JMessageErrors.table.text(for: code))
         if status == 429 { response.headers.append(("X-Rate-Limit-Reset", "1")) }
         return response
     }
@@ -117,8 +118,13 @@ public final class JMessageSandbox: SandboxVendor {
         return await store.mediaBytes(id)
     }
 
-    static func error(_ code: Int, _ message: String) -> HTTPResponseData {
-        error(JMessageErrorCode.status(for: code), code, message)
+    /// A refusal with an entry of `JMessageErrors.table`, with its HTTP status unless `status` is given.
+    static func error(_ entry: VendorErrorTable.Entry, status: Int? = nil, _ message: String? = nil) -> HTTPResponseData {
+        error(status ?? entry.status, entry.code, message ?? entry.text)
+    }
+
+    static func error(_ body: JMErrorEnvelope.Body) -> HTTPResponseData {
+        error(JMessageErrors.table.status(for: body.code), body.code, body.message)
     }
 
     static func error(_ status: Int, _ code: Int, _ message: String) -> HTTPResponseData {

@@ -17,7 +17,7 @@ extension JMessageSandboxStore {
 
     /// The refusal for a broken profile field of a registration or update, or nil.
     static func profileRefusal(_ item: JSONValue) -> JMErrorEnvelope.Body? {
-        func bad(_ why: String) -> JMErrorEnvelope.Body { .init(code: 899003, message: why) }
+        func bad(_ why: String) -> JMErrorEnvelope.Body { .init(code: JMessageErrors.invalidParameter.code, message: why) }
         if let value = item["nickname"], value != .null {
             guard let text = value.stringValue, text.utf8.count <= 64, !text.contains("\n"), !text.contains("\r") else {
                 return bad("nickname: at most 64 bytes, no line breaks")
@@ -55,11 +55,11 @@ extension JMessageSandboxStore {
 
     /// `PUT /v1/users/{username}`: any of the profile fields → 204; unknown user 899002.
     func updateUser(_ username: String, _ request: HTTPRequestData) -> HTTPResponseData {
-        guard var user = users[username] else { return JMessageSandbox.error(899002, "user not exist") }
+        guard var user = users[username] else { return JMessageSandbox.error(JMessageErrors.userNotFound, "user not exist") }
         guard let body = try? JSONValue.parse(Data(request.body)), case .object = body else {
-            return JMessageSandbox.error(899003, "body is not a JSON object")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "body is not a JSON object")
         }
-        if let refusal = Self.profileRefusal(body) { return JMessageSandbox.error(refusal.code, refusal.message) }
+        if let refusal = Self.profileRefusal(body) { return JMessageSandbox.error(refusal) }
         Self.applyProfile(body, to: &user)
         user.mtime = clock.nowMs()
         users[username] = user
@@ -77,7 +77,7 @@ extension JMessageSandboxStore {
 
     /// `GET /v1/users/?start=&count=`: the app's users (admins are listed by `/v1/admins`), oldest first.
     func listUsers(_ request: HTTPRequestData) -> HTTPResponseData {
-        guard let window = Self.window(request) else { return JMessageSandbox.error(899003, Self.badWindow) }
+        guard let window = Self.window(request) else { return JMessageSandbox.error(JMessageErrors.invalidParameter, Self.badWindow) }
         let all = users.values.filter { !$0.isAdmin }.sorted { ($0.ctime, $0.username) < ($1.ctime, $1.username) }
         let page = all.dropFirst(window.start).prefix(window.count)
         return .json(JSONValue.object(["total": .int(Int64(all.count)), "start": .int(Int64(window.start)),
@@ -87,9 +87,9 @@ extension JMessageSandboxStore {
     // MARK: groups
 
     static func groupRefusal(name: String?, desc: String?, flag: Int?) -> HTTPResponseData? {
-        if let name, name.utf8.count > 64 { return JMessageSandbox.error(899003, "name: at most 64 bytes") }
-        if let desc, desc.utf8.count > 250 { return JMessageSandbox.error(899003, "desc: at most 250 bytes") }
-        if let flag, ![1, 2].contains(flag) { return JMessageSandbox.error(899003, "flag: 1 or 2") }
+        if let name, name.utf8.count > 64 { return JMessageSandbox.error(JMessageErrors.invalidParameter, "name: at most 64 bytes") }
+        if let desc, desc.utf8.count > 250 { return JMessageSandbox.error(JMessageErrors.invalidParameter, "desc: at most 250 bytes") }
+        if let flag, ![1, 2].contains(flag) { return JMessageSandbox.error(JMessageErrors.invalidParameter, "flag: 1 or 2") }
         return nil
     }
 
@@ -105,19 +105,19 @@ extension JMessageSandboxStore {
 
     /// `GET /v1/groups/{gid}`: `{gid,name,desc,appkey,MaxMemberCount,mtime,ctime}` (+ `avatar` when set).
     func group(_ gidText: String) -> HTTPResponseData {
-        guard let gid = Int64(gidText), let group = groups[gid] else { return JMessageSandbox.error(899006, "group not exist") }
+        guard let gid = Int64(gidText), let group = groups[gid] else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group not exist") }
         return .json(groupJSON(group))
     }
 
     /// `PUT /v1/groups/{gid}`: any of `name`, `desc`, `avatar` → 204.
     func updateGroup(_ gidText: String, _ request: HTTPRequestData) -> HTTPResponseData {
-        guard let gid = Int64(gidText), var group = groups[gid] else { return JMessageSandbox.error(899006, "group not exist") }
+        guard let gid = Int64(gidText), var group = groups[gid] else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group not exist") }
         guard let body = try? JSONValue.parse(Data(request.body)), case .object(let fields) = body,
               fields.values.allSatisfy({ $0.stringValue != nil }) else {
-            return JMessageSandbox.error(899003, "body must be a JSON object of name, desc, avatar strings")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "body must be a JSON object of name, desc, avatar strings")
         }
         guard !fields.isEmpty, Set(fields.keys).isSubset(of: ["name", "desc", "avatar"]) else {
-            return JMessageSandbox.error(899003, "only name, desc and avatar can be updated")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "only name, desc and avatar can be updated")
         }
         if let refusal = Self.groupRefusal(name: fields["name"]?.stringValue, desc: fields["desc"]?.stringValue, flag: nil) {
             return refusal
@@ -132,7 +132,7 @@ extension JMessageSandboxStore {
 
     /// `GET /v1/groups/?start=&count=`: the app's groups, by gid.
     func listGroups(_ request: HTTPRequestData) -> HTTPResponseData {
-        guard let window = Self.window(request) else { return JMessageSandbox.error(899003, Self.badWindow) }
+        guard let window = Self.window(request) else { return JMessageSandbox.error(JMessageErrors.invalidParameter, Self.badWindow) }
         let all = groups.values.sorted { $0.gid < $1.gid }
         let page = all.dropFirst(window.start).prefix(window.count)
         return .json(JSONValue.object(["total": .int(Int64(all.count)), "start": .int(Int64(window.start)),
@@ -142,7 +142,7 @@ extension JMessageSandboxStore {
     /// `GET /v1/users/{username}/groups/`: the groups the user is in (owner or member), by gid; 899002
     /// for an unknown user.
     func groupsOf(_ username: String) -> HTTPResponseData {
-        guard users[username] != nil else { return JMessageSandbox.error(899002, "user not exist") }
+        guard users[username] != nil else { return JMessageSandbox.error(JMessageErrors.userNotFound, "user not exist") }
         return .json(JSONValue.array(groups.values.filter { $0.members.contains(username) }.sorted { $0.gid < $1.gid }.map { groupJSON($0) }))
     }
 }

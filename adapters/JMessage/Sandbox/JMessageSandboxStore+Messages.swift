@@ -19,33 +19,33 @@ extension JMessageSandboxStore {
 
     func send(_ request: HTTPRequestData) async -> HTTPResponseData {
         guard let body = try? JSONValue.parse(Data(request.body)), body.objectValue != nil else {
-            return JMessageSandbox.error(899003, "body is not a JSON object")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "body is not a JSON object")
         }
         guard let targetType = body["target_type"]?.stringValue, ["single", "group", "chatroom"].contains(targetType),
               let targetID = body["target_id"]?.stringValue, !targetID.isEmpty,
               let fromID = body["from_id"]?.stringValue, let msgType = body["msg_type"]?.stringValue,
               let msgBody = body["msg_body"], let fields = msgBody.objectValue else {
-            return JMessageSandbox.error(899003, "target_type, target_id, from_type, from_id, msg_type and msg_body are required")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "target_type, target_id, from_type, from_id, msg_type and msg_body are required")
         }
-        guard body["version"]?.int64Value != nil else { return JMessageSandbox.error(899003, "version is required") }
-        guard Self.messageTypes.contains(msgType) else { return JMessageSandbox.error(899003, "msg_type \(msgType) is invalid") }
+        guard body["version"]?.int64Value != nil else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "version is required") }
+        guard Self.messageTypes.contains(msgType) else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "msg_type \(msgType) is invalid") }
         let missing = (Self.requiredBodyFields[msgType] ?? []).filter { fields[$0] == nil }
-        guard missing.isEmpty else { return JMessageSandbox.error(899003, "msg_body lacks \(missing.joined(separator: ", "))") }
-        if msgType == "text", fields["text"]?.stringValue == nil { return JMessageSandbox.error(899003, "text must be a string") }
-        if let extras = fields["extras"], extras.objectValue == nil { return JMessageSandbox.error(899003, "extras must be an object") }
+        guard missing.isEmpty else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "msg_body lacks \(missing.joined(separator: ", "))") }
+        if msgType == "text", fields["text"]?.stringValue == nil { return JMessageSandbox.error(JMessageErrors.invalidParameter, "text must be a string") }
+        if let extras = fields["extras"], extras.objectValue == nil { return JMessageSandbox.error(JMessageErrors.invalidParameter, "extras must be an object") }
         let size = msgBody.jsonData().count
-        guard size <= 4096 else { return JMessageSandbox.error(899003, "msg_body is \(size) bytes, more than 4096") }
-        guard let sender = users[fromID] else { return JMessageSandbox.error(899002, "from_id \(fromID) not exist") }
+        guard size <= 4096 else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "msg_body is \(size) bytes, more than 4096") }
+        guard let sender = users[fromID] else { return JMessageSandbox.error(JMessageErrors.userNotFound, "from_id \(fromID) not exist") }
         guard body["from_type"]?.stringValue == "admin", sender.isAdmin else {
-            return JMessageSandbox.error(899016, "from_id \(fromID) has no permission to send message")
+            return JMessageSandbox.error(JMessageErrors.noSendPermission, "from_id \(fromID) has no permission to send message")
         }
         let targetAppKey = body["target_appkey"]?.stringValue ?? ""
         let crossApp = !targetAppKey.isEmpty && targetAppKey.caseInsensitiveCompare(appKey) != .orderedSame
         switch targetType {
         case "single" where !crossApp:
-            guard users[targetID] != nil else { return JMessageSandbox.error(899002, "target_id \(targetID) not exist") }
+            guard users[targetID] != nil else { return JMessageSandbox.error(JMessageErrors.userNotFound, "target_id \(targetID) not exist") }
         case "group":
-            guard let gid = Int64(targetID), groups[gid] != nil else { return JMessageSandbox.error(899006, "group \(targetID) not exist") }
+            guard let gid = Int64(targetID), groups[gid] != nil else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group \(targetID) not exist") }
         default:
             break
         }
@@ -73,12 +73,12 @@ extension JMessageSandboxStore {
 
     func retract(username: String, msgid text: String) -> HTTPResponseData {
         guard let msgid = Int64(text), let message = messages.first(where: { $0.msgid == msgid }) else {
-            return JMessageSandbox.error(855003, "retract message is not exist")
+            return JMessageSandbox.error(JMessageErrors.retractNotFound, "retract message is not exist")
         }
-        guard message.fromID == username else { return JMessageSandbox.error(855002, "request retract message is not the sender") }
-        guard !retracted.contains(msgid) else { return JMessageSandbox.error(855004, "message had been retracted") }
+        guard message.fromID == username else { return JMessageSandbox.error(JMessageErrors.retractNotSender, "request retract message is not the sender") }
+        guard !retracted.contains(msgid) else { return JMessageSandbox.error(JMessageErrors.alreadyRetracted, "message had been retracted") }
         guard clock.nowMs() - message.msgCtime <= Self.retractWindowMs else {
-            return JMessageSandbox.error(855001, "out of retract message time, the effective time is within 3 minutes")
+            return JMessageSandbox.error(JMessageErrors.retractExpired, "out of retract message time, the effective time is within 3 minutes")
         }
         retracted.insert(msgid)
         return HTTPResponseData(status: 204)

@@ -21,19 +21,19 @@ extension JMessageSandboxStore {
         let now = clock.nowMs()
         cursors = cursors.filter { now - $0.value.createdAt <= Self.cursorTTLMs }
         if let token = request.queryValue("cursor") {
-            guard var cursor = cursors[token] else { return JMessageSandbox.error(899003, "cursor is invalid or expired") }
+            guard var cursor = cursors[token] else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "cursor is invalid or expired") }
             cursors.removeValue(forKey: token)
             let page = pageResponse(&cursor, now: now)
             return page
         }
         guard let count = request.queryValue("count").flatMap({ Int($0) }), (1...1000).contains(count) else {
-            return JMessageSandbox.error(899003, "count must be 1…1000")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "count must be 1…1000")
         }
         guard let begin = request.queryValue("begin_time").flatMap(JMessageTime.parse),
               let end = request.queryValue("end_time").flatMap(JMessageTime.parse), begin <= end else {
-            return JMessageSandbox.error(899003, "begin_time and end_time must be yyyy-MM-dd HH:mm:ss, begin ≤ end")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "begin_time and end_time must be yyyy-MM-dd HH:mm:ss, begin ≤ end")
         }
-        guard end - begin <= Self.maxSpanMs else { return JMessageSandbox.error(899003, "begin_time to end_time spans more than 7 days") }
+        guard end - begin <= Self.maxSpanMs else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "begin_time to end_time spans more than 7 days") }
         let (beginSec, endSec) = (begin / 1000, end / 1000)
         let kept = messages.filter { now - $0.msgCtime <= Self.retentionMs }
         let matched: [JMHistoryMessage]
@@ -42,18 +42,18 @@ extension JMessageSandboxStore {
             matched = kept.filter { beginSec <= $0.createTime && $0.createTime <= endSec }
         case (4, "users"):
             let user = segments[2]
-            guard users[user] != nil else { return JMessageSandbox.error(899002, "user \(user) not exist") }
+            guard users[user] != nil else { return JMessageSandbox.error(JMessageErrors.userNotFound, "user \(user) not exist") }
             matched = kept.filter {
                 beginSec < $0.createTime && $0.createTime < endSec
                     && ($0.fromID == user || ($0.targetType == "single" && $0.targetID == user))
             }
         case (4, "groups"):
-            guard let gid = Int64(segments[2]), groups[gid] != nil else { return JMessageSandbox.error(899006, "group not exist") }
+            guard let gid = Int64(segments[2]), groups[gid] != nil else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group not exist") }
             matched = kept.filter { $0.targetType == "group" && $0.targetID == segments[2] && beginSec <= $0.createTime && $0.createTime <= endSec }
         case (4, "chatrooms"):
             matched = kept.filter { $0.targetType == "chatroom" && $0.targetID == segments[2] && beginSec <= $0.createTime && $0.createTime <= endSec }
         default:
-            return JMessageSandbox.error(404, 899003, "no such report API")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, status: 404, "no such report API")
         }
         let ordered = matched.sorted { ($0.msgCtime, $0.msgid) < ($1.msgCtime, $1.msgid) }
         var cursor = Cursor(ids: ordered.map(\.msgid), offset: 0, count: count, createdAt: now)
@@ -80,14 +80,14 @@ extension JMessageSandboxStore {
     /// `POST /v1/resource?type=image|voice|file`, multipart with one file part (any field name), ≤ 8 MB.
     func upload(_ request: HTTPRequestData) -> HTTPResponseData {
         guard let type = request.queryValue("type"), ["image", "voice", "file"].contains(type) else {
-            return JMessageSandbox.error(899003, "type must be image, voice or file")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "type must be image, voice or file")
         }
         guard let boundary = Multipart.boundary(of: request.header("Content-Type")),
               let parts = Multipart.parse(request.body, boundary: boundary),
               let part = parts.first(where: { $0.fileName != nil }) ?? parts.first else {
-            return JMessageSandbox.error(899003, "expected multipart/form-data with a file part")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "expected multipart/form-data with a file part")
         }
-        guard part.data.count <= Self.maxUploadBytes else { return JMessageSandbox.error(899003, "file is larger than 8 MB") }
+        guard part.data.count <= Self.maxUploadBytes else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "file is larger than 8 MB") }
         counter += 1
         let digest = Hashing.md5Hex(part.data + Array("\(counter)".utf8))
         let id = type == "image" ? "qiniu/image/j/\(digest.uppercased())" : "qiniu/\(type)/j/\(digest.uppercased())"
@@ -113,7 +113,7 @@ extension JMessageSandboxStore {
     /// `GET /v1/resource?mediaId=` → `{"url"}` on this sandbox's `/_sandbox/media/…`.
     func resource(_ request: HTTPRequestData) -> HTTPResponseData {
         guard let id = request.queryValue("mediaId"), media[id] != nil else {
-            return JMessageSandbox.error(899003, "mediaId is invalid")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "mediaId is invalid")
         }
         let host = request.header("Host") ?? "127.0.0.1"
         return .json(JMDownloadResult(url: "http://\(host)/_sandbox/media/\(FormBody.escape(id))"))

@@ -108,7 +108,7 @@ public actor JMessageSandboxStore {
                                         nextMsgID: nextMsgID, nextGid: nextGid, counter: counter), name: Self.snapshotName)
             return response
         } catch {
-            return JMessageSandbox.error(500, 899000, "sandbox state could not be saved: \(error)")
+            return JMessageSandbox.error(JMessageErrors.serverError, status: 500, "sandbox state could not be saved: \(error)")
         }
     }
 
@@ -139,10 +139,10 @@ public actor JMessageSandboxStore {
     func register(_ item: JSONValue, admin: Bool) -> JMErrorEnvelope.Body? {
         guard let username = item["username"]?.stringValue, Self.validName(username),
               let password = item["password"]?.stringValue, (4...128).contains(password.utf8.count) else {
-            return .init(code: 899003, message: "username or password invalid")
+            return .init(code: JMessageErrors.invalidParameter.code, message: "username or password invalid")
         }
         if let refusal = Self.profileRefusal(item) { return refusal }
-        guard users[username] == nil else { return .init(code: 899001, message: "user exist") }
+        guard users[username] == nil else { return .init(code: JMessageErrors.userExists.code, message: "user exist") }
         var user = User(username: username, nickname: nil, isAdmin: admin, ctime: clock.nowMs())
         Self.applyProfile(item, to: &user)
         users[username] = user
@@ -155,21 +155,21 @@ public actor JMessageSandboxStore {
     func registerAdmin(_ request: HTTPRequestData) -> HTTPResponseData {
         var parsed = try? JSONValue.parse(Data(request.body))
         if let items = parsed?.arrayValue {
-            guard items.count == 1 else { return JMessageSandbox.error(899003, "admins: one admin per request") }
+            guard items.count == 1 else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "admins: one admin per request") }
             parsed = items[0]
         }
         guard let body = parsed, body.objectValue != nil else {
-            return JMessageSandbox.error(899003, "body is not a JSON object")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "body is not a JSON object")
         }
-        if let error = register(body, admin: true) { return JMessageSandbox.error(error.code, error.message) }
+        if let error = register(body, admin: true) { return JMessageSandbox.error(error) }
         return HTTPResponseData(status: 201)
     }
 
     func registerUsers(_ request: HTTPRequestData) -> HTTPResponseData {
         guard let items = (try? JSONValue.parse(Data(request.body)))?.arrayValue else {
-            return JMessageSandbox.error(899003, "body is not a JSON array")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "body is not a JSON array")
         }
-        guard items.count <= 500 else { return JMessageSandbox.error(899013, "register list larger than 500") }
+        guard items.count <= 500 else { return JMessageSandbox.error(JMessageErrors.registerListTooLong, "register list larger than 500") }
         let results = items.map { item in
             JMUserRegistrationResult(username: item["username"]?.stringValue ?? "", error: register(item, admin: false))
         }
@@ -177,7 +177,7 @@ public actor JMessageSandboxStore {
     }
 
     func user(_ username: String) -> HTTPResponseData {
-        guard let user = users[username] else { return JMessageSandbox.error(899002, "user not exist") }
+        guard let user = users[username] else { return JMessageSandbox.error(JMessageErrors.userNotFound, "user not exist") }
         return .json(user.json)
     }
 
@@ -190,16 +190,16 @@ public actor JMessageSandboxStore {
 
     func createGroup(_ request: HTTPRequestData) -> HTTPResponseData {
         guard let body = try? JSONDecoder().decode(JMGroupCreate.self, from: Data(request.body)) else {
-            return JMessageSandbox.error(899003, "owner_username and name are required")
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "owner_username and name are required")
         }
         let members = body.membersUsername ?? []
         if let refusal = Self.groupRefusal(name: body.name, desc: body.desc, flag: body.flag) { return refusal }
         guard users[body.ownerUsername] != nil, members.allSatisfy({ users[$0] != nil }) else {
-            return JMessageSandbox.error(899002, "user not exist")
+            return JMessageSandbox.error(JMessageErrors.userNotFound, "user not exist")
         }
         var distinct: [String] = []
         for member in members where member != body.ownerUsername && !distinct.contains(member) { distinct.append(member) }
-        guard distinct.count + 1 <= Self.maxMemberCount else { return JMessageSandbox.error(899012, "not enough room in group") }
+        guard distinct.count + 1 <= Self.maxMemberCount else { return JMessageSandbox.error(JMessageErrors.groupFull, "not enough room in group") }
         let gid = nextGid
         nextGid += 1
         let now = clock.nowMs()
@@ -210,16 +210,16 @@ public actor JMessageSandboxStore {
     }
 
     func updateMembers(_ gidText: String, _ request: HTTPRequestData) -> HTTPResponseData {
-        guard let gid = Int64(gidText), var group = groups[gid] else { return JMessageSandbox.error(899006, "group not exist") }
+        guard let gid = Int64(gidText), var group = groups[gid] else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group not exist") }
         let body = try? JSONValue.parse(Data(request.body))
         let add = body?["add"]?.arrayValue?.compactMap(\.stringValue) ?? []
         let remove = body?["remove"]?.arrayValue?.compactMap(\.stringValue) ?? []
-        guard !(add.isEmpty && remove.isEmpty) else { return JMessageSandbox.error(899003, "add or remove is required") }
-        guard add.allSatisfy({ users[$0] != nil }) else { return JMessageSandbox.error(899002, "user not exist") }
-        guard remove.allSatisfy(group.members.contains) else { return JMessageSandbox.error(899014, "user not in group") }
-        if add.contains(where: group.members.contains) { return JMessageSandbox.error(899011, "member already in group") }
+        guard !(add.isEmpty && remove.isEmpty) else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "add or remove is required") }
+        guard add.allSatisfy({ users[$0] != nil }) else { return JMessageSandbox.error(JMessageErrors.userNotFound, "user not exist") }
+        guard remove.allSatisfy(group.members.contains) else { return JMessageSandbox.error(JMessageErrors.notMember, "user not in group") }
+        if add.contains(where: group.members.contains) { return JMessageSandbox.error(JMessageErrors.alreadyMember, "member already in group") }
         let after = group.members.filter { !remove.contains($0) } + add
-        guard after.count <= Self.maxMemberCount else { return JMessageSandbox.error(899012, "not enough room in group") }
+        guard after.count <= Self.maxMemberCount else { return JMessageSandbox.error(JMessageErrors.groupFull, "not enough room in group") }
         group.members = after
         group.mtime = clock.nowMs()
         groups[gid] = group
@@ -227,7 +227,7 @@ public actor JMessageSandboxStore {
     }
 
     func members(_ gidText: String) -> HTTPResponseData {
-        guard let gid = Int64(gidText), let group = groups[gid] else { return JMessageSandbox.error(899006, "group not exist") }
+        guard let gid = Int64(gidText), let group = groups[gid] else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group not exist") }
         let list = group.members.map { name -> JSONValue in
             var object = users[name]?.memberFields ?? [:]
             object["username"] = .string(name)

@@ -45,6 +45,7 @@ public enum NIMAdapter {
     public static let descriptor = AdapterDescriptor(
         name: "nim", displayName: "NetEase Yunxin (NIM)", capabilities: .nim, settings: settings,
         contentCodec: { NIMContentCodec(registry: $0, mapping: $1) },
+        errors: NIMErrors.table,
         make: { settings, context in
             try makeBackend(settings, registry: context.registry, clock: context.clock, mapping: context.mapping,
                             freshnessLimitMs: context.freshnessLimitMs)

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 
@@ -22,7 +23,7 @@ public struct NIMConfig: Sendable {
 /// The NIM v1 REST calls the adapter uses, signed per call (`AppKey`, `Nonce`, `CurTime` seconds,
 /// `CheckSum`), form-encoded, with the `{"code":200,…}` envelope unwrapped.
 ///
-/// Errors: an envelope code other than 200 becomes `NIMErrorMapping.error` (vendor code and `desc`
+/// Errors: an envelope code other than 200 becomes `NIMErrors.table`'s error (vendor code and `desc`
 /// kept, 416 retryable after 10 s, 5xx/431 retryable); a non-200 HTTP status becomes `IMError.http`;
 /// a transport failure is a retryable `unavailable`/`timeout`; an answer that is not a JSON object is a
 /// retryable `unavailable` (a proxy page, a truncated body).
@@ -39,7 +40,7 @@ public struct NIMClient: Sendable {
 
     /// POSTs a signed form to `path` and returns the envelope object of a `code` 200 answer.
     public func call(_ path: String, _ fields: [(String, String)],
-                     operation: NIMErrorMapping.Operation = .generic) async throws -> [String: JSONValue] {
+                     operation: VendorErrorTable.Operation = .generic) async throws -> [String: JSONValue] {
         let headers = NIMSignature.requestHeaders(appKey: config.appKey, appSecret: config.appSecret, nowMs: clock.nowMs())
         let request = OutboundRequest.form(config.baseURL + path, FormBody(items: fields.map { (name: $0.0, value: $0.1) }),
                                            headers: headers.map { (name: $0.0, value: $0.1) })
@@ -52,7 +53,7 @@ public struct NIMClient: Sendable {
                           isRetryable: true)
         }
         guard code == 200 else {
-            throw NIMErrorMapping.error(code: Int(code), desc: NIMLenient.string(envelope["desc"]), operation: operation)
+            throw NIMErrors.table.error(code: Int(code), message: NIMLenient.string(envelope["desc"]), operation: operation)
         }
         return envelope
     }

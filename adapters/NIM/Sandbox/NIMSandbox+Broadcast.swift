@@ -10,14 +10,14 @@ extension NIMSandbox {
     /// ≤500) from `fromAccid`; like `sendAttachMsg` it is copied (`CUSTOM_PERSON`), never stored.
     /// Answer `{"code":200,"unregister":"[…]"}` (a JSON-array string, as in sendBatchMsg).
     func sendBatchAttach(_ form: NIMForm) async -> HTTPResponseData {
-        guard let from = form["fromAccid"]?.lowercased(), !from.isEmpty else { return Self.fail(414, "fromAccid is required") }
+        guard let from = form["fromAccid"]?.lowercased(), !from.isEmpty else { return Self.fail(NIMErrors.parameter, "fromAccid is required") }
         guard let list = Self.stringList(form["toAccids"]), !list.isEmpty, list.count <= 500 else {
-            return Self.fail(414, "toAccids must be a JSON array of 1…500 accids")
+            return Self.fail(NIMErrors.parameter, "toAccids must be a JSON array of 1…500 accids")
         }
-        guard let attach = form["attach"], !attach.isEmpty else { return Self.fail(414, "attach is required") }
-        guard attach.count <= 4096 else { return Self.fail(414, "attach is longer than 4096") }
+        guard let attach = form["attach"], !attach.isEmpty else { return Self.fail(NIMErrors.parameter, "attach is required") }
+        guard attach.count <= 4096 else { return Self.fail(NIMErrors.parameter, "attach is longer than 4096") }
         if let refusal = Self.lengthRefusal(form, [("pushcontent", 500), ("payload", 2048), ("sound", 30)]) { return refusal }
-        if let save = form["save"], !save.isEmpty, save != "1", save != "2" { return Self.fail(414, "save must be 1 or 2") }
+        if let save = form["save"], !save.isEmpty, save != "1", save != "2" { return Self.fail(NIMErrors.parameter, "save must be 1 or 2") }
         let outcome: (sent: [String], unregistered: [String])? = state.withLock { state in
             guard state.users[from] != nil else { return nil }
             var sent: [String] = [], unregistered: [String] = []
@@ -26,7 +26,7 @@ extension NIMSandbox {
             }
             return (sent, unregistered)
         }
-        guard let outcome else { return Self.fail(414, "fromAccid not registered") }
+        guard let outcome else { return Self.fail(NIMErrors.parameter, "fromAccid not registered") }
         if Self.option(form).route ?? true {
             let now = clock.nowMs()
             for to in outcome.sent {
@@ -45,29 +45,29 @@ extension NIMSandbox {
     /// web, mac). Answer `{"code":200,"msg":{broadcastId,from,body,targetOs,isOffline,createTime,expireTime}}`;
     /// the broadcast is listed at `GET /_sandbox/broadcasts`. It is not a chat message: no copy, no history.
     func broadcast(_ form: NIMForm) -> HTTPResponseData {
-        guard let body = form["body"], !body.isEmpty else { return Self.fail(414, "body is required") }
-        guard body.count <= 4096 else { return Self.fail(414, "body is longer than 4096") }
+        guard let body = form["body"], !body.isEmpty else { return Self.fail(NIMErrors.parameter, "body is required") }
+        guard body.count <= 4096 else { return Self.fail(NIMErrors.parameter, "body is longer than 4096") }
         var isOffline = false
         if let flag = form["isOffline"], !flag.isEmpty {
-            guard let parsed = Lenient.bool(flag) else { return Self.fail(414, "isOffline must be true or false") }
+            guard let parsed = Lenient.bool(flag) else { return Self.fail(NIMErrors.parameter, "isOffline must be true or false") }
             isOffline = parsed
         }
         var ttl = Self.defaultBroadcastTTLHours
         if let text = form["ttl"], !text.isEmpty {
-            guard let hours = Lenient.int64(text), hours > 0 else { return Self.fail(414, "ttl must be a positive number of hours") }
+            guard let hours = Lenient.int64(text), hours > 0 else { return Self.fail(NIMErrors.parameter, "ttl must be a positive number of hours") }
             ttl = hours
         }
         var targetOs: [String]?
         if let text = form["targetOs"], !text.isEmpty {
             guard let list = Self.stringList(text), !list.isEmpty, list.allSatisfy(Self.broadcastPlatforms.contains) else {
-                return Self.fail(414, "targetOs must be a JSON array of ios, aos, pc, web, mac")
+                return Self.fail(NIMErrors.parameter, "targetOs must be a JSON array of ios, aos, pc, web, mac")
             }
             targetOs = list
         }
         let from = form["from"].flatMap { $0.isEmpty ? nil : $0.lowercased() }
         let now = clock.nowMs()
         return state.withLock { state in
-            if let from, state.users[from] == nil { return Self.fail(414, "from accid not registered") }
+            if let from, state.users[from] == nil { return Self.fail(NIMErrors.parameter, "from accid not registered") }
             let broadcast = NIMStoredBroadcast(broadcastId: state.nextBroadcastId, from: from, body: body, targetOs: targetOs,
                                                isOffline: isOffline, createTime: now, expireTime: now + ttl * 3_600_000)
             state.nextBroadcastId += 1
@@ -78,7 +78,7 @@ extension NIMSandbox {
 
     static func lengthRefusal(_ form: NIMForm, _ limits: [(String, Int)]) -> HTTPResponseData? {
         for (field, max) in limits {
-            if let value = form[field], value.count > max { return fail(414, "\(field) is longer than \(max)") }
+            if let value = form[field], value.count > max { return fail(NIMErrors.parameter, "\(field) is longer than \(max)") }
         }
         return nil
     }

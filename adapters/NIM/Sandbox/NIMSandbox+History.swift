@@ -15,19 +15,19 @@ extension NIMSandbox {
         let first = team ? form["accid"]?.lowercased() : form["from"]?.lowercased()
         let second = team ? form["tid"] : form["to"]?.lowercased()
         guard let first, let second, !first.isEmpty, !second.isEmpty else {
-            return Self.fail(414, team ? "tid and accid are required" : "from and to are required")
+            return Self.fail(NIMErrors.parameter, team ? "tid and accid are required" : "from and to are required")
         }
         guard let begin = form.int("begintime"), let end = form.int("endtime") else {
-            return Self.fail(414, "begintime and endtime are required")
+            return Self.fail(NIMErrors.parameter, "begintime and endtime are required")
         }
-        guard begin < end else { return Self.fail(414, "begintime must be earlier than endtime") }
-        guard let limit = form.int("limit"), (1...100).contains(limit) else { return Self.fail(414, "limit must be 1…100") }
+        guard begin < end else { return Self.fail(NIMErrors.parameter, "begintime must be earlier than endtime") }
+        guard let limit = form.int("limit"), (1...100).contains(limit) else { return Self.fail(NIMErrors.parameter, "limit must be 1…100") }
         let reverse = form.int("reverse") ?? 2
-        guard reverse == 1 || reverse == 2 else { return Self.fail(414, "reverse must be 1 or 2") }
+        guard reverse == 1 || reverse == 2 else { return Self.fail(NIMErrors.parameter, "reverse must be 1 or 2") }
         var types: Set<Int>?
         if let list = form["type"], !list.isEmpty {
             let parsed = list.split(separator: ",").map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard parsed.allSatisfy({ $0 != nil }) else { return Self.fail(414, "type must be a comma list of numbers") }
+            guard parsed.allSatisfy({ $0 != nil }) else { return Self.fail(NIMErrors.parameter, "type must be a comma list of numbers") }
             types = Set(parsed.compactMap { $0 })
         }
         let exclude = form.int("excludeMsgid")

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
@@ -9,13 +10,13 @@ extension NIMSandbox {
     static let sendableTypes: Set<Int> = [0, 1, 2, 3, 4, 6, 10, 100]
 
     func createUser(_ form: NIMForm) -> HTTPResponseData {
-        guard let raw = form["accid"], !raw.isEmpty, raw.count <= 32 else { return Self.fail(414, "accid is required, ≤32 chars") }
+        guard let raw = form["accid"], !raw.isEmpty, raw.count <= 32 else { return Self.fail(NIMErrors.parameter, "accid is required, ≤32 chars") }
         let accid = raw.lowercased()
-        guard accid.allSatisfy(Self.accidCharacters.contains) else { return Self.fail(414, "accid has illegal characters") }
+        guard accid.allSatisfy(Self.accidCharacters.contains) else { return Self.fail(NIMErrors.parameter, "accid has illegal characters") }
         if let refusal = Self.profileRefusal(form) { return refusal }
         let token = form["token"] ?? NIMSignature.sha1Hex(accid + appSecret).prefix(32).description
         return state.withLock { state in
-            if state.users[accid] != nil { return Self.fail(414, "already register") }
+            if state.users[accid] != nil { return Self.fail(NIMErrors.parameter, "already register") }
             var user = NIMStoredUser(accid: accid, token: token)
             Self.applyProfile(form, to: &user)
             state.users[accid] = user
@@ -36,11 +37,11 @@ extension NIMSandbox {
     /// `str(dict)`, docs/adapters/nim.md); strict JSON is stored byte for byte, a lenient one as the JSON it
     /// means (what history, copies and `/_sandbox/messages` then show).
     func checkMessage(type: Int64?, body: String?) -> CheckedBody {
-        guard let type, Self.sendableTypes.contains(Int(type)) else { return .refused(Self.fail(414, "type is not a sendable message type")) }
-        guard let body, !body.isEmpty else { return .refused(Self.fail(414, "body is required")) }
-        guard body.count <= 5000 else { return .refused(Self.fail(414, "body is longer than 5000")) }
+        guard let type, Self.sendableTypes.contains(Int(type)) else { return .refused(Self.fail(NIMErrors.parameter, "type is not a sendable message type")) }
+        guard let body, !body.isEmpty else { return .refused(Self.fail(NIMErrors.parameter, "body is required")) }
+        guard body.count <= 5000 else { return .refused(Self.fail(NIMErrors.parameter, "body is longer than 5000")) }
         guard let parsed = NIMLenientJSON.parse(body), parsed.objectValue != nil else {
-            return .refused(Self.fail(414, "body is not a JSON object"))
+            return .refused(Self.fail(NIMErrors.parameter, "body is not a JSON object"))
         }
         return .body(NIMLenientJSON.isStrict(body) ? body : parsed.jsonString())
     }
@@ -70,8 +71,8 @@ extension NIMSandbox {
     }
 
     func sendMessage(_ form: NIMForm) async -> HTTPResponseData {
-        guard let from = form["from"]?.lowercased(), let to = form["to"], !to.isEmpty else { return Self.fail(414, "from and to are required") }
-        guard let ope = form.int("ope"), ope == 0 || ope == 1 else { return Self.fail(414, "ope must be 0 or 1") }
+        guard let from = form["from"]?.lowercased(), let to = form["to"], !to.isEmpty else { return Self.fail(NIMErrors.parameter, "from and to are required") }
+        guard let ope = form.int("ope"), ope == 0 || ope == 1 else { return Self.fail(NIMErrors.parameter, "ope must be 0 or 1") }
         let body: String
         switch checkMessage(type: form.int("type"), body: form["body"]) {
         case .refused(let refusal): return refusal
@@ -79,15 +80,15 @@ extension NIMSandbox {
         }
         let option = Self.option(form)
         let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
-            guard state.users[from] != nil else { return .failure(NIMSandboxRefusal(414, "from accid not registered")) }
-            if ope == 0, state.users[to.lowercased()] == nil { return .failure(NIMSandboxRefusal(414, "to accid not registered")) }
+            guard state.users[from] != nil else { return .failure(NIMSandboxRefusal(NIMErrors.parameter, "from accid not registered")) }
+            if ope == 0, state.users[to.lowercased()] == nil { return .failure(NIMSandboxRefusal(NIMErrors.parameter, "to accid not registered")) }
             let message = store(from: from, ope: Int(ope), to: ope == 0 ? to.lowercased() : to, type: Int(form.int("type")!),
                                 body: body, ext: form["ext"], option: option, in: &state)
             if option.route ?? true { submit([message.copy]) }
             return .success(message)
         }
         switch result {
-        case .failure(let refusal): return Self.fail(refusal.code, refusal.desc)
+        case .failure(let refusal): return Self.fail(refusal.entry, refusal.desc)
         case .success(let message):
             await queueSubmitted()
             return Self.ok(["data": ["msgid": .int(message.msgid), "timetag": .int(message.sendtime), "antispam": false]])
@@ -95,9 +96,9 @@ extension NIMSandbox {
     }
 
     func sendBatch(_ form: NIMForm) async -> HTTPResponseData {
-        guard let from = form["fromAccid"]?.lowercased() else { return Self.fail(414, "fromAccid is required") }
+        guard let from = form["fromAccid"]?.lowercased() else { return Self.fail(NIMErrors.parameter, "fromAccid is required") }
         guard let list = Self.stringList(form["toAccids"]), !list.isEmpty, list.count <= 500 else {
-            return Self.fail(414, "toAccids must be a JSON array of 1…500 accids")
+            return Self.fail(NIMErrors.parameter, "toAccids must be a JSON array of 1…500 accids")
         }
         let body: String
         switch checkMessage(type: form.int("type"), body: form["body"]) {
@@ -106,7 +107,7 @@ extension NIMSandbox {
         }
         let option = Self.option(form)
         let returnIDs = Lenient.bool(form["returnMsgid"]) ?? false
-        if returnIDs, list.count > 100 { return Self.fail(414, "returnMsgid allows at most 100 recipients") }
+        if returnIDs, list.count > 100 { return Self.fail(NIMErrors.parameter, "returnMsgid allows at most 100 recipients") }
         let outcome: (sent: [NIMStoredMessage], unregistered: [String])? = state.withLock { state in
             guard state.users[from] != nil else { return nil }
             var sent: [NIMStoredMessage] = [], unregistered: [String] = []
@@ -118,7 +119,7 @@ extension NIMSandbox {
             if option.route ?? true { submit(sent.map(\.copy)) }
             return (sent, unregistered)
         }
-        guard let outcome else { return Self.fail(414, "fromAccid not registered") }
+        guard let outcome else { return Self.fail(NIMErrors.parameter, "fromAccid not registered") }
         await queueSubmitted()
         var payload: [String: JSONValue] = [
             "unregister": .string(JSONValue.array(outcome.unregistered.map { .string($0) }).jsonString()),
@@ -133,12 +134,12 @@ extension NIMSandbox {
     /// Custom system notification: delivered (copied), never stored.
     func sendAttach(_ form: NIMForm) async -> HTTPResponseData {
         guard let from = form["from"]?.lowercased(), let to = form["to"], let attach = form["attach"], !attach.isEmpty else {
-            return Self.fail(414, "from, to and attach are required")
+            return Self.fail(NIMErrors.parameter, "from, to and attach are required")
         }
-        guard let type = form.int("msgtype"), type == 0 || type == 1 else { return Self.fail(414, "msgtype must be 0 or 1") }
-        guard attach.count <= 4096 else { return Self.fail(414, "attach is longer than 4096") }
+        guard let type = form.int("msgtype"), type == 0 || type == 1 else { return Self.fail(NIMErrors.parameter, "msgtype must be 0 or 1") }
+        guard attach.count <= 4096 else { return Self.fail(NIMErrors.parameter, "attach is longer than 4096") }
         let known = state.withLock { $0.users[from] != nil }
-        guard known else { return Self.fail(414, "from accid not registered") }
+        guard known else { return Self.fail(NIMErrors.parameter, "from accid not registered") }
         let copy = NIMCopyEvent(fields: [
             "eventType": "1", "convType": .string(type == 0 ? "CUSTOM_PERSON" : "CUSTOM_TEAM"), "to": .string(to),
             "fromAccount": .string(from), "fromClientType": "REST",
@@ -153,32 +154,32 @@ extension NIMSandbox {
     func recall(_ form: NIMForm) async -> HTTPResponseData {
         guard let msgid = form.int("deleteMsgid"), let timetag = form.int("timetag"), let type = form.int("type"),
               let from = form["from"]?.lowercased(), let to = form["to"] else {
-            return Self.fail(414, "deleteMsgid, timetag, type, from and to are required")
+            return Self.fail(NIMErrors.parameter, "deleteMsgid, timetag, type, from and to are required")
         }
-        guard type == 7 || type == 8 else { return Self.fail(414, "type must be 7 or 8") }
+        guard type == 7 || type == 8 else { return Self.fail(NIMErrors.parameter, "type must be 7 or 8") }
         var ignoreTime = false
         if let flag = form["ignoreTime"] {
-            guard flag == "1" else { return Self.fail(414, "ignoreTime may only be 1") }
+            guard flag == "1" else { return Self.fail(NIMErrors.parameter, "ignoreTime may only be 1") }
             ignoreTime = true
         }
         let now = clock.nowMs()
         let window = ignoreTime ? Self.thirtyDaysMs : recallWindowMs
         let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
-            guard let position = state.index[msgid] else { return .failure(NIMSandboxRefusal(404, "msg not found")) }
+            guard let position = state.index[msgid] else { return .failure(NIMSandboxRefusal(NIMErrors.notFound, "msg not found")) }
             let message = state.messages[position]
-            guard message.from == from else { return .failure(NIMSandboxRefusal(403, "not allow!")) }
+            guard message.from == from else { return .failure(NIMSandboxRefusal(NIMErrors.notAllowed, "not allow!")) }
             guard message.sendtime == timetag, message.ope == (type == 7 ? 0 : 1),
                   message.to.lowercased() == to.lowercased() else {
-                return .failure(NIMSandboxRefusal(414, "timetag, type or to does not match the message"))
+                return .failure(NIMSandboxRefusal(NIMErrors.parameter, "timetag, type or to does not match the message"))
             }
-            if message.recalled { return .failure(NIMSandboxRefusal(417, "msg already recalled")) }
-            guard now - message.sendtime <= window else { return .failure(NIMSandboxRefusal(508, "msg recall timeout")) }
+            if message.recalled { return .failure(NIMSandboxRefusal(NIMErrors.duplicate, "msg already recalled")) }
+            guard now - message.sendtime <= window else { return .failure(NIMSandboxRefusal(NIMErrors.recallTimeout, "msg recall timeout")) }
             state.messages[position].recalled = true
             state.messages[position].recallTime = now
             return .success(message)
         }
         switch result {
-        case .failure(let refusal): return Self.fail(refusal.code, refusal.desc)
+        case .failure(let refusal): return Self.fail(refusal.entry, refusal.desc)
         case .success(let message):
             var fields: [String: JSONValue] = [
                 "eventType": .string(type == 7 ? "7" : "8"), "clientId": .string(message.msgidclient),
@@ -194,9 +195,9 @@ extension NIMSandbox {
 
     func upload(_ form: NIMForm, host: String?) -> HTTPResponseData {
         guard let content = form["content"], let bytes = Data(base64Encoded: content) else {
-            return Self.fail(414, "content must be base64")
+            return Self.fail(NIMErrors.parameter, "content must be base64")
         }
-        guard bytes.count <= 15 << 20 else { return Self.fail(414, "content is larger than 15 MB") }
+        guard bytes.count <= 15 << 20 else { return Self.fail(NIMErrors.parameter, "content is larger than 15 MB") }
         let ext = form["type"].map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ".")) }.flatMap { $0.isEmpty ? nil : $0 } ?? "bin"
         let name = state.withLock { state in
             let name = "\(state.nextMedia).\(ext)"
@@ -232,10 +233,10 @@ extension NIMSandbox {
 }
 
 struct NIMSandboxRefusal: Error {
-    var code: Int
+    var entry: VendorErrorTable.Entry
     var desc: String
-    init(_ code: Int, _ desc: String) {
-        self.code = code
+    init(_ entry: VendorErrorTable.Entry, _ desc: String) {
+        self.entry = entry
         self.desc = desc
     }
 }

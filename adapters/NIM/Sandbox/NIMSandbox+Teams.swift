@@ -74,16 +74,16 @@ extension NIMSandbox {
 
     static func teamFieldRefusal(_ form: NIMForm) -> HTTPResponseData? {
         for (field, max) in teamTextLimits {
-            if let value = form[field], value.count > max { return fail(414, "\(field) is longer than \(max)") }
+            if let value = form[field], value.count > max { return fail(NIMErrors.parameter, "\(field) is longer than \(max)") }
         }
         for (field, allowed) in teamModes {
             if let text = form[field], !text.isEmpty, !(Int64(text).map(allowed.contains) ?? false) {
-                return fail(414, "\(field) must be \(allowed.lowerBound)…\(allowed.upperBound)")
+                return fail(NIMErrors.parameter, "\(field) must be \(allowed.lowerBound)…\(allowed.upperBound)")
             }
         }
         if let text = form["teamMemberLimit"], !text.isEmpty,
            !(Int(text).map { (2...teamMaxUsers).contains($0) } ?? false) {
-            return fail(414, "teamMemberLimit must be 2…\(teamMaxUsers)")
+            return fail(NIMErrors.parameter, "teamMemberLimit must be 2…\(teamMaxUsers)")
         }
         return nil
     }
@@ -113,19 +113,19 @@ extension NIMSandbox {
     /// 200), `msg` ≤ 150, `magree` 0/1 and `joinmode` 0/1/2 required. Answers `{"code":200,"tid":N}`;
     /// members that are not registered are not added and come back in `faccid`.
     func createTeam(_ form: NIMForm) -> HTTPResponseData {
-        guard let tname = form["tname"], !tname.isEmpty else { return Self.fail(414, "tname is required") }
-        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(414, "owner is required") }
-        guard let requested = Self.accidList(form, "members") else { return Self.fail(414, "members must be a JSON array of accids") }
-        guard let msg = form["msg"], msg.count <= 150 else { return Self.fail(414, "msg is required, ≤150 chars") }
-        guard let magree = form["magree"], ["0", "1"].contains(magree) else { return Self.fail(414, "magree must be 0 or 1") }
-        guard let joinmode = form["joinmode"], ["0", "1", "2"].contains(joinmode) else { return Self.fail(414, "joinmode must be 0, 1 or 2") }
+        guard let tname = form["tname"], !tname.isEmpty else { return Self.fail(NIMErrors.parameter, "tname is required") }
+        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(NIMErrors.parameter, "owner is required") }
+        guard let requested = Self.accidList(form, "members") else { return Self.fail(NIMErrors.parameter, "members must be a JSON array of accids") }
+        guard let msg = form["msg"], msg.count <= 150 else { return Self.fail(NIMErrors.parameter, "msg is required, ≤150 chars") }
+        guard let magree = form["magree"], ["0", "1"].contains(magree) else { return Self.fail(NIMErrors.parameter, "magree must be 0 or 1") }
+        guard let joinmode = form["joinmode"], ["0", "1", "2"].contains(joinmode) else { return Self.fail(NIMErrors.parameter, "joinmode must be 0, 1 or 2") }
         if let refusal = Self.teamFieldRefusal(form) { return refusal }
         var members: [String] = []
         for accid in requested where accid != owner && !members.contains(accid) { members.append(accid) }
         let limit = form.int("teamMemberLimit").map { Int($0) } ?? Self.teamMaxUsers
-        guard members.count + 1 <= limit else { return Self.fail(801, "team member limit \(limit) exceeded") }
+        guard members.count + 1 <= limit else { return Self.fail(NIMErrors.teamFull, "team member limit \(limit) exceeded") }
         return state.withLock { state in
-            guard state.users[owner] != nil else { return Self.fail(414, "owner not register") }
+            guard state.users[owner] != nil else { return Self.fail(NIMErrors.parameter, "owner not register") }
             let failed = members.filter { state.users[$0] == nil }
             let tid = state.nextTid
             state.nextTid += 1
@@ -148,23 +148,23 @@ extension NIMSandbox {
     /// `magree`, `msg`. Members already in the team are skipped; unregistered ones come back in `faccid`;
     /// going over the team's `maxusers` is 801 and adds nobody.
     func addTeamMembers(_ form: NIMForm) -> HTTPResponseData {
-        guard let tid = form.int("tid") else { return Self.fail(414, "tid is required") }
-        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(414, "owner is required") }
+        guard let tid = form.int("tid") else { return Self.fail(NIMErrors.parameter, "tid is required") }
+        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(NIMErrors.parameter, "owner is required") }
         guard let requested = Self.accidList(form, "members"), !requested.isEmpty else {
-            return Self.fail(414, "members must be a JSON array of accids")
+            return Self.fail(NIMErrors.parameter, "members must be a JSON array of accids")
         }
-        guard requested.count <= 200 else { return Self.fail(414, "members allows at most 200 per call") }
-        guard let msg = form["msg"], msg.count <= 150 else { return Self.fail(414, "msg is required, ≤150 chars") }
-        guard let magree = form["magree"], ["0", "1"].contains(magree) else { return Self.fail(414, "magree must be 0 or 1") }
+        guard requested.count <= 200 else { return Self.fail(NIMErrors.parameter, "members allows at most 200 per call") }
+        guard let msg = form["msg"], msg.count <= 150 else { return Self.fail(NIMErrors.parameter, "msg is required, ≤150 chars") }
+        guard let magree = form["magree"], ["0", "1"].contains(magree) else { return Self.fail(NIMErrors.parameter, "magree must be 0 or 1") }
         return state.withLock { state in
-            guard var team = state.teams[tid] else { return Self.fail(803, "team not exist") }
-            guard team.owner == owner else { return Self.fail(802, "no permission") }
+            guard var team = state.teams[tid] else { return Self.fail(NIMErrors.noSuchTeam, "team not exist") }
+            guard team.owner == owner else { return Self.fail(NIMErrors.noTeamPermission, "no permission") }
             let failed = requested.filter { state.users[$0] == nil }
             var added: [String] = []
             for accid in requested where state.users[accid] != nil && !team.contains(accid) && !added.contains(accid) {
                 added.append(accid)
             }
-            guard team.size + added.count <= team.maxusers else { return Self.fail(801, "team member limit \(team.maxusers) exceeded") }
+            guard team.size + added.count <= team.maxusers else { return Self.fail(NIMErrors.teamFull, "team member limit \(team.maxusers) exceeded") }
             team.members += added
             team.updatetime = clock.nowMs()
             state.teams[tid] = team
@@ -179,14 +179,14 @@ extension NIMSandbox {
     /// `/team/update.action`: `tid`, `owner` (must be the team's owner: 802) and any of `tname`, `icon`,
     /// `announcement`, `intro`, `custom`, the modes and `teamMemberLimit` (not below the current size).
     func updateTeam(_ form: NIMForm) -> HTTPResponseData {
-        guard let tid = form.int("tid") else { return Self.fail(414, "tid is required") }
-        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(414, "owner is required") }
+        guard let tid = form.int("tid") else { return Self.fail(NIMErrors.parameter, "tid is required") }
+        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(NIMErrors.parameter, "owner is required") }
         if let refusal = Self.teamFieldRefusal(form) { return refusal }
         return state.withLock { state in
-            guard var team = state.teams[tid] else { return Self.fail(803, "team not exist") }
-            guard team.owner == owner else { return Self.fail(802, "no permission") }
+            guard var team = state.teams[tid] else { return Self.fail(NIMErrors.noSuchTeam, "team not exist") }
+            guard team.owner == owner else { return Self.fail(NIMErrors.noTeamPermission, "no permission") }
             if let limit = form.int("teamMemberLimit"), Int(limit) < team.size {
-                return Self.fail(414, "teamMemberLimit is below the team's size \(team.size)")
+                return Self.fail(NIMErrors.parameter, "teamMemberLimit is below the team's size \(team.size)")
             }
             Self.applyTeamFields(form, to: &team)
             team.updatetime = clock.nowMs()
@@ -198,8 +198,8 @@ extension NIMSandbox {
     /// `/team/query.action`: `tids` (JSON array), `ope` 1 with member lists / 0 without. An unknown tid is
     /// 803, unless `ignoreInvalid` is true: then it is left out and listed in `invalidTids`.
     func queryTeams(_ form: NIMForm) -> HTTPResponseData {
-        guard let list = Self.stringList(form["tids"]), !list.isEmpty else { return Self.fail(414, "tids must be a JSON array of tids") }
-        guard let ope = form["ope"], ["0", "1"].contains(ope) else { return Self.fail(414, "ope must be 0 or 1") }
+        guard let list = Self.stringList(form["tids"]), !list.isEmpty else { return Self.fail(NIMErrors.parameter, "tids must be a JSON array of tids") }
+        guard let ope = form["ope"], ["0", "1"].contains(ope) else { return Self.fail(NIMErrors.parameter, "ope must be 0 or 1") }
         let ignoreInvalid = NIMLenient.bool(form["ignoreInvalid"]) ?? false
         return state.withLock { state in
             var infos: [JSONValue] = [], invalid: [String] = []
@@ -209,7 +209,7 @@ extension NIMSandbox {
                 } else if ignoreInvalid {
                     invalid.append(text)
                 } else {
-                    return Self.fail(803, "team not exist: \(text)")
+                    return Self.fail(NIMErrors.noSuchTeam, "team not exist: \(text)")
                 }
             }
             var payload: [String: JSONValue] = ["tinfos": .array(infos)]
@@ -221,7 +221,7 @@ extension NIMSandbox {
     /// `/team/joinTeams.action` (`accid`): the teams the account is in (owner or member), oldest first, as
     /// `{"code":200,"count":N,"infos":[…]}`; an unknown accid is in no team.
     func joinTeams(_ form: NIMForm) -> HTTPResponseData {
-        guard let accid = form["accid"]?.lowercased(), !accid.isEmpty else { return Self.fail(414, "accid is required") }
+        guard let accid = form["accid"]?.lowercased(), !accid.isEmpty else { return Self.fail(NIMErrors.parameter, "accid is required") }
         let infos = state.withLock { state in
             state.teamOrder.compactMap { state.teams[$0] }.filter { $0.contains(accid) }.map(\.joinInfo)
         }

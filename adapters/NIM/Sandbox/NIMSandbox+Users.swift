@@ -12,10 +12,10 @@ extension NIMSandbox {
     /// The refusal for an out-of-limit profile field, or nil.
     static func profileRefusal(_ form: NIMForm) -> HTTPResponseData? {
         for (field, max) in profileLimits {
-            if let value = form[field], value.count > max { return fail(414, "\(field) is longer than \(max)") }
+            if let value = form[field], value.count > max { return fail(NIMErrors.parameter, "\(field) is longer than \(max)") }
         }
         if let gender = form["gender"], !gender.isEmpty, !["0", "1", "2"].contains(gender) {
-            return fail(414, "gender must be 0, 1 or 2")
+            return fail(NIMErrors.parameter, "gender must be 0, 1 or 2")
         }
         return nil
     }
@@ -36,9 +36,9 @@ extension NIMSandbox {
     /// `/user/refreshToken.action` (`accid`): a new token, answered in `info` like create. The old one is
     /// replaced (NIM calls this 重置, reset); an unknown accid is 414 `not register`.
     func refreshToken(_ form: NIMForm) -> HTTPResponseData {
-        guard let accid = form["accid"]?.lowercased(), !accid.isEmpty else { return Self.fail(414, "accid is required") }
+        guard let accid = form["accid"]?.lowercased(), !accid.isEmpty else { return Self.fail(NIMErrors.parameter, "accid is required") }
         return state.withLock { state in
-            guard var user = state.users[accid] else { return Self.fail(414, "not register") }
+            guard var user = state.users[accid] else { return Self.fail(NIMErrors.parameter, "not register") }
             state.tokenGeneration += 1
             user.token = String(NIMSignature.sha1Hex("\(accid)\(appSecret)\(state.tokenGeneration)\(clock.nowMs())").prefix(32))
             state.users[accid] = user
@@ -49,10 +49,10 @@ extension NIMSandbox {
     /// `/user/updateUinfo.action` (`accid` + any of name, icon, sign, email, birth, mobile, gender, ex):
     /// `{"code":200}`; the change shows in `/user/getUinfos.action` and `/_sandbox/users`.
     func updateUinfo(_ form: NIMForm) -> HTTPResponseData {
-        guard let accid = form["accid"]?.lowercased(), !accid.isEmpty else { return Self.fail(414, "accid is required") }
+        guard let accid = form["accid"]?.lowercased(), !accid.isEmpty else { return Self.fail(NIMErrors.parameter, "accid is required") }
         if let refusal = Self.profileRefusal(form) { return refusal }
         return state.withLock { state in
-            guard var user = state.users[accid] else { return Self.fail(414, "not register") }
+            guard var user = state.users[accid] else { return Self.fail(NIMErrors.parameter, "not register") }
             Self.applyProfile(form, to: &user)
             state.users[accid] = user
             return Self.ok()
@@ -63,9 +63,9 @@ extension NIMSandbox {
     /// order asked, unknown accids left out, unset fields omitted.
     func getUinfos(_ form: NIMForm) -> HTTPResponseData {
         guard let accids = Self.stringList(form["accids"]), !accids.isEmpty else {
-            return Self.fail(414, "accids must be a JSON array of accids")
+            return Self.fail(NIMErrors.parameter, "accids must be a JSON array of accids")
         }
-        guard accids.count <= 200 else { return Self.fail(414, "accids allows at most 200") }
+        guard accids.count <= 200 else { return Self.fail(NIMErrors.parameter, "accids allows at most 200") }
         let infos = state.withLock { state in accids.compactMap { state.users[$0.lowercased()]?.uinfo } }
         return Self.ok(["uinfos": .array(infos)])
     }

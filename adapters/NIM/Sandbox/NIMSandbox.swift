@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
@@ -91,8 +92,13 @@ public final class NIMSandbox: SandboxVendor {
         return .json(JSONValue.object(object).jsonData())
     }
 
-    static func fail(_ code: Int, _ desc: String) -> HTTPResponseData {
-        .json(JSONValue.object(["code": .int(Int64(code)), "desc": .string(desc)]).jsonData())
+    /// A refusal with a code of `NIMErrors.table`, answered as the vendor does (HTTP 200 with the code).
+    static func fail(_ entry: VendorErrorTable.Entry, _ desc: String? = nil) -> HTTPResponseData {
+        fail(entry.code, desc ?? entry.text, status: entry.status)
+    }
+
+    static func fail(_ code: Int, _ desc: String, status: Int = 200) -> HTTPResponseData {
+        .json(JSONValue.object(["code": .int(Int64(code)), "desc": .string(desc)]).jsonData(), status: status)
     }
 
     // MARK: SandboxVendor
@@ -110,9 +116,9 @@ public final class NIMSandbox: SandboxVendor {
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
         var path = request.normalizedPath
         if path.hasPrefix("/nimserver/") { path.removeFirst("/nimserver".count) }
-        guard request.method == "POST" else { return Self.fail(414, "method not allowed, use POST") }
+        guard request.method == "POST" else { return Self.fail(NIMErrors.parameter, "method not allowed, use POST") }
         if let refusal = authenticate(request) { return refusal }
-        if let rateLimiter, !rateLimiter.admit(path: path, now: clock.nowMs()) { return Self.fail(416, "frequency control") }
+        if let rateLimiter, !rateLimiter.admit(path: path, now: clock.nowMs()) { return Self.fail(NIMErrors.frequencyControl, "frequency control") }
         let form = NIMForm(request.form)
         switch path {
         case "/user/create.action": return createUser(form)
@@ -133,26 +139,26 @@ public final class NIMSandbox: SandboxVendor {
         case "/team/update.action": return updateTeam(form)
         case "/team/query.action": return queryTeams(form)
         case "/team/joinTeams.action": return joinTeams(form)
-        default: return Self.fail(404, "no such api \(path)")
+        default: return Self.fail(NIMErrors.notFound, "no such api \(path)")
         }
     }
 
     /// NIM's request authentication; nil when the request passes.
     func authenticate(_ request: HTTPRequestData) -> HTTPResponseData? {
-        guard let key = request.header("AppKey"), key == appKey else { return Self.fail(414, "appkey") }
+        guard let key = request.header("AppKey"), key == appKey else { return Self.fail(NIMErrors.parameter, "appkey") }
         guard let nonce = request.header("Nonce"), !nonce.isEmpty, nonce.count <= 128,
               let curTime = request.header("CurTime"), let seconds = Int64(curTime),
-              let checkSum = request.header("CheckSum") else { return Self.fail(414, "checksum") }
+              let checkSum = request.header("CheckSum") else { return Self.fail(NIMErrors.parameter, "checksum") }
         let expected = NIMSignature.requestCheckSum(appSecret: appSecret, nonce: nonce, curTime: curTime)
-        guard NIMSignature.equalHex(checkSum, expected) else { return Self.fail(414, "checksum") }
+        guard NIMSignature.equalHex(checkSum, expected) else { return Self.fail(NIMErrors.parameter, "checksum") }
         let signedMs = seconds * 1000
         let fresh = [clock.nowMs(), SystemClock().nowMs()].contains { abs($0 - signedMs) <= Self.signatureWindowMs }
-        return fresh ? nil : Self.fail(414, "CurTime is expired")
+        return fresh ? nil : Self.fail(NIMErrors.parameter, "CurTime is expired")
     }
 
     public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
-        let code = vendorCode ?? (status == 429 ? 416 : status)
-        let response = Self.fail(code, code == 416 ? "frequency control" : "injected fault")
+        let code = vendorCode ?? NIMErrors.table.faultCode(for: status) ?? status
+        let response = Self.fail(code, NIMErrors.table.text(for: code), status: NIMErrors.table.status(for: code))
         guard vendorCode == nil, status != 200, status != 429 else { return response }
         return HTTPResponseData(status: status, headers: response.headers, body: response.body)
     }

@@ -21,6 +21,7 @@ public enum RongCloudAdapter {
     public static let descriptor = AdapterDescriptor(
         name: "rongcloud", displayName: "RongCloud", capabilities: .rongCloud, settings: settings,
         contentCodec: { RongCloudContentCodec(registry: $0, mapping: $1) },
+        errors: RongCloudErrors.table,
         make: { values, context in
             RongCloudBackend(try RongCloudBackend.Configuration(values, registry: context.registry, clock: context.clock,
                                                                 mapping: context.mapping, freshnessLimitMs: context.freshnessLimitMs))

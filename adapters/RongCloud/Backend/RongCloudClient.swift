@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 
@@ -11,7 +12,7 @@ import IMHTTP
 ///   vendor's primary/backup pairs); an HTTP answer never does. When all fail, the last transport
 ///   error is thrown (retryable).
 /// - A body `{"code":200,…}` is success. Any other answer maps to `IMError` through
-///   `RongCloudErrorCode.imError` (vendor code and text kept; 1008/1000/1050 and 5xx retryable, with
+///   `RongCloudErrors.table` (vendor code and text kept; 1008/1000/1050 and 5xx retryable, with
 ///   `Retry-After` when sent); a non-envelope body maps by HTTP status.
 public struct RongCloudClient: Sendable {
     public let baseURLs: [String]
@@ -73,7 +74,7 @@ public struct RongCloudClient: Sendable {
         let data = Data(response.body)
         // The relay's calls (a publish, a plain `{"code":200}`) read from one parse of the body; any
         // other answer, and any body of another shape, takes the general path below.
-        if let parsed = try? JSONValue.parse(data), let envelope = RCErrorEnvelope(parsed: parsed), envelope.code == RongCloudErrorCode.ok {
+        if let parsed = try? JSONValue.parse(data), let envelope = RCErrorEnvelope(parsed: parsed), envelope.code == RongCloudErrors.ok {
             if let answer = envelope as? Response { return answer }
             if Response.self == RCPublishResponse.self, let answer = RCPublishResponse(parsed: parsed) as? Response { return answer }
         }
@@ -85,8 +86,8 @@ public struct RongCloudClient: Sendable {
             }
             throw error
         }
-        guard envelope.code == RongCloudErrorCode.ok else {
-            throw RongCloudErrorCode.imError(code: envelope.code, message: envelope.errorMessage, httpStatus: response.status,
+        guard envelope.code == RongCloudErrors.ok else {
+            throw RongCloudErrors.table.error(code: envelope.code, message: envelope.errorMessage, httpStatus: response.status,
                                              retryAfterMs: response.retryAfterMs, details: ["path": path])
         }
         do {

@@ -1,91 +1,56 @@
+import IMAdapterKit
 import IMCore
 
-/// RongCloud business codes (docs/adapters/rongcloud.md) and how each maps onto HTTP and `IMError`.
+/// RongCloud business codes (docs/adapters/rongcloud.md) in IMBridge's error classes, with the HTTP
+/// status each is answered with. The client maps through `table`; the sandbox answers with the same entries.
 ///
 /// HTTP statuses: 1004 → 401 and 1008 → 429 are documented. The others are UNCONFIRMED; chosen here
 /// (and served by the sandbox): parameter/limit codes (1002, 1003, 1005, 1015, 1016, 1019, 1501, 1502)
 /// → 400, 1508 → 413, 1001/1006/1007/1009/2007 → 403, 1000/1050 → 500. The client never depends on the
-/// status: it maps the body `code` when there is one and the status only when the body is not the
-/// vendor envelope.
-public enum RongCloudErrorCode {
+/// status for a code the table lists: it maps the body `code` when there is one and the status only when
+/// the body is not the vendor envelope (or the code is unknown: `vendor_error`, `unavailable` for a 5xx).
+/// Rate limit (1008), server errors (1000, 1050), 429 and 5xx are retryable; 1008 waits 1 s unless the
+/// answer's `Retry-After` says otherwise.
+public enum RongCloudErrors {
+    public typealias Entry = VendorErrorTable.Entry
+
+    /// The envelope code of success.
     public static let ok = 200
-    public static let serverError = 1000
-    public static let keyMismatch = 1001
-    public static let parameterError = 1002
-    public static let noPostData = 1003
-    public static let signatureError = 1004
-    public static let lengthExceeded = 1005
-    public static let appLocked = 1006
-    public static let methodRestricted = 1007
-    public static let rateLimited = 1008
-    public static let serviceNotEnabled = 1009
-    public static let internalTimeout = 1050
-    public static let parameterType = 1501
-    public static let quantityExceeded = 1502
-    public static let bodyTooLarge = 1508
-    public static let devUserLimit = 2007
 
-    /// The HTTP status the server (and the sandbox) answers with for a business code.
-    public static func httpStatus(for code: Int) -> Int {
-        switch code {
-        case ok: 200
-        case signatureError: 401
-        case rateLimited: 429
-        case bodyTooLarge: 413
-        case keyMismatch, appLocked, methodRestricted, serviceNotEnabled, devUserLimit: 403
-        case serverError, internalTimeout: 500
-        default: 400
-        }
-    }
+    public static let serverError = Entry(1000, .unavailable, status: 500, "服务内部错误，请稍后重试")
+    public static let keyMismatch = Entry(1001, .authenticationFailed, status: 403, "App Key 与 App Secret 不匹配")
+    /// Also the code of the refusals the vendor documents no code for (`RongCloudRefusal`), refined by their text.
+    public static let parameterError = Entry(1002, .invalidArgument, status: 400, "参数错误", refinements: [
+        .text(RongCloudRefusal.messageNotFound, error: .notFound, "message not found"),
+        .text(RongCloudRefusal.notSender, error: .permissionDenied, "not the sender of the message"),
+        .text(RongCloudRefusal.notExtensible, error: .expansionNotEnabled, "message not extensible"),
+        .text(RongCloudRefusal.expansionLimit, error: .expansionLimitExceeded, "expansion limit exceeded"),
+        .text(RongCloudRefusal.userNotFound, RongCloudRefusal.groupNotFound, error: .notFound, "user or group not found"),
+    ])
+    public static let noPostData = Entry(1003, .invalidArgument, status: 400, "没有 POST 数据")
+    public static let signatureError = Entry(1004, .authenticationFailed, status: 401, "签名错误，请检查 App Key 与 App Secret")
+    public static let lengthExceeded = Entry(1005, .limitExceeded, status: 400, "参数长度超限")
+    public static let appLocked = Entry(1006, .permissionDenied, status: 403, "App 被锁定或删除")
+    public static let methodRestricted = Entry(1007, .permissionDenied, status: 403, "该方法被限制调用")
+    public static let rateLimited = Entry(1008, .rateLimited, status: 429, "调用频率超限", retryAfterMs: 1000)
+    public static let serviceNotEnabled = Entry(1009, .permissionDenied, status: 403, "服务未开通")
+    public static let internalTimeout = Entry(1050, .unavailable, status: 500, "内部服务超时")
+    public static let parameterType = Entry(1501, .invalidArgument, status: 400, "参数类型不正确")
+    public static let quantityExceeded = Entry(1502, .limitExceeded, status: 400, "数量超限")
+    public static let bodyTooLarge = Entry(1508, .limitExceeded, status: 413, "请求体过大")
+    public static let devUserLimit = Entry(2007, .limitExceeded, status: 403, "开发环境用户数超限")
 
-    /// The documented text of a code, used when the server sends none.
-    public static func text(for code: Int) -> String {
-        switch code {
-        case serverError: "服务内部错误，请稍后重试"
-        case keyMismatch: "App Key 与 App Secret 不匹配"
-        case parameterError: "参数错误"
-        case noPostData: "没有 POST 数据"
-        case signatureError: "签名错误，请检查 App Key 与 App Secret"
-        case lengthExceeded: "参数长度超限"
-        case appLocked: "App 被锁定或删除"
-        case methodRestricted: "该方法被限制调用"
-        case rateLimited: "调用频率超限"
-        case serviceNotEnabled: "服务未开通"
-        case internalTimeout: "内部服务超时"
-        case parameterType: "参数类型不正确"
-        case quantityExceeded: "数量超限"
-        case bodyTooLarge: "请求体过大"
-        case devUserLimit: "开发环境用户数超限"
-        default: "错误 \(code)"
-        }
-    }
-
-    /// Maps a vendor error to `IMError`: rate limit (1008), server errors (1000, 1050) and HTTP 5xx are
-    /// retryable; everything else is not. `retryAfterMs` carries an HTTP `Retry-After` when sent.
-    public static func imError(code: Int, message: String?, httpStatus: Int? = nil, retryAfterMs: Int64? = nil,
-                               details: [String: String] = [:]) -> IMError {
-        let base: IMError.Code
-        switch code {
-        case signatureError, keyMismatch: base = .authenticationFailed
-        case rateLimited: base = .rateLimited
-        case serverError, internalTimeout: base = .unavailable
-        case appLocked, methodRestricted, serviceNotEnabled: base = .permissionDenied
-        case lengthExceeded, quantityExceeded, bodyTooLarge, devUserLimit: base = .limitExceeded
-        case parameterError, noPostData, parameterType: base = .invalidArgument
-        default: base = (httpStatus ?? 400) >= 500 ? .unavailable : .vendorError
-        }
-        let text = message ?? text(for: code)
-        var neutral = base
-        if code == parameterError, let refined = RongCloudRefusal.refine(text) { neutral = refined }
-        return IMError(neutral, "RongCloud \(code): \(text)", vendorCode: String(code), vendorMessage: text,
-                       isRetryable: neutral == .rateLimited || neutral == .unavailable,
-                       retryAfterMs: retryAfterMs ?? (neutral == .rateLimited ? 1000 : nil), details: details)
-    }
+    public static let table = VendorErrorTable(vendor: "RongCloud", faultCodes: [
+        (429...429, rateLimited.code), (500...599, serverError.code), (401...401, signatureError.code), (100...599, parameterError.code),
+    ], [
+        serverError, keyMismatch, parameterError, noPostData, signatureError, lengthExceeded, appLocked, methodRestricted,
+        rateLimited, serviceNotEnabled, internalTimeout, parameterType, quantityExceeded, bodyTooLarge, devUserLimit,
+    ])
 }
 
 /// The texts the sandbox answers with for refusals the vendor reports as 1002 without a documented
-/// code of their own (UNCONFIRMED: the real server's texts are unknown). The client refines a 1002
-/// carrying one of them into the matching neutral code; any other 1002 stays `invalid_argument`.
+/// code of their own (UNCONFIRMED: the real server's texts are unknown). The table refines a 1002
+/// carrying one of them into the matching class; any other 1002 stays `invalid_argument`.
 public enum RongCloudRefusal {
     public static let messageNotFound = "messageUID does not exist"
     public static let notSender = "fromUserId is not the sender of the message"
@@ -95,13 +60,4 @@ public enum RongCloudRefusal {
     public static let userNotFound = "user not found"
     /// `/group/refresh.json` of a group that has no members.
     public static let groupNotFound = "group not found"
-
-    static func refine(_ text: String) -> IMError.Code? {
-        if text.contains(messageNotFound) { return .notFound }
-        if text.contains(notSender) { return .permissionDenied }
-        if text.contains(notExtensible) { return .expansionNotEnabled }
-        if text.contains(expansionLimit) { return .expansionLimitExceeded }
-        if text.contains(userNotFound) || text.contains(groupNotFound) { return .notFound }
-        return nil
-    }
 }

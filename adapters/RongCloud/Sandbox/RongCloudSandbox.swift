@@ -18,7 +18,7 @@ import Synchronization
 ///   `/v3/message/{private,group}/query.json` (JSON, typed or all-string values); trailing slashes are
 ///   ignored; anything else is 404 `{"code":404,…}`. Rules: see `RongCloudSandboxStore`.
 /// - Errors: the vendor envelope `{"code","errorMessage"}` with the status of
-///   `RongCloudErrorCode.httpStatus(for:)`.
+///   `RongCloudErrors.table.status(for:)`.
 /// - Rate limits (`--option rate_limits=true`): the documented per-endpoint rates, see `RongCloudRateLimiter`.
 /// - Routing callback: with a callback URL, every routed message (published messages, `RC:RcCmd` on
 ///   recall, `RC:MsgExMsg` on expansion changes) is POSTed in order as a form to
@@ -100,11 +100,11 @@ public final class RongCloudSandbox: SandboxVendor {
 
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
         guard authenticated(request) else {
-            return Self.error(RongCloudSandboxError(RongCloudErrorCode.signatureError, RongCloudErrorCode.text(for: 1004)))
+            return Self.error(RongCloudSandboxError(RongCloudErrors.signatureError))
         }
         if let rateLimiter,
            let waitMs = rateLimiter.admit(path: request.normalizedPath, cost: RongCloudRateLimiter.cost(path: request.normalizedPath, form: request.form)) {
-            var response = Self.error(RongCloudSandboxError(RongCloudErrorCode.rateLimited, RongCloudErrorCode.text(for: 1008)))
+            var response = Self.error(RongCloudSandboxError(RongCloudErrors.rateLimited))
             response.headers.removeAll { $0.name == "Retry-After" }
             response.headers.append(("Retry-After", String(max(1, (waitMs + 999) / 1000))))
             return response
@@ -156,7 +156,7 @@ public final class RongCloudSandbox: SandboxVendor {
             return (.json(try store.history(query, group: path == RCPaths.groupHistory)), [])
         }
         guard Self.servedPaths.contains(path) else { throw RongCloudSandboxError(404, "no API at \(path)") }
-        guard !request.body.isEmpty else { throw RongCloudSandboxError(RongCloudErrorCode.noPostData, RongCloudErrorCode.text(for: 1003)) }
+        guard !request.body.isEmpty else { throw RongCloudSandboxError(RongCloudErrors.noPostData) }
         let form = request.form
         switch path {
         case RCPaths.getToken:
@@ -194,7 +194,7 @@ public final class RongCloudSandbox: SandboxVendor {
 
     /// The vendor envelope with the code's HTTP status (or `status` when given); 429 adds `Retry-After: 1`.
     static func error(_ error: RongCloudSandboxError, status: Int? = nil) -> HTTPResponseData {
-        let status = status ?? (error.code == 404 ? 404 : RongCloudErrorCode.httpStatus(for: error.code))
+        let status = status ?? (error.code == 404 ? 404 : RongCloudErrors.table.status(for: error.code))
         var response = HTTPResponseData.json(RCErrorEnvelope(code: error.code, errorMessage: error.message), status: status)
         if status == 429 { response.headers.append(("Retry-After", "1")) }
         return response
@@ -202,9 +202,8 @@ public final class RongCloudSandbox: SandboxVendor {
 
     /// An injected fault: the given status with `vendorCode`, or the code that status stands for.
     public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
-        let code = vendorCode ?? (status == 429 ? RongCloudErrorCode.rateLimited
-            : status >= 500 ? RongCloudErrorCode.serverError : status == 401 ? RongCloudErrorCode.signatureError : RongCloudErrorCode.parameterError)
-        return Self.error(RongCloudSandboxError(code, RongCloudErrorCode.text(for: code)), status: status)
+        let code = vendorCode ?? RongCloudErrors.table.faultCode(for: status) ?? RongCloudErrors.parameterError.code
+        return Self.error(RongCloudSandboxError(code, RongCloudErrors.table.text(for: code)), status: status)
     }
 
     public func messages() async -> [SandboxMessageRecord] { store.messages.map(record) }

@@ -51,7 +51,7 @@ extension RongCloudSandboxStore {
         let users = Self.splitRecipients(form.values("userId"))
         guard !users.isEmpty else { throw .parameter("userId is required") }
         guard users.count <= RCGroupLimits.usersPerCall else {
-            throw RongCloudSandboxError(RongCloudErrorCode.quantityExceeded, "userId may name at most \(RCGroupLimits.usersPerCall)")
+            throw RongCloudSandboxError(RongCloudErrors.quantityExceeded, "userId may name at most \(RCGroupLimits.usersPerCall)")
         }
         for user in users { try Self.checkId(user, "userId") }
         let name = try Self.groupName(form, required: create)
@@ -60,7 +60,7 @@ extension RongCloudSandboxStore {
             var present = Set(group.members)
             let added = users.filter { present.insert($0).inserted }
             guard group.members.count + added.count <= RCGroupLimits.membersPerGroup else {
-                throw RongCloudSandboxError(RongCloudErrorCode.quantityExceeded,
+                throw RongCloudSandboxError(RongCloudErrors.quantityExceeded,
                                             "a group has at most \(RCGroupLimits.membersPerGroup) members")
             }
             group.members += added
@@ -76,7 +76,7 @@ extension RongCloudSandboxStore {
         let users = Self.splitRecipients(form.values("userId"))
         guard !users.isEmpty else { throw .parameter("userId is required") }
         guard users.count <= RCGroupLimits.usersPerCall else {
-            throw RongCloudSandboxError(RongCloudErrorCode.quantityExceeded, "userId may name at most \(RCGroupLimits.usersPerCall)")
+            throw RongCloudSandboxError(RongCloudErrors.quantityExceeded, "userId may name at most \(RCGroupLimits.usersPerCall)")
         }
         for user in users { try Self.checkId(user, "userId") }
         let leaving = Set(users)

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMSandbox
 import Synchronization
@@ -12,7 +13,11 @@ public struct RongCloudSandboxError: Error, Hashable, Sendable {
         self.code = code
         self.message = message
     }
-    static func parameter(_ message: String) -> RongCloudSandboxError { RongCloudSandboxError(RongCloudErrorCode.parameterError, message) }
+    /// A refusal with an entry of `RongCloudErrors.table`, with its text unless `message` is given.
+    public init(_ entry: VendorErrorTable.Entry, _ message: String? = nil) {
+        self.init(entry.code, message ?? entry.text)
+    }
+    static func parameter(_ message: String) -> RongCloudSandboxError { RongCloudSandboxError(RongCloudErrors.parameterError, message) }
 }
 
 /// One message the sandbox keeps (one per recipient of a private publish, one per group).
@@ -149,7 +154,7 @@ public final class RongCloudSandboxStore: Sendable {
                 do {
                     try stateFile.save(state, name: Self.snapshotName)
                 } catch {
-                    throw RongCloudSandboxError(RongCloudErrorCode.serverError, "sandbox state was not saved: \(error)")
+                    throw RongCloudSandboxError(RongCloudErrors.serverError, "sandbox state was not saved: \(error)")
                 }
             }
             return result
@@ -197,13 +202,13 @@ public final class RongCloudSandboxStore: Sendable {
         guard !form.fromUserId.isEmpty else { throw .parameter("fromUserId is required") }
         guard !targets.isEmpty, targets.allSatisfy({ !$0.isEmpty }) else { throw .parameter("\(field) is required") }
         guard targets.count <= limit else {
-            throw RongCloudSandboxError(RongCloudErrorCode.quantityExceeded, "\(field) may name at most \(limit)")
+            throw RongCloudSandboxError(RongCloudErrors.quantityExceeded, "\(field) may name at most \(limit)")
         }
         guard !form.objectName.isEmpty, form.objectName.count <= RCObjectName.maxLength else {
             throw .parameter("objectName is required and at most \(RCObjectName.maxLength) characters")
         }
         guard form.content.utf8.count <= RCPublishForm.maxContentBytes else {
-            throw RongCloudSandboxError(RongCloudErrorCode.lengthExceeded, "content exceeds 128 KB")
+            throw RongCloudSandboxError(RongCloudErrors.lengthExceeded, "content exceeds 128 KB")
         }
         if RCObjectName.isBuiltIn(form.objectName), (try? JSONValue.parse(form.content))?.objectValue == nil {
             throw .parameter("content of \(form.objectName) must be a JSON object")

@@ -2,7 +2,7 @@ import IMAdapterKit
 import IMCore
 
 /// The `wukong` adapter as the registry lists it. `settings` is the one list of the keys a
-/// `bridge.yaml` entry may carry (read by `WuKongBackend.Configuration.init(_:)`).
+/// `bridge.yaml` entry may carry (decoded into `WuKongSettings`).
 public enum WuKongAdapter {
     public static let descriptor = AdapterDescriptor(
         name: "wukong", displayName: "WuKongIM", capabilities: .wukong,
@@ -15,12 +15,14 @@ public enum WuKongAdapter {
                         help: "true accepts a webhook without webhook_secret (anyone reaching the bridge can inject messages)"),
             SettingSpec("token_secret", .secret, help: "secret puppet session tokens are derived from"),
             SettingSpec("service_uid", help: "the bridge's own user (reads group extras)"),
-            .timeout(default: .seconds(15)),
-            SettingSpec("custom_types", .pairs, help: "opaque app types: 101=order_card,102=invoice"),
-            SettingSpec("session_tokens", .pairs, help: "known user sessions: uid=token,uid=token"),
+            .timeout(default: WuKongSettings(imURL: "").timeout),
+            SettingSpec("custom_types", .pairs, help: "opaque app types, a map of type number to name (101: order_card)"),
+            SettingSpec("session_tokens", .pairs, help: "known user sessions, a map of uid to token"),
         ],
         contentCodec: { WuKongContentCodec(registry: $0, mapping: $1) },
+        errors: WuKongErrors.table,
         make: { settings, context in
-            WuKongBackend(configuration: try .init(settings, receivesCallbacks: context.receivesCallbacks), registry: context.registry, mapping: context.mapping)
+            WuKongBackend(id: settings.backend, settings: try WuKongSettings(settings, receivesCallbacks: context.receivesCallbacks),
+                          registry: context.registry, mapping: context.mapping)
         })
 }

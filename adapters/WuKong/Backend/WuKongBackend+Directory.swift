@@ -21,7 +21,7 @@ extension WuKongBackend: UserDirectory, GroupDirectory {
     // MARK: UserDirectory
 
     public func users(_ ids: [UserID]) async throws -> [UserProfile] {
-        let session = try await session(UserID(configuration.serviceUID))
+        let session = try await session(UserID(settings.serviceUID))
         var profiles: [UserProfile] = []
         for id in ids {
             guard let object = try await businessObject("GET", WKDirectoryPaths.user(id.rawValue), session: session) else { continue }
@@ -50,7 +50,7 @@ extension WuKongBackend: UserDirectory, GroupDirectory {
     // MARK: GroupDirectory
 
     public func group(_ id: GroupID) async throws -> GroupProfile? {
-        let session = try await session(UserID(configuration.serviceUID))
+        let session = try await session(UserID(settings.serviceUID))
         guard let detail = try await businessObject("GET", WKDirectoryPaths.groupDetail(id.rawValue), session: session) else { return nil }
         let members = try await memberRows(of: id, session: session)
         var extra = detail
@@ -89,7 +89,7 @@ extension WuKongBackend: UserDirectory, GroupDirectory {
         guard let current = try await group(profile.id) else {
             throw IMError(.notFound, "WuKong group \(profile.id) does not exist at the business server")
         }
-        let actor = current.owner ?? UserID(configuration.serviceUID)
+        let actor = current.owner ?? UserID(settings.serviceUID)
         let session = try await session(actor)
         if let name = profile.name, name != current.name { try await setGroupField("name", name, of: profile.id, session: session) }
         if let notice = profile.announcement, notice != current.announcement {

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
 import IMHTTP
@@ -15,44 +16,9 @@ import Synchronization
 /// first use, which is what IMBridge's sandbox (and a business server that accepts WuKongIM tokens)
 /// authenticates. Deployments whose business server has its own logins pass `sessionTokens`.
 public final class WuKongBackend: IMBackend, Sendable {
-    public struct Configuration: Sendable {
-        public var id: BackendID
-        /// WuKongIM's HTTP API (`httpAddr`, default port 5001).
-        public var imURL: String
-        /// The business server (TangSengDaoDao-style `/v1/…`); often the same host on another port.
-        public var businessURL: String
-        public var managerToken: String?
-        /// The shared webhook secret (query `secret` or header `X-IMBridge-Secret`); nil accepts all.
-        public var webhookSecret: String?
-        /// Seeds derived session tokens.
-        public var tokenSecret: String
-        /// Explicit business-server session tokens per uid (win over derived ones).
-        public var sessionTokens: [String: String]
-        /// The uid whose session reads group extras and reactions.
-        public var serviceUID: String
-        /// WuKong type number → custom content-type name (added to 11/12/13).
-        public var customTypes: [Int: String]
-        public var timeoutSeconds: Int64
-
-        public init(id: BackendID = "wukong", imURL: String, businessURL: String? = nil, managerToken: String? = nil,
-                    webhookSecret: String? = nil, tokenSecret: String = "imbridge", sessionTokens: [String: String] = [:],
-                    serviceUID: String = "imbridge", customTypes: [Int: String] = [:], timeoutSeconds: Int64 = 15) {
-            self.id = id
-            self.imURL = imURL
-            self.businessURL = businessURL ?? imURL
-            self.managerToken = managerToken
-            self.webhookSecret = webhookSecret
-            self.tokenSecret = tokenSecret
-            self.sessionTokens = sessionTokens
-            self.serviceUID = serviceUID
-            self.customTypes = customTypes
-            self.timeoutSeconds = timeoutSeconds
-        }
-    }
-
     public let id: BackendID
     public let capabilities: Capabilities
-    public let configuration: Configuration
+    public let settings: WuKongSettings
     public let client: WuKongClient
     public let codec: WuKongMessageCodec
     let inbound: WuKongInbound
@@ -63,19 +29,19 @@ public final class WuKongBackend: IMBackend, Sendable {
     let clock: any IMClock
     private let registeredTokens = Mutex<Set<String>>([])
 
-    public init(configuration: Configuration, registry: ContentRegistry = ContentRegistry(), clock: any IMClock = SystemClock(),
-                mapping: VendorTable = MappingSet.shipped.table("wukong")) {
-        self.id = configuration.id
-        self.configuration = configuration
+    public init(id: BackendID = "wukong", settings: WuKongSettings, registry: ContentRegistry = ContentRegistry(),
+                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("wukong")) {
+        self.id = id
+        self.settings = settings
         self.clock = clock
         self.capabilities = Capabilities.wukong.carrying(mapping)
-        self.client = WuKongClient(imURL: configuration.imURL, businessURL: configuration.businessURL,
-                                   managerToken: configuration.managerToken, timeoutSeconds: configuration.timeoutSeconds)
-        let content = WuKongContentCodec(registry: registry, customTypes: configuration.customTypes, mapping: mapping)
+        self.client = WuKongClient(imURL: settings.imURL, businessURL: settings.businessBaseURL,
+                                   managerToken: settings.managerToken, timeoutSeconds: settings.timeout.secondsRoundedUp)
+        let content = WuKongContentCodec(registry: registry, customTypes: settings.customTypes, mapping: mapping)
         self.codec = WuKongMessageCodec(content: content)
-        self.inbound = WuKongInbound(secret: configuration.webhookSecret)
-        self.mapper = WuKongInboundMapper(backend: configuration.id, codec: codec)
-        self.extrasCodec = WuKongExtrasCodec(backend: configuration.id, content: content)
+        self.inbound = WuKongInbound(secret: settings.webhookSecret)
+        self.mapper = WuKongInboundMapper(backend: id, codec: codec)
+        self.extrasCodec = WuKongExtrasCodec(backend: id, content: content)
     }
 
     public func events() -> AsyncStream<IMEvent> { hub.subscribe() }
@@ -84,8 +50,8 @@ public final class WuKongBackend: IMBackend, Sendable {
 
     /// The business-server session token of `uid`, registered with WuKongIM on first use when derived.
     func session(_ uid: UserID) async throws -> String {
-        if let explicit = configuration.sessionTokens[uid.rawValue] { return explicit }
-        let token = Hashing.sha1Hex("\(configuration.tokenSecret):\(uid.rawValue)")
+        if let explicit = settings.sessionTokens[uid.rawValue] { return explicit }
+        let token = Hashing.sha1Hex("\(settings.tokenSecret):\(uid.rawValue)")
         if !registeredTokens.withLock({ $0.contains(uid.rawValue) }) {
             try await client.updateToken(WKUserTokenRequest(uid: uid.rawValue, token: token, deviceFlag: 99, deviceLevel: 0))
             registeredTokens.withLock { _ = $0.insert(uid.rawValue) }
@@ -96,7 +62,7 @@ public final class WuKongBackend: IMBackend, Sendable {
     /// The user whose session reads a conversation's extras: the first participant of a direct
     /// conversation, the service uid otherwise.
     func reader(of conversation: ConversationRef) -> UserID {
-        conversation.participants.first ?? UserID(configuration.serviceUID)
+        conversation.participants.first ?? UserID(settings.serviceUID)
     }
 
     // MARK: sending

@@ -1,7 +1,10 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 
-/// WuKongIM / business-server answers → `IMError`.
+/// WuKongIM / business-server answers → `IMError`. The protocol's reason codes (`{"status":n}` with
+/// HTTP 200) and the refusal `{"msg","status":400}` (HTTP 400) go through `table`, which the sandbox
+/// answers from too; the other HTTP answers map by status.
 ///
 /// | answer | code | retry |
 /// |---|---|---|
@@ -18,43 +21,55 @@ import IMCore
 /// | 16 channel id, 8 msg key, 9 payload decode, 20, 21, 23 | `invalid_argument` | no |
 /// | any other non-200 `status` | `vendor_error` | no |
 public enum WuKongErrors {
+    public typealias Entry = VendorErrorTable.Entry
+
+    /// A refused request: HTTP 400 `{"msg": why, "status": 400}`.
+    public static let badRequest = Entry(400, .invalidArgument, status: 400, "request refused")
+    public static let notFound = Entry(404, .notFound, status: 200, "not found")
+
+    public static let table = VendorErrorTable(vendor: "WuKong", [
+        Entry(2, .authenticationFailed, status: 200, "authentication failed"),
+        Entry(3, .notFound, status: 200, "subscriber does not exist"),
+        Entry(4, .permissionDenied, status: 200, "sender is blacklisted"),
+        Entry(5, .notFound, status: 200, "channel does not exist"),
+        Entry(6, .unavailable, status: 200, "user is not on this node"),
+        Entry(8, .invalidArgument, status: 200, "message key error"),
+        Entry(9, .invalidArgument, status: 200, "payload does not decode"),
+        Entry(10, .unavailable, status: 200, "forwarding to another node failed"),
+        Entry(11, .permissionDenied, status: 200, "sending is not allowed"),
+        Entry(13, .permissionDenied, status: 200, "sender is not in the whitelist"),
+        Entry(14, .authenticationFailed, status: 200, "token query failed"),
+        Entry(15, .unavailable, status: 200, "system error"),
+        Entry(16, .invalidArgument, status: 200, "channel id error"),
+        Entry(17, .unavailable, status: 200, "node match error"),
+        Entry(18, .unavailable, status: 200, "node does not match"),
+        Entry(19, .permissionDenied, status: 200, "channel is banned"),
+        Entry(20, .invalidArgument, status: 200, "header not supported"),
+        Entry(21, .invalidArgument, status: 200, "client key is empty"),
+        Entry(22, .rateLimited, status: 200, "rate limited"),
+        Entry(23, .invalidArgument, status: 200, "channel type not supported"),
+        Entry(24, .permissionDenied, status: 200, "channel is disbanded"),
+        Entry(25, .permissionDenied, status: 200, "sending is banned in this channel"),
+        badRequest, notFound,
+    ])
+
+    /// The error of an answer, nil for a success.
     public static func map(httpStatus: Int, body: Data, retryAfterMs: Int64? = nil) -> IMError? {
         let object = try? JSONValue.parse(body)
         let message = object?["msg"]?.stringValue ?? object?["error"]?.stringValue
         switch httpStatus {
         case 200:
             guard let status = object?["status"]?.int64Value, status != 200 else { return nil }
-            return reason(Int(status), message: message)
+            return table.error(code: Int(status), message: message)
         case 401:
             return IMError(.authenticationFailed, "WuKong refused the credentials (HTTP 401)", vendorCode: "http_401",
                            vendorMessage: message)
-        case 400:
-            return IMError(.invalidArgument, "WuKong refused the request: \(message ?? "HTTP 400")", vendorCode: "400",
-                           vendorMessage: message)
+        case badRequest.status:
+            return table.error(code: badRequest.code, message: message, httpStatus: httpStatus)
         default:
             var error = IMError.http(status: httpStatus, body: String(decoding: body, as: UTF8.self), retryAfterMs: retryAfterMs)
             if let message { error.vendorMessage = message }
             return (200..<300).contains(httpStatus) ? nil : error
         }
-    }
-
-    /// A WuKong protocol reason code (`{"status":n}` with HTTP 200).
-    public static func reason(_ code: Int, message: String?) -> IMError {
-        let (kind, text): (IMError.Code, String) = switch code {
-        case 404: (.notFound, "not found")
-        case 19: (.permissionDenied, "channel is banned")
-        case 24: (.permissionDenied, "channel is disbanded")
-        case 25: (.permissionDenied, "sending is banned in this channel")
-        case 4: (.permissionDenied, "sender is blacklisted")
-        case 13: (.permissionDenied, "sender is not in the whitelist")
-        case 11: (.permissionDenied, "sending is not allowed")
-        case 22: (.rateLimited, "rate limited")
-        case 15, 6, 10, 17, 18: (.unavailable, "server error")
-        case 2, 14: (.authenticationFailed, "authentication failed")
-        case 3, 5: (.notFound, code == 3 ? "subscriber does not exist" : "channel does not exist")
-        case 8, 9, 16, 20, 21, 23: (.invalidArgument, "request refused")
-        default: (.vendorError, "unexpected status")
-        }
-        return IMError(kind, "WuKong: \(text) (status \(code))", vendorCode: String(code), vendorMessage: message)
     }
 }

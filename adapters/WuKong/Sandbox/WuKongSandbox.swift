@@ -190,7 +190,8 @@ public final class WuKongSandbox: SandboxVendor {
 
     public func faultResponse(status: Int, vendorCode: Int?) -> HTTPResponseData {
         if status == 401 { return HTTPResponseData(status: 401) }
-        return .json(WKStatus(status: vendorCode ?? status, msg: "sandbox fault"), status: status)
+        let code = vendorCode ?? status
+        return .json(WKStatus(status: code, msg: WuKongErrors.table[code]?.text ?? "sandbox fault"), status: status)
     }
 
     public func reset() async {
@@ -202,7 +203,10 @@ public final class WuKongSandbox: SandboxVendor {
     // MARK: envelopes
 
     static func ok() -> HTTPResponseData { .json(WKStatus.ok) }
-    static func failure(_ message: String) -> HTTPResponseData { .json(WKStatus(status: 400, msg: message), status: 400) }
+    /// A refusal (`WuKongErrors.badRequest`) with the server's text.
+    static func failure(_ message: String) -> HTTPResponseData {
+        .json(WKStatus(status: WuKongErrors.badRequest.code, msg: message), status: WuKongErrors.badRequest.status)
+    }
     static func statusOnly(_ status: Int) -> HTTPResponseData { .json(WKStatus(status: status)) }
     static func bare<T: Encodable>(_ value: T) -> HTTPResponseData {
         .json((try? WuKongJSON.encode(value)) ?? Data("{}".utf8))
