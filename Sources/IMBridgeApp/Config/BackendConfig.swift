@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMConfig
 import IMCore
 import IMRelay
+import IMVendors
 
 /// A configured backend: its adapter name and the adapter's own settings (base URLs, credentials …).
 public struct BackendConfig: Sendable {
@@ -73,7 +74,14 @@ extension BridgeConfig {
             for key in (try? entry.keys()) ?? [] where key != "adapter" {
                 let value = entry[key]
                 if value.isMapping {
-                    // A map setting (`custom_types`): `key: value` lines, each value a single one.
+                    // Only a map setting (`custom_types`) is written as `key: value` lines, each value a single
+                    // one; any other setting of a known adapter given as a mapping is this file's problem, told
+                    // with the others at once.
+                    if let spec = Vendors.all.first(where: { $0.name == adapter })?.adapter.settings.first(where: { $0.key == key }), !spec.isMap {
+                        problems.add(value.error("expected a single value, got a mapping"))
+                        ok = false
+                        continue
+                    }
                     let items = problems.attempt { try value.entries().map { ($0.key, try $0.node.string()) } }
                     if let items { maps[key] = Dictionary(items, uniquingKeysWith: { _, last in last }) } else { ok = false }
                     lines[key] = value.keyLine ?? value.line
