@@ -1,7 +1,7 @@
 import Foundation
+import IMBridgeApp
 import IMCore
-import IMMapping
-import IMRelay   // `BridgeConfig` (the test reads it only through `BridgeConfig.parse` and its properties)
+import IMRelay
 import Testing
 
 /// Every default the documentation gives a `bridge.yaml` key is what `BridgeConfig.parse` yields when the
@@ -26,7 +26,7 @@ import Testing
             switch self {
             case .unset: "none"
             case .required: "required"
-            case .duration(let ms): "\(ConfigDuration(milliseconds: ms))"
+            case .duration(let ms): DocumentedDefaultsTests.shown(ms)
             case .text(let text): "\"\(text)\""
             case .number(let number): "\(number)"
             case .flag(let flag): "\(flag)"
@@ -150,14 +150,26 @@ import Testing
         }
     }
 
-    /// `7d` (the configuration's own syntax), or prose: `7 days`, `5 min`.
+    /// The units of a duration in `bridge.yaml` (docs/configuration.md, "Durations"), largest first.
+    static let units: [(String, Int64)] = [("d", 86_400_000), ("h", 3_600_000), ("m", 60_000), ("s", 1000), ("ms", 1)]
+
+    /// `7d` (the configuration's syntax: a whole number and its unit), or prose: `7 days`, `5 min`, `24 h`.
     static func duration(_ text: String) -> Int64? {
-        if let duration = ConfigDuration(text) { return duration.milliseconds }
+        if let match = text.wholeMatch(of: /([0-9]+)(ms|s|m|h|d)/), let number = Int64(match.1),
+           let unit = units.first(where: { $0.0 == String(match.2) }) {
+            return number * unit.1
+        }
         let words = text.split(separator: " ")
-        let units: [String: Int64] = ["ms": 1, "s": 1000, "second": 1000, "seconds": 1000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
-                                      "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000, "day": 86_400_000, "days": 86_400_000]
-        guard words.count == 2, let number = Int64(words[0]), let unit = units[String(words[1])] else { return nil }
+        let prose: [String: Int64] = ["ms": 1, "s": 1000, "second": 1000, "seconds": 1000, "min": 60_000, "minute": 60_000, "minutes": 60_000,
+                                      "h": 3_600_000, "hour": 3_600_000, "hours": 3_600_000, "d": 86_400_000, "day": 86_400_000, "days": 86_400_000]
+        guard words.count == 2, let number = Int64(words[0]), let unit = prose[String(words[1])] else { return nil }
         return number * unit
+    }
+
+    /// `ms` milliseconds in the largest unit that divides them (`86400000` → `1d`).
+    static func shown(_ ms: Int64) -> String {
+        guard ms > 0, let unit = units.first(where: { ms % $0.1 == 0 }) else { return "0s" }
+        return "\(ms / unit.1)\(unit.0)"
     }
 
     static func read(_ path: String) throws -> String {
@@ -240,7 +252,7 @@ import Testing
         let annotated = try Self.annotatedDefaults()
         #expect(annotated.count >= 12, "the comments' defaults were not found: \(annotated.map(\.key))")
         for (key, text) in annotated {
-            let (kind, value) = try #require(parsed[key], "docs/configuration.md comments on \(key), which is not in the reference table")
+            let (kind, value) = try #require(parsed[key], "docs/configuration.md comments on \(key), which this test does not read")
             let stated = Self.documented(text, kind: kind)
             #expect(stated == value, "\(key): a comment in docs/configuration.md says default \(stated.map(\.description) ?? "'\(text)', not a \(kind)"), the parser yields \(value)")
         }
