@@ -153,7 +153,7 @@ import Testing
         #expect(await eventually(30) { lines().contains { $0.message.hasPrefix("outbound dead letter") } }, "\(bridge.output)")
         let dead = try #require(lines().first { $0.message.hasPrefix("outbound dead letter") })
         #expect(dead.level == "error" && dead.label == "imbridge.delivery" && dead.meta("backend") == "wk")
-        #expect(dead.meta("lane")?.hasPrefix("wk/") == true && dead.meta("lane")?.contains("dl") == true && dead.meta("event_id") != nil && dead.meta("reason")?.contains("WuKong refused") == true)
+        #expect(dead.meta("lane")?.hasPrefix("wk/") == true && dead.meta("lane")?.contains("dl") == true && dead.meta("event_id") != nil && dead.meta("reason")?.contains("WuKong 400: request refused") == true)
 
         // Shutdown: logged with what drained.
         #expect(bridge.terminate() == 0)

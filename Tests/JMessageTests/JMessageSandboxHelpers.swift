@@ -9,7 +9,7 @@ import SandboxTestSupport
 let masterSecret = "2d7b8ea6c2d4e1f0a9b8c7d6"
 
 /// A started JMessage sandbox (on `SandboxTestSupport.SandboxRig`) plus what only JMessage needs:
-/// Basic-auth requests, the seeded users, a text sent as the admin, the adapter's config for it.
+/// Basic-auth requests, the seeded users, a text sent as the admin, the adapter's settings for it.
 struct SandboxHarness {
     let rig: SandboxRig
     let clock: SandboxClock
@@ -58,8 +58,10 @@ struct SandboxHarness {
 
     func stop() async { await rig.stop() }
 
-    var config: JMessageConfig {
-        JMessageConfig(appKey: appKey, masterSecret: masterSecret, apiBaseURL: base, reportBaseURL: base + "/", admin: "bridge_admin",
-                       adminPassword: "admin-pass", timeoutSeconds: 10)
+    var settings: JMessageSettings {
+        var settings = JMessageSettings(appKey: appKey, masterSecret: masterSecret, admin: "bridge_admin", apiURL: base, reportURL: base + "/")
+        settings.adminPassword = "admin-pass"
+        settings.timeout = .seconds(10)
+        return settings
     }
 }
