@@ -187,17 +187,11 @@ public struct AdapterSettings: Sendable {
         }
     }
 
-    // MARK: readers (values were checked at init)
+    // MARK: readers (values were checked at init); an adapter reads its settings type (`decode`), whose
+    // fields hold the defaults, so no reader takes one
 
     public subscript(key: String) -> String? {
         guard let value = values[key], !value.isEmpty else { return nil }
-        return value
-    }
-
-    public func string(_ key: String, default fallback: String) -> String { self[key] ?? fallback }
-
-    public func required(_ key: String) throws -> String {
-        guard let value = self[key] else { throw refuse(key, "is required") }
         return value
     }
 
@@ -208,11 +202,6 @@ public struct AdapterSettings: Sendable {
         return ConfigDuration.legacy(old.trimmingCharacters(in: .whitespaces), legacy.unit, fractions: legacy.fractions)
     }
 
-    /// A duration setting in whole seconds, rounded up (per-request timeouts), or `fallback`.
-    public func seconds(_ key: String, default fallback: Int64) -> Int64 {
-        duration(key).map { ($0.milliseconds + 999) / 1000 } ?? fallback
-    }
-
     /// The key a duration was written under (its deprecated name when that was used), for errors.
     public func writtenKey(_ key: String) -> String {
         guard self[key] == nil, let legacy = schema.first(where: { $0.key == key })?.legacy, self[legacy.key] != nil else { return key }
@@ -221,9 +210,7 @@ public struct AdapterSettings: Sendable {
 
     public func integer(_ key: String) -> Int64? { self[key].flatMap { Int64($0.trimmingCharacters(in: .whitespaces)) } }
 
-    public func integer(_ key: String, default fallback: Int64) -> Int64 { integer(key) ?? fallback }
-
-    public func flag(_ key: String, default fallback: Bool) -> Bool { self[key].flatMap(Self.parseFlag) ?? fallback }
+    public func flag(_ key: String) -> Bool? { self[key].flatMap(Self.parseFlag) }
 
     public func list(_ key: String) -> [String] { self[key].map(Self.splitList) ?? [] }
 

@@ -117,7 +117,7 @@ struct SettingsContainer<Key: CodingKey>: KeyedDecodingContainerProtocol {
         }
         let value: Any? = switch type {
         case is String.Type: settings[name]
-        case is Bool.Type: settings[name].flatMap(AdapterSettings.parseFlag)
+        case is Bool.Type: settings.flag(name)
         case is Int64.Type: settings.integer(name)
         case is Int.Type: settings.integer(name).map { Int($0) }
         case is Duration.Type: settings.duration(name)?.duration

@@ -67,6 +67,12 @@ public struct ConfigNode {
     /// The line of the key naming this node (or, when absent, of the enclosing mapping's key).
     public var keyLine: Int? { anchorLine }
 
+    /// `error` at the line of the key naming this node (a mapping's first line is the line after its key).
+    public func errorAtKey(_ message: String) -> IMError {
+        let line = (anchorLine ?? node?.mark?.line).map { ":\($0)" } ?? ""
+        return IMError(.invalidArgument, "\(file)\(line): \(path.isEmpty ? "(top level)" : path): \(message)", details: ["key": path])
+    }
+
     /// What this node holds, for "expected …, got …" errors (never its text).
     var shape: String {
         guard let node, isPresent else { return "nothing" }

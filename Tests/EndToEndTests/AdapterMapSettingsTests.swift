@@ -49,4 +49,24 @@ import WuKong
                                    as? WuKongBackend)
         #expect(backend.settings.customTypes == [150: "gift", 151: "invoice"] && backend.settings.sessionTokens == ["ops": "tsdd-token"])
     }
+
+    /// A mapping where a single value belongs is refused by the adapter's schema, at the key's line, with
+    /// the configuration's other problems.
+    @Test func aMappingForASingleValueIsRefusedAtItsLine() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-maps-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = "\(directory)/bridge.yaml"
+        let yaml = Self.yaml.replacingOccurrences(of: "STORE", with: "\(directory)/bridge.sqlite")
+            .replacingOccurrences(of: "    webhook_secret: s\n", with: "    webhook_secret: s\n    service_uid:\n      name: ops\n")
+            .replacingOccurrences(of: "    app_key: k\n", with: "    app_key: k\n    timeout: 7\n")
+        try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        do {
+            _ = try await ConfigCheck.load(path: path, environment: [:])
+            Issue.record("accepted a mapping for service_uid")
+        } catch let error as IMError {
+            #expect(error.message.contains("\(path):7: backends.wk.service_uid: expected a single value, got a mapping"), "\(error.message)")
+            #expect(error.message.contains("backends.rc.timeout: expected a duration"), "\(error.message)")
+        }
+    }
 }

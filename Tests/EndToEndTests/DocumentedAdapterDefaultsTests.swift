@@ -46,7 +46,10 @@ import WuKong
         }
     }
 
-    static func seconds(_ seconds: Int64) -> Value { .duration(milliseconds: seconds * 1000) }
+    static func milliseconds(_ duration: Duration) -> Int64 {
+        duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+    }
+    static func duration(_ duration: Duration) -> Value { .duration(milliseconds: milliseconds(duration)) }
     static func optional(_ text: String?) -> Value { text.map(Value.text) ?? .unset }
     static func list<T>(_ items: [T]) -> Value { items.isEmpty ? .unset : .text("\(items)") }
 
@@ -55,55 +58,57 @@ import WuKong
         let freshness = try #require(DocumentedDefaultsTests.parse(DocumentedDefaultsTests.minimal).ledgerRetentionMs) / 2
         var found: [String: (kind: Kind, value: Value)] = [:]
 
-        let wk = try WuKongBackend.Configuration(settings("wukong"))
-        let wkDecode = { (settings: AdapterSettings) in _ = try WuKongBackend.Configuration(settings) }
-        let unsigned = (try? WuKongBackend.Configuration(settings("wukong", without: "webhook_secret"))) != nil
+        let wk = try WuKongSettings(settings("wukong"))
+        let wkDecode = { @Sendable (settings: AdapterSettings) in _ = try WuKongSettings(settings) }
+        let unsigned = (try? WuKongSettings(settings("wukong", without: "webhook_secret"))) != nil
         found["wukong.im_url"] = (.text, omission("wukong", "im_url", wkDecode))
-        found["wukong.business_url"] = (.text, .text(wk.businessURL == wk.imURL ? "im_url" : wk.businessURL))
+        found["wukong.business_url"] = (.text, .text(wk.businessURL ?? "im_url"))
         found["wukong.manager_token"] = (.text, optional(wk.managerToken))
         found["wukong.webhook_secret"] = (.text, omission("wukong", "webhook_secret", wkDecode))
         found["wukong.allow_unsigned_callbacks"] = (.flag, .flag(unsigned))
         found["wukong.token_secret"] = (.text, .text(wk.tokenSecret))
         found["wukong.service_uid"] = (.text, .text(wk.serviceUID))
-        found["wukong.timeout"] = (.duration, seconds(wk.timeoutSeconds))
+        found["wukong.timeout"] = (.duration, duration(wk.timeout))
         found["wukong.custom_types"] = (.text, list(Array(wk.customTypes.keys)))
         found["wukong.session_tokens"] = (.text, list(Array(wk.sessionTokens.keys)))
 
-        let rcDecode = { (settings: AdapterSettings) in _ = try RongCloudBackend.Configuration(settings, freshnessLimitMs: freshness) }
-        let rc = try RongCloudBackend.Configuration(settings("rongcloud"), freshnessLimitMs: freshness)
+        let rcDecode = { @Sendable (settings: AdapterSettings) in _ = try RongCloudSettings(settings, freshnessLimitMs: freshness) }
+        let rc = try RongCloudSettings(settings("rongcloud"), freshnessLimitMs: freshness)
         for key in ["app_key", "app_secret"] { found["rongcloud.\(key)"] = (.text, omission("rongcloud", key, rcDecode)) }
-        found["rongcloud.api_url"] = (.text, .text(rc.baseURLs.joined(separator: ", ")))
-        found["rongcloud.timeout"] = (.duration, seconds(rc.timeoutSeconds))
-        found["rongcloud.history_viewer"] = (.text, optional(rc.historyViewer?.rawValue))
+        found["rongcloud.api_url"] = (.text, .text(rc.apiURLs.joined(separator: ", ")))
+        found["rongcloud.timeout"] = (.duration, duration(rc.timeout))
+        found["rongcloud.history_viewer"] = (.text, optional(rc.historyViewer))
         found["rongcloud.object_names"] = (.text, list(Array(rc.objectNames.keys)))
         found["rongcloud.callback_max_skew"] = (.duration, DocumentedDefaultsTests.milliseconds(rc.callbackMaxSkewMs))
 
-        let nimDecode = { (settings: AdapterSettings) in _ = try NIMAdapter.Settings(settings, freshnessLimitMs: freshness) }
-        let nim = try NIMAdapter.Settings(settings("nim"), freshnessLimitMs: freshness)
+        let nimDecode = { @Sendable (settings: AdapterSettings) in _ = try NIMSettings(settings, freshnessLimitMs: freshness) }
+        let nim = try NIMSettings(settings("nim"), freshnessLimitMs: freshness)
         for key in ["app_key", "app_secret"] { found["nim.\(key)"] = (.text, omission("nim", key, nimDecode)) }
-        found["nim.api_url"] = (.text, .text(nim.config.baseURL))
+        found["nim.api_url"] = (.text, .text(nim.baseURL))
         found["nim.team_query_accid"] = (.text, optional(nim.teamQueryAccid))
-        found["nim.recall_window"] = (.duration, DocumentedDefaultsTests.milliseconds(nim.recallWindowMs ?? NIMBackend.defaultCapabilities.recallWindowMs))
+        found["nim.recall_window"] = (.duration, DocumentedDefaultsTests.milliseconds(nim.recallWindow.map { milliseconds($0) }
+                                                                                          ?? NIMBackend.defaultCapabilities.recallWindowMs))
         found["nim.create_users"] = (.flag, .flag(nim.createUsers))
         found["nim.custom_type_key"] = (.text, .text(nim.customFormat.typeKey))
         found["nim.custom_data_key"] = (.text, .text(nim.customFormat.dataKey))
         found["nim.custom_untyped_name"] = (.text, .text(nim.customFormat.untypedName))
         found["nim.custom_aliases"] = (.text, list(Array(nim.customFormat.aliases.keys)))
         // "half of `retention`": the window is the freshness limit itself.
-        found["nim.callback_max_skew"] = (.duration, .text(nim.callbackMaxSkewMs == freshness ? "half of retention" : "\(String(describing: nim.callbackMaxSkewMs)) ms"))
-        found["nim.timeout"] = (.duration, seconds(nim.config.timeoutSeconds))
+        let skew = nim.callbackMaxSkew.map { milliseconds($0) }
+        found["nim.callback_max_skew"] = (.duration, .text(skew == freshness ? "half of retention" : "\(String(describing: skew)) ms"))
+        found["nim.timeout"] = (.duration, duration(nim.timeout))
 
-        let jmDecode = { (settings: AdapterSettings) in _ = try JMessageAdapter.Settings(settings, freshnessLimitMs: freshness) }
-        let jm = try JMessageAdapter.Settings(settings("jmessage"), freshnessLimitMs: freshness)
+        let jmDecode = { @Sendable (settings: AdapterSettings) in _ = try JMessageSettings(settings, freshnessLimitMs: freshness) }
+        let jm = try JMessageSettings(settings("jmessage"), freshnessLimitMs: freshness)
         for key in ["app_key", "master_secret", "admin"] { found["jmessage.\(key)"] = (.text, omission("jmessage", key, jmDecode)) }
-        found["jmessage.admin_password"] = (.text, optional(jm.config.adminPassword))
-        found["jmessage.api_url"] = (.text, .text(jm.config.apiBaseURL))
-        found["jmessage.report_url"] = (.text, .text(jm.config.reportBaseURL))
+        found["jmessage.admin_password"] = (.text, optional(jm.adminPassword))
+        found["jmessage.api_url"] = (.text, .text(jm.apiURL))
+        found["jmessage.report_url"] = (.text, .text(jm.reportURL))
         found["jmessage.poll_interval"] = (.duration, DocumentedDefaultsTests.milliseconds(jm.pollIntervalMs))
-        found["jmessage.poll_overlap"] = (.duration, .duration(milliseconds: jm.pollOverlapMs))
+        found["jmessage.poll_overlap"] = (.duration, duration(jm.pollOverlap))
         // With `poll_interval` left at its default, polling stops only for `routing_push: true`.
         found["jmessage.routing_push"] = (.flag, .flag(jm.pollIntervalMs == nil))
-        found["jmessage.timeout"] = (.duration, seconds(jm.config.timeoutSeconds))
+        found["jmessage.timeout"] = (.duration, duration(jm.timeout))
         return found
     }
 

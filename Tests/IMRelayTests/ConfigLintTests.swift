@@ -26,7 +26,7 @@ import Testing
             backends:
               wk:
                 adapter: wukong
-                im_url: {host: wk}
+                im_url: [wk]
               rc:
                 app_key: k
             routes:
@@ -42,7 +42,7 @@ import Testing
         let lines = problems(yaml)
         let expected = [
             "b.yaml:1: listen: expected a single value, got a list",
-            "b.yaml:5: backends.wk.im_url: expected a single value, got a mapping",
+            "b.yaml:5: backends.wk.im_url: expected a single value, got a list",
             "b.yaml:6: backends.rc.adapter: is required",
             "b.yaml:9: routes[0].from: unknown conversation kind 'grop' (expected one of: direct, group, chatroom, system)",
             "b.yaml:11: routes[1].to: is required",

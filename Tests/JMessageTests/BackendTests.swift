@@ -14,7 +14,7 @@ final class Running: Sendable {
 
     func make(registry: ContentRegistry = ContentRegistry(), pollIntervalMs: Int64? = 100) async throws -> (JMessageSandboxHelper, JMessageBackend, GroupID) {
         let sandbox = try await JMessageSandboxHelper.start()
-        let backend = JMessageBackend(id: "jm", config: sandbox.config, registry: registry, clock: sandbox.clock,
+        let backend = JMessageBackend(id: "jm", settings: sandbox.backendSettings, registry: registry, clock: sandbox.clock,
                                       pollerSettings: .init(startLookbackMs: 60_000))
         items.withLock { $0.append((sandbox, backend)) }
         try await backend.start(pollIntervalMs: nil)

@@ -14,7 +14,7 @@ import Testing
     /// (admin registered, no polling), and stops both afterwards.
     static func with(statePath: String? = nil, _ body: (JMessageSandboxHelper, JMessageBackend) async throws -> Void) async throws {
         let sandbox = try await JMessageSandboxHelper.start(.init(statePath: statePath))
-        let backend = JMessageBackend(id: "jm", config: sandbox.config, clock: sandbox.clock)
+        let backend = JMessageBackend(id: "jm", settings: sandbox.backendSettings, clock: sandbox.clock)
         do {
             try await backend.start(pollIntervalMs: nil)
             try await body(sandbox, backend)
@@ -139,9 +139,9 @@ import Testing
 
     @Test func forgedCredentialsAreRefused() async throws {
         try await Self.with { sandbox, jm in
-            var config = sandbox.config
-            config.masterSecret = "wrong-secret"
-            let forged = JMessageBackend(id: "jm", config: config)
+            var settings = sandbox.backendSettings
+            settings.masterSecret = "wrong-secret"
+            let forged = JMessageBackend(id: "jm", settings: settings)
             await Self.expectError(.authenticationFailed) { try await forged.saveUser(UserProfile(id: "alice")) }
             await Self.expectError(.authenticationFailed) { _ = try await forged.allGroups() }
             let empty2 = try await jm.users(["alice"]).isEmpty

@@ -30,8 +30,8 @@ struct PollerLogRecorder: LogHandler {
 
 /// The routing push through `handle(_:sink:)` and the report v2 poller into a sink.
 @Suite struct JMessageInboundTests {
-    let backend = JMessageBackend(id: "jm", config: JMessageConfig(
-        appKey: appKey, masterSecret: masterSecret, apiBaseURL: "http://127.0.0.1:9", reportBaseURL: "http://127.0.0.1:9", admin: "bridge_admin"))
+    let backend = JMessageBackend(id: "jm", settings: JMessageSettings(
+        appKey: appKey, masterSecret: masterSecret, admin: "bridge_admin", apiURL: "http://127.0.0.1:9", reportURL: "http://127.0.0.1:9"))
     let time = TestClock(startMs: 1_767_225_600_000)
 
     func push(_ body: String, authorization: String? = "Basic " + Data("\(appKey):\(masterSecret)".utf8).base64EncodedString()) -> HTTPRequestData {
@@ -152,9 +152,9 @@ struct PollerLogRecorder: LogHandler {
     // MARK: report v2 poller
 
     func poller(_ sandbox: JMessageSandboxHelper, storage: any CheckpointStorage, clock: (any IMClock)? = nil) -> JMessagePoller {
-        let config = sandbox.config
-        return JMessagePoller(client: JMessageClient(config: config),
-                              codec: JMessageCodec(identity: JMessageIdentity(appKey: config.appKey, admin: config.admin)),
+        let settings = sandbox.backendSettings
+        return JMessagePoller(client: JMessageClient(settings: settings),
+                              codec: JMessageCodec(identity: JMessageIdentity(appKey: settings.appKey, admin: settings.admin)),
                               backend: "jm", storage: storage, clock: clock ?? sandbox.clock,
                               settings: .init(pageSize: 2, overlapMs: 5000, startLookbackMs: 60_000))
     }

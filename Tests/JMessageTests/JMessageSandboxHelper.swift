@@ -9,7 +9,7 @@ import SandboxTestSupport
 let masterSecret = "2d7b8ea6c2d4e1f0a9b8c7d6"
 
 /// JMessage's `SandboxHelper`: requests signed with the app's Basic credentials, the seeded users, a text
-/// sent as the admin, the adapter's config for the sandbox.
+/// sent as the admin, the adapter's settings for the sandbox.
 struct JMessageSandboxHelper: SandboxHelper {
     typealias Vendor = JMessageSandbox
 
@@ -71,8 +71,10 @@ struct JMessageSandboxHelper: SandboxHelper {
         return id
     }
 
-    var config: JMessageConfig {
-        JMessageConfig(appKey: appKey, masterSecret: masterSecret, apiBaseURL: baseURL, reportBaseURL: baseURL + "/", admin: "bridge_admin",
-                       adminPassword: "admin-pass", timeoutSeconds: 10)
+    var backendSettings: JMessageSettings {
+        var settings = JMessageSettings(appKey: appKey, masterSecret: masterSecret, admin: "bridge_admin", apiURL: baseURL, reportURL: baseURL + "/")
+        settings.adminPassword = "admin-pass"
+        settings.timeout = .seconds(10)
+        return settings
     }
 }

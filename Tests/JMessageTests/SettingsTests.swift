@@ -1,7 +1,7 @@
 import IMAdapterKit
 import IMCore
 import IMMapping
-import JMessage
+@testable import JMessage
 import Testing
 
 /// `JMessageAdapter.descriptor`: its schema is the one list of settings, and every problem names its key.
@@ -36,10 +36,13 @@ import Testing
     @Test func defaultsReachTheBackend() async throws {
         let backend = try await build(minimal)
         #expect(backend.id == "jm")
-        #expect(backend.client.config.apiBaseURL == "https://api.im.jpush.cn")
-        #expect(backend.client.config.reportBaseURL == "https://report.im.jpush.cn")
-        #expect(backend.client.config.appKey == appKey && backend.client.config.admin == "bridge_admin")
-        #expect(backend.client.config.adminPassword == nil)
+        #expect(backend.client.settings.apiURL == "https://api.im.jpush.cn")
+        #expect(backend.client.settings.reportURL == "https://report.im.jpush.cn")
+        #expect(backend.client.settings.appKey == appKey && backend.client.settings.admin == "bridge_admin")
+        #expect(backend.client.settings.adminPassword == nil)
+        #expect(backend.client.settings == JMessageSettings(appKey: appKey, masterSecret: masterSecret, admin: "bridge_admin"))
+        #expect(backend.client.settings.pollIntervalMs == 2000)
+        #expect(await backend.poller.settings.overlapMs == 5000)
         #expect(await backend.poller.checkpointName == "jmessage.jm.poller")
 
         var custom = minimal
@@ -49,8 +52,12 @@ import Testing
         custom["poll_interval_ms"] = "0"
         custom["routing_push"] = "yes"
         let configured = try await build(custom)
-        #expect(configured.client.config.apiBaseURL == "http://127.0.0.1:1" && configured.client.config.reportBaseURL == "http://127.0.0.1:2")
-        #expect(configured.client.config.adminPassword == "pw")
+        #expect(configured.client.settings.apiURL == "http://127.0.0.1:1" && configured.client.settings.reportURL == "http://127.0.0.1:2")
+        #expect(configured.client.settings.adminPassword == "pw" && configured.client.settings.pollIntervalMs == nil)
+        let tuned = try await build(minimal.merging(["poll_interval": "500ms", "poll_overlap": "9s", "timeout": "1500ms"]) { $1 })
+        #expect(tuned.client.settings.pollIntervalMs == 500)
+        #expect(await tuned.poller.settings.overlapMs == 9000)
+        #expect(tuned.client.settings.timeout.secondsRoundedUp == 2)
     }
 
     @Test(arguments: ["app_key", "master_secret", "admin"])

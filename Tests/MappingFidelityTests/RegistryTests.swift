@@ -36,7 +36,7 @@ import Testing
         #expect(problems.map { $0.details["setting"] ?? "" } == ["colour", "api_url", "timeout_seconds", "flag", "map"])
         let settings = try AdapterSettings(backend: "x", values: ["api_url": "https://h", "timeout_seconds": "7", "flag": "yes", "map": "a=1, b=2"],
                                            schema: schema)
-        #expect(settings.integer("timeout_seconds") == 7 && settings.flag("flag", default: false))
+        #expect(settings.integer("timeout_seconds") == 7 && settings.flag("flag") == true)
         #expect(settings.pairs("map").map { "\($0.0)=\($0.1)" } == ["a=1", "b=2"])
     }
 }

@@ -60,14 +60,14 @@ import Testing
     @Test func recallFindsTheSendTimeThroughHistoryAfterARestart() async throws {
         try await WiredBackend.with { wired in
             let sent = try await wired.backend.send(OutgoingMessage(conversation: .direct("alice", "bob"), sender: "alice", content: .text("x")))
-            let fresh = NIMBackend(config: wired.backend.client.config, clock: wired.sandbox.clock)
+            let fresh = NIMBackend(settings: wired.backend.settings, clock: wired.sandbox.clock)
             try await fresh.recall(sent.id, in: .direct("alice", "bob"), by: "alice")
             await #expect(throws: IMError.self) { try await fresh.recall(sent.id, in: .direct("alice", "bob"), by: "alice") }
             let records = try await wired.rig.messages()
             #expect(records.first?.recalled == true)
             let page = try await fresh.history(HistoryQuery(conversation: .direct("alice", "bob")))
             #expect(page.messages.map(\.id) == [sent.id] && page.messages.first?.isRecalled == true)
-            let other = try await NIMBackend(config: wired.backend.client.config, clock: wired.sandbox.clock)
+            let other = try await NIMBackend(settings: wired.backend.settings, clock: wired.sandbox.clock)
                 .history(HistoryQuery(conversation: .direct("alice", "bob")))
             #expect(other.messages.isEmpty, "NIM drops recalled messages from history; only the recalling process keeps a tombstone")
         }
@@ -96,7 +96,7 @@ extension NIMBackendTests {
         try await WiredBackend.with { wired in
             let sent = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("x"),
                                                                     clientMessageID: "bridge-77"))
-            let fresh = NIMBackend(config: wired.backend.client.config, teamQueryAccid: "alice", clock: wired.sandbox.clock)
+            let fresh = NIMBackend(settings: { var settings = wired.backend.settings; settings.teamQueryAccid = "alice"; return settings }(), clock: wired.sandbox.clock)
             let found = try await fresh.message(withClientID: "bridge-77", in: .group("1001"))
             #expect(found?.id == sent.id)
             #expect(try await fresh.message(withClientID: "bridge-78", in: .group("1001")) == nil)

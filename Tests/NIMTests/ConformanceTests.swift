@@ -32,8 +32,9 @@ struct WiredBackend {
         let sandbox = try NIMSandboxHelper.makeServer(.init(appKey: "k", appSecret: "s", frozenClock: frozenClock),
                                                       callbackURL: "http://127.0.0.1:\(receiverPort)\(NIMSandboxHelper.callbackPath)")
         try await sandbox.start()
-        let backend = NIMBackend(id: "nim", config: NIMConfig(baseURL: sandbox.baseURL + "/nimserver", appKey: "k", appSecret: "s"),
-                                 registry: registry, teamQueryAccid: "alice", clock: sandbox.clock)
+        var settings = NIMSettings(apiURL: sandbox.baseURL + "/nimserver", appKey: "k", appSecret: "s")
+        settings.teamQueryAccid = "alice"
+        let backend = NIMBackend(id: "nim", settings: settings, registry: registry, clock: sandbox.clock)
         slot.backend.withLock { $0 = backend }
         return WiredBackend(backend: backend, sandbox: sandbox, receiver: receiver, registry: registry, sink: sink)
     }

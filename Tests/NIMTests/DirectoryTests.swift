@@ -111,7 +111,7 @@ import Testing
 
     @Test func forgedSignaturesAreRefused() async throws {
         try await WiredBackend.with { wired in
-            let forged = NIMBackend(config: NIMConfig(baseURL: wired.sandbox.baseURL, appKey: "k", appSecret: "wrong"))
+            let forged = NIMBackend(settings: NIMSettings(apiURL: wired.sandbox.baseURL, appKey: "k", appSecret: "wrong"))
             await Self.expectError(.authenticationFailed) { try await forged.saveUser(UserProfile(id: "alice")) }
             await Self.expectError(.authenticationFailed) { _ = try await forged.groups(of: "alice") }
             let empty3 = try await wired.backend.users(["alice"]).isEmpty

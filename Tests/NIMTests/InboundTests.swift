@@ -10,7 +10,7 @@ import Testing
     static let secret = "0123456789ab"
     static let docBody = #"{"eventType":"1","convType":"PERSON","to":"222","fromAccount":"111","msgType":"TEXT","body":"hello","msgTimestamp":"1441977355557","msgidClient":"1234567","msgidServer":"3456789"}"#
     static let ok = #"{"code":200}"#
-    let backend = NIMBackend(id: "nim", config: NIMConfig(appKey: "key", appSecret: NIMInboundTests.secret))
+    let backend = NIMBackend(id: "nim", settings: NIMSettings(appKey: "key", appSecret: NIMInboundTests.secret))
 
     static func request(_ body: String, curTime: String = "1440570500855", md5: String? = nil, checkSum: String? = nil,
                         appKey: String = "key") -> HTTPRequestData {
@@ -209,7 +209,9 @@ import Testing
     }
 
     @Test func freshnessIsCheckedOnlyWhenConfigured() async throws {
-        let strict = NIMBackend(id: "nim", config: NIMConfig(appKey: "key", appSecret: Self.secret), callbackMaxSkewMs: 60_000)
+        var strictSettings = NIMSettings(appKey: "key", appSecret: Self.secret)
+        strictSettings.callbackMaxSkew = .seconds(60)
+        let strict = NIMBackend(id: "nim", settings: strictSettings)
         let stale = await Self.exchange(Self.request(Self.docBody), with: strict)
         #expect(stale.answer.status == 401 && stale.sink.events.isEmpty && stale.sink.refusals.first?.code == .authenticationFailed)
         let now = String(SystemClock().nowMs())

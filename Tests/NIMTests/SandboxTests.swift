@@ -151,7 +151,7 @@ import Testing
             let recall = try JSONValue.parse(Data(requests[2].body))
             #expect(recall["eventType"] == "7" && recall["selfMsg"] == "撤回" && recall["msgId"] == first["msgidServer"])
             // The adapter's callback receiver accepts exactly these requests.
-            let backend = NIMBackend(config: NIMConfig(appKey: NIMSandboxHelper.appKey, appSecret: NIMSandboxHelper.appSecret))
+            let backend = NIMBackend(settings: NIMSettings(appKey: NIMSandboxHelper.appKey, appSecret: NIMSandboxHelper.appSecret))
             let sink = CollectingSink()
             for request in requests {
                 let answer = await backend.handle(request, sink: sink)

@@ -5,8 +5,8 @@ import NIM
 import Testing
 
 @Suite struct NIMSettingsTests {
-    static func make(_ values: [String: String]) async throws -> NIMBackend {
-        let backend = try await NIMAdapter.descriptor.makeBackend(id: "yx", settings: values,
+    static func make(_ values: [String: String], maps: [String: [String: String]] = [:]) async throws -> NIMBackend {
+        let backend = try await NIMAdapter.descriptor.makeBackend(id: "yx", settings: values, maps: maps,
                                                                   context: AdapterContext(mapping: MappingSet.shipped.table("nim")))
         return try #require(backend as? NIMBackend)
     }
@@ -17,8 +17,8 @@ import Testing
         #expect(backend.id == "yx" && backend.capabilities.recallWindowMs == 600_000 && backend.teamQueryAccid == "bot")
         #expect(backend.codec.content.customFormat.aliases == ["1": "order_card", "2": "photo_card"])
         let renamed = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window": "10m", "timeout": "3s"])
-        #expect(renamed.capabilities.recallWindowMs == 600_000 && renamed.client.config.timeoutSeconds == 3)
-        #expect(backend.client.config.baseURL == "https://api-cn.yunxinapi.com/nimserver")
+        #expect(renamed.capabilities.recallWindowMs == 600_000 && renamed.settings.timeout == .seconds(3))
+        #expect(backend.client.settings.baseURL == "https://api-cn.yunxinapi.com/nimserver")
         for (settings, key) in [(["app_key": "k"], "app_secret"),
                                 (["app_key": "k", "app_secret": "s", "recall_window_ms": "x"], "recall_window_ms"),
                                 (["app_key": "k", "app_secret": "s", "recall_window_ms": "604800001"], "recall_window_ms"),
@@ -35,18 +35,26 @@ import Testing
         }
     }
 
+    /// `custom_aliases` as a YAML mapping reads as its old string did.
+    @Test func aliasesAreAMapping() async throws {
+        let mapped = try await Self.make(["app_key": "k", "app_secret": "s"], maps: ["custom_aliases": ["1": "order_card", "2": "photo_card"]])
+        #expect(mapped.settings.customFormat.aliases == ["1": "order_card", "2": "photo_card"])
+        let written = try await Self.make(["app_key": "k", "app_secret": "s", "custom_aliases": "1=order_card,2=photo_card"])
+        #expect(mapped.settings == written.settings)
+    }
+
     @Test func defaultsApplyWhenSettingsAreLeftOut() async throws {
         let backend = try await Self.make(["app_key": "k", "app_secret": "s"])
         #expect(backend.createUsersOnDemand && backend.teamQueryAccid == nil)
         #expect(backend.capabilities.recallWindowMs == NIMBackend.defaultCapabilities.recallWindowMs)
-        #expect(backend.client.config.timeoutSeconds == 15)
+        #expect(backend.settings.timeout == .seconds(15) && backend.settings == NIMSettings(appKey: "k", appSecret: "s"))
         #expect(backend.codec.content.customFormat == NIMCustomFormat())
         #expect(backend.inbound.maxSkewMs == nil)
         let tuned = try await Self.make(["app_key": "k", "app_secret": "s", "create_users": "false", "timeout_seconds": "3",
                                          "callback_max_skew_ms": "60000", "api_url": "http://127.0.0.1:9/nimserver/",
                                          "custom_type_key": "t", "custom_data_key": "d", "custom_untyped_name": "raw"])
-        #expect(!tuned.createUsersOnDemand && tuned.client.config.timeoutSeconds == 3 && tuned.inbound.maxSkewMs == 60_000)
-        #expect(tuned.client.config.baseURL == "http://127.0.0.1:9/nimserver")
+        #expect(!tuned.createUsersOnDemand && tuned.settings.timeout.secondsRoundedUp == 3 && tuned.inbound.maxSkewMs == 60_000)
+        #expect(tuned.client.settings.baseURL == "http://127.0.0.1:9/nimserver")
         #expect(tuned.codec.content.customFormat == NIMCustomFormat(typeKey: "t", dataKey: "d", untypedName: "raw"))
     }
 

@@ -41,8 +41,10 @@ import RongCloudSandbox
         let listenerPort = try await listener.start()
         let sandbox = try RongCloudSandbox.server(SandboxOptions(appKey: "K", appSecret: "S", callbackURL: "http://127.0.0.1:\(listenerPort)/rongcloud"))
         try await sandbox.start()
-        let backend = RongCloudBackend(.init(id: "rc", appKey: "K", appSecret: "S", baseURLs: [sandbox.baseURL], timeoutSeconds: 5,
-                                             registry: registry, historyViewer: "alice"))
+        var settings = RongCloudSettings(appKey: "K", appSecret: "S", apiURLs: [sandbox.baseURL])
+        settings.timeout = .seconds(5)
+        settings.historyViewer = "alice"
+        let backend = RongCloudBackend(id: "rc", settings: settings, registry: registry)
         box.withLock { $0 = backend }
         return Rig(sandbox: sandbox, listener: listener, backend: backend)
     }
@@ -86,7 +88,7 @@ import RongCloudSandbox
             }
             #expect(limited?.code == .rateLimited && limited?.vendorCode == "1008" && limited?.isRetryable == true)
             #expect(limited?.retryAfterMs == 1000)
-            let forged = RongCloudBackend(.init(appKey: "K", appSecret: "wrong", baseURLs: [rig.sandbox.baseURL]))
+            let forged = RongCloudBackend(settings: .init(appKey: "K", appSecret: "wrong", apiURLs: [rig.sandbox.baseURL]))
             let denied = await #expect(throws: IMError.self) { try await forged.ensureUser(UserProfile(id: "alice")) }
             #expect(denied?.code == .authenticationFailed && denied?.vendorCode == "1004" && denied?.isRetryable == false)
             rig.sandbox.faults.add(FaultInjector.Rule(status: 500, count: 1))
@@ -99,7 +101,7 @@ import RongCloudSandbox
     @Test func backupHostIsUsedWhenThePrimaryIsDown() async throws {
         try await Self.withRig { rig in
             let deadPort = try await LoopbackPorts.unused(in: LoopbackPorts.dead)
-            let backend = RongCloudBackend(.init(appKey: "K", appSecret: "S", baseURLs: ["http://127.0.0.1:\(deadPort)", rig.sandbox.baseURL]))
+            let backend = RongCloudBackend(settings: .init(appKey: "K", appSecret: "S", apiURLs: ["http://127.0.0.1:\(deadPort)", rig.sandbox.baseURL]))
             let sent = try await backend.send(OutgoingMessage(conversation: .group("g1"), sender: "alice", content: .text("via backup")))
             #expect(!sent.id.rawValue.isEmpty)
         }

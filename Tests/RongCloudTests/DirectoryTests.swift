@@ -13,8 +13,9 @@ import SandboxTestSupport
     static func withBackend(statePath: String? = nil,
                             _ body: (RongCloudSandboxHelper, RongCloudBackend) async throws -> Void) async throws {
         try await RongCloudSandboxHelper.with(.init(statePath: statePath)) { rig in
-            let backend = RongCloudBackend(.init(id: "rc", appKey: RongCloudSandboxHelper.appKey, appSecret: RongCloudSandboxHelper.secret,
-                                                 baseURLs: [rig.rig.baseURL], timeoutSeconds: 5))
+            var settings = RongCloudSettings(appKey: RongCloudSandboxHelper.appKey, appSecret: RongCloudSandboxHelper.secret, apiURLs: [rig.rig.baseURL])
+            settings.timeout = .seconds(5)
+            let backend = RongCloudBackend(id: "rc", settings: settings)
             try await body(rig, backend)
         }
     }
@@ -137,7 +138,7 @@ import SandboxTestSupport
 
             let forged = try await rig.call("POST", RCPaths.groupMembers, .formText("groupId=g1"), headers: RongCloudSandboxHelper.signedHeaders(secret: "forged"))
             #expect(forged.status == 401 && forged.json["code"]?.int64Value == 1004)
-            let backend = RongCloudBackend(.init(appKey: RongCloudSandboxHelper.appKey, appSecret: "forged", baseURLs: [rig.rig.baseURL]))
+            let backend = RongCloudBackend(settings: .init(appKey: RongCloudSandboxHelper.appKey, appSecret: "forged", apiURLs: [rig.rig.baseURL]))
             let denied = await #expect(throws: IMError.self) { _ = try await backend.group("g1") }
             #expect(denied?.code == .authenticationFailed)
         }

@@ -9,8 +9,8 @@ import Testing
 /// yield no event and are told to the sink; the answers are RongCloud's (200 `ok`, 401, 400, 503).
 struct RongCloudInboundTests {
     static let now: Int64 = 1_795_258_879_000
-    let backend = RongCloudBackend(.init(id: "rc", appKey: "K", appSecret: "S", baseURLs: ["http://127.0.0.1:9"],
-                                         clock: TestClock(startMs: Self.now)))
+    let backend = RongCloudBackend(id: "rc", settings: .init(appKey: "K", appSecret: "S", apiURLs: ["http://127.0.0.1:9"]),
+                                   clock: TestClock(startMs: Self.now))
     var inbound: RongCloudInbound { backend.inbound }
 
     func signedQuery(nonce: String = "0.7940742792184153", timestamp: String = "1795258879", secret: String = "S",

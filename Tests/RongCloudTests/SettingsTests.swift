@@ -5,10 +5,11 @@ import Testing
 @testable import RongCloud
 
 /// `backends.<name>.*` settings of a bridge configuration, checked against `RongCloudAdapter.settings`
-/// → `RongCloudBackend.Configuration`.
+/// → `RongCloudSettings`.
 struct RongCloudSettingsTests {
-    func read(_ values: [String: String]) throws -> RongCloudBackend.Configuration {
-        try RongCloudBackend.Configuration(try AdapterSettings(backend: "rc", values: values, schema: RongCloudAdapter.descriptor.settings))
+    func read(_ values: [String: String], maps: [String: [String: String]] = [:]) throws -> RongCloudSettings {
+        try RongCloudSettings(try AdapterSettings(backend: "rc", values: values, maps: maps, schema: RongCloudAdapter.descriptor.settings),
+                              freshnessLimitMs: nil)
     }
 
     @Test func fullSettingsAreRead() throws {
@@ -16,19 +17,21 @@ struct RongCloudSettingsTests {
             ["app_key": "k", "app_secret": "s", "api_url": "https://a.example, https://b.example",
              "timeout_seconds": "5", "history_viewer": "bot", "object_names": "order_card=App:OrderMsg",
              "callback_max_skew_ms": "0"])
-        #expect(configuration.id == "rc")
         #expect(configuration.appKey == "k" && configuration.appSecret == "s")
-        #expect(configuration.baseURLs == ["https://a.example", "https://b.example"] && configuration.timeoutSeconds == 5)
+        #expect(configuration.apiURLs == ["https://a.example", "https://b.example"] && configuration.timeout == .seconds(5))
         #expect(configuration.historyViewer == "bot" && configuration.objectNames == ["order_card": "App:OrderMsg"])
         #expect(configuration.callbackMaxSkewMs == nil)
         let renamed = try read(["app_key": "k", "app_secret": "s", "timeout": "5s", "callback_max_skew": "0s"])
-        #expect(renamed.timeoutSeconds == 5 && renamed.callbackMaxSkewMs == nil)
-        #expect(try read(["app_key": "k", "app_secret": "s", "timeout": "1500ms", "callback_max_skew": "10m"]).timeoutSeconds == 2,
+        #expect(renamed.timeout == .seconds(5) && renamed.callbackMaxSkewMs == nil)
+        #expect(try read(["app_key": "k", "app_secret": "s", "timeout": "1500ms", "callback_max_skew": "10m"]).timeout.secondsRoundedUp == 2,
                 "a timeout is used in whole seconds, rounded up")
         #expect(try read(["app_key": "k", "app_secret": "s", "callback_max_skew": "10m"]).callbackMaxSkewMs == 600_000)
         let defaults = try read(["app_key": "k", "app_secret": "s"])
-        #expect(defaults.baseURLs == RongCloudClient.defaultBaseURLs && defaults.callbackMaxSkewMs == 3_600_000)
-        #expect(defaults.timeoutSeconds == 10 && defaults.historyViewer == nil && defaults.objectNames.isEmpty)
+        #expect(defaults.apiURLs == RongCloudClient.defaultBaseURLs && defaults.callbackMaxSkewMs == 3_600_000)
+        #expect(defaults.timeout == .seconds(10) && defaults.historyViewer == nil && defaults.objectNames.isEmpty)
+        #expect(defaults == RongCloudSettings(appKey: "k", appSecret: "s"))
+        let mapped = try read(["app_key": "k", "app_secret": "s"], maps: ["object_names": ["order_card": "App:OrderMsg"]])
+        #expect(mapped.objectNames == ["order_card": "App:OrderMsg"])
     }
 
     @Test(arguments: [
@@ -56,9 +59,9 @@ struct RongCloudSettingsTests {
     /// while the ledger forgets.
     @Test func theFreshnessWindowIsBoundToTheLedgerRetention() throws {
         let hour: Int64 = 3_600_000
-        func read(_ values: [String: String], retentionHours: Int64?) throws -> RongCloudBackend.Configuration {
-            try RongCloudBackend.Configuration(try AdapterSettings(backend: "rc", values: values, schema: RongCloudAdapter.descriptor.settings),
-                                               freshnessLimitMs: retentionHours.map { $0 * hour / 2 })
+        func read(_ values: [String: String], retentionHours: Int64?) throws -> RongCloudSettings {
+            try RongCloudSettings(try AdapterSettings(backend: "rc", values: values, schema: RongCloudAdapter.descriptor.settings),
+                                  freshnessLimitMs: retentionHours.map { $0 * hour / 2 })
         }
         let base = ["app_key": "k", "app_secret": "s"]
         #expect(try read(base, retentionHours: 168).callbackMaxSkewMs == hour, "the one-hour default fits a week's retention")
@@ -76,7 +79,7 @@ struct RongCloudSettingsTests {
             id: "rc", settings: ["app_key": "k", "app_secret": "s", "history_viewer": "bot"],
             context: AdapterContext(mapping: MappingSet.shipped.table("rongcloud")))
         let rongCloud = try #require(backend as? RongCloudBackend)
-        #expect(rongCloud.id == "rc" && rongCloud.configuration.historyViewer == "bot")
+        #expect(rongCloud.id == "rc" && rongCloud.settings.historyViewer == "bot")
         await #expect(throws: IMError.self) {
             _ = try await RongCloudAdapter.descriptor.makeBackend(id: "rc", settings: ["app_key": "k"],
                                                                   context: AdapterContext(mapping: MappingSet.shipped.table("rongcloud")))

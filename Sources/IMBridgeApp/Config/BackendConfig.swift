@@ -78,7 +78,7 @@ extension BridgeConfig {
                     // one; any other setting of a known adapter given as a mapping is this file's problem, told
                     // with the others at once.
                     if let spec = Vendors.all.first(where: { $0.name == adapter })?.adapter.settings.first(where: { $0.key == key }), !spec.isMap {
-                        problems.add(value.error("expected a single value, got a mapping"))
+                        problems.add(value.errorAtKey("expected a single value, got a mapping"))
                         ok = false
                         continue
                     }

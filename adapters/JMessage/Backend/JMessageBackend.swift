@@ -43,7 +43,7 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     struct State {
         var pollTask: Task<Void, Never>?
         /// How often `startIntake` polls report v2 (nil: not at all, the routing push brings messages).
-        var intakePollIntervalMs: Int64? = 2000
+        var intakePollIntervalMs: Int64?
         /// The sink given to `startIntake`, while the intake runs (this backend's own `recalled` events go there too).
         var intakeSink: (any EventSink)?
         var recalled: [MessageID: RecallState] = [:]
@@ -51,20 +51,26 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
         var sentOrder = RecentSet<MessageID>(capacity: 10_000)
     }
 
-    public init(id: BackendID, config: JMessageConfig, registry: ContentRegistry = ContentRegistry(),
+    /// A backend on `settings`: its poll interval is `startIntake`'s and its poll overlap the poller's
+    /// (over `pollerSettings.overlapMs`).
+    public init(id: BackendID, settings: JMessageSettings, registry: ContentRegistry = ContentRegistry(),
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
                 pollerSettings: JMessagePoller.Settings = .init(), capabilities: Capabilities = .jMessage,
                 puppetPassword: String? = nil, mapping: VendorTable = MappingSet.shipped.table("jmessage")) {
         self.id = id
         self.capabilities = capabilities.carrying(mapping)
         self.clock = clock
-        self.client = JMessageClient(config: config)
-        self.codec = JMessageCodec(identity: JMessageIdentity(appKey: config.appKey, admin: config.admin), registry: registry,
+        self.client = JMessageClient(settings: settings)
+        self.codec = JMessageCodec(identity: JMessageIdentity(appKey: settings.appKey, admin: settings.admin), registry: registry,
                                    mapping: mapping)
-        self.inbound = JMessageInbound(appKey: config.appKey, masterSecret: config.masterSecret, codec: codec, backend: id)
-        self.puppetPassword = puppetPassword ?? Hashing.sha256Hex(Array("\(config.appKey):\(config.masterSecret):puppet".utf8)).prefix(24).description
+        self.inbound = JMessageInbound(appKey: settings.appKey, masterSecret: settings.masterSecret, codec: codec, backend: id)
+        self.puppetPassword = puppetPassword
+            ?? Hashing.sha256Hex(Array("\(settings.appKey):\(settings.masterSecret):puppet".utf8)).prefix(24).description
+        var pollerSettings = pollerSettings
+        pollerSettings.overlapMs = settings.pollOverlap.wholeMilliseconds
         self.poller = JMessagePoller(client: client, codec: codec, backend: id, storage: checkpoints, clock: clock,
                                      settings: pollerSettings)
+        state.withLock { $0.intakePollIntervalMs = settings.pollIntervalMs }
         self.exchange = CallbackExchange(backend: id, answers: JMessageInbound.answers, fanout: fanout)
     }
 
@@ -72,9 +78,9 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     /// without a sink, starts polling report v2 every `pollIntervalMs` straight into `events()` (nil: no
     /// polling). That stream has no acknowledgement: the position is saved once a page was published,
     /// so only `startIntake(into:)` (a sink that stores before it returns) loses nothing across a crash.
-    public func start(pollIntervalMs: Int64? = 2000) async throws {
-        if let password = client.config.adminPassword {
-            try await client.registerAdmin(username: client.config.admin, password: password)
+    public func start(pollIntervalMs: Int64?) async throws {
+        if let password = client.settings.adminPassword {
+            try await client.registerAdmin(username: client.settings.admin, password: password)
         }
         guard let interval = pollIntervalMs else { return }
         startPolling(intervalMs: interval, into: PublishingSink(inner: nil, fanout: fanout))

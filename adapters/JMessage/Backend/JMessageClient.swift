@@ -1,45 +1,13 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
-
-/// Where and as whom the adapter talks to JMessage.
-public struct JMessageConfig: Sendable, Hashable {
-    public var appKey: String
-    public var masterSecret: String
-    /// REST v1 host (`https://api.im.jpush.cn`).
-    public var apiBaseURL: String
-    /// Report v2 host (`https://report.im.jpush.cn`); paths start with `/v2`.
-    public var reportBaseURL: String
-    /// The admin account every REST send goes out as.
-    public var admin: String
-    /// Registers the admin at start (`POST /v1/admins/`) when set; "already exists" is fine.
-    public var adminPassword: String?
-    public var timeoutSeconds: Int64
-
-    public init(appKey: String, masterSecret: String, apiBaseURL: String = "https://api.im.jpush.cn",
-                reportBaseURL: String = "https://report.im.jpush.cn", admin: String, adminPassword: String? = nil,
-                timeoutSeconds: Int64 = 15) {
-        self.appKey = appKey
-        self.masterSecret = masterSecret
-        self.apiBaseURL = apiBaseURL
-        self.reportBaseURL = reportBaseURL
-        self.admin = admin
-        self.adminPassword = adminPassword
-        self.timeoutSeconds = timeoutSeconds
-    }
-
-    /// `Basic base64(appKey:masterSecret)`, the header on both hosts and on the routing push.
-    public var authorization: String { Self.authorization(appKey: appKey, masterSecret: masterSecret) }
-
-    public static func authorization(appKey: String, masterSecret: String) -> String {
-        "Basic " + Data("\(appKey):\(masterSecret)".utf8).base64EncodedString()
-    }
-}
 
 /// The REST calls the adapter makes, with Basic auth and the vendor's error envelope mapped to
 /// `IMError` (see `JMessageErrors`). Any 2xx is success (bodies may be empty on 201/204).
 public struct JMessageClient: Sendable {
-    public let config: JMessageConfig
+    /// Where and as whom it talks to JMessage.
+    public let settings: JMessageSettings
     let http: HTTPClientWrapper
     static let encoder: JSONEncoder = {
         let encoder = JSONEncoder()
@@ -47,9 +15,9 @@ public struct JMessageClient: Sendable {
         return encoder
     }()
 
-    public init(config: JMessageConfig) {
-        self.config = config
-        self.http = HTTPClientWrapper(timeoutSeconds: config.timeoutSeconds)
+    public init(settings: JMessageSettings) {
+        self.settings = settings
+        self.http = HTTPClientWrapper(timeoutSeconds: settings.timeout.secondsRoundedUp)
     }
 
     // MARK: users and groups
@@ -129,8 +97,8 @@ public struct JMessageClient: Sendable {
 
     // MARK: plumbing
 
-    func api(_ path: String) -> String { config.apiBaseURL.trimmingTrailingSlash + path }
-    func report(_ path: String) -> String { config.reportBaseURL.trimmingTrailingSlash + path }
+    func api(_ path: String) -> String { settings.apiURL.trimmingTrailingSlash + path }
+    func report(_ path: String) -> String { settings.reportURL.trimmingTrailingSlash + path }
     func escape(_ segment: String) -> String { FormBody.escape(segment) }
 
     func call<T: Encodable>(_ method: String, _ url: String, json: T) async throws -> HTTPResponseData {
@@ -138,7 +106,7 @@ public struct JMessageClient: Sendable {
     }
 
     func call(_ method: String, _ url: String, body: [UInt8]?, contentType: String? = nil) async throws -> HTTPResponseData {
-        var headers: [(name: String, value: String)] = [("Authorization", config.authorization)]
+        var headers: [(name: String, value: String)] = [("Authorization", settings.authorization)]
         if let contentType { headers.append(("Content-Type", contentType)) }
         let response = try await http.send(OutboundRequest(method: method, url: url, headers: headers, body: body))
         guard (200..<300).contains(response.status) else { throw Self.error(from: response) }

@@ -40,7 +40,8 @@ public actor JMessagePoller {
         public var retentionMs: Int64
         /// Where a poller without a saved position starts: `now − startLookbackMs`.
         public var startLookbackMs: Int64
-        public init(path: String = "/v2/messages", pageSize: Int = 1000, overlapMs: Int64 = 5000, cursorTTLMs: Int64 = 120_000,
+        public init(path: String = "/v2/messages", pageSize: Int = 1000,
+                    overlapMs: Int64 = JMessageSettings.defaultPollOverlap.wholeMilliseconds, cursorTTLMs: Int64 = 120_000,
                     retentionMs: Int64 = 60 * 86_400_000, startLookbackMs: Int64 = 0) {
             self.path = path
             self.pageSize = min(max(1, pageSize), 1000)

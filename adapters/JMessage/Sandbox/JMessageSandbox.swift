@@ -25,7 +25,7 @@ public final class JMessageSandbox: SandboxVendor {
         self.masterSecret = options.appSecret
         var push: CallbackDeliverer<JMHistoryMessage>?
         if let url = options.callbackURL {
-            let authorization = JMessageConfig.authorization(appKey: options.appKey, masterSecret: options.appSecret)
+            let authorization = JMessageSettings.authorization(appKey: options.appKey, masterSecret: options.appSecret)
             push = CallbackDeliverer<JMHistoryMessage>(maxBatch: 20, retryBaseMs: 100, retryMaxMs: 5000) { batch in
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

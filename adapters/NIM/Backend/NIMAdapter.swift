@@ -3,8 +3,8 @@ import IMCore
 import IMConfig
 import IMMapping
 
-/// The `nim` adapter as the registry lists it. Its settings (`backends.<name>` in `bridge.yaml`, all
-/// strings) are the schema below; defaults:
+/// The `nim` adapter as the registry lists it. Its settings (`backends.<name>` in `bridge.yaml`) are the
+/// schema below, decoded into `NIMSettings` (which holds the defaults):
 ///
 /// | key | default | meaning |
 /// |---|---|---|
@@ -14,14 +14,13 @@ import IMMapping
 /// | `recall_window` | 2m | the console's recall window, if raised (≤ 7d) |
 /// | `create_users` | true | create puppet accounts on first use |
 /// | `custom_type_key`, `custom_data_key`, `custom_untyped_name` | `type`, `data`, `nim_custom` | the type-100 envelope (`NIMCustomFormat`) |
-/// | `custom_aliases` | none | numeric app types → content type names: `1=order_card,2=photo_card` |
+/// | `custom_aliases` | none | numeric app types → content type names, a mapping (`1: order_card`) |
 /// | `callback_max_skew` | half the ledger retention | refuse message copies whose CurTime is further off than this (at most half of `retention`) |
 /// | `timeout` | 15s | per-request timeout (≥ 1s) |
 ///
 /// `recall_window_ms`, `callback_max_skew_ms` and `timeout_seconds` are the deprecated names (numbers of
 /// milliseconds or seconds), still read with a warning.
 public enum NIMAdapter {
-    public static let defaultBaseURL = "https://api-cn.yunxinapi.com/nimserver"
     /// The longest recall window a NIM console allows (docs/adapters/nim.md, "Configuration").
     public static let maxRecallWindow = ConfigDuration.days(7)
 
@@ -36,10 +35,10 @@ public enum NIMAdapter {
         SettingSpec("custom_type_key", help: "type-100 envelope: the type field"),
         SettingSpec("custom_data_key", help: "type-100 envelope: the data field"),
         SettingSpec("custom_untyped_name", help: "type-100 envelope: name for bodies without a type"),
-        SettingSpec("custom_aliases", .pairs, help: "numeric app types: 1=order_card"),
+        SettingSpec("custom_aliases", .pairs, help: "numeric app types, a map of number to name (1: order_card)"),
         SettingSpec("callback_max_skew", .duration(.positive), legacy: .init("callback_max_skew_ms", .milliseconds),
                     help: "refuse copies whose CurTime is further off (default and maximum: half of retention)"),
-        .timeout(default: .seconds(15)),
+        .timeout(default: NIMSettings(appKey: "", appSecret: "").timeout),
     ]
 
     public static let descriptor = AdapterDescriptor(
@@ -47,58 +46,7 @@ public enum NIMAdapter {
         contentCodec: { NIMContentCodec(registry: $0, mapping: $1) },
         errors: NIMErrors.table,
         make: { settings, context in
-            try makeBackend(settings, registry: context.registry, clock: context.clock, mapping: context.mapping,
-                            freshnessLimitMs: context.freshnessLimitMs)
+            NIMBackend(id: settings.backend, settings: try NIMSettings(settings, freshnessLimitMs: context.freshnessLimitMs),
+                       registry: context.registry, clock: context.clock, mapping: context.mapping)
         })
-
-    /// Builds the backend from checked settings (`Settings`).
-    public static func makeBackend(_ settings: AdapterSettings, registry: ContentRegistry = ContentRegistry(),
-                                   clock: any IMClock = SystemClock(),
-                                   mapping: VendorTable = MappingSet.shipped.table("nim"),
-                                   freshnessLimitMs: Int64? = nil) throws -> NIMBackend {
-        let decoded = try Settings(settings, freshnessLimitMs: freshnessLimitMs)
-        var capabilities = NIMBackend.defaultCapabilities
-        if let window = decoded.recallWindowMs { capabilities.recallWindowMs = window }
-        return NIMBackend(id: settings.backend, config: decoded.config, registry: registry, customFormat: decoded.customFormat,
-                          capabilities: capabilities, teamQueryAccid: decoded.teamQueryAccid, createUsersOnDemand: decoded.createUsers,
-                          callbackMaxSkewMs: decoded.callbackMaxSkewMs, clock: clock, mapping: mapping)
-    }
-
-    /// A `nim` backend's settings, decoded from checked `AdapterSettings` (the table above).
-    public struct Settings: Sendable {
-        public var config: NIMConfig
-        public var customFormat: NIMCustomFormat
-        /// `recall_window`; nil: NIM's default (`NIMBackend.defaultCapabilities`).
-        public var recallWindowMs: Int64?
-        public var teamQueryAccid: String?
-        public var createUsers: Bool
-        /// `callback_max_skew`, or `freshnessLimitMs` when not set.
-        public var callbackMaxSkewMs: Int64?
-
-        /// `freshnessLimitMs` (`AdapterContext.freshnessLimitMs`: half the ledger's retention) is the
-        /// default of `callback_max_skew` and its maximum: a message copy is refused once its `CurTime`
-        /// is further from now than that, so a captured copy replayed after the ledger forgot its msgid
-        /// cannot relay again (docs/adapters/nim.md §2 and §3). Nil (the ledger keeps everything): no
-        /// default. A wider window is refused with `AdapterSettings.refuse`.
-        public init(_ settings: AdapterSettings, freshnessLimitMs: Int64?) throws {
-            let skew = settings.duration("callback_max_skew")?.milliseconds ?? freshnessLimitMs
-            if let skew, let freshnessLimitMs, skew > freshnessLimitMs {
-                let key = settings.writtenKey("callback_max_skew")
-                throw settings.refuse(key, "expected at most \(ConfigDuration(milliseconds: freshnessLimitMs)) (half of retention), "
-                                      + "got \(settings.shown(key, ConfigDuration(milliseconds: skew))): a copy replayed after the ledger forgot it would relay again")
-            }
-            callbackMaxSkewMs = skew
-            recallWindowMs = settings.duration("recall_window")?.milliseconds
-            var aliases: [String: String] = [:]
-            for (wire, name) in settings.pairs("custom_aliases") { aliases[wire] = name }
-            customFormat = NIMCustomFormat(typeKey: settings.string("custom_type_key", default: "type"),
-                                           dataKey: settings.string("custom_data_key", default: "data"),
-                                           untypedName: settings.string("custom_untyped_name", default: "nim_custom"), aliases: aliases)
-            config = NIMConfig(baseURL: settings.string("api_url", default: NIMAdapter.defaultBaseURL),
-                               appKey: try settings.required("app_key"), appSecret: try settings.required("app_secret"),
-                               timeoutSeconds: settings.seconds("timeout", default: 15))
-            teamQueryAccid = settings["team_query_accid"]
-            createUsers = settings.flag("create_users", default: true)
-        }
-    }
 }

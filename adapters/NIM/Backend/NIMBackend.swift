@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
 import IMHTTP
@@ -28,9 +29,10 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
     public let codec: NIMMessageCodec
     public let inbound: NIMInbound
     public let clock: any IMClock
+    public let settings: NIMSettings
     /// A member accid to query team history as when the query names no viewer.
-    public let teamQueryAccid: String?
-    public let createUsersOnDemand: Bool
+    public var teamQueryAccid: String? { settings.teamQueryAccid }
+    public var createUsersOnDemand: Bool { settings.createUsers }
     let state = Mutex(State())
     /// Backs `events()`: the callback exchange publishes every accepted event here.
     let fanout = EventFanout()
@@ -51,19 +53,19 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
     /// configured (NIM's longest window, `ignoreTime`, is 30 days).
     public static let recallSearchHorizonMs: Int64 = 30 * 86_400_000
 
-    public init(id: BackendID = "nim", config: NIMConfig, registry: ContentRegistry = ContentRegistry(),
-                customFormat: NIMCustomFormat = NIMCustomFormat(), capabilities: Capabilities = NIMBackend.defaultCapabilities,
-                teamQueryAccid: String? = nil, createUsersOnDemand: Bool = true, callbackMaxSkewMs: Int64? = nil,
+    /// A backend on `settings`: its recall window (when set) narrows `defaultCapabilities`.
+    public init(id: BackendID = "nim", settings: NIMSettings, registry: ContentRegistry = ContentRegistry(),
                 clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("nim")) {
         self.id = id
+        self.settings = settings
+        var capabilities = NIMBackend.defaultCapabilities
+        if let window = settings.recallWindow { capabilities.recallWindowMs = window.wholeMilliseconds }
         self.capabilities = capabilities.carrying(mapping)
-        self.client = NIMClient(config: config, clock: clock)
-        self.codec = NIMMessageCodec(registry: registry, customFormat: customFormat, mapping: mapping)
-        self.inbound = NIMInbound(backend: id, appKey: config.appKey, appSecret: config.appSecret, codec: codec,
-                                  maxSkewMs: callbackMaxSkewMs, clock: clock)
+        self.client = NIMClient(settings: settings, clock: clock)
+        self.codec = NIMMessageCodec(registry: registry, customFormat: settings.customFormat, mapping: mapping)
+        self.inbound = NIMInbound(backend: id, appKey: settings.appKey, appSecret: settings.appSecret, codec: codec,
+                                  maxSkewMs: settings.callbackMaxSkew?.wholeMilliseconds, clock: clock)
         self.clock = clock
-        self.teamQueryAccid = teamQueryAccid
-        self.createUsersOnDemand = createUsersOnDemand
     }
 
     /// The `.nim` preset with the adapter's notes: expansion is a `fallback` carried by

@@ -3,23 +3,6 @@ import IMAdapterKit
 import IMCore
 import IMHTTP
 
-/// Where and as whom the adapter calls NIM.
-public struct NIMConfig: Sendable {
-    /// `https://api-cn.yunxinapi.com/nimserver` (or the sandbox's base URL); paths are appended.
-    public var baseURL: String
-    public var appKey: String
-    public var appSecret: String
-    public var timeoutSeconds: Int64
-
-    public init(baseURL: String = "https://api-cn.yunxinapi.com/nimserver", appKey: String, appSecret: String,
-                timeoutSeconds: Int64 = 15) {
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
-        self.appKey = appKey
-        self.appSecret = appSecret
-        self.timeoutSeconds = timeoutSeconds
-    }
-}
-
 /// The NIM v1 REST calls the adapter uses, signed per call (`AppKey`, `Nonce`, `CurTime` seconds,
 /// `CheckSum`), form-encoded, with the `{"code":200,…}` envelope unwrapped.
 ///
@@ -28,21 +11,22 @@ public struct NIMConfig: Sendable {
 /// a transport failure is a retryable `unavailable`/`timeout`; an answer that is not a JSON object is a
 /// retryable `unavailable` (a proxy page, a truncated body).
 public struct NIMClient: Sendable {
-    public let config: NIMConfig
+    /// Where and as whom it calls NIM (`baseURL`, `appKey`, `appSecret`, `timeout`).
+    public let settings: NIMSettings
     public let clock: any IMClock
     let http: HTTPClientWrapper
 
-    public init(config: NIMConfig, clock: any IMClock = SystemClock()) {
-        self.config = config
+    public init(settings: NIMSettings, clock: any IMClock = SystemClock()) {
+        self.settings = settings
         self.clock = clock
-        self.http = HTTPClientWrapper(timeoutSeconds: config.timeoutSeconds)
+        self.http = HTTPClientWrapper(timeoutSeconds: settings.timeout.secondsRoundedUp)
     }
 
     /// POSTs a signed form to `path` and returns the envelope object of a `code` 200 answer.
     public func call(_ path: String, _ fields: [(String, String)],
                      operation: VendorErrorTable.Operation = .generic) async throws -> [String: JSONValue] {
-        let headers = NIMSignature.requestHeaders(appKey: config.appKey, appSecret: config.appSecret, nowMs: clock.nowMs())
-        let request = OutboundRequest.form(config.baseURL + path, FormBody(items: fields.map { (name: $0.0, value: $0.1) }),
+        let headers = NIMSignature.requestHeaders(appKey: settings.appKey, appSecret: settings.appSecret, nowMs: clock.nowMs())
+        let request = OutboundRequest.form(settings.baseURL + path, FormBody(items: fields.map { (name: $0.0, value: $0.1) }),
                                            headers: headers.map { (name: $0.0, value: $0.1) })
         let response = try await http.send(request)
         guard response.status == 200 else {

@@ -24,7 +24,7 @@ extension RongCloudBackend {
         case .remove(let keys): removed = Set(keys).filter { current[$0] != nil }.sorted()
         case .clear: removed = current.values.keys.sorted()
         }
-        let version = max(configuration.clock.nowMs(), current.version + 1)
+        let version = max(clock.nowMs(), current.version + 1)
         guard !set.isEmpty || !removed.isEmpty else { return ExpansionDelta(version: current.version) }
         func form(_ fill: (inout RCExpansionForm) -> Void) -> FormBody {
             var form = RCExpansionForm(msgUID: message.rawValue, userId: user.rawValue,

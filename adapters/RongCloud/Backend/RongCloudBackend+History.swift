@@ -79,8 +79,8 @@ struct HistoryReader {
             }
             (self.path, self.viewer, self.target) = (RCPaths.privateHistory, viewer, peer.rawValue)
         case .group:
-            guard let viewer = query.viewer ?? backend.configuration.historyViewer else {
-                throw IMError(.invalidArgument, "group history needs HistoryQuery.viewer or configuration.historyViewer")
+            guard let viewer = query.viewer ?? backend.settings.historyViewer.map(UserID.init) else {
+                throw IMError(.invalidArgument, "group history needs HistoryQuery.viewer or the history_viewer setting")
             }
             (self.path, self.viewer, self.target) = (RCPaths.groupHistory, viewer, query.conversation.id)
         default:
@@ -100,7 +100,7 @@ struct HistoryReader {
 
     /// Up to `limit` messages strictly after `position` (from the start when nil), oldest first.
     func read(after position: (time: Int64, uid: String)?, upTo limit: Int) async throws -> [Message] {
-        let end = backend.configuration.clock.nowMs() + 86_400_000
+        let end = backend.clock.nowMs() + 86_400_000
         var start = position?.time ?? 0
         var seen: Set<String> = []
         var passedCursor = position == nil

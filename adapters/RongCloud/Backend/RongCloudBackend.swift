@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMMapping
 import IMHTTP
@@ -21,62 +22,30 @@ import IMHTTP
 ///   `UserDirectory` and `GroupDirectory` (`RongCloudBackend+Directory.swift`).
 ///   No edit, reaction, read-state or conversation-list API exists for private/group messages.
 public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, UserProvisioning, Deleting {
-    public struct Configuration: Sendable {
-        public var id: BackendID
-        public var appKey: String
-        public var appSecret: String
-        public var baseURLs: [String]
-        public var timeoutSeconds: Int64
-        public var registry: ContentRegistry
-        /// Neutral custom `contentType` → RongCloud objectName (identity when absent).
-        public var objectNames: [String: String]
-        /// Whose history a query reads when `HistoryQuery.viewer` is nil (needed for group history).
-        public var historyViewer: UserID?
-        /// Freshness window for routing callbacks (nil: no check).
-        public var callbackMaxSkewMs: Int64?
-        public var clock: any IMClock
-        /// The compiled RongCloud mapping table (`mappings/rongcloud.yaml` + custom types).
-        public var mapping: VendorTable = MappingSet.shipped.table("rongcloud")
-
-        public init(id: BackendID = "rongcloud", appKey: String, appSecret: String,
-                    baseURLs: [String] = RongCloudClient.defaultBaseURLs, timeoutSeconds: Int64 = 10,
-                    registry: ContentRegistry = ContentRegistry(), objectNames: [String: String] = [:],
-                    historyViewer: UserID? = nil, callbackMaxSkewMs: Int64? = 3_600_000, clock: any IMClock = SystemClock()) {
-            self.id = id
-            self.appKey = appKey
-            self.appSecret = appSecret
-            self.baseURLs = baseURLs
-            self.timeoutSeconds = timeoutSeconds
-            self.registry = registry
-            self.objectNames = objectNames
-            self.historyViewer = historyViewer
-            self.callbackMaxSkewMs = callbackMaxSkewMs
-            self.clock = clock
-        }
-    }
-
     public let id: BackendID
     public let capabilities: Capabilities
-    public let configuration: Configuration
+    public let settings: RongCloudSettings
+    public let clock: any IMClock
     public let client: RongCloudClient
     public let codec: RongCloudCodec
     public let inbound: RongCloudInbound
     /// Backs `events()`: what `handle` accepted.
     let fanout = EventFanout()
 
-    public init(_ configuration: Configuration) {
-        self.id = configuration.id
-        self.configuration = configuration
+    public init(id: BackendID = "rongcloud", settings: RongCloudSettings, registry: ContentRegistry = ContentRegistry(),
+                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("rongcloud")) {
+        self.id = id
+        self.settings = settings
+        self.clock = clock
         var capabilities = Capabilities.rongCloud
         capabilities.notes[.replies] = "RC:ReferenceMsg quotes with a text body; a reply with other content is sent without the quote"
         capabilities.notes[.userProvisioning] = "users: name and portrait; groups: name and members (no owner, avatar or announcement outside profile hosting); cannot list all users or groups"
-        self.capabilities = capabilities.carrying(configuration.mapping)
-        self.client = RongCloudClient(baseURLs: configuration.baseURLs, appKey: configuration.appKey, appSecret: configuration.appSecret,
-                                      timeoutSeconds: configuration.timeoutSeconds, clock: configuration.clock)
-        self.codec = RongCloudCodec(content: RongCloudContentCodec(registry: configuration.registry, objectNames: configuration.objectNames,
-                                                                 mapping: configuration.mapping))
-        self.inbound = RongCloudInbound(backend: configuration.id, appKey: configuration.appKey, appSecret: configuration.appSecret,
-                                        codec: codec, clock: configuration.clock, maxSkewMs: configuration.callbackMaxSkewMs)
+        self.capabilities = capabilities.carrying(mapping)
+        self.client = RongCloudClient(baseURLs: settings.apiURLs, appKey: settings.appKey, appSecret: settings.appSecret,
+                                      timeoutSeconds: settings.timeout.secondsRoundedUp, clock: clock)
+        self.codec = RongCloudCodec(content: RongCloudContentCodec(registry: registry, objectNames: settings.objectNames, mapping: mapping))
+        self.inbound = RongCloudInbound(backend: id, appKey: settings.appKey, appSecret: settings.appSecret,
+                                        codec: codec, clock: clock, maxSkewMs: settings.callbackMaxSkewMs)
     }
 
     deinit { fanout.finish() }
@@ -95,7 +64,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         guard let entries = response.messageUIDs, let entry = entries.first(where: { $0.target == target }) ?? entries.first else {
             throw IMError(.vendorError, "\(path) answered without messageUIDs; the message id is unknown", details: ["path": path])
         }
-        let now = configuration.clock.nowMs()
+        let now = clock.nowMs()
         var options = outgoing.options
         if case .command = outgoing.content { options.persist = false }
         return Message(id: MessageID(entry.messageUID), clientMessageID: outgoing.clientMessageID, conversation: outgoing.conversation,
