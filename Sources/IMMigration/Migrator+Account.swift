@@ -202,7 +202,8 @@ extension Migrator {
             if targetID == nil, !plan.dryRun, try await store.reading({ try $0.checkpoint(mapName + ":pending") }).map({ !$0.isEmpty }) == true {
                 targetID = try await earlierGroup(desired, plan)
             }
-            // The one place a group is created on or brought up to a target (live relay's first sight too).
+            // `bringGroup` decides create or update (live relay's `.group` entries use it too); a creation goes
+            // through `createGroup` here, which keeps the id the target gave.
             let store = self.store, clock = self.clock
             let outcome = try await delivery.bringGroup(desired, id: targetID, calls: MigratorCalls(migrator: self), dryRun: plan.dryRun) { made in
                 try await store.writing { try $0.setCheckpoint(mapName + ":pending", String(clock.nowMs()), at: clock.nowMs()) }
