@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import IMCore
 import IMHTTP
 import Testing
@@ -76,7 +79,11 @@ import Testing
     /// timeout of connection attempts (which kept a dead target's sends hanging 15 s before the bridge's
     /// health board knew anything), and without `abandoned_after_ms` (nothing went out).
     @Test func aRefusedConnectionFailsAtOnce() async throws {
-        let port = try await freeLoopbackPort()
+        // Bound but not listening, and held for the test: a port picked free and let go could be taken by
+        // another test's server meanwhile (the suites run in parallel), which would then answer.
+        let closed = try ClosedLoopbackPort()
+        defer { closed.close() }
+        let port = closed.port
         let started = Date()
         do {
             _ = try await HTTPClientWrapper(timeoutSeconds: 15).send(OutboundRequest(method: "POST", url: "http://127.0.0.1:\(port)/send", body: Array("{}".utf8)))
@@ -106,14 +113,37 @@ import Testing
         }
         await server.stop()
     }
+}
 
-    /// A port nothing listens on: bound by a server that is then stopped.
-    func freeLoopbackPort() async throws -> Int {
-        let server = HTTPServer(host: "127.0.0.1", port: 0) { _ in HTTPResponseData.json(["ok": true]) }
-        let port = try await server.start()
-        await server.stop()
-        return port
+/// A loopback port that refuses connections: a socket bound to it and not listening, held until `close`.
+struct ClosedLoopbackPort {
+    let fd: Int32
+    let port: Int
+
+    init() throws {
+        let socketFD = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard socketFD >= 0 else { throw IMError(.unavailable, "no socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(socketFD, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        var found = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &found) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socketFD, $0, &length) }
+        }
+        guard bound == 0, named == 0 else {
+            Glibc.close(socketFD)
+            throw IMError(.unavailable, "cannot bind a loopback port: errno \(errno)")
+        }
+        fd = socketFD
+        port = Int(UInt16(bigEndian: found.sin_port))
     }
+
+    func close() { Glibc.close(fd) }
 }
 
 @Suite struct RandomHexIDTests {
