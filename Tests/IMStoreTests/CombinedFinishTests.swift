@@ -7,7 +7,11 @@ import Testing
 /// The lanes' finishes that meet in one group-commit batch (`BridgeStore.finish`): on PostgreSQL one
 /// statement for all of them, each with the outcome it has alone (`finishCompletesMapsAndClaimsTheNextHead`
 /// checks one alone); a step that fails takes only itself down.
-@Suite struct CombinedFinishTests {
+/// Serialized: `finishesWaitedForOnEveryPoolThreadStillComplete` holds every thread of the cooperative pool on
+/// purpose, and the batch tests hold the store's writer in an open transaction until their steps are queued;
+/// run beside each other, a held PostgreSQL transaction could wait past the session's 2 s
+/// `idle_in_transaction_session_timeout` for pool threads the other test holds, and the server would end it.
+@Suite(.serialized) struct CombinedFinishTests {
     func lane(_ id: String) -> LaneKey { LaneKey(backend: "rc", conversation: .group(GroupID(id))) }
 
     struct Setup {
