@@ -5,6 +5,7 @@ import JMessage
 import NIM
 import RongCloud
 import WuKong
+import IMOutbox
 
 /// Encode + decode per second on one core, per vendor and payload kind: neutral content → the vendor's
 /// wire bytes (the payload JSON/string the REST API carries) → neutral content again.

@@ -7,6 +7,7 @@ import IMVendors
 import Logging
 import IMCatchUp
 import IMVerify
+import IMOutbox
 
 /// A configured bridge: store, backends, engine and listener, started and stopped together.
 public struct Bridge: Sendable {

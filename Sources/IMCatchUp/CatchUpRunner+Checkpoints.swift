@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import Logging
 import IMRelay
+import IMOutbox
 
 /// The conversations a catch-up covers, and their checkpoints in the store.
 extension CatchUpRunner {

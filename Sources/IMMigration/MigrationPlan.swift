@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import IMRelay
+import IMOutbox
 
 /// What to migrate.
 public struct MigrationPlan: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMStore
 import IMRelay
+import IMOutbox
 
 /// The account part of a migration: users, then groups, before the history (docs/migration.md).
 ///

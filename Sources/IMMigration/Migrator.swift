@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import IMRelay
+import IMOutbox
 
 /// Moves an account from one backend to another: users, then groups (`Migrator+Account.swift`), then
 /// each conversation's history, oldest → newest, through the outbox (docs/migration.md, "Through the

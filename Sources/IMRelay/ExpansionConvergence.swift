@@ -1,5 +1,6 @@
 import IMCore
 import IMStore
+import IMOutbox
 
 /// Per-key convergence of message expansions across the copies of one message (docs/expansions.md,
 /// "Convergence"). The store keeps, for every copy and key (`ExpansionKeyRecord`), the converged state —

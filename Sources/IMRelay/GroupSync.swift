@@ -3,6 +3,7 @@ import IMCore
 import IMConfig
 import IMStore
 import Synchronization
+import IMOutbox
 
 /// Groups a route reaches for the first time are created on the target (docs/architecture.md,
 /// "Groups"): the first message of a source group on a leg to a target group queues a `.group` entry in

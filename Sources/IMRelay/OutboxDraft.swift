@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMStore
+import IMOutbox
 
 /// The one place an outbox entry is made (docs/architecture.md, "Producers"). Every producer — callback
 /// intake, catch-up and dead-letter retry (through `RelayEngine.record`), migration, verify's repair,

@@ -3,6 +3,7 @@ import IMCore
 import IMConfig
 import IMStore
 import Synchronization
+import IMOutbox
 
 /// Puppets that carry their source users' names and avatars (docs/architecture.md, "Profiles").
 ///
@@ -21,30 +22,8 @@ import Synchronization
 ///   `Delivery.syncProfile`; the profile written is kept in the checkpoint, and later provisioning of the
 ///   puppet (a restart) writes that instead of the bare id.
 public enum ProfileSync {
-    /// The checkpoint that says a puppet's profile was queued ("") or written (its JSON).
-    public static func checkpointName(target: BackendID, puppet: UserID) -> String { "profile:\(target):\(puppet)" }
-
-    /// The lane of a puppet's profile writes: its own, beside the conversations' lanes.
-    public static func lane(target: BackendID, puppet: UserID) -> LaneKey {
-        LaneKey(backend: target, conversation: .other("profile", puppet.rawValue))
-    }
-
     /// At most this many senders are read again per round; the others wait for the next round.
     public static let maxPerRound = 500
-
-    static func encode(_ profile: UserProfile) -> String {
-        var object: [String: JSONValue] = [:]
-        if let name = profile.name { object["name"] = .string(name) }
-        if let avatar = profile.avatar { object["avatar"] = .string(avatar) }
-        return JSONValue.object(object).jsonString()
-    }
-
-    /// The profile a checkpoint holds; nil when it was only queued (or does not read).
-    static func decode(_ text: String, id: UserID) -> UserProfile? {
-        guard !text.isEmpty, let object = (try? JSONValue.parse(Data(text.utf8)))?.objectValue else { return nil }
-        let profile = UserProfile(id: id, name: object["name"]?.stringValue, avatar: object["avatar"]?.stringValue)
-        return profile.name == nil && profile.avatar == nil ? nil : profile
-    }
 
     /// One puppet whose profile follows a source user's.
     struct Subject: Hashable, Sendable {
@@ -54,7 +33,7 @@ public enum ProfileSync {
         var puppet: UserID
         var route: Route
 
-        var checkpoint: String { ProfileSync.checkpointName(target: target, puppet: puppet) }
+        var checkpoint: String { ProfileCheckpoint.name(target: target, puppet: puppet) }
     }
 
     /// What the engine remembers between rounds: puppets whose first entry is known to be queued, and
@@ -142,7 +121,7 @@ extension RelayEngine {
     nonisolated func addProfileEntry(_ subject: ProfileSync.Subject, eventID: EventID, at now: Int64, to draft: inout OutboxDraft) throws {
         let action = RelayAction.profile(source: subject.user, puppet: subject.puppet)
         let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now)
-        try draft.add(payload, lane: ProfileSync.lane(target: subject.target, puppet: subject.puppet), source: subject.source, eventID: eventID)
+        try draft.add(payload, lane: ProfileCheckpoint.lane(target: subject.target, puppet: subject.puppet), source: subject.source, eventID: eventID)
     }
 
     /// Queues a `profile` entry for each sender active since the last round (at most
@@ -194,9 +173,9 @@ extension RelayEngine {
         guard let found, found.name != nil || found.avatar != nil else { return false }
         let wanted = UserProfile(id: puppet, name: found.name, avatar: found.avatar)
         _ = try await delivery.syncProfile(wanted, beforeWrite: mayWrite)
-        let name = ProfileSync.checkpointName(target: delivery.target.id, puppet: puppet)
+        let name = ProfileCheckpoint.name(target: delivery.target.id, puppet: puppet)
         let now = clock.nowMs()
-        try await store.groupedTransaction { try $0.setCheckpoint(name, ProfileSync.encode(wanted), at: now) }
+        try await store.groupedTransaction { try $0.setCheckpoint(name, ProfileCheckpoint.encode(wanted), at: now) }
         return true
     }
 }

@@ -1,6 +1,8 @@
 import Foundation
 import IMCore
 import IMStore
+import IMOutbox
+import IMTelemetry
 
 /// One claimed entry's run and what becomes of it: carried out and recorded (fenced by the lane's tenure),
 /// retried, requeued behind the message it refers to, or a dead letter — and a late copy taken back when

@@ -1,5 +1,6 @@
 import IMCore
 import IMStore
+import IMOutbox
 
 extension RelayEngine {
     /// What `execute` did: the created message of a `send`, and whether the target was called at all (a

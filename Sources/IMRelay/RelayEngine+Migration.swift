@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMStore
+import IMOutbox
 
 /// `imbridge migrate` as a producer of outbox entries (docs/migration.md, "Through the outbox"): a
 /// history page's copies are queued in the migration's lane in one transaction with the dedupe facts

@@ -3,6 +3,8 @@ import IMAdapterKit
 import IMStore
 import Logging
 import Synchronization
+import IMOutbox
+import IMTelemetry
 
 /// The engine's parts, each one concept: what `RelayEngine` holds besides the store, the backends and
 /// its metrics (docs/architecture.md, "The engine's parts").

@@ -43,9 +43,4 @@ extension RelayEngine {
             return first
         }
     }
-
-    /// The readiness probe in flight.
-    final class ProbeSlot: Sendable {
-        let running = Mutex<Task<Bool, Never>?>(nil)
-    }
 }

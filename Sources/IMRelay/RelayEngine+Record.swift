@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import Logging
+import IMOutbox
 
 /// The producer of events (docs/architecture.md, "Producers"): the ledger, the echo check, the plan of
 /// each route leg and the outbox entries, in the caller's transaction.

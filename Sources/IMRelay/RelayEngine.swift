@@ -5,6 +5,8 @@ import IMHTTP
 import IMStore
 import Logging
 import Synchronization
+import IMOutbox
+import IMTelemetry
 
 /// The bridge pipeline (docs/architecture.md, "The path of one message"): ingest → ledger → echo check → routes → translate → outbox,
 /// then one FIFO lane per (target backend, target conversation), lanes running concurrently.

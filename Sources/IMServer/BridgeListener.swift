@@ -5,6 +5,7 @@ import IMHTTP
 import IMRelay
 import Logging
 import Synchronization
+import IMTelemetry
 
 /// The bridge's HTTP side: vendor callbacks at `POST /callbacks/<backend>`, and the operator's endpoints
 /// `GET /healthz` (liveness), `GET /readyz` (readiness), `GET /metrics`, and the status page `GET /status`

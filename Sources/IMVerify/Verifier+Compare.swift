@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import Synchronization
 import IMRelay
+import IMOutbox
 
 /// Comparing a source conversation with its copy on the target.
 extension Verifier {

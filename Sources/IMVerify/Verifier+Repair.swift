@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMStore
 import IMRelay
+import IMOutbox
 
 /// `imbridge verify --repair` (docs/verify.md, "Repair"): the fixes go through the outbox, the one
 /// delivery path — never straight to a target.

@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import Synchronization
 import IMRelay
+import IMOutbox
 
 /// Which part of the configuration `imbridge verify` compares, and over which time window.
 public struct VerifyScope: Sendable {

@@ -3,6 +3,8 @@ import IMCore
 import Logging
 import Synchronization
 import IMRelay
+import IMOutbox
+import IMTelemetry
 
 /// Scheduled audits inside `imbridge run` (`verify:`, docs/verify.md): every `interval`, on the leader
 /// (or on SQLite, where one instance runs), the `Verifier` compares every route over the last `window`.

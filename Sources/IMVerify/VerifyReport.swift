@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMRelay
+import IMOutbox
 
 /// What `imbridge verify` found (docs/verify.md): per route leg and conversation, the drift between the
 /// source's history and the target's, each item naming both sides' message ids.

@@ -6,6 +6,7 @@ import IMCore
 import IMMapping
 import IMRelay
 import IMStore
+import IMOutbox
 
 /// `imbridge check --config FILE`: validates the configuration and prints what it would run.
 struct CheckCommand: AsyncParsableCommand {

@@ -6,6 +6,7 @@ import IMRelay
 import IMStore
 import Synchronization
 import IMMigration
+import IMOutbox
 
 /// `imbridge migrate --config FILE --from A --to B (--conversation KIND:ID[=KIND:ID] … | --all | --account-file FILE)
 /// [--user-prefix P] [--parallel N] [--history-only] [--since ISO8601] [--until ISO8601] [--dry-run] [--report FILE.json]`

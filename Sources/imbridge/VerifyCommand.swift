@@ -4,6 +4,7 @@ import IMBridgeApp
 import IMCore
 import IMRelay
 import IMVerify
+import IMOutbox
 
 /// `imbridge verify --config FILE [--route N | --conversation BACKEND:KIND:ID] [--since T] [--until T] [--repair]
 /// [--report FILE.json]` (docs/verify.md).

@@ -3,6 +3,7 @@ import IMBridgeApp
 import IMCore
 import IMRelay
 import Testing
+import IMOutbox
 
 /// Every default the documentation gives a `bridge.yaml` key is what `BridgeConfig.parse` yields when the
 /// key is absent: the reference table of docs/configuration.md, the comments of its annotated

@@ -6,6 +6,7 @@ import IMRelay
 import IMStore
 import NIM
 import Testing
+import IMOutbox
 
 /// Expansions on a two-way route converge (docs/expansions.md, "Convergence"): real WuKong and RongCloud
 /// sandboxes over loopback HTTP, the bridge in this process on a real SQLite store.

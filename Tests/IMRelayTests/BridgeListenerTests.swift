@@ -7,6 +7,7 @@ import IMServer
 @_spi(Testing) import IMStore
 import IMTesting
 import Testing
+import IMOutbox
 
 /// A memory backend whose "vendor" posts `{"text":…,"sender":…,"group":…,"id":…}` with header `X-Secret`.
 final class HookedMemoryBackend: IMBackend, InboundHandling {

@@ -7,6 +7,7 @@ import IMStore
 import IMTesting
 import Synchronization
 import Testing
+import IMOutbox
 @_spi(Testing) @testable import IMCatchUp
 
 /// A WuKong-rules memory backend as a catch-up source whose history can be made to fail (the vendor

@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMTesting
 import Testing
+import IMOutbox
 
 /// Deletions and membership events through the engine and its outbox (docs/mappings.md, "Deletion";
 /// docs/architecture.md, "Groups"), between testing-kit worlds with the vendors' rules.

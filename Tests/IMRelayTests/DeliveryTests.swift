@@ -6,6 +6,7 @@ import IMRelay
 import IMTesting
 import Synchronization
 import Testing
+import IMOutbox
 
 /// A RongCloud-like target that keeps no client ids and has no lookup by client id: its first sends are
 /// accepted and then answered with a timeout (the outcome is unknown to the caller).

@@ -4,6 +4,7 @@ import IMCore
 @_spi(Testing) import IMStore
 import IMTesting
 import Testing
+import IMOutbox
 
 /// A target that routes the bridge's own sends back to it (RongCloud's server-message routing) costs the
 /// bridge a callback per relayed message; one carrying only such echoes joins no store transaction.

@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMTesting
 import Testing
+import IMOutbox
 
 /// Expansion convergence in the relay (docs/expansions.md) over the testing kit's WuKong and RongCloud
 /// presets and a real SQLite store: races end the same on both sides, a stale change is not applied, a

@@ -5,6 +5,7 @@ import IMCore
 import IMStore
 import IMTesting
 import Testing
+import IMOutbox
 
 /// A group a route reaches for the first time is set up on the target through `Delivery.bringGroup`,
 /// the code migration uses (docs/architecture.md, "Groups").

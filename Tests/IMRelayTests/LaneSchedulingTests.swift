@@ -5,6 +5,7 @@ import IMCore
 import IMTesting
 import Synchronization
 import Testing
+import IMOutbox
 
 /// How lanes start and end under a steady flow: a lane whose finish claims nothing ends there (no second
 /// claim, no scan of every lane head), and work queued meanwhile still starts it again at once.

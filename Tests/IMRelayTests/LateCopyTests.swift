@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMTesting
 import Testing
+@testable import IMOutbox
 
 /// A copy a lane's old holder left on the target after another instance had taken the lane over is taken
 /// back through the outbox — only when the id map names another copy (docs/high-availability.md, "Fenced

@@ -6,6 +6,7 @@ import IMServer
 import Logging
 import Synchronization
 import Testing
+import IMTelemetry
 
 /// The bridge's log handler: both line formats, secret redaction inside the handler, the throttle that
 /// keeps a retry storm to a few lines, and the `log:` / `shutdown:` configuration keys.

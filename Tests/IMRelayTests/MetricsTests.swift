@@ -6,6 +6,8 @@ import IMMapping
 import IMServer
 import IMStore
 import Testing
+@testable import IMOutbox
+@testable import IMTelemetry
 
 @Suite struct MetricsTests {
     static let repo = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

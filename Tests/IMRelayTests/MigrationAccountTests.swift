@@ -6,6 +6,7 @@ import IMTesting
 import Synchronization
 import Testing
 import IMMigration
+import IMOutbox
 
 /// Whole-account migration in memory: users, then groups, then history (docs/migration.md).
 @Suite struct MigrationAccountTests {

@@ -5,6 +5,7 @@ import IMStore
 import IMTesting
 import Synchronization
 import Testing
+import IMOutbox
 @_spi(Testing) import IMMigration
 
 /// A migration of a conversation that the bridge also relays (docs/migration.md, "Through the outbox"):

@@ -7,6 +7,7 @@ import IMTesting
 import Synchronization
 import Testing
 import IMMigration
+import IMOutbox
 
 /// Forwards to a memory backend; `acceptThenFail` stores the next N messages and then reports a
 /// failure, as a vendor does when the connection drops after it committed.

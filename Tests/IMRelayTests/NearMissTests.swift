@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMTesting
 import Testing
+import IMOutbox
 
 /// Small deliberate bugs the suite once let through. Each test here fails when its
 /// bug is put back (checked by hand, one at a time).

@@ -3,6 +3,7 @@ import IMCore
 @testable import IMRelay
 import IMTesting
 import Testing
+@testable import IMOutbox
 
 /// `PayloadJSON` against the synthesized `Codable` it stands in for: the same JSON written, the same
 /// payload read, and for every damaged row the same payload or the same refusal as `JSONDecoder`.

@@ -6,6 +6,7 @@ import IMStore
 import IMTesting
 import Synchronization
 import Testing
+import IMOutbox
 
 /// A RongCloud-like target for profiles: its provisioning call overwrites name and avatar (as RongCloud's
 /// token call does), profile writes are counted, and can be made to fail.

@@ -6,6 +6,8 @@ import IMServer
 @_spi(Testing) import IMStore
 import IMTesting
 import Testing
+import IMOutbox
+import IMTelemetry
 
 /// `/readyz` and the split between the callbacks' listener and the admin listener, over real loopback
 /// sockets and a real SQLite store.

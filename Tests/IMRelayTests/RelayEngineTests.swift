@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMTesting
 import Testing
+import IMOutbox
 
 @Suite struct RelayEngineTests {
     @Test func everyEventKindRelaysBothWaysWithoutEchoes() async throws {

@@ -5,6 +5,7 @@ import IMRelay
 import IMStore
 import IMTesting
 import Synchronization
+import IMOutbox
 
 /// Two in-memory backends (WuKong and RongCloud rules) joined by a group route, over a real SQLite store.
 struct RelayHarness {

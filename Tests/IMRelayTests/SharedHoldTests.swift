@@ -6,6 +6,7 @@ import IMStore
 import IMTesting
 import PostgresTestSupport
 import Testing
+import IMOutbox
 @_spi(Testing) @testable import IMCatchUp
 
 /// Two instances on one PostgreSQL store and a source whose live traffic shows no gap (RongCloud, NIM,

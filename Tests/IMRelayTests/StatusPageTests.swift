@@ -7,6 +7,8 @@ import IMServer
 import IMStore
 import IMTesting
 import Testing
+import IMOutbox
+import IMTelemetry
 
 /// The status page (`/status`, `/` of the admin listener) and its JSON twin `/status.json`, over real
 /// loopback sockets and a real SQLite store (docs/status-page.md).

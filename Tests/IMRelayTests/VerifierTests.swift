@@ -5,6 +5,7 @@ import IMCore
 import IMStore
 import IMTesting
 import Testing
+@testable import IMOutbox
 @_spi(Testing) @testable import IMVerify
 
 /// `Verifier` over in-memory backends (WuKong and RongCloud rules) and a real SQLite store, for what the

@@ -3,6 +3,7 @@ import IMCore
 import IMMapping
 import IMRelay
 import Testing
+import IMOutbox
 
 /// The shipped cross-vendor custom types (mappings/custom/*.yaml) going vendor → neutral → vendor, with
 /// the exact wire bodies each vendor gets, and the fallback text where a vendor has no form for a type.

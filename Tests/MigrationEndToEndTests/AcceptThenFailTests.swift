@@ -5,6 +5,7 @@ import IMStore
 import Synchronization
 import Testing
 import IMMigration
+import IMOutbox
 
 /// A real adapter whose next N sends reach the vendor and then report a failure, as when the connection
 /// drops after the vendor committed (the window between the target's accept and the id-map write).

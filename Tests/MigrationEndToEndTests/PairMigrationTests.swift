@@ -4,6 +4,7 @@ import IMRelay
 import IMSandbox
 import Testing
 import IMMigration
+import IMOutbox
 
 /// Every ordered pair of the four vendors: a seeded conversation is migrated through the real adapters and
 /// sandboxes, and the target's `/_sandbox/messages` is compared with the source's, record by record.

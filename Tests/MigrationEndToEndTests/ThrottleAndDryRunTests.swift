@@ -6,6 +6,7 @@ import IMSandbox
 @_spi(Testing) import IMStore
 import Testing
 import IMMigration
+import IMOutbox
 
 @Suite struct ThrottleAndDryRunTests {
     /// Each target's rate-limit answer: RongCloud 429 + 1008 (retry after 1 s), NIM 200 + 416 (the app is

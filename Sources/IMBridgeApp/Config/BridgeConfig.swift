@@ -7,6 +7,8 @@ import IMRelay
 import IMServer
 import IMStore
 import IMVerify
+import IMOutbox
+import IMTelemetry
 
 /// `bridge.yaml`, validated. Every error names the key (and line) it is about. See docs/configuration.md for each key.
 ///

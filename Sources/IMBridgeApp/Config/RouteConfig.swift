@@ -2,6 +2,7 @@ import Foundation
 import IMConfig
 import IMCore
 import IMRelay
+import IMOutbox
 
 extension BridgeConfig {
     /// The keys of a route (which of them apply depends on `users:`, so this list is kept beside the

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMOutbox
 
 /// A source conversation's catch-up checkpoint (`catchup/<backend>/<conversation>` in the store's
 /// checkpoints): written first by the intake, with the conversation's first recorded message, then moved

@@ -3,6 +3,7 @@ import IMCore
 import IMMapping
 import IMRelay
 import IMStore
+import IMTelemetry
 
 /// What the bridge knows about a backend beyond its name, from the configuration: its adapter and the
 /// vendor addresses it talks to, without credentials (`StatusContext.publicURL`).

@@ -57,7 +57,7 @@ public struct RouteTable: Sendable {
         return found
     }
 
-    static func match(_ source: RouteEndpoint, _ target: RouteEndpoint, _ backend: BackendID, _ conversation: ConversationRef,
+    package static func match(_ source: RouteEndpoint, _ target: RouteEndpoint, _ backend: BackendID, _ conversation: ConversationRef,
                       users: UserMode) -> ConversationRef? {
         guard source.backend == backend, source.kind == conversation.kind else { return nil }
         if let id = source.id {
@@ -79,7 +79,7 @@ public struct RouteTable: Sendable {
         return false
     }
 
-    static func owns(_ mode: UserMode, _ user: UserID) -> Bool {
+    package static func owns(_ mode: UserMode, _ user: UserID) -> Bool {
         switch mode {
         case .puppet(let prefix): !prefix.isEmpty && user.rawValue.hasPrefix(prefix)
         case .relay(let account, _): user == account

@@ -24,13 +24,13 @@ import Synchronization
 ///   message not relayed yet, or permanent.
 public final class Delivery: Sendable {
     public let target: any IMBackend
-    let store: BridgeStore
+    package let store: BridgeStore
     public let retry: RetryPolicy
-    let provisioned = Mutex<Set<UserID>>([])
-    let rehoster = MediaRehoster()
-    let userWrites = KeyedLock<UserID>()
+    package let provisioned = Mutex<Set<UserID>>([])
+    package let rehoster = MediaRehoster()
+    package let userWrites = KeyedLock<UserID>()
     /// The target's documented rate, applied to the entries a migration queued (`OutboxPayload.migration`).
-    let migrationPacing: MigrationPacing?
+    package let migrationPacing: MigrationPacing?
 
     public init(target: any IMBackend, store: BridgeStore, retry: RetryPolicy) {
         self.target = target
@@ -39,7 +39,7 @@ public final class Delivery: Sendable {
         self.migrationPacing = nil
     }
 
-    init(target: any IMBackend, store: BridgeStore, retry: RetryPolicy, migrationPacing: MigrationPacing?) {
+    package init(target: any IMBackend, store: BridgeStore, retry: RetryPolicy, migrationPacing: MigrationPacing?) {
         self.target = target
         self.store = store
         self.retry = retry
@@ -90,20 +90,20 @@ public final class Delivery: Sendable {
     }
 
     /// Creates `user` on a target that needs users to exist, once: with the profile the bridge last wrote
-    /// for it (`ProfileSync.checkpointName`), else with its id as its name.
+    /// for it (`ProfileCheckpoint.name`), else with its id as its name.
     public func provision(_ user: UserID) async throws {
         guard let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative,
               !isProvisioned(user) else { return }
         try await userWrites.run(user) {
             guard !isProvisioned(user) else { return }
-            let name = ProfileSync.checkpointName(target: target.id, puppet: user)
-            let written = try await store.reading { try $0.checkpoint(name) }.flatMap { ProfileSync.decode($0, id: user) }
+            let name = ProfileCheckpoint.name(target: target.id, puppet: user)
+            let written = try await store.reading { try $0.checkpoint(name) }.flatMap { ProfileCheckpoint.decode($0, id: user) }
             try await provisioning.ensureUser(written ?? UserProfile(id: user, name: user.rawValue))
             markProvisioned(user)
         }
     }
 
-    func isProvisioned(_ user: UserID) -> Bool { provisioned.withLock { $0.contains(user) } }
+    package func isProvisioned(_ user: UserID) -> Bool { provisioned.withLock { $0.contains(user) } }
 
     /// Brings `wanted.id` on the target up to `wanted`'s name and avatar (a nil one is left as it is):
     /// read first where the target reads profiles, written only when they differ (or the target cannot
@@ -167,7 +167,7 @@ public final class Delivery: Sendable {
     /// `details` key of a send that failed because its earlier-copy lookup did (the lookup's error code).
     public static let lookupFailedKey = "earlier_copy_lookup_failed"
 
-    func searchEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
+    package func searchEarlierCopy(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> Message? {
         if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
             return try await lookup.message(withClientID: id, in: conversation, readingAs: outgoing.sender)
         }
@@ -249,7 +249,7 @@ extension Delivery {
     }
 
     /// The target as the protocol of `feature`, or `unsupported` (permanent).
-    func capability<P>(_ type: P.Type, _ feature: Feature) throws -> P {
+    package func capability<P>(_ type: P.Type, _ feature: Feature) throws -> P {
         guard let typed = target as? P else {
             throw IMError(.unsupported, "\(target.id) does not offer \(feature.rawValue)", isRetryable: false)
         }
@@ -268,10 +268,10 @@ extension UserProfile {
 }
 
 /// One holder at a time per key, waiters served in arrival order (the writes of one user on a target).
-final class KeyedLock<Key: Hashable & Sendable>: Sendable {
+package final class KeyedLock<Key: Hashable & Sendable>: Sendable {
     private let waiting = Mutex<[Key: [CheckedContinuation<Void, Never>]]>([:])
 
-    func run<T>(_ key: Key, _ body: () async throws -> T) async rethrows -> T {
+    package func run<T>(_ key: Key, _ body: () async throws -> T) async rethrows -> T {
         await acquire(key)
         defer { release(key) }
         return try await body()

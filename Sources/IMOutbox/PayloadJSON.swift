@@ -22,15 +22,15 @@ import Synchronization
 /// another type, an unknown case) makes it give up, and `OutboxPayload.decode` hands the row to
 /// `JSONDecoder`, whose result or error stands. `OutboxPayloadCodingTests` compares both ways on every
 /// action and content kind.
-enum PayloadJSON {
+package enum PayloadJSON {
     /// The reader met a shape it does not read; `JSONDecoder` decides.
-    struct Unread: Error {}
+    package struct Unread: Error {}
 
-    typealias Object = [String: JSONValue]
+    package typealias Object = [String: JSONValue]
 
     // MARK: Payload
 
-    static func read(_ value: JSONValue) throws -> OutboxPayload {
+    package static func read(_ value: JSONValue) throws -> OutboxPayload {
         let members = try object(value)
         var payload = OutboxPayload(action: try read(action: members["action"]), route: try read(route: members["route"]),
                                     eventTimeMs: try int64(members["eventTimeMs"]),
@@ -42,7 +42,7 @@ enum PayloadJSON {
 
     // MARK: Actions
 
-    static func write(_ action: RelayAction) throws -> JSONValue {
+    package static func write(_ action: RelayAction) throws -> JSONValue {
         var fields = Object.withCapacity(4)
         switch action {
         case .send(let outgoing, let source, let replyToSource):
@@ -92,7 +92,7 @@ enum PayloadJSON {
         return .object([action.kindName: .object(fields)])
     }
 
-    static func read(action value: JSONValue?) throws -> RelayAction {
+    package static func read(action value: JSONValue?) throws -> RelayAction {
         let (kind, fields) = try single(value)
         switch kind {
         case "send":
@@ -133,7 +133,7 @@ enum PayloadJSON {
 
     // MARK: The outgoing message
 
-    static func write(_ message: OutgoingMessage) throws -> JSONValue {
+    package static func write(_ message: OutgoingMessage) throws -> JSONValue {
         var fields = Object.withCapacity(10)
         fields["conversation"] = .string(message.conversation.description)
         fields["sender"] = .string(message.sender.rawValue)
@@ -155,7 +155,7 @@ enum PayloadJSON {
         return .object(fields)
     }
 
-    static func read(outgoing value: JSONValue?) throws -> OutgoingMessage {
+    package static func read(outgoing value: JSONValue?) throws -> OutgoingMessage {
         let fields = try object(value)
         let mentions = try object(fields["mentions"])
         let options = try object(fields["options"])
@@ -192,12 +192,12 @@ enum PayloadJSON {
     // MARK: Content
 
     /// Text here; every other kind through `JSONEncoder`.
-    static func write(_ content: MessageContent) throws -> JSONValue {
+    package static func write(_ content: MessageContent) throws -> JSONValue {
         if case .text(let text) = content { return .object(["text": .object(["_0": .object(["text": .string(text.text)])])]) }
         return try encodedByFoundation(content)
     }
 
-    static func read(content value: JSONValue?) throws -> MessageContent {
+    package static func read(content value: JSONValue?) throws -> MessageContent {
         if case .object(let members) = value, members.count == 1, case .object(let fields)? = members["text"],
            case .object(let text)? = fields["_0"], case .string(let words)? = text["text"] {
             return .text(words)
@@ -207,7 +207,7 @@ enum PayloadJSON {
 
     // MARK: Migration mark
 
-    static func write(_ mark: MigrationMark) -> JSONValue {
+    package static func write(_ mark: MigrationMark) -> JSONValue {
         var fields = Object.withCapacity(4)
         fields["run"] = .string(mark.run)
         if let tally = mark.tally { fields["tally"] = .string(tally) }
@@ -216,7 +216,7 @@ enum PayloadJSON {
         return .object(fields)
     }
 
-    static func read(migration value: JSONValue) throws -> MigrationMark {
+    package static func read(migration value: JSONValue) throws -> MigrationMark {
         let fields = try object(value)
         return MigrationMark(run: try string(fields["run"]), tally: try optional(fields["tally"]) { try string($0) },
                              kind: try optional(fields["kind"]) { try string($0) },
@@ -231,14 +231,14 @@ enum PayloadJSON {
     private static let routesRead = Mutex<[JSONValue: Route]>([:])
     private static let routesKept = 256
 
-    static func write(_ route: Route) throws -> JSONValue {
+    package static func write(_ route: Route) throws -> JSONValue {
         if let known = routeValues.withLock({ $0[route] }) { return known }
         let value = try encodedByFoundation(route)
         routeValues.withLock { if $0.count < routesKept { $0[route] = value } }
         return value
     }
 
-    static func read(route value: JSONValue?) throws -> Route {
+    package static func read(route value: JSONValue?) throws -> Route {
         guard let value else { throw Unread() }
         if let known = routesRead.withLock({ $0[value] }) { return known }
         let route: Route = try decodedByFoundation(value)
@@ -249,12 +249,12 @@ enum PayloadJSON {
     // MARK: Members
 
     /// A member `JSONEncoder` writes: its JSON as a value (parsed by the same rules `JSONDecoder` reads).
-    static func encodedByFoundation<T: Encodable>(_ value: T) throws -> JSONValue {
+    package static func encodedByFoundation<T: Encodable>(_ value: T) throws -> JSONValue {
         try JSONValue.parse(JSONEncoder().encode(value))
     }
 
     /// A member `JSONDecoder` reads, from that member's JSON.
-    static func decodedByFoundation<T: Decodable>(_ value: JSONValue?) throws -> T {
+    package static func decodedByFoundation<T: Decodable>(_ value: JSONValue?) throws -> T {
         guard let value, let data = value.finiteJSONData() else { throw Unread() }
         return try JSONDecoder().decode(T.self, from: data)
     }

@@ -14,7 +14,7 @@ import IMHTTP
 ///   bridge writes or sends there is kept).
 /// Targets without a key alphabet limit (`extraKeyCharacters` nil) get keys as they are unless too long.
 public enum ExpansionKeyCodec {
-    static let marker: Character = "="
+    package static let marker: Character = "="
 
     /// Whether `key` must be encoded for a target with these limits.
     public static func needsEncoding(_ key: String, for limits: ExpansionLimits?) -> Bool {
@@ -44,7 +44,7 @@ public enum ExpansionKeyCodec {
     }
 
     /// The delta with every key encoded for the target.
-    static func encode(_ delta: ExpansionDelta, for limits: ExpansionLimits?) -> ExpansionDelta {
+    package static func encode(_ delta: ExpansionDelta, for limits: ExpansionLimits?) -> ExpansionDelta {
         guard limits != nil else { return delta }
         var encoded = ExpansionDelta(version: delta.version, removed: delta.removed.map { encode($0, for: limits) }, cleared: delta.cleared)
         for (key, value) in delta.set { encoded.set[encode(key, for: limits)] = value }
@@ -52,7 +52,7 @@ public enum ExpansionKeyCodec {
     }
 
     /// The delta with every key decoded (see `decode`).
-    static func decode(_ delta: ExpansionDelta, for limits: ExpansionLimits?, known: [String]) -> ExpansionDelta {
+    package static func decode(_ delta: ExpansionDelta, for limits: ExpansionLimits?, known: [String]) -> ExpansionDelta {
         guard limits != nil else { return delta }
         var decoded = ExpansionDelta(version: delta.version, removed: delta.removed.map { decode($0, for: limits, known: known) },
                                      cleared: delta.cleared)
@@ -60,12 +60,12 @@ public enum ExpansionKeyCodec {
         return decoded
     }
 
-    static func base64url(_ bytes: [UInt8]) -> String {
+    package static func base64url(_ bytes: [UInt8]) -> String {
         Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
             .replacingOccurrences(of: "=", with: "")
     }
 
-    static func unbase64url(_ text: String) -> [UInt8]? {
+    package static func unbase64url(_ text: String) -> [UInt8]? {
         guard text.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }) else { return nil }
         var base64 = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
         while base64.count % 4 != 0 { base64.append("=") }

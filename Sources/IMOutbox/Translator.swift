@@ -27,20 +27,20 @@ import IMCore
 /// - membership changes plan no action: the engine compares the group instead (`GroupSync`).
 package struct Translator: Sendable {
     /// The target's.
-    let capabilities: Capabilities
+    package let capabilities: Capabilities
     /// The source's (nil when unknown).
-    var sourceCapabilities: Capabilities? = nil
+    package var sourceCapabilities: Capabilities? = nil
     /// The target's fallback text for declared custom types its vendor cannot carry (mappings).
-    var customFallback: (@Sendable (MessageContent, [String: String]) -> String?)? = nil
+    package var customFallback: (@Sendable (MessageContent, [String: String]) -> String?)? = nil
     /// True where the target keeps no expansions but carries their changes as data (expansion support
     /// `fallback` and `ExpansionChangeSending`: NIM's `imbridge.expansion` carrier): changes and a message's initial values
     /// travel as carrier messages instead of text notices.
-    var carriesExpansion = false
+    package var carriesExpansion = false
     /// What the target can delete (`Deleting`); empty where it cannot.
-    var deletionScopes: Set<DeletionScope> = []
+    package var deletionScopes: Set<DeletionScope> = []
 
     /// A translator for one target backend, with the mappings' custom-type fallbacks when there are any.
-    init(target: any IMBackend, source: (any IMBackend)?, customFallbacks: CustomTypeFallbacks?) {
+    package init(target: any IMBackend, source: (any IMBackend)?, customFallbacks: CustomTypeFallbacks?) {
         self.capabilities = target.capabilities
         self.sourceCapabilities = source?.capabilities
         self.carriesExpansion = target.capabilities.support(.expansion) == .fallback && target is any ExpansionChangeSending
@@ -165,7 +165,7 @@ package struct Translator: Sendable {
     }
 
     /// Makes a content fit the target (kind and length), counting what it changed.
-    func fit(_ content: MessageContent, planned: inout Planned) -> MessageContent {
+    package func fit(_ content: MessageContent, planned: inout Planned) -> MessageContent {
         var carried = capabilities.contentKinds.contains(content.kind)
         if content.kind == .custom, !capabilities.support(.customContent).isNative { carried = false }
         if !carried {
@@ -177,7 +177,7 @@ package struct Translator: Sendable {
         return content
     }
 
-    func fitText(_ text: String, planned: inout Planned) -> String {
+    package func fitText(_ text: String, planned: inout Planned) -> String {
         guard capabilities.length(of: text) > capabilities.textMaxLength else { return text }
         planned.fallbacks.append(("text_length", .notice))
         var cut = text
@@ -185,7 +185,7 @@ package struct Translator: Sendable {
         return cut + "…"
     }
 
-    func fallback(_ feature: Feature, _ leg: RouteLeg, _ id: MessageID, text: String, by user: UserID, planned: inout Planned) {
+    package func fallback(_ feature: Feature, _ leg: RouteLeg, _ id: MessageID, text: String, by user: UserID, planned: inout Planned) {
         let policy = leg.route.fallback(for: feature)
         planned.fallbacks.append((feature.rawValue, policy))
         guard policy == .notice else { return }
@@ -195,14 +195,14 @@ package struct Translator: Sendable {
         planned.actions.append(.notice(outgoing: outgoing, replyToSource: capabilities.support(.replies).isNative ? id : nil))
     }
 
-    static func describe(_ delta: ExpansionDelta) -> String {
+    package static func describe(_ delta: ExpansionDelta) -> String {
         var parts = delta.set.sorted { $0.key < $1.key }.map { "\($0.key) → \($0.value)" }
         parts += delta.removed.map { "\($0) ✕" }
         if delta.cleared && parts.isEmpty { parts.append("✕ all") }
         return parts.joined(separator: ", ")
     }
 
-    static func render(_ format: String, user: UserID) -> String {
+    package static func render(_ format: String, user: UserID) -> String {
         format.replacingOccurrences(of: "{user}", with: user.rawValue).replacingOccurrences(of: "{name}", with: user.rawValue)
     }
 }

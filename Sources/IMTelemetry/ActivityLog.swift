@@ -14,7 +14,7 @@ public final class ActivityLog: Sendable {
         case eventsIn, relayed, retries, deadLetters, inboundDeadLetters, refused
 
         /// The counter family whose increments land in this column.
-        static let byFamily: [String: Column] = [
+        package static let byFamily: [String: Column] = [
             "imbridge_events_in_total": .eventsIn,
             "imbridge_relayed_total": .relayed,
             "imbridge_retries_total": .retries,
@@ -76,7 +76,7 @@ public final class ActivityLog: Sendable {
     }
 
     /// Adds to the column fed by counter family `family`, if any.
-    func record(family: String, _ amount: Int) {
+    package func record(family: String, _ amount: Int) {
         if let column = Column.byFamily[family] { record(column, amount) }
     }
 

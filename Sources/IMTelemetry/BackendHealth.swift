@@ -11,7 +11,12 @@ import Synchronization
 /// response bodies an error's message may carry.
 public final class HealthBoard: Sendable {
     /// The store's readiness probe in flight, if any (`RelayEngine.probeStore`).
-    let storeProbe = RelayEngine.ProbeSlot()
+    package let storeProbe = ProbeSlot()
+
+    /// The readiness probe in flight.
+    package final class ProbeSlot: Sendable {
+        package let running = Mutex<Task<Bool, Never>?>(nil)
+    }
     public struct Entry: Sendable, Codable, Equatable {
         public var state: String
         /// The last failure's class (`HealthBoard.errorClass`).
@@ -23,7 +28,7 @@ public final class HealthBoard: Sendable {
         /// When the current run of failures began (the first failure after a success, or ever); nil
         /// while the backend is not failing. `/readyz` compares it with `ReadinessPolicy`.
         public var failingSinceMs: Int64?
-        enum CodingKeys: String, CodingKey {
+        package enum CodingKeys: String, CodingKey {
             case state
             case lastErrorClass = "last_error_class"
             case lastSuccessMs = "last_success_ms"
@@ -40,8 +45,8 @@ public final class HealthBoard: Sendable {
     /// State changes are logged here: `backend failing` (with the error class) when a backend's calls
     /// start failing, `backend recovered` (with how long it failed) at the next success, and
     /// `backend down` once a run of failures has lasted `downAfterMs` (the readiness threshold).
-    let logger: Logger
-    let downAfterMs: Int64?
+    package let logger: Logger
+    package let downAfterMs: Int64?
     private let downLogged = Mutex<Set<String>>([])
 
     public init(backends: [BackendID], downAfterMs: Int64? = nil, logger: Logger = Logger(label: "imbridge.delivery")) {

@@ -18,7 +18,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
     case read(upToSource: MessageID, by: UserID)
     /// Bring the target user `puppet` up to the profile (name, avatar) that `source` has on the source
     /// backend, read when the entry runs (docs/architecture.md, "Profiles"). Its lane is the puppet's
-    /// own (`ProfileSync.lane`), so a failing profile write never holds a message back.
+    /// own (`ProfileCheckpoint.lane`), so a failing profile write never holds a message back.
     case profile(source: UserID, puppet: UserID)
     /// Create the group `target` on the target backend, or bring it up to the source group `source`
     /// (name, avatar, announcement, owner, members as `users` names them there), read when the entry runs

@@ -106,10 +106,10 @@ public final class RelayMetrics: Sendable {
     public static let latencyBuckets: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
 
     /// Event kinds (`IMEvent.kindName`) and action kinds (`RelayAction.kindName`), for the series made at start.
-    static let eventKinds = ["message", "edited", "recalled", "expansion", "reaction", "read", "command"]
-    static let actionKinds = ["send", "notice", "edit", "recall", "expansion", "reaction", "read", "profile", "group"]
+    package static let eventKinds = ["message", "edited", "recalled", "expansion", "reaction", "read", "command"]
+    package static let actionKinds = ["send", "notice", "edit", "recall", "expansion", "reaction", "read", "profile", "group"]
     /// The codes a callback is refused with (`CallbackExchange`).
-    static let refusalCodes: [IMError.Code] = [.authenticationFailed, .malformedPayload, .invalidArgument]
+    package static let refusalCodes: [IMError.Code] = [.authenticationFailed, .malformedPayload, .invalidArgument]
 
     /// The registry this bridge's series live in (its own, never the process-wide default).
     public let registry: PrometheusCollectorRegistry
@@ -239,11 +239,11 @@ public final class RelayMetrics: Sendable {
     // MARK: store gauges
 
     /// What the outbox gauges show, read from the store.
-    struct StoreGauges {
-        var pending: [String: Int] = [:]
-        var lanes: [String: Int] = [:]
-        var oldestCreatedMs: [String: Int64] = [:]
-        var dead = 0
+    package struct StoreGauges {
+        package var pending: [String: Int] = [:]
+        package var lanes: [String: Int] = [:]
+        package var oldestCreatedMs: [String: Int64] = [:]
+        package var dead = 0
     }
 
     /// Reads the outbox gauges from `store` (pending entries, lanes with work and oldest pending age per
@@ -286,7 +286,7 @@ public final class RelayMetrics: Sendable {
         FloatingPointCounter(label: name, dimensions: [], factory: factory).increment(by: delta)
     }
 
-    func setProcessMetrics(_ stats: ProcessStats?) {
+    package func setProcessMetrics(_ stats: ProcessStats?) {
         guard let stats else { return }
         count("process_cpu_seconds_total", upTo: stats.cpuSeconds)
         gauge("process_resident_memory_bytes", [:]).set(stats.residentBytes)
@@ -318,12 +318,12 @@ public final class RelayMetrics: Sendable {
 
     /// Labels in name order: the registry keys a series by its label list, order included, so one
     /// order keeps one series per label set.
-    static func dimensions(_ labels: [String: String]) -> [(String, String)] {
+    package static func dimensions(_ labels: [String: String]) -> [(String, String)] {
         labels.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     /// `{a="x",b="y"}` as the text format writes it (backslash, double quote and line feed escaped).
-    static func labelText(_ labels: [String: String]) -> String {
+    package static func labelText(_ labels: [String: String]) -> String {
         guard !labels.isEmpty else { return "" }
         let body = dimensions(labels).map { key, value in
             let escaped = value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
@@ -340,7 +340,7 @@ public final class RelayMetrics: Sendable {
 public struct RelayMetricsFactory: MetricsFactory {
     public let registry: PrometheusCollectorRegistry
 
-    func descriptor(_ label: String) -> MetricNameDescriptor {
+    package func descriptor(_ label: String) -> MetricNameDescriptor {
         MetricNameDescriptor(metricName: label, unitName: "", helpText: RelayMetrics.families[label]?.help ?? "")
     }
 

@@ -7,10 +7,10 @@ import IMHTTP
 /// download where it has one, else by plain HTTP GET of its URL — and uploaded to the target, so the
 /// copy does not depend on the source's URLs staying reachable. A fetch or upload failure is retryable
 /// (the lane backs off); a target without file storage keeps the links.
-struct MediaRehoster: Sendable {
-    let http = HTTPClientWrapper(timeoutSeconds: 60)
+package struct MediaRehoster: Sendable {
+    package let http = HTTPClientWrapper(timeoutSeconds: 60)
 
-    func rehost(_ content: MessageContent, from source: (any IMBackend)?, to target: any IMBackend) async throws -> MessageContent {
+    package func rehost(_ content: MessageContent, from source: (any IMBackend)?, to target: any IMBackend) async throws -> MessageContent {
         guard let uploader = target as? any MediaTransferring, target.capabilities.support(.media).isNative else { return content }
         let attachments = content.attachments
         guard !attachments.isEmpty, attachments.allSatisfy({ $0.remoteURL != nil }) else { return content }
@@ -30,7 +30,7 @@ struct MediaRehoster: Sendable {
         return content.replacingAttachments(moved)
     }
 
-    func fetch(_ attachment: MediaAttachment, from source: (any IMBackend)?, into directory: String, index: Int) async throws -> String {
+    package func fetch(_ attachment: MediaAttachment, from source: (any IMBackend)?, into directory: String, index: Int) async throws -> String {
         if let downloader = source as? any MediaTransferring, source?.capabilities.support(.media).isNative == true,
            let path = try? await downloader.download(attachment, into: directory).localPath {
             return path

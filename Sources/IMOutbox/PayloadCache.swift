@@ -16,21 +16,21 @@ package final class PayloadCache: Sendable {
     }
 
     private let entries = Mutex<[Int64: Cached]>([:])
-    let capacity: Int
+    package let capacity: Int
 
-    init(capacity: Int = 4096) { self.capacity = capacity }
+    package init(capacity: Int = 4096) { self.capacity = capacity }
 
-    func put(_ id: Int64, bytes: Data, payload: OutboxPayload) {
+    package func put(_ id: Int64, bytes: Data, payload: OutboxPayload) {
         entries.withLock { entries in
             if entries.count < capacity || entries[id] != nil { entries[id] = Cached(bytes: bytes, payload: payload) }
         }
     }
 
     /// The payload of the row `id` with `bytes`: from the cache when it holds those exact bytes, otherwise decoded.
-    func take(_ id: Int64, bytes: Data) throws -> OutboxPayload {
+    package func take(_ id: Int64, bytes: Data) throws -> OutboxPayload {
         if let cached = entries.withLock({ $0.removeValue(forKey: id) }), cached.bytes == bytes { return cached.payload }
         return try OutboxPayload.decode(bytes)
     }
 
-    var count: Int { entries.withLock { $0.count } }
+    package var count: Int { entries.withLock { $0.count } }
 }

@@ -5,7 +5,7 @@ import Synchronization
 /// last one. Keys are kept until the next line for that key; the table is bounded by the keys (target
 /// backends, operations), not by traffic.
 public final class LogThrottle: Sendable {
-    let intervalMs: Int64
+    package let intervalMs: Int64
     private let state = Mutex<[String: (lastMs: Int64, held: Int)]>([:])
 
     public init(intervalMs: Int64) { self.intervalMs = intervalMs }

@@ -101,7 +101,7 @@ public struct RouteLeg: Sendable, Hashable {
     }
 
     /// Maps a conversation's users for direct conversations; groups keep their id.
-    func mapConversation(_ conversation: ConversationRef) -> ConversationRef {
+    package func mapConversation(_ conversation: ConversationRef) -> ConversationRef {
         guard conversation.kind == .direct, case .puppet = users else { return conversation }
         let users = conversation.participants
         return .direct(targetUser(users[0]), targetUser(users[1]))

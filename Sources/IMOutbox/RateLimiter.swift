@@ -4,10 +4,10 @@ import IMCore
 /// A token bucket: at most `perSecond` acquisitions per second on average, bursts up to `burst`.
 /// Used by migration to stay under a target's documented send rate (`Capabilities.rateLimits`).
 public actor RateLimiter {
-    let perSecond: Double
-    let burst: Double
-    var tokens: Double
-    var last: Date
+    package let perSecond: Double
+    package let burst: Double
+    package var tokens: Double
+    package var last: Date
 
     public init(perSecond: Double, burst: Double? = nil) {
         self.perSecond = max(0.001, perSecond)
@@ -45,9 +45,9 @@ public actor RateLimiter {
 /// global 600/min); any other call (recall, profiles, groups) from the global limits only ("*").
 /// Batch APIs (`msg/sendBatchMsg`) are not used and do not count.
 public struct MigrationPacing: Sendable {
-    let buckets: [(limit: RateLimit, limiter: RateLimiter)]
+    package let buckets: [(limit: RateLimit, limiter: RateLimiter)]
     /// One bucket for everything (`sendsPerSecond` given), or nil.
-    let single: RateLimiter?
+    package let single: RateLimiter?
 
     public init(capabilities: Capabilities, sendsPerSecond: Double? = nil) {
         if let sendsPerSecond {
@@ -60,7 +60,7 @@ public struct MigrationPacing: Sendable {
         }
     }
 
-    static func limitsSends(_ limit: RateLimit, in kind: ConversationRef.Kind?) -> Bool {
+    package static func limitsSends(_ limit: RateLimit, in kind: ConversationRef.Kind?) -> Bool {
         let api = limit.api.lowercased()
         guard !api.contains("batch"), ["send", "publish", "messages", "*"].contains(where: { api.contains($0) }) else { return false }
         switch kind {

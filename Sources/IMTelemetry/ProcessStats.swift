@@ -11,15 +11,15 @@ import Glibc
 /// process collector, and swift-metrics' system metrics live in swift-metrics-extras (not available) and
 /// would need the process-wide `MetricsSystem` bootstrap, which the bridge does not use (see
 /// `RelayMetrics`). Nil on systems without `/proc`.
-struct ProcessStats: Equatable {
-    var cpuSeconds: Double
-    var residentBytes: Double
-    var virtualBytes: Double
-    var openFDs: Double
-    var maxFDs: Double?
-    var startTimeSeconds: Double?
+package struct ProcessStats: Equatable {
+    package var cpuSeconds: Double
+    package var residentBytes: Double
+    package var virtualBytes: Double
+    package var openFDs: Double
+    package var maxFDs: Double?
+    package var startTimeSeconds: Double?
 
-    static func read() -> ProcessStats? {
+    package static func read() -> ProcessStats? {
         #if os(Linux)
         guard let stat = try? String(contentsOfFile: "/proc/self/stat", encoding: .utf8) else { return nil }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
@@ -36,7 +36,7 @@ struct ProcessStats: Equatable {
     /// `/proc/self/stat` after the command name (which is in parentheses and may hold spaces): field 14
     /// `utime` and 15 `stime` in clock ticks, 22 `starttime` in ticks since boot, 23 `vsize` in bytes,
     /// 24 `rss` in pages (proc(5)).
-    static func parse(stat: String, ticksPerSecond: Double, pageSize: Double, openFDs: Int, limits: String?, bootTime: Double?) -> ProcessStats? {
+    package static func parse(stat: String, ticksPerSecond: Double, pageSize: Double, openFDs: Int, limits: String?, bootTime: Double?) -> ProcessStats? {
         guard let close = stat.lastIndex(of: ")"), ticksPerSecond > 0 else { return nil }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
         func field(_ number: Int) -> Double? { fields.count > number - 3 ? Double(fields[number - 3]) : nil }
@@ -47,13 +47,13 @@ struct ProcessStats: Equatable {
     }
 
     /// The soft limit on the `Max open files` line of `/proc/self/limits` (nil when "unlimited").
-    static func maxOpenFiles(limits: String) -> Double? {
+    package static func maxOpenFiles(limits: String) -> Double? {
         guard let line = limits.split(separator: "\n").first(where: { $0.hasPrefix("Max open files") }) else { return nil }
         return line.dropFirst("Max open files".count).split(separator: " ").first.flatMap { Double($0) }
     }
 
     /// `btime` of `/proc/stat`: the boot time, Unix seconds.
-    static func bootTime(procStat: String) -> Double? {
+    package static func bootTime(procStat: String) -> Double? {
         procStat.split(separator: "\n").first { $0.hasPrefix("btime ") }.flatMap { Double($0.dropFirst(6).trimmingCharacters(in: .whitespaces)) }
     }
 }
