@@ -6,20 +6,31 @@ import IMOutbox
 
 /// The account part of a migration: users, then groups, before the history (docs/migration.md).
 ///
+/// Both go through the outbox like the history: each user is a `.user` entry in its puppet's profile
+/// lane, each group a `.group` entry in the group's own lane, run by the migration's engine (or by a
+/// bridge on the same store that holds the lane) with the relay's retries, fences, dead letters and the
+/// target's pacing. The executor writes what each entry did in a checkpoint the report reads
+/// (`AccountOutcome`); the migration itself calls no target (a dry run reads through `Delivery`, and
+/// writes nothing).
+///
 /// - **Users** keep their ids (or become `prefix + id` with a puppet prefix). A user missing on the
 ///   target is created with the source's profile; an existing one whose name, avatar or shared extra
 ///   fields differ is updated; otherwise it is left alone (`skipped`). Senders met in the history that
 ///   were not migrated up front are migrated before their first copy.
 /// - **Groups** are created on the target with name, avatar, announcement, owner and members; the id the
-///   target gives (NIM `tid`, JMessage `gid`; the same id elsewhere) is kept in the store
-///   (`migrate-group:<source>:<group>-><target>`), so a rerun finds the group, adds the members it lacks
-///   and updates what changed, and the history goes into that group. A creation whose answer was lost
+///   target gives (NIM `tid`, JMessage `gid`; the same id elsewhere) is kept in the conversation map
+///   (`PortalMap`) that live relay reads too, so a rerun finds the group, adds the members it lacks and
+///   updates what changed, and the history goes into that group. A creation whose answer was lost
 ///   (crash, timeout) is recognised on the rerun among the owner's groups by name before anything is
 ///   created again.
 extension Migrator {
+    /// Migration's own group map of earlier versions; read once into the conversation map.
     static func groupMapName(_ plan: MigrationPlan, _ group: GroupID) -> String {
         "migrate-group:\(plan.source):\(group.rawValue)->\(plan.target)"
     }
+
+    /// The prefix of the account entries' outcome checkpoints and their migration mark.
+    static func accountRun(_ plan: MigrationPlan) -> String { "migrate-account:\(plan.source)->\(plan.target)" }
 
     /// Migrates the users and groups the plan needs; returns the conversation pairs with each group
     /// that was not renamed explicitly pointed at its group on the target. A group that could not be
@@ -35,22 +46,7 @@ extension Migrator {
             if to != from && to.kind == .group { explicit[group] = GroupID(to.id) }
         }
         for group in plan.extraGroups where !groups.contains(group) { groups.append(group) }
-
-        var profiles: [GroupID: GroupProfile] = [:]
-        if !groups.isEmpty {
-            if let directory = source as? any GroupDirectory {
-                for group in groups {
-                    do {
-                        if let profile = try await withRetry({ try await directory.group(group) }) { profiles[group] = profile }
-                    } catch let error as IMError where error.code == .unsupported {
-                        note("\(source.capabilities.vendor) cannot describe its groups (\(error.message)): groups are not created")
-                        break
-                    }
-                }
-            } else {
-                note("\(source.capabilities.vendor) has no group directory: groups are not created, their history goes to the same ids")
-            }
-        }
+        let profiles = try await readGroups(groups)
 
         var users: [UserID] = []
         var seen = Set<UserID>()
@@ -59,20 +55,61 @@ extension Migrator {
         for (from, _) in pairs where from.kind == .direct { from.participants.forEach(add) }
         for group in groups { if let profile = profiles[group] { profile.owner.map(add); profile.members.forEach(add) } }
         if case .puppet = plan.users {
-            try await readAhead(users, plan)
-            for user in users { await bringUser(user, plan) }
+            try await readAhead(users)
+            if plan.dryRun {
+                for user in users { await previewUser(user, plan) }
+            } else {
+                await bringUsers(users, plan)
+            }
         } else {
             note("users are not migrated in relay mode: every message is sent by the relay account")
         }
 
         var targets: [GroupID: GroupID] = [:]
+        var queued: [(GroupID, RelayEngine.AccountItem)] = []
         let assigns = target.capabilities.groupCreationAssignsID
         for group in groups {
-            if let target = await migrateGroup(group, profiles[group], explicit: explicit[group], plan) {
-                targets[group] = target
-            } else if assigns && explicit[group] == nil && !plan.dryRun && profiles[group] != nil {
-                blocked.insert(.group(group))
+            let mapped = try await mappedGroup(group, plan)
+            guard target is any GroupDirectory else {
+                note("\(target.capabilities.vendor) has no group directory: groups are not created on it")
+                targets[group] = explicit[group] ?? mapped
+                continue
             }
+            guard profiles[group] != nil else {
+                let id = explicit[group] ?? mapped
+                note("group \(group): \(source.capabilities.vendor) does not describe it (no profile, no members); its history goes to group:\(id?.rawValue ?? group.rawValue)")
+                targets[group] = id
+                continue
+            }
+            if plan.dryRun {
+                targets[group] = await previewGroup(group, profiles[group]!, id: explicit[group] ?? mapped, plan)
+                continue
+            }
+            let mark = MigrationMark(run: Self.accountRun(plan), outcome: "\(Self.accountRun(plan)):group:\(group.rawValue)")
+            let lane = GroupSync.lane(target: plan.target, group: explicit[group] ?? group)
+            queued.append((group, RelayEngine.AccountItem(action: .group(source: group, target: explicit[group], users: plan.users), lane: lane, mark: mark)))
+        }
+        for (group, outcome) in try await runAccount(queued.map(\.1), plan) {
+            let group = queued[group].0
+            switch outcome {
+            case .success(.groupCreated(let id)):
+                account.groupsCreated += 1
+                targets[group] = id
+            case .success(.groupUpdated(let id, let added)):
+                account.groupsUpdated += 1
+                account.membersAdded += added
+                targets[group] = id
+            case .success(.groupUnchanged(let id)):
+                account.groupsSkipped += 1
+                targets[group] = id
+            case .success:
+                note("group \(group): \(source.capabilities.vendor) does not describe it (no profile, no members)")
+            case .failure(let reason):
+                account.failures.append("group \(group): \(reason)")
+            }
+        }
+        for group in groups where targets[group] == nil && assigns && explicit[group] == nil && !plan.dryRun && profiles[group] != nil {
+            blocked.insert(.group(group))
         }
         return pairs.map { from, to in
             guard from.kind == .group, to == from, let target = targets[GroupID(from.id)] else { return (from, to) }
@@ -84,199 +121,148 @@ extension Migrator {
         if !account.notes.contains(text) { account.notes.append(text) }
     }
 
-    /// Reads source and target profiles in batches of 100, so that a large account costs few calls.
-    func readAhead(_ users: [UserID], _ plan: MigrationPlan) async throws {
+    /// The source's description of each group (none for a source without a group directory).
+    func readGroups(_ groups: [GroupID]) async throws -> [GroupID: GroupProfile] {
+        var profiles: [GroupID: GroupProfile] = [:]
+        guard !groups.isEmpty else { return profiles }
+        guard let directory = source as? any GroupDirectory else {
+            note("\(source.capabilities.vendor) has no group directory: groups are not created, their history goes to the same ids")
+            return profiles
+        }
+        for group in groups {
+            do {
+                if let profile = try await withRetry({ try await directory.group(group) }) { profiles[group] = profile }
+            } catch let error as IMError where error.code == .unsupported {
+                note("\(source.capabilities.vendor) cannot describe its groups (\(error.message)): groups are not created")
+                break
+            }
+        }
+        return profiles
+    }
+
+    /// The target group the conversation map names for `group` (migration's map of earlier versions is
+    /// read into it once).
+    func mappedGroup(_ group: GroupID, _ plan: MigrationPlan) async throws -> GroupID? {
+        let key = PortalMap.key(source: plan.source, conversation: .group(group), target: plan.target)
+        let legacy = Self.groupMapName(plan, group)
+        let now = clock.nowMs()
+        return try await store.writing { tx in
+            if let mapped = try PortalMap.group(key, tx) { return mapped }
+            guard let old = try PortalMap.group(legacy, tx) else { return nil }
+            try PortalMap.record(old, for: key, at: now, tx)
+            return old
+        }
+    }
+
+    /// Reads source profiles in batches of 100, so that a large account costs few calls.
+    func readAhead(_ users: [UserID]) async throws {
+        guard let directory = source as? any UserDirectory else { return }
         var start = 0
         while start < users.count {
             let batch = Array(users[start..<min(start + 100, users.count)])
             start += 100
-            if let directory = source as? any UserDirectory {
-                do {
-                    let found = try await withRetry { try await directory.users(batch) }
-                    for user in batch { sourceProfiles[user] = .some(found.first { $0.id == user }) }
-                } catch let error as IMError where error.code == .unsupported {
-                    note("\(source.capabilities.vendor) cannot read user profiles: users are created with their ids as names")
-                }
-            }
-            if let directory = target as? any UserDirectory {
-                let ids = batch.map(plan.targetUser)
-                do {
-                    let found = try await onTarget { try await directory.users(ids) }
-                    for id in ids { targetProfiles[id] = .some(found.first { $0.id == id }) }
-                } catch let error as IMError where error.code == .unsupported {}
+            do {
+                let found = try await withRetry { try await directory.users(batch) }
+                for user in batch { sourceProfiles[user] = .some(found.first { $0.id == user }) }
+            } catch let error as IMError where error.code == .unsupported {
+                note("\(source.capabilities.vendor) cannot read user profiles: users are created with their ids as names")
+                return
             }
         }
     }
 
     /// Migrates `user`'s profile once per run; lanes that meet the same sender wait for the first.
     func bringUser(_ user: UserID, _ plan: MigrationPlan) async {
-        guard case .puppet = plan.users else { return }
-        if let work = userWork[user] { return await work.value }
-        let work = Task { await self.migrateUser(user, plan) }
-        userWork[user] = work
-        await work.value
+        guard case .puppet = plan.users, !plan.dryRun else { return }
+        await bringUsers([user], plan)
     }
 
-    func migrateUser(_ user: UserID, _ plan: MigrationPlan) async {
-        let targetID = plan.targetUser(user)
+    /// Queues a `.user` entry for each of `users` not migrated yet this run and waits for them; counts.
+    func bringUsers(_ users: [UserID], _ plan: MigrationPlan) async {
+        var waits: [Task<Void, Never>] = users.compactMap { userWork[$0] }
+        let fresh = users.filter { userWork[$0] == nil }
+        if !fresh.isEmpty {
+            let work = Task { await self.migrateUsers(fresh, plan) }
+            for user in fresh { userWork[user] = work }
+            waits.append(work)
+        }
+        for wait in waits { await wait.value }
+    }
+
+    func migrateUsers(_ users: [UserID], _ plan: MigrationPlan) async {
+        var items: [RelayEngine.AccountItem] = []
+        for user in users {
+            let (desired, known) = await desiredUser(user, plan)
+            let mark = MigrationMark(run: Self.accountRun(plan), outcome: "\(Self.accountRun(plan)):user:\(user.rawValue)")
+            items.append(RelayEngine.AccountItem(action: .user(profile: desired, known: known),
+                                                 lane: ProfileCheckpoint.lane(target: plan.target, puppet: desired.id), mark: mark))
+        }
+        let outcomes: [(Int, Result<AccountOutcome, AccountFailure>)]
         do {
-            var profile: UserProfile?
-            if let known = sourceProfiles[user] {
-                profile = known
-            } else if let directory = source as? any UserDirectory {
-                do {
-                    profile = try await withRetry { try await directory.users([user]).first }
-                } catch let error as IMError where error.code == .unsupported {
-                    note("\(source.capabilities.vendor) cannot read user profiles: users are created with their ids as names")
-                }
-            }
-            var wanted = profile ?? UserProfile(id: user, name: user.rawValue)
-            wanted.id = targetID
-            let desired = wanted
-            let directory = target as? any UserDirectory
-            var existing: UserProfile?? = nil
-            if let directory { existing = try await existingUser(targetID, on: directory) }
-            switch (directory, existing) {
-            case (let directory?, .some(.some(let existing))):
-                if let profile, profile.differs(from: existing) {
-                    if !plan.dryRun { try await onTarget { try await directory.saveUser(desired) } }
-                    account.usersUpdated += 1
-                } else {
-                    account.usersSkipped += 1
-                }
-            case (let directory?, .some(.none)):
-                if !plan.dryRun { try await onTarget { try await directory.saveUser(desired) } }
-                account.usersCreated += 1
-            case (let directory?, .none):
-                // The target cannot say whether the user exists: written (created or brought up to date) unseen.
-                if !plan.dryRun { try await onTarget { try await directory.saveUser(desired) } }
-                account.usersProvisioned += 1
-            case (nil, _):
-                if let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative {
-                    if !plan.dryRun { try await onTarget { try await provisioning.ensureUser(desired) } }
-                    account.usersProvisioned += 1
-                } else {
-                    account.usersSkipped += 1
-                }
-            }
-            if !plan.dryRun { engine?.deliveries[target.id]?.markProvisioned(targetID) }
+            outcomes = try await runAccount(items, plan)
         } catch {
-            account.failures.append("user \(user): \(error)")
-            failedUsers.insert(user)
+            for user in users {
+                account.failures.append("user \(user): \(error)")
+                failedUsers.insert(user)
+            }
+            return
         }
-    }
-
-    /// The target's profile of `id`: `.some(nil)` when the user is not there, nil when the target cannot
-    /// say (its server API reads no profiles).
-    func existingUser(_ id: UserID, on directory: any UserDirectory) async throws -> UserProfile?? {
-        if let known = targetProfiles[id] { return .some(known) }
-        do {
-            let found = try await onTarget { try await directory.users([id]).first }
-            targetProfiles[id] = .some(found)
-            return .some(found)
-        } catch let error as IMError where error.code == .unsupported {
-            return nil
-        }
-    }
-
-    /// Creates or brings up to date one group on the target; returns its id there (nil when it could not
-    /// be created: then its history goes where the plan says and the failure is in the report).
-    func migrateGroup(_ group: GroupID, _ profile: GroupProfile?, explicit: GroupID?, _ plan: MigrationPlan) async -> GroupID? {
-        let mapName = Self.groupMapName(plan, group)
-        do {
-            let mapped = try await store.reading { try $0.checkpoint(mapName) }.flatMap { $0.isEmpty ? nil : GroupID($0) }
-            var targetID = explicit ?? mapped
-            guard let directory = target as? any GroupDirectory else {
-                note("\(target.capabilities.vendor) has no group directory: groups are not created on it")
-                return targetID
-            }
-            guard let profile else {
-                note("group \(group): \(source.capabilities.vendor) does not describe it (no profile, no members); its history goes to group:\(targetID?.rawValue ?? group.rawValue)")
-                return targetID
-            }
-            let assigns = target.capabilities.groupCreationAssignsID
-            if targetID == nil && !assigns { targetID = group }
-            // A target that assigns ids may still have a group of this id (one a route relays into): that one.
-            // (An id the target cannot have, such as a non-numeric NIM tid, is refused by the read: none.)
-            if targetID == nil, assigns, let found = try? await onTarget({ try await directory.group(group) }), found != nil { targetID = group }
-            let desired = Delivery.targetGroup(profile, user: plan.targetUser)
-            if targetID == nil, !plan.dryRun, try await store.reading({ try $0.checkpoint(mapName + ":pending") }).map({ !$0.isEmpty }) == true {
-                targetID = try await earlierGroup(desired, plan)
-            }
-            // `bringGroup` decides create or update (live relay's `.group` entries use it too); a creation goes
-            // through `createGroup` here, which keeps the id the target gave.
-            let store = self.store, clock = self.clock
-            let outcome = try await delivery.bringGroup(desired, id: targetID, calls: MigratorCalls(migrator: self), dryRun: plan.dryRun) { made in
-                try await store.writing { try $0.setCheckpoint(mapName + ":pending", String(clock.nowMs()), at: clock.nowMs()) }
-                return try await self.createGroup(made, on: directory, plan)
-            }
+        for (index, outcome) in outcomes {
             switch outcome {
-            case .unchanged(let id), .updated(let id, _):
-                if case .updated(_, let added) = outcome {
-                    account.groupsUpdated += 1
-                    account.membersAdded += added
-                } else {
-                    account.groupsSkipped += 1
-                }
-                if !plan.dryRun && mapped != id { try record(id, for: mapName) }
-                return id
-            case .created(let id):
-                account.groupsCreated += 1
-                if plan.dryRun { return targetID }
-                try record(id, for: mapName)
-                return id
+            case .success(.userCreated): account.usersCreated += 1
+            case .success(.userUpdated): account.usersUpdated += 1
+            case .success(.userProvisioned): account.usersProvisioned += 1
+            case .success: account.usersSkipped += 1
+            case .failure(let reason):
+                account.failures.append("user \(users[index]): \(reason)")
+                failedUsers.insert(users[index])
             }
-        } catch {
-            account.failures.append("group \(group): \(error)")
-            return explicit
         }
     }
 
-    /// Creates the group; a retryable failure (which may have created it) looks for the group among the
-    /// owner's before trying again.
-    func createGroup(_ profile: GroupProfile, on directory: any GroupDirectory, _ plan: MigrationPlan) async throws -> GroupID {
-        var attempt = 0
-        while true {
+    /// The profile `user` should have on the target, and whether the source described it.
+    func desiredUser(_ user: UserID, _ plan: MigrationPlan) async -> (UserProfile, Bool) {
+        var profile: UserProfile?
+        if let known = sourceProfiles[user] {
+            profile = known
+        } else if let directory = source as? any UserDirectory {
             do {
-                await pacing.call()
-                return try await directory.createGroup(profile)
-            } catch {
-                try await pause(after: error, attempt: &attempt)
-                if target.capabilities.groupCreationAssignsID, let found = try await earlierGroup(profile, plan) {
-                    return found
-                }
+                profile = try await withRetry { try await directory.users([user]).first }
+            } catch let error as IMError where error.code == .unsupported {
+                note("\(source.capabilities.vendor) cannot read user profiles: users are created with their ids as names")
+            } catch {}
+            sourceProfiles[user] = .some(profile)
+        }
+        var desired = profile ?? UserProfile(id: user, name: user.rawValue)
+        desired.id = plan.targetUser(user)
+        return (desired, profile != nil)
+    }
+
+    /// Why an account entry did not do its work: its dead letter's reason.
+    struct AccountFailure: Error { var reason: String }
+
+    /// Queues `items`, lets the engine run their lanes and waits for each to end; returns, by index, what
+    /// each did (its outcome checkpoint) or why it failed (its dead letter).
+    func runAccount(_ items: [RelayEngine.AccountItem], _ plan: MigrationPlan) async throws -> [(Int, Result<AccountOutcome, AccountFailure>)] {
+        guard !items.isEmpty, let engine else { return [] }
+        let names = items.compactMap(\.mark.outcome)
+        let now = clock.nowMs()
+        try await store.writing { tx in for name in names { try tx.setCheckpoint(name, "", at: now) } }
+        let route = Route(from: RouteEndpoint(backend: plan.source, kind: .group, id: "*"), to: RouteEndpoint(backend: plan.target, kind: .group, id: "*"),
+                          direction: .forward, usersOnTarget: plan.users, media: plan.media)
+        let ids = try await engine.queueAccount(items, route: route, source: plan.source)
+        await engine.admit(lanes: Set(items.map(\.lane)))
+        try await engine.waitUntilFinished(ids)
+        let entries = Dictionary(try await store.reading { try $0.entries(ids: ids) }.map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        var results: [(Int, Result<AccountOutcome, AccountFailure>)] = []
+        for (index, id) in ids.enumerated() {
+            if let entry = entries[id], entry.state == .dead {
+                results.append((index, .failure(AccountFailure(reason: entry.lastError ?? "dead letter"))))
+                continue
             }
+            let text = try await store.reading { [name = items[index].mark.outcome ?? ""] in try $0.checkpoint(name) } ?? ""
+            results.append((index, AccountOutcome(text: text).map { .success($0) } ?? .failure(AccountFailure(reason: "no outcome recorded"))))
         }
-    }
-
-    /// A group an earlier attempt created without recording it: among the owner's groups on the target,
-    /// one with the same name that no other source group of this migration is mapped to.
-    func earlierGroup(_ profile: GroupProfile, _ plan: MigrationPlan) async throws -> GroupID? {
-        guard let owner = profile.owner, let directory = target as? any GroupDirectory else { return nil }
-        let candidates: [GroupID]
-        do {
-            candidates = try await onTarget { try await directory.groups(of: owner) }
-        } catch let error as IMError where error.code == .unsupported {
-            return nil
-        }
-        let names = (plan.extraGroups + plan.conversations.filter { $0.0.kind == .group }.map { GroupID($0.0.id) }).map { Self.groupMapName(plan, $0) }
-        let taken = Set(try await store.reading { tx in try names.compactMap { try tx.checkpoint($0) } })
-        for candidate in candidates where !taken.contains(candidate.rawValue) {
-            if let found = try await onTarget({ try await directory.group(candidate) }), found.name == profile.name { return candidate }
-        }
-        return nil
-    }
-
-    /// The migration's account calls (paced, retried in place) as `Delivery.bringGroup` makes them.
-    struct MigratorCalls: TargetCalls {
-        let migrator: Migrator
-        func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T { try await migrator.onTarget(body) }
-    }
-
-    func record(_ id: GroupID, for mapName: String) throws {
-        try store.transaction { tx in
-            try tx.setCheckpoint(mapName, id.rawValue, at: clock.nowMs())
-            try tx.setCheckpoint(mapName + ":pending", "", at: clock.nowMs())
-        }
+        return results
     }
 }

@@ -2,16 +2,17 @@ import Foundation
 import IMCore
 import IMRelay
 
-/// The account calls (profiles, groups): paced by the target's global limits and retried in place with
-/// the relay's failure classes. Messages do not come here: they go through the outbox
-/// (`RelayEngine.queueMigration`).
+/// The calls a migration makes itself: reads of the source (profiles, groups, history pages), and a dry
+/// run's reads of the target (`onTarget`, paced by the target's global limits), retried in place with the
+/// relay's failure classes. Every write to the target goes through the outbox (`RelayEngine.queueMigration`,
+/// `queueAccount`).
 extension Migrator {
     /// An account call to the target (profiles, groups, lookups), paced by the target's
     /// global limits: some vendors' limits count every API call (JMessage's 600/min).
     func onTarget<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
-        let pacing = self.pacing
+        let pacing = delivery.migrationPacing
         return try await withRetry {
-            await pacing.call()
+            await pacing?.call()
             return try await body()
         }
     }

@@ -32,38 +32,52 @@ public actor Migrator {
     let store: BridgeStore
     let source: any IMBackend
     let target: any IMBackend
-    let retry: RetryPolicy
-    /// The target's documented limits (`nil`: from its capabilities); the executor applies them.
-    let sendsPerSecond: Double?
-    /// The account calls' pacing (profiles, groups): the target's global limits.
-    let pacing: MigrationPacing
+    let setup: Setup
     let clock: any IMClock
     let progress: @Sendable (MigrationProgress) -> Void
-    /// Fallback texts for declared custom types the target's vendor cannot carry (as the bridge sends them).
-    let customFallbacks: CustomTypeFallbacks?
-    /// The configured routes and the other backends they name: a recent message the migration records in
-    /// the ledger is queued for the routes' other legs as intake would (`RelayEngine.queueMigration`).
-    let routes: [Route]
-    let others: [any IMBackend]
-    /// How old a message may be and still reach the bridge through a callback or catch-up
-    /// (`catch_up.max_age`): such a message is recorded in the ledger by the migration.
-    let liveWindowMs: Int64
-    /// Failure classes of the account calls (the relay's).
+    /// The dry run's reads (`Migrator+Preview`) and the failure classes of the source reads (the relay's).
     let delivery: Delivery
     /// The engine that runs this run's lanes.
     var engine: RelayEngine?
-    /// The run's account counts (users, groups, members).
-    var account = MigrationReport.Account()
-    /// Each user's profile migration, started once per run (lanes that meet the same sender wait for it).
-    var userWork: [UserID: Task<Void, Never>] = [:]
-    /// Source conversations whose target group could not be made this run (their history waits).
-    var blocked: Set<ConversationRef> = []
-    /// Users whose profile could not be written this run (their copies leave provisioning to the executor).
-    var failedUsers: Set<UserID> = []
-    /// Source profiles read ahead in batches (nil: the source does not know the user).
-    var sourceProfiles: [UserID: UserProfile?] = [:]
-    /// Target profiles read ahead in batches, by target id (nil: not on the target).
-    var targetProfiles: [UserID: UserProfile?] = [:]
+    /// What this run has done so far.
+    var state = RunState()
+
+    /// What the migrator is given besides its backends.
+    struct Setup: Sendable {
+        var retry: RetryPolicy
+        /// The target's documented limits (`nil`: from its capabilities); the executor applies them.
+        var sendsPerSecond: Double?
+        /// Fallback texts for declared custom types the target's vendor cannot carry (as the bridge sends them).
+        var customFallbacks: CustomTypeFallbacks?
+        /// The configured routes and the other backends they name: a recent message the migration records in
+        /// the ledger is queued for the routes' other legs as intake would (`RelayEngine.queueMigration`).
+        var routes: [Route]
+        var others: [any IMBackend]
+        /// How old a message may be and still reach the bridge through a callback or catch-up
+        /// (`catch_up.max_age`): such a message is recorded in the ledger by the migration.
+        var liveWindowMs: Int64
+    }
+
+    /// One run's account work and findings.
+    struct RunState {
+        /// The run's account counts (users, groups, members).
+        var account = MigrationReport.Account()
+        /// Each user's profile migration, started once per run (lanes that meet the same sender wait for it).
+        var userWork: [UserID: Task<Void, Never>] = [:]
+        /// Source conversations whose target group could not be made this run (their history waits).
+        var blocked: Set<ConversationRef> = []
+        /// Users whose profile could not be written this run (their copies leave provisioning to the executor).
+        var failedUsers: Set<UserID> = []
+        /// Source profiles read ahead in batches (nil: the source does not know the user).
+        var sourceProfiles: [UserID: UserProfile?] = [:]
+    }
+
+    var account: MigrationReport.Account { get { state.account } set { state.account = newValue } }
+    var userWork: [UserID: Task<Void, Never>] { get { state.userWork } set { state.userWork = newValue } }
+    var blocked: Set<ConversationRef> { get { state.blocked } set { state.blocked = newValue } }
+    var failedUsers: Set<UserID> { get { state.failedUsers } set { state.failedUsers = newValue } }
+    var sourceProfiles: [UserID: UserProfile?] { get { state.sourceProfiles } set { state.sourceProfiles = newValue } }
+    var liveWindowMs: Int64 { setup.liveWindowMs }
 
     public init(store: BridgeStore, source: any IMBackend, target: any IMBackend, retry: RetryPolicy = RetryPolicy(),
                 sendsPerSecond: Double? = nil, clock: any IMClock = SystemClock(),
@@ -71,39 +85,34 @@ public actor Migrator {
                 customFallbacks: CustomTypeFallbacks? = nil, routes: [Route] = [], backends: [any IMBackend] = [],
                 liveWindowMs: Int64 = CatchUpSettings().maxAgeMs) {
         self.store = store
-        self.customFallbacks = customFallbacks
         self.source = source
         self.target = target
-        self.retry = retry
-        self.sendsPerSecond = sendsPerSecond
-        self.pacing = MigrationPacing(capabilities: target.capabilities, sendsPerSecond: sendsPerSecond)
-        self.delivery = Delivery(target: target, store: store, retry: retry)
+        self.setup = Setup(retry: retry, sendsPerSecond: sendsPerSecond, customFallbacks: customFallbacks, routes: routes,
+                           others: backends.filter { $0.id != source.id && $0.id != target.id }, liveWindowMs: liveWindowMs)
+        self.delivery = Delivery(target: target, store: store, retry: retry,
+                                 migrationPacing: MigrationPacing(capabilities: target.capabilities, sendsPerSecond: sendsPerSecond))
         self.clock = clock
         self.progress = progress
-        self.routes = routes
-        self.others = backends.filter { $0.id != source.id && $0.id != target.id }
-        self.liveWindowMs = liveWindowMs
     }
 
     /// Users, then groups (when `plan.account`), then the history of every conversation, `plan.parallel`
     /// conversations at a time.
     public func run(_ plan: MigrationPlan) async throws -> MigrationReport {
         var report = MigrationReport(source: plan.source.rawValue, target: plan.target.rawValue, dryRun: plan.dryRun)
-        account = MigrationReport.Account()
+        state = RunState()
         account.notes = plan.notes
-        userWork = [:]
-        blocked = []
-        failedUsers = []
-        let engine = RelayEngine(store: store, backends: [source, target] + others, routes: routes, clock: clock, retry: retry,
-                                 maxConcurrentLanes: plan.parallel, retentionMs: nil, customFallbacks: customFallbacks,
-                                 migrationSendsPerSecond: sendsPerSecond)
+        let engine = RelayEngine(store: store, backends: [source, target] + setup.others, routes: setup.routes, clock: clock, retry: setup.retry,
+                                 maxConcurrentLanes: plan.parallel, retentionMs: nil, customFallbacks: setup.customFallbacks,
+                                 migrationSendsPerSecond: setup.sendsPerSecond)
         self.engine = engine
+        // A guest on the store: it runs the lanes this run queues in (`admit`), nothing else.
+        if !plan.dryRun { await engine.start(lanes: []) }
         var pairs = plan.conversations
-        if plan.account { pairs = try await migrateAccount(plan, pairs) }
-        if !plan.dryRun {
-            await engine.start(lanes: Set(pairs.filter { !blocked.contains($0.0) }.map { LaneKey(backend: plan.target, conversation: $0.1) }))
-        }
         do {
+            if plan.account { pairs = try await migrateAccount(plan, pairs) }
+            if !plan.dryRun {
+                await engine.admit(lanes: Set(pairs.filter { !blocked.contains($0.0) }.map { LaneKey(backend: plan.target, conversation: $0.1) }))
+            }
             report.conversations = try await copyHistory(plan, pairs, engine: engine)
         } catch {
             await engine.stop()
@@ -154,7 +163,7 @@ public actor Migrator {
             guard var (result, tracked) = item else { continue }
             if tracked.last > 0 {
                 let lane = LaneKey(backend: plan.target, conversation: pairs[index].1)
-                try await waitForLane(lane, through: tracked.last, conversation: pairs[index].0, count: tracked.copies)
+                try await waitForLane(lane, through: tracked.last, conversation: pairs[index].0, count: tracked.copies, engine: engine)
                 try settle(tracked.copies, into: &result)
             }
             conversations.append(result)
@@ -162,16 +171,18 @@ public actor Migrator {
         return conversations
     }
 
-    /// Waits until `lane` has no pending entry up to `lastID` (whoever runs the lane: this run's engine
-    /// or a bridge on the same store), showing progress.
-    func waitForLane(_ lane: LaneKey, through lastID: Int64, conversation: ConversationRef, count tracked: [Tracked]) async throws {
+    /// Waits until `lane` has no pending entry up to `lastID` (whoever runs the lane: this run's engine,
+    /// which says when it ends an entry, or a bridge on the same store, looked at every second), showing
+    /// progress.
+    func waitForLane(_ lane: LaneKey, through lastID: Int64, conversation: ConversationRef, count tracked: [Tracked], engine: RelayEngine) async throws {
         let started = Date()
         while true {
             let head = try await store.reading { try $0.head(of: lane) }
             let finished = tracked.count - Self.pending(tracked, head: head)
             progress(MigrationProgress(conversation: "\(conversation)", done: finished, total: tracked.count, startedAt: started))
             guard let head, head.id <= lastID else { return }
-            try await Task.sleep(nanoseconds: 50_000_000)
+            try Task.checkCancellation()
+            await engine.entryFinished(upToMs: 1000)
         }
     }
 
@@ -277,7 +288,8 @@ public actor Migrator {
             } else if !items.isEmpty || (!past && page.newerCursor != nil) {
                 let lane = LaneKey(backend: plan.target, conversation: to)
                 while Self.pending(tracked.copies, head: try await store.reading({ try $0.head(of: lane) })) > Self.lookahead(plan) {
-                    try await Task.sleep(nanoseconds: 20_000_000)
+                    try Task.checkCancellation()
+                    await engine.entryFinished(upToMs: 1000)
                 }
                 // The checkpoint moves in the transaction that queues the page: a rerun reads on after it.
                 let moved = past ? nil : page.newerCursor.map { (name: checkpoint, value: $0.rawValue) }

@@ -12,6 +12,17 @@ public struct DirectCalls: TargetCalls {
     public func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T { try await body() }
 }
 
+/// Each call paced by a migration's pacing (`MigrationPacing.call`, the target's global limits) when
+/// there is one: the account entries a migration queues (`RelayAction.user`, `.group`).
+public struct PacedCalls: TargetCalls {
+    let pacing: MigrationPacing?
+    public init(_ pacing: MigrationPacing?) { self.pacing = pacing }
+    public func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        await pacing?.call()
+        return try await body()
+    }
+}
+
 /// Groups on a target: the one place a group is created there or brought up to date, for live relay's
 /// first sight of a group (`RelayAction.group`) and migration's group phase (`Migrator.migrateGroup`).
 extension Delivery {

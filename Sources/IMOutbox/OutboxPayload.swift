@@ -69,8 +69,11 @@ package struct MigrationMark: Codable, Sendable, Hashable {
     /// The sender was written to the target with its profile by the migration's user phase: the executor
     /// does not provision it again as a bare id (which would reset the name on RongCloud).
     package var senderMigrated: Bool?
+    /// The checkpoint in which the executor writes what an account entry (`.user`, `.group`) did
+    /// (`AccountOutcome`), for the migration's report.
+    package var outcome: String?
 
-    package init(run: String, tally: String? = nil, kind: String? = nil, senderMigrated: Bool? = nil) {
-        (self.run, self.tally, self.kind, self.senderMigrated) = (run, tally, kind, senderMigrated)
+    package init(run: String, tally: String? = nil, kind: String? = nil, senderMigrated: Bool? = nil, outcome: String? = nil) {
+        (self.run, self.tally, self.kind, self.senderMigrated, self.outcome) = (run, tally, kind, senderMigrated, outcome)
     }
 }

@@ -80,8 +80,11 @@ package enum PayloadJSON {
             fields["puppet"] = .string(puppet.rawValue)
         case .group(let source, let target, let users):
             fields["source"] = .string(source.rawValue)
-            fields["target"] = .string(target.rawValue)
+            if let target { fields["target"] = .string(target.rawValue) }
             fields["users"] = try encodedByFoundation(users)
+        case .user(let profile, let known):
+            fields["profile"] = try encodedByFoundation(profile)
+            fields["known"] = .bool(known)
         case .retract(let source, let copy, let outgoing, let attemptAt):
             fields["source"] = .string(source.rawValue)
             if let copy { fields["copy"] = .string(copy.rawValue) }
@@ -120,8 +123,10 @@ package enum PayloadJSON {
         case "profile":
             return .profile(source: UserID(try string(fields["source"])), puppet: UserID(try string(fields["puppet"])))
         case "group":
-            return .group(source: GroupID(try string(fields["source"])), target: GroupID(try string(fields["target"])),
+            return .group(source: GroupID(try string(fields["source"])), target: try optional(fields["target"]) { GroupID(try string($0)) },
                           users: try decodedByFoundation(fields["users"]))
+        case "user":
+            return .user(profile: try decodedByFoundation(fields["profile"]), known: try bool(fields["known"]))
         case "retract":
             return .retract(source: MessageID(try string(fields["source"])),
                             copy: try optional(fields["copy"]) { MessageID(try string($0)) },
@@ -213,6 +218,7 @@ package enum PayloadJSON {
         if let tally = mark.tally { fields["tally"] = .string(tally) }
         if let kind = mark.kind { fields["kind"] = .string(kind) }
         if let senderMigrated = mark.senderMigrated { fields["senderMigrated"] = .bool(senderMigrated) }
+        if let outcome = mark.outcome { fields["outcome"] = .string(outcome) }
         return .object(fields)
     }
 
@@ -220,7 +226,8 @@ package enum PayloadJSON {
         let fields = try object(value)
         return MigrationMark(run: try string(fields["run"]), tally: try optional(fields["tally"]) { try string($0) },
                              kind: try optional(fields["kind"]) { try string($0) },
-                             senderMigrated: try optional(fields["senderMigrated"]) { try bool($0) })
+                             senderMigrated: try optional(fields["senderMigrated"]) { try bool($0) },
+                             outcome: try optional(fields["outcome"]) { try string($0) })
     }
 
     // MARK: Routes

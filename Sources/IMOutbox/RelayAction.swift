@@ -23,8 +23,13 @@ public enum RelayAction: Sendable, Hashable, Codable {
     /// Create the group `target` on the target backend, or bring it up to the source group `source`
     /// (name, avatar, announcement, owner, members as `users` names them there), read when the entry runs
     /// (docs/architecture.md, "Groups"). Queued ahead of a group's first relayed event, and for periodic
-    /// comparisons in a lane of its own.
-    case group(source: GroupID, target: GroupID, users: UserMode)
+    /// comparisons in a lane of its own. A nil `target` is the group the conversation map (`PortalMap`)
+    /// names for `source`, created — with the id the target gives — and recorded there when it has none.
+    case group(source: GroupID, target: GroupID?, users: UserMode)
+    /// Create the user `profile.id` on the target with `profile`, or bring its name, avatar and extra
+    /// fields up to it (`Delivery.bringUser`): a migration's user phase (docs/migration.md). `known`: the
+    /// source described the user (else `profile` is the bare id, written only where the user is missing).
+    case user(profile: UserProfile, known: Bool)
     /// Take back a copy of `source` this bridge left on the target after another instance had taken the
     /// lane over: `copy` when the late attempt was answered, else the copy the earlier-copy search finds
     /// for `outgoing` (with its client id) stored since `attemptAt` — unless it is the copy the id map names
@@ -44,6 +49,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .read: "read"
         case .profile: "profile"
         case .group: "group"
+        case .user: "user"
         case .retract: "retract"
         }
     }

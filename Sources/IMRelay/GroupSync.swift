@@ -172,23 +172,84 @@ extension RelayEngine {
     /// source (the other direction's) are left out: the users they stand for are on the target already.
     /// A source that cannot describe its groups, or does not know the group, leaves the target as it is.
     /// True when the target was called.
-    nonisolated func syncGroup(_ group: GroupID, from source: BackendID, to targetGroup: GroupID, users: UserMode, payload: OutboxPayload,
+    nonisolated func syncGroup(_ group: GroupID, from source: BackendID, to named: GroupID?, users: UserMode, payload: OutboxPayload,
                                entry: OutboxEntry, delivery: Delivery, mayWrite: @Sendable () throws -> Void) async throws -> Bool {
-        guard let directory = backends[source] as? any GroupDirectory else { return false }
-        let found: GroupProfile?
-        do {
-            found = try await directory.group(group)
-        } catch let error as IMError where error.code == .unsupported {
+        guard var profile = try await sourceGroup(group, on: source) else {
+            try await noteOutcome(.groupUndescribed, of: payload)
             return false
         }
-        guard var profile = found else { return false }
         profile.members = profile.members.filter { !routes.isBridgeIdentity($0, on: source) }
         if let owner = profile.owner, routes.isBridgeIdentity(owner, on: source) { profile.owner = nil }
-        let leg = RouteLeg(route: payload.route, target: entry.lane.backend, targetConversation: .group(targetGroup), users: users)
+        let target = delivery.target.id
+        let portal = PortalMap.key(source: source, conversation: .group(group), target: target)
+        let mapped = named == nil ? try await store.reading { try PortalMap.group(portal, $0) } : nil
+        var id = named ?? mapped
+        let leg = RouteLeg(route: payload.route, target: target, targetConversation: .group(id ?? group), users: users)
         let desired = Delivery.targetGroup(profile, user: leg.targetUser)
-        guard !desired.members.isEmpty else { return false }
+        guard !desired.members.isEmpty else {
+            try await noteOutcome(.groupUndescribed, of: payload)
+            return false
+        }
         try mayWrite()
-        _ = try await delivery.bringGroup(desired, id: targetGroup, removable: GroupSync.puppets(of: users))
+        let assigns = delivery.target.capabilities.groupCreationAssignsID
+        if id == nil && !assigns { id = group }
+        // A target that assigns ids may still have a group of this id (one a route relays into): that one.
+        // (An id the target cannot have, such as a non-numeric NIM tid, is refused by the read: none.)
+        let calls = PacedCalls(payload.migration != nil ? delivery.migrationPacing : nil)
+        if id == nil, let directory = delivery.target as? any GroupDirectory, (try? await calls.run({ try await directory.group(group) })) != nil { id = group }
+        if id == nil { id = try await earlierPortal(desired, key: portal, delivery: delivery, calls: calls) }
+        var create: (@Sendable (GroupProfile) async throws -> GroupID)?
+        if id == nil {
+            create = { [self] made in try await createPortal(made, key: portal, delivery: delivery, calls: calls) }
+        }
+        let removable = payload.migration == nil ? GroupSync.puppets(of: users) : nil
+        let outcome = try await delivery.bringGroup(desired, id: id, calls: calls, create: create, removable: removable)
+        if named == nil && mapped != outcome.id {
+            let now = clock.nowMs()
+            try await store.writing { try PortalMap.record(outcome.id, for: portal, at: now, $0) }
+        }
+        try await noteOutcome(AccountOutcome(outcome), of: payload)
         return true
+    }
+
+    /// The group an earlier creation for the conversation map's `key` left on the target without its id
+    /// being recorded (its mark is still set): found among the owner's groups (`Delivery.earlierGroup`).
+    nonisolated func earlierPortal(_ desired: GroupProfile, key: String, delivery: Delivery, calls: PacedCalls) async throws -> GroupID? {
+        let target = delivery.target.id
+        let pending = try await store.reading { try $0.checkpoint(PortalMap.pendingKey(key)) }.map { !$0.isEmpty } ?? false
+        guard pending else { return nil }
+        let taken = try await store.reading { try PortalMap.mapped(on: target, $0, legacy: ["migrate-group:"]) }
+        return try await delivery.earlierGroup(desired, taken: taken, calls: calls)
+    }
+
+    /// Creates the target group of the conversation map's `key`. The creation is marked before it is asked
+    /// for: an answer lost to a crash or a timeout leaves the mark, and the next attempt looks for that
+    /// group first (`earlierPortal`, `PortalMap`).
+    nonisolated func createPortal(_ made: GroupProfile, key: String, delivery: Delivery, calls: PacedCalls) async throws -> GroupID {
+        let target = delivery.target.id
+        let now = clock.nowMs()
+        try await store.writing { try $0.setCheckpoint(PortalMap.pendingKey(key), String(now), at: now) }
+        guard let directory = delivery.target as? any GroupDirectory else {
+            throw IMError(.unsupported, "\(target) has no group directory", isRetryable: false)
+        }
+        return try await calls.run { try await directory.createGroup(made) }
+    }
+
+    /// The source's description of `group`; nil when it has no group directory, cannot describe groups
+    /// or does not know it.
+    nonisolated func sourceGroup(_ group: GroupID, on source: BackendID) async throws -> GroupProfile? {
+        guard let directory = backends[source] as? any GroupDirectory else { return nil }
+        do {
+            return try await directory.group(group)
+        } catch let error as IMError where error.code == .unsupported {
+            return nil
+        }
+    }
+
+    /// Writes what an account entry did where its migration mark asks (`MigrationMark.outcome`).
+    nonisolated func noteOutcome(_ outcome: AccountOutcome, of payload: OutboxPayload) async throws {
+        guard let name = payload.migration?.outcome else { return }
+        let now = clock.nowMs()
+        try await store.writing { try $0.setCheckpoint(name, outcome.text, at: now) }
     }
 }

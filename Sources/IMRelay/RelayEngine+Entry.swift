@@ -86,6 +86,7 @@ extension RelayEngine {
     nonisolated func bury(_ entry: OutboxEntry, reason: String, at now: Int64, fence: LeaseFence) async -> Bool {
         let buried = (try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: now, fence: fence) }) ?? true
         guard buried else { return false }
+        signals.finishes.ring()
         metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
         return true
     }
@@ -154,6 +155,7 @@ extension RelayEngine {
                 if let created { await queueRetraction(of: created, entry: entry, payload: payload, attemptAt: attemptAt) }
                 return .fenced
             }
+            signals.finishes.ring()
             if executed.reachedTarget { health.succeeded(entry.lane.backend, at: now) }
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
             if case .profile = payload.action {} else {

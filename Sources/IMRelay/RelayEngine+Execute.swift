@@ -22,6 +22,12 @@ extension RelayEngine {
             guard let delivery = deliveries[entry.lane.backend] else { break }
             return Executed(reachedTarget: try await syncGroup(group, from: entry.sourceBackend, to: targetGroup, users: users, payload: payload,
                                                               entry: entry, delivery: delivery, mayWrite: mayWrite))
+        case .user(let profile, let known):
+            guard let delivery = deliveries[entry.lane.backend] else { break }
+            let calls = PacedCalls(payload.migration != nil ? delivery.migrationPacing : nil)
+            let outcome = try await delivery.bringUser(profile, known: known, calls: calls, beforeWrite: mayWrite)
+            try await noteOutcome(outcome, of: payload)
+            return Executed(reachedTarget: outcome != .userSkipped)
         default:
             break
         }
@@ -108,7 +114,7 @@ extension RelayEngine {
             try await delivery.setReaction(emoji, added: added, on: try await mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
             try await delivery.markRead(conversation, by: by, upTo: try await mapped(source, entry: entry))
-        case .profile, .group:
+        case .profile, .group, .user:
             break   // `execute`
         case .retract(let source, let copy, let outgoing, let attemptAt):
             // Waits (requeued) until the entry that took the lane over has recorded its copy; every entry

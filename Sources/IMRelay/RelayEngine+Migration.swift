@@ -95,4 +95,25 @@ extension RelayEngine {
         wakeLanes(lanes)
         return outcomes
     }
+
+    /// One account entry a migration queues (a user or a group, `RelayAction.user`/`.group`), in its lane.
+    package struct AccountItem: Sendable {
+        package var action: RelayAction
+        package var lane: LaneKey
+        package var mark: MigrationMark
+        package init(action: RelayAction, lane: LaneKey, mark: MigrationMark) {
+            (self.action, self.lane, self.mark) = (action, lane, mark)
+        }
+    }
+
+    /// Queues a migration's account entries on `route` in one transaction; returns their ids in order.
+    package nonisolated func queueAccount(_ items: [AccountItem], route: Route, source: BackendID) async throws -> [Int64] {
+        let now = clock.nowMs()
+        var draft = OutboxDraft()
+        for item in items {
+            let payload = OutboxPayload(action: item.action, route: route, eventTimeMs: now, migration: item.mark)
+            try draft.add(payload, lane: item.lane, source: source, eventID: EventID("migrate-account:\(item.mark.run)"))
+        }
+        return try await queue(draft, at: now)
+    }
 }

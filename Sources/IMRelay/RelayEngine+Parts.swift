@@ -44,6 +44,8 @@ extension RelayEngine {
         let noticeClock = Atomic<UInt64>(0)
         /// Scans of every lane head so far (tests: a lane's end should not need one).
         let scans = Atomic<Int>(0)
+        /// Rung when an entry is done or dead (`waitUntilFinished`).
+        let finishes = Finishes()
 
         init() {
             (bell, doorbell) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -118,6 +120,34 @@ extension RelayEngine {
         init(profiles: ProfileSettings, groups: GroupSettings) {
             self.profileSettings = profiles
             self.groupSettings = groups
+        }
+    }
+}
+
+/// Wakes those waiting for entries to end (`RelayEngine.waitUntilFinished`): each recorded or buried
+/// entry rings it, and a waiter then reads the store. Cheap when nobody waits (one lock, an empty table).
+final class Finishes: Sendable {
+    private let waiters = Mutex<[UInt64: CheckedContinuation<Void, Never>]>([:])
+    private let next = Atomic<UInt64>(0)
+
+    func ring() {
+        let woken = waiters.withLock { waiters -> [CheckedContinuation<Void, Never>] in
+            guard !waiters.isEmpty else { return [] }
+            defer { waiters.removeAll() }
+            return Array(waiters.values)
+        }
+        for waiter in woken { waiter.resume() }
+    }
+
+    /// Returns at the next ring, or after `ms` at the latest.
+    func wait(upToMs ms: Int64) async {
+        let id = next.wrappingAdd(1, ordering: .relaxed).newValue
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            waiters.withLock { $0[id] = waiter }
+            Task { [weak self] in
+                try? await Task.sleep(nanoseconds: UInt64(max(1, ms)) * 1_000_000)
+                self?.waiters.withLock { $0.removeValue(forKey: id) }?.resume()
+            }
         }
     }
 }

@@ -125,6 +125,32 @@ public actor RelayEngine {
         signals.doorbell.yield()
     }
 
+    /// Lets a guest engine (`start(lanes:)`) run `lanes` too.
+    public func admit(lanes: Set<LaneKey>) {
+        guard book.only != nil else { return }
+        book.only?.formUnion(lanes)
+        wakeLanes(lanes)
+    }
+
+    /// Returns once each of the entries `ids` is done or dead, whoever runs its lane: woken by this
+    /// engine's lanes as they end entries, and looking again every second for the entries another
+    /// instance on the store runs. `progress` gets how many are ended each time it looks.
+    package nonisolated func waitUntilFinished(_ ids: [Int64], progress: (Int) -> Void = { _ in }) async throws {
+        while true {
+            let open = try await store.reading { try $0.entries(ids: ids) }.count { $0.state == .pending }
+            progress(ids.count - open)
+            if open == 0 { return }
+            try Task.checkCancellation()
+            await signals.finishes.wait(upToMs: 1000)
+        }
+    }
+
+    /// Returns after this engine's lanes end an entry, or after `ms` at the latest (a migration's page
+    /// that waits for room in its lane).
+    package nonisolated func entryFinished(upToMs ms: Int64) async {
+        await signals.finishes.wait(upToMs: ms)
+    }
+
     /// Stops the sources `startIntake` started (pollers, streams), and returns once they have.
     public func stopIntake() async {
         let sources = loops.intakes

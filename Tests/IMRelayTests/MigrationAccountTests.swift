@@ -60,7 +60,7 @@ import IMOutbox
 
     /// The target group a source group was migrated to, from the store's group map.
     func mappedGroup(_ store: BridgeStore, _ group: GroupID, to target: BackendID) throws -> GroupID? {
-        try store.read { try $0.checkpoint("migrate-group:wk:\(group.rawValue)->\(target)") }.map { GroupID($0) }
+        try store.read { try $0.checkpoint(PortalMap.key(source: "wk", conversation: .group(group), target: target)) }.map { GroupID($0) }
     }
 
     @Test(arguments: [("rc", Capabilities.rongCloud), ("nim", .nim), ("jm", .jMessage)] as [(BackendID, Capabilities)])
@@ -184,6 +184,9 @@ import IMOutbox
         let first = try await Migrator(store: store, source: account.wk, target: lossy, sendsPerSecond: 100_000)
             .run(plan(scope, target: "nim"))
         #expect(first.account?.failures.count == 1, "the lost answer is reported: \(first.summary)")
+        let dead = try store.read { try $0.deadLetters() }
+        #expect(dead.map(\.kind) == ["group"] && dead.first?.lane == GroupSync.lane(target: "nim", group: "team"),
+                "the group's creation was an outbox entry, a dead letter now: \(dead.map(\.lane))")
         #expect(first.total.failed["group_missing"] == 1, "its history waits for the group: \(first.summary)")
         let kept = try await inner.allGroups()
         #expect(kept.count == 1 && inner.world.allMessages.isEmpty, "the vendor kept the group, no history elsewhere")
@@ -191,6 +194,26 @@ import IMOutbox
             .run(plan(scope, target: "nim"))
         #expect(second.account?.groupsCreated == 0 && second.account?.failures == [], "\(second.summary)")
         #expect(try await inner.allGroups().count == 1, "not created twice")
+        let team = try #require(try mappedGroup(store, "team", to: "nim"))
+        #expect(try await texts(inner, .group(team)) == texts(account.wk, .group("team")))
+    }
+
+    /// The same with a retryable failure: the group's entry is tried again in its lane, finds the group
+    /// its first attempt created (the pending mark), and the run ends with one group and its history.
+    @Test func aLostCreationAnswerThatIsRetriedFindsItsGroupInTheSameRun() async throws {
+        var account = Account()
+        account.groups = ["team"]
+        try await account.fill()
+        let inner = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())
+        let lossy = LostAnswerBackend(inner, failure: IMError(.timeout, "no answer", isRetryable: true))
+        let store = try store()
+        let scope = AccountScope(users: account.users, groups: ["team"], conversations: [.group("team")])
+        let fast = RetryPolicy(baseMs: 10, maxMs: 20)
+        let report = try await Migrator(store: store, source: account.wk, target: lossy, retry: fast, sendsPerSecond: 100_000)
+            .run(plan(scope, target: "nim"))
+        let groups = report.account.map { $0.groupsCreated + $0.groupsUpdated + $0.groupsSkipped }
+        #expect(report.account?.failures == [] && groups == 1, "\(report.summary)")
+        #expect(try await inner.allGroups().count == 1, "one group")
         let team = try #require(try mappedGroup(store, "team", to: "nim"))
         #expect(try await texts(inner, .group(team)) == texts(account.wk, .group("team")))
     }
@@ -266,7 +289,10 @@ final class SlowBackend: IMBackend, UserDirectory, GroupDirectory {
 final class LostAnswerBackend: IMBackend, UserDirectory, GroupDirectory {
     let inner: MemoryBackend
     let lose = Mutex(1)
-    init(_ inner: MemoryBackend) { self.inner = inner }
+    let failure: IMError
+    init(_ inner: MemoryBackend, failure: IMError = IMError(.invalidArgument, "connection reset after commit", vendorCode: "reset")) {
+        (self.inner, self.failure) = (inner, failure)
+    }
     var id: BackendID { inner.id }
     var capabilities: Capabilities { inner.capabilities }
     func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
@@ -279,9 +305,7 @@ final class LostAnswerBackend: IMBackend, UserDirectory, GroupDirectory {
     func group(_ id: GroupID) async throws -> GroupProfile? { try await inner.group(id) }
     func createGroup(_ profile: GroupProfile) async throws -> GroupID {
         let id = try await inner.createGroup(profile)
-        if lose.withLock({ left in defer { left = max(0, left - 1) }; return left > 0 }) {
-            throw IMError(.invalidArgument, "connection reset after commit", vendorCode: "reset")
-        }
+        if lose.withLock({ left in defer { left = max(0, left - 1) }; return left > 0 }) { throw failure }
         return id
     }
     func updateGroup(_ profile: GroupProfile) async throws { try await inner.updateGroup(profile) }

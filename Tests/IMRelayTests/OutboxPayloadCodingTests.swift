@@ -69,6 +69,9 @@ import Testing
             .profile(source: "alice", puppet: "wk_alice"),
             .group(source: "g1", target: "g1", users: .puppet(prefix: "wk_")),
             .group(source: "g1", target: "rc-g1", users: .relay(account: "bridge", nameFormat: "{user}")),
+            .group(source: "g1", target: nil, users: .puppet(prefix: "wk_")),
+            .user(profile: UserProfile(id: "wk_alice", name: "Alice", avatar: "https://a/1.png", extra: ["sign": .string("hi")]), known: true),
+            .user(profile: UserProfile(id: "wk_bob", name: "wk_bob"), known: false),
             .retract(source: "wk-1", copy: nil, outgoing: outgoing(.text("late"), full: false), attemptAt: 17),
             .retract(source: "wk-1", copy: "rc-5", outgoing: outgoing(.text("late"), full: true), attemptAt: -1),
         ]
@@ -77,7 +80,8 @@ import Testing
             var payload = OutboxPayload(action: action, route: routes[index % routes.count], eventTimeMs: Int64(index) * 1_000_003,
                                         sourceConversation: index % 3 == 0 ? nil : .group(GroupID("g\(index)")),
                                         migration: index % 4 == 0 ? MigrationMark(run: "wk:g1>rc:g1", tally: index % 8 == 0 ? "copied" : nil,
-                                                                                  kind: "text", senderMigrated: index % 8 == 0 ? true : nil) : nil)
+                                                                                  kind: "text", senderMigrated: index % 8 == 0 ? true : nil,
+                                                                                  outcome: index % 8 == 4 ? "migrate-account:wk->rc:user:alice" : nil) : nil)
             if index % 5 == 1 { payload.requeues = index }
             payloads.append(payload)
         }

@@ -10,6 +10,7 @@ import RongCloud
 import Testing
 import WuKong
 import IMMigration
+import IMOutbox
 
 /// A whole-account migration: a WuKong account — 10 users with names and avatars, 3 groups with owners and
 /// members, direct and group history — migrated by the real `imbridge migrate` to RongCloud, NIM and
@@ -127,7 +128,7 @@ import IMMigration
         for (n, group) in groups.enumerated() {
             let want = try #require(try await wkGroups.group(group))
             #expect(want.name == Self.groupNames[n] && want.members.count == 4 && want.owner == Self.users[n * 3], "the source group \(group): \(want)")
-            let mapped = try store.read { try $0.checkpoint("migrate-group:wk:\(group.rawValue)->\(target)") }
+            let mapped = try store.read { try $0.checkpoint(PortalMap.key(source: "wk", conversation: .group(group), target: target)) }
             let targetID = GroupID(try #require(mapped, "group \(group) in the store's group map"))
             let got = try #require(try await targetGroups.group(targetID), "group \(group) → \(targetID) on \(target)")
             #expect(got.name == want.name, "name of \(group)")

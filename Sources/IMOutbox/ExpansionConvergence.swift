@@ -1,6 +1,5 @@
 import IMCore
 import IMStore
-import IMOutbox
 
 /// Per-key convergence of message expansions across the copies of one message (docs/expansions.md,
 /// "Convergence"). The store keeps, for every copy and key (`ExpansionKeyRecord`), the converged state —
@@ -17,25 +16,27 @@ import IMOutbox
 /// - **Execution** (`plan` before the write, `wrote` after): the write carries the converged value *at
 ///   execution time*, never the queued one, and only for keys the copy does not already hold, so a stale
 ///   queued change writes nothing.
-struct ExpansionConvergence {
-    let routes: RouteTable
+package struct ExpansionConvergence {
+    package let routes: RouteTable
+
+    package init(routes: RouteTable) { self.routes = routes }
 
     /// What intake decided for one expansion change.
-    struct Decision {
+    package struct Decision {
         /// For each target backend whose copy is mapped: the keys that copy does not hold converged.
-        var keys: [BackendID: Set<String>] = [:]
-        var repairs: [Repair] = []
+        package var keys: [BackendID: Set<String>] = [:]
+        package var repairs: [Repair] = []
     }
 
     /// A write back into the copy an event came from, sent through a leg from a counterpart into it.
-    struct Repair {
-        var leg: RouteLeg
-        var source: MessageMapping
-        var keys: [String]
+    package struct Repair {
+        package var leg: RouteLeg
+        package var source: MessageMapping
+        package var keys: [String]
     }
 
     /// The keys a delta changes, with their new value (nil: removed); a clear removes every known key.
-    static func changes(_ delta: ExpansionDelta, known: [String: ExpansionKeyRecord]) -> [String: String?] {
+    package static func changes(_ delta: ExpansionDelta, known: [String: ExpansionKeyRecord]) -> [String: String?] {
         var changes: [String: String?] = [:]
         if delta.cleared { for (key, record) in known where record.value != nil { changes[key] = .some(nil) } }
         for key in delta.removed { changes[key] = .some(nil) }
@@ -43,7 +44,7 @@ struct ExpansionConvergence {
         return changes
     }
 
-    func intake(_ delta: ExpansionDelta, of message: MessageID, on backend: BackendID, in conversation: ConversationRef,
+    package func intake(_ delta: ExpansionDelta, of message: MessageID, on backend: BackendID, in conversation: ConversationRef,
                 version: Int64, _ tx: StoreTransaction) throws -> Decision {
         var own = try tx.expansionKeys(of: message, on: backend)
         let changes = Self.changes(delta, known: own)
@@ -101,7 +102,7 @@ struct ExpansionConvergence {
     /// from both copies' records); empty when it holds them already. Marks the values as written (before
     /// the write, so its echo is known even when it comes back first). A key neither copy has a record
     /// of (a change queued before convergence was kept) is written as queued.
-    static func plan(_ delta: ExpansionDelta, source: MessageID, on sourceBackend: BackendID, copy: MessageID, on target: BackendID,
+    package static func plan(_ delta: ExpansionDelta, source: MessageID, on sourceBackend: BackendID, copy: MessageID, on target: BackendID,
                      _ tx: StoreTransaction) throws -> ExpansionDelta {
         var mine = try tx.expansionKeys(of: source, on: sourceBackend)
         var theirs = try tx.expansionKeys(of: copy, on: target)
@@ -146,7 +147,7 @@ struct ExpansionConvergence {
 
     /// After the write went through: the copy holds what was written, unless an event about the key came
     /// in meanwhile (it cleared the written mark and said itself what the copy holds).
-    static func wrote(_ write: ExpansionDelta, copy: MessageID, on target: BackendID, _ tx: StoreTransaction) throws {
+    package static func wrote(_ write: ExpansionDelta, copy: MessageID, on target: BackendID, _ tx: StoreTransaction) throws {
         var theirs = try tx.expansionKeys(of: copy, on: target)
         var changed: [ExpansionKeyRecord] = []
         var values: [String: String?] = [:]
@@ -165,7 +166,7 @@ struct ExpansionConvergence {
 extension ExpansionConvergence {
     /// Why a change cannot be written to `target` as it is (a value over the target's value limit), or nil.
     /// Such a change is dead-lettered at intake with this reason, not half written (docs/mappings.md).
-    static func refusal(_ delta: ExpansionDelta, target: any IMBackend) -> String? {
+    package static func refusal(_ delta: ExpansionDelta, target: any IMBackend) -> String? {
         guard target.capabilities.support(.expansion).isNative, let limits = target.capabilities.expansionLimits else { return nil }
         for (key, value) in delta.set.sorted(by: { $0.key < $1.key }) where value.count > limits.maxValueLength {
             return "expansion_limit_exceeded (value_length): the value of expansion key '\(key)' is \(value.count) characters; "
@@ -177,7 +178,7 @@ extension ExpansionConvergence {
 
 extension ExpansionDelta {
     /// The same change naming only `keys` (nil when none is left); a clear is kept whole.
-    func narrowed(to keys: Set<String>) -> ExpansionDelta? {
+    package func narrowed(to keys: Set<String>) -> ExpansionDelta? {
         if cleared { return self }
         let narrowed = ExpansionDelta(version: version, set: set.filter { keys.contains($0.key) }, removed: removed.filter(keys.contains))
         return narrowed.isEmpty ? nil : narrowed
