@@ -37,3 +37,11 @@ extension CatchUpSource {
         return try await directory.groups(of: user).map { .group($0) }
     }
 }
+
+/// A backend that is not a `CatchUpSource` and whose intake records a message under an event id other
+/// than `msg:<message id>` (JMessage: `jmessage:msg:<msgid>`): that id, which `imbridge verify --repair`
+/// writes to the ledger with a copy it sends, so that the intake does not relay the message again
+/// (docs/verify.md, "Beside a running bridge").
+public protocol MessageEventNaming: IMBackend {
+    func messageEventID(for message: Message) -> EventID
+}

@@ -46,7 +46,10 @@ public final class BridgeStore: Sendable {
         writer = GroupedWriter(driver: driver)
     }
 
-    /// Runs `body` in one write transaction.
+    /// Runs `body` in one write transaction. On PostgreSQL `body` may run twice: a transaction the
+    /// server ended before its COMMIT (rolled back whole) runs again once on a new connection
+    /// (docs/high-availability.md, "A transaction the server ended"); effects outside the transaction
+    /// must be idempotent.
     public func transaction<T>(_ body: (StoreTransaction) throws -> T) throws -> T {
         try wrap { try driver.write { try body(StoreTransaction($0)) } }
     }
@@ -55,7 +58,8 @@ public final class BridgeStore: Sendable {
     /// (group commit, see `GroupedWriter`), on the store's own writer queue, not the caller's thread.
     /// If `body` throws, only its changes are rolled back. Returns after the transaction committed.
     /// `body` may run more than once (a PostgreSQL batch in which another body failed is run again
-    /// without it): it must have no effects outside the transaction but idempotent ones.
+    /// without it, and one the server ended before its COMMIT is run again whole): it must have no
+    /// effects outside the transaction but idempotent ones.
     public func groupedTransaction<T: Sendable>(_ body: @escaping @Sendable (StoreTransaction) throws -> T) async throws -> T {
         do {
             return try await writer.write { try body(StoreTransaction($0)) }

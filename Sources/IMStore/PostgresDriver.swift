@@ -12,8 +12,11 @@ import PostgresNIO
 /// an event loop thread (those run the connections). A connection serves one caller at a time
 /// (`PostgresSessionPool`); the grouped writer has one of its own.
 ///
-/// A lost connection (server restarted, network) fails the transaction in hand with a retryable
-/// `IMError(.unavailable)` (a callback is answered 503) and is reopened by the next transaction.
+/// A connection lost before a transaction's COMMIT was sent (the server ended the session — its 2 s
+/// idle-in-transaction limit on a paused or starved process, a restart — or the network) took the
+/// transaction with it, rolled back: it runs again once, whole, on a new connection
+/// (`PostgresSession.transaction`). Otherwise a lost connection fails the transaction in hand with a
+/// retryable `IMError(.unavailable)` (a callback is answered 503) and is reopened by the next transaction.
 final class PostgresDriver: StoreDriver {
     let location: StoreLocation
     let pool: PostgresSessionPool
@@ -94,7 +97,8 @@ final class PostgresDriver: StoreDriver {
 
     /// The jobs run in one transaction without savepoints (each would cost two round trips). When a
     /// job throws, the transaction is rolled back, that job keeps its error, and the batch runs again
-    /// without it — so a job's body may run more than once (see `BridgeStore.groupedTransaction`).
+    /// without it — so a job's body may run more than once (see `BridgeStore.groupedTransaction`); so
+    /// does a batch whose transaction the server ended before its COMMIT (`PostgresSession.transaction`).
     ///
     /// The lanes' finishes among the jobs (`GroupedJob.finish`) run after the other jobs, all in one
     /// statement (`PostgresOperations.finishAll`, prepared once per connection): one round trip instead
@@ -124,6 +128,9 @@ final class PostgresDriver: StoreDriver {
             var failed: GroupedJob?
             do {
                 try writerSession.transaction {
+                    // Run again from here when the server ended the transaction before its COMMIT.
+                    failed = nil
+                    for job in singles + combined { job.error = nil }
                     let ops = PostgresOperations(session: writerSession)
                     for job in singles {
                         do {
@@ -212,10 +219,19 @@ final class PostgresDriver: StoreDriver {
 struct PostgresFailure: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
+    /// The server's SQLSTATE, when the server answered with an error.
+    var sqlState: String?
+    /// Known to have been rolled back: the transaction's connection was found closed before the next
+    /// statement was sent (`PostgresSession.transaction` runs such a transaction again once).
+    var rolledBack = false
+
+    /// `idle_in_transaction_session_timeout` ended the session: its open transaction was rolled back.
+    static let idleInTransactionTimeout = "25P03"
 
     init(_ error: any Error) {
         if let psql = error as? PSQLError {
             var text = "postgres: \(psql.code)"
+            sqlState = psql.serverInfo?[.sqlState]
             if let server = psql.serverInfo {
                 text += " \(server[.sqlState] ?? ""): \(server[.message] ?? "")"
                 if let detail = server[.detail] { text += " (\(detail))" }

@@ -51,7 +51,9 @@ final class PostgresSession: @unchecked Sendable {
     private func open() throws -> PostgresConnection {
         if let pinned = transactionConnection {
             guard !pinned.isClosed else {
-                throw PostgresFailure(message: "postgres: the connection was lost inside a transaction; the server rolled it back")
+                var lost = PostgresFailure(message: "postgres: the connection was lost inside a transaction; the server rolled it back")
+                lost.rolledBack = true
+                throw lost
             }
             return pinned
         }
@@ -175,15 +177,60 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     /// Runs `body` between BEGIN and COMMIT; rolls back when it throws.
+    ///
+    /// A transaction whose connection was lost before its COMMIT was sent — the server ended the session
+    /// (`idle_in_transaction_session_timeout`, which every session sets: a process paused or starved of
+    /// CPU for 2 s between two statements; a server restart) or the connection broke — was rolled back
+    /// whole by the server, as at a restart. It runs once more, from the start, on a new connection
+    /// (docs/high-availability.md, "A transaction the server ended"): `body` may run twice. Also when the
+    /// server answers the COMMIT with the idle-in-transaction timeout (it ended the transaction before the
+    /// COMMIT arrived). A COMMIT whose answer is lost otherwise is not run again: whether it took effect
+    /// is unknown, and the caller's own retry decides (the ledger, the earlier-copy search).
     func transaction<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try transactionOnce(body)
+        } catch let lost as RolledBack {
+            counters?.rerun()
+            logger.warning("a transaction was ended by the server before its commit (rolled back); running it again on a new connection",
+                           metadata: ["cause": "\(lost.cause)"])
+            do {
+                return try transactionOnce(body)
+            } catch let again as RolledBack {
+                throw again.cause
+            }
+        }
+    }
+
+    /// A transaction the server rolled back whole before its COMMIT (`transaction` runs it again once).
+    struct RolledBack: Error {
+        var cause: any Error
+    }
+
+    private func transactionOnce<T>(_ body: () throws -> T) throws -> T {
         counters?.transaction(side: side)
-        try query("BEGIN")
+        do {
+            try query("BEGIN")
+        } catch {
+            if !isConnected { throw RolledBack(cause: error) }   // nothing began: a connection found dead
+            throw error
+        }
         transactionConnection = connection
         defer { transactionConnection = nil }
+        let value: T
         do {
-            let value = try body()
+            value = try body()
+        } catch {
+            // Whatever the body made of it (the grouped writer turns a statement's error into its own),
+            // a connection lost before the COMMIT took the transaction with it.
+            if transactionConnection?.isClosed ?? true { throw RolledBack(cause: error) }
+            if isConnected { _ = try? query("ROLLBACK") }
+            throw error
+        }
+        do {
             try query("COMMIT")
             return value
+        } catch let failure as PostgresFailure where failure.rolledBack || failure.sqlState == PostgresFailure.idleInTransactionTimeout {
+            throw RolledBack(cause: failure)
         } catch {
             if isConnected { _ = try? query("ROLLBACK") }
             throw error

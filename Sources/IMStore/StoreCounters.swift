@@ -10,6 +10,7 @@ public final class StoreCounters: Sendable {
     private let transactionCount = Atomic<Int>(0)
     private let sideStatementCount = Atomic<Int>(0)
     private let sideTransactionCount = Atomic<Int>(0)
+    private let rerunCount = Atomic<Int>(0)
 
     public init() {}
 
@@ -20,11 +21,16 @@ public final class StoreCounters: Sendable {
     /// messages relayed.
     public var sideStatements: Int { sideStatementCount.load(ordering: .relaxed) }
     public var sideTransactions: Int { sideTransactionCount.load(ordering: .relaxed) }
+    /// PostgreSQL transactions the server ended before their COMMIT, run again on a new connection
+    /// (`PostgresSession.transaction`).
+    public var transactionsRerun: Int { rerunCount.load(ordering: .relaxed) }
 
     func statement(side: Bool = false) {
         statementCount.add(1, ordering: .relaxed)
         if side { sideStatementCount.add(1, ordering: .relaxed) }
     }
+
+    func rerun() { rerunCount.add(1, ordering: .relaxed) }
 
     func transaction(side: Bool = false) {
         transactionCount.add(1, ordering: .relaxed)

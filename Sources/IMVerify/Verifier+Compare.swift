@@ -17,6 +17,8 @@ extension Verifier {
         /// Digests a copy may show: the current content's translation (and the original's where the target cannot edit).
         var digests: Set<String>
         var planned: [RelayAction]
+        /// The ledger row of the message's intake (`--repair` writes it with a missing copy's `.send`).
+        var intake: Intake
     }
 
     func compare(_ pair: Pair, _ scope: VerifyScope) async -> VerifyReport.Conversation {
@@ -28,11 +30,21 @@ extension Verifier {
             return result
         }
         let sourceMessages: [Message], targetMessages: [Message]
+        let settled: Settle
+        let lane = LaneKey(backend: pair.leg.target, conversation: pair.leg.targetConversation)
         do {
             let upTo = scope.untilMs ?? .max
             let reader = pair.viewer ?? pair.conversation.participants.first
+            let readAt = clock.nowMs()
             sourceMessages = try await read(source, pair.conversation, since: scope.sinceMs, reader: reader, viewer: reader)
                 .filter { $0.sentAt <= upTo }
+            // What the bridge had queued and relayed before the target is read (Verifier+Settle.swift).
+            do {
+                settled = try await snapshot(pair, lane: lane, ids: sourceMessages.map(\.id), horizonMs: readAt - max(0, scope.settleMs))
+            } catch {
+                result.error = "the store could not be read: \(error)"
+                return result
+            }
             let senders = sourceMessages.lazy.map(\.sender).first { !routes.isBridgeIdentity($0, on: pair.source) }
             targetMessages = try await read(target, pair.leg.targetConversation, since: scope.sinceMs.map { $0 - Self.skewMs },
                                             viewer: senders.map(pair.leg.targetUser))
@@ -41,31 +53,31 @@ extension Verifier {
             return result
         }
         do {
-            try await compare(pair, source: source, target: target, sourceMessages, targetMessages, into: &result)
+            try await compare(pair, source: source, target: target, sourceMessages, targetMessages, settled: settled, into: &result)
         } catch {
             result.error = "the store could not be read: \(error)"
         }
         return result
     }
 
+    /// `settled`: the store as it was before the target was read.
     func compare(_ pair: Pair, source: any IMBackend, target: any IMBackend, _ sourceMessages: [Message], _ targetMessages: [Message],
-                 into result: inout VerifyReport.Conversation) async throws {
+                 settled: Settle = Settle(), into result: inout VerifyReport.Conversation) async throws {
         let translator = planner.translator(to: target, from: source)
         let capabilities = target.capabilities
         let edits = capabilities.support(.edit).isNative && target is any Editing
         let recalls = capabilities.support(.recall).isNative && target is any Recalling
         let lane = LaneKey(backend: pair.leg.target, conversation: pair.leg.targetConversation)
-        let (inFlight, recalledByUs, late) = try await store.reading { tx -> (Set<MessageID>, Set<String>, Set<String>) in
-            var pending: Set<MessageID> = []
-            for entry in try tx.pendingEntries(of: lane, limit: 100_000) {
-                if let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let id, _) = payload.action { pending.insert(id) }
-            }
+        let (pendingAfter, recalledByUs, late) = try await store.reading { tx -> (Set<MessageID>, Set<String>, Set<String>) in
+            let pending = try Self.pendingSources(in: lane, tx)
             let prefix = "\(pair.leg.target.rawValue)/"
             let recalled = try tx.checkpoints(prefix: Self.recalledPrefix + prefix).map { String($0.name.dropFirst(Self.recalledPrefix.count + prefix.count)) }
             let late = try tx.checkpoints(prefix: Self.latePrefix + prefix).map { String($0.name.dropFirst(Self.latePrefix.count + prefix.count)) }
             return (pending, Set(recalled), Set(late))
         }
         func isRecalled(_ copy: Message) -> Bool { copy.isRecalled || recalledByUs.contains(copy.id.rawValue) }
+        // Entries pending before or after the target was read: the bridge is still at work on these messages.
+        let pending = settled.pending.union(pendingAfter)
 
         // The source messages the route relays as messages, with their expected copies.
         var expected: [Expected] = []
@@ -89,7 +101,8 @@ extension Verifier {
                 var ignored = Planned()
                 digests.insert(translator.outgoing(for: original, leg: pair.leg, planned: &ignored).content.digest)
             }
-            expected.append(Expected(message: message, outgoing: outgoing, digests: digests, planned: planned))
+            expected.append(Expected(message: message, outgoing: outgoing, digests: digests, planned: planned,
+                                     intake: Self.intakeEvent(for: message, of: source)))
         }
         result.sourceMessages = expected.count
         result.targetMessages = targetMessages.count
@@ -125,8 +138,13 @@ extension Verifier {
                 result.matchedByContent += 1
                 continue
             }
-            if inFlight.contains(item.message.id) {
+            // Queued, or relayed while the target was read; or not heard of yet and sent within the horizon.
+            if pending.contains(item.message.id) || (mapped != nil && !settled.mapped.contains(item.message.id)) {
                 result.inFlight += 1
+                continue
+            }
+            if mapped == nil, !settled.mapped.contains(item.message.id), item.message.sentAt > settled.horizonMs {
+                result.settling += 1
                 continue
             }
             // A target whose history drops recalled messages shows no copy of a recalled one.
@@ -134,6 +152,9 @@ extension Verifier {
             var missing = VerifyReport.Item(kind: .missing, sourceMessage: item.message.id.rawValue, targetMessage: mapped?.rawValue,
                                             detail: mapped == nil ? "no copy on \(pair.leg.target)" : "the copy the id map names is not in \(pair.leg.target)'s history")
             missing.fix = item.planned
+            if mapped == nil {
+                missing.guarded = .init(source: pair.source, message: item.message.id, intake: item.intake, lane: lane)
+            }
             if item.message.isRecalled {
                 if recalls { missing.fix.append(.recall(source: item.message.id, by: item.outgoing.sender)) } else { missing.fix = [] }
                 missing.unfixable = recalls ? nil : "recalled on the source and \(pair.leg.target) cannot recall: nothing to send"
@@ -156,6 +177,8 @@ extension Verifier {
                     && pair.copy.currentContent.digest == candidate.currentContent.digest
                     && candidate.sentAt >= pair.expected.message.sentAt - Self.skewMs
             }) else { continue }
+            // A second copy of a message the bridge is still at work on (a retry, a retraction queued) is its business.
+            guard !pending.contains(original.expected.message.id) else { continue }
             claimed.insert(candidate.id)
             var double = VerifyReport.Item(kind: .doubled, sourceMessage: original.expected.message.id.rawValue,
                                            targetMessage: candidate.id.rawValue, detail: "a second copy beside \(original.copy.id)")
@@ -181,6 +204,11 @@ extension Verifier {
                 } else {
                     newest = (index, copy.id)
                 }
+            }
+            // A change still queued for it (an edit, a recall, expansion values): judged once it is carried out.
+            if pending.contains(source.id) {
+                result.inFlight += 1
+                continue
             }
             let copyRecalled = isRecalled(copy)
             if capabilities.recallsInHistory == .marked, capabilities.support(.recall).isNative, source.isRecalled != copyRecalled {

@@ -27,8 +27,14 @@ extension Verifier {
             var item: Int
             var ids: [Int64]
         }
-        var draft = OutboxDraft()
-        var owners: [(conversation: Int, item: Int, count: Int)] = []
+        /// One item's entries, and the check its `.send` waits on (Verifier+Settle.swift).
+        struct Fix: Sendable {
+            var conversation: Int
+            var item: Int
+            var entries: [(payload: OutboxPayload, lane: LaneKey, source: BackendID, eventID: EventID)]
+            var guarded: VerifyReport.Item.Guard?
+        }
+        var fixes: [Fix] = []
         var resets: [(copy: MessageID, target: BackendID, keys: [String])] = []
         for (c, conversation) in report.conversations.enumerated() {
             guard let pair = conversation.pair else { continue }
@@ -38,21 +44,21 @@ extension Verifier {
                     report.conversations[c].items[i].repair = "not repairable: \(item.unfixable ?? "no fix")"
                     continue
                 }
+                var fix = Fix(conversation: c, item: i, entries: [], guarded: item.guarded)
                 for action in item.fix {
                     let payload = OutboxPayload(action: action, route: pair.leg.route, eventTimeMs: clock.nowMs(),
                                                 sourceConversation: pair.conversation)
-                    try draft.add(payload, lane: lane, source: pair.source,
-                                  eventID: EventID("verify:\(report.startedAtMs):\(item.kind.rawValue):\(item.sourceMessage)"))
+                    fix.entries.append((payload, lane, pair.source, EventID("verify:\(report.startedAtMs):\(item.kind.rawValue):\(item.sourceMessage)")))
                     if case .expansion(_, _, let delta) = action, let copy = item.targetMessage {
                         resets.append((MessageID(copy), pair.leg.target, Array(delta.set.keys) + delta.removed))
                     }
                 }
-                owners.append((c, i, item.fix.count))
+                fixes.append(fix)
             }
         }
-        guard !draft.isEmpty else { return }
+        guard !fixes.isEmpty else { return }
         let now = clock.nowMs()
-        let ids = try await store.groupedTransaction { [draft, resets] tx in
+        let (draft, kept, ids) = try await store.groupedTransaction { [fixes, resets] tx in
             // What verify read: the copy does not hold these keys as the store believed.
             for reset in resets {
                 let known = try tx.expansionKeys(of: reset.copy, on: reset.target)
@@ -63,8 +69,25 @@ extension Verifier {
                 }
                 try tx.putExpansionKeys(records, of: reset.copy, on: reset.target)
             }
-            return try draft.write(tx, at: now)
+            // A missing copy is sent only when the bridge has not taken the message in meanwhile.
+            var draft = OutboxDraft()
+            var kept: [Int] = []
+            for (n, fix) in fixes.enumerated() {
+                if let guarded = fix.guarded, try !Self.repairGuardHolds(guarded, tx, at: now) { continue }
+                for entry in fix.entries { try draft.add(entry.payload, lane: entry.lane, source: entry.source, eventID: entry.eventID) }
+                kept.append(n)
+            }
+            return (draft, kept, try draft.write(tx, at: now))
         }
+        var owners: [(conversation: Int, item: Int, count: Int)] = []
+        for (n, fix) in fixes.enumerated() {
+            guard kept.contains(n) else {
+                report.conversations[fix.conversation].items[fix.item].repair = "not needed: the bridge relayed or queued it meanwhile"
+                continue
+            }
+            owners.append((fix.conversation, fix.item, fix.entries.count))
+        }
+        guard !draft.isEmpty else { return }
         var queued: [Queued] = []
         var next = 0
         for owner in owners {

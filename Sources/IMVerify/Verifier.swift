@@ -15,13 +15,21 @@ public struct VerifyScope: Sendable {
     /// Source messages sent at or after / at or before (epoch ms).
     public var sinceMs: Int64?
     public var untilMs: Int64?
+    /// The settle horizon (docs/verify.md, "Beside a running bridge"): a source message sent less than this
+    /// long before its conversation is read, that the bridge had neither relayed nor queued, is settling
+    /// (on its way to the bridge), not missing.
+    public var settleMs: Int64
+
+    /// The default settle horizon: longer than the vendors' callback retries (docs/adapters/*.md).
+    public static let defaultSettleMs: Int64 = 60_000
 
     public init(route: Int? = nil, conversation: (backend: BackendID, conversation: ConversationRef)? = nil,
-                sinceMs: Int64? = nil, untilMs: Int64? = nil) {
+                sinceMs: Int64? = nil, untilMs: Int64? = nil, settleMs: Int64 = VerifyScope.defaultSettleMs) {
         self.route = route
         self.conversation = conversation
         self.sinceMs = sinceMs
         self.untilMs = untilMs
+        self.settleMs = settleMs
     }
 }
 
@@ -34,8 +42,10 @@ public struct VerifyScope: Sendable {
 /// Rules:
 /// - A source message counts when the route relays it as a message: not written by the bridge itself
 ///   (a copy from the other direction), and turned into a `.send` by the relay's own translation. Its
-///   expected copy is that translation (sender on the target, kind, digest). A message whose `.send` is
-///   still pending in the target's lane is in flight, not missing.
+///   expected copy is that translation (sender on the target, kind, digest).
+/// - Beside a running bridge (Verifier+Settle.swift): a message with an entry still pending in the target's
+///   lane, or relayed while its conversation was read, is in flight; one the bridge has not heard of yet,
+///   sent within the settle horizon, is settling. Neither is judged.
 /// - History is read newest first, 100 messages a call (every vendor's documented page allows 100,
 ///   docs/adapters/*.md), back to the window's start; the target from 5 s before it to its newest message
 ///   (copies land after their originals).

@@ -35,6 +35,8 @@ public struct VerifyReport: Codable, Sendable {
         var fix: [RelayAction] = []
         /// Why it cannot be fixed through the outbox.
         var unfixable: String?
+        /// For a missing copy the id map never named: what `--repair` checks before it sends one.
+        var guarded: Guard?
 
         enum CodingKeys: String, CodingKey {
             case kind, detail, repair
@@ -55,8 +57,11 @@ public struct VerifyReport: Codable, Sendable {
         public var targetMessages = 0
         /// Copies found by sender, kind, digest and time because the id map did not name them.
         public var matchedByContent = 0
-        /// Source messages whose copy is still queued in the outbox (not drift).
+        /// Source messages with an entry still pending in the target's lane, or relayed while the
+        /// conversation was read (not drift).
         public var inFlight = 0
+        /// Source messages the bridge had neither queued nor relayed, sent within the settle horizon (not drift).
+        public var settling = 0
         public var items: [Item] = []
         /// Why this conversation could not be read (then it counts for exit status 2).
         public var error: String?
@@ -70,7 +75,7 @@ public struct VerifyReport: Codable, Sendable {
         }
 
         enum CodingKeys: String, CodingKey {
-            case route, source, target, items, error
+            case route, source, target, items, error, settling
             case sourceMessages = "source_messages"
             case targetMessages = "target_messages"
             case matchedByContent = "matched_by_content"
@@ -178,8 +183,9 @@ public struct VerifyReport: Codable, Sendable {
         var summary = "verify: \(conversations.count) conversation(s), \(read) source message(s) checked; "
         summary += driftCount == 0 ? "no drift" : "\(driftCount) drift item(s): \(kinds.joined(separator: ", "))"
         if unreadable > 0 { summary += "; \(unreadable) conversation(s) could not be read" }
-        let inFlight = conversations.reduce(0) { $0 + $1.inFlight }
-        if inFlight > 0 { summary += "; \(inFlight) still queued in the outbox (not counted)" }
+        let inFlight = conversations.reduce(0) { $0 + $1.inFlight }, settling = conversations.reduce(0) { $0 + $1.settling }
+        if inFlight > 0 { summary += "; \(inFlight) in flight in the bridge (not judged)" }
+        if settling > 0 { summary += "; \(settling) settling, sent within the settle horizon (not judged)" }
         summary += "; \(readCalls.values.reduce(0, +)) history call(s)"
         lines.append(summary)
         return lines.joined(separator: "\n")

@@ -7,7 +7,7 @@ import IMVerify
 import IMOutbox
 
 /// `imbridge verify --config FILE [--route N | --conversation BACKEND:KIND:ID] [--since T] [--until T] [--repair]
-/// [--report FILE.json]` (docs/verify.md).
+/// [--settle SECONDS] [--report FILE.json]` (docs/verify.md).
 struct VerifyCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "verify",
@@ -23,11 +23,14 @@ struct VerifyCommand: AsyncParsableCommand {
     @Option(name: .customLong("repair-timeout"), help: "Seconds to wait for the repairs to be carried out (default 300).")
     var repairTimeout: Int = 300
     @Option(name: .long, help: "Write the report as JSON to this file.") var report: String?
+    @Option(name: .long, help: "Seconds: a message the bridge has not taken in yet that was sent this recently is settling, not missing (default 60; 0 judges every message).")
+    var settle: Int = Int(VerifyScope.defaultSettleMs / 1000)
 
     func validate() throws {
         if route != nil && conversation != nil { throw ValidationError("--route and --conversation exclude each other") }
         if let route, route < 0 { throw ValidationError("--route: expected 0 or more, got \(route)") }
         if repairTimeout < 1 { throw ValidationError("--repair-timeout: expected 1 or more seconds, got \(repairTimeout)") }
+        if settle < 0 { throw ValidationError("--settle: expected 0 or more seconds, got \(settle)") }
     }
 
     func run() async throws {
@@ -44,7 +47,7 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ValidationError("--route: \(config) has \(bridge.config.routes.count) route(s), numbered from 0")
         }
         var scope = VerifyScope(route: route, sinceMs: try MigrateCommand.parseTime(since, "--since"),
-                                untilMs: try MigrateCommand.parseTime(until, "--until"))
+                                untilMs: try MigrateCommand.parseTime(until, "--until"), settleMs: Int64(settle) * 1000)
         if let since = scope.sinceMs, let until = scope.untilMs, since > until {
             throw ValidationError("--since \(self.since ?? "") is after --until \(self.until ?? "")")
         }

@@ -15,9 +15,10 @@ import Testing
         var lab: BridgeLab { bridgeRig.lab }
         var config: String { bridgeRig.config }
 
-        static func start() async throws -> Rig {
+        /// `wukong`: the WuKong sandbox's `--option` settings.
+        static func start(wukong: [String: String] = [:]) async throws -> Rig {
             let routes = route("wk:group:*", "rc:group:*", direction: "forward") + route("yx:direct:*", "jm:direct:*", direction: "forward")
-            return Rig(bridgeRig: try await BridgeRig.make([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"),
+            return Rig(bridgeRig: try await BridgeRig.make([BridgeLab.Member("wk", "wukong", options: wukong), BridgeLab.Member("rc", "rongcloud"),
                                                             BridgeLab.Member("yx", "nim"), BridgeLab.Member("jm", "jmessage")],
                                                            routes: routes, extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n"))
         }

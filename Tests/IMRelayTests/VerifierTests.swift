@@ -1,7 +1,7 @@
 import Foundation
 import IMBridgeApp
 import IMCore
-@testable import IMRelay
+@_spi(Testing) @testable import IMRelay
 import IMStore
 import IMTesting
 import Testing
@@ -10,8 +10,8 @@ import Testing
 
 /// `Verifier` over in-memory backends (WuKong and RongCloud rules) and a real SQLite store, for what the
 /// end-to-end suite (Tests/EndToEndTests/VerifyEndToEndTests.swift) does not plant: copies shown in the
-/// wrong order, a copy found without an id-map row, a copy still queued in the outbox, the time window;
-/// and `verify:` parsing.
+/// wrong order, a copy found without an id-map row, a copy still queued in the outbox, the time window,
+/// the settle horizon and the repair's check against the intake; and `verify:` parsing.
 @Suite struct VerifierTests {
     let h: RelayHarness
     let group = ConversationRef.group("g")
@@ -35,9 +35,11 @@ import Testing
         return (sources, copies.compactMap { $0 })
     }
 
-    func verify(_ scope: VerifyScope = VerifyScope()) async throws -> VerifyReport {
+    /// Judged at once (no settle horizon) unless `settle`.
+    func verify(_ scope: VerifyScope = VerifyScope(), settle: Bool = false) async throws -> VerifyReport {
         var scope = scope
         scope.conversation = ("wk", group)
+        if !settle { scope.settleMs = 0 }
         return try await Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes).run(scope)
     }
 
@@ -125,7 +127,7 @@ import Testing
         try await h.wk.edit(original.id, in: group, by: "alice", content: .text("final"))
 
         let verifier = Verifier(store: h.store, backends: [h.wk, target], routes: routes)
-        var report = try await verifier.run(VerifyScope(conversation: ("wk", group)))
+        var report = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
         let item = try #require(report.conversations.first?.items.first)
         #expect(item.kind == .content && item.sourceMessage == original.id.rawValue && item.targetMessage == copy.id.rawValue, "\(report.table)")
         #expect(item.fix == [.edit(source: original.id, by: "wk_alice", content: .text("final"))])
@@ -136,5 +138,53 @@ import Testing
         let after = try await verifier.run(VerifyScope(conversation: ("wk", group)))
         #expect(after.exitCode == 0, "\(after.table)")
         #expect(try h.store.read { try $0.count(state: .done) } == 1, "one outbox entry carried it out")
+    }
+
+    /// A message the bridge has not queued yet, sent within the settle horizon, is settling (not drift);
+    /// with no horizon it is missing.
+    @Test func aMessageNotTakenInYetIsSettlingWithinTheHorizon() async throws {
+        _ = try await relay(["one"])
+        let fresh = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("just sent")))
+        let settling = try await verify(settle: true)
+        let conversation = try #require(settling.conversations.first)
+        #expect(settling.exitCode == 0 && conversation.settling == 1 && conversation.items.isEmpty, "\(settling.table)")
+        #expect(settling.table.contains("1 settling"), "\(settling.table)")
+        let judged = try await verify()
+        #expect(judged.conversations.first?.items.map(\.kind) == [.missing] && judged.conversations.first?.settling == 0, "\(judged.table)")
+        #expect(judged.conversations.first?.items.first?.sourceMessage == fresh.id.rawValue)
+    }
+
+    /// `--repair` of a missing copy: the bridge took the message in between the comparison and the repair
+    /// (its ledger row and `.send` committed) — nothing is queued; otherwise the repair's transaction
+    /// records the message's intake event, so the bridge's callback for it afterwards relays nothing.
+    @Test func aRepairDoesNotSendWhatTheBridgeTookInAndKeepsTheBridgeFromSendingItAgain() async throws {
+        let taken = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("taken in meanwhile")))
+        let verifier = Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+        var report = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        #expect(report.conversations.first?.items.map(\.kind) == [.missing], "\(report.table)")
+        // The bridge's intake records it now (ledger row and `.send`, one transaction), before the repair.
+        let engine = h.engine()
+        let event = IMEvent(eventID: EventID("msg:\(taken.id)"), backend: "wk", kind: .message(taken))
+        #expect(try engine.ingest([event]).queued == 1)
+        try await verifier.repair(&report, retry: RetryPolicy(baseMs: 5, maxMs: 50), timeoutMs: 5_000)
+        #expect(report.conversations.first?.items.first?.repair?.hasPrefix("not needed") == true, "\(report.table)")
+        let lane = LaneKey(backend: "rc", conversation: group)
+        #expect(try h.store.read { try $0.pendingEntries(of: lane, limit: 10).filter { $0.kind == "send" }.count } == 1,
+                "only the bridge's own `.send`")
+
+        let unseen = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("not heard of yet")))
+        try h.store.transaction { tx in
+            for entry in try tx.pendingEntries(of: lane, limit: 10) { try tx.complete(entry.id, at: 1) }
+        }
+        var second = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        let missing = second.conversations.first?.items.filter { $0.kind == .missing }.map(\.sourceMessage)
+        #expect(missing == [taken.id.rawValue, unseen.id.rawValue], "the first's entry is done without a copy (no lane ran it): \(second.table)")
+        try await verifier.repair(&second, retry: RetryPolicy(baseMs: 5, maxMs: 50), timeoutMs: 20_000)
+        #expect(second.conversations.first?.items.allSatisfy { $0.repair?.hasPrefix("repaired") == true } == true, "\(second.table)")
+        // The callback for the message arrives after the repair sent it: a duplicate, nothing queued.
+        let late = try engine.ingest([IMEvent(eventID: EventID("msg:\(unseen.id)"), backend: "wk", kind: .message(unseen))])
+        #expect(late.duplicates == 1 && late.queued == 0)
+        let copies = try await h.history(h.rcMemory, "g").filter { $0.currentContent == .text("not heard of yet") }
+        #expect(copies.count == 1)
     }
 }

@@ -8,14 +8,18 @@ import Testing
 /// paused inside it, as `idle_in_transaction_session_timeout` does) fails whole: the statements after the
 /// loss are not run on a new connection, where each would commit on its own. Found as a double: an
 /// instance paused between its ledger insert and its outbox insert came back and queued, outside its lost
-/// transaction, a message the other instance had queued meanwhile.
+/// transaction, a message the other instance had queued meanwhile. (The store runs such a transaction
+/// again once, whole, on a new connection — `TransactionRerunTests`; here the session is ended on both
+/// runs.)
 @Suite struct TornTransactionTests {
     @Test func aConnectionLostInsideATransactionCommitsNothing() async throws {
         let location = try StoreKind.postgres.freshLocation()
         let store = try BridgeStore(path: location)
         let lane = LaneKey(backend: "rc", conversation: .group("g1"))
+        var runs = 0
         #expect(throws: (any Error).self) {
             try store.transaction { tx in
+                runs += 1
                 #expect(try tx.recordEvent("wk", EventID("msg:1"), kind: "message", at: 1))
                 let operations = try #require(tx.ops as? PostgresOperations)
                 let pid = try #require(try operations.int("SELECT pg_backend_pid()"))
@@ -25,6 +29,7 @@ import Testing
                 _ = try tx.enqueue(lane: lane, sourceBackend: "wk", sourceEventID: EventID("msg:1"), kind: "send", payload: Data("{}".utf8), at: 1)
             }
         }
+        #expect(runs == 2)
         #expect(try store.read { try $0.ledgerCount() } == 0)
         #expect(try store.read { try $0.count(state: .pending) } == 0, "no outbox row committed on a connection of its own")
         // The store goes on with a new connection.

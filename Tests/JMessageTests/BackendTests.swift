@@ -100,6 +100,8 @@ final class Running: Sendable {
         let response = await backend.handle(push, sink: pushed)
         #expect(response.status == 200 && response.body.isEmpty)
         #expect(pushed.events.map(\.eventID) == [JMessageCodec.messageEventID(Int64(sent.id.rawValue)!)])
+        // The name `imbridge verify --repair` records in the ledger with a copy it sends (`MessageEventNaming`).
+        #expect(pushed.events.map(\.eventID) == [backend.messageEventID(for: sent)])
         try await backend.recall(sent.id, in: sent.conversation, by: "alice")
         let events = await collector.value
         #expect(events.first?.messageID == sent.id)

@@ -1,3 +1,4 @@
+import IMAdapterKit
 import IMCore
 import IMHTTP
 
@@ -137,4 +138,11 @@ extension JMessageBackend {
 extension FormBody {
     /// A path segment, percent-encoded (RFC 3986 unreserved characters kept).
     static func escapePath(_ text: String) -> String { escape(text) }
+}
+
+/// The ledger's name for a message the poller or a callback takes in (`JMessageCodec.messageEventID`).
+extension JMessageBackend: MessageEventNaming {
+    public func messageEventID(for message: Message) -> EventID {
+        Int64(message.id.rawValue).map(JMessageCodec.messageEventID) ?? EventID("jmessage:msg:\(message.id)")
+    }
 }

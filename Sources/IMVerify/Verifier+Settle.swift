@@ -1,0 +1,104 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMStore
+import IMRelay
+
+/// `verify` beside a running bridge (docs/verify.md, "Beside a running bridge"): what the bridge may still
+/// be relaying is neither judged nor repaired.
+///
+/// - The store is read before the target (`Settle`) and again after it: a source message with an outbox
+///   entry pending in the target's lane at either read, or whose copy the id map named only after the
+///   target was read, is *in flight*; a message the bridge had not queued (nor relayed) and that was sent
+///   within the settle horizon before its conversation was read is *settling* — its callback may still be
+///   on its way, batched or retried by the vendor. Neither counts as drift; the next run judges them.
+/// - A missing copy's `.send` is queued only in a transaction that first records the message's intake
+///   event in the ledger, under the event id the bridge's intake records it by (`intakeEvent`), and then
+///   finds neither its copy in the id map nor a pending `.send` for it: the bridge that takes the message
+///   in afterwards finds it recorded and relays nothing, and one that took it in first keeps it
+///   (`repairGuardHolds`). The id map's order decides, not timing.
+extension Verifier {
+    /// What the store said before the target was read.
+    struct Settle: Sendable {
+        /// Source messages with an outbox entry pending in the target's lane.
+        var pending: Set<MessageID> = []
+        /// Source messages whose copy the id map named.
+        var mapped: Set<MessageID> = []
+        /// Source messages sent after this (epoch ms) that the bridge had not queued are settling.
+        var horizonMs: Int64 = .min
+    }
+
+    /// The source messages with an entry pending in `lane`, and those of `ids` whose copy the id map names.
+    func snapshot(_ pair: Pair, lane: LaneKey, ids: [MessageID], horizonMs: Int64) async throws -> Settle {
+        try await store.reading { [from = pair.source, to = pair.leg.target] tx in
+            Settle(pending: try Self.pendingSources(in: lane, tx), mapped: Set(try ids.filter { try tx.mapped($0, from: from, to: to) != nil }),
+                   horizonMs: horizonMs)
+        }
+    }
+
+    /// The source messages the entries pending in `lane` act on (a send, a change to its copy, a notice
+    /// about it, a retraction of a second copy).
+    static func pendingSources(in lane: LaneKey, _ tx: StoreTransaction) throws -> Set<MessageID> {
+        var pending: Set<MessageID> = []
+        for entry in try tx.pendingEntries(of: lane, limit: 100_000) {
+            guard let payload = try? OutboxPayload.decode(entry.payload), let source = sourceMessage(of: payload.action) else { continue }
+            pending.insert(source)
+        }
+        return pending
+    }
+
+    static func sourceMessage(of action: RelayAction) -> MessageID? {
+        switch action {
+        case .send(_, let source, _), .edit(let source, _, _), .recall(let source, _), .delete(let source, _, _),
+             .expansion(let source, _, _), .reaction(let source, _, _, _), .retract(let source, _, _, _):
+            source
+        case .notice(_, let reply): reply
+        case .read, .profile, .group: nil
+        }
+    }
+
+    /// The ledger row the bridge's intake writes for `message` of `source`: the event catch-up makes of it
+    /// (the same id as the live callback's), or the backend's own naming.
+    static func intakeEvent(for message: Message, of source: any IMBackend) -> Intake {
+        if let event = (source as? any CatchUpSource)?.catchUpEvent(for: message) {
+            return Intake(eventID: event.eventID, kind: event.kindName)
+        }
+        if let naming = source as? any MessageEventNaming {
+            return Intake(eventID: naming.messageEventID(for: message), kind: "message")
+        }
+        return Intake(eventID: EventID("msg:\(message.id)"), kind: "message")
+    }
+
+    /// In the repair's transaction, for a missing copy the id map never named: records the message's intake
+    /// event (so the bridge does not relay it after this), then true when the bridge has neither copied it
+    /// into the target conversation nor queued its `.send` — only then is the repair's `.send` queued.
+    static func repairGuardHolds(_ guarded: VerifyReport.Item.Guard, _ tx: StoreTransaction, at now: Int64) throws -> Bool {
+        _ = try tx.recordEvent(guarded.source, guarded.intake.eventID, kind: guarded.intake.kind, at: now)
+        if let mapping = try tx.mapped(guarded.message, from: guarded.source, to: guarded.lane.backend),
+           mapping.toConversation == guarded.lane.conversation {
+            return false
+        }
+        for entry in try tx.pendingEntries(of: guarded.lane, limit: 100_000) {
+            guard let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let source, _) = payload.action,
+                  source == guarded.message, entry.sourceBackend == guarded.source else { continue }
+            return false
+        }
+        return true
+    }
+}
+
+/// A message's event as the ledger records it.
+struct Intake: Sendable, Hashable {
+    var eventID: EventID
+    var kind: String
+}
+
+extension VerifyReport.Item {
+    /// What `--repair` checks, in its transaction, before it sends a missing copy (`Verifier.repairGuardHolds`).
+    struct Guard: Sendable, Hashable {
+        var source: BackendID
+        var message: MessageID
+        var intake: Intake
+        var lane: LaneKey
+    }
+}
