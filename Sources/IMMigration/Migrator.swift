@@ -336,7 +336,8 @@ public actor Migrator {
     /// The event a callback or catch-up gives `message` (the ledger's key for it).
     func sourceEvent(for message: Message) -> IMEvent {
         (source as? any CatchUpSource)?.catchUpEvent(for: message)
-            ?? IMEvent(eventID: EventID("msg:\(message.id)"), backend: source.id, kind: .message(message))
+            ?? IMEvent(eventID: (source as? any MessageEventNaming)?.messageEventID(for: message) ?? EventID("msg:\(message.id)"),
+                       backend: source.id, kind: .message(message))
     }
 
     /// The copy of one source message as the migration queues it: the relay's translation, silent, with

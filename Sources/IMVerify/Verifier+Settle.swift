@@ -2,6 +2,7 @@ import Foundation
 import IMAdapterKit
 import IMCore
 import IMStore
+import IMOutbox
 import IMRelay
 
 /// `verify` beside a running bridge (docs/verify.md, "Beside a running bridge"): what the bridge may still
@@ -53,7 +54,7 @@ extension Verifier {
              .expansion(let source, _, _), .reaction(let source, _, _, _), .retract(let source, _, _, _):
             source
         case .notice(_, let reply): reply
-        case .read, .profile, .group: nil
+        case .read, .profile, .group, .user: nil
         }
     }
 
