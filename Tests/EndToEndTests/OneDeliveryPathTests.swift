@@ -34,14 +34,27 @@ extension CrashTests {
         struct Rig {
             let bridgeRig: BridgeRig
             let pair: Pair
+            /// Source group → target group, where they differ (NIM teams, made beforehand).
+            var targetGroups: [String: String] = [:]
             var lab: BridgeLab { bridgeRig.lab }
 
-            static func start(_ pair: Pair, store: String? = nil, targetURL: ((BridgeLab) async throws -> String)? = nil,
+            /// `groups`: the source groups the test sends into. A NIM target refuses team messages into teams
+            /// it does not have (docs/adapters/nim.md, "Conversations"): each goes to a team seeded with the
+            /// sender's puppet, through a route of its own.
+            static func start(_ pair: Pair, groups: [String] = [], store: String? = nil, targetURL: ((BridgeLab) async throws -> String)? = nil,
                               extra: String = "") async throws -> Rig {
                 // The source gives up on a callback after 2 quick attempts (its vendor gives up too, later:
                 // docs/operations.md, "When the bridge is down: catch-up"), so a burst sent while the bridge is down settles fast.
                 let giveUp = ["callback_attempts": "2", "callback_retry_ms": "20"]
-                let routes = "  - from: \"\(pair.source):group:*\"\n    to: \"\(pair.target):group:*\"\n    direction: forward\n    users: puppet\n"
+                var targetGroups: [String: String] = [:]
+                if pair.targetVendor == "nim" {
+                    for (n, group) in groups.enumerated() { targetGroups[group] = String(1_300_000_500 + n) }
+                }
+                let routes = targetGroups.isEmpty
+                    ? "  - from: \"\(pair.source):group:*\"\n    to: \"\(pair.target):group:*\"\n    direction: forward\n    users: puppet\n"
+                    : targetGroups.sorted { $0.key < $1.key }.map { source, target in
+                        "  - from: \"\(pair.source):group:\(source)\"\n    to: \"\(pair.target):group:\(target)\"\n    direction: forward\n    users: puppet\n"
+                    }.joined()
                 let rig = try await BridgeRig.make([BridgeLab.Member(pair.source, pair.sourceVendor, options: giveUp),
                                                     BridgeLab.Member(pair.target, pair.targetVendor)],
                                                    routes: routes, store: store, extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n" + extra, edit: { yaml, lab in
@@ -49,7 +62,8 @@ extension CrashTests {
                     guard let targetURL else { return yaml }
                     return yaml.replacingOccurrences(of: "\"\(lab.url(of: pair.target))\"", with: "\"\(try await targetURL(lab))\"")
                 })
-                return Rig(bridgeRig: rig, pair: pair)
+                for (_, tid) in targetGroups { try await rig.lab.seedGroup(pair.target, tid, owner: "\(pair.source)_ann", members: []) }
+                return Rig(bridgeRig: rig, pair: pair, targetGroups: targetGroups)
             }
 
             func bridge(run: Int) async throws -> BridgeProcess {
@@ -58,7 +72,8 @@ extension CrashTests {
 
             /// Texts on the target in `group`, in the target's order.
             func relayed(_ group: String) async throws -> [String] {
-                try await lab.messages(pair.target).filter { $0["kind"] == "text" && $0["conversation_id"]?.stringValue == group }
+                let id = targetGroups[group] ?? group
+                return try await lab.messages(pair.target).filter { $0["kind"] == "text" && $0["conversation_id"]?.stringValue == id }
                     .compactMap { $0["text"]?.stringValue }
             }
 
@@ -95,7 +110,7 @@ extension CrashTests {
         /// down (their callbacks given up by the sandbox), the bridge restarted: each message exactly once,
         /// in order. Three rounds on the same store, so each restart also resumes from the last one's state.
         @Test(arguments: killPairs) func aBurstWhileKilledArrivesOnceInOrder(_ pair: Pair) async throws {
-            let rig = try await Rig.start(pair)
+            let rig = try await Rig.start(pair, groups: ["burst"])
             defer { Task { await rig.bridgeRig.stop() } }
             let users = try await rig.lab.userBackend(pair.source, registry: ContentRegistry())
             let group = "burst"
@@ -150,7 +165,7 @@ extension CrashTests {
         /// that cannot run are retried too — and when it is back every message arrives once, in order.
         @Test(arguments: outagePairs) func aTargetRefusingConnectionsLosesAndDoublesNothing(_ pair: Pair) async throws {
             let proxy = Mutex<OutageProxy?>(nil)
-            let rig = try await Rig.start(pair, targetURL: { lab in
+            let rig = try await Rig.start(pair, groups: ["ops"], targetURL: { lab in
                 let started = try await OutageProxy.start(forwardingTo: lab.url(of: pair.target))
                 proxy.withLock { $0 = started }
                 return started.baseURL
