@@ -13,6 +13,8 @@ import Synchronization
 ///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}`
 /// - `POST /_sandbox/drift` `{"op","id",…}` → plants drift on a stored message (`SandboxDrift`)
+/// - `POST /_sandbox/groups` `{"id","owner","members","name"}` → seeds a group under a chosen id
+///   (`SandboxGroupSeed`; test-only control)
 /// - anything else under `/_sandbox/` goes to `SandboxVendor.handleSandboxExtra`.
 /// Every other request first meets the fault injector, then the vendor.
 ///
@@ -126,6 +128,16 @@ public final class SandboxServer: Sendable {
                 return .json(["ok": .bool(true), "id": .string(id)] as [String: JSONValue])
             } catch {
                 return .json(["error": error.response.error], status: error.response.status)
+            }
+        case ("POST", "/_sandbox/groups"):
+            let parsed = (try? JSONValue.parse(Data(request.body))).map(SandboxGroupSeed.parse)
+                ?? .failure(.badRequest("expected a JSON object"))
+            do throws(SandboxGroupSeed.SeedError) {
+                let seed = try parsed.get()
+                try await vendor.seedGroup(seed)
+                return .json(["ok": .bool(true), "id": .string(seed.id)] as [String: JSONValue])
+            } catch {
+                return .json(["error": error.answer.error], status: error.answer.status)
             }
         case ("GET", "/_sandbox/clock"):
             return .json(["now_ms": clock.nowMs()])

@@ -45,12 +45,18 @@ public protocol SandboxVendor: Sendable {
     /// Plants `drift` on a stored message (`POST /_sandbox/drift`, `SandboxDrift`); the id of the message
     /// it leaves (the new copy's for `double`).
     func plantDrift(_ drift: SandboxDrift) async throws(SandboxDrift.DriftError) -> String
+    /// Puts a group under the id the test chose (`POST /_sandbox/groups`, `SandboxGroupSeed`):
+    /// test-only control for the vendors that refuse group messages into groups they do not have.
+    func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError)
 }
 
 extension SandboxVendor {
     public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? { nil }
     public func plantDrift(_ drift: SandboxDrift) async throws(SandboxDrift.DriftError) -> String {
         throw .unsupported("this sandbox plants no drift")
+    }
+    public func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError) {
+        throw .unsupported("this sandbox keeps no groups")
     }
 }
 

@@ -22,6 +22,7 @@ extension MemoryWorld {
         }
         let now = clock.nowMs()
         return try state.withLock { state in
+            try state.checkGroupSend(outgoing, refusals: capabilities.groupSendRefusals, vendor: capabilities.vendor)
             if let clientID = outgoing.clientMessageID, let existing = state.clientIDs[clientID],
                let location = state.locations[existing] {
                 return state.conversations[location.conversation]![location.index]
@@ -119,5 +120,21 @@ struct ExpansionCarrierPayload: Codable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return String(decoding: (try? encoder.encode(self)) ?? Data("{}".utf8), as: UTF8.self)
+    }
+}
+
+extension MemoryWorld.State {
+    /// The vendor's refusals of a group message (`Capabilities.groupSendRefusals`): into a group the world
+    /// does not have (no profile, no members), or from a sender who is neither a member nor the owner.
+    func checkGroupSend(_ outgoing: OutgoingMessage, refusals: GroupSendRefusals, vendor: String) throws {
+        guard outgoing.conversation.kind == .group else { return }
+        let group = GroupID(outgoing.conversation.id)
+        let members = groupMembers[group]
+        if let refusal = refusals.unknownGroup, groups[group] == nil, members == nil {
+            throw refusal.error(vendor: vendor, "no group \(group)")
+        }
+        if let refusal = refusals.nonMember, !(members ?? []).contains(outgoing.sender), groups[group]?.owner != outgoing.sender {
+            throw refusal.error(vendor: vendor, "\(outgoing.sender) is not in group \(group)")
+        }
     }
 }

@@ -8,6 +8,10 @@ import Synchronization
 /// - contents are checked against the content kinds and the text limit; commands are delivered but
 ///   never stored; `persist: false` messages are delivered but not stored;
 /// - a direct message's sender must be one of its two users;
+/// - a group message is refused as `Capabilities.groupSendRefusals` says (the NIM preset: into a group
+///   the world does not have, 803 `not_found`, or from a sender outside it, 804 `permission_denied`; the
+///   JMessage preset: into a group it does not have, 899006): a group exists once it was created,
+///   seeded or given members (`addMembers`);
 /// - a repeated `clientMessageID` returns the first message and emits nothing (idempotent send);
 /// - history is positioned as `Capabilities.history` says the adapter positions it (`HistoryForm`): WuKong
 ///   (and capabilities made without a preset) by `seq`, numbered per conversation from 1; RongCloud by

@@ -60,7 +60,8 @@ enum ChaosCampaign {
         // Its port is outside the ephemeral range: while it refuses connections, no client socket takes it.
         let targetPort = try await freePort()
         let routes = plan.groups.map {
-            "  - from: \"\(source.name):group:\($0)\"\n    to: \"\(target.name):group:\($0)\"\n    direction: forward\n"
+            "  - from: \"\(source.name):group:\(source.groupID($0, of: plan.groups))\"\n"
+                + "    to: \"\(target.name):group:\(target.groupID($0, of: plan.groups))\"\n    direction: forward\n"
         }.joined()
         // With a flood, a cap the flood outgrows while the bridge is down (the default, 1,000, is more
         // than a seed sends into one group).
@@ -72,6 +73,7 @@ enum ChaosCampaign {
                                            extra: "catch_up:\n  interval: \(catchUpInterval)\n  max_age: 1h\n" + cap, instances: plan.instances,
                                            instanceYAML: { plan.postgres ? "ha:\n  instance: chaos\($0)\n  lease: \(ChaosPlan.leaseMs)ms\n" : "" })
         let lab = rig.lab
+        try await seedGroups(plan, lab)
         let storePath = cluster.map { $0.url + "?schema=chaos" } ?? rig.sqlitePath
         let bridges = rig.ports.indices.map { ChaosBridge(rig: rig, instance: $0) }
         let bridge = bridges[0]
@@ -82,7 +84,7 @@ enum ChaosCampaign {
         let targetServer = try lab.sandboxes[target.name].orThrow("no target sandbox")
         let http = HTTPClientWrapper(timeoutSeconds: 5)
 
-        func relayed() async throws -> [String: [String]] { try await texts(lab, target.name) }
+        func relayed() async throws -> [String: [String]] { try await texts(lab, target, plan) }
         var expected: [String: [String]] = [:]
         for conversation in plan.conversations { expected[conversation] = (1...(plan.perConversation + 1)).map { text(plan.seed, conversation, $0) } }
         if plan.flood > 0 { expected["flood"] = (1...(plan.flood + 1)).map { text(plan.seed, "flood", $0) } }
@@ -95,7 +97,7 @@ enum ChaosCampaign {
             // Warm-up: one message per group relayed live, so the store knows each conversation and a
             // member to read its history as before anything goes wrong.
             for (index, conversation) in plan.groups.enumerated() {
-                _ = try await users.send(OutgoingMessage(conversation: .group(GroupID(conversation)), sender: senders[index % senders.count],
+                _ = try await users.send(OutgoingMessage(conversation: plan.sourceGroup(conversation), sender: senders[index % senders.count],
                                                          content: .text(text(plan.seed, conversation, 1))))
             }
             let warm = await poll(60) { (try? await relayed()).map { got in plan.groups.allSatisfy { got[$0]?.isEmpty == false } } ?? false }
@@ -120,7 +122,7 @@ enum ChaosCampaign {
             }
 
             // What the source holds once the workload and the bursts are in (a burst's texts are not in `expected`).
-            let sentNow = (try? await texts(lab, source.name)) ?? expected
+            let sentNow = (try? await texts(lab, source, plan)) ?? expected
             let total = plan.groups.map { max(sentNow[$0]?.count ?? 0, expected[$0]!.count) }.reduce(0, +)
             let converged = await poll(convergenceSeconds) {
                 guard let got = try? await relayed() else { return false }
@@ -137,7 +139,7 @@ enum ChaosCampaign {
             }
             timeline.note("bridge stopped (SIGTERM)")
 
-            let sent = try await texts(lab, source.name)
+            let sent = try await texts(lab, source, plan)
             let got = try await relayed()
             for conversation in plan.groups {
                 let paced = (sent[conversation] ?? []).filter { !$0.contains("-b") }   // a burst's texts are not in `expected`
@@ -198,7 +200,7 @@ enum ChaosCampaign {
                         let due = start.addingTimeInterval(Double(offset + (number - 2) * plan.spacingMs) / 1000)
                         let wait = due.timeIntervalSinceNow
                         if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
-                        _ = try await users.send(OutgoingMessage(conversation: .group(GroupID(conversation)),
+                        _ = try await users.send(OutgoingMessage(conversation: plan.sourceGroup(conversation),
                                                                  sender: senders[number % senders.count],
                                                                  content: .text(text(plan.seed, conversation, number))))
                     }
@@ -207,7 +209,7 @@ enum ChaosCampaign {
             if plan.flood > 0 {
                 group.addTask {
                     for number in 2...(plan.flood + 1) {
-                        _ = try await users.send(OutgoingMessage(conversation: .group("flood"), sender: senders[number % senders.count],
+                        _ = try await users.send(OutgoingMessage(conversation: plan.sourceGroup("flood"), sender: senders[number % senders.count],
                                                                  content: .text(text(plan.seed, "flood", number))))
                     }
                 }
@@ -345,7 +347,7 @@ enum ChaosCampaign {
             for (index, conversation) in groups.enumerated() {
                 group.addTask {
                     for number in stride(from: index, to: fault.count, by: groups.count) {
-                        _ = try await parties.users.send(OutgoingMessage(conversation: .group(GroupID(conversation)), sender: senders[number % senders.count],
+                        _ = try await parties.users.send(OutgoingMessage(conversation: parties.plan.sourceGroup(conversation), sender: senders[number % senders.count],
                                                                          content: .text("s\(parties.plan.seed)-\(conversation)-b\(fault.atMs)-\(number)")))
                     }
                 }
@@ -359,16 +361,30 @@ enum ChaosCampaign {
         guard response.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/faults \(body): \(response.status)") }
     }
 
-    /// Text messages per conversation, in the sandbox's order.
-    static func texts(_ lab: BridgeLab, _ backend: BackendID) async throws -> [String: [String]] {
+    /// Text messages per conversation (the plan's names, `Side.conversation(ofGroup:in:)`), in the
+    /// sandbox's order.
+    static func texts(_ lab: BridgeLab, _ side: Side, _ plan: ChaosPlan) async throws -> [String: [String]] {
         var texts: [String: [String]] = [:]
         // A copy the bridge took back (a late double of a lane whose lease was taken over, recalled by the
         // lane: docs/high-availability.md) is not a delivery; were it the only copy, the text shows missing.
-        for record in try await lab.messages(backend) where record["kind"] == "text" && record["recalled"] != true {
+        for record in try await lab.messages(side.name) where record["kind"] == "text" && record["recalled"] != true {
             guard let id = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
-            texts[id, default: []].append(text)
+            texts[side.conversation(ofGroup: id, in: plan.groups), default: []].append(text)
         }
         return texts
+    }
+
+    /// The plan's groups on a NIM side, made before the run as an operator would (`POST /_sandbox/groups`):
+    /// NIM refuses a team message into a team it does not have or from a non-member. On a NIM source the
+    /// senders are in each team; on a NIM target their puppets (the routes' default `<source>_` prefix).
+    static func seedGroups(_ plan: ChaosPlan, _ lab: BridgeLab) async throws {
+        let people = [(plan.source, senders.map(\.rawValue)), (plan.target, senders.map { "\(plan.source.name)_\($0.rawValue)" })]
+        for (side, members) in people where side.groupID(plan.groups[0], of: plan.groups) != plan.groups[0] {
+            for conversation in plan.groups {
+                try await SandboxRig.seedGroup(at: lab.url(of: side.name), side.groupID(conversation, of: plan.groups),
+                                               owner: members[0], members: Array(members.dropFirst()), name: conversation)
+            }
+        }
     }
 
     /// Every setting the adapters declare secret, looked for in every bridge log.

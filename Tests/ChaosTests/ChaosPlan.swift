@@ -106,6 +106,20 @@ struct Side: Sendable {
     static let wukong = Side(name: "wk", vendor: "wukong", sendPath: "/message/send")
     static let rongcloud = Side(name: "rc", vendor: "rongcloud", sendPath: "/message/group/publish.json")
     static let nim = Side(name: "yx", vendor: "nim", sendPath: "/msg/sendMsg.action")
+
+    /// A conversation's group on this side. NIM refuses a team message into a team it does not have or
+    /// from a non-member (docs/adapters/nim.md, "Conversations"), and its tids are numbers: there each of
+    /// the plan's `groups` is a team seeded before the run (`ChaosCampaign.seedGroups`); elsewhere the
+    /// group has the conversation's name.
+    func groupID(_ conversation: String, of groups: [String]) -> String {
+        guard vendor == "nim", let index = groups.firstIndex(of: conversation) else { return conversation }
+        return String(1_300_001_001 + index)
+    }
+
+    /// The conversation a group of this side stands for (`groupID` backwards).
+    func conversation(ofGroup id: String, in groups: [String]) -> String {
+        groups.first { groupID($0, of: groups) == id } ?? id
+    }
 }
 
 /// Everything one seed decides: topology, workload and fault schedule. The same seed and fault kinds
@@ -143,6 +157,8 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
 
     /// Every group relayed: the paced ones and the flooded one.
     var groups: [String] { conversations + (flood > 0 ? ["flood"] : []) }
+    /// A conversation's group on the source (`Side.groupID`).
+    func sourceGroup(_ conversation: String) -> ConversationRef { .group(GroupID(source.groupID(conversation, of: groups))) }
 
     init(seed: UInt64, kinds: Set<FaultKind>) {
         var rng = SplitMix64(seed: seed)

@@ -24,34 +24,38 @@ import Testing
     /// WuKong ⇄ NIM: NIM recalls natively; edits and reactions fall back to notices; expansion changes
     /// travel as NIM's expansion carrier (docs/expansions.md, "NIM").
     @Test func wuKongAndNIM() async throws {
+        // NIM team 1300000101, as an operator made it for WuKong group t1: NIM refuses a team message into a
+        // team that does not exist or from a non-member (docs/adapters/nim.md, "Conversations").
+        let tid = "1300000101"
         let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
-                                                  routes: route("wk:group:*", "yx:group:*"))
+                                                  routes: route("wk:group:t1", "yx:group:\(tid)"))
         defer { Task { await env.stop() } }
+        try await env.lab.seedGroup("yx", tid, owner: "carol", members: ["wk_alice", "wk_bob"])
         let wk = try await env.users("wk"), yx = try await env.users("yx")
-        let group = ConversationRef.group("t1")
+        let group = ConversationRef.group("t1"), team = ConversationRef.group(GroupID(tid))
         let hello = try await wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("hello yunxin"), expansion: [:]))
         let card = try await wk.send(OutgoingMessage(conversation: group, sender: "alice",
                                                      content: .location(LocationContent(latitude: 30.25, longitude: 120.17, title: "西湖"))))
-        #expect(try await eventually { try await env.records("yx", "t1").count == 2 })
+        #expect(try await eventually { try await env.records("yx", tid).count == 2 })
         try await (wk as! any Editing).edit(hello.id, in: group, by: "alice", content: .text("hello, yunxin"))
         _ = try await (wk as! any Reacting).toggleReaction("🎉", on: hello.id, in: group, by: "bob")
         _ = try await (wk as! any ExpansionUpdating).updateExpansion(of: hello.id, in: group, by: "bob", .set(["pinned": "yes"]))
         try await (wk as! any Recalling).recall(card.id, in: group, by: "alice")
         #expect(try await eventually {
-            let records = try await env.records("yx", "t1")
+            let records = try await env.records("yx", tid)
             return records.count == 5 && records.contains { $0["kind"] == "location" && $0["recalled"] == true }
         })
-        let texts = try await env.records("yx", "t1").compactMap { $0["text"]?.stringValue }
+        let texts = try await env.records("yx", tid).compactMap { $0["text"]?.stringValue }
         #expect(texts.contains("✎ hello, yunxin") && texts.contains("🎉 +1") && !texts.contains("pinned → yes"), "\(texts)")
         // The expansion change is carrier data on NIM, naming NIM's copy of the message.
         let helloOnNIM = try #require(try env.bridge.store.read { try $0.mapped(hello.id, from: "wk", to: "yx") }?.toMessage)
-        let carried = try await yx.history(HistoryQuery(conversation: group, anchor: .latest, limit: 100)).messages
+        let carried = try await yx.history(HistoryQuery(conversation: team, anchor: .latest, limit: 100)).messages
             .compactMap(NIMExpansionCarrier.change(in:))
         #expect(carried.map(\.target) == [helloOnNIM] && carried.first?.delta.set == ["pinned": "yes"], "\(carried)")
 
-        let reply = try await yx.send(OutgoingMessage(conversation: group, sender: "carol", content: .text("来自云信")))
+        let reply = try await yx.send(OutgoingMessage(conversation: team, sender: "carol", content: .text("来自云信")))
         #expect(try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["text"] == "来自云信" } })
-        try await (yx as! any Recalling).recall(reply.id, in: group, by: "carol")
+        try await (yx as! any Recalling).recall(reply.id, in: team, by: "carol")
         #expect(try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["recalled"] == true } })
         #expect(await env.bridge.engine.waitUntilIdle())
         #expect(try env.bridge.store.read { try $0.count(state: .dead) } == 0)
@@ -80,10 +84,13 @@ import Testing
     /// RongCloud answers 429 (1008) to group publishes for a while: nothing is lost or doubled, order
     /// holds, and the NIM lanes fed by the same source keep flowing meanwhile.
     @Test func aRateLimitedTargetHoldsOnlyItsOwnLanes() async throws {
+        // The NIM leg goes into a team made beforehand (NIM refuses team messages into teams it does not have).
+        let tid = "1300000102"
         let env = try await InProcessBridge.start(
             [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("yx", "nim")],
-            routes: route("wk:group:*", "rc:group:*", direction: "forward") + route("wk:group:*", "yx:group:*", direction: "forward"))
+            routes: route("wk:group:*", "rc:group:*", direction: "forward") + route("wk:group:busy", "yx:group:\(tid)", direction: "forward"))
         defer { Task { await env.stop() } }
+        try await env.lab.seedGroup("yx", tid, owner: "wk_alice", members: [])
         let fault = try await HTTPClientWrapper().send(.json(env.lab.url(of: "rc") + "/_sandbox/faults",
             Data(#"{"status":429,"vendor_code":1008,"count":8,"path_prefix":"/message/group/publish"}"#.utf8)))
         #expect(fault.status == 200)
@@ -91,12 +98,12 @@ import Testing
         for n in 1...20 {
             _ = try await wk.send(OutgoingMessage(conversation: .group("busy"), sender: "alice", content: .text("m\(n)")))
         }
-        #expect(try await eventually { try await env.records("yx", "busy").count == 20 }, "NIM lanes flow during the RongCloud outage")
+        #expect(try await eventually { try await env.records("yx", tid).count == 20 }, "NIM lanes flow during the RongCloud outage")
         let rcDuringOutage = try await env.records("rc", "busy").count
         #expect(rcDuringOutage < 20)
         #expect(try await eventually(30) { try await env.records("rc", "busy").count == 20 })
         #expect(try await env.records("rc", "busy").compactMap { $0["text"]?.stringValue } == (1...20).map { "m\($0)" })
-        #expect(try await env.records("yx", "busy").compactMap { $0["text"]?.stringValue } == (1...20).map { "m\($0)" })
+        #expect(try await env.records("yx", tid).compactMap { $0["text"]?.stringValue } == (1...20).map { "m\($0)" })
         #expect(env.bridge.engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1)
         #expect(try env.bridge.store.read { try $0.count(state: .dead) } == 0)
     }

@@ -32,6 +32,14 @@ extension CrashTests {
             Source(name: "yx", vendor: "nim", target: "wk", targetVendor: "wukong"),
         ]
         static let conversations = ["cu1", "cu2", "cu3"]
+
+        /// A conversation's group on the source. NIM refuses a team message into a team it does not have or
+        /// from a non-member (docs/adapters/nim.md, "Conversations"), and tids are numbers: there each
+        /// conversation is a team made beforehand with the senders (`Rig.start`).
+        static func groupID(_ conversation: String, vendor: String) -> String {
+            guard vendor == "nim", let index = conversations.firstIndex(of: conversation) else { return conversation }
+            return String(1_300_000_701 + index)
+        }
         static let senders: [UserID] = ["ann", "bob"]
         /// `catch_up.interval` of these bridges; everything must be back within it.
         static let intervalSeconds = 30.0
@@ -48,6 +56,9 @@ extension CrashTests {
                 let routes = "  - from: \"\(source.name):group:*\"\n    to: \"\(source.target):group:*\"\n    direction: forward\n"
                 let rig = try await BridgeRig.make([BridgeLab.Member(source.name, source.vendor), BridgeLab.Member(source.target, source.targetVendor)],
                                                    routes: routes, extra: "catch_up:\n  interval: \(Int(intervalSeconds))s\n  max_age: 1h\n")
+                for conversation in conversations where groupID(conversation, vendor: source.vendor) != conversation {
+                    try await rig.lab.seedGroup(source.name, groupID(conversation, vendor: source.vendor), owner: "ann", members: ["bob"])
+                }
                 return Rig(bridgeRig: rig, source: source)
             }
 
@@ -77,7 +88,8 @@ extension CrashTests {
             func relayed() async throws -> [String: [String]] {
                 var texts: [String: [String]] = [:]
                 for record in try await lab.messages(source.target) where record["kind"] == "text" {
-                    guard let id = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
+                    guard let group = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
+                    let id = conversations.first { groupID($0, vendor: source.vendor) == group } ?? group
                     texts[id, default: []].append(text)
                 }
                 return texts
@@ -115,7 +127,8 @@ extension CrashTests {
                 let number = next[id, default: 1]
                 next[id] = number + 1
                 let text = "\(id)-\(number)"
-                _ = try await source.send(OutgoingMessage(conversation: .group(GroupID(id)), sender: senders[n % senders.count], content: .text(text)))
+                let group = GroupID(groupID(id, vendor: source.capabilities.vendor))
+                _ = try await source.send(OutgoingMessage(conversation: .group(group), sender: senders[n % senders.count], content: .text(text)))
                 sent[id, default: []].append(text)
             }
             return sent

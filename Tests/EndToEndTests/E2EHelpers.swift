@@ -52,6 +52,21 @@ struct InProcessBridge {
     }
 }
 
+extension BridgeLab {
+    /// Seeds a group on one of the lab's sandboxes under a chosen id (`POST /_sandbox/groups`, test-only
+    /// control), as an operator who created it beforehand would have it: NIM and JMessage refuse a group
+    /// message into a group they do not have, or from outside it (docs/adapters/<vendor>.md,
+    /// "Conversations"), and give new groups ids of their own. NIM tids and JMessage gids are numbers.
+    func seedGroup(_ name: BackendID, _ id: String, owner: String, members: [String], groupName: String? = nil) async throws {
+        var body: [String: JSONValue] = ["id": .string(id), "owner": .string(owner), "members": .array(members.map(JSONValue.string))]
+        if let groupName { body["name"] = .string(groupName) }
+        let reply = try await HTTPClientWrapper().send(.json(url(of: name) + "/_sandbox/groups", JSONValue.object(body).jsonData()))
+        guard reply.status == 200 else {
+            throw IMError(.invalidArgument, "seeding group \(id) on \(name): \(reply.status) \(String(decoding: reply.body, as: UTF8.self))")
+        }
+    }
+}
+
 func route(_ from: String, _ to: String, direction: String = "both") -> String {
     "  - from: \"\(from)\"\n    to: \"\(to)\"\n    direction: \(direction)\n"
 }

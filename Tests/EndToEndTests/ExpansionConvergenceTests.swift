@@ -115,9 +115,14 @@ import IMOutbox
     /// data that NIM's codec (`NIMExpansionCarrier`) decodes back to the same key/values, naming NIM's copy;
     /// a change a NIM app carries returns to WuKong as an expansion change; no text notices, no dead letters.
     @Test func nimCarriesTheOrderCardsExpansion() async throws {
+        // WuKong group card ⇄ a NIM team made beforehand (NIM refuses team messages into teams it does not
+        // have, and from non-members).
+        let tid = "1300000301"
         let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
-                                                  routes: route("wk:group:*", "yx:group:*"))
+                                                  routes: route("wk:group:card", "yx:group:\(tid)"))
         defer { Task { await env.stop() } }
+        try await env.lab.seedGroup("yx", tid, owner: "carol", members: ["wk_shop", "wk_buyer"])
+        let team = ConversationRef.group(GroupID(tid))
         let wk = try #require(try await env.users("wk") as? any ExpansionUpdating)
         let yx = try #require(try await env.users("yx") as? any ExpansionChangeSending)
         let group = ConversationRef.group("card")
@@ -131,7 +136,7 @@ import IMOutbox
         })
         let copy = try #require(copyID)
         func carried() async throws -> [(target: MessageID, delta: ExpansionDelta)] {
-            try await yx.history(HistoryQuery(conversation: group, anchor: .latest, limit: 100)).messages
+            try await yx.history(HistoryQuery(conversation: team, anchor: .latest, limit: 100)).messages
                 .compactMap(NIMExpansionCarrier.change(in:))
         }
         #expect(try await eventually { try await carried().contains { $0.target == copy && $0.delta.set == ["status": "待支付"] } },
@@ -142,10 +147,10 @@ import IMOutbox
         #expect(try await eventually { try await carried().contains { $0.target == copy && $0.delta.removed == ["status"] } })
 
         // Carried by a NIM app: back on WuKong as an expansion change.
-        _ = try await yx.sendExpansionChange(ExpansionDelta(version: 1, set: ["delivery": "已发货"]), of: copy, in: group, by: "carol")
+        _ = try await yx.sendExpansionChange(ExpansionDelta(version: 1, set: ["delivery": "已发货"]), of: copy, in: team, by: "carol")
         #expect(try await eventually { try await wk.expansion(of: order.id, in: group).values == ["delivery": "已发货"] })
         #expect(await env.bridge.engine.waitUntilIdle())
-        let texts = try await env.records("yx", "card").compactMap { $0["text"]?.stringValue }
+        let texts = try await env.records("yx", tid).compactMap { $0["text"]?.stringValue }
         #expect(!texts.contains { $0.contains("→") || $0.contains("✕") }, "no text notices: \(texts)")
         #expect(try await carried().count == 4, "three from WuKong, one from the NIM app; no echo carried back")
         #expect(try env.bridge.store.read { try $0.count(state: .dead) } == 0)

@@ -27,12 +27,15 @@ import PostgresTestSupport
               wukong: {wire: 101, fields: {order_id: order_no, title: title, amount_cents: {wire: price, transform: yuan_cents}}}
             """.write(to: directory.appendingPathComponent("custom/order_card.yaml"), atomically: true, encoding: .utf8)
 
+        // Into a NIM team made beforehand: NIM refuses team messages into teams it does not have.
+        let tid = "1300000201"
         let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
-                                                  routes: route("wk:group:*", "yx:group:*", direction: "forward"),
+                                                  routes: route("wk:group:shop", "yx:group:\(tid)", direction: "forward"),
                                                   mappings: directory.path)
         defer { Task { await env.stop() } }
+        try await env.lab.seedGroup("yx", tid, owner: "wk_shop", members: [])
         let wk = try await env.users("wk")
-        let group = ConversationRef.group("shop")
+        let group = ConversationRef.group("shop"), team = ConversationRef.group(GroupID(tid))
         let card = DemoOrderCard(orderID: "A7", title: "耳机", amountCents: 9990)
         _ = try await wk.send(OutgoingMessage(conversation: group, sender: "shop", content: .custom(CustomContent(card)),
                                               expansion: ["status": "已支付"]))
@@ -40,8 +43,8 @@ import PostgresTestSupport
         _ = try await wk.send(OutgoingMessage(conversation: group, sender: "shop", content: .custom(title)))
         // WuKong stores a message's expansion (`extra`) after the message itself: the copy is sent with the
         // declared initial status, and the change follows as NIM's expansion carrier naming the copy.
-        #expect(try await eventually { try await env.records("yx", "shop").count == 3 })
-        let records = try await env.records("yx", "shop")
+        #expect(try await eventually { try await env.records("yx", tid).count == 3 })
+        let records = try await env.records("yx", tid)
         #expect(records.count == 3, "\(records)")
         guard records.count == 3 else { return }
         // The title card and the status notice may arrive in either order (two events of WuKong's); the
@@ -50,7 +53,7 @@ import PostgresTestSupport
         let attachment = records.firstIndex { $0["raw"]?["type"] == 100 && $0["raw"]?["body"] == #"{"subTitle":"World","title":"Hello"}"# }
         #expect(fallback != nil, "the order card's fallback text: \(records)")
         #expect(attachment != nil, "NIM got the NIM custom-message guide's attachment: \(records)")
-        let history = try await env.users("yx").history(HistoryQuery(conversation: group, anchor: .latest, limit: 10)).messages
+        let history = try await env.users("yx").history(HistoryQuery(conversation: team, anchor: .latest, limit: 10)).messages
         let cardCopy = history.firstIndex { $0.content.digest == "[订单] 耳机 #A7 ¥99.90 (待确认)" }
         let carrier = history.firstIndex { NIMExpansionCarrier.change(in: $0)?.delta.set == ["status": "已支付"] }
         #expect(carrier != nil && cardCopy.map { $0 < carrier! } == true, "the status change follows as carrier data: \(history)")

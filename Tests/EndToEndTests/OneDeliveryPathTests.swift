@@ -36,7 +36,17 @@ extension CrashTests {
             let pair: Pair
             var lab: BridgeLab { bridgeRig.lab }
 
-            static func start(_ pair: Pair, store: String? = nil, targetURL: ((BridgeLab) async throws -> String)? = nil,
+            /// The group a test named `name` sends into. A NIM target refuses team messages into teams it
+            /// does not have (docs/adapters/nim.md, "Conversations") and its tids are numbers: toward NIM the
+            /// group gets a number, and `start` seeds the team of that tid with the sender's puppet, so the
+            /// wildcard route relays into it.
+            static func group(_ name: String, _ pair: Pair) -> String {
+                guard pair.targetVendor == "nim" else { return name }
+                return ["burst": "1300000500", "ops": "1300000501"][name] ?? name
+            }
+
+            /// `groups`: the groups the test sends into (`group(_:_:)`).
+            static func start(_ pair: Pair, groups: [String] = [], store: String? = nil, targetURL: ((BridgeLab) async throws -> String)? = nil,
                               extra: String = "") async throws -> Rig {
                 // The source gives up on a callback after 2 quick attempts (its vendor gives up too, later:
                 // docs/operations.md, "When the bridge is down: catch-up"), so a burst sent while the bridge is down settles fast.
@@ -49,6 +59,9 @@ extension CrashTests {
                     guard let targetURL else { return yaml }
                     return yaml.replacingOccurrences(of: "\"\(lab.url(of: pair.target))\"", with: "\"\(try await targetURL(lab))\"")
                 })
+                if pair.targetVendor == "nim" {
+                    for tid in groups { try await rig.lab.seedGroup(pair.target, tid, owner: "\(pair.source)_ann", members: []) }
+                }
                 return Rig(bridgeRig: rig, pair: pair)
             }
 
@@ -95,10 +108,10 @@ extension CrashTests {
         /// down (their callbacks given up by the sandbox), the bridge restarted: each message exactly once,
         /// in order. Three rounds on the same store, so each restart also resumes from the last one's state.
         @Test(arguments: killPairs) func aBurstWhileKilledArrivesOnceInOrder(_ pair: Pair) async throws {
-            let rig = try await Rig.start(pair)
+            let group = Rig.group("burst", pair)
+            let rig = try await Rig.start(pair, groups: [group])
             defer { Task { await rig.bridgeRig.stop() } }
             let users = try await rig.lab.userBackend(pair.source, registry: ContentRegistry())
-            let group = "burst"
             var expected: [String] = []
             var next = 1
             func send(_ count: Int) async throws {
@@ -150,7 +163,8 @@ extension CrashTests {
         /// that cannot run are retried too — and when it is back every message arrives once, in order.
         @Test(arguments: outagePairs) func aTargetRefusingConnectionsLosesAndDoublesNothing(_ pair: Pair) async throws {
             let proxy = Mutex<OutageProxy?>(nil)
-            let rig = try await Rig.start(pair, targetURL: { lab in
+            let ops = Rig.group("ops", pair)
+            let rig = try await Rig.start(pair, groups: [ops], targetURL: { lab in
                 let started = try await OutageProxy.start(forwardingTo: lab.url(of: pair.target))
                 proxy.withLock { $0 = started }
                 return started.baseURL
@@ -164,13 +178,13 @@ extension CrashTests {
             func send(_ range: ClosedRange<Int>) async throws {
                 for n in range {
                     let text = "ops-\(n)"
-                    _ = try await users.send(OutgoingMessage(conversation: .group("ops"), sender: "ann", content: .text(text)))
+                    _ = try await users.send(OutgoingMessage(conversation: .group(GroupID(ops)), sender: "ann", content: .text(text)))
                     expected.append(text)
                     try await Task.sleep(nanoseconds: 20_000_000)
                 }
             }
             try await send(1...10)
-            #expect(try await eventually(30) { try await rig.relayed("ops") == expected })
+            #expect(try await eventually(30) { try await rig.relayed(ops) == expected })
             await outage.down()
             let downAt = Date()
             try await send(11...60)
@@ -179,9 +193,9 @@ extension CrashTests {
             #expect(try rig.deadLetters() == 0, "no dead letter while the target is down:\n\(bridge.output.suffix(3000))")
             try await outage.up()
             try await send(61...70)
-            let arrived = try await eventually(90) { try await rig.relayed("ops").count >= expected.count }
+            let arrived = try await eventually(90) { try await rig.relayed(ops).count >= expected.count }
             try await Task.sleep(nanoseconds: 1_000_000_000)
-            let got = try await rig.relayed("ops")
+            let got = try await rig.relayed(ops)
             #expect(arrived && got == expected, "\(Self.firstDifference(got, expected))\n\(bridge.output.suffix(3000))")
             #expect(try rig.deadLetters() == 0)
         }

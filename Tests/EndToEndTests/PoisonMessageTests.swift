@@ -149,11 +149,14 @@ import Testing
         #expect(try DeadLetters.listing(env.bridge.store).contains("0 inbound dead letter(s)"))
     }
 
-    /// A group to talk in: any id where groups need not exist; JMessage assigns group ids itself.
+    /// A group to talk in: any id where groups need not exist. NIM and JMessage refuse a group message
+    /// into a group they do not have, or from outside it (docs/adapters/<vendor>.md, "Conversations"), and
+    /// assign group ids themselves: there the group is created first (JMessage's directory makes its
+    /// admin, every send's sender, a member).
     static func group(on backend: any IMBackend) async throws -> ConversationRef {
-        guard let jmessage = backend as? JMessageBackend else { return .group("p1") }
-        for user in ["alice", "bobby"] { try await jmessage.ensureUser(UserProfile(id: UserID(user), name: user)) }
-        let created = try await jmessage.client.createGroup(JMGroupCreate(ownerUsername: "alice", name: "poison", membersUsername: ["bobby"]))
-        return .group(GroupID(String(created.gid)))
+        guard backend.capabilities.groupSendRefusals != .none, let directory = backend as? any GroupDirectory,
+              let users = backend as? any UserProvisioning else { return .group("p1") }
+        for user in ["alice", "bobby"] { try await users.ensureUser(UserProfile(id: UserID(user), name: user)) }
+        return .group(try await directory.createGroup(GroupProfile(id: "p1", name: "poison", owner: "alice", members: ["bobby"])))
     }
 }

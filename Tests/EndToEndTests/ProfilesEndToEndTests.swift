@@ -17,8 +17,9 @@ import Testing
         var lab: BridgeLab { bridgeRig.lab }
         var port: Int { bridgeRig.port }
 
-        static func start(_ source: (BackendID, String) = ("wk", "wukong"), _ target: (BackendID, String) = ("rc", "rongcloud")) async throws -> Rig {
-            let routes = "  - from: \"\(source.0):group:*\"\n    to: \"\(target.0):group:*\"\n    direction: forward\n    users: puppet\n"
+        static func start(_ source: (BackendID, String) = ("wk", "wukong"), _ target: (BackendID, String) = ("rc", "rongcloud"),
+                          groups: (from: String, to: String) = ("*", "*")) async throws -> Rig {
+            let routes = "  - from: \"\(source.0):group:\(groups.from)\"\n    to: \"\(target.0):group:\(groups.to)\"\n    direction: forward\n    users: puppet\n"
             return Rig(bridgeRig: try await BridgeRig.make([BridgeLab.Member(source.0, source.1), BridgeLab.Member(target.0, target.1)],
                                                            routes: routes, extra: "profiles:\n  refresh_minutes: 0.05\ngroups:\n  refresh_minutes: 0.05\n"))
         }
@@ -105,8 +106,12 @@ import Testing
     /// RongCloud → NIM: the puppet shows the RongCloud user's name and portrait (NIM `name`, `icon`), and a
     /// rename shows within the interval after the user's next message.
     @Test func rongCloudToNIMPuppetShowsNameAndAvatarAndFollowsARename() async throws {
-        let rig = try await Rig.start(("rc", "rongcloud"), ("yx", "nim"))
+        // Into a NIM team made beforehand with the puppet in it (NIM refuses team messages into teams it does
+        // not have, or from non-members: docs/adapters/nim.md, "Conversations").
+        let tid = "1300000801"
+        let rig = try await Rig.start(("rc", "rongcloud"), ("yx", "nim"), groups: ("team", tid))
         defer { Task { await rig.bridgeRig.stop() } }
+        try await rig.lab.seedGroup("yx", tid, owner: "rc_ann", members: [])
         let users = try #require(try await rig.lab.userBackend("rc", registry: ContentRegistry()) as? any UserDirectory)
         let nim = try #require(try await rig.lab.userBackend("yx", registry: ContentRegistry()) as? any UserDirectory)
         let portrait = "https://cdn.example/ann.png"
@@ -116,7 +121,7 @@ import Testing
         defer { bridge.killWithoutWaiting() }
         let group = ConversationRef.group("team")
         _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("hello")))
-        #expect(try await eventually(30) { try await rig.relayed("team", on: "yx") == ["hello"] }, "\(bridge.output.suffix(3000))")
+        #expect(try await eventually(30) { try await rig.relayed(tid, on: "yx") == ["hello"] }, "\(bridge.output.suffix(3000))")
         let shown = try await eventually(30) {
             let puppet = try await nim.users(["rc_ann"]).first
             return puppet?.name == "安娜" && puppet?.avatar == portrait
@@ -127,7 +132,7 @@ import Testing
         try await users.saveUser(UserProfile(id: "ann", name: "Anna Li"))
         _ = try await users.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("renamed")))
         let sent = Date()
-        #expect(try await eventually(30) { try await rig.relayed("team", on: "yx") == ["hello", "renamed"] })
+        #expect(try await eventually(30) { try await rig.relayed(tid, on: "yx") == ["hello", "renamed"] })
         let renamed = try await eventually(Self.refreshSeconds + 10) { try await nim.users(["rc_ann"]).first?.name == "Anna Li" }
         let took = Date().timeIntervalSince(sent)
         let after = try await nim.users(["rc_ann"]).first

@@ -22,9 +22,11 @@ import Testing
         let env = try await InProcessBridge.start(
             [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("yx", "nim"),
              BridgeLab.Member("jm", "jmessage")],
-            routes: route("wk:group:*", "rc:group:*", direction: "forward") + route("wk:group:*", "yx:group:*", direction: "forward")
+            routes: route("wk:group:*", "rc:group:*", direction: "forward") + route("wk:group:seedg", "yx:group:1300000401", direction: "forward")
                 + route("wk:direct:*", "jm:direct:*", direction: "forward"))
         defer { Task { await env.stop() } }
+        // The NIM copies go into a team made beforehand (NIM refuses team messages into teams it does not have).
+        try await env.lab.seedGroup("yx", "1300000401", owner: "wk_alice", members: [])
         let codec = try #require(Vendors.named("wukong")).adapter.contentCodec(ContentRegistry(), MappingSet.shipped.table("wukong"))
         let wk = try await env.users("wk")
         // JMessage groups are created by the server (numeric ids): its copies go through a direct chat,
@@ -41,7 +43,7 @@ import Testing
                                                       vendorExtras: coded.vendorExtras))
             }
         }
-        let targets: [(BackendID, ConversationRef)] = [("rc", group), ("yx", group), ("jm", .direct("wk_alice", "wk_bobby"))]
+        let targets: [(BackendID, ConversationRef)] = [("rc", group), ("yx", .group("1300000401")), ("jm", .direct("wk_alice", "wk_bobby"))]
         for (target, conversation) in targets {
             #expect(try await eventually { try await env.lab.messages(target).count == 3 }, "\(target) got all three")
             let backend = try await env.users(target)

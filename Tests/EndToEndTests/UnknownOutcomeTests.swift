@@ -38,10 +38,18 @@ import Testing
                                       callbackBase: listener.baseURL)
         defer { Task { await lab.stop() } }
         let conversations = ["lost", "stall", "full"]
-        // JMessage group ids are assigned by its server: one group per conversation, routed by name.
+        // JMessage and NIM group ids are assigned by their servers, which refuse a group message into a group
+        // they do not have or from outside it: one group per conversation, made beforehand, routed by name
+        // (JMessage's created through its API with the bridge's admin, NIM's seeded with the sender's puppet).
         var targetIDs = Dictionary(uniqueKeysWithValues: conversations.map { ($0, $0) })
         if target.vendor == "jmessage" {
             for id in conversations { targetIDs[id] = try await Self.createJMessageGroup(lab.url(of: target.name), name: id) }
+        }
+        if target.vendor == "nim" {
+            for (n, id) in conversations.enumerated() {
+                targetIDs[id] = String(1_300_000_901 + n)
+                try await lab.seedGroup(target.name, targetIDs[id]!, owner: "\(source.name)_alice", members: [])
+            }
         }
         let routes = conversations.map { id in
             "  - from: \"\(source.name):group:\(id)\"\n    to: \"\(target.name):group:\(targetIDs[id]!)\"\n    direction: forward\n"
@@ -112,15 +120,20 @@ import Testing
         #expect(metrics.value("imbridge_retries_total", ["target": target.name.rawValue]) >= 4, "the unknown outcomes were retried")
     }
 
-    /// A JMessage group owned by a registered user (the bridge sends as its admin, so no member is needed).
+    /// A JMessage group owned by a registered user, with the lab's admin `bridge_admin` in it: the bridge
+    /// sends as its admin, and JMessage refuses a group message from outside the group
+    /// (docs/adapters/jmessage.md, "Conversations").
     static func createJMessageGroup(_ base: String, name: String) async throws -> String {
         let auth = "Basic " + Data("\(BridgeLab.appKey):\(BridgeLab.appSecret)".utf8).base64EncodedString()
         let http = HTTPClientWrapper()
         let headers = [("Authorization", auth), ("Content-Type", "application/json")]
+        // Registered here if the bridge has not yet (899001 when it has).
+        _ = try await http.send(OutboundRequest(method: "POST", url: base + "/v1/admins/", headers: headers,
+                                                body: Array(#"{"username":"bridge_admin","password":"lab-admin-password"}"#.utf8)))
         _ = try await http.send(OutboundRequest(method: "POST", url: base + "/v1/users/", headers: headers,
                                                 body: Array(#"[{"username":"owner_\#(name)","password":"p4ssword"}]"#.utf8)))
         let created = try await http.send(OutboundRequest(method: "POST", url: base + "/v1/groups/", headers: headers,
-                                                          body: Array(#"{"owner_username":"owner_\#(name)","name":"\#(name)","members_username":[]}"#.utf8)))
+                                                          body: Array(#"{"owner_username":"owner_\#(name)","name":"\#(name)","members_username":["bridge_admin"]}"#.utf8)))
         guard let gid = try JSONValue.parse(Data(created.body))["gid"]?.int64Value else {
             throw IMError(.invalidArgument, "group not created: \(created.status) \(String(decoding: created.body, as: UTF8.self))")
         }

@@ -79,6 +79,7 @@ import IMOutbox
     /// as recalled there, docs/mappings.md "Deletion").
     @Test func aDeletionTowardATargetThatCannotDeleteRecallsTheCopy() async throws {
         let pair = try Pair(("rc", .rongCloud), ("yx", .nim))
+        pair.target.world.seedGroup(GroupProfile(id: "g1", owner: "rc_ann"))  // NIM: the team first, its sender in it
         try await pair.engine.start(feeding: [pair.source])
         let group = ConversationRef.group("g1")
         let oops = try await pair.source.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("oops")))

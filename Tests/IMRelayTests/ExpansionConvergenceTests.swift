@@ -108,6 +108,7 @@ import IMOutbox
     @Test func aChangeBecomesANotice() async throws {
         let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
         let jm = MemoryBackend(id: "jm", capabilities: .jMessage, clock: SystemClock())
+        jm.world.seedGroup(GroupProfile(id: "g1", owner: "wk_shop"))  // JMessage relays into a group that exists
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString).sqlite").path
         let engine = RelayEngine(store: try BridgeStore(path: path), backends: [wk, jm],
                                  routes: [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "jm:group:*"))],

@@ -105,6 +105,7 @@ import IMOutbox
     @Test func aCallbackAfterTheMigrationIsADuplicateAndOtherLegsStillGetTheMessage() async throws {
         let harness = try RelayHarness()
         let nim = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())
+        nim.world.seedGroup(GroupProfile(id: GroupID(g.id), owner: "wk_u1"))  // a NIM team message needs the team, its sender in it
         let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "rc:group:*"), direction: .forward),
                       Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "nim:group:*"), direction: .forward)]
         var sent: [Message] = []

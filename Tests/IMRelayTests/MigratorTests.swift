@@ -88,6 +88,7 @@ final class LossyAckBackend: IMBackend, Recalling, ClientIDLookup {
         let title = CustomContent(raw: "title_card", payload: #"{"subtitle":"World","title":"Hello"}"#)
         _ = try await wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .custom(title)))
         let jm = MemoryBackend(id: "jm", capabilities: .jMessage, clock: SystemClock())
+        jm.world.seedGroup(GroupProfile(id: GroupID(g.id), owner: "u1"))  // the plan names a JMessage group that exists
         let fallbacks = CustomTypeFallbacks(mappings: .shipped, vendors: ["wk": "wukong", "jm": "jmessage"])
         let report = try await Migrator(store: try store(), source: wk, target: jm, sendsPerSecond: 10_000, customFallbacks: fallbacks)
             .run(MigrationPlan(source: "wk", target: "jm", conversations: [(g, g)]))

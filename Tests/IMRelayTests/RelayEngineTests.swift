@@ -169,6 +169,9 @@ import IMOutbox
         defer { try? FileManager.default.removeItem(atPath: directory) }
         FileManager.default.createFile(atPath: directory + "/cat.jpg", contents: Data([0xFF, 0xD8, 1, 2, 3]))
         let uploaded = try await source.upload(.local(directory + "/cat.jpg", mimeType: "image/jpeg"))
+        // NIM sends into teams that exist, from their members: the group on both sides first.
+        source.world.seedGroup(GroupProfile(id: "g", owner: "alice"))
+        target.world.seedGroup(GroupProfile(id: "g", owner: "a_alice"))
         let store = try BridgeStore(path: directory + "/bridge.sqlite")
         let route = Route(from: try RouteEndpoint(parsing: "a:group:*"), to: try RouteEndpoint(parsing: "b:group:*"), media: .rehost)
         let engine = RelayEngine(store: store, backends: [source, target], routes: [route], retry: RetryPolicy(baseMs: 5, maxMs: 50))

@@ -24,8 +24,10 @@ final class Running: Sendable {
             try await backend.startIntake(into: CollectingSink())
         }
         for user in ["alice", "bobby", "carol"] { try await backend.ensureUser(UserProfile(id: UserID(user), name: user.capitalized)) }
-        let group = try await backend.client.createGroup(JMGroupCreate(ownerUsername: "alice", name: "team", membersUsername: ["bobby", "carol"]))
-        return (sandbox, backend, GroupID(String(group.gid)))
+        // Through the directory, which makes the admin (every send's sender) a member: JMessage refuses a
+        // group message from outside the group (docs/adapters/jmessage.md, "Conversations").
+        let group = try await backend.createGroup(GroupProfile(id: "team", name: "team", owner: "alice", members: ["bobby", "carol"]))
+        return (sandbox, backend, group)
     }
 
     func stopAll() async {

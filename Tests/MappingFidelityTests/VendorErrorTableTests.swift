@@ -85,6 +85,19 @@ import Testing
         }
     }
 
+    /// The group-send refusals a preset carries (what `MemoryBackend` throws) name codes of the vendor's
+    /// table with the table's class, so the kit and the adapter refuse alike (docs/testing-kit.md).
+    @Test(arguments: Vendors.names)
+    func presetGroupRefusalsAreTableCodes(_ name: String) throws {
+        let vendor = try #require(Vendors.named(name))
+        let refusals = vendor.adapter.capabilities.groupSendRefusals
+        for refusal in [refusals.unknownGroup, refusals.nonMember].compactMap({ $0 }) {
+            let code = try #require(refusal.vendorCode.flatMap(Int.init), "\(name): a preset refusal carries the vendor's code")
+            #expect(vendor.adapter.errors[code] != nil, "\(name) \(code) is in the table")
+            #expect(vendor.adapter.errors.error(code: code, message: nil).code == refusal.code, "\(name) \(code)")
+        }
+    }
+
     /// The codes whose meaning the vendor's text or the operation narrows.
     @Test func refinementsNarrowACode() {
         let nim = Tables.nim, rongCloud = Tables.rongCloud

@@ -37,6 +37,7 @@ import Testing
 
     @Test func repliesMentionsAndClientIDsTravelInExt() async throws {
         try await WiredBackend.with { wired in
+            try await wired.seedTeam1001()
             let original = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("q")))
             let outgoing = OutgoingMessage(conversation: .group("1001"), sender: "bob", content: .text("a"), clientMessageID: "bridge-1",
                                            mentions: Mentions(users: ["alice"]),
@@ -94,6 +95,7 @@ import Testing
 extension NIMBackendTests {
     @Test func aRestartedBackendFindsAMessageByItsClientID() async throws {
         try await WiredBackend.with { wired in
+            try await wired.seedTeam1001()
             let sent = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("x"),
                                                                     clientMessageID: "bridge-77"))
             let fresh = NIMBackend(settings: { var settings = wired.backend.settings; settings.teamQueryAccid = "alice"; return settings }(), clock: wired.sandbox.clock)

@@ -52,6 +52,13 @@ struct WiredBackend {
         await wired.stop()
     }
 
+    /// Seeds team 1001 with alice (owner), bob and carol, for the tests that send into it: NIM refuses a
+    /// team message into a team that does not exist or from a non-member (docs/adapters/nim.md,
+    /// "Conversations").
+    func seedTeam1001() async throws {
+        try await rig.seedGroup("1001", owner: "alice", members: ["bob", "carol"], name: "Team 1001")
+    }
+
     func stop() async {
         _ = await (sandbox.vendor as! NIMSandbox).waitForCallbacks(timeoutMs: 2000)
         await sandbox.stop()
@@ -73,6 +80,7 @@ final class WiredList: Sendable {
         let suite = ConformanceSuite {
             let wired = try await WiredBackend.start()
             servers.all.withLock { $0.append(wired) }
+            try await wired.seedTeam1001()
             let clock = wired.sandbox.clock
             return ConformanceSubject(backend: wired.backend, users: ["alice", "bob", "carol"], group: "1001",
                                       advanceClock: { clock.advance(byMs: $0) }, registry: wired.registry)

@@ -44,7 +44,8 @@ import Testing
                 let answer = try await sandbox.call("POST", "/msg/sendMsg.action", .form(fields))
                 #expect(answer.status == 200 && answer.json["code"] == 414 && answer.json["desc"]?.stringValue?.isEmpty == false)
             }
-            // Case-insensitive names (pushContent / pushcontent) and a team message.
+            // Case-insensitive names (pushContent / pushcontent) and a team message (into a team alice is in).
+            try await sandbox.seedGroup("1001", owner: "alice", members: ["bob"])
             let team = try await sandbox.call("POST", "/msg/sendMsg.action", .form([("FROM", "alice"), ("ope", "1"), ("to", "1001"), ("type", "100"),
                                                                       ("body", #"{"k":1}"#), ("pushContent", "p")]))
             #expect(team.json["code"] == 200)

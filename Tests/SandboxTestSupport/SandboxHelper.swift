@@ -66,6 +66,11 @@ public protocol SandboxHelper: Sendable {
     func sendText(_ text: String, from: String, to: String) async throws -> Sent
     /// Waits (bounded) for what the sandbox still has to deliver; `stop` calls it first.
     func settle() async
+    /// Puts a group on the sandbox under an id the test chose, with this owner and these members, as an
+    /// operator who created it beforehand would have it (`POST /_sandbox/groups`, test-only control:
+    /// docs/adapters/<vendor>.md). NIM tids and JMessage gids are numbers. Seeding again replaces the
+    /// owner and the members. Users are not registered by it.
+    func seedGroup(_ id: String, owner: String, members: [String], name: String?) async throws
 }
 
 extension SandboxHelper {
@@ -110,6 +115,10 @@ extension SandboxHelper {
     }
 
     public func settle() async {}
+
+    public func seedGroup(_ id: String, owner: String, members: [String], name: String? = nil) async throws {
+        try await rig.seedGroup(id, owner: owner, members: members, name: name)
+    }
     public var jsonContentType: String { "application/json" }
     public static func callbackAnswer(_ request: HTTPRequestData) async -> HTTPResponseData { .json(Data("{}".utf8)) }
 

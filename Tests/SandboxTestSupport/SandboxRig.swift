@@ -141,4 +141,19 @@ public struct SandboxRig: Sendable {
 
     /// Advances the sandbox clock.
     public func advanceClock(byMs ms: Int64) { server.clock.advance(byMs: ms) }
+
+    /// `POST /_sandbox/groups`: seeds a group under a chosen id (test-only control, `SandboxGroupSeed`).
+    public func seedGroup(_ id: String, owner: String, members: [String], name: String? = nil) async throws {
+        try await Self.seedGroup(at: baseURL, id, owner: owner, members: members, name: name)
+    }
+
+    /// The same against any sandbox's base URL (a lab's, a process's).
+    public static func seedGroup(at baseURL: String, _ id: String, owner: String, members: [String], name: String? = nil) async throws {
+        var body: [String: JSONValue] = ["id": .string(id), "owner": .string(owner), "members": .array(members.map(JSONValue.string))]
+        if let name { body["name"] = .string(name) }
+        let reply = try await HTTPClientWrapper().send(.json(baseURL + "/_sandbox/groups", JSONValue.object(body).jsonData()))
+        guard reply.status == 200 else {
+            throw IMError(.invalidArgument, "seeding group \(id) at \(baseURL) answered \(reply.status): \(String(decoding: reply.body, as: UTF8.self))")
+        }
+    }
 }

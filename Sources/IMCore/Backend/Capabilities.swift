@@ -104,6 +104,10 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// `tid`, JMessage's `gid`, the WuKong business server's `group_no`; docs/adapters/<vendor>.md): a
     /// group reached by a route cannot be made under the source's id there, and a migration maps ids.
     public var groupCreationAssignsID: Bool = false
+    /// What the vendor refuses for a group message: one into a group it does not have, one from a
+    /// sender outside the group (NIM: 803 / 804; JMessage: 899006; WuKongIM and RongCloud refuse
+    /// neither). docs/adapters/<vendor>.md, "Conversations".
+    public var groupSendRefusals: GroupSendRefusals = .none
     /// Whether the vendor keeps a per-user mute flag for conversations (`ConversationListing.setMuted`);
     /// WuKongIM lists conversations and unread counts but keeps no mute state.
     public var keepsMuteState: Bool = true

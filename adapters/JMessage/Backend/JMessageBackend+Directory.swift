@@ -12,6 +12,9 @@ import IMCore
 ///   order `GET /v1/groups/{gid}/members/` lists them; `desc`, `flag` (create only) and
 ///   `MaxMemberCount` (read only) live in `extra`. JMessage REST has no group announcement: an
 ///   `announcement` is not carried. JMessage assigns the `gid`: `createGroup` answers with it.
+///   `createGroup` makes the admin a member too (every group message is sent as the admin, and a group
+///   message's sender must be in the group: docs/adapters/jmessage.md, "Conversations"); `group(id)`
+///   leaves the admin out of `members` unless it owns the group.
 /// - `allUsers` and `allGroups` page the admin listings (`count` 500); `groups(of:)` is
 ///   `GET /v1/users/{username}/groups/` (an unknown user is in no group).
 extension JMessageBackend: UserDirectory, GroupDirectory {
@@ -103,10 +106,13 @@ extension JMessageBackend: UserDirectory, GroupDirectory {
             return nil
         }
         let owner = members.first { $0["flag"]?.int64Value == 1 }?["username"]?.stringValue ?? json["owner_username"]?.stringValue
+        // The admin is the bridge's own sending account, not one of the group's people (unless it owns the group).
+        let admin = client.settings.admin
+        let people = members.compactMap { $0["username"]?.stringValue }.filter { $0 != admin || $0 == owner }
         var extra: [String: JSONValue] = [:]
         for key in Self.groupExtraFields { if let value = json[key], value != .null { extra[key] = value } }
         return GroupProfile(id: id, name: json["name"]?.stringValue, avatar: json["avatar"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
-                            owner: owner.map { UserID($0) }, members: members.compactMap { $0["username"]?.stringValue }.map { UserID($0) },
+                            owner: owner.map { UserID($0) }, members: people.map { UserID($0) },
                             announcement: nil, extra: extra)
     }
 
@@ -116,7 +122,8 @@ extension JMessageBackend: UserDirectory, GroupDirectory {
         }
         let ownerName = try ownUsername(owner)
         var seen: Set<String> = [ownerName]
-        let members = try profile.members.map(ownUsername).filter { seen.insert($0).inserted }
+        // The admin every send goes out as joins the group: a group message's sender must be a member.
+        let members = try (profile.members.map(ownUsername) + [client.settings.admin]).filter { seen.insert($0).inserted }
         var body: [String: JSONValue] = [
             "owner_username": .string(ownerName), "name": .string(profile.name.flatMap { $0.isEmpty ? nil : $0 } ?? profile.id.rawValue),
             "members_username": .array(members.map(JSONValue.string)),
@@ -134,7 +141,7 @@ extension JMessageBackend: UserDirectory, GroupDirectory {
         if let avatar = profile.avatar { fields["avatar"] = .string(avatar) }
         if let desc = profile.extra["desc"], desc != .null { fields["desc"] = desc }
         if !fields.isEmpty { try await client.updateGroup(gid: profile.id.rawValue, fields: fields) }
-        var seen = Set(current.members.map(\.rawValue))
+        var seen = Set(current.members.map(\.rawValue) + [client.settings.admin])
         let missing = try profile.members.map(ownUsername).filter { seen.insert($0).inserted }
         if !missing.isEmpty { try await client.updateMembers(gid: profile.id.rawValue, add: missing) }
     }

@@ -23,6 +23,9 @@ public enum JMessageErrors {
     public static let groupFull = Entry(899012, .limitExceeded, status: 403, "not enough room in group")
     public static let registerListTooLong = Entry(899013, .limitExceeded, status: 400, "register list larger than 500")
     public static let notMember = Entry(899014, .invalidArgument, status: 400, "user not in group")
+    /// A group message whose sender (the admin every REST send goes out as) is not in the group: the code
+    /// JMessage's server gives a sender outside the group (docs/adapters/jmessage.md, "Conversations").
+    public static let senderNotInGroup = Entry(803005, .permissionDenied, status: 403, "sender is not in the group")
     public static let noSendPermission = Entry(899016, .permissionDenied, status: 403, "no permission to send (from_id is not an admin)")
     public static let serverBusy = Entry(899030, .unavailable, status: 503, "server busy, retry later")
     public static let retractExpired = Entry(855001, .recallWindowExpired, status: 403,
@@ -41,7 +44,7 @@ public enum JMessageErrors {
         serverBusy, retractExpired, retractNotSender, retractNotFound, alreadyRetracted,
         Entry(803003, .notFound, status: 403, "target user does not exist"),
         Entry(803004, .notFound, status: 403, "target group does not exist"),
-        Entry(803005, .permissionDenied, status: 403, "sender is not in the group"),
+        senderNotInGroup,
         Entry(803007, .limitExceeded, status: 400, "message too long"),
         Entry(803008, .permissionDenied, status: 403, "sender is blacklisted by the receiver"),
         Entry(803009, .invalidContent, status: 403, "message contains sensitive words"),

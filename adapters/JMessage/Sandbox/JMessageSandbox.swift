@@ -111,6 +111,10 @@ public final class JMessageSandbox: SandboxVendor {
         return response
     }
 
+    public func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError) {
+        try await store.seed(seed)
+    }
+
     public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? {
         let prefix = "/_sandbox/media/"
         guard request.method == "GET", request.path.hasPrefix(prefix) else { return nil }

@@ -4,7 +4,9 @@ import IMCore
 import IMHTTP
 import IMSandbox
 
-/// `POST /v1/messages` and retract.
+/// `POST /v1/messages` and retract. A group message needs a group that exists (899006) with its sender
+/// (the admin) among the members (803005); a group message is retracted only by a sender still in the
+/// group (803005); docs/adapters/jmessage.md, "Conversations".
 extension JMessageSandboxStore {
     /// Body fields each `msg_type` requires (file/location/video as docs/adapters/jmessage.md describes them).
     static let requiredBodyFields: [String: [String]] = [
@@ -45,7 +47,9 @@ extension JMessageSandboxStore {
         case "single" where !crossApp:
             guard users[targetID] != nil else { return JMessageSandbox.error(JMessageErrors.userNotFound, "target_id \(targetID) not exist") }
         case "group":
-            guard let gid = Int64(targetID), groups[gid] != nil else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group \(targetID) not exist") }
+            guard let gid = Int64(targetID), let group = groups[gid] else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group \(targetID) not exist") }
+            // The admin sends, and must be in the group like any sender (strict reading: docs/adapters/jmessage.md, "Conversations").
+            guard group.members.contains(fromID) else { return JMessageSandbox.error(JMessageErrors.senderNotInGroup, "from_id \(fromID) is not in group \(targetID)") }
         default:
             break
         }
@@ -76,6 +80,9 @@ extension JMessageSandboxStore {
             return JMessageSandbox.error(JMessageErrors.retractNotFound, "retract message is not exist")
         }
         guard message.fromID == username else { return JMessageSandbox.error(JMessageErrors.retractNotSender, "request retract message is not the sender") }
+        if message.targetType == "group", !(Int64(message.targetID).flatMap { groups[$0] }?.members.contains(username) ?? false) {
+            return JMessageSandbox.error(JMessageErrors.senderNotInGroup, "\(username) is no longer in group \(message.targetID)")
+        }
         guard !retracted.contains(msgid) else { return JMessageSandbox.error(JMessageErrors.alreadyRetracted, "message had been retracted") }
         guard clock.nowMs() - message.msgCtime <= Self.retractWindowMs else {
             return JMessageSandbox.error(JMessageErrors.retractExpired, "out of retract message time, the effective time is within 3 minutes")

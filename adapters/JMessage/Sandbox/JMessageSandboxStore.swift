@@ -8,7 +8,8 @@ import IMSandbox
 ///
 /// Rules kept: usernames/passwords 4–128 bytes, usernames start with a letter or digit and use
 /// letters, digits and `_ . - @`; only a registered admin may send (`from_type` must be `admin`,
-/// else 899016); unknown sender/target 899002, unknown group 899006; `msg_body` ≤ 4096 bytes of
+/// else 899016); unknown sender/target 899002, unknown group 899006, a sender (the admin) outside
+/// the group 803005; `msg_body` ≤ 4096 bytes of
 /// JSON (899003); per-type required body fields; `msg_id` increases monotonically; retract only by
 /// `from_id`, once, within 3 minutes (855001–855004).
 public actor JMessageSandboxStore {
@@ -224,6 +225,21 @@ public actor JMessageSandboxStore {
         group.mtime = clock.nowMs()
         groups[gid] = group
         return HTTPResponseData(status: 204)
+    }
+
+    /// `POST /_sandbox/groups` (test-only control, `SandboxGroupSeed`): the group of that gid gets exactly
+    /// this owner and these members (registered or not); later gids are assigned above it.
+    func seed(_ seed: SandboxGroupSeed) throws(SandboxGroupSeed.SeedError) {
+        guard let gid = Int64(seed.id), gid > 0 else { throw .badRequest("a JMessage gid is a positive number, not '\(seed.id)'") }
+        let now = clock.nowMs()
+        var group = groups[gid] ?? Group(gid: gid, name: seed.name ?? seed.id, owner: seed.owner, members: [], ctime: now, mtime: now)
+        group.owner = seed.owner
+        group.members = seed.everyone
+        if let name = seed.name { group.name = name }
+        group.mtime = now
+        groups[gid] = group
+        nextGid = max(nextGid, gid + 1)
+        _ = persist(HTTPResponseData(status: 204))
     }
 
     func members(_ gidText: String) -> HTTPResponseData {

@@ -20,6 +20,11 @@ extension Capabilities {
         capabilities.reportsDeletions = false
         // Team operations come in the message copy (docs/adapters/nim.md).
         capabilities.reportsMembershipChanges = true
+        // A team message needs a team that exists and a sender in it (codes from NIM's status table;
+        // which one sendMsg answers is the strict reading, docs/adapters/nim.md, "Conversations").
+        capabilities.groupSendRefusals = GroupSendRefusals(
+            unknownGroup: .init(.notFound, vendorCode: "803", "team does not exist"),
+            nonMember: .init(.permissionDenied, vendorCode: "804", "not a member of the team"))
         capabilities.history = HistoryPositioning(cursorForm: .timeAndID, numericMessageIDs: true,
                                                   refusalTemplate: "'{cursor}' is not a NIM history cursor (<ms>:<msgid>)")
         return capabilities

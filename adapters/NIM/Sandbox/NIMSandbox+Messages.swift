@@ -82,6 +82,7 @@ extension NIMSandbox {
         let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
             guard state.users[from] != nil else { return .failure(NIMSandboxRefusal(NIMErrors.parameter, "from accid not registered")) }
             if ope == 0, state.users[to.lowercased()] == nil { return .failure(NIMSandboxRefusal(NIMErrors.parameter, "to accid not registered")) }
+            if ope == 1, let refusal = Self.teamRefusal(from: from, tid: to, in: state) { return .failure(refusal) }
             let message = store(from: from, ope: Int(ope), to: ope == 0 ? to.lowercased() : to, type: Int(form.int("type")!),
                                 body: body, ext: form["ext"], option: option, in: &state)
             if option.route ?? true { submit([message.copy]) }
@@ -138,8 +139,11 @@ extension NIMSandbox {
         }
         guard let type = form.int("msgtype"), type == 0 || type == 1 else { return Self.fail(NIMErrors.parameter, "msgtype must be 0 or 1") }
         guard attach.count <= 4096 else { return Self.fail(NIMErrors.parameter, "attach is longer than 4096") }
-        let known = state.withLock { $0.users[from] != nil }
-        guard known else { return Self.fail(NIMErrors.parameter, "from accid not registered") }
+        let refusal: NIMSandboxRefusal? = state.withLock { state in
+            guard state.users[from] != nil else { return NIMSandboxRefusal(NIMErrors.parameter, "from accid not registered") }
+            return type == 1 ? Self.teamRefusal(from: from, tid: to, in: state) : nil
+        }
+        if let refusal { return Self.fail(refusal.entry, refusal.desc) }
         let copy = NIMCopyEvent(fields: [
             "eventType": "1", "convType": .string(type == 0 ? "CUSTOM_PERSON" : "CUSTOM_TEAM"), "to": .string(to),
             "fromAccount": .string(from), "fromClientType": "REST",
@@ -171,6 +175,14 @@ extension NIMSandbox {
             guard message.sendtime == timetag, message.ope == (type == 7 ? 0 : 1),
                   message.to.lowercased() == to.lowercased() else {
                 return .failure(NIMSandboxRefusal(NIMErrors.parameter, "timetag, type or to does not match the message"))
+            }
+            if message.ope == 1 {
+                // A team message is recalled only by someone still in the team: NIM answers 403 `not allow!`
+                // to a sender who left it (docs/adapters/nim.md, "Conversations").
+                guard let tid = Int64(message.to), let team = state.teams[tid] else {
+                    return .failure(NIMSandboxRefusal(NIMErrors.noSuchTeam, "team not exist"))
+                }
+                guard team.contains(from) else { return .failure(NIMSandboxRefusal(NIMErrors.notAllowed, "not allow!")) }
             }
             if message.recalled { return .failure(NIMSandboxRefusal(NIMErrors.duplicate, "msg already recalled")) }
             guard now - message.sendtime <= window else { return .failure(NIMSandboxRefusal(NIMErrors.recallTimeout, "msg recall timeout")) }

@@ -1,5 +1,6 @@
 import IMCore
 import IMHTTP
+import IMSandbox
 import NIM
 
 /// An advanced team (高级群) created through `/team/create.action`; the sandbox assigns `tid`.
@@ -59,8 +60,39 @@ struct NIMStoredTeam: Sendable {
 
 /// Advanced teams (docs/adapters/nim.md §4): `/team/create.action`, `/team/add.action`,
 /// `/team/update.action`, `/team/query.action`, `/team/joinTeams.action`, with the vendor's field limits
-/// (414 over them) and its team codes: 801 team full, 802 not the owner, 803 no such team.
+/// (414 over them) and its team codes: 801 team full, 802 not the owner, 803 no such team, 804 not in
+/// the team (a team message's sender must be in the team: docs/adapters/nim.md, "Conversations").
 extension NIMSandbox {
+    /// Why a team message (or team notification) from `from` into `tid` is refused; nil when it may go:
+    /// 803 when no team has that tid, 804 when `from` is neither its owner nor a member.
+    static func teamRefusal(from: String, tid: String, in state: NIMSandboxState) -> NIMSandboxRefusal? {
+        guard let number = Int64(tid), let team = state.teams[number] else { return NIMSandboxRefusal(NIMErrors.noSuchTeam, "team not exist") }
+        guard team.contains(from) else { return NIMSandboxRefusal(NIMErrors.notInTeam, "not in team") }
+        return nil
+    }
+
+    /// `POST /_sandbox/groups` (test-only control, `SandboxGroupSeed`): the team of that tid gets exactly
+    /// this owner and these members (accids lower-cased, registered or not); a new one takes the
+    /// defaults of `/team/create.action`, and later tids are assigned above it.
+    public func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError) {
+        guard let tid = Int64(seed.id), tid > 0 else { throw .badRequest("a NIM tid is a positive number, not '\(seed.id)'") }
+        let owner = seed.owner.lowercased()
+        let members = seed.everyone.map { $0.lowercased() }.filter { $0 != owner }
+        state.withLock { state in
+            let now = clock.nowMs()
+            var team = state.teams[tid] ?? NIMStoredTeam(
+                tid: tid, tname: seed.name ?? seed.id, owner: owner, members: [], joinmode: 0, beinvitemode: 0, invitemode: 0,
+                uptinfomode: 0, upcustommode: 0, maxusers: Self.teamMaxUsers, createtime: now, updatetime: now)
+            if state.teams[tid] == nil { state.teamOrder.append(tid) }
+            team.owner = owner
+            team.members = members
+            if let name = seed.name { team.tname = name }
+            team.updatetime = now
+            state.teams[tid] = team
+            state.nextTid = max(state.nextTid, tid + 1)
+        }
+    }
+
     /// Text fields of create/update with their documented limits.
     static let teamTextLimits: [(field: String, max: Int)] = [
         ("tname", 64), ("announcement", 1024), ("intro", 512), ("custom", 1024), ("icon", 1024),

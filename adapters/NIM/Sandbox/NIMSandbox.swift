@@ -16,8 +16,8 @@ import Synchronization
 /// Rules: every call is authenticated like NIM (AppKey, Nonce ≤ 128, CurTime within 5 minutes,
 /// CheckSum = SHA1(secret + Nonce + CurTime)); every answer is HTTP 200 with `{"code":200,…}` or
 /// `{"code":<4xx/5xx>,"desc":…}`. Senders must exist (create them first); teams created through
-/// `/team/create.action` are kept (tid assigned here), but sending does not check team membership (any
-/// tid is a team everybody is in). Recall: by the original sender within `recallWindowMs` (default 2 min,
+/// `/team/create.action` are kept (tid assigned here) or seeded under a chosen tid (`POST /_sandbox/groups`),
+/// and a team message needs a team that exists (803) and a sender in it (804). Recall: by the original sender within `recallWindowMs` (default 2 min,
 /// `ignoreTime=1` → 30 days); a recalled message leaves history. Message copies (eventType 1, 7/8,
 /// custom notifications) go to the callback URL in order, signed with MD5 + CheckSum, retried until 2xx.
 public final class NIMSandbox: SandboxVendor {

@@ -217,6 +217,10 @@ public final class RongCloudSandbox: SandboxVendor {
     }
 
     public func reset() async { store.reset() }
+
+    public func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError) {
+        do { try store.seed(seed) } catch { throw .badRequest(error.message) }
+    }
 }
 
 /// Paths the sandbox serves beyond those the adapter calls (`RCPaths`).

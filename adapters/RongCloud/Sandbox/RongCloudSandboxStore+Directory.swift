@@ -1,5 +1,6 @@
 import IMCore
 import IMHTTP
+import IMSandbox
 import RongCloud
 
 /// The classic group endpoints (docs/adapters/rongcloud.md §6–§7). A group is an id, a name and its
@@ -66,6 +67,16 @@ extension RongCloudSandboxStore {
             group.members += added
             if let name { group.name = name }
             state.groups[groupId] = group
+        }
+    }
+
+    /// `POST /_sandbox/groups` (test-only control, `SandboxGroupSeed`): the group of that id gets exactly
+    /// this owner and these members (RongCloud keeps no owner: the owner is its first member).
+    func seed(_ seed: SandboxGroupSeed) throws(RongCloudSandboxError) {
+        try Self.checkId(seed.id, "groupId")
+        for user in seed.everyone { try Self.checkId(user, "userId") }
+        try mutate { (state: inout State) throws(RongCloudSandboxError) in
+            state.groups[seed.id] = Group(name: seed.name ?? state.groups[seed.id]?.name ?? seed.id, members: seed.everyone)
         }
     }
 

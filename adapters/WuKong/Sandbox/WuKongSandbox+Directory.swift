@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMHTTP
+import IMSandbox
 import WuKong
 
 /// What the business server keeps about users and groups (docs/adapters/wukong.md §6), saved beside
@@ -312,6 +313,28 @@ extension WuKongSandbox {
     }
 
     /// What the business server asks of WuKongIM: the group channel (type 2) gets these subscribers.
+    /// `POST /_sandbox/groups` (test-only control, `SandboxGroupSeed`): a business-server group under the
+    /// `group_no` the test chose, with exactly this owner (the creator, role 1) and these members, and a
+    /// WuKongIM group channel whose subscribers are those members.
+    public func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError) {
+        do { try Self.checkChannel(seed.id, WKChannelType.group) } catch { throw .badRequest("'\(seed.id)' is not a WuKong channel id") }
+        let time = now()
+        directory.withLock { directory in
+            var group = directory.groups[seed.id]
+                ?? WuKongDirectoryState.Group(name: seed.name ?? seed.id, notice: "", createdAt: time, updatedAt: time, version: 1, members: [])
+            group.members = seed.everyone.map {
+                WuKongDirectoryState.Member(uid: $0, role: $0 == seed.owner ? WKDirectoryPaths.creatorRole : 0, createdAt: time)
+            }
+            if let name = seed.name { group.name = name }
+            group.updatedAt = time
+            directory.groups[seed.id] = group
+        }
+        state.withLock { state in
+            Self.addSubscribers(seed.everyone, reset: true, to: WuKongSandboxState.ChannelKey(id: seed.id, type: WKChannelType.group), in: &state)
+        }
+        persist()
+    }
+
     private func subscribe(_ uids: [String], to groupNo: String) {
         state.withLock { state in
             Self.addSubscribers(uids, reset: false, to: WuKongSandboxState.ChannelKey(id: groupNo, type: WKChannelType.group), in: &state)
