@@ -81,8 +81,19 @@ let package = Package(
         .executableTarget(name: "imbridge-embed", path: "Sources/imbridge-embed"),
         .plugin(name: "EmbedShippedFiles", capability: .buildTool(), dependencies: ["imbridge-embed"]),
         .target(name: "IMAdapterKit", dependencies: ["IMCore", "IMHTTP", "IMConfig", "IMMapping"]),
+        // The store in three parts: its vocabulary and transaction (IMStoreCore: records, the operations a
+        // driver implements, leases, the grouped writer), the PostgreSQL driver, and IMStore — `BridgeStore`,
+        // which opens either driver, and the SQLite one — which re-exports IMStoreCore to its users.
+        .target(name: "IMStoreCore", dependencies: [
+            "IMCore", .product(name: "Logging", package: "swift-log", condition: server),
+        ]),
+        .target(name: "IMStorePostgres", dependencies: [
+            "IMCore", "IMStoreCore", .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+            .product(name: "Logging", package: "swift-log", condition: server),
+        ]),
         .target(name: "IMStore", dependencies: [
-            "IMCore", .product(name: "GRDB", package: "GRDB.swift", condition: server), .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
+            "IMCore", "IMStoreCore", "IMStorePostgres", .product(name: "GRDB", package: "GRDB.swift", condition: server),
+            .product(name: "PostgresNIO", package: "postgres-nio", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         // What the bridge counts and shows about itself: metrics, backend health, the activity ring, the
@@ -182,7 +193,7 @@ let package = Package(
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "SandboxTestSupport"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMConfig", "IMMapping", "IMRelay", "IMOutbox", "IMTelemetry", "IMVendors", "IMAdapterKit", "IMSandbox", "IMHTTP", "WuKong", "RongCloud", "NIM", "JMessage"]),
-        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "PostgresTestSupport"]),
+        .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "IMStoreCore", "IMStorePostgres", "PostgresTestSupport"]),
         // IMServer: the listener, status page and log handler tests; IMBridgeApp: the settings' tests decode
         // them through bridge.yaml's document (`BridgeConfig`).
         .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMCatchUp", "IMMigration", "IMVerify", "IMTesting", "IMConfig", "IMMapping", "IMServer", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",

@@ -1,5 +1,7 @@
 import Foundation
 import IMCore
+@_exported import IMStoreCore
+import IMStorePostgres
 
 /// The bridge's durable state: the inbound ledger, the outbox, the message-id map, dead letters,
 /// checkpoints and leases. Where it lives is the `store:` setting (`StoreLocation`): a file path keeps

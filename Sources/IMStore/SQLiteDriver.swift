@@ -2,21 +2,22 @@ import Foundation
 import GRDB
 import IMCore
 import Synchronization
+import IMStoreCore
 
 /// The embedded implementation: one SQLite file (WAL), one bridge instance. Schema: `SQLiteSchema`.
-final class SQLiteDriver: StoreDriver {
-    let pool: DatabasePool
-    let path: String
-    let counters: StoreCounters
+package final class SQLiteDriver: StoreDriver {
+    package let pool: DatabasePool
+    package let path: String
+    package let counters: StoreCounters
     /// Set while a side write (`sideWrite`) holds the writer connection, whose statements it alone runs
     /// meanwhile: they are counted as side statements. Readers' statements never are.
     private let sideWriting: SideWriting
 
-    final class SideWriting: Sendable {
-        let active = Atomic<Bool>(false)
+    package final class SideWriting: Sendable {
+        package let active = Atomic<Bool>(false)
     }
 
-    init(path: String, counters: StoreCounters) throws {
+    package init(path: String, counters: StoreCounters) throws {
         self.counters = counters
         let sideWriting = SideWriting()
         self.sideWriting = sideWriting
@@ -41,7 +42,7 @@ final class SQLiteDriver: StoreDriver {
     /// (0600). SQLite gives its `-wal` and `-shm` files the mode of the database file, so they follow.
     /// An existing store (or sidecar) readable or writable by group or others is tightened to its
     /// owner's bits, not refused: the bridge's own file should never be shared (docs/configuration.md, `store:`).
-    static func restrictPermissions(_ path: String) {
+    package static func restrictPermissions(_ path: String) {
         guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return }
         if !FileManager.default.fileExists(atPath: path) {
             let descriptor = open(path, O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0o600)
@@ -54,12 +55,12 @@ final class SQLiteDriver: StoreDriver {
         }
     }
 
-    func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
+    package func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
         counters.transaction()
         return try pool.write { db in try body(SQLiteOperations(db: db)) }
     }
 
-    func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
+    package func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
         counters.transaction(side: true)
         // `write`'s transaction, with the mark set around its BEGIN and COMMIT too.
         return try pool.writeWithoutTransaction { db in
@@ -74,7 +75,7 @@ final class SQLiteDriver: StoreDriver {
         }
     }
 
-    func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
+    package func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
         try pool.read { db in try body(SQLiteOperations(db: db)) }
     }
 
@@ -82,7 +83,7 @@ final class SQLiteDriver: StoreDriver {
     /// every message). When one throws, the transaction is rolled back and the batch runs again with a
     /// savepoint per job, so that a job that throws rolls back only its own changes — a job's body may
     /// run twice (`BridgeStore.groupedTransaction`).
-    func writeBatch(_ jobs: [GroupedJob]) throws {
+    package func writeBatch(_ jobs: [GroupedJob]) throws {
         counters.transaction()
         do {
             try pool.write { db in
@@ -111,11 +112,11 @@ final class SQLiteDriver: StoreDriver {
         }
     }
 
-    func schemaVersion() throws -> Int {
+    package func schemaVersion() throws -> Int {
         try pool.read { db in try SQLiteSchema.migrator.appliedIdentifiers(db).count }
     }
 
-    func isStoreFailure(_ error: any Error) -> Bool { error is DatabaseError }
+    package func isStoreFailure(_ error: any Error) -> Bool { error is DatabaseError }
 
-    func close() { try? pool.close() }
+    package func close() { try? pool.close() }
 }

@@ -1,28 +1,29 @@
 import Foundation
 import GRDB
 import IMCore
+import IMStoreCore
 
 /// The store contract's operations on SQLite (semantics on `StoreTransaction`). Statements go through
 /// the connection's statement cache, so SQLite parses each SQL text once per connection, not per call.
-struct SQLiteOperations: StoreOperations {
-    let db: Database
+package struct SQLiteOperations: StoreOperations {
+    package let db: Database
 
     // MARK: ledger
 
     /// Records an inbound event; false when (backend, eventID) was already recorded.
-    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
+    package func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
         try db.cachedStatement(sql: "INSERT OR IGNORE INTO ledger (backend, event_id, kind, received_at) VALUES (?, ?, ?, ?)").execute(
             arguments: [backend.rawValue, eventID.rawValue, kind, now])
         return db.changesCount == 1
     }
 
-    func ledgerCount() throws -> Int {
+    package func ledgerCount() throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM ledger")) ?? 0
     }
 
     // MARK: outbox
 
-    func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data,
+    package func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data,
                         at now: Int64) throws -> Int64 {
         try db.cachedStatement(sql: """
             INSERT INTO outbox (lane, target_backend, source_backend, source_event_id, kind, payload, created_at, next_attempt_at)
@@ -32,19 +33,19 @@ struct SQLiteOperations: StoreOperations {
     }
 
     /// Lanes with pending work whose head is due at `now`, with their head entry; at most `limit`.
-    func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry] {
+    package func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry] {
         try Row.fetchAll(db.cachedStatement(sql: Self.dueLanes("o.*", leased: leaseOwner != nil)),
                          arguments: Self.dueLaneArguments(now, limit, leaseOwner)).compactMap(Self.entry)
     }
 
-    func dueLaneKeys(at now: Int64, limit: Int, leaseOwner: String?) throws -> [LaneKey] {
+    package func dueLaneKeys(at now: Int64, limit: Int, leaseOwner: String?) throws -> [LaneKey] {
         try String.fetchAll(db.cachedStatement(sql: Self.dueLanes("o.lane", leased: leaseOwner != nil)),
                             arguments: Self.dueLaneArguments(now, limit, leaseOwner)).compactMap(LaneKey.init)
     }
 
     /// The lane heads due at `?1`, oldest first, at most `?2` (`?4`); with `leased`, without the lanes
     /// another owner than `?2` holds unexpired at `?3`.
-    static func dueLanes(_ select: String, leased: Bool) -> String {
+    package static func dueLanes(_ select: String, leased: Bool) -> String {
         guard leased else {
             return "SELECT \(select) FROM outbox o JOIN (\(laneHeads)) h ON o.id = h.head WHERE o.next_attempt_at <= ? ORDER BY o.id LIMIT ?"
         }
@@ -57,13 +58,13 @@ struct SQLiteOperations: StoreOperations {
             """
     }
 
-    static func dueLaneArguments(_ now: Int64, _ limit: Int, _ leaseOwner: String?) -> StatementArguments {
+    package static func dueLaneArguments(_ now: Int64, _ limit: Int, _ leaseOwner: String?) -> StatementArguments {
         guard let leaseOwner else { return [now, limit] }
         return [now, leaseOwner, now, limit]
     }
 
     /// The earliest time a waiting lane head becomes due (nil when nothing waits).
-    func nextWakeUp() throws -> Int64? {
+    package func nextWakeUp() throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: """
             SELECT MIN(o.next_attempt_at) FROM outbox o
             JOIN (\(Self.laneHeads)) h ON o.id = h.head
@@ -72,7 +73,7 @@ struct SQLiteOperations: StoreOperations {
 
     /// The earliest time after `now` a lane head becomes due (nil when no head waits for a later time).
     /// Heads due already are not counted: the scheduler is woken when the lane running them finishes.
-    func nextWakeUp(after now: Int64) throws -> Int64? {
+    package func nextWakeUp(after now: Int64) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: """
             SELECT MIN(o.next_attempt_at) FROM outbox o
             JOIN (\(Self.laneHeads)) h ON o.id = h.head
@@ -82,20 +83,20 @@ struct SQLiteOperations: StoreOperations {
 
     /// Each lane's head id. `INDEXED BY` the partial (lane, id) index: without statistics SQLite picks
     /// `outbox_state` and sorts every pending row into a temporary B-tree instead.
-    static let laneHeads = "SELECT lane, MIN(id) AS head FROM outbox INDEXED BY outbox_pending WHERE state = 'pending' GROUP BY lane"
+    package static let laneHeads = "SELECT lane, MIN(id) AS head FROM outbox INDEXED BY outbox_pending WHERE state = 'pending' GROUP BY lane"
 
     /// The first pending entry of a lane (an index search on (lane, id), whatever else is pending).
-    func head(of lane: LaneKey) throws -> OutboxEntry? {
+    package func head(of lane: LaneKey) throws -> OutboxEntry? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT 1"),
                          arguments: [lane.description]).flatMap(Self.entry)
     }
 
-    func pendingEntries(of lane: LaneKey, limit: Int) throws -> [OutboxEntry] {
+    package func pendingEntries(of lane: LaneKey, limit: Int) throws -> [OutboxEntry] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM outbox INDEXED BY outbox_pending WHERE lane = ? AND state = 'pending' ORDER BY id LIMIT ?"),
                          arguments: [lane.description, limit]).compactMap(Self.entry)
     }
 
-    func entries(ids: [Int64]) throws -> [OutboxEntry] {
+    package func entries(ids: [Int64]) throws -> [OutboxEntry] {
         var found: [OutboxEntry] = []
         for start in stride(from: 0, to: ids.count, by: 500) {
             let chunk = Array(ids[start..<min(ids.count, start + 500)])
@@ -108,7 +109,7 @@ struct SQLiteOperations: StoreOperations {
 
     /// Notes that an attempt is starting (before the call leaves the process), so that after a crash
     /// the entry is known to have possibly reached the target.
-    func claim(_ id: Int64) throws {
+    package func claim(_ id: Int64) throws {
         try db.cachedStatement(sql: "UPDATE outbox SET attempts = attempts + 1 WHERE id = ?").execute(arguments: [id])
     }
 
@@ -116,7 +117,7 @@ struct SQLiteOperations: StoreOperations {
     /// The returned entry shows the attempts made before this claim.
     /// One statement (it runs once per relayed message): the head, due, fenced by the lane's lease when
     /// `leaseOwner` is given, and claimed.
-    func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry? {
+    package func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry? {
         if let leaseOwner {
             return try Row.fetchOne(db.cachedStatement(sql: Self.claimFencedSQL), arguments: [lane.description, now, lane.leaseName, leaseOwner, now])
                 .flatMap(Self.entry)
@@ -125,8 +126,8 @@ struct SQLiteOperations: StoreOperations {
     }
 
     /// The texts of `claimHead`'s statement, built once (it runs once per relayed message).
-    static let claimSQL = claimStatement(fence: "")
-    static let claimFencedSQL = claimStatement(fence: " AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?)")
+    package static let claimSQL = claimStatement(fence: "")
+    package static let claimFencedSQL = claimStatement(fence: " AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?)")
 
     private static func claimStatement(fence: String) -> String {
         """
@@ -137,28 +138,28 @@ struct SQLiteOperations: StoreOperations {
         """
     }
 
-    func complete(_ id: Int64, at now: Int64) throws {
+    package func complete(_ id: Int64, at now: Int64) throws {
         try db.cachedStatement(sql: "UPDATE outbox SET state = 'done', finished_at = ?, payload = x'' WHERE id = ?").execute(
             arguments: [now, id])
     }
 
-    func reschedule(_ id: Int64, at next: Int64, error: String) throws {
+    package func reschedule(_ id: Int64, at next: Int64, error: String) throws {
         try db.cachedStatement(sql: "UPDATE outbox SET next_attempt_at = ?, last_error = ? WHERE id = ?").execute(
             arguments: [next, error, id])
     }
 
     /// Moves an entry to the dead letters; its lane goes on with the next entry.
-    func markDead(_ id: Int64, error: String, at now: Int64) throws {
+    package func markDead(_ id: Int64, error: String, at now: Int64) throws {
         try db.cachedStatement(sql: "UPDATE outbox SET state = 'dead', last_error = ?, finished_at = ? WHERE id = ?").execute(
             arguments: [error, now, id])
     }
 
-    func deadLetters(limit: Int) throws -> [OutboxEntry] {
+    package func deadLetters(limit: Int) throws -> [OutboxEntry] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM outbox WHERE state = 'dead' ORDER BY id LIMIT ?"), arguments: [limit]).compactMap(Self.entry)
     }
 
     /// Puts dead letters back in their lanes (all, or the given ids); returns how many.
-    func retryDeadLetters(ids: [Int64]?) throws -> Int {
+    package func retryDeadLetters(ids: [Int64]?) throws -> Int {
         if let ids {
             for id in ids {
                 try db.cachedStatement(sql: "UPDATE outbox SET state = 'pending', next_attempt_at = 0 WHERE id = ? AND state = 'dead'").execute(arguments: [id])
@@ -169,20 +170,20 @@ struct SQLiteOperations: StoreOperations {
         return db.changesCount
     }
 
-    func count(state: OutboxEntry.State) throws -> Int {
+    package func count(state: OutboxEntry.State) throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM outbox WHERE state = ?"), arguments: [state.rawValue]) ?? 0
     }
 
     // MARK: inbound dead letters
 
-    func keepInbound(backend: BackendID, key: String, format: String, payload: Data, reason: String, at now: Int64) throws -> Bool {
+    package func keepInbound(backend: BackendID, key: String, format: String, payload: Data, reason: String, at now: Int64) throws -> Bool {
         try db.cachedStatement(sql: """
             INSERT OR IGNORE INTO inbound_dead_letters (backend, item_key, format, payload, reason, received_at) VALUES (?, ?, ?, ?, ?, ?)
             """).execute(arguments: [backend.rawValue, key, format, payload, reason, now])
         return db.changesCount == 1
     }
 
-    func inboundDeadLetters(ids: [Int64]?, limit: Int) throws -> [InboundDeadLetter] {
+    package func inboundDeadLetters(ids: [Int64]?, limit: Int) throws -> [InboundDeadLetter] {
         let rows: [Row]
         if let ids {
             rows = try ids.compactMap { id in
@@ -197,20 +198,20 @@ struct SQLiteOperations: StoreOperations {
         }
     }
 
-    func removeInboundDeadLetter(_ id: Int64) throws {
+    package func removeInboundDeadLetter(_ id: Int64) throws {
         try db.cachedStatement(sql: "DELETE FROM inbound_dead_letters WHERE id = ?").execute(arguments: [id])
     }
 
-    func failedInboundRetry(_ id: Int64, reason: String) throws {
+    package func failedInboundRetry(_ id: Int64, reason: String) throws {
         try db.cachedStatement(sql: "UPDATE inbound_dead_letters SET reason = ?, retries = retries + 1 WHERE id = ?").execute(arguments: [reason, id])
     }
 
-    func inboundDeadLetterCount() throws -> Int {
+    package func inboundDeadLetterCount() throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM inbound_dead_letters")) ?? 0
     }
 
     /// Pending entries per lane.
-    func laneDepths() throws -> [String: Int] {
+    package func laneDepths() throws -> [String: Int] {
         var depths: [String: Int] = [:]
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT lane, COUNT(*) AS n FROM outbox INDEXED BY outbox_pending WHERE state = 'pending' GROUP BY lane")) {
             depths[row["lane"]] = row["n"]
@@ -218,7 +219,7 @@ struct SQLiteOperations: StoreOperations {
         return depths
     }
 
-    func oldestPendingByTarget() throws -> [String: Int64] {
+    package func oldestPendingByTarget() throws -> [String: Int64] {
         var oldest: [String: Int64] = [:]
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT target_backend, MIN(created_at) AS t FROM outbox WHERE state = 'pending' GROUP BY target_backend")) {
             oldest[row["target_backend"]] = row["t"]
@@ -226,7 +227,7 @@ struct SQLiteOperations: StoreOperations {
         return oldest
     }
 
-    func laneSummaries(limit: Int) throws -> [LaneSummary] {
+    package func laneSummaries(limit: Int) throws -> [LaneSummary] {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT lane, COUNT(*) AS n, MIN(created_at) AS t FROM outbox INDEXED BY outbox_pending WHERE state = 'pending'
             GROUP BY lane ORDER BY t, n DESC, lane LIMIT ?
@@ -235,18 +236,18 @@ struct SQLiteOperations: StoreOperations {
         }
     }
 
-    func recentDeadLetters(limit: Int) throws -> [OutboxEntry] {
+    package func recentDeadLetters(limit: Int) throws -> [OutboxEntry] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM outbox WHERE state = 'dead' ORDER BY id DESC LIMIT ?"), arguments: [limit]).compactMap(Self.entry)
     }
 
-    func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter] {
+    package func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter] {
         try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM inbound_dead_letters ORDER BY id DESC LIMIT ?"), arguments: [limit]).map { row in
             InboundDeadLetter(id: row["id"], backend: BackendID(row["backend"] as String), key: row["item_key"], format: row["format"],
                               payload: row["payload"], reason: row["reason"], receivedAt: row["received_at"], retries: row["retries"])
         }
     }
 
-    static func entry(_ row: Row) -> OutboxEntry? {
+    package static func entry(_ row: Row) -> OutboxEntry? {
         guard let lane = LaneKey(row["lane"]), let state = OutboxEntry.State(rawValue: row["state"]) else { return nil }
         return OutboxEntry(id: row["id"], lane: lane, sourceBackend: BackendID(row["source_backend"] as String),
                            sourceEventID: EventID(row["source_event_id"] as String), kind: row["kind"], payload: row["payload"],
@@ -262,7 +263,7 @@ struct SQLiteOperations: StoreOperations {
     /// entries, the id map (edits, recalls, replies and echo detection need it) and checkpoints are never
     /// pruned. Outbox ids are AUTOINCREMENT, so a pruned id is never reused and the client ids `imb-<id>`
     /// stay unique.
-    func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned {
+    package func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned {
         let oldestPending = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(created_at) FROM outbox INDEXED BY outbox_pending WHERE state = 'pending'"))
         let ledgerCutoff = min(cutoff, oldestPending ?? .max)
         var pruned = StoreTransaction.Pruned()
@@ -282,7 +283,7 @@ struct SQLiteOperations: StoreOperations {
     // MARK: id map
 
     /// Records that `source` on one backend and `target` on another are the same message, both ways.
-    func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef),
+    package func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef),
                     at now: Int64) throws {
         try db.cachedStatement(sql: """
             INSERT OR REPLACE INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
@@ -292,22 +293,22 @@ struct SQLiteOperations: StoreOperations {
     }
 
     /// The message on `to` that corresponds to `message` on `from`.
-    func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {
+    package func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {
         try Row.fetchOne(db.cachedStatement(sql: "SELECT * FROM id_map WHERE from_backend = ? AND from_message = ? AND to_backend = ?"),
                          arguments: [from.rawValue, message.rawValue, to.rawValue]).flatMap(Self.mapping)
     }
 
     /// Whether the bridge wrote `message` on `backend` (it is the target side of some mapping).
-    func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool {
+    package func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM id_map WHERE to_backend = ? AND to_message = ? AND bridge_created = 1 LIMIT 1"),
                           arguments: [backend.rawValue, message.rawValue]) ?? false
     }
 
-    func mappingCount() throws -> Int {
+    package func mappingCount() throws -> Int {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM id_map WHERE bridge_created = 1")) ?? 0
     }
 
-    static func mapping(_ row: Row) -> MessageMapping? {
+    package static func mapping(_ row: Row) -> MessageMapping? {
         guard let conversation = try? ConversationRef(parsing: row["to_conversation"]) else { return nil }
         return MessageMapping(fromBackend: BackendID(row["from_backend"] as String), fromMessage: MessageID(row["from_message"] as String),
                               toBackend: BackendID(row["to_backend"] as String), toMessage: MessageID(row["to_message"] as String),
@@ -316,23 +317,23 @@ struct SQLiteOperations: StoreOperations {
 
     // MARK: checkpoints
 
-    func checkpoint(_ name: String) throws -> String? {
+    package func checkpoint(_ name: String) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM checkpoints WHERE name = ?"), arguments: [name])
     }
 
-    func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
+    package func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
         // `substr` instead of LIKE: a prefix may hold `%` or `_`.
         try Row.fetchAll(db.cachedStatement(sql: "SELECT name, value FROM checkpoints WHERE substr(name, 1, ?) = ? ORDER BY name"),
                          arguments: [prefix.count, prefix]).map { (name: $0["name"], value: $0["value"]) }
     }
 
-    func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
+    package func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
         try db.cachedStatement(sql: "INSERT OR REPLACE INTO checkpoints (name, value, updated_at) VALUES (?, ?, ?)").execute(arguments: [name, value, now])
     }
 
     // MARK: leases
 
-    func takeLease(_ name: String, owner: String, ttlMs: Int64, now: Int64, token: Int64) throws -> Int64? {
+    package func takeLease(_ name: String, owner: String, ttlMs: Int64, now: Int64, token: Int64) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: """
             INSERT INTO leases (name, owner, expires_at, token) VALUES (?, ?, ?, ?)
             ON CONFLICT (name) DO UPDATE SET owner = excluded.owner, expires_at = excluded.expires_at,
@@ -342,30 +343,30 @@ struct SQLiteOperations: StoreOperations {
             """), arguments: [name, owner, now + ttlMs, token, now])
     }
 
-    func renewLeases(owner: String, ttlMs: Int64, now: Int64) throws -> [(name: String, token: Int64)] {
+    package func renewLeases(owner: String, ttlMs: Int64, now: Int64) throws -> [(name: String, token: Int64)] {
         try Row.fetchAll(db.cachedStatement(sql: "UPDATE leases SET expires_at = ? WHERE owner = ? RETURNING name, token"),
                          arguments: [now + ttlMs, owner]).map { (name: $0["name"], token: $0["token"]) }
     }
 
-    func holds(_ fence: LeaseFence) throws -> Bool {
+    package func holds(_ fence: LeaseFence) throws -> Bool {
         try Bool.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM leases WHERE name = ? AND owner = ? AND token = ?"),
                           arguments: [fence.name, fence.owner, fence.token]) ?? false
     }
 
-    func releaseLease(_ name: String, owner: String) throws {
+    package func releaseLease(_ name: String, owner: String) throws {
         try db.cachedStatement(sql: "DELETE FROM leases WHERE name = ? AND owner = ?").execute(arguments: [name, owner])
     }
 
-    func dropAllLeases() throws -> Int {
+    package func dropAllLeases() throws -> Int {
         try db.cachedStatement(sql: "DELETE FROM leases").execute()
         return db.changesCount
     }
 
-    func leaseHolder(_ name: String, at now: Int64) throws -> String? {
+    package func leaseHolder(_ name: String, at now: Int64) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM leases WHERE name = ? AND expires_at > ?"), arguments: [name, now])
     }
 
-    func markLeases(_ names: [String], notOwnedBy owner: String) throws -> [String] {
+    package func markLeases(_ names: [String], notOwnedBy owner: String) throws -> [String] {
         var marked: [String] = []
         for name in names {
             try db.cachedStatement(sql: "UPDATE leases SET token = CASE WHEN token = 9223372036854775807 THEN 1 ELSE token + 1 END WHERE name = ? AND owner <> ?").execute(arguments: [name, owner])
@@ -374,21 +375,21 @@ struct SQLiteOperations: StoreOperations {
         return marked
     }
 
-    func leaseToken(_ name: String, owner: String) throws -> Int64? {
+    package func leaseToken(_ name: String, owner: String) throws -> Int64? {
         try Int64.fetchOne(db.cachedStatement(sql: "SELECT token FROM leases WHERE name = ? AND owner = ?"), arguments: [name, owner])
     }
 
-    func releaseLease(_ name: String, owner: String, token: Int64) throws -> Bool {
+    package func releaseLease(_ name: String, owner: String, token: Int64) throws -> Bool {
         try db.cachedStatement(sql: "DELETE FROM leases WHERE name = ? AND owner = ? AND token = ?").execute(arguments: [name, owner, token])
         return db.changesCount > 0
     }
 
-    func foreignLeases(prefix: String, notOwnedBy owner: String, limit: Int) throws -> [String] {
+    package func foreignLeases(prefix: String, notOwnedBy owner: String, limit: Int) throws -> [String] {
         try String.fetchAll(db.cachedStatement(sql: "SELECT name FROM leases WHERE substr(name, 1, ?) = ? AND owner <> ? LIMIT ?"),
                             arguments: [prefix.count, prefix, owner, limit])
     }
 
-    func leaseOwners(_ names: [String]) throws -> [String: String] {
+    package func leaseOwners(_ names: [String]) throws -> [String: String] {
         var owners: [String: String] = [:]
         for name in names {
             if let owner = try String.fetchOne(db.cachedStatement(sql: "SELECT owner FROM leases WHERE name = ?"), arguments: [name]) {

@@ -1,9 +1,10 @@
 import GRDB
+import IMStoreCore
 
 /// Versioned SQLite schema. Append migrations; never edit one that shipped. `PostgresSchema` carries
 /// the same versions, so both implementations report the same `schemaVersion()`.
-enum SQLiteSchema {
-    static var migrator: DatabaseMigrator {
+package enum SQLiteSchema {
+    package static var migrator: DatabaseMigrator {
         var migrator = DatabaseMigrator()
         migrator.registerMigration("v1-ledger-outbox-idmap") { db in
             try db.execute(sql: """

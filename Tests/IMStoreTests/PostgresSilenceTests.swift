@@ -1,5 +1,6 @@
 import Foundation
 @testable import IMStore
+@testable import IMStorePostgres
 import PostgresNIO
 import Testing
 #if canImport(Glibc)

@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 @_spi(Testing) @testable import IMStore
+@testable import IMStorePostgres
 import PostgresTestSupport
 import Testing
 

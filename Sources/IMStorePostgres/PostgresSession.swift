@@ -2,9 +2,10 @@ import Foundation
 import Logging
 import PostgresNIO
 import Synchronization
+import IMStoreCore
 
 /// A value bound to a `$n` parameter.
-enum PostgresValue {
+package enum PostgresValue {
     case int(Int64)
     case text(String)
     case textOrNull(String?)
@@ -17,22 +18,22 @@ enum PostgresValue {
 }
 
 /// One connection, used by one thread at a time, opened on first use and after it was lost.
-final class PostgresSession: @unchecked Sendable {
-    static var group: any EventLoopGroup { PostgresConnection.defaultEventLoopGroup }
-    static let ids = Atomic<Int>(0)
-    let configuration: PostgresConnection.Configuration
-    let logger = Logger(label: "imbridge.store.postgres")
+package final class PostgresSession: @unchecked Sendable {
+    package static var group: any EventLoopGroup { PostgresConnection.defaultEventLoopGroup }
+    package static let ids = Atomic<Int>(0)
+    package let configuration: PostgresConnection.Configuration
+    package let logger = Logger(label: "imbridge.store.postgres")
     private var connection: PostgresConnection?
 
     /// How long a statement (or opening a connection) may go unanswered (`PostgresSession.wait`).
-    let answerTimeout: TimeAmount
+    package let answerTimeout: TimeAmount
 
     /// Where this session's statements and transactions are counted (nil: the schema migration's).
-    let counters: StoreCounters?
+    package let counters: StoreCounters?
     /// A side session's (`StoreSideSession`): counted among `StoreCounters.sideStatements` too.
-    let side: Bool
+    package let side: Bool
 
-    init(configuration: PostgresConnection.Configuration, answerTimeout: TimeAmount = PostgresSession.defaultAnswerTimeout,
+    package init(configuration: PostgresConnection.Configuration, answerTimeout: TimeAmount = PostgresSession.defaultAnswerTimeout,
          counters: StoreCounters? = nil, side: Bool = false) {
         self.configuration = configuration
         self.answerTimeout = answerTimeout
@@ -40,7 +41,7 @@ final class PostgresSession: @unchecked Sendable {
         self.side = side
     }
 
-    var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
+    package var isConnected: Bool { connection.map { !$0.isClosed } ?? false }
 
     /// The connection the transaction in hand began on. Every statement of the transaction runs on it: a
     /// connection lost meanwhile (the server ended the session of a paused process as idle in transaction,
@@ -74,7 +75,7 @@ final class PostgresSession: @unchecked Sendable {
 
     /// Runs one statement and returns its rows and the number of rows it changed.
     @discardableResult
-    func query(_ sql: String, _ values: [PostgresValue] = []) throws -> PostgresQueryResult {
+    package func query(_ sql: String, _ values: [PostgresValue] = []) throws -> PostgresQueryResult {
         let connection = try open()
         counters?.statement(side: side)
         let binds = try Self.bindings(values)
@@ -89,7 +90,7 @@ final class PostgresSession: @unchecked Sendable {
     /// postgres-nio offers this only as an async call; it runs in a task on the connection's own event
     /// loop (`EventLoopTaskExecutor`), not on the cooperative pool, so that this thread's wait does not
     /// depend on a pool thread being free (callers of `BridgeStore.transaction` may be pool threads).
-    func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow] where Statement.Row == PostgresRow {
+    package func execute<Statement: PostgresPreparedStatement>(_ statement: Statement) throws -> [PostgresRow] where Statement.Row == PostgresRow {
         let connection = try open()
         counters?.statement(side: side)
         return try answer(connection) { logger in
@@ -117,7 +118,7 @@ final class PostgresSession: @unchecked Sendable {
         return made
     }
 
-    static func bindings(_ values: [PostgresValue]) throws -> PostgresBindings {
+    package static func bindings(_ values: [PostgresValue]) throws -> PostgresBindings {
         var binds = PostgresBindings(capacity: values.count)
         for value in values {
             switch value {
@@ -152,17 +153,17 @@ final class PostgresSession: @unchecked Sendable {
     /// connection whose server went away without closing it (a network cut, a host that died) would
     /// otherwise hold its caller — for the grouped writer, every write of the bridge — for ever, since
     /// postgres-nio sets no deadline of its own.
-    static let defaultAnswerTimeout = TimeAmount.seconds(30)
+    package static let defaultAnswerTimeout = TimeAmount.seconds(30)
 
-    struct AnswerTimeout: Error, CustomStringConvertible {
-        var what: String
-        var after: TimeAmount
-        var description: String { "no answer from the server within \(after.nanoseconds / 1_000_000) ms (\(what)); connection closed" }
+    package struct AnswerTimeout: Error, CustomStringConvertible {
+        package var what: String
+        package var after: TimeAmount
+        package var description: String { "no answer from the server within \(after.nanoseconds / 1_000_000) ms (\(what)); connection closed" }
     }
 
     /// Waits for `future` on the calling thread for at most `answerTimeout`; `onTimeout` runs (on the
     /// future's event loop) when it gives up.
-    func wait<T: Sendable>(for future: EventLoopFuture<T>, what: String, onTimeout: @escaping @Sendable () -> Void) throws -> T {
+    package func wait<T: Sendable>(for future: EventLoopFuture<T>, what: String, onTimeout: @escaping @Sendable () -> Void) throws -> T {
         let (loop, after) = (future.eventLoop, answerTimeout)
         let promise = loop.makePromise(of: T.self)
         let timer = loop.scheduleTask(in: after) {
@@ -186,7 +187,7 @@ final class PostgresSession: @unchecked Sendable {
     /// server answers the COMMIT with the idle-in-transaction timeout (it ended the transaction before the
     /// COMMIT arrived). A COMMIT whose answer is lost otherwise is not run again: whether it took effect
     /// is unknown, and the caller's own retry decides (the ledger, the earlier-copy search).
-    func transaction<T>(_ body: () throws -> T) throws -> T {
+    package func transaction<T>(_ body: () throws -> T) throws -> T {
         do {
             return try transactionOnce(body)
         } catch let lost as RolledBack {
@@ -202,8 +203,8 @@ final class PostgresSession: @unchecked Sendable {
     }
 
     /// A transaction the server rolled back whole before its COMMIT (`transaction` runs it again once).
-    struct RolledBack: Error {
-        var cause: any Error
+    package struct RolledBack: Error {
+        package var cause: any Error
     }
 
     private func transactionOnce<T>(_ body: () throws -> T) throws -> T {
@@ -237,7 +238,7 @@ final class PostgresSession: @unchecked Sendable {
         }
     }
 
-    func close() {
+    package func close() {
         if let connection { try? connection.close().wait() }
         connection = nil
     }
@@ -252,16 +253,16 @@ final class PostgresSession: @unchecked Sendable {
 }
 
 /// A few sessions shared by the callers of `transaction` and `read`; a caller waits for a free one.
-final class PostgresSessionPool: Sendable {
+package final class PostgresSessionPool: Sendable {
     private let idle: Mutex<[PostgresSession]>
     private let available: DispatchSemaphore
 
-    init(configuration: PostgresConnection.Configuration, size: Int, counters: StoreCounters) {
+    package init(configuration: PostgresConnection.Configuration, size: Int, counters: StoreCounters) {
         idle = Mutex((0..<size).map { _ in PostgresSession(configuration: configuration, counters: counters) })
         available = DispatchSemaphore(value: size)
     }
 
-    func with<T>(_ body: (PostgresSession) throws -> T) throws -> T {
+    package func with<T>(_ body: (PostgresSession) throws -> T) throws -> T {
         available.wait()
         let session = idle.withLock { $0.removeLast() }
         defer {
@@ -271,18 +272,18 @@ final class PostgresSessionPool: Sendable {
         return try body(session)
     }
 
-    func closeAll() {
+    package func closeAll() {
         for session in idle.withLock({ $0 }) { session.close() }
     }
 }
 
 /// A task executor that runs jobs on one NIO event loop (`PostgresSession.execute`). Written by hand:
 /// the swift-nio version in use offers no `TaskExecutor` for an event loop.
-final class EventLoopTaskExecutor: TaskExecutor {
-    let loop: any EventLoop
-    init(_ loop: any EventLoop) { self.loop = loop }
+package final class EventLoopTaskExecutor: TaskExecutor {
+    package let loop: any EventLoop
+    package init(_ loop: any EventLoop) { self.loop = loop }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         let executor = asUnownedTaskExecutor()
         loop.execute { job.runSynchronously(on: executor) }

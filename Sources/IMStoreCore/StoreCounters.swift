@@ -25,14 +25,14 @@ public final class StoreCounters: Sendable {
     /// (`PostgresSession.transaction`).
     public var transactionsRerun: Int { rerunCount.load(ordering: .relaxed) }
 
-    func statement(side: Bool = false) {
+    package func statement(side: Bool = false) {
         statementCount.add(1, ordering: .relaxed)
         if side { sideStatementCount.add(1, ordering: .relaxed) }
     }
 
-    func rerun() { rerunCount.add(1, ordering: .relaxed) }
+    package func rerun() { rerunCount.add(1, ordering: .relaxed) }
 
-    func transaction(side: Bool = false) {
+    package func transaction(side: Bool = false) {
         transactionCount.add(1, ordering: .relaxed)
         if side { sideTransactionCount.add(1, ordering: .relaxed) }
     }

@@ -3,9 +3,9 @@ import IMCore
 
 /// Typed operations inside one store transaction (see `BridgeStore`), the same on every implementation.
 public struct StoreTransaction {
-    let ops: any StoreOperations
+    package let ops: any StoreOperations
 
-    init(_ ops: any StoreOperations) { self.ops = ops }
+    package init(_ ops: any StoreOperations) { self.ops = ops }
 
     // MARK: ledger
 

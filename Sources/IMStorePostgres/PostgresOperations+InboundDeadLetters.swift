@@ -1,19 +1,20 @@
 import Foundation
 import IMCore
 import PostgresNIO
+import IMStoreCore
 
 /// Inbound dead letters (poison messages) on PostgreSQL.
 extension PostgresOperations {
-    static let inboundColumns = "id, backend, item_key, format, payload, reason, received_at, retries"
+    package static let inboundColumns = "id, backend, item_key, format, payload, reason, received_at, retries"
 
-    func keepInbound(backend: BackendID, key: String, format: String, payload: Data, reason: String, at now: Int64) throws -> Bool {
+    package func keepInbound(backend: BackendID, key: String, format: String, payload: Data, reason: String, at now: Int64) throws -> Bool {
         try changed("""
             INSERT INTO inbound_dead_letters (backend, item_key, format, payload, reason, received_at) VALUES ($1, $2, $3, $4, $5, $6)
             ON CONFLICT DO NOTHING
             """, [.text(backend.rawValue), .text(key), .text(format), .bytes(payload), .text(reason), .int(now)]) == 1
     }
 
-    func inboundDeadLetters(ids: [Int64]?, limit: Int) throws -> [InboundDeadLetter] {
+    package func inboundDeadLetters(ids: [Int64]?, limit: Int) throws -> [InboundDeadLetter] {
         let found: [PostgresRow]
         if let ids {
             found = try rows("SELECT \(Self.inboundColumns) FROM inbound_dead_letters WHERE id = ANY($1) ORDER BY id LIMIT $2",
@@ -29,13 +30,13 @@ extension PostgresOperations {
         }
     }
 
-    func removeInboundDeadLetter(_ id: Int64) throws {
+    package func removeInboundDeadLetter(_ id: Int64) throws {
         try session.query("DELETE FROM inbound_dead_letters WHERE id = $1", [.int(id)])
     }
 
-    func failedInboundRetry(_ id: Int64, reason: String) throws {
+    package func failedInboundRetry(_ id: Int64, reason: String) throws {
         try session.query("UPDATE inbound_dead_letters SET reason = $1, retries = retries + 1 WHERE id = $2", [.text(reason), .int(id)])
     }
 
-    func inboundDeadLetterCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM inbound_dead_letters") ?? 0) }
+    package func inboundDeadLetterCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM inbound_dead_letters") ?? 0) }
 }

@@ -5,7 +5,7 @@ import Foundation
 /// more bridge instances). Both run transaction bodies synchronously on the calling thread (`write`,
 /// `read`) or on the grouped writer's own dispatch queue (`writeBatch`), never on a NIO event loop;
 /// see docs/high-availability.md.
-protocol StoreDriver: Sendable {
+package protocol StoreDriver: Sendable {
     /// Runs `body` in one write transaction on the calling thread; commits when it returns.
     func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T
     /// Runs `body` with a view of committed data on the calling thread.
@@ -29,19 +29,19 @@ protocol StoreDriver: Sendable {
 
 /// One body submitted to `BridgeStore.groupedTransaction`. Written and read on the grouped writer's
 /// queue only (see `GroupedWriter`), hence unchecked.
-final class GroupedJob: @unchecked Sendable {
+package final class GroupedJob: @unchecked Sendable {
     /// Runs the submitted body and keeps its value; may run more than once when a batch is retried
     /// (`PostgresDriver.writeBatch`), the last run's value is the one that committed.
-    let run: (any StoreOperations) throws -> Void
+    package let run: (any StoreOperations) throws -> Void
     /// Set when the body is one lane's `finish` and nothing else (`BridgeStore.finish`): a driver may
     /// then carry it out together with the batch's other finishes instead of calling `run`, handing its
     /// result to `finished` (PostgreSQL: one statement for all of them, `PostgresDriver.writeBatch`).
-    let finish: StoreTransaction.Finish?
-    let finished: ((OutboxEntry?) -> Void)?
+    package let finish: StoreTransaction.Finish?
+    package let finished: ((OutboxEntry?) -> Void)?
     /// The body's own error (its changes were not committed).
-    var error: (any Error)?
+    package var error: (any Error)?
 
-    init(run: @escaping (any StoreOperations) throws -> Void, finish: StoreTransaction.Finish? = nil,
+    package init(run: @escaping (any StoreOperations) throws -> Void, finish: StoreTransaction.Finish? = nil,
          finished: ((OutboxEntry?) -> Void)? = nil) {
         self.run = run
         self.finish = finish

@@ -1,10 +1,11 @@
 import Foundation
+import IMStoreCore
 
 /// Versioned PostgreSQL schema, the same versions as `SQLiteSchema` (one per entry, applied in order,
 /// recorded in `schema_migrations`). Append migrations; never edit one that shipped. Instances starting
 /// together migrate one at a time (a transaction-scoped advisory lock).
-enum PostgresSchema {
-    static let migrations: [(name: String, sql: [String])] = [
+package enum PostgresSchema {
+    package static let migrations: [(name: String, sql: [String])] = [
         ("v1-ledger-outbox-idmap", [
             """
             CREATE TABLE ledger (
@@ -105,9 +106,9 @@ enum PostgresSchema {
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.
-    static let lockKey: Int64 = 0x494D_4272_6964_6765
+    package static let lockKey: Int64 = 0x494D_4272_6964_6765
 
-    static func migrate(_ session: PostgresSession, schema: String?) throws {
+    package static func migrate(_ session: PostgresSession, schema: String?) throws {
         try session.transaction {
             try session.query("SELECT pg_advisory_xact_lock($1)", [.int(lockKey)])
             if let schema { try session.query("CREATE SCHEMA IF NOT EXISTS \"\(schema)\"") }
@@ -124,7 +125,7 @@ enum PostgresSchema {
         }
     }
 
-    static func appliedVersions(_ session: PostgresSession) throws -> Set<Int> {
+    package static func appliedVersions(_ session: PostgresSession) throws -> Set<Int> {
         var versions: Set<Int> = []
         for row in try session.query("SELECT version FROM schema_migrations").rows {
             versions.insert(Int(try row.decode(Int32.self)))

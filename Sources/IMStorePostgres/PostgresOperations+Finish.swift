@@ -1,11 +1,12 @@
 import Foundation
 import IMCore
 import PostgresNIO
+import IMStoreCore
 
 /// A lane's finish on PostgreSQL: one statement for one lane or a whole batch of them (`finishAll`).
 extension PostgresOperations {
     /// `StoreTransaction.finish`: `finishAll` of this one step.
-    func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
+    package func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 fence: LeaseFence) throws -> OutboxEntry? {
         let step = StoreTransaction.Finish(id, lane: lane, at: now, mapping: mapping, claimNext: claimNext, fence: fence)
         guard case .next(let next) = try finishAll([step])[0] else { throw StoreTransaction.LeaseLost(fence: fence) }
@@ -13,7 +14,7 @@ extension PostgresOperations {
     }
 
     /// A finish's row: whether the tenure held, then the claimed entry's columns (all null when none).
-    static func finishOutcome(_ row: PostgresRow) throws -> FinishOutcome {
+    package static func finishOutcome(_ row: PostgresRow) throws -> FinishOutcome {
         let (held, nextID, laneText, source, event, kind, payload, stateText, attempts, next, lastError, created) =
             try row.decode((Bool, Int64?, String?, String?, String?, String?, Data?, String?, Int64?, Int64?, String?, Int64?).self)
         guard held else { return .lost }
@@ -25,7 +26,7 @@ extension PostgresOperations {
     }
 
     /// What one step of `finishAll` did.
-    enum FinishOutcome {
+    package enum FinishOutcome {
         /// Done (and mapped); the lane's next entry, claimed, or nil (the lease was released).
         case next(OutboxEntry?)
         /// The tenure no longer holds the lane's lease: nothing was written for this step.
@@ -33,7 +34,7 @@ extension PostgresOperations {
     }
 
     /// The statement of `finishAll` (built once: the entry columns, with the attempts before the claim).
-    static let finishAllSQL: String = {
+    package static let finishAllSQL: String = {
         let returning = entryColumns.split(separator: ",").map { column -> String in
             let name = column.trimmingCharacters(in: .whitespaces)
             return name == "attempts" ? "o.attempts - 1 AS attempts" : "o.\(name)"
@@ -77,13 +78,13 @@ extension PostgresOperations {
 
     /// `finishAllSQL` as a prepared statement: run for nearly every relayed message's batch, and planning
     /// it cost the server as much as running it (docs/performance.md, "The fifth sitting").
-    struct FinishAllStatement: PostgresPreparedStatement {
-        typealias Row = PostgresRow
-        static let name = "imbridge_finish_all"
-        static var sql: String { PostgresOperations.finishAllSQL }
-        var bindings: PostgresBindings
-        func makeBindings() throws -> PostgresBindings { bindings }
-        func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+    package struct FinishAllStatement: PostgresPreparedStatement {
+        package typealias Row = PostgresRow
+        package static let name = "imbridge_finish_all"
+        package static var sql: String { PostgresOperations.finishAllSQL }
+        package var bindings: PostgresBindings
+        package func makeBindings() throws -> PostgresBindings { bindings }
+        package func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
     }
 
     /// `StoreTransaction.finish` for one or more lanes in one statement, each step fenced by its own
@@ -91,7 +92,7 @@ extension PostgresOperations {
     /// outcomes in the order of `steps`. The sub-statements of a WITH query all see the rows as they
     /// were before it, so a lane's next head is looked for among its entries other than the one done.
     /// The steps name distinct lanes, entries and id-map rows (`PostgresDriver.combinableFinishes`).
-    func finishAll(_ steps: [StoreTransaction.Finish]) throws -> [FinishOutcome] {
+    package func finishAll(_ steps: [StoreTransaction.Finish]) throws -> [FinishOutcome] {
         let maps = steps.map(\.mapping)
         let rows = try session.execute(FinishAllStatement(bindings: try PostgresSession.bindings([
                   .ints(steps.map(\.id)), .ints(steps.map(\.now)), .texts(steps.map(\.lane.description)), .texts(steps.map(\.lane.leaseName)),

@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import Logging
 import PostgresNIO
+import IMStoreCore
 
 /// The shared implementation: a PostgreSQL database that one or more bridge instances use at once
 /// (docs/high-availability.md). Schema: `PostgresSchema`.
@@ -17,18 +18,18 @@ import PostgresNIO
 /// transaction with it, rolled back: it runs again once, whole, on a new connection
 /// (`PostgresSession.transaction`). Otherwise a lost connection fails the transaction in hand with a
 /// retryable `IMError(.unavailable)` (a callback is answered 503) and is reopened by the next transaction.
-final class PostgresDriver: StoreDriver {
-    let location: StoreLocation
-    let pool: PostgresSessionPool
-    let writerSession: PostgresSession
+package final class PostgresDriver: StoreDriver {
+    package let location: StoreLocation
+    package let pool: PostgresSessionPool
+    package let writerSession: PostgresSession
 
     /// The sessions of `sideWrite`: lease renewal and the readiness probe, each on a connection of its
     /// own, so that neither waits behind the grouped writer (which a lock held by a stranded transaction of
     /// another instance may keep waiting up to `lock_timeout`), nor behind the other.
-    let sideSessions: [StoreSideSession: PostgresSession]
-    let counters: StoreCounters
+    package let sideSessions: [StoreSideSession: PostgresSession]
+    package let counters: StoreCounters
 
-    init(_ location: StoreLocation, counters: StoreCounters) throws {
+    package init(_ location: StoreLocation, counters: StoreCounters) throws {
         self.counters = counters
         self.location = location
         var configuration = PostgresConnection.Configuration(host: location.host, port: location.port, username: location.user,
@@ -64,34 +65,34 @@ final class PostgresDriver: StoreDriver {
     /// 2 s, and no statement of ours waits for a lock longer than `lock_timeout` (it fails as unavailable
     /// and is retried), so one frozen instance holds the others up for about 2 s, not for as long as it
     /// stays frozen.
-    struct SessionLimits {
-        var lockMs: Int64
-        var statementMs: Int64
-        var idleInTransactionMs: Int64
+    package struct SessionLimits {
+        package var lockMs: Int64
+        package var statementMs: Int64
+        package var idleInTransactionMs: Int64
 
-        static let standard = SessionLimits(lockMs: 2_000, statementMs: 15_000, idleInTransactionMs: 2_000)
+        package static let standard = SessionLimits(lockMs: 2_000, statementMs: 15_000, idleInTransactionMs: 2_000)
         /// The readiness probe answers within a second, stuck store or not.
-        static let probe = SessionLimits(lockMs: 500, statementMs: 700, idleInTransactionMs: 2_000)
-        static let migration = SessionLimits(lockMs: 0, statementMs: 0, idleInTransactionMs: 0)
+        package static let probe = SessionLimits(lockMs: 500, statementMs: 700, idleInTransactionMs: 2_000)
+        package static let migration = SessionLimits(lockMs: 0, statementMs: 0, idleInTransactionMs: 0)
 
-        var startupParameters: [(String, String)] {
+        package var startupParameters: [(String, String)] {
             [("application_name", "imbridge pid=\(ProcessInfo.processInfo.processIdentifier)"),
              ("lock_timeout", "\(lockMs)"), ("statement_timeout", "\(statementMs)"),
              ("idle_in_transaction_session_timeout", "\(idleInTransactionMs)")]
         }
     }
 
-    func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
+    package func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
         let session = sideSessions[side]!
         return try session.transaction { try body(PostgresOperations(session: session)) }
     }
 
-    func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
+    package func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
         try pool.with { session in try session.transaction { try body(PostgresOperations(session: session)) } }
     }
 
     /// Reads run statement by statement (autocommit), each seeing what was committed when it started.
-    func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
+    package func read<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
         try pool.with { session in try body(PostgresOperations(session: session)) }
     }
 
@@ -113,7 +114,7 @@ final class PostgresDriver: StoreDriver {
     /// a steady flow) is that one statement alone, without BEGIN and COMMIT: a statement outside a
     /// transaction is atomic and committed (durably, as COMMIT is) before its answer comes — one round
     /// trip for the batch instead of three.
-    func writeBatch(_ jobs: [GroupedJob]) throws {
+    package func writeBatch(_ jobs: [GroupedJob]) throws {
         var live = jobs
         var combine = true
         let finishes = Self.combinableFinishes(jobs)
@@ -180,7 +181,7 @@ final class PostgresDriver: StoreDriver {
 
     /// The finishes among `jobs` that can share one statement: none when two would touch the same lane,
     /// entry or id-map row (one statement cannot change a row twice).
-    static func combinableFinishes(_ jobs: [GroupedJob]) -> [GroupedJob] {
+    package static func combinableFinishes(_ jobs: [GroupedJob]) -> [GroupedJob] {
         let finishes = jobs.filter { $0.finish != nil }
         var lanes: Set<LaneKey> = [], ids: Set<Int64> = [], mapped: Set<String> = []
         for step in finishes.map({ $0.finish! }) {
@@ -194,41 +195,41 @@ final class PostgresDriver: StoreDriver {
         return finishes
     }
 
-    struct BatchAborted: Error {}
+    package struct BatchAborted: Error {}
 
-    func schemaVersion() throws -> Int {
+    package func schemaVersion() throws -> Int {
         try pool.with { session in try PostgresSchema.appliedVersions(session).count }
     }
 
-    func isStoreFailure(_ error: any Error) -> Bool { error is PostgresFailure }
+    package func isStoreFailure(_ error: any Error) -> Bool { error is PostgresFailure }
 
-    func close() {
+    package func close() {
         pool.closeAll()
         writerSession.close()
         for session in sideSessions.values { session.close() }
     }
 
     /// A printable description of a store error (no password: connections errors do not carry it).
-    static func describe(_ error: any Error) -> String {
+    package static func describe(_ error: any Error) -> String {
         if let failure = error as? PostgresFailure { return failure.message }
         return "\(error)"
     }
 }
 
 /// A failure of the PostgreSQL store itself (connection, server, SQL), as opposed to a body's error.
-struct PostgresFailure: Error, CustomStringConvertible {
-    var message: String
-    var description: String { message }
+package struct PostgresFailure: Error, CustomStringConvertible {
+    package var message: String
+    package var description: String { message }
     /// The server's SQLSTATE, when the server answered with an error.
-    var sqlState: String?
+    package var sqlState: String?
     /// Known to have been rolled back: the transaction's connection was found closed before the next
     /// statement was sent (`PostgresSession.transaction` runs such a transaction again once).
-    var rolledBack = false
+    package var rolledBack = false
 
     /// `idle_in_transaction_session_timeout` ended the session: its open transaction was rolled back.
-    static let idleInTransactionTimeout = "25P03"
+    package static let idleInTransactionTimeout = "25P03"
 
-    init(_ error: any Error) {
+    package init(_ error: any Error) {
         if let psql = error as? PSQLError {
             var text = "postgres: \(psql.code)"
             sqlState = psql.serverInfo?[.sqlState]
@@ -243,5 +244,5 @@ struct PostgresFailure: Error, CustomStringConvertible {
         }
     }
 
-    init(message: String) { self.message = message }
+    package init(message: String) { self.message = message }
 }

@@ -1,33 +1,34 @@
 import Foundation
 import IMCore
 import PostgresNIO
+import IMStoreCore
 
 /// The store contract's operations on PostgreSQL (semantics on `StoreTransaction`). Claiming a lane's
 /// head is one statement (`UPDATE … RETURNING`), fenced by the lane's lease when an owner is given.
-struct PostgresOperations: StoreOperations {
-    let session: PostgresSession
+package struct PostgresOperations: StoreOperations {
+    package let session: PostgresSession
 
     /// The server's clock in milliseconds since 1970, read when the statement runs: what leases are
     /// counted on (`StoreTransaction.takeLease`), the same for every instance, whatever their clocks say.
-    static let serverNow = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
+    package static let serverNow = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT"
 
-    static let entryColumns = "id, lane, source_backend, source_event_id, kind, payload, state, attempts, next_attempt_at, last_error, created_at"
+    package static let entryColumns = "id, lane, source_backend, source_event_id, kind, payload, state, attempts, next_attempt_at, last_error, created_at"
 
-    func rows(_ sql: String, _ values: [PostgresValue] = []) throws -> [PostgresRow] {
+    package func rows(_ sql: String, _ values: [PostgresValue] = []) throws -> [PostgresRow] {
         Array(try session.query(sql, values).rows)
     }
 
-    func changed(_ sql: String, _ values: [PostgresValue]) throws -> Int {
+    package func changed(_ sql: String, _ values: [PostgresValue]) throws -> Int {
         try session.query(sql, values).metadata.rows ?? 0
     }
 
-    func int(_ sql: String, _ values: [PostgresValue] = []) throws -> Int64? {
+    package func int(_ sql: String, _ values: [PostgresValue] = []) throws -> Int64? {
         guard let row = try rows(sql, values).first else { return nil }
         return try row.decode(Int64?.self)
     }
 
     /// An outbox row (`entryColumns`) as an entry; nil when a column does not decode.
-    static func entry(_ row: PostgresRow) -> OutboxEntry? {
+    package static func entry(_ row: PostgresRow) -> OutboxEntry? {
         guard let (id, laneText, source, event, kind, payload, stateText, attempts, next, lastError, created) =
                 try? row.decode((Int64, String, String, String, String, Data, String, Int64, Int64, String?, Int64).self),
               let lane = LaneKey(laneText), let state = OutboxEntry.State(rawValue: stateText) else { return nil }
@@ -37,12 +38,12 @@ struct PostgresOperations: StoreOperations {
 
     // MARK: ledger
 
-    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
+    package func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
         try changed("INSERT INTO ledger (backend, event_id, kind, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
                     [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now)]) == 1
     }
 
-    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
+    package func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
         let rows = try rows("""
             WITH input AS (
               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(backend, event_id, kind, message, n)
@@ -64,7 +65,7 @@ struct PostgresOperations: StoreOperations {
         }
     }
 
-    func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
+    package func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
         let rows = try rows("""
             INSERT INTO outbox (lane, target_backend, source_backend, source_event_id, kind, payload, created_at, next_attempt_at)
             SELECT lane, target, source, event, kind, payload, $7, 0
@@ -81,11 +82,11 @@ struct PostgresOperations: StoreOperations {
         return ids
     }
 
-    func ledgerCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM ledger") ?? 0) }
+    package func ledgerCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM ledger") ?? 0) }
 
     // MARK: pruning
 
-    func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned {
+    package func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned {
         let oldestPending = try int("SELECT MIN(created_at) FROM outbox WHERE state = 'pending'")
         let ledgerCutoff = min(cutoff, oldestPending ?? .max)
         var pruned = StoreTransaction.Pruned()
@@ -101,7 +102,7 @@ struct PostgresOperations: StoreOperations {
 
     // MARK: id map
 
-    func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws {
+    package func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws {
         try session.query("""
             INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
             VALUES ($1, $2, $3, $4, $5, TRUE, $7), ($3, $4, $1, $2, $6, FALSE, $7)
@@ -111,7 +112,7 @@ struct PostgresOperations: StoreOperations {
                   .text(target.2.description), .text(source.2.description), .int(now)])
     }
 
-    func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {
+    package func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {
         guard let row = try rows("""
             SELECT from_backend, from_message, to_backend, to_message, to_conversation, bridge_created FROM id_map
             WHERE from_backend = $1 AND from_message = $2 AND to_backend = $3
@@ -122,20 +123,20 @@ struct PostgresOperations: StoreOperations {
                               toMessage: MessageID(toMessage), toConversation: toConversation, bridgeCreated: created)
     }
 
-    func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool {
+    package func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool {
         try !rows("SELECT 1 FROM id_map WHERE to_backend = $1 AND to_message = $2 AND bridge_created LIMIT 1",
                   [.text(backend.rawValue), .text(message.rawValue)]).isEmpty
     }
 
-    func mappingCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM id_map WHERE bridge_created") ?? 0) }
+    package func mappingCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM id_map WHERE bridge_created") ?? 0) }
 
     // MARK: checkpoints
 
-    func checkpoint(_ name: String) throws -> String? {
+    package func checkpoint(_ name: String) throws -> String? {
         try rows("SELECT value FROM checkpoints WHERE name = $1", [.text(name)]).first.map { try $0.decode(String.self) }
     }
 
-    func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
+    package func checkpoints(prefix: String) throws -> [(name: String, value: String)] {
         try rows("SELECT name, value FROM checkpoints WHERE left(name, $1::int) = $2 ORDER BY name", [.int(Int64(prefix.count)), .text(prefix)])
             .map { row in
                 let (name, value) = try row.decode((String, String).self)
@@ -143,7 +144,7 @@ struct PostgresOperations: StoreOperations {
             }
     }
 
-    func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
+    package func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws {
         try session.query("""
             INSERT INTO checkpoints (name, value, updated_at) VALUES ($1, $2, $3)
             ON CONFLICT (name) DO UPDATE SET value = EXCLUDED.value, updated_at = EXCLUDED.updated_at

@@ -4,7 +4,7 @@ import IMCore
 /// The store contract's operations: what each implementation (`SQLiteOperations`,
 /// `PostgresOperations`) provides inside one transaction. The semantics are written once, on
 /// `StoreTransaction`, and checked against both by the one store test suite (Tests/IMStoreTests).
-protocol StoreOperations {
+package protocol StoreOperations {
     func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool
     func ledgerCount() throws -> Int
     func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data, at now: Int64) throws -> Int64
@@ -64,7 +64,7 @@ protocol StoreOperations {
 
 extension StoreOperations {
     /// `StoreTransaction.recordEvents` one event at a time: the ledger insert, then the id-map echo check.
-    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
+    package func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
         try events.map { event in
             guard try recordEvent(event.backend, event.eventID, kind: event.kind, at: now) else { return .duplicate }
             guard let message = event.message else { return .new }
@@ -73,14 +73,14 @@ extension StoreOperations {
     }
 
     /// `StoreTransaction.enqueueAll` one entry at a time.
-    func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
+    package func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64] {
         try entries.map { try enqueue(lane: $0.lane, sourceBackend: $0.sourceBackend, sourceEventID: $0.sourceEventID, kind: $0.kind,
                                       payload: $0.payload, at: now) }
     }
 
     /// `StoreTransaction.finish` as the separate operations it stands for (SQLite: each is a call into
     /// the library, no round trip to save).
-    func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
+    package func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 fence: LeaseFence) throws -> OutboxEntry? {
         guard try holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
         if let mapping { try map(source: mapping.source, target: mapping.target, at: now) }
@@ -90,13 +90,13 @@ extension StoreOperations {
         return next
     }
 
-    func reschedule(_ id: Int64, at next: Int64, error: String, fence: LeaseFence) throws -> Bool {
+    package func reschedule(_ id: Int64, at next: Int64, error: String, fence: LeaseFence) throws -> Bool {
         guard try holds(fence) else { return false }
         try reschedule(id, at: next, error: error)
         return true
     }
 
-    func markDead(_ id: Int64, error: String, at now: Int64, fence: LeaseFence) throws -> Bool {
+    package func markDead(_ id: Int64, error: String, at now: Int64, fence: LeaseFence) throws -> Bool {
         guard try holds(fence) else { return false }
         try markDead(id, error: error, at: now)
         return true

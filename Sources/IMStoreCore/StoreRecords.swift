@@ -10,7 +10,7 @@ public struct LaneKey: Hashable, Sendable, Codable, CustomStringConvertible {
         self.conversation = conversation
     }
     public var description: String { "\(backend)/\(conversation)" }
-    init?(_ text: String) {
+    package init?(_ text: String) {
         guard let slash = text.firstIndex(of: "/"),
               let conversation = try? ConversationRef(parsing: String(text[text.index(after: slash)...])) else { return nil }
         self.init(backend: BackendID(String(text[..<slash])), conversation: conversation)
@@ -46,6 +46,20 @@ public struct OutboxEntry: Sendable, Hashable {
     public var nextAttemptAt: Int64
     public var lastError: String?
     public var createdAt: Int64
+
+    package init(id: Int64, lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data, state: State, attempts: Int, nextAttemptAt: Int64, lastError: String?, createdAt: Int64) {
+        self.id = id
+        self.lane = lane
+        self.sourceBackend = sourceBackend
+        self.sourceEventID = sourceEventID
+        self.kind = kind
+        self.payload = payload
+        self.state = state
+        self.attempts = attempts
+        self.nextAttemptAt = nextAttemptAt
+        self.lastError = lastError
+        self.createdAt = createdAt
+    }
 }
 
 /// An inbound dead letter: a poison message (authenticated, but its content did not convert) kept with
@@ -62,6 +76,17 @@ public struct InboundDeadLetter: Sendable, Hashable {
     public var receivedAt: Int64
     /// Retries that did not convert it either.
     public var retries: Int
+
+    package init(id: Int64, backend: BackendID, key: String, format: String, payload: Data, reason: String, receivedAt: Int64, retries: Int) {
+        self.id = id
+        self.backend = backend
+        self.key = key
+        self.format = format
+        self.payload = payload
+        self.reason = reason
+        self.receivedAt = receivedAt
+        self.retries = retries
+    }
 }
 
 /// A lane with pending work, as the status page shows it: its depth and when its oldest pending entry
@@ -86,4 +111,13 @@ public struct MessageMapping: Sendable, Hashable {
     public var toMessage: MessageID
     public var toConversation: ConversationRef
     public var bridgeCreated: Bool
+
+    package init(fromBackend: BackendID, fromMessage: MessageID, toBackend: BackendID, toMessage: MessageID, toConversation: ConversationRef, bridgeCreated: Bool) {
+        self.fromBackend = fromBackend
+        self.fromMessage = fromMessage
+        self.toBackend = toBackend
+        self.toMessage = toMessage
+        self.toConversation = toConversation
+        self.bridgeCreated = bridgeCreated
+    }
 }

@@ -13,7 +13,7 @@ import Synchronization
 ///   that made the commit fail, in which case none of that batch's bodies took effect).
 /// - Bodies run in submission order; a batch is whatever was submitted while the previous one was
 ///   being written (at most `maxBatch` bodies), so under no contention a body is written alone, at once.
-final class GroupedWriter: Sendable {
+package final class GroupedWriter: Sendable {
     private struct Pending: Sendable {
         let job: GroupedJob
         let finish: @Sendable ((any Error)?) -> Void
@@ -27,16 +27,16 @@ final class GroupedWriter: Sendable {
     private let driver: any StoreDriver
     private let state = Mutex(Queue())
     private let dispatch = DispatchQueue(label: "imbridge.store.grouped-writer")
-    static let maxBatch = 512
+    package static let maxBatch = 512
 
-    init(driver: any StoreDriver) { self.driver = driver }
+    package init(driver: any StoreDriver) { self.driver = driver }
 
-    func write<T: Sendable>(_ body: @escaping @Sendable (any StoreOperations) throws -> T) async throws -> T {
+    package func write<T: Sendable>(_ body: @escaping @Sendable (any StoreOperations) throws -> T) async throws -> T {
         try await submit { outcome in GroupedJob { ops in outcome.value = try body(ops) } }
     }
 
     /// One lane's `finish`, marked as such so that the driver may run it with the batch's other finishes.
-    func finish(_ step: StoreTransaction.Finish) async throws -> OutboxEntry? {
+    package func finish(_ step: StoreTransaction.Finish) async throws -> OutboxEntry? {
         try await submit { (outcome: Outcome<OutboxEntry?>) in
             GroupedJob(run: { ops in outcome.value = try StoreTransaction(ops).finish(step) }, finish: step,
                        finished: { outcome.value = .some($0) })
@@ -67,7 +67,7 @@ final class GroupedWriter: Sendable {
     }
 
     /// Bodies submitted and not yet taken into a batch (tests wait for a batch to fill with it).
-    var queued: Int { state.withLock { $0.jobs.count } }
+    package var queued: Int { state.withLock { $0.jobs.count } }
 
     private func drain() {
         while true {
