@@ -170,5 +170,44 @@ extension CrashTests {
             #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
             #expect(await bridge.terminate() == 0)
         }
+
+        /// NIM → WuKong: a message recalled on NIM while the bridge is down is recalled on WuKong once it is
+        /// started again — NIM's history drops a recalled message, and the relayed message it no longer lists
+        /// is taken as recalled.
+        @Test func nimRecallMadeWhileDownReachesWuKong() async throws {
+            let rig = try await Rig.start(("yx", "nim"), ("wk", "wukong"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let yx = try await rig.lab.userBackend("yx", registry: ContentRegistry())
+            let group = ConversationRef.group("cw3")
+            var bridge = try await rig.bridge(run: 1)
+            var sent: [String: Message] = [:]
+            for text in ["first", "to-recall", "last"] {
+                sent[text] = try await yx.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text)))
+            }
+            var copies: [String: MessageID] = [:]
+            let relayed = try await eventually(60) {
+                for (text, message) in sent { copies[text] = try rig.copy(of: message.id) }
+                return copies.count == sent.count
+            }
+            #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+
+            try await #require(yx as? any Recalling).recall(sent["to-recall"]!.id, in: group, by: "ann")
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            func copyRecord(_ text: String) async throws -> JSONValue? {
+                try await rig.records("cw3").first { $0["id"]?.stringValue == copies[text]?.rawValue }
+            }
+            let arrived = try await eventually(60) { try await copyRecord("to-recall")?["recalled"] == true }
+            let shown = try await rig.lab.table("wk", title: "WuKong")
+            #expect(arrived, "the recall made while down reached WuKong:\n\(shown)\n\(bridge.output.suffix(4000))")
+            let (first, last) = (try await copyRecord("first"), try await copyRecord("last"))
+            #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
+            #expect(await bridge.terminate() == 0)
+        }
     }
 }
