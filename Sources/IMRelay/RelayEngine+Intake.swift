@@ -26,12 +26,13 @@ extension RelayEngine: EventSink {
                 throw error
             }
         }
-        let admitted = intake.gate.admit(batch.events)
+        let events = FeedPositions.withoutStale(batch.events, positions: batch.positions, retentionMs: retentionMs, now: clock.nowMs())
+        let admitted = intake.gate.admit(events)
         let fresh = intake.gate.unknownConversations(in: admitted)
         let holdKeys = intake.holds.enabled ? intake.gate.holdKeys(in: admitted) : []
         // Held here (a catch-up under way or to come): held in the store before the vendor is answered,
         // so that another instance does not record the conversation's next message meanwhile.
-        let heldHere = intake.holds.enabled ? intake.gate.heldKeys(batch.events, admitted: admitted) : []
+        let heldHere = intake.holds.enabled ? intake.gate.heldKeys(events, admitted: admitted) : []
         do {
             let backends = self.backends
             let first = CatchUpCheckpoint.firstCheckpoints(fresh, routes: routes) { key, message in

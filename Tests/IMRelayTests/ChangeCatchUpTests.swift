@@ -63,4 +63,23 @@ import Testing
             #expect(error.message.contains("catch_up.change_window: must not exceed max_age"), "\(error.message)")
         }
     }
+
+    /// A feed read from its start (nothing stored yet) keeps no edit or reaction older than `retention`:
+    /// its ledger row may be pruned, and it would be relayed again as new.
+    @Test func aFeedReadFromItsStartLeavesOutEditsOlderThanRetention() {
+        let group = ConversationRef.group("g1"), other = ConversationRef.group("g2")
+        func edit(_ id: String, at: Int64, in conversation: ConversationRef = .group("g1")) -> IMEvent {
+            IMEvent(eventID: EventID("edit:\(id)"), backend: "wk",
+                    kind: .edited(messageID: MessageID(id), conversation: conversation, by: "ann", content: .text(id), at: at))
+        }
+        let recall = IMEvent(eventID: "recall:r", backend: "wk", kind: .recalled(messageID: "r", conversation: group, by: "ann", at: 0))
+        let events = [edit("old", at: 1_000), edit("new", at: 95_000), recall, edit("elsewhere", at: 1_000, in: other)]
+        let fromStart = [FeedPosition(backend: "wk", conversation: group, feed: "extras", from: nil, to: 9)]
+        let kept = FeedPositions.withoutStale(events, positions: fromStart, retentionMs: 10_000, now: 100_000).map(\.eventID)
+        #expect(kept == ["edit:new", "recall:r", "edit:elsewhere"], "a change without a time stays; other conversations are untouched")
+        let onward = [FeedPosition(backend: "wk", conversation: group, feed: "extras", from: 5, to: 9)]
+        #expect(FeedPositions.withoutStale(events, positions: onward, retentionMs: 10_000, now: 100_000).count == 4,
+                "read on from a stored position, everything is new")
+        #expect(FeedPositions.withoutStale(events, positions: fromStart, retentionMs: nil, now: 100_000).count == 4, "a ledger kept for ever")
+    }
 }

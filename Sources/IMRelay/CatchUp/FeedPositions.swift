@@ -31,6 +31,23 @@ package enum FeedPositions {
         }
     }
 
+    /// Of a batch read from a feed's start (a position with no `from`: nothing was stored for it yet),
+    /// the edits and reactions older than `retention` are left out: their ledger rows may be gone, and
+    /// they would be relayed a second time as if new. Changes that carry no time (a revoke, an `extra`
+    /// change) stay (docs/limits.md).
+    package static func withoutStale(_ events: [IMEvent], positions: [FeedPosition], retentionMs: Int64?, now: Int64) -> [IMEvent] {
+        guard let retentionMs else { return events }
+        let fresh = Set(positions.filter { $0.from == nil }.map(\.conversation))
+        guard !fresh.isEmpty else { return events }
+        return events.filter { event in
+            guard fresh.contains(event.conversation) else { return true }
+            switch event.kind {
+            case .edited(_, _, _, _, let at), .reaction(_, _, _, _, _, let at): return at >= now - retentionMs
+            default: return true
+            }
+        }
+    }
+
     /// Reads stored positions for a source (`ChangeFeedSource.useStoredPositions`) on every instance,
     /// leader or not: each takes callbacks that ask for feed reads.
     package struct Reader: CheckpointStorage {
