@@ -24,6 +24,7 @@ public protocol EventSink: Sendable {
 extension EventSink {
     public func refused(_ error: IMError, backend: BackendID) {}
 
+    /// A sink that keeps no positions takes the events alone (the source then keeps its positions in memory).
     public func accept(_ batch: InboundBatch) async throws {
         guard batch.setAside.isEmpty else {
             throw IMError(.unavailable, "this sink keeps no set-aside messages (\(batch.setAside.count) in the batch)", isRetryable: true)
@@ -64,14 +65,17 @@ public struct SetAsideMessage: Sendable, Hashable {
     }
 }
 
-/// What one parse of inbound traffic yields: the events, in order, and the messages set aside.
+/// What one parse of inbound traffic yields: the events, in order, the messages set aside, and the
+/// change-feed positions the events were read up to (`ChangeFeedSource`), stored with them.
 public struct InboundBatch: Sendable {
     public var events: [IMEvent]
     public var setAside: [SetAsideMessage]
+    public var positions: [FeedPosition]
 
-    public init(events: [IMEvent] = [], setAside: [SetAsideMessage] = []) {
+    public init(events: [IMEvent] = [], setAside: [SetAsideMessage] = [], positions: [FeedPosition] = []) {
         self.events = events
         self.setAside = setAside
+        self.positions = positions
     }
 
     /// Runs `convert` for one item of a batch: its events are appended; a conversion failure (any error

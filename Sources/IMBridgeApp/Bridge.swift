@@ -45,6 +45,11 @@ public struct Bridge: Sendable {
                                                                                              ledgerRetentionMs: config.ledgerRetentionMs,
                                                                                              receivesCallbacks: receivesCallbacks)))
         }
+        // Change feeds (WuKong's extras) read on from the positions recorded with their changes
+        // (docs/architecture.md, "Catch-up of changes").
+        if receivesCallbacks {
+            for case let feed as any ChangeFeedSource in backends { await feed.useStoredPositions(FeedPositions.Reader(store: store)) }
+        }
         let vendors = Dictionary(config.backends.map { ($0.name, $0.adapter) }, uniquingKeysWith: { first, _ in first })
         let engine = RelayEngine(store: store, backends: backends.map { $0 as any IMBackend }, routes: config.routes, retry: config.retry,
                                  retentionMs: config.ledgerRetentionMs,

@@ -48,6 +48,8 @@ public actor CatchUpRunner {
     var passes = 0
     /// Conversations whose catch-up failed: when to try again, and how many failures in a row.
     var retries: [CatchUpGate.Key: (at: Int64, failures: Int)] = [:]
+    /// The same for the catch-up of their changes (`catchUpChanges`).
+    var changeRetries: [CatchUpGate.Key: (at: Int64, failures: Int)] = [:]
 
     /// The sources among `backends` that routes read from and that can be caught up.
     public init(engine: RelayEngine, backends: [any IMBackend], routes: [Route], settings: CatchUpSettings,
@@ -118,6 +120,10 @@ public actor CatchUpRunner {
             }
             let due = retries.filter { $0.value.at <= clock.nowMs() }.keys.sorted { $0.conversation.description < $1.conversation.description }
             for key in due where !Task.isCancelled { await catchUp(key, reason: "retry") }
+            let changesDue = changeRetries.filter { $0.value.at <= clock.nowMs() && retries[$0.key] == nil }.keys
+            for key in changesDue.sorted(by: { $0.conversation.description < $1.conversation.description }) where !Task.isCancelled {
+                await catchUpChanges(key, reason: "retry")
+            }
             let now = clock.nowMs()
             if now >= nextFlush {
                 await flushObserved()
@@ -239,6 +245,8 @@ public actor CatchUpRunner {
                                       "error": "\(String("\(failure)".prefix(300)))"])
         } else {
             retries[key] = nil
+            // Then what changed meanwhile in messages already relayed (docs/architecture.md, "Catch-up of changes").
+            await catchUpChanges(key, reason: reason)
         }
     }
 

@@ -15,6 +15,10 @@ package struct OutboxPayload: Codable, Sendable {
     /// Set on the entries `imbridge migrate` queues (docs/migration.md): the executor paces them to the
     /// target's documented rate and does not send a message whose copy the id map already names.
     package var migration: MigrationMark?
+    /// The sender of the source message a `send` copies, set (with `eventTimeMs` then the message's own
+    /// time) when intake or a migration queued it: both are kept with the copy's id-map row, for catch-up
+    /// to find the message gone from the source's history (`StoreTransaction.relayedMessages`).
+    package var sourceSender: UserID?
 
     package init(action: RelayAction, route: Route, eventTimeMs: Int64, sourceConversation: ConversationRef? = nil,
                  migration: MigrationMark? = nil) {
@@ -36,6 +40,7 @@ package struct OutboxPayload: Codable, Sendable {
         if let sourceConversation { members["sourceConversation"] = .string(sourceConversation.description) }
         if let requeues { members["requeues"] = .int(Int64(requeues)) }
         if let migration { members["migration"] = PayloadJSON.write(migration) }
+        if let sourceSender { members["sourceSender"] = .string(sourceSender.rawValue) }
         guard let data = JSONValue.object(members).finiteJSONData() else {
             throw IMError(.invalidContent, "outbox payload has a number JSON cannot hold (NaN or infinity)")
         }

@@ -37,6 +37,7 @@ package enum PayloadJSON {
                                     sourceConversation: try optional(members["sourceConversation"]) { try conversation($0) },
                                     migration: try optional(members["migration"]) { try read(migration: $0) })
         payload.requeues = try optional(members["requeues"]) { Int(try int64($0)) }
+        payload.sourceSender = try optional(members["sourceSender"]) { UserID(try string($0)) }
         return payload
     }
 

@@ -50,7 +50,8 @@ extension RelayEngine {
                 var mapping: StoreTransaction.Mapping?
                 if let created, case .send(_, let source, _) = payload.action {
                     mapping = .init(source: (entry.sourceBackend, source, payload.sourceConversation ?? created.conversation),
-                                    target: (entry.lane.backend, created.id, created.conversation))
+                                    target: (entry.lane.backend, created.id, created.conversation),
+                                    sentAt: payload.sourceSender.map { _ in payload.eventTimeMs }, sender: payload.sourceSender)
                 }
                 // Fenced: when another instance took the lane over, nothing is written (it runs the entry,
                 // finding this attempt's copy where the target can look it up); when our lease merely

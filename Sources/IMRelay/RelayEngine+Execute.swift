@@ -1,4 +1,5 @@
 import IMCore
+import IMAdapterKit
 import IMStore
 import IMOutbox
 
@@ -77,8 +78,11 @@ extension RelayEngine {
             }
             let created = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, media: payload.route.media,
                                                   source: backends[entry.sourceBackend], beforeWrite: mayWrite)
-            if !encodedKeys.isEmpty {
-                let records = encodedKeys.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value)) }
+            // Kept with the copy: the originals of encoded keys (to decode them), and every key where catch-up
+            // compares the target's history with what its copies hold (`ChangeWindowSource`).
+            let kept = backend is any ChangeWindowSource ? initial : encodedKeys
+            if !kept.isEmpty {
+                let records = kept.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value)) }
                 try await store.writing { [target = entry.lane.backend] tx in try tx.putExpansionKeys(records, of: created.id, on: target) }
             }
             return created

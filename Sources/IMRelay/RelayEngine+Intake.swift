@@ -26,12 +26,13 @@ extension RelayEngine: EventSink {
                 throw error
             }
         }
-        let admitted = intake.gate.admit(batch.events)
+        let events = FeedPositions.withoutStale(batch.events, positions: batch.positions, retentionMs: retentionMs, now: clock.nowMs())
+        let admitted = intake.gate.admit(events)
         let fresh = intake.gate.unknownConversations(in: admitted)
         let holdKeys = intake.holds.enabled ? intake.gate.holdKeys(in: admitted) : []
         // Held here (a catch-up under way or to come): held in the store before the vendor is answered,
         // so that another instance does not record the conversation's next message meanwhile.
-        let heldHere = intake.holds.enabled ? intake.gate.heldKeys(batch.events, admitted: admitted) : []
+        let heldHere = intake.holds.enabled ? intake.gate.heldKeys(events, admitted: admitted) : []
         do {
             let backends = self.backends
             let first = CatchUpCheckpoint.firstCheckpoints(fresh, routes: routes) { key, message in
@@ -41,7 +42,7 @@ extension RelayEngine: EventSink {
             // would drop every one before the ledger, so no store transaction is joined for them — unless
             // another instance has a hold row on one of their conversations: then the normal path marks it
             // and refuses the callback, which is what starts a takeover when that instance died.
-            if batch.setAside.isEmpty, first.isEmpty, heldHere.isEmpty, !admitted.isEmpty, admitted.allSatisfy(isDroppedEcho),
+            if batch.setAside.isEmpty, batch.positions.isEmpty, first.isEmpty, heldHere.isEmpty, !admitted.isEmpty, admitted.allSatisfy(isDroppedEcho),
                await noHoldElsewhere(holdKeys) {
                 intake.gate.recorded(admitted)
                 intake.gate.markKnown(fresh.keys)
@@ -50,7 +51,8 @@ extension RelayEngine: EventSink {
                 _ = finishIngest(admitted, recorded)
                 return
             }
-            try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere)
+            try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere,
+                                    positions: batch.positions)
             intake.gate.recorded(admitted)
             intake.gate.markKnown(fresh.keys)
         } catch let held as HeldElsewhere {
@@ -137,9 +139,10 @@ extension RelayEngine {
     /// `release`: a catch-up's store hold, given up in the same transaction unless marked since (`HoldMarked`).
     /// `takeHolds`: conversations this instance holds live messages of, held in the store for it in the
     /// same transaction (refused like `holdKeys` when another instance holds one).
+    /// `positions`: change-feed positions the events were read up to, stored with them (`FeedPositions`).
     package nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
                                    holdKeys: [CatchUpGate.Key], takeHolds: [CatchUpGate.Key] = [],
-                                   release: (name: String, token: Int64)? = nil) async throws -> IngestResult {
+                                   release: (name: String, token: Int64)? = nil, positions: [FeedPosition] = []) async throws -> IngestResult {
         let now = clock.nowMs()
         let outcome = try await store.groupedTransaction { [self] tx -> Result<Recorded, HeldElsewhere> in
             // Held by another instance: nothing is recorded, the mark on its hold is committed.
@@ -151,6 +154,7 @@ extension RelayEngine {
                 try tx.setCheckpoint(name, value, at: now)
             }
             if let release { guard try tx.releaseLease(release.name, owner: intake.holds.owner, token: release.token) else { throw HoldMarked() } }
+            try FeedPositions.store(positions, tx, at: now)
             return .success(recorded)
         }
         return finishIngest(events, try outcome.get())

@@ -69,8 +69,9 @@ extension RelayEngine {
                         guard backends[other.target] != nil, try tx.mapped(item.message.id, from: source, to: other.target) == nil else { continue }
                         let otherLane = LaneKey(backend: other.target, conversation: other.targetConversation)
                         for action in planner.plan(item.event, leg: other).actions {
-                            let payload = OutboxPayload(action: action, route: other.route, eventTimeMs: item.message.sentAt,
+                            var payload = OutboxPayload(action: action, route: other.route, eventTimeMs: item.message.sentAt,
                                                         sourceConversation: item.message.conversation)
+                            if case .send = action { payload.sourceSender = item.message.sender }
                             try draft.add(payload, lane: otherLane, source: source, eventID: item.event.eventID)
                         }
                     }
@@ -83,8 +84,9 @@ extension RelayEngine {
                 for (n, action) in item.actions.enumerated() {
                     var mark = item.mark
                     if n > 0 { mark.tally = nil }
-                    let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: item.message.sentAt,
+                    var payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: item.message.sentAt,
                                                 sourceConversation: item.message.conversation, migration: mark)
+                    if case .send = action { payload.sourceSender = item.message.sender }
                     try draft.add(payload, lane: lane, source: source, eventID: item.event.eventID)
                 }
             }

@@ -68,6 +68,7 @@ extension RelayEngine {
             }
             let echo = bridgeWritten.contains(event.eventID)
             if !echo { recorded.result.accepted += 1 }
+            if case .message(let message) = event.kind { try keepSentExpansion(message, on: event.backend, tx) }
             var converged: ExpansionConvergence.Decision?
             if case .expansionChanged(let id, let conversation, let by, let raw) = event.kind {
                 // Keys the bridge wrote under the key encoding come back as the original keys (ExpansionKeyCodec).
@@ -121,8 +122,9 @@ extension RelayEngine {
                     } else if echo {
                         continue   // an echo's notices and other fallbacks were relayed with the original change
                     }
-                    let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
+                    var payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
                                                 sourceConversation: event.conversation)
+                    if case .send = action, case .message(let message) = event.kind { payload.sourceSender = message.sender }
                     let index = try draft.add(payload, lane: LaneKey(backend: leg.target, conversation: leg.targetConversation),
                                               source: event.backend, eventID: event.eventID)
                     if case .expansion(_, _, let delta) = action, let reason = ExpansionConvergence.refusal(delta, target: target) {
@@ -228,5 +230,15 @@ extension RelayEngine {
              .command(_, _, _, let at), .deleted(_, _, _, _, let at), .membersChanged(_, _, _, _, let at): at
         case .expansionChanged: nil
         }
+    }
+
+    /// What a message of a source whose history catch-up compares (`ChangeWindowSource`) was sent with:
+    /// kept as what it holds (`ExpansionKeyRecord.held`), so that a key changed while the bridge was down
+    /// shows as a change, not as a first value (docs/architecture.md, "Catch-up of changes").
+    nonisolated func keepSentExpansion(_ message: Message, on backend: BackendID, _ tx: StoreTransaction) throws {
+        guard let entries = message.expansion?.entries, !entries.isEmpty, backends[backend] is any ChangeWindowSource else { return }
+        let known = try tx.expansionKeys(of: message.id, on: backend)
+        try tx.putExpansionKeys(entries.filter { known[$0.key] == nil }.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value.value)) },
+                                of: message.id, on: backend)
     }
 }

@@ -283,13 +283,12 @@ package struct SQLiteOperations: StoreOperations {
     // MARK: id map
 
     /// Records that `source` on one backend and `target` on another are the same message, both ways.
-    package func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef),
-                    at now: Int64) throws {
+    package func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), sentAt: Int64?, sender: UserID?, at now: Int64) throws {
         try db.cachedStatement(sql: """
-            INSERT OR REPLACE INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
-            VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?)
-            """).execute(arguments: [source.0.rawValue, source.1.rawValue, target.0.rawValue, target.1.rawValue, target.2.description, true, now,
-                                     target.0.rawValue, target.1.rawValue, source.0.rawValue, source.1.rawValue, source.2.description, false, now])
+            INSERT OR REPLACE INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at, source_time, source_sender)
+            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [source.0.rawValue, source.1.rawValue, target.0.rawValue, target.1.rawValue, target.2.description, true, now, sentAt, sender?.rawValue,
+                                     target.0.rawValue, target.1.rawValue, source.0.rawValue, source.1.rawValue, source.2.description, false, now, sentAt, sender?.rawValue])
     }
 
     /// The message on `to` that corresponds to `message` on `from`.

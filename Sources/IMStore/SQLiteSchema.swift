@@ -121,6 +121,17 @@ package enum SQLiteSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        // The source message's own time and sender on both rows of a relayed message, so that catch-up can list the
+        // messages it relayed from a source conversation since a time and compare them with that source's
+        // history (docs/architecture.md, "Catch-up of changes"). Rows written before stay NULL.
+        migrator.registerMigration("v8-id-map-source-time") { db in
+            try db.execute(sql: """
+                ALTER TABLE id_map ADD COLUMN source_time INTEGER;
+                ALTER TABLE id_map ADD COLUMN source_sender TEXT;
+                CREATE INDEX id_map_source_window ON id_map (to_backend, to_conversation, source_time)
+                    WHERE bridge_created = 0 AND source_time IS NOT NULL;
+                """)
+        }
         return migrator
     }
 }

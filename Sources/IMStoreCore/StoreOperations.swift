@@ -34,10 +34,11 @@ package protocol StoreOperations {
     func recentDeadLetters(limit: Int) throws -> [OutboxEntry]
     func recentInboundDeadLetters(limit: Int) throws -> [InboundDeadLetter]
     func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned
-    func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws
+    func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), sentAt: Int64?, sender: UserID?, at now: Int64) throws
     func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping?
     func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool
     func mappingCount() throws -> Int
+    func relayedMessages(from backend: BackendID, in conversation: ConversationRef, sentSince: Int64, limit: Int) throws -> [RelayedMessage]
     func checkpoint(_ name: String) throws -> String?
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws
     func checkpoints(prefix: String) throws -> [(name: String, value: String)]
@@ -83,7 +84,7 @@ extension StoreOperations {
     package func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 fence: LeaseFence) throws -> OutboxEntry? {
         guard try holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
-        if let mapping { try map(source: mapping.source, target: mapping.target, at: now) }
+        if let mapping { try map(source: mapping.source, target: mapping.target, sentAt: mapping.sentAt, sender: mapping.sender, at: now) }
         try complete(id, at: now)
         let next = claimNext ? try claimHead(of: lane, dueBy: now, leaseOwner: fence.owner) : nil
         if next == nil { try releaseLease(lane.leaseName, owner: fence.owner) }

@@ -58,9 +58,15 @@ extension StoreTransaction {
     public struct Mapping: Sendable {
         public var source: (BackendID, MessageID, ConversationRef)
         public var target: (BackendID, MessageID, ConversationRef)
-        public init(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef)) {
+        /// The source message's own time and sender, when known (`StoreTransaction.relayedMessages`).
+        public var sentAt: Int64?
+        public var sender: UserID?
+        public init(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), sentAt: Int64? = nil,
+                    sender: UserID? = nil) {
             self.source = source
             self.target = target
+            self.sentAt = sentAt
+            self.sender = sender
         }
     }
 

@@ -101,9 +101,10 @@ public struct StoreTransaction {
     // MARK: id map
 
     /// Records that `source` on one backend and `target` on another are the same message, both ways.
+    /// `sentAt`, `sender`: the source message's own time and sender (`relayedMessages` lists it by them).
     public func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef),
-                    at now: Int64) throws {
-        try ops.map(source: source, target: target, at: now)
+                    sentAt: Int64? = nil, sender: UserID? = nil, at now: Int64) throws {
+        try ops.map(source: source, target: target, sentAt: sentAt, sender: sender, at: now)
     }
 
     /// The message on `to` that corresponds to `message` on `from`.

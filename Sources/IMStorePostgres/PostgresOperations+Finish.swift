@@ -43,18 +43,22 @@ extension PostgresOperations {
         return """
             WITH s AS (
               SELECT * FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[], $7::boolean[],
-                                   $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[]) WITH ORDINALITY
+                                   $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::bigint[], $15::text[]) WITH ORDINALITY
                 AS t(id, at, lane, lease, owner, token, claim_next, from_backend, from_message, to_backend, to_message, to_conversation,
-                     from_conversation, n)
+                     from_conversation, sent_at, sender, n)
             ),
             f AS (SELECT s.* FROM s WHERE EXISTS (SELECT 1 FROM leases l WHERE l.name = s.lease AND l.owner = s.owner AND l.token = s.token)),
             m AS (
-              INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
-              SELECT v.* FROM f, LATERAL (VALUES (f.from_backend, f.from_message, f.to_backend, f.to_message, f.to_conversation, TRUE, f.at),
-                                                 (f.to_backend, f.to_message, f.from_backend, f.from_message, f.from_conversation, FALSE, f.at)) v
+              INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at, source_time,
+                                  source_sender)
+              SELECT v.* FROM f, LATERAL (VALUES (f.from_backend, f.from_message, f.to_backend, f.to_message, f.to_conversation, TRUE, f.at,
+                                                  NULLIF(f.sent_at, \(Int64.min)), NULLIF(f.sender, '')),
+                                                 (f.to_backend, f.to_message, f.from_backend, f.from_message, f.from_conversation, FALSE, f.at,
+                                                  NULLIF(f.sent_at, \(Int64.min)), NULLIF(f.sender, ''))) v
               WHERE f.from_backend <> ''
               ON CONFLICT (from_backend, from_message, to_backend) DO UPDATE SET to_message = EXCLUDED.to_message,
-                  to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at
+                  to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at,
+                  source_time = EXCLUDED.source_time, source_sender = EXCLUDED.source_sender
             ),
             d AS (UPDATE outbox o SET state = 'done', finished_at = f.at, payload = ''::bytea FROM f WHERE o.id = f.id RETURNING o.id),
             h AS (
@@ -99,7 +103,8 @@ extension PostgresOperations {
                   .texts(steps.map(\.fence.owner)), .ints(steps.map(\.fence.token)), .bools(steps.map(\.claimNext)),
                   .texts(maps.map { $0?.source.0.rawValue ?? "" }), .texts(maps.map { $0?.source.1.rawValue ?? "" }),
                   .texts(maps.map { $0?.target.0.rawValue ?? "" }), .texts(maps.map { $0?.target.1.rawValue ?? "" }),
-                  .texts(maps.map { $0?.target.2.description ?? "" }), .texts(maps.map { $0?.source.2.description ?? "" })])))
+                  .texts(maps.map { $0?.target.2.description ?? "" }), .texts(maps.map { $0?.source.2.description ?? "" }),
+                  .ints(maps.map { $0?.sentAt ?? .min }), .texts(maps.map { $0?.sender?.rawValue ?? "" })])))
         guard rows.count == steps.count else {
             throw PostgresFailure(message: "postgres: the combined finish returned \(rows.count) rows for \(steps.count)")
         }

@@ -102,14 +102,17 @@ package struct PostgresOperations: StoreOperations {
 
     // MARK: id map
 
-    package func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), at now: Int64) throws {
+    /// `sentAt` travels as `Int64.min` for "unknown" (NULL in the table).
+    package func map(source: (BackendID, MessageID, ConversationRef), target: (BackendID, MessageID, ConversationRef), sentAt: Int64?, sender: UserID?,
+             at now: Int64) throws {
         try session.query("""
-            INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at)
-            VALUES ($1, $2, $3, $4, $5, TRUE, $7), ($3, $4, $1, $2, $6, FALSE, $7)
+            INSERT INTO id_map (from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at, source_time, source_sender)
+            VALUES ($1, $2, $3, $4, $5, TRUE, $7, NULLIF($8, \(Int64.min)), $9), ($3, $4, $1, $2, $6, FALSE, $7, NULLIF($8, \(Int64.min)), $9)
             ON CONFLICT (from_backend, from_message, to_backend) DO UPDATE SET to_message = EXCLUDED.to_message,
-                to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at
+                to_conversation = EXCLUDED.to_conversation, bridge_created = EXCLUDED.bridge_created, created_at = EXCLUDED.created_at,
+                source_time = EXCLUDED.source_time, source_sender = EXCLUDED.source_sender
             """, [.text(source.0.rawValue), .text(source.1.rawValue), .text(target.0.rawValue), .text(target.1.rawValue),
-                  .text(target.2.description), .text(source.2.description), .int(now)])
+                  .text(target.2.description), .text(source.2.description), .int(now), .int(sentAt ?? .min), .textOrNull(sender?.rawValue)])
     }
 
     package func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {

@@ -103,6 +103,14 @@ package enum PostgresSchema {
             )
             """,
         ]),
+        ("v8-id-map-source-time", [
+            "ALTER TABLE id_map ADD COLUMN source_time BIGINT",
+            "ALTER TABLE id_map ADD COLUMN source_sender TEXT",
+            """
+            CREATE INDEX id_map_source_window ON id_map (to_backend, to_conversation, source_time)
+                WHERE NOT bridge_created AND source_time IS NOT NULL
+            """,
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

@@ -92,7 +92,9 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_catch_up_skipped_total", kind: .counter,
                help: "Messages catch-up left out (older than catch_up.max_age, or beyond max_messages_per_conversation), by backend."),
         Family(name: "imbridge_catch_up_errors_total", kind: .counter,
-               help: "Catch-up history reads or conversation listings that failed (tried again later), by backend."),
+               help: "Catch-up history reads, change reads or conversation listings that failed (tried again later), by backend."),
+        Family(name: "imbridge_catch_up_changes_total", kind: .counter,
+               help: "Changes to old messages catch-up found that the bridge had not recorded, by backend."),
         // The standard process families (Linux, read from /proc at scrape time: `ProcessStats`).
         Family(name: "process_cpu_seconds_total", kind: .counter, help: "Total user and system CPU time spent in seconds."),
         Family(name: "process_resident_memory_bytes", kind: .gauge, help: "Resident memory size in bytes."),
@@ -165,7 +167,8 @@ public final class RelayMetrics: Sendable {
         for reason in ["start", "gap", "held", "interval"] {
             increment("imbridge_catch_up_runs_total", ["backend": backend.rawValue, "reason": reason], by: 0)
         }
-        for name in ["imbridge_catch_up_recovered_total", "imbridge_catch_up_skipped_total", "imbridge_catch_up_errors_total"] {
+        for name in ["imbridge_catch_up_recovered_total", "imbridge_catch_up_skipped_total", "imbridge_catch_up_errors_total",
+                     "imbridge_catch_up_changes_total"] {
             increment(name, ["backend": backend.rawValue], by: 0)
         }
     }

@@ -109,6 +109,7 @@ import IMOutbox
             "catch_up.max_age": (.duration, .duration(milliseconds: config.catchUp.maxAgeMs)),
             "catch_up.max_messages_per_conversation": (.number, .number(config.catchUp.maxMessagesPerConversation)),
             "catch_up.interval": (.duration, .duration(milliseconds: config.catchUp.intervalMs)),
+            "catch_up.change_window": (.duration, .duration(milliseconds: config.catchUp.changeWindowMs)),
             "profiles.refresh": (.duration, milliseconds(config.profiles.refreshMs)),
             "groups.refresh": (.duration, milliseconds(config.groups.refreshMs)),
             "verify.interval": (.duration, milliseconds(config.verify.intervalMs)),

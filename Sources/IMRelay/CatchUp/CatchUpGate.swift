@@ -152,13 +152,19 @@ public final class CatchUpGate: Sendable {
         state.withLock { $0.known.formUnion(keys) }
     }
 
-    /// Called after `events` (admitted ones) were recorded: moves the conversations' last positions.
+    /// Called after `events` were recorded: moves the conversations' last positions — each only to the
+    /// message right after it (`seq` one past), so a position is always one the source's history has
+    /// confirmed (a catch-up read, `caughtUp`) or an unbroken run of messages after one. A message further
+    /// on (a held one recorded after a read that did not contain it; a forged `message_seq`) is relayed but
+    /// moves nothing: a checkpoint past it would skip whatever the source really sends up to there. A
+    /// conversation with no position yet takes its first message's.
     public func recorded(_ events: [IMEvent]) {
         state.withLock { state in
             for event in events {
                 guard case .message(let message) = event.kind, state.signals[event.backend] == .sequence, let seq = message.seq else { continue }
                 let key = Key(backend: event.backend, conversation: message.conversation)
-                if seq > (state.lanes[key]?.lastSeq ?? 0) {
+                let last = state.lanes[key]?.lastSeq
+                if last == nil || seq == last! + 1 {
                     state.lanes[key, default: Lane()].lastSeq = seq
                     state.observed[key, default: Observed()].last = message
                 }

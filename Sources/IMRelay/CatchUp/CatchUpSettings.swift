@@ -18,12 +18,19 @@ public struct CatchUpSettings: Sendable, Equatable {
     /// 5 min). This is also how long a message lost from a time-positioned vendor (RongCloud, NIM) can
     /// take to arrive.
     public var intervalMs: Int64 = 300_000
+    /// How far back a source whose history shows messages in their current state (RongCloud, NIM:
+    /// `ChangeWindowSource`) is re-read for changes to old messages — recalls, deletions, expansions —
+    /// on every catch-up (`change_window`, default 6 h, at most `max_age`: a change found again must still
+    /// meet its ledger row). Changes to older messages made while the bridge was down are not found there.
+    public var changeWindowMs: Int64 = 6 * 3_600_000
 
-    public init(enabled: Bool = true, maxAgeMs: Int64 = 24 * 3_600_000, maxMessagesPerConversation: Int = 1000, intervalMs: Int64 = 300_000) {
+    public init(enabled: Bool = true, maxAgeMs: Int64 = 24 * 3_600_000, maxMessagesPerConversation: Int = 1000, intervalMs: Int64 = 300_000,
+                changeWindowMs: Int64 = 6 * 3_600_000) {
         self.enabled = enabled
         self.maxAgeMs = maxAgeMs
         self.maxMessagesPerConversation = maxMessagesPerConversation
         self.intervalMs = intervalMs
+        self.changeWindowMs = min(changeWindowMs, maxAgeMs)
     }
 
     /// Decodes `catch_up:`; `max_age` and `interval` are durations (`24h`, `5m`; a bare number is still
@@ -46,6 +53,15 @@ public struct CatchUpSettings: Sendable, Equatable {
         }) { settings.maxMessagesPerConversation = count }
         if let interval = section.duration("interval", range: DurationRange(minimum: .seconds(1)), bare: .seconds) {
             settings.intervalMs = interval.value.milliseconds
+        }
+        if let window = section.duration("change_window", range: .positive, bare: .seconds) {
+            if window.value.milliseconds > settings.maxAgeMs {
+                section.add(window.node.error("must not exceed max_age (\(ConfigDuration.milliseconds(settings.maxAgeMs))): a change found again to an older message may have left the ledger and would be relayed twice"))
+            } else {
+                settings.changeWindowMs = window.value.milliseconds
+            }
+        } else {
+            settings.changeWindowMs = min(settings.changeWindowMs, settings.maxAgeMs)
         }
         return settings
     }

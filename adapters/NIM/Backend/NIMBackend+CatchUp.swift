@@ -19,3 +19,34 @@ extension NIMBackend: CatchUpSource {
 
     public var gapSignal: CatchUpGapSignal { .none }
 }
+
+/// Changes made while the bridge was down (docs/adapters/nim.md, "Changes while the bridge is down"):
+/// NIM keeps no change feed, and its history drops a recalled message — so a relayed message missing from
+/// a re-read window of history was recalled; an expansion change travels as a carrier message, which
+/// catch-up reads like any other (`catchUpEvent`).
+extension NIMBackend: ChangeWindowSource {
+    public func recentMessages(of conversation: ConversationRef, sentSince: Int64, viewer: UserID?) async throws -> [Message] {
+        var anchor = HistoryAnchor.after(NIMHistoryKey(time: sentSince - 1, msgid: .max).cursor)
+        var messages: [Message] = []
+        while true {
+            let page = try await history(HistoryQuery(conversation: conversation, anchor: anchor, limit: 100, viewer: viewer))
+            messages += page.messages
+            guard page.hasNewer, let next = page.newerCursor, !page.messages.isEmpty else { return messages }
+            anchor = .after(next)
+        }
+    }
+
+    /// `nim:recall:<msgid>`, as the recall copy gives it (a message this process saw recalled).
+    public func recallEvent(for message: Message) -> IMEvent? {
+        guard let recall = message.recall else { return nil }
+        return IMEvent(eventID: EventID("nim:recall:\(message.id)"), backend: id,
+                       kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+    }
+
+    /// A relayed message gone from history was recalled (only its sender may): `nim:recall:<msgid>`.
+    public func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent? {
+        guard let sender else { return nil }
+        return IMEvent(eventID: EventID("nim:recall:\(message)"), backend: id,
+                       kind: .recalled(messageID: message, conversation: conversation, by: sender, at: at))
+    }
+}

@@ -1,16 +1,38 @@
+import IMAdapterKit
 import IMCore
 
 /// The backend's memory of the business server: per conversation, the extras cursor and the last row
 /// seen of each message (to tell what changed), and the reaction cursor. Syncs of one conversation run
 /// one at a time (`serialized`), so two CMDs in a row cannot produce the same change twice.
+///
+/// With stored positions (`ChangeFeedSource.useStoredPositions`: the bridge's store) a cursor not in
+/// memory is read from there, so a restart reads each feed on from where the recorded changes end
+/// (docs/adapters/wukong.md, "Changes while the bridge is down"); without, it starts at 0.
 actor WuKongSyncState {
     private var extraCursors: [ConversationRef: Int64] = [:]
     private var extraRows: [ConversationRef: [String: WKMessageExtra]] = [:]
     private var reactionCursors: [ConversationRef: Int64] = [:]
     private var tails: [String: Task<Void, Never>] = [:]
+    private(set) var positions: (any CheckpointStorage)?
 
-    func extraCursor(_ conversation: ConversationRef) -> Int64 { extraCursors[conversation] ?? 0 }
-    func reactionCursor(_ conversation: ConversationRef) -> Int64 { reactionCursors[conversation] ?? 0 }
+    static let extrasFeed = "extras"
+    static let reactionsFeed = "reactions"
+
+    func use(_ positions: (any CheckpointStorage)?) {
+        self.positions = positions
+        forget()
+    }
+
+    /// Where a read of `feed` starts: the cursor, and the position it started from for the store (nil:
+    /// nothing stored, or no store).
+    func start(_ feed: String, of conversation: ConversationRef, backend: BackendID) async throws -> (cursor: Int64, from: Int64?) {
+        let memory = feed == Self.extrasFeed ? extraCursors[conversation] : reactionCursors[conversation]
+        if let memory { return (memory, memory) }
+        guard let positions else { return (0, nil) }
+        let name = FeedPosition.checkpointName(backend: backend, conversation: conversation, feed: feed)
+        let stored = try await positions.checkpoint(named: name).flatMap { Int64($0) }
+        return (stored ?? 0, stored)
+    }
 
     /// Records rows from a sync; returns each with the row seen before it (nil if none).
     func absorb(_ rows: [WKMessageExtra], in conversation: ConversationRef) -> [(previous: WKMessageExtra?, current: WKMessageExtra)] {
@@ -32,6 +54,14 @@ actor WuKongSyncState {
 
     func advanceReactions(_ conversation: ConversationRef, to seq: Int64) {
         reactionCursors[conversation] = max(reactionCursors[conversation] ?? 0, seq)
+    }
+
+    /// What a sync read was not recorded: the cursors (and the rows compared with) go, so the next sync
+    /// reads from the stored positions again.
+    func forget() {
+        extraCursors = [:]
+        extraRows = [:]
+        reactionCursors = [:]
     }
 
     /// Runs `operation` after every earlier operation with the same key has finished.

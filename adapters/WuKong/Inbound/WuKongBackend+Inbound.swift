@@ -18,9 +18,13 @@ extension WuKongBackend: InboundHandling {
     }
 
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
-        await CallbackExchange(backend: id, answers: WuKongInbound.answers, fanout: hub).run(request, sink: sink, batch: {
+        let answer = await CallbackExchange(backend: id, answers: WuKongInbound.answers, fanout: hub).run(request, sink: sink, batch: {
             try await batch(from: $0)
         })
+        // Not recorded (WuKongIM delivers it again): the syncs it ran read on from the stored positions
+        // next time, not from where this one's reads ended.
+        if answer.status != 200 { await sync.forget() }
+        return answer
     }
 
     /// One webhook request as a batch: each message's events in order (syncs included), and the
@@ -53,9 +57,13 @@ extension WuKongBackend: InboundHandling {
                 case .event(let event):
                     batch.events.append(event)
                 case .syncExtras(let conversation, let actor, let at):
-                    batch.events += try await syncExtras(conversation, actor: actor, at: at)
+                    let read = try await syncExtras(conversation, actor: actor, at: at)
+                    batch.events += read.events
+                    if let position = read.position { batch.positions.append(position) }
                 case .syncReactions(let conversation, _, _):
-                    batch.events += try await syncReactions(conversation)
+                    let read = try await syncReactions(conversation)
+                    batch.events += read.events
+                    if let position = read.position { batch.positions.append(position) }
                 }
             }
         }

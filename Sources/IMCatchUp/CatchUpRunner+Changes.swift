@@ -1,0 +1,117 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMStore
+import Logging
+import IMRelay
+
+/// Catch-up of changes to old messages (docs/architecture.md, "Catch-up of changes"): after a
+/// conversation's messages are caught up, what happened meanwhile to messages it already relayed —
+/// edits, recalls, deletions, expansion changes, reactions — from the source's change feed
+/// (`ChangeFeedSource`) or by comparing a window of its history with what the bridge knows
+/// (`ChangeWindowSource`). Recorded through the intake like callbacks: the ledger drops what a callback
+/// brought already.
+extension CatchUpRunner {
+    /// Reads `key`'s changes; a failure is tried again with a growing pause (`changeRetries`).
+    func catchUpChanges(_ key: CatchUpGate.Key, reason: String) async {
+        guard let source = sources[key.backend] else { return }
+        let found: Int
+        do {
+            if let feed = source as? any ChangeFeedSource {
+                found = try await readFeed(key, feed)
+            } else if let window = source as? any ChangeWindowSource {
+                // Live messages held while starting are caught up twice in a row: the window once is enough.
+                guard reason != "held" else { return }
+                found = try await compareWindow(key, window)
+            } else {
+                return
+            }
+            changeRetries[key] = nil
+        } catch {
+            let failures = (changeRetries[key]?.failures ?? 0) + 1
+            let delay = Self.retryDelayMs(failures: failures)
+            changeRetries[key] = (clock.nowMs() + delay, failures)
+            metrics.increment("imbridge_catch_up_errors_total", ["backend": key.backend.rawValue])
+            logger.warning("catch-up of changes failed; read again later", metadata: [
+                "backend": "\(key.backend)", "conversation": "\(key.conversation)", "retry_in_ms": "\(delay)",
+                "error": "\(String("\(error)".prefix(300)))",
+            ])
+            return
+        }
+        if found > 0 {
+            metrics.increment("imbridge_catch_up_changes_total", ["backend": key.backend.rawValue], by: found)
+            logger.info("caught up changes to old messages", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                                                        "reason": "\(reason)", "changes": "\(found)"])
+        }
+    }
+
+    // MARK: change feeds
+
+    /// The feed read on from its stored positions, recorded with the positions reached. A feed with no
+    /// stored position yet (a conversation first read by this version) is read from its start: of that,
+    /// only changes to messages the bridge relayed are kept, and edits and reactions older than `max_age`
+    /// are left out — their ledger rows may be pruned, and they would be relayed a second time.
+    func readFeed(_ key: CatchUpGate.Key, _ feed: any ChangeFeedSource) async throws -> Int {
+        let batch = try await feed.readChanges(of: key.conversation)
+        var events = batch.events
+        if batch.positions.contains(where: { $0.from == nil }) { events = try await knownChanges(events, key) }
+        guard !events.isEmpty || !batch.positions.isEmpty else { return 0 }
+        do {
+            return try await engine.ingestGrouped(events, setAside: [], firstCheckpoints: [], holdKeys: [], positions: batch.positions).accepted
+        } catch {
+            await feed.forgetPositions()
+            throw error
+        }
+    }
+
+    /// Of a feed read from its start: the changes to messages the bridge relayed, recent enough.
+    func knownChanges(_ events: [IMEvent], _ key: CatchUpGate.Key) async throws -> [IMEvent] {
+        let oldest = clock.nowMs() - settings.maxAgeMs
+        let legs = routes.legs(from: key.backend, conversation: key.conversation)
+        let candidates = events.compactMap { event -> (IMEvent, MessageID)? in
+            switch event.kind {
+            case .edited(let id, _, _, _, let at), .reaction(let id, _, _, _, _, let at):
+                return at >= oldest ? (event, id) : nil
+            case .recalled(let id, _, _, _), .deleted(let id, _, _, _, _), .expansionChanged(let id, _, _, _):
+                return (event, id)
+            case .message, .read, .command, .membersChanged:
+                return nil
+            }
+        }
+        return try await store.reading { tx in
+            try candidates.filter { _, id in try legs.contains { try tx.mapped(id, from: key.backend, to: $0.target) != nil } }.map(\.0)
+        }
+    }
+
+    // MARK: history windows
+
+    /// Re-reads the last `change_window` of `key`'s history and records what differs from what the bridge
+    /// knows: a recalled message it relayed (the callback's recall event), a relayed message history no
+    /// longer lists (`absenceEvent`), an expansion whose keys differ from those the store says the message
+    /// holds (`ExpansionKeyRecord.held`). Returns how many changes were new to the ledger.
+    func compareWindow(_ key: CatchUpGate.Key, _ source: any ChangeWindowSource) async throws -> Int {
+        let now = clock.nowMs()
+        let since = now - settings.changeWindowMs
+        let record = try await storedRecord(key)
+        let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
+        // Listed before history is read: a message relayed after the read began cannot look deleted.
+        let relayed = try await store.reading { try $0.relayedMessages(from: key.backend, in: key.conversation, sentSince: since) }
+        let messages = try await source.recentMessages(of: key.conversation, sentSince: since, viewer: viewer)
+        let legs = routes.legs(from: key.backend, conversation: key.conversation)
+        let recalled = messages.filter { $0.recall != nil }
+        var events = try await store.reading { tx in
+            try recalled.filter { message in try legs.contains { try tx.mapped(message.id, from: key.backend, to: $0.target) != nil } }
+        }.compactMap { source.recallEvent(for: $0) }
+        // Gone from history: only among the messages after the first one history still shows, so that a
+        // read that does not reach back as far (a member who cannot see older messages) deletes nothing.
+        if let first = messages.first?.sentAt {
+            let present = Set(messages.map(\.id))
+            for message in relayed where message.sentAt >= first && !present.contains(message.id) {
+                if let event = source.absenceEvent(of: message.id, in: key.conversation, at: now, by: message.sender) { events.append(event) }
+            }
+        }
+        events += try await expansionChanges(messages, key, source: source, now: now)
+        guard !events.isEmpty else { return 0 }
+        return try await engine.ingestGrouped(events).accepted
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMStore
+import IMOutbox
+import IMRelay
+
+/// Expansions in a re-read history window (`compareWindow`), compared with what the store says each
+/// message holds (`ExpansionKeyRecord.held`: kept from its first recording, its changes and the bridge's
+/// writes; docs/expansions.md).
+extension CatchUpRunner {
+    /// One `expansionChanged` per message whose keys differ from what it is known to hold: keys with
+    /// another value (at the version history gives them), keys it no longer has (removed, at `now`). Keys
+    /// the store knows nothing of (a message recorded before the bridge kept what messages are sent with)
+    /// are taken as held now, silently: the bridge cannot tell them from the message's first values.
+    func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource, now: Int64) async throws -> [IMEvent] {
+        let shown = messages.compactMap { message in message.expansion.map { (message.id, $0) } }
+        guard !shown.isEmpty else { return [] }
+        let capabilities = source.capabilities
+        let limits = capabilities.support(.expansion).isNative ? capabilities.expansionLimits : nil
+        let backend = key.backend, conversation = key.conversation
+        return try await store.groupedTransaction { tx in
+            var events: [IMEvent] = []
+            for (id, expansion) in shown {
+                let records = try tx.expansionKeys(of: id, on: backend)
+                var set: [String: String] = [:], removed: [String] = [], version = Int64.min
+                var adopted: [ExpansionKeyRecord] = []
+                var seen: Set<String> = []
+                for (vendorKey, entry) in expansion.entries {
+                    let original = ExpansionKeyCodec.decode(vendorKey, for: limits, known: records.keys)
+                    seen.insert(original)
+                    switch records[original]?.held ?? .unknown {
+                    case .known(let held) where held == entry.value:
+                        continue
+                    case .unknown:
+                        var record = records[original] ?? ExpansionKeyRecord(key: original)
+                        record.held = .known(entry.value)
+                        adopted.append(record)
+                    case .known:
+                        set[vendorKey] = entry.value
+                        version = max(version, entry.version)
+                    }
+                }
+                for (original, record) in records where !seen.contains(original) {
+                    guard case .known(.some) = record.held else { continue }
+                    removed.append(ExpansionKeyCodec.encode(original, for: limits))
+                    version = max(version, now)
+                }
+                try tx.putExpansionKeys(adopted, of: id, on: backend)
+                guard !set.isEmpty || !removed.isEmpty else { continue }
+                let delta = ExpansionDelta(version: version, set: set, removed: removed)
+                let digest = Self.fnv1a(set.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
+                                        + "|" + delta.removed.joined(separator: "&"))
+                events.append(IMEvent(eventID: EventID("exp-state:\(id):\(version):\(digest)"), backend: backend,
+                                      kind: .expansionChanged(messageID: id, conversation: conversation, by: nil, delta: delta)))
+            }
+            return events
+        }
+    }
+
+    /// A stable 64-bit FNV-1a of `text`, in hex (an event id part that names what a change sets).
+    static func fnv1a(_ text: String) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return String(hash, radix: 16)
+    }
+}

@@ -1,0 +1,213 @@
+import BridgeTestSupport
+import Foundation
+import IMCore
+import IMHTTP
+import IMLab
+import IMSandbox
+import IMStore
+import SandboxTestSupport
+import Testing
+
+/// Changes to old messages made while the bridge is down (docs/architecture.md, "Catch-up of changes"),
+/// with a real `imbridge run` process stopped by SIGTERM and sandboxes that give up on callbacks like their
+/// vendors: they come back on the next start, from the source's change feed (WuKong) or from its history
+/// (RongCloud), without waiting for an unrelated later change.
+extension CrashTests {
+    @Suite(.serialized) struct ChangesWhileDownTests {
+        /// Sandboxes, a bridge configuration relaying `from`'s groups to `to`'s, and the bridge's stand-in.
+        struct Rig {
+            let bridgeRig: BridgeRig
+            let from: BackendID
+            let to: BackendID
+            var lab: BridgeLab { bridgeRig.lab }
+
+            static func start(_ from: (BackendID, String), _ to: (BackendID, String), extra: String = "") async throws -> Rig {
+                let routes = "  - from: \"\(from.0):group:*\"\n    to: \"\(to.0):group:*\"\n    direction: forward\n"
+                let rig = try await BridgeRig.make([BridgeLab.Member(from.0, from.1), BridgeLab.Member(to.0, to.1)], routes: routes,
+                                                   extra: extra.isEmpty ? "catch_up:\n  interval: 10m\n  max_age: 1h\n" : extra)
+                return Rig(bridgeRig: rig, from: from.0, to: to.0)
+            }
+
+            func bridge(run: Int) async throws -> BridgeProcess { try await bridgeRig.start(log: "bridge-\(run).log") }
+
+            /// While the bridge is down its port answers 503 (as `CatchUpEndToEndTests` does).
+            func standIn() async throws -> HTTPServer {
+                var lastError: (any Error)?
+                for _ in 0..<50 {
+                    let server = HTTPServer(port: bridgeRig.port) { _ in HTTPResponseData(status: 503, headers: [], body: Array("down".utf8)) }
+                    do {
+                        _ = try await server.start()
+                        return server
+                    } catch {
+                        lastError = error
+                        try await Task.sleep(nanoseconds: 100_000_000)
+                    }
+                }
+                throw lastError ?? IMError(.unavailable, "cannot bind the bridge's port")
+            }
+
+            /// Waits until the source sandbox has given up on at least `dropped` callbacks and has none left to try.
+            func callbacksDropped(atLeast dropped: Int) async throws {
+                let vendor = try #require(lab.sandboxes[from]?.vendor)
+                let settled = try await eventually(90) {
+                    let state = await CatchUpEndToEndTests.Rig.deliveryState(vendor)
+                    return state.pending == 0 && state.dropped >= dropped
+                }
+                let state = await CatchUpEndToEndTests.Rig.deliveryState(vendor)
+                #expect(settled, "the \(from) sandbox gave up on the callbacks sent while the bridge was down: \(state)")
+            }
+
+            /// The target's records of group `id`, in order.
+            func records(_ id: String, on backend: BackendID? = nil) async throws -> [JSONValue] {
+                try await lab.messages(backend ?? to).filter { $0["conversation_id"]?.stringValue == id && $0["kind"] != "command" }
+            }
+
+            /// The copy of `message` on the target (the bridge's id map).
+            func copy(of message: MessageID) throws -> MessageID? {
+                try BridgeStore(path: bridgeRig.sqlitePath).read { try $0.mapped(message, from: from, to: to) }?.toMessage
+            }
+        }
+
+        /// RongCloud → WuKong: a recall, an expansion change and an `isDelete` recall made on RongCloud while
+        /// the bridge is down reach WuKong once it is started again — from a re-read of RongCloud's history
+        /// (RongCloud routes them as callbacks only, which it gave up on).
+        @Test func rongCloudChangesMadeWhileDownReachWuKong() async throws {
+            let rig = try await Rig.start(("rc", "rongcloud"), ("wk", "wukong"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+            let group = ConversationRef.group("cw1")
+            var bridge = try await rig.bridge(run: 1)
+            var sent: [String: Message] = [:]
+            for text in ["first", "to-recall", "to-expand", "to-delete", "last"] {
+                sent[text] = try await rc.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text),
+                                                               expansion: text == "to-expand" ? ["status": "new"] : nil))
+            }
+            var copies: [String: MessageID] = [:]
+            let relayed = try await eventually(60) {
+                for (text, message) in sent { copies[text] = try rig.copy(of: message.id) }
+                return copies.count == sent.count
+            }
+            #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+            #expect(try await eventually(30) {
+                try await rig.records("cw1").first { $0["id"]?.stringValue == copies["to-expand"]?.rawValue }?["expansion"]?["status"] == "new"
+            })
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+
+            try await #require(rc as? any Recalling).recall(sent["to-recall"]!.id, in: group, by: "ann")
+            _ = try await #require(rc as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
+                                                                                   .set(["status": "paid"]))
+            try await #require(rc as? any Deleting).delete(sent["to-delete"]!.id, in: group, by: "ann", forUser: nil)
+            try await rig.callbacksDropped(atLeast: 3)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            func copyRecord(_ text: String) async throws -> JSONValue? {
+                try await rig.records("cw1").first { $0["id"]?.stringValue == copies[text]?.rawValue }
+            }
+            let arrived = try await eventually(60) {
+                let (recalled, deleted, expanded) = (try await copyRecord("to-recall"), try await copyRecord("to-delete"),
+                                                     try await copyRecord("to-expand"))
+                return recalled?["recalled"] == true && deleted?["recalled"] == true && expanded?["expansion"]?["status"] == "paid"
+            }
+            let shown = try await rig.lab.table("wk", title: "WuKong")
+            #expect(arrived, "the changes made while down reached WuKong:\n\(shown)\n\(bridge.output.suffix(4000))")
+            let (first, last) = (try await copyRecord("first"), try await copyRecord("last"))
+            #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
+            #expect(bridge.output.contains("caught up changes to old messages"))
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// WuKong → RongCloud: an edit, a recall and an `extra` change made on WuKong while the bridge is down
+        /// reach RongCloud on the next start, with no later change to set off the extras sync: the start-up
+        /// catch-up reads the business server's extras on from the position stored with the last change relayed.
+        @Test func wuKongChangesMadeWhileDownReachRongCloud() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("cw2")
+            var bridge = try await rig.bridge(run: 1)
+            var sent: [String: Message] = [:]
+            for text in ["first", "to-edit", "to-recall", "to-expand", "last"] {
+                sent[text] = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text),
+                                                               expansion: text == "to-expand" ? ["status": "new"] : nil))
+            }
+            var copies: [String: MessageID] = [:]
+            let relayed = try await eventually(60) {
+                for (text, message) in sent { copies[text] = try rig.copy(of: message.id) }
+                return copies.count == sent.count
+            }
+            #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+            func copyRecord(_ text: String) async throws -> JSONValue? {
+                try await rig.records("cw2").first { $0["id"]?.stringValue == copies[text]?.rawValue }
+            }
+            #expect(try await eventually(30) { try await copyRecord("to-expand")?["expansion"]?["status"] == "new" })
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+
+            try await #require(wk as? any Editing).edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("edited while down"))
+            try await #require(wk as? any Recalling).recall(sent["to-recall"]!.id, in: group, by: "ann")
+            _ = try await #require(wk as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
+                                                                                   .set(["status": "paid"]))
+            // `messageRevoke` goes as `msg.notify` (tried 5 times, then dropped); the `syncMessageExtra` CMDs
+            // are `no_persist`, sent once as `msg.offline`, which the stand-in refused meanwhile.
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            func edits() async throws -> [String] {
+                try await rig.records("cw2").compactMap { $0["text"]?.stringValue }.filter { $0.contains("edited while down") }
+            }
+            let arrived = try await eventually(60) {
+                let (recalled, expanded, edited) = (try await copyRecord("to-recall"), try await copyRecord("to-expand"), try await edits())
+                return recalled?["recalled"] == true && expanded?["expansion"]?["status"] == "paid" && edited.count == 1
+            }
+            let shown = try await rig.lab.table("rc", title: "RongCloud")
+            #expect(arrived, "the changes made while down reached RongCloud:\n\(shown)\n\(bridge.output.suffix(4000))")
+            let (first, last) = (try await copyRecord("first"), try await copyRecord("last"))
+            #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// NIM → WuKong: a message recalled on NIM while the bridge is down is recalled on WuKong once it is
+        /// started again — NIM's history drops a recalled message, and the relayed message it no longer lists
+        /// is taken as recalled.
+        @Test func nimRecallMadeWhileDownReachesWuKong() async throws {
+            let rig = try await Rig.start(("yx", "nim"), ("wk", "wukong"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let yx = try await rig.lab.userBackend("yx", registry: ContentRegistry())
+            let group = ConversationRef.group("cw3")
+            var bridge = try await rig.bridge(run: 1)
+            var sent: [String: Message] = [:]
+            for text in ["first", "to-recall", "last"] {
+                sent[text] = try await yx.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text)))
+            }
+            var copies: [String: MessageID] = [:]
+            let relayed = try await eventually(60) {
+                for (text, message) in sent { copies[text] = try rig.copy(of: message.id) }
+                return copies.count == sent.count
+            }
+            #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+
+            try await #require(yx as? any Recalling).recall(sent["to-recall"]!.id, in: group, by: "ann")
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            func copyRecord(_ text: String) async throws -> JSONValue? {
+                try await rig.records("cw3").first { $0["id"]?.stringValue == copies[text]?.rawValue }
+            }
+            let arrived = try await eventually(60) { try await copyRecord("to-recall")?["recalled"] == true }
+            let shown = try await rig.lab.table("wk", title: "WuKong")
+            #expect(arrived, "the recall made while down reached WuKong:\n\(shown)\n\(bridge.output.suffix(4000))")
+            let (first, last) = (try await copyRecord("first"), try await copyRecord("last"))
+            #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
+            #expect(await bridge.terminate() == 0)
+        }
+    }
+}
