@@ -18,6 +18,7 @@ let package = Package(
         .library(name: "IMRelay", targets: ["IMRelay"]),
         .library(name: "IMOutbox", targets: ["IMOutbox"]),
         .library(name: "IMTelemetry", targets: ["IMTelemetry"]),
+        .library(name: "IMPositions", targets: ["IMPositions"]),
         .library(name: "IMServer", targets: ["IMServer"]),
         .library(name: "IMConfig", targets: ["IMConfig"]),
         .library(name: "IMMapping", targets: ["IMMapping"]),
@@ -107,26 +108,31 @@ let package = Package(
         .target(name: "IMOutbox", dependencies: [
             "IMCore", "IMStore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", .product(name: "Logging", package: "swift-log", condition: server),
         ]),
+        // Where each source was read up to: catch-up checkpoints, change-feed positions, `catch_up:` settings;
+        // shared by the engine's intake and the catch-up runner.
+        .target(name: "IMPositions", dependencies: [
+            "IMCore", "IMStore", "IMConfig", "IMAdapterKit", "IMOutbox",
+        ]),
         .target(name: "IMRelay", dependencies: [
-            "IMCore", "IMStore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", "IMOutbox", "IMTelemetry", .product(name: "Logging", package: "swift-log", condition: server),
+            "IMCore", "IMStore", "IMHTTP", "IMConfig", "IMMapping", "IMAdapterKit", "IMOutbox", "IMTelemetry", "IMPositions", .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         // The bridge's HTTP side and what it shows: the listener (callbacks, /healthz, /readyz, /metrics),
         // the status page, the log handler. Reads the engine (IMRelay); the engine knows nothing of it.
         .target(name: "IMServer", dependencies: [
-            "IMCore", "IMHTTP", "IMStore", "IMConfig", "IMMapping", "IMAdapterKit", "IMRelay", "IMOutbox", "IMTelemetry",
+            "IMCore", "IMHTTP", "IMStore", "IMConfig", "IMMapping", "IMAdapterKit", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions",
             .product(name: "Logging", package: "swift-log", condition: server),
             // The status page's template engine (Status/StatusPage.swift).
             .product(name: "Mustache", package: "swift-mustache", condition: server),
         ]),
         // Concept modules above the relay engine (docs/architecture.md, "Modules and their arrows").
         .target(name: "IMCatchUp", dependencies: [
-            "IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
+            "IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         .target(name: "IMMigration", dependencies: [
-            "IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
+            "IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         .target(name: "IMVerify", dependencies: [
-            "IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
+            "IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMAdapterKit", "IMConfig", "IMMapping", .product(name: "Logging", package: "swift-log", condition: server),
         ]),
         // The registry: every vendor's adapter and sandbox, in one list.
         .target(name: "IMVendors", dependencies: [
@@ -139,24 +145,24 @@ let package = Package(
         ]),
         // Production wiring: bridge assembly and backend factories.
         .target(name: "IMBridgeApp", dependencies: [
-            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
+            "IMCore", "IMHTTP", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMConfig", "IMMapping", "IMAdapterKit", "IMVendors",
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMVendors",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMVendors",
         ]),
         .executableTarget(name: "imbridge", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMMapping", "IMAdapterKit",
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
         ]),
         // Benchmarks: release builds for figures; `costs` also runs on the debug build in `make test` (CostGuardTests).
         .executableTarget(name: "imbridge-bench", dependencies: [
-            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
+            "IMCore", "IMHTTP", "IMSandbox", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMBridgeApp", "IMLab", "IMVendors", "IMAdapterKit",
             "WuKong", "RongCloud", "NIM", "JMessage",
             .product(name: "Histogram", package: "hdrhistogram-swift", condition: server),
             .product(name: "ArgumentParser", package: "swift-argument-parser", condition: server),
@@ -192,18 +198,18 @@ let package = Package(
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "SandboxTestSupport"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
-        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMConfig", "IMMapping", "IMRelay", "IMOutbox", "IMTelemetry", "IMVendors", "IMAdapterKit", "IMSandbox", "IMHTTP", "WuKong", "RongCloud", "NIM", "JMessage"]),
+        .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMConfig", "IMMapping", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMVendors", "IMAdapterKit", "IMSandbox", "IMHTTP", "WuKong", "RongCloud", "NIM", "JMessage"]),
         .testTarget(name: "IMStoreTests", dependencies: ["IMCore", "IMStore", "IMStoreCore", "IMStorePostgres", "PostgresTestSupport"]),
         // IMServer: the listener, status page and log handler tests; IMBridgeApp: the settings' tests decode
         // them through bridge.yaml's document (`BridgeConfig`).
-        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMCatchUp", "IMMigration", "IMVerify", "IMTesting", "IMConfig", "IMMapping", "IMServer", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
+        .testTarget(name: "IMRelayTests", dependencies: ["IMCore", "IMStore", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMCatchUp", "IMMigration", "IMVerify", "IMTesting", "IMConfig", "IMMapping", "IMServer", "IMBridgeApp", "IMAdapterKit", "IMHTTP", "PostgresTestSupport",
                                                          .product(name: "Logging", package: "swift-log", condition: server),
                                                          .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         .testTarget(name: "MigrationEndToEndTests", dependencies: [
-            "IMBridgeApp", "IMLab", "IMRelay", "IMOutbox", "IMTelemetry", "IMMigration", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge", "BridgeTestSupport",
+            "IMBridgeApp", "IMLab", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMMigration", "IMStore", "IMCore", "IMHTTP", "IMSandbox", "imbridge", "BridgeTestSupport",
             "WuKong", "RongCloud", "NIM", "JMessage",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMOutbox", "IMTelemetry", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "BridgeTestSupport", "imbridge",
+        .testTarget(name: "EndToEndTests", dependencies: ["IMBridgeApp", "IMLab", "IMVendors", "IMCore", "IMHTTP", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMCatchUp", "IMMigration", "IMVerify", "IMServer", "IMStore", "IMSandbox", "IMTesting", "IMAdapterKit", "IMMapping", "PostgresTestSupport", "SandboxTestSupport", "BridgeTestSupport", "imbridge",
                                                          "JMessage", "NIM", "RongCloud", "WuKong",
                                                          "JMessageSandbox", "NIMSandbox", "RongCloudSandbox", "WuKongSandbox", "SandboxTestSupport",
                                                           .product(name: "GRDB", package: "GRDB.swift", condition: server)]),

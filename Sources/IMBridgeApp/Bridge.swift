@@ -8,6 +8,7 @@ import Logging
 import IMCatchUp
 import IMVerify
 import IMOutbox
+import IMPositions
 
 /// A configured bridge: store, backends, engine and listener, started and stopped together.
 public struct Bridge: Sendable {

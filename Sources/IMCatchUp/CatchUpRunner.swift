@@ -6,6 +6,7 @@ import Logging
 import IMRelay
 import IMOutbox
 import IMTelemetry
+import IMPositions
 
 /// Catch-up from history (docs/architecture.md, "Catch-up"): what a vendor gave up delivering while the
 /// bridge was down, or dropped in a running stream, is read back from the source's history and recorded

@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMRelay
 import IMOutbox
+import IMPositions
 
 /// Moves an account from one backend to another: users, then groups (`Migrator+Account.swift`), then
 /// each conversation's history, oldest → newest, through the outbox (docs/migration.md, "Through the

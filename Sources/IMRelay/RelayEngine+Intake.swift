@@ -3,6 +3,7 @@ import IMAdapterKit
 import IMCore
 import IMStore
 import Logging
+import IMPositions
 
 /// The engine is the sink every adapter pushes into: `accept` commits the events' ledger and outbox
 /// rows (group commit) before it returns; `refused` counts a turned-away callback.

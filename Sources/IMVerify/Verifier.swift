@@ -5,6 +5,7 @@ import IMStore
 import Synchronization
 import IMRelay
 import IMOutbox
+import IMPositions
 
 /// Which part of the configuration `imbridge verify` compares, and over which time window.
 public struct VerifyScope: Sendable {

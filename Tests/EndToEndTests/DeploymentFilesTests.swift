@@ -11,6 +11,7 @@ import IMStore
 import PostgresTestSupport
 import IMVendors
 import Testing
+import IMPositions
 
 /// `examples/bridge.yaml` and `deploy/imbridge.service` are what the README tells an operator to copy:
 /// the example passes `imbridge check`'s validation and mentions every key there is; the unit passes

@@ -9,6 +9,7 @@ import Synchronization
 import Testing
 import IMOutbox
 @_spi(Testing) @testable import IMCatchUp
+@testable import IMPositions
 
 /// A WuKong-rules memory backend as a catch-up source whose history can be made to fail (the vendor
 /// unreachable while the bridge reads back what it missed).

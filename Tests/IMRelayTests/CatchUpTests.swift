@@ -4,6 +4,7 @@ import IMCore
 @testable import IMRelay
 import Testing
 @_spi(Testing) @testable import IMCatchUp
+@testable import IMPositions
 
 /// `catch_up:` parsing and the gate that orders live messages against catch-up (docs/architecture.md,
 /// "Catch-up"). The end-to-end behaviour is in Tests/EndToEndTests/CatchUpEndToEndTests.swift.

@@ -5,6 +5,7 @@ import IMCore
 import IMStore
 @testable import IMRelay
 import Testing
+@testable import IMPositions
 
 /// The pieces of catch-up that keep positions honest (docs/architecture.md, "Catch-up" and "Catch-up of
 /// changes"): the gate moves a `.sequence` position only along an unbroken run, feed positions are stored

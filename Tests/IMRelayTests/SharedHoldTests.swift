@@ -8,6 +8,7 @@ import PostgresTestSupport
 import Testing
 import IMOutbox
 @_spi(Testing) @testable import IMCatchUp
+@testable import IMPositions
 
 /// Two instances on one PostgreSQL store and a source whose live traffic shows no gap (RongCloud, NIM,
 /// JMessage): while one instance catches a conversation up, the other refuses the conversation's live

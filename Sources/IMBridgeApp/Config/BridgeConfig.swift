@@ -9,6 +9,7 @@ import IMStore
 import IMVerify
 import IMOutbox
 import IMTelemetry
+import IMPositions
 
 /// `bridge.yaml`, validated. Every error names the key (and line) it is about. See docs/configuration.md for each key.
 ///

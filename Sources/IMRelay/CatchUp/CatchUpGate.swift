@@ -1,6 +1,7 @@
 import IMAdapterKit
 import IMCore
 import Synchronization
+import IMPositions
 
 /// The seam between live intake and catch-up (docs/architecture.md, "Catch-up"): every batch a source's
 /// callback delivers passes `admit` before the engine records it.
@@ -19,14 +20,7 @@ import Synchronization
 ///   message (`unknownConversations`), not a second later: a SIGKILL in between would leave the next start
 ///   unaware of it, and what its vendor then gave up delivering would never be read back.
 public final class CatchUpGate: Sendable {
-    public struct Key: Hashable, Sendable {
-        public var backend: BackendID
-        public var conversation: ConversationRef
-        public init(backend: BackendID, conversation: ConversationRef) {
-            self.backend = backend
-            self.conversation = conversation
-        }
-    }
+    public typealias Key = CatchUpKey
 
     /// What live traffic showed about a conversation since the last `drainObserved`.
     package struct Observed: Sendable {

@@ -32,8 +32,8 @@ package enum CatchUpCheckpoint {
     /// at the first message recorded (`cursor`, when the source gives one) with its sender as the member to
     /// read history as; written with the message, kept if one is there already. A bridge killed a moment
     /// later reads the conversation from there on its next start, however much came meanwhile.
-    package static func firstCheckpoints(_ fresh: [CatchUpGate.Key: Message], routes: RouteTable,
-                                 cursor: (CatchUpGate.Key, Message) -> HistoryCursor?) -> [(name: String, value: String)] {
+    package static func firstCheckpoints(_ fresh: [CatchUpKey: Message], routes: RouteTable,
+                                 cursor: (CatchUpKey, Message) -> HistoryCursor?) -> [(name: String, value: String)] {
         fresh.compactMap { key, first in
             guard !routes.legs(from: key.backend, conversation: key.conversation).isEmpty else { return nil }
             var record = Record(viewer: routes.isBridgeIdentity(first.sender, on: key.backend) ? nil : first.sender.rawValue)
@@ -45,15 +45,25 @@ package enum CatchUpCheckpoint {
         }
     }
 
-    package static func name(for key: CatchUpGate.Key) -> String {
+    package static func name(for key: CatchUpKey) -> String {
         "\(prefix)\(key.backend.rawValue)/\(key.conversation)"
     }
 
-    package static func key(fromName name: String) -> CatchUpGate.Key? {
+    package static func key(fromName name: String) -> CatchUpKey? {
         guard name.hasPrefix(prefix) else { return nil }
         let rest = name.dropFirst(prefix.count)
         guard let slash = rest.firstIndex(of: "/"),
               let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
-        return CatchUpGate.Key(backend: BackendID(String(rest[..<slash])), conversation: conversation)
+        return CatchUpKey(backend: BackendID(String(rest[..<slash])), conversation: conversation)
+    }
+}
+
+/// A conversation of a source backend, as catch-up keeps its position (`CatchUpGate.Key`).
+public struct CatchUpKey: Hashable, Sendable {
+    public var backend: BackendID
+    public var conversation: ConversationRef
+    public init(backend: BackendID, conversation: ConversationRef) {
+        self.backend = backend
+        self.conversation = conversation
     }
 }
