@@ -178,7 +178,10 @@ extension CrashTests {
             let rig = try await Rig.start(("yx", "nim"), ("wk", "wukong"))
             defer { Task { await rig.bridgeRig.stop() } }
             let yx = try await rig.lab.userBackend("yx", registry: ContentRegistry())
-            let group = ConversationRef.group("cw3")
+            // NIM refuses a team message into a team that does not exist: the team is there first, with ann.
+            let tid = "1300000303"
+            try await rig.lab.seedGroup("yx", tid, owner: "ann", members: ["ann"])
+            let group = ConversationRef.group(GroupID(tid))
             var bridge = try await rig.bridge(run: 1)
             var sent: [String: Message] = [:]
             for text in ["first", "to-recall", "last"] {
@@ -200,7 +203,7 @@ extension CrashTests {
             bridge = try await rig.bridge(run: 2)
             defer { bridge.killWithoutWaiting() }
             func copyRecord(_ text: String) async throws -> JSONValue? {
-                try await rig.records("cw3").first { $0["id"]?.stringValue == copies[text]?.rawValue }
+                try await rig.records(tid).first { $0["id"]?.stringValue == copies[text]?.rawValue }
             }
             let arrived = try await eventually(60) { try await copyRecord("to-recall")?["recalled"] == true }
             let shown = try await rig.lab.table("wk", title: "WuKong")
