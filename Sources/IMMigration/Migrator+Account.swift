@@ -26,7 +26,7 @@ import IMOutbox
 extension Migrator {
     /// Migration's own group map of earlier versions; read once into the conversation map.
     static func groupMapName(_ plan: MigrationPlan, _ group: GroupID) -> String {
-        "migrate-group:\(plan.source):\(group.rawValue)->\(plan.target)"
+        "\(PortalMap.legacyPrefix)\(plan.source):\(group.rawValue)->\(plan.target)"
     }
 
     /// The prefix of the account entries' outcome checkpoints and their migration mark.
@@ -145,13 +145,12 @@ extension Migrator {
     func mappedGroup(_ group: GroupID, _ plan: MigrationPlan) async throws -> GroupID? {
         let key = PortalMap.key(source: plan.source, conversation: .group(group), target: plan.target)
         let legacy = Self.groupMapName(plan, group)
+        let (mapped, old) = try await store.reading { tx in (try PortalMap.group(key, tx), try PortalMap.group(legacy, tx)) }
+        if let mapped { return mapped }
+        guard let old else { return nil }
         let now = clock.nowMs()
-        return try await store.writing { tx in
-            if let mapped = try PortalMap.group(key, tx) { return mapped }
-            guard let old = try PortalMap.group(legacy, tx) else { return nil }
-            try PortalMap.record(old, for: key, at: now, tx)
-            return old
-        }
+        try await store.writing { try PortalMap.record(old, for: key, at: now, $0) }
+        return old
     }
 
     /// Reads source profiles in batches of 100, so that a large account costs few calls.

@@ -10,33 +10,37 @@ extension Delivery {
     /// provisioning gets `ensureUser`; else nothing is written (`userSkipped`). `dryRun` reads and decides.
     public func bringUser(_ desired: UserProfile, known: Bool, dryRun: Bool = false, calls: some TargetCalls = DirectCalls(),
                           beforeWrite: @Sendable () throws -> Void = {}) async throws -> AccountOutcome {
-        let outcome: AccountOutcome
-        if let directory = target as? any UserDirectory {
-            var existing: UserProfile?? = nil
-            do {
-                existing = .some(try await calls.run { try await directory.users([desired.id]).first })
-            } catch let error as IMError where error.code == .unsupported {}
-            switch existing {
-            case .some(.some(let existing)):
-                outcome = known && desired.differs(from: existing) ? .userUpdated : .userUnchanged
-            case .some(.none): outcome = .userCreated
-            case .none: outcome = .userProvisioned
+        // One write per user at a time, as provisioning's (`userWrites`): a bare-id provisioning never
+        // lands between this read and this write.
+        try await userWrites.run(desired.id) {
+            let outcome: AccountOutcome
+            if let directory = target as? any UserDirectory {
+                var existing: UserProfile?? = nil
+                do {
+                    existing = .some(try await calls.run { try await directory.users([desired.id]).first })
+                } catch let error as IMError where error.code == .unsupported {}
+                switch existing {
+                case .some(.some(let existing)):
+                    outcome = known && desired.differs(from: existing) ? .userUpdated : .userUnchanged
+                case .some(.none): outcome = .userCreated
+                case .none: outcome = .userProvisioned
+                }
+                if !dryRun, outcome != .userUnchanged {
+                    try beforeWrite()
+                    try await calls.run { try await directory.saveUser(desired) }
+                }
+            } else if let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative {
+                outcome = .userProvisioned
+                if !dryRun {
+                    try beforeWrite()
+                    try await calls.run { try await provisioning.ensureUser(desired) }
+                }
+            } else {
+                return .userSkipped
             }
-            if !dryRun, outcome != .userUnchanged {
-                try beforeWrite()
-                try await calls.run { try await directory.saveUser(desired) }
-            }
-        } else if let provisioning = target as? any UserProvisioning, target.capabilities.support(.userProvisioning).isNative {
-            outcome = .userProvisioned
-            if !dryRun {
-                try beforeWrite()
-                try await calls.run { try await provisioning.ensureUser(desired) }
-            }
-        } else {
-            return .userSkipped
+            if !dryRun { markProvisioned(desired.id) }
+            return outcome
         }
-        if !dryRun { markProvisioned(desired.id) }
-        return outcome
     }
 
     /// A group an earlier attempt created without its id being recorded: among the owner's groups on the

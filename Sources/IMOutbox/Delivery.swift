@@ -109,21 +109,8 @@ public final class Delivery: Sendable {
     /// read first where the target reads profiles, written only when they differ (or the target cannot
     /// say). True when it wrote. `beforeWrite` runs right before the write (the relay's lease check).
     public func syncProfile(_ wanted: UserProfile, beforeWrite: @Sendable () throws -> Void = {}) async throws -> Bool {
-        let directory = try capability((any UserDirectory).self, .userProvisioning)
-        return try await userWrites.run(wanted.id) {
-            var existing: UserProfile?? = nil
-            do {
-                existing = .some(try await directory.users([wanted.id]).first)
-            } catch let error as IMError where error.code == .unsupported {}
-            if case .some(.some(let existing)) = existing, !wanted.differs(from: existing) {
-                markProvisioned(wanted.id)
-                return false
-            }
-            try beforeWrite()
-            try await directory.saveUser(wanted)
-            markProvisioned(wanted.id)
-            return true
-        }
+        _ = try capability((any UserDirectory).self, .userProvisioning)
+        return try await bringUser(wanted, known: true, beforeWrite: beforeWrite) != .userUnchanged
     }
 
     /// Records a user already written to the target with a full profile (a migration's user phase), so

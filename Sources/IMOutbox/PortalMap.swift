@@ -17,6 +17,9 @@ public enum PortalMap {
 
     package static func pendingKey(_ key: String) -> String { key + ":pending" }
 
+    /// The prefix of migration's own group map of earlier versions (`migrate-group:<source>:<group>-><target>`).
+    package static let legacyPrefix = "migrate-group:"
+
     /// The target group `key` names, if any.
     package static func group(_ key: String, _ tx: StoreTransaction) throws -> GroupID? {
         try tx.checkpoint(key).flatMap { $0.isEmpty ? nil : GroupID($0) }

@@ -218,7 +218,7 @@ extension RelayEngine {
         let target = delivery.target.id
         let pending = try await store.reading { try $0.checkpoint(PortalMap.pendingKey(key)) }.map { !$0.isEmpty } ?? false
         guard pending else { return nil }
-        let taken = try await store.reading { try PortalMap.mapped(on: target, $0, legacy: ["migrate-group:"]) }
+        let taken = try await store.reading { try PortalMap.mapped(on: target, $0, legacy: [PortalMap.legacyPrefix]) }
         return try await delivery.earlierGroup(desired, taken: taken, calls: calls)
     }
 

@@ -69,7 +69,10 @@ extension CrashTests {
 
             /// While the bridge is down its port answers 503, so that no other test's server that takes the
             /// freed port (another bridge with the lab's webhook secret) accepts the sandbox's callbacks.
-            func standIn() async throws -> HTTPServer {
+            func standIn() async throws -> HTTPServer { try await Self.standIn(port: port) }
+
+            /// A server answering 503 on `port`, bound as soon as the port is free (within 5 s).
+            static func standIn(port: Int) async throws -> HTTPServer {
                 var lastError: (any Error)?
                 for _ in 0..<50 {
                     let server = HTTPServer(port: port) { _ in HTTPResponseData(status: 503, headers: [], body: Array("down".utf8)) }

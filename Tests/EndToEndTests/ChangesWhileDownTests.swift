@@ -30,20 +30,25 @@ extension CrashTests {
 
             func bridge(run: Int) async throws -> BridgeProcess { try await bridgeRig.start(log: "bridge-\(run).log") }
 
-            /// While the bridge is down its port answers 503 (as `CatchUpEndToEndTests` does).
-            func standIn() async throws -> HTTPServer {
-                var lastError: (any Error)?
-                for _ in 0..<50 {
-                    let server = HTTPServer(port: bridgeRig.port) { _ in HTTPResponseData(status: 503, headers: [], body: Array("down".utf8)) }
-                    do {
-                        _ = try await server.start()
-                        return server
-                    } catch {
-                        lastError = error
-                        try await Task.sleep(nanoseconds: 100_000_000)
-                    }
+            /// While the bridge is down its port answers 503 (as in `CatchUpEndToEndTests`).
+            func standIn() async throws -> HTTPServer { try await CatchUpEndToEndTests.Rig.standIn(port: bridgeRig.port) }
+
+            /// Sends `texts` into `group` as ann through `backend` (`to-expand` with the expansion status "new")
+            /// and waits until the bridge has relayed each; returns the messages and their copies, by text.
+            func sendRelayed(_ texts: [String], into group: ConversationRef, through backend: any IMBackend, bridge: BridgeProcess) async throws
+                -> (sent: [String: Message], copies: [String: MessageID]) {
+                var sent: [String: Message] = [:]
+                for text in texts {
+                    sent[text] = try await backend.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text),
+                                                                        expansion: text == "to-expand" ? ["status": "new"] : nil))
                 }
-                throw lastError ?? IMError(.unavailable, "cannot bind the bridge's port")
+                var copies: [String: MessageID] = [:]
+                let relayed = try await eventually(60) {
+                    for (text, message) in sent { copies[text] = try copy(of: message.id) }
+                    return copies.count == sent.count
+                }
+                #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+                return (sent, copies)
             }
 
             /// Waits until the source sandbox has given up on at least `dropped` callbacks and has none left to try.
@@ -77,17 +82,7 @@ extension CrashTests {
             let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
             let group = ConversationRef.group("cw1")
             var bridge = try await rig.bridge(run: 1)
-            var sent: [String: Message] = [:]
-            for text in ["first", "to-recall", "to-expand", "to-delete", "last"] {
-                sent[text] = try await rc.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text),
-                                                               expansion: text == "to-expand" ? ["status": "new"] : nil))
-            }
-            var copies: [String: MessageID] = [:]
-            let relayed = try await eventually(60) {
-                for (text, message) in sent { copies[text] = try rig.copy(of: message.id) }
-                return copies.count == sent.count
-            }
-            #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+            let (sent, copies) = try await rig.sendRelayed(["first", "to-recall", "to-expand", "to-delete", "last"], into: group, through: rc, bridge: bridge)
             #expect(try await eventually(30) {
                 try await rig.records("cw1").first { $0["id"]?.stringValue == copies["to-expand"]?.rawValue }?["expansion"]?["status"] == "new"
             })
@@ -128,17 +123,7 @@ extension CrashTests {
             let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
             let group = ConversationRef.group("cw2")
             var bridge = try await rig.bridge(run: 1)
-            var sent: [String: Message] = [:]
-            for text in ["first", "to-edit", "to-recall", "to-expand", "last"] {
-                sent[text] = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text),
-                                                               expansion: text == "to-expand" ? ["status": "new"] : nil))
-            }
-            var copies: [String: MessageID] = [:]
-            let relayed = try await eventually(60) {
-                for (text, message) in sent { copies[text] = try rig.copy(of: message.id) }
-                return copies.count == sent.count
-            }
-            #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+            let (sent, copies) = try await rig.sendRelayed(["first", "to-edit", "to-recall", "to-expand", "last"], into: group, through: wk, bridge: bridge)
             func copyRecord(_ text: String) async throws -> JSONValue? {
                 try await rig.records("cw2").first { $0["id"]?.stringValue == copies[text]?.rawValue }
             }
@@ -183,16 +168,7 @@ extension CrashTests {
             try await rig.lab.seedGroup("yx", tid, owner: "ann", members: ["ann"])
             let group = ConversationRef.group(GroupID(tid))
             var bridge = try await rig.bridge(run: 1)
-            var sent: [String: Message] = [:]
-            for text in ["first", "to-recall", "last"] {
-                sent[text] = try await yx.send(OutgoingMessage(conversation: group, sender: "ann", content: .text(text)))
-            }
-            var copies: [String: MessageID] = [:]
-            let relayed = try await eventually(60) {
-                for (text, message) in sent { copies[text] = try rig.copy(of: message.id) }
-                return copies.count == sent.count
-            }
-            #expect(relayed, "relayed live:\n\(bridge.output.suffix(3000))")
+            let (sent, copies) = try await rig.sendRelayed(["first", "to-recall", "last"], into: group, through: yx, bridge: bridge)
             #expect(await bridge.terminate() == 0)
             let standIn = try await rig.standIn()
 
