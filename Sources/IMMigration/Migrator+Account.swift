@@ -86,7 +86,11 @@ extension Migrator {
                 continue
             }
             let mark = MigrationMark(run: Self.accountRun(plan), outcome: "\(Self.accountRun(plan)):group:\(group.rawValue)")
-            let lane = GroupSync.lane(target: plan.target, group: explicit[group] ?? group)
+            // A group the target gives an id of its own is set up in its portal's lane, one after the other
+            // with live relay's first sight of it (one group however both meet it).
+            let lane = explicit[group] == nil && target.capabilities.groupCreationAssignsID
+                ? PortalMap.lane(target: plan.target, source: plan.source, group: group)
+                : GroupSync.lane(target: plan.target, group: explicit[group] ?? group)
             queued.append((group, RelayEngine.AccountItem(action: .group(source: group, target: explicit[group], users: plan.users), lane: lane, mark: mark)))
         }
         for (group, outcome) in try await runAccount(queued.map(\.1), plan) {

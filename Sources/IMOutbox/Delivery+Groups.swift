@@ -57,11 +57,13 @@ extension Delivery {
     /// list are removed (`GroupMemberRemoving`; a target without it keeps them) — `.updated` — or nothing
     /// differs — `.unchanged`. Migration passes no `removable`: it never removes anyone. Otherwise the group is created with `id`
     /// (else `desired.id`) through `create` when given (migration's, which looks for a creation whose
-    /// answer was lost), else `createGroup` — `.created` with the id the target gave. `calls` wraps each
+    /// answer was lost), else `createGroup` — `.created` with the id the target gave; unless `mayCreate`
+    /// is false (a group the conversation map names that the target cannot describe, such as a WuKongIM
+    /// channel with no business-server group: relayed into as it is) — then `.unchanged`. `calls` wraps each
     /// target call; `dryRun` reads and decides but writes nothing.
     public func bringGroup(_ desired: GroupProfile, id: GroupID?, calls: some TargetCalls = DirectCalls(), dryRun: Bool = false,
                            create: (@Sendable (GroupProfile) async throws -> GroupID)? = nil,
-                           removable: (@Sendable (UserID) -> Bool)? = nil) async throws -> GroupOutcome {
+                           removable: (@Sendable (UserID) -> Bool)? = nil, mayCreate: Bool = true) async throws -> GroupOutcome {
         guard let directory = target as? any GroupDirectory else {
             throw IMError(.unsupported, "\(target.id) has no group directory", isRetryable: false)
         }
@@ -81,6 +83,7 @@ extension Delivery {
             }
             return .updated(id, membersAdded: missing.count)
         }
+        guard mayCreate else { return .unchanged(desired.id) }
         if dryRun { return .created(desired.id) }
         let made = desired
         if let create { return .created(try await create(made)) }

@@ -31,6 +31,78 @@ public enum PortalMap {
         try tx.setCheckpoint(pendingKey(key), "", at: now)
     }
 
+    /// Records that `target`'s group `id` stands for `source`'s `group`, in both directions (events of the
+    /// target group relayed back find the source group), and clears the pending creation.
+    package static func link(_ group: GroupID, on source: BackendID, to id: GroupID, on target: BackendID, at now: Int64,
+                             _ tx: StoreTransaction) throws {
+        try record(id, for: key(source: source, conversation: .group(group), target: target), at: now, tx)
+        try tx.setCheckpoint(key(source: target, conversation: .group(id), target: source), group.rawValue, at: now)
+    }
+
+    /// Forgets the portal of `source`'s `group` on `target`, both directions; returns the target group it named.
+    package static func unlink(_ group: GroupID, on source: BackendID, target: BackendID, at now: Int64,
+                               _ tx: StoreTransaction) throws -> GroupID? {
+        let forward = key(source: source, conversation: .group(group), target: target)
+        guard let id = try self.group(forward, tx) else { return nil }
+        try tx.setCheckpoint(forward, "", at: now)
+        let back = key(source: target, conversation: .group(id), target: source)
+        if try self.group(back, tx) == group { try tx.setCheckpoint(back, "", at: now) }
+        return id
+    }
+
+    /// One recorded portal: `source`'s `group` is `target`'s `targetGroup`.
+    public struct Portal: Sendable, Equatable, Codable {
+        public var source: BackendID
+        public var group: GroupID
+        public var target: BackendID
+        public var targetGroup: GroupID
+        /// When it was recorded (ms since 1970).
+        public var since: Int64?
+    }
+
+    /// Every portal in the map, each once (the direction it was recorded in first, by time): the reverse
+    /// entry `link` writes is not listed again.
+    package static func all(_ tx: StoreTransaction) throws -> [Portal] {
+        var found: [Portal] = []
+        var seen = Set<String>()
+        for (name, value) in try tx.checkpoints(prefix: "portal:") where !value.isEmpty && !name.hasSuffix(":pending") {
+            guard let parsed = parse(name) else { continue }
+            let portal = Portal(source: parsed.source, group: parsed.group, target: parsed.target, targetGroup: GroupID(value))
+            let pair = [("\(portal.source)|\(portal.group)"), ("\(portal.target)|\(portal.targetGroup)")].sorted().joined(separator: "~")
+            guard seen.insert(pair).inserted else { continue }
+            found.append(portal)
+        }
+        return found
+    }
+
+    /// The parts of a map key (`portal:<source>:group:<group>-><target>`).
+    static func parse(_ name: String) -> (source: BackendID, group: GroupID, target: BackendID)? {
+        guard name.hasPrefix("portal:"), let arrow = name.range(of: "->", options: .backwards) else { return nil }
+        let head = name[name.index(name.startIndex, offsetBy: 7)..<arrow.lowerBound]
+        guard let colon = head.firstIndex(of: ":"), head[head.index(after: colon)...].hasPrefix("group:") else { return nil }
+        let group = head[head.index(colon, offsetBy: 7)...]
+        return (BackendID(String(head[..<colon])), GroupID(String(group)), BackendID(String(name[arrow.upperBound...])))
+    }
+
+    // MARK: lanes
+
+    /// The lane kind of a portal (`LaneKey.conversation` `.other("portal", "<source>:<group>")`).
+    public static let laneKind = "portal"
+
+    /// The lane of everything relayed from `source`'s `group` into its portal on `target`: named after the
+    /// source group, so that it is the same before the target group exists and after, and the group's
+    /// creation runs ahead of its first message.
+    public static func lane(target: BackendID, source: BackendID, group: GroupID) -> LaneKey {
+        LaneKey(backend: target, conversation: .other(laneKind, "\(source):\(group)"))
+    }
+
+    /// The source group a portal lane carries, nil for any other lane.
+    public static func source(of lane: LaneKey) -> (backend: BackendID, group: GroupID)? {
+        guard case .other(laneKind) = lane.conversation.kind, let colon = lane.conversation.id.firstIndex(of: ":") else { return nil }
+        let id = lane.conversation.id
+        return (BackendID(String(id[..<colon])), GroupID(String(id[id.index(after: colon)...])))
+    }
+
     /// Every target group some source group is mapped to on `target` (so a search for a lost creation never
     /// takes one of them). `legacy` names other prefixes kept by earlier versions (migration's own map).
     package static func mapped(on target: BackendID, _ tx: StoreTransaction, legacy: [String] = []) throws -> Set<String> {

@@ -87,9 +87,14 @@ public struct RouteLeg: Sendable, Hashable {
     public var target: BackendID
     public var targetConversation: ConversationRef
     public var users: UserMode
+    /// The route names no conversation on the target side (`yx:group:*`): the target conversation is the
+    /// source's id, or — on a target that gives groups ids of its own — the one the conversation map
+    /// names (`PortalMap`).
+    public var targetIsWildcard: Bool
 
-    package init(route: Route, target: BackendID, targetConversation: ConversationRef, users: UserMode) {
+    package init(route: Route, target: BackendID, targetConversation: ConversationRef, users: UserMode, targetIsWildcard: Bool = false) {
         (self.route, self.target, self.targetConversation, self.users) = (route, target, targetConversation, users)
+        self.targetIsWildcard = targetIsWildcard
     }
 
     /// The target-side user for a source user.

@@ -21,9 +21,14 @@ import IMOutbox
 /// announcement is set, and the leg's own puppets whose source users left are removed (`puppets(of:)`;
 /// never a native member nor another route's puppet).
 ///
-/// Only targets that keep the id the bridge asks for (RongCloud, and the testing kit's worlds with other
-/// rules) get groups created: NIM, JMessage and WuKong's business server give new groups ids of their
-/// own, while a route relays into the group of the same id (migration maps ids; live relay does not yet).
+/// A target that keeps the id the bridge asks for (RongCloud) gets the group of the source's id. One
+/// that gives new groups ids of its own (NIM, JMessage, WuKong's business server) gets, on a wildcard
+/// route, a group of its own kept in the conversation map (`Portals`); a route that names the target
+/// group relays into it as it is.
+///
+/// A group its source does not describe (no directory, or a group only the message service knows) is
+/// set up with the senders seen so far, each added before its first message (`ensureMember`), with one
+/// warning — never left without members.
 public enum GroupSync {
     public static func checkpointName(target: BackendID, group: GroupID) -> String { "group:\(target):\(group)" }
 
@@ -51,8 +56,15 @@ public enum GroupSync {
         var targetGroup: GroupID
         var route: Route
         var users: UserMode
+        /// The target group is a portal's (`Portals`): `targetGroup` is then the source's id, and the
+        /// target's own is the one the conversation map names.
+        var portal = false
 
-        var name: String { GroupSync.checkpointName(target: target, group: targetGroup) }
+        /// The first-sight mark, and the lane of comparisons, name the target group — for a portal, the
+        /// source group it stands for.
+        var key: GroupID { portal ? GroupID("portal:\(source):\(group)") : targetGroup }
+        var name: String { GroupSync.checkpointName(target: target, group: key) }
+        var action: RelayAction { .group(source: group, target: portal ? nil : targetGroup, users: users) }
     }
 
     /// Target groups whose first entry is known to be queued (the store's checkpoint says so), and the
@@ -105,27 +117,43 @@ extension RelayEngine {
     /// Adds the `.group` entry a new message's leg needs first, when its target group was never set up: a
     /// group conversation on both sides, source and target with group directories, a target that keeps
     /// the id asked for. Marked queued in the same transaction; returns the mark's name (for `groupsSeen`).
-    nonisolated func firstSightGroup(_ event: IMEvent, leg: RouteLeg, _ tx: StoreTransaction, at now: Int64,
+    nonisolated func firstSightGroup(_ event: IMEvent, leg: RouteLeg, lane: LaneKey, _ tx: StoreTransaction, at now: Int64,
                                      to draft: inout OutboxDraft) throws -> String? {
-        guard case .message = event.kind, let subject = groupSubject(event, leg: leg) else { return nil }
+        guard case .message(let message) = event.kind, let subject = groupSubject(event, leg: leg) else { return nil }
         let name = subject.name
         guard !people.groupsSeen.contains(name), try tx.checkpoint(name) == nil else { return nil }
         try tx.setCheckpoint(name, "", at: now)
-        let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: leg.users)
-        let payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: now, sourceConversation: event.conversation)
-        try draft.add(payload, lane: LaneKey(backend: leg.target, conversation: leg.targetConversation), source: event.backend,
-                      eventID: event.eventID)
+        if subject.portal { try adoptRelayedGroup(subject, at: now, tx) }
+        var payload = OutboxPayload(action: subject.action, route: leg.route, eventTimeMs: now, sourceConversation: event.conversation)
+        // The first sender: the member a group its source does not describe is set up with.
+        payload.sourceSender = message.sender
+        try draft.add(payload, lane: lane, source: event.backend, eventID: event.eventID)
         return name
+    }
+
+    /// A portal whose source group was itself set up under its own id for the target's group of that id
+    /// (a wildcard route the other way into a target that keeps ids: `wk:group:g1` relayed into
+    /// `rc:group:g1` marks `group:rc:g1`) is that group: linked, not created again, so the conversation
+    /// stays one on both sides (and a store of an earlier version, which kept only the mark, keeps it).
+    nonisolated func adoptRelayedGroup(_ subject: GroupSync.Subject, at now: Int64, _ tx: StoreTransaction) throws {
+        let key = PortalMap.key(source: subject.source, conversation: .group(subject.group), target: subject.target)
+        guard try PortalMap.group(key, tx) == nil,
+              try tx.checkpoint(GroupSync.checkpointName(target: subject.source, group: subject.group)) != nil,
+              routes.legs(from: subject.target, conversation: .group(subject.group))
+                .contains(where: { $0.target == subject.source && $0.targetConversation == .group(subject.group) }) else { return }
+        try PortalMap.link(subject.group, on: subject.source, to: subject.group, on: subject.target, at: now, tx)
     }
 
     /// The target group an event's leg reaches, when groups are set up for it: a group conversation on
     /// both sides, source and target with group directories, a target that keeps the id asked for.
     nonisolated func groupSubject(_ event: IMEvent, leg: RouteLeg) -> GroupSync.Subject? {
         guard event.conversation.kind == .group, leg.targetConversation.kind == .group,
-              backends[event.backend] is any GroupDirectory, let target = backends[leg.target], target is any GroupDirectory,
-              !target.capabilities.groupCreationAssignsID else { return nil }
+              let target = backends[leg.target], target is any GroupDirectory else { return nil }
+        let portal = isPortal(event, leg: leg)
+        // A named group on a target that assigns ids is the operator's: relayed into as it is.
+        guard portal || !target.capabilities.groupCreationAssignsID else { return nil }
         return GroupSync.Subject(source: event.backend, group: GroupID(event.conversation.id), target: leg.target,
-                                 targetGroup: GroupID(leg.targetConversation.id), route: leg.route, users: leg.users)
+                                 targetGroup: GroupID(leg.targetConversation.id), route: leg.route, users: leg.users, portal: portal)
     }
 
     /// Queues a `.group` entry for each group with events since the last round (at most
@@ -148,9 +176,8 @@ extension RelayEngine {
 
     /// Adds a comparison of `subject`'s target group, in its own lane (`GroupSync.lane`).
     nonisolated func addGroupEntry(_ subject: GroupSync.Subject, eventID: EventID, at now: Int64, to draft: inout OutboxDraft) throws {
-        let action = RelayAction.group(source: subject.group, target: subject.targetGroup, users: subject.users)
-        let payload = OutboxPayload(action: action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
-        try draft.add(payload, lane: GroupSync.lane(target: subject.target, group: subject.targetGroup), source: subject.source, eventID: eventID)
+        let payload = OutboxPayload(action: subject.action, route: subject.route, eventTimeMs: now, sourceConversation: .group(subject.group))
+        try draft.add(payload, lane: GroupSync.lane(target: subject.target, group: subject.key), source: subject.source, eventID: eventID)
     }
 
     /// Every `groupSettings.refreshMs`, `refreshGroups`; returns when the task is cancelled.
@@ -170,17 +197,21 @@ extension RelayEngine {
     /// Runs a `.group` entry: reads the source group and brings the target group up to it,
     /// members as the leg names them on the target, the leg's puppets of users who left removed. Members that are the bridge's own puppets on the
     /// source (the other direction's) are left out: the users they stand for are on the target already.
-    /// A source that cannot describe its groups, or does not know the group, leaves the target as it is.
-    /// True when the target was called.
+    /// With no target id (`named` nil), the group the conversation map names; where it names none, the
+    /// group is created — in a portal's lane, by a migration, or on a target that keeps ids — and
+    /// recorded (a comparison in its own lane never creates: the portal's lane does, ahead of the first message).
+    /// A group the source does not describe is set up by live relay with the entry's sender (first
+    /// sight), else left as it is. True when the target was called.
     nonisolated func syncGroup(_ group: GroupID, from source: BackendID, to named: GroupID?, users: UserMode, payload: OutboxPayload,
                                entry: OutboxEntry, delivery: Delivery, mayWrite: @Sendable () throws -> Void) async throws -> Bool {
-        guard var profile = try await sourceGroup(group, on: source) else {
-            try await noteOutcome(.groupUndescribed, of: payload)
-            return false
-        }
+        let live = payload.migration == nil
+        let target = delivery.target.id
+        let described = try await sourceGroup(group, on: source)
+        var profile = described ?? GroupProfile(id: group)
         profile.members = profile.members.filter { !routes.isBridgeIdentity($0, on: source) }
         if let owner = profile.owner, routes.isBridgeIdentity(owner, on: source) { profile.owner = nil }
-        let target = delivery.target.id
+        let fromSenders = live && profile.members.isEmpty
+        if fromSenders, let sender = payload.sourceSender, !routes.isBridgeIdentity(sender, on: source) { profile.members = [sender] }
         let portal = PortalMap.key(source: source, conversation: .group(group), target: target)
         let mapped = named == nil ? try await store.reading { try PortalMap.group(portal, $0) } : nil
         var id = named ?? mapped
@@ -190,23 +221,38 @@ extension RelayEngine {
             try await noteOutcome(.groupUndescribed, of: payload)
             return false
         }
-        try mayWrite()
         let assigns = delivery.target.capabilities.groupCreationAssignsID
         if id == nil && !assigns { id = group }
-        // A target that assigns ids may still have a group of this id (one a route relays into): that one.
+        let inPortalLane = PortalMap.source(of: entry.lane) != nil
+        // A comparison of a portal not set up yet: its lane sets it up, ahead of its first message.
+        if id == nil && live && !inPortalLane { return false }
+        try mayWrite()
+        let calls = PacedCalls(live ? nil : delivery.migrationPacing)
+        // A migration into a target that assigns ids may meet a group of this id that a route relays into: that one.
         // (An id the target cannot have, such as a non-numeric NIM tid, is refused by the read: none.)
-        let calls = PacedCalls(payload.migration != nil ? delivery.migrationPacing : nil)
-        if id == nil, let directory = delivery.target as? any GroupDirectory, (try? await calls.run({ try await directory.group(group) })) != nil { id = group }
+        if id == nil, !live, let directory = delivery.target as? any GroupDirectory,
+           (try? await calls.run({ try await directory.group(group) })) != nil { id = group }
         if id == nil { id = try await earlierPortal(desired, key: portal, delivery: delivery, calls: calls) }
         var create: (@Sendable (GroupProfile) async throws -> GroupID)?
         if id == nil {
             create = { [self] made in try await createPortal(made, key: portal, delivery: delivery, calls: calls) }
         }
-        let removable = payload.migration == nil ? GroupSync.puppets(of: users) : nil
-        let outcome = try await delivery.bringGroup(desired, id: id, calls: calls, create: create, removable: removable)
+        // Members are removed only where the source listed them (a group set up from its senders lists nobody who left).
+        let removable = live && !fromSenders ? GroupSync.puppets(of: users) : nil
+        let outcome = try await delivery.bringGroup(desired, id: id, calls: calls, create: create, removable: removable,
+                                                    mayCreate: !(live && mapped != nil))
         if named == nil && mapped != outcome.id {
             let now = clock.nowMs()
-            try await store.writing { try PortalMap.record(outcome.id, for: portal, at: now, $0) }
+            try await store.writing { try PortalMap.link(group, on: source, to: outcome.id, on: target, at: now, $0) }
+            people.portals.remember(portal, outcome.id)
+        }
+        people.portals.noteMembers(desired.members, of: outcome.id, on: target)
+        if fromSenders {
+            people.portals.markFromSenders(outcome.id, on: target)
+            if people.portals.firstWarning("\(source)|\(group)|\(target)") {
+                logs.relay.warning("the source does not describe this group: its target group gets the senders seen so far, each before its first message",
+                                   metadata: ["source": "\(source)", "group": "\(group)", "target": "\(target)", "target_group": "\(outcome.id)"])
+            }
         }
         try await noteOutcome(AccountOutcome(outcome), of: payload)
         return true

@@ -42,7 +42,8 @@ extension RelayEngine {
         }
         // A retry (or a crash) may follow an attempt that got through: look for its copy first.
         let earlierAttemptAt = entry.attempts > 0 ? entry.createdAt : nil
-        let conversation = entry.lane.conversation
+        // A portal's lane names the source group; the target's is the one the conversation map names (`Portals`).
+        let conversation = try await self.conversation(of: entry)
         if payload.migration != nil {
             // A migration's copy of a message that already has one on this target (relayed live before the
             // migration queued it, or by an earlier entry of this lane) is not sent again.
@@ -68,6 +69,8 @@ extension RelayEngine {
         case .send(var outgoing, _, let replyTo):
             let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
             outgoing.clientMessageID = clientID
+            outgoing.conversation = conversation
+            try await ensureMember(outgoing.sender, in: conversation, entry: entry, delivery: delivery)
             outgoing.reply = try await replyRef(replyTo, quoted: outgoing.reply, entry: entry, backend: backend)
             // Keys the target refuses travel encoded; the originals are kept with the copy to decode them.
             let limits = backend.capabilities.expansionLimits
@@ -88,6 +91,8 @@ extension RelayEngine {
             return created
         case .notice(var outgoing, let replyTo):
             outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+            outgoing.conversation = conversation
+            try await ensureMember(outgoing.sender, in: conversation, entry: entry, delivery: delivery)
             outgoing.reply = try await replyRef(replyTo, quoted: nil, entry: entry, backend: backend)
             if let replyTo, outgoing.reply == nil, backend.capabilities.support(.replies).isNative,
                (payload.requeues ?? 0) < Self.maxRequeues {

@@ -116,6 +116,8 @@ extension RelayEngine {
         let profiles = ProfileSync.Tracker()
         let groupSettings: GroupSettings
         let groupsSeen = GroupSync.Seen()
+        /// The conversation map as this process knows it, and the members of the groups it keeps.
+        let portals = PortalCache()
 
         init(profiles: ProfileSettings, groups: GroupSettings) {
             self.profileSettings = profiles

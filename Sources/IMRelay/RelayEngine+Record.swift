@@ -89,8 +89,10 @@ extension RelayEngine {
                 }
                 converged = decision
             }
-            for leg in routes.legs(from: event.backend, conversation: event.conversation) {
-                guard let target = backends[leg.target] else { continue }
+            for routed in routes.legs(from: event.backend, conversation: event.conversation) {
+                guard let target = backends[routed.target] else { continue }
+                let leg = try mappedLeg(event, routed, tx)
+                let lane = lane(of: event, leg: leg)
                 if let subject = groupSubject(event, leg: leg) {
                     recorded.groupSubjects.append(subject)
                     // A vendor's membership event: the group is compared now, not at the next round.
@@ -100,7 +102,7 @@ extension RelayEngine {
                     }
                 }
                 // First event of a group on this leg: the target group is set up ahead of it (`GroupSync`).
-                if let name = try firstSightGroup(event, leg: leg, tx, at: now, to: &draft) {
+                if let name = try firstSightGroup(event, leg: leg, lane: lane, tx, at: now, to: &draft) {
                     recorded.groupNames.append(name)
                     groupEntries += 1
                 }
@@ -125,8 +127,7 @@ extension RelayEngine {
                     var payload = OutboxPayload(action: action, route: leg.route, eventTimeMs: Self.eventTime(event) ?? now,
                                                 sourceConversation: event.conversation)
                     if case .send = action, case .message(let message) = event.kind { payload.sourceSender = message.sender }
-                    let index = try draft.add(payload, lane: LaneKey(backend: leg.target, conversation: leg.targetConversation),
-                                              source: event.backend, eventID: event.eventID)
+                    let index = try draft.add(payload, lane: lane, source: event.backend, eventID: event.eventID)
                     if case .expansion(_, _, let delta) = action, let reason = ExpansionConvergence.refusal(delta, target: target) {
                         draft.refuse(index, reason: reason)
                         recorded.refused += 1

@@ -53,27 +53,41 @@ import IMOutbox
         await engine.stop()
     }
 
-    @Test func aSourceThatDoesNotKnowTheGroupLeavesTheTargetAloneAndTheMessageFlows() async throws {
+    @Test func aGroupItsSourceDoesNotDescribeIsSetUpWithItsSendersAndTheMessageFlows() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
         try await engine.start(feeding: [h.wk])
         _ = try await h.wk.send(OutgoingMessage(conversation: .group("unknown"), sender: "ann", content: .text("hello")))
         #expect(try await eventually { try await relayedTexts(h, "unknown") == ["hello"] })
         #expect(try await eventually { engine.metrics.value("imbridge_relayed_total", ["target": "rc", "action": "group"]) == 1 })
-        // The conversation exists through the relayed message only: no group was created or given members.
-        #expect(try await h.rcMemory.group("unknown") == nil)
+        // Never an empty target group: the first sender is its member, later senders join before their first message.
+        #expect(try await h.rcMemory.group("unknown")?.members == ["wk_ann"])
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("unknown"), sender: "bob", content: .text("hi")))
+        #expect(try await eventually { try await relayedTexts(h, "unknown") == ["hello", "hi"] })
+        #expect(try await h.rcMemory.group("unknown")?.members == ["wk_ann", "wk_bob"])
         await engine.stop()
     }
 
-    @Test func targetsThatAssignGroupIDsGetNoGroupEntry() throws {
+    /// A wildcard route into a target that assigns group ids sets the group up in its portal's lane; a
+    /// route that names the target group relays into it as it is, with no group entry.
+    @Test func targetsThatAssignGroupIDsGetTheGroupInItsPortalLaneOnlyOnWildcardRoutes() throws {
         let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
         let yx = MemoryBackend(id: "yx", capabilities: .nim, clock: SystemClock())
-        let store = try BridgeStore(path: FileManager.default.temporaryDirectory.appendingPathComponent("g-\(UUID().uuidString).sqlite").path)
-        let engine = RelayEngine(store: store, backends: [wk, yx],
-                                 routes: [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "yx:group:*"))])
+        func engine(_ to: String) throws -> RelayEngine {
+            let store = try BridgeStore(path: FileManager.default.temporaryDirectory.appendingPathComponent("g-\(UUID().uuidString).sqlite").path)
+            return RelayEngine(store: store, backends: [wk, yx], routes: [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: to))])
+        }
         let message = Message(id: "m1", conversation: .group("g1"), sender: "ann", sentAt: 1, content: .text("hi"))
-        let result = try engine.ingest([IMEvent(eventID: "e1", backend: "wk", kind: .message(message))])
-        #expect(result.queued == 1 && result.groupsQueued == 0, "\(result)")
+        let wildcard = try engine("yx:group:*")
+        let result = try wildcard.ingest([IMEvent(eventID: "e1", backend: "wk", kind: .message(message))])
+        #expect(result.queued == 1 && result.groupsQueued == 1, "\(result)")
+        // (The sender's profile entry goes into the puppet's own lane.)
+        let entries = try wildcard.store.read { try $0.entries(ids: [1, 2, 3]) }.filter { $0.kind != "profile" }
+        #expect(entries.map(\.kind) == ["group", "send"])
+        #expect(entries.allSatisfy { $0.lane == PortalMap.lane(target: "yx", source: "wk", group: "g1") })
+        let named = try engine("yx:group:100001")
+        let direct = try named.ingest([IMEvent(eventID: "e1", backend: "wk", kind: .message(message))])
+        #expect(direct.queued == 1 && direct.groupsQueued == 0, "\(direct)")
     }
 
     @Test func aGroupIsQueuedOncePerStore() throws {
