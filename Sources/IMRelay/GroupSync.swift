@@ -123,7 +123,6 @@ extension RelayEngine {
         let name = subject.name
         guard !people.groupsSeen.contains(name), try tx.checkpoint(name) == nil else { return nil }
         try tx.setCheckpoint(name, "", at: now)
-        if subject.portal { try adoptRelayedGroup(subject, at: now, tx) }
         var payload = OutboxPayload(action: subject.action, route: leg.route, eventTimeMs: now, sourceConversation: event.conversation)
         // The first sender: the member a group its source does not describe is set up with.
         payload.sourceSender = message.sender
@@ -135,13 +134,12 @@ extension RelayEngine {
     /// (a wildcard route the other way into a target that keeps ids: `wk:group:g1` relayed into
     /// `rc:group:g1` marks `group:rc:g1`) is that group: linked, not created again, so the conversation
     /// stays one on both sides (and a store of an earlier version, which kept only the mark, keeps it).
-    nonisolated func adoptRelayedGroup(_ subject: GroupSync.Subject, at now: Int64, _ tx: StoreTransaction) throws {
-        let key = PortalMap.key(source: subject.source, conversation: .group(subject.group), target: subject.target)
-        guard try PortalMap.group(key, tx) == nil,
-              try tx.checkpoint(GroupSync.checkpointName(target: subject.source, group: subject.group)) != nil,
-              routes.legs(from: subject.target, conversation: .group(subject.group))
-                .contains(where: { $0.target == subject.source && $0.targetConversation == .group(subject.group) }) else { return }
-        try PortalMap.link(subject.group, on: subject.source, to: subject.group, on: subject.target, at: now, tx)
+    nonisolated func adoptRelayedGroup(source: BackendID, group: GroupID, target: BackendID, at now: Int64, _ tx: StoreTransaction) throws -> Bool {
+        guard try tx.checkpoint(GroupSync.checkpointName(target: source, group: group)) != nil,
+              routes.legs(from: target, conversation: .group(group))
+                .contains(where: { $0.target == source && $0.targetConversation == .group(group) }) else { return false }
+        try PortalMap.link(group, on: source, to: group, on: target, at: now, tx)
+        return true
     }
 
     /// The target group an event's leg reaches, when groups are set up for it: a group conversation on
@@ -228,9 +226,10 @@ extension RelayEngine {
         if id == nil && live && !inPortalLane { return false }
         try mayWrite()
         let calls = PacedCalls(live ? nil : delivery.migrationPacing)
-        // A migration into a target that assigns ids may meet a group of this id that a route relays into: that one.
+        // A target that assigns ids may have a group of the source's own id (made by hand under that id, or
+        // relayed into by a version before portals): that one is taken, not a new one made.
         // (An id the target cannot have, such as a non-numeric NIM tid, is refused by the read: none.)
-        if id == nil, !live, let directory = delivery.target as? any GroupDirectory,
+        if id == nil, let directory = delivery.target as? any GroupDirectory,
            (try? await calls.run({ try await directory.group(group) })) != nil { id = group }
         if id == nil { id = try await earlierPortal(desired, key: portal, delivery: delivery, calls: calls) }
         var create: (@Sendable (GroupProfile) async throws -> GroupID)?

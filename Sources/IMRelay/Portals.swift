@@ -9,10 +9,12 @@ import IMOutbox
 /// ids of its own (NIM `tid`, JMessage `gid`, WuKong's business-server `group_no`) relays each source
 /// group into a group the bridge sets up there and keeps in the conversation map (`PortalMap`).
 ///
-/// - Everything a source group sends through such a leg goes into one lane named after the source group
-///   (`PortalMap.lane`), so the group's creation (`RelayAction.group` with no target id, queued at first
-///   sight) runs ahead of its first message, and the lane is the same before the target group exists
-///   and after. The executor resolves the lane to the target group through the map when an entry runs.
+/// - Until the map names the target group, everything a source group sends through such a leg goes into
+///   one lane named after the source group (`PortalMap.lane`), so the group's creation
+///   (`RelayAction.group` with no target id, queued at first sight) runs ahead of its first message; the
+///   executor resolves that lane to the target group through the map when an entry runs. Once the map
+///   names it and that lane has run dry, events go into the target group's own lane, the one every
+///   other producer (verify's repairs, expansion convergence) uses.
 /// - A creation is recorded in both directions (`PortalMap.link`): events of the target group relayed
 ///   back find the source group — through the map at intake when the other side keeps ids (RongCloud),
 ///   through their own portal lane when it assigns them too.
@@ -23,18 +25,51 @@ final class PortalCache: Sendable {
     private struct State {
         /// Map keys read or written by this process (a portal changes only by `imbridge portals unlink`).
         var groups: [String: GroupID] = [:]
+        /// Map keys read and found empty, with when (monotonic ms): not read again for `absentForMs`
+        /// (forgotten at once when this process links a group; another instance's link is seen after that).
+        var absent: [String: UInt64] = [:]
         /// Members known on target groups (`"<target>|<group>"`).
         var members: [String: Set<UserID>] = [:]
         /// Target groups set up from the senders seen (their source did not describe them).
         var fromSenders: Set<String> = []
+        /// Whether a target group (`"<target>|<group>"`) stands for a group of the entry's source in the map.
+        var isPortalGroup: [String: Bool] = [:]
+        /// Portal lanes seen run dry after their group was mapped (map keys).
+        var drained: Set<String> = []
         /// Groups a "not described" warning was logged for.
         var warned: Set<String> = []
     }
 
     private let state = Mutex(State())
 
+    /// How long a map key read empty is taken as empty without reading it again.
+    static let absentForMs: UInt64 = 60_000
+
     func group(_ key: String) -> GroupID? { state.withLock { $0.groups[key] } }
-    func remember(_ key: String, _ id: GroupID) { state.withLock { $0.groups[key] = id } }
+
+    func remember(_ key: String, _ id: GroupID) {
+        state.withLock {
+            $0.groups[key] = id
+            $0.absent.removeAll()
+        }
+    }
+
+    /// Whether `key` was read empty less than `absentForMs` ago.
+    func knownAbsent(_ key: String, now: UInt64) -> Bool {
+        state.withLock { state in
+            guard let at = state.absent[key] else { return false }
+            if now &- at < Self.absentForMs { return true }
+            state.absent[key] = nil
+            return false
+        }
+    }
+
+    func noteAbsent(_ key: String, now: UInt64) {
+        state.withLock { state in
+            if state.absent.count > 100_000 { state.absent.removeAll() }
+            state.absent[key] = now
+        }
+    }
 
     func isMember(_ user: UserID, of group: GroupID, on target: BackendID) -> Bool {
         state.withLock { $0.members["\(target)|\(group)"]?.contains(user) == true }
@@ -46,6 +81,14 @@ final class PortalCache: Sendable {
 
     func markFromSenders(_ group: GroupID, on target: BackendID) { state.withLock { _ = $0.fromSenders.insert("\(target)|\(group)") } }
     func isFromSenders(_ group: GroupID, on target: BackendID) -> Bool { state.withLock { $0.fromSenders.contains("\(target)|\(group)") } }
+
+    func portalGroup(_ group: GroupID, on target: BackendID) -> Bool? { state.withLock { $0.isPortalGroup["\(target)|\(group)"] } }
+    func notePortalGroup(_ group: GroupID, on target: BackendID, _ value: Bool) {
+        state.withLock { $0.isPortalGroup["\(target)|\(group)"] = value }
+    }
+
+    func isDrained(_ key: String) -> Bool { state.withLock { $0.drained.contains(key) } }
+    func markDrained(_ key: String) { state.withLock { _ = $0.drained.insert(key) } }
 
     /// True the first time for `name`.
     func firstWarning(_ name: String) -> Bool { state.withLock { $0.warned.insert(name).inserted } }
@@ -60,11 +103,30 @@ extension RelayEngine {
         return target.capabilities.groupCreationAssignsID && target is any GroupDirectory
     }
 
-    /// The lane `event`'s actions on `leg` go into: the portal's (`PortalMap.lane`) or the target conversation's.
-    nonisolated func lane(of event: IMEvent, leg: RouteLeg) -> LaneKey {
-        isPortal(event, leg: leg)
-            ? PortalMap.lane(target: leg.target, source: event.backend, group: GroupID(event.conversation.id))
-            : LaneKey(backend: leg.target, conversation: leg.targetConversation)
+    /// The leg and lane `event`'s actions go into. For a portal: the target group's own lane once the map
+    /// names it and the portal's lane has run dry (so that nothing queued there before is overtaken), else
+    /// the portal's lane. A group first met this way that the bridge relays into the source under its own
+    /// id is adopted first (`adoptRelayedGroup`).
+    nonisolated func portalLane(_ event: IMEvent, _ leg: RouteLeg, _ tx: StoreTransaction, at now: Int64) throws -> (RouteLeg, LaneKey) {
+        guard isPortal(event, leg: leg) else { return (leg, LaneKey(backend: leg.target, conversation: leg.targetConversation)) }
+        let group = GroupID(event.conversation.id)
+        let portalLane = PortalMap.lane(target: leg.target, source: event.backend, group: group)
+        let key = PortalMap.key(source: event.backend, conversation: event.conversation, target: leg.target)
+        var id = people.portals.group(key)
+        if id == nil {
+            id = try PortalMap.group(key, tx)
+            if id == nil, try adoptRelayedGroup(source: event.backend, group: group, target: leg.target, at: now, tx) { id = group }
+            guard let id else { return (leg, portalLane) }
+            people.portals.remember(key, id)
+        }
+        guard let id else { return (leg, portalLane) }
+        if !people.portals.isDrained(key) {
+            guard try tx.head(of: portalLane) == nil else { return (leg, portalLane) }
+            people.portals.markDrained(key)
+        }
+        var mapped = leg
+        mapped.targetConversation = .group(id)
+        return (mapped, LaneKey(backend: leg.target, conversation: .group(id)))
     }
 
     /// `leg` with the target conversation the map names, for an event of a group whose source assigns
@@ -75,9 +137,14 @@ extension RelayEngine {
               backends[event.backend]?.capabilities.groupCreationAssignsID == true, !isPortal(event, leg: leg) else { return leg }
         let key = PortalMap.key(source: event.backend, conversation: event.conversation, target: leg.target)
         var found = people.portals.group(key)
-        if found == nil, let read = try PortalMap.group(key, tx) {
-            people.portals.remember(key, read)
-            found = read
+        let now = DispatchTime.now().uptimeNanoseconds / 1_000_000
+        if found == nil, !people.portals.knownAbsent(key, now: now) {
+            if let read = try PortalMap.group(key, tx) {
+                people.portals.remember(key, read)
+                found = read
+            } else {
+                people.portals.noteAbsent(key, now: now)
+            }
         }
         guard let found else { return leg }
         var mapped = leg
@@ -105,8 +172,18 @@ extension RelayEngine {
     nonisolated func ensureMember(_ sender: UserID, in conversation: ConversationRef, entry: OutboxEntry, delivery: Delivery) async throws {
         guard conversation.kind == .group, let directory = delivery.target as? any GroupDirectory else { return }
         let group = GroupID(conversation.id), target = entry.lane.backend
-        guard PortalMap.source(of: entry.lane) != nil || people.portals.isFromSenders(group, on: target),
-              !people.portals.isMember(sender, of: group, on: target) else { return }
+        guard !people.portals.isMember(sender, of: group, on: target) else { return }
+        var keeps = PortalMap.source(of: entry.lane) != nil || people.portals.isFromSenders(group, on: target)
+        if !keeps {
+            if let known = people.portals.portalGroup(group, on: target) {
+                keeps = known
+            } else {
+                let back = PortalMap.key(source: target, conversation: .group(group), target: entry.sourceBackend)
+                keeps = try await store.reading { try PortalMap.group(back, $0) } != nil
+                people.portals.notePortalGroup(group, on: target, keeps)
+            }
+        }
+        guard keeps else { return }
         try await delivery.provision(sender)
         guard let current = try await directory.group(group) else { return }
         people.portals.noteMembers(current.members, of: group, on: target)

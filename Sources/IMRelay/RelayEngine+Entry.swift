@@ -159,7 +159,9 @@ extension RelayEngine {
             signals.finishes.ring()
             if executed.reachedTarget { health.succeeded(entry.lane.backend, at: now) }
             metrics.increment("imbridge_relayed_total", ["target": target, "action": entry.kind])
-            if case .profile = payload.action {} else {
+            switch payload.action {
+            case .profile, .group, .user: break   // not an event's relay
+            default:
                 metrics.observeLatency(seconds: Double(max(0, now - payload.eventTimeMs)) / 1000)
             }
             return drained ? .drained : .next(next)

@@ -91,8 +91,7 @@ extension RelayEngine {
             }
             for routed in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[routed.target] else { continue }
-                let leg = try mappedLeg(event, routed, tx)
-                let lane = lane(of: event, leg: leg)
+                let (leg, lane) = try portalLane(event, try mappedLeg(event, routed, tx), tx, at: now)
                 if let subject = groupSubject(event, leg: leg) {
                     recorded.groupSubjects.append(subject)
                     // A vendor's membership event: the group is compared now, not at the next round.

@@ -31,7 +31,7 @@ extension Verifier {
         }
         let sourceMessages: [Message], targetMessages: [Message]
         let settled: Settle
-        let lane = LaneKey(backend: pair.leg.target, conversation: pair.leg.targetConversation)
+        let lane = pair.lane
         do {
             let upTo = scope.untilMs ?? .max
             let reader = pair.viewer ?? pair.conversation.participants.first
@@ -67,7 +67,7 @@ extension Verifier {
         let capabilities = target.capabilities
         let edits = capabilities.support(.edit).isNative && target is any Editing
         let recalls = capabilities.support(.recall).isNative && target is any Recalling
-        let lane = LaneKey(backend: pair.leg.target, conversation: pair.leg.targetConversation)
+        let lane = pair.lane
         let (pendingAfter, recalledByUs, late) = try await store.reading { tx -> (Set<MessageID>, Set<String>, Set<String>) in
             let pending = try Self.pendingSources(in: lane, tx)
             let prefix = "\(pair.leg.target.rawValue)/"

@@ -38,7 +38,7 @@ extension Verifier {
         var resets: [(copy: MessageID, target: BackendID, keys: [String])] = []
         for (c, conversation) in report.conversations.enumerated() {
             guard let pair = conversation.pair else { continue }
-            let lane = LaneKey(backend: pair.leg.target, conversation: pair.leg.targetConversation)
+            let lane = pair.lane
             for (i, item) in conversation.items.enumerated() {
                 guard !item.fix.isEmpty else {
                     report.conversations[c].items[i].repair = "not repairable: \(item.unfixable ?? "no fix")"

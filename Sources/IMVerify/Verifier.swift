@@ -93,6 +93,9 @@ public final class Verifier: Sendable {
         var conversation: ConversationRef
         var leg: RouteLeg
         var viewer: UserID?
+        /// The lane the bridge relays this pair's messages in (the mapped group's, for a group the
+        /// conversation map names).
+        var lane: LaneKey
     }
 
     /// Compares every conversation of `scope`; `progress(done, total)` after each.
@@ -122,12 +125,29 @@ public final class Verifier: Sendable {
         }
         var pairs: [Pair] = []
         var seen: Set<String> = []
+        // The conversation map: a wildcard group leg goes into the group the bridge set up (docs/architecture.md, "Portals").
+        let portals = try await store.reading { try PortalMap.all($0) }
+        var mapped: [String: GroupID] = [:]
+        for portal in portals {
+            mapped["\(portal.source)|\(portal.group)|\(portal.target)"] = portal.targetGroup
+            mapped["\(portal.target)|\(portal.targetGroup)|\(portal.source)"] = portal.group
+        }
         func add(_ backend: BackendID, _ conversation: ConversationRef, viewer: UserID?) {
-            for leg in routes.legs(from: backend, conversation: conversation) {
-                guard let index = routes.routes.firstIndex(of: leg.route), scope.route == nil || scope.route == index else { continue }
+            for routed in routes.legs(from: backend, conversation: conversation) {
+                guard let index = routes.routes.firstIndex(of: routed.route), scope.route == nil || scope.route == index else { continue }
+                var leg = routed
+                var lane = LaneKey(backend: leg.target, conversation: leg.targetConversation)
+                if conversation.kind == .group, leg.targetIsWildcard {
+                    let group = mapped["\(backend)|\(conversation.id)|\(leg.target)"]
+                    // (No portal: the group of the same id, as relayed before portals existed.)
+                    if let group {
+                        leg.targetConversation = .group(group)
+                        lane = LaneKey(backend: leg.target, conversation: .group(group))
+                    }
+                }
                 let key = "\(backend)|\(conversation)|\(leg.target)|\(leg.targetConversation)"
                 guard seen.insert(key).inserted else { continue }
-                pairs.append(Pair(route: index, source: backend, conversation: conversation, leg: leg, viewer: viewer))
+                pairs.append(Pair(route: index, source: backend, conversation: conversation, leg: leg, viewer: viewer, lane: lane))
             }
         }
         if let named = scope.conversation {

@@ -58,7 +58,8 @@ final class HookedMemoryBackend: IMBackend, InboundHandling {
 
         let good = try await post(#"{"text":"hello","id":"7","sender":"alice","group":"g"}"#, secret: "s")
         #expect(good.status == 200 && good.bodyString == #"{"code":200}"#)
-        #expect(try h.store.read { try $0.count(state: .pending) } == 1, "committed before the answer")
+        // The send, and the group set up ahead of it (the hooked source describes no group: its sender is its member).
+        #expect(try h.store.read { try $0.count(state: .pending) } == 2, "committed before the answer")
         let again = try await post(#"{"text":"hello","id":"7","sender":"alice","group":"g"}"#, secret: "s")
         #expect(again.status == 200)
         #expect(try h.store.read { try $0.ledgerCount() } == 1)
