@@ -47,6 +47,15 @@ public struct RouteEndpoint: Sendable, Hashable, Codable, CustomStringConvertibl
 /// A configured relay between two conversations (or two families of conversations).
 public struct Route: Sendable, Hashable, Codable {
     public enum Direction: String, Sendable, Hashable, Codable { case both, forward }
+    /// Which target group a wildcard group route relays a source group into, on a target that gives new
+    /// groups ids of its own (`group_ids:`, docs/configuration.md).
+    public enum GroupIDs: String, Sendable, Hashable, Codable {
+        /// A group the bridge sets up there and keeps in the conversation map (a portal; the default).
+        case map
+        /// The group of the source's id, as it is (groups made by hand under the same ids, or WuKongIM
+        /// without a business server, which takes a send into any channel).
+        case same
+    }
     public enum Media: String, Sendable, Hashable, Codable {
         /// Media travel as the source's URLs.
         case link
@@ -63,9 +72,12 @@ public struct Route: Sendable, Hashable, Codable {
     public var usersOnSource: UserMode
     public var media: Media
     public var fallbacks: [Feature: FallbackPolicy]
+    /// nil: `.map`.
+    public var groupIDs: GroupIDs?
 
     public init(from: RouteEndpoint, to: RouteEndpoint, direction: Direction = .both, usersOnTarget: UserMode? = nil,
-                usersOnSource: UserMode? = nil, media: Media = .link, fallbacks: [Feature: FallbackPolicy] = [:]) {
+                usersOnSource: UserMode? = nil, media: Media = .link, fallbacks: [Feature: FallbackPolicy] = [:], groupIDs: GroupIDs? = nil) {
+        self.groupIDs = groupIDs
         self.from = from
         self.to = to
         self.direction = direction

@@ -236,6 +236,8 @@ extension RelayEngine {
         if id == nil {
             create = { [self] made in try await createPortal(made, key: portal, delivery: delivery, calls: calls) }
         }
+        // Vendors that need users to exist before they join a group (NIM) get the puppets first.
+        for member in desired.members { try await delivery.provision(member) }
         // Members are removed only where the source listed them (a group set up from its senders lists nobody who left).
         let removable = live && !fromSenders ? GroupSync.puppets(of: users) : nil
         let outcome = try await delivery.bringGroup(desired, id: id, calls: calls, create: create, removable: removable,

@@ -99,7 +99,7 @@ extension RelayEngine {
     /// side, a target that assigns group ids and has a group directory.
     nonisolated func isPortal(_ event: IMEvent, leg: RouteLeg) -> Bool {
         guard event.conversation.kind == .group, leg.targetConversation.kind == .group, leg.targetIsWildcard,
-              let target = backends[leg.target] else { return false }
+              leg.route.groupIDs != .same, let target = backends[leg.target] else { return false }
         return target.capabilities.groupCreationAssignsID && target is any GroupDirectory
     }
 

@@ -53,7 +53,7 @@ extension CrashTests {
             var port: Int { bridgeRig.port }
 
             static func start(_ source: Source) async throws -> Rig {
-                let routes = "  - from: \"\(source.name):group:*\"\n    to: \"\(source.target):group:*\"\n    direction: forward\n"
+                let routes = "  - from: \"\(source.name):group:*\"\n    to: \"\(source.target):group:*\"\n    direction: forward\n    group_ids: same\n"
                 let rig = try await BridgeRig.make([BridgeLab.Member(source.name, source.vendor), BridgeLab.Member(source.target, source.targetVendor)],
                                                    routes: routes, extra: "catch_up:\n  interval: \(Int(intervalSeconds))s\n  max_age: 1h\n")
                 for conversation in conversations where groupID(conversation, vendor: source.vendor) != conversation {

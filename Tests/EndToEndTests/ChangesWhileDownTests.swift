@@ -22,7 +22,7 @@ extension CrashTests {
             var lab: BridgeLab { bridgeRig.lab }
 
             static func start(_ from: (BackendID, String), _ to: (BackendID, String), extra: String = "") async throws -> Rig {
-                let routes = "  - from: \"\(from.0):group:*\"\n    to: \"\(to.0):group:*\"\n    direction: forward\n"
+                let routes = "  - from: \"\(from.0):group:*\"\n    to: \"\(to.0):group:*\"\n    direction: forward\n    group_ids: same\n"
                 let rig = try await BridgeRig.make([BridgeLab.Member(from.0, from.1), BridgeLab.Member(to.0, to.1)], routes: routes,
                                                    extra: extra.isEmpty ? "catch_up:\n  interval: 10m\n  max_age: 1h\n" : extra)
                 return Rig(bridgeRig: rig, from: from.0, to: to.0)

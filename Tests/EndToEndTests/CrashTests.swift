@@ -15,7 +15,7 @@ import Testing
 @Suite(.serialized) struct CrashTests {
     @Test func sigkillPartWayLosesAndDoublesNothing() async throws {
         let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")],
-                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n")
+                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n")
         let lab = rig.lab
         defer { Task { await rig.stop() } }
         var bridge = try rig.launch()

@@ -67,6 +67,8 @@ extension BridgeLab {
     }
 }
 
+/// A route for tests of other things than groups: into the group of the same id (`group_ids: same`), as the
+/// sandboxes' channels and seeded groups are named; the portal tests (`PortalsEndToEndTests`) write their own.
 func route(_ from: String, _ to: String, direction: String = "both") -> String {
-    "  - from: \"\(from)\"\n    to: \"\(to)\"\n    direction: \(direction)\n"
+    "  - from: \"\(from)\"\n    to: \"\(to)\"\n    direction: \(direction)\n    group_ids: same\n"
 }

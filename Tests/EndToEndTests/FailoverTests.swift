@@ -23,7 +23,7 @@ extension CrashTests {
     /// over, as a load balancer's health check would. The RongCloud sandbox (source) is set to redeliver a
     /// callback until it gets a 200 (`callback_attempts=0`); WuKong (target) lets a resumed send find its earlier copy by `client_msg_no`.
     @Suite(.serialized) struct FailoverTests {
-        static let routes = "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n"
+        static let routes = "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n"
         static let members = [BridgeLab.Member("rc", "rongcloud", options: ["callback_attempts": "0"]), BridgeLab.Member("wk", "wukong")]
 
         @Test func twoInstancesOneKilledEveryMessageOnceInOrder() async throws {

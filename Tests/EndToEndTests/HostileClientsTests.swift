@@ -99,7 +99,7 @@ import Testing
 
             """
         let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n", extra: extra)
+                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n", extra: extra)
         let (lab, port) = (rig.lab, rig.port)
         defer { Task { await rig.stop() } }
         let bridge = try rig.launch()

@@ -108,7 +108,7 @@ import PostgresTestSupport
               wk: {adapter: wukong, im_url: "http://127.0.0.1:1"}
               yx: {adapter: nim, app_key: k, app_secret: s}
             routes:
-              - {from: "wk:group:*", to: "yx:group:*"}
+              - {from: "wk:group:*", to: "yx:group:*", group_ids: same}
             """.write(to: config, atomically: true, encoding: .utf8)
         let result = try await run(["check", "--config", config.path])
         #expect(result.status != 0)

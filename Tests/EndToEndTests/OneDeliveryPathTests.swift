@@ -51,7 +51,7 @@ extension CrashTests {
                 // The source gives up on a callback after 2 quick attempts (its vendor gives up too, later:
                 // docs/operations.md, "When the bridge is down: catch-up"), so a burst sent while the bridge is down settles fast.
                 let giveUp = ["callback_attempts": "2", "callback_retry_ms": "20"]
-                let routes = "  - from: \"\(pair.source):group:*\"\n    to: \"\(pair.target):group:*\"\n    direction: forward\n    users: puppet\n"
+                let routes = "  - from: \"\(pair.source):group:*\"\n    to: \"\(pair.target):group:*\"\n    direction: forward\n    users: puppet\n    group_ids: same\n"
                 let rig = try await BridgeRig.make([BridgeLab.Member(pair.source, pair.sourceVendor, options: giveUp),
                                                     BridgeLab.Member(pair.target, pair.targetVendor)],
                                                    routes: routes, store: store, extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n" + extra, edit: { yaml, lab in

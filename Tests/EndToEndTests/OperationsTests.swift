@@ -25,7 +25,7 @@ import Testing
 
         static func make(drainSeconds: Int, logLevel: String = "error") async throws -> Setup {
             let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                               routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n",
+                                               routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n",
                                                extra: "log:\n  level: \(logLevel)\n  format: json\nshutdown:\n  drain: \(drainSeconds)s\n")
             return Setup(rig: rig, config: try BridgeConfig.parse(String(contentsOfFile: rig.config, encoding: .utf8), file: rig.config))
         }

@@ -8,7 +8,7 @@ extension BridgeConfig {
     /// The keys of a route (which of them apply depends on `users:`, so this list is kept beside the
     /// decoder rather than read from it).
     public static let routeKeys = ["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
-                                   "name_format", "media", "fallbacks"]
+                                   "name_format", "media", "fallbacks", "group_ids"]
 
     /// The conversation kinds a route may name (`BACKEND:KIND:ID`).
     public static let routeKinds: [ConversationRef.Kind] = [.direct, .group, .chatroom, .system]
@@ -68,6 +68,11 @@ extension BridgeConfig {
             guard let media = Route.Media(rawValue: text) else { throw node["media"].error("expected link or rehost") }
             return media
         }
+        let groupIDs = problems.attempt { () throws -> Route.GroupIDs in
+            let text = try node["group_ids"].optionalString() ?? "map"
+            guard let mode = Route.GroupIDs(rawValue: text) else { throw node["group_ids"].error("expected map or same") }
+            return mode
+        }
         var fallbacks: [Feature: FallbackPolicy] = [:]
         let fallbackNode = node["fallbacks"]
         if fallbackNode.isPresent, problems.attempt({ try fallbackNode.expectMapping() }) != nil {
@@ -82,9 +87,9 @@ extension BridgeConfig {
                 }
             }
         }
-        guard problems.count == before, let from, let to, let direction, let modes, let media else { return nil }
+        guard problems.count == before, let from, let to, let direction, let modes, let media, let groupIDs else { return nil }
         return Route(from: from, to: to, direction: direction, usersOnTarget: modes.0, usersOnSource: modes.1, media: media,
-                     fallbacks: fallbacks)
+                     fallbacks: fallbacks, groupIDs: groupIDs == .same ? .same : nil)
     }
 }
 

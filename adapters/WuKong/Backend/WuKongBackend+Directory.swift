@@ -68,7 +68,10 @@ extension WuKongBackend: UserDirectory, GroupDirectory {
         guard let owner = profile.owner ?? profile.members.first else {
             throw IMError(.invalidArgument, "a WuKong group is created by its owner: group \(profile.id) names no owner and no member")
         }
-        let members = profile.members.filter { $0 != owner }.map(\.rawValue)
+        var members = profile.members.filter { $0 != owner }.map(\.rawValue)
+        // The business server refuses a group with no members besides its creator (群成员不能为空, docs/adapters/wukong.md):
+        // a group of one (a portal set up from its first sender) gets the bridge's service account too.
+        if members.isEmpty && owner.rawValue != settings.serviceUID { members = [settings.serviceUID] }
         let session = try await session(owner)
         for member in members { _ = try await self.session(UserID(member)) }
         let data = try await client.business("POST", WKDirectoryPaths.groupCreate, session: session,
