@@ -19,10 +19,14 @@ public protocol EventSink: Sendable {
     func accept(_ events: [IMEvent]) async throws
     func accept(_ batch: InboundBatch) async throws
     func refused(_ error: IMError, backend: BackendID)
+    /// A sign of life from `backend`: a callback that verified and parsed, or a poll the vendor answered
+    /// (with or without messages). The status page counts it like a successful call (docs/status-page.md).
+    func heard(from backend: BackendID)
 }
 
 extension EventSink {
     public func refused(_ error: IMError, backend: BackendID) {}
+    public func heard(from backend: BackendID) {}
 
     /// A sink that keeps no positions takes the events alone (the source then keeps its positions in memory).
     public func accept(_ batch: InboundBatch) async throws {
@@ -204,6 +208,7 @@ public struct CallbackExchange: Sendable {
             sink.refused(refusal, backend: backend)
             return answers.refusal(refusal)
         }
+        sink.heard(from: backend)
         do {
             if batch.setAside.isEmpty {
                 try await sink.accept(batch.events)

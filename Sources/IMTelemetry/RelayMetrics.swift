@@ -66,7 +66,7 @@ public final class RelayMetrics: Sendable {
         Family(name: "imbridge_inbound_dead_letters_retried_total", kind: .counter,
                help: "Inbound dead letters put through the relay again by imbridge deadletters retry."),
         Family(name: "imbridge_store_errors_total", kind: .counter, help: "Store writes that failed and were tried again, by operation."),
-        Family(name: "imbridge_pruned_total", kind: .counter, help: "Finished rows deleted by retention pruning, by table (outbox, ledger)."),
+        Family(name: "imbridge_pruned_total", kind: .counter, help: "Finished rows deleted by retention pruning, by table (outbox, ledger, attempts)."),
         Family(name: "imbridge_relay_latency_seconds", kind: .histogram,
                help: "Time from the source event to the target's accept of its relay, in seconds."),
         Family(name: "imbridge_outbox_pending", kind: .gauge, help: "Pending outbox entries per target backend, read from the store at scrape time."),
@@ -138,7 +138,7 @@ public final class RelayMetrics: Sendable {
             increment(name, by: 0)
         }
         increment("imbridge_store_errors_total", ["operation": "record"], by: 0)
-        for table in ["outbox", "ledger"] { increment("imbridge_pruned_total", ["table": table], by: 0) }
+        for table in ["outbox", "ledger", "attempts"] { increment("imbridge_pruned_total", ["table": table], by: 0) }
         gauge("imbridge_outbox_dead_letters", [:]).set(0)
         gauge("imbridge_store_up", [:]).set(1)
     }

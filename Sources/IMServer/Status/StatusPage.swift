@@ -147,7 +147,10 @@ public enum StatusPage {
             endpoints = backend.endpoints.isEmpty ? "—" : backend.endpoints.joined(separator: " ")
             state = backend.down ? "down" : backend.state
             lastErrorClass = backend.lastErrorClass ?? "—"
-            lastSuccess = backend.lastSuccessMs.map { StatusPage.duration(now - $0) + " ago" } ?? "never"
+            // A call that succeeded, or a sign of life the backend gave (a callback, a poll it answered).
+            let heardLater = (backend.lastHeardMs ?? .min) > (backend.lastSuccessMs ?? .min)
+            let latest = heardLater ? backend.lastHeardMs : backend.lastSuccessMs
+            lastSuccess = latest.map { StatusPage.duration(now - $0) + " ago" + (heardLater ? " (heard from it)" : "") } ?? "never"
             failingFor = backend.failingSinceMs.map { StatusPage.duration(now - $0) } ?? "—"
             pending = backend.pending
             oldestPending = backend.oldestPendingAgeMs.map(StatusPage.duration) ?? "—"
