@@ -119,6 +119,8 @@ public final class BridgeListener: Sendable {
                 return await statusPage()
             case ("GET", "/status.json"):
                 return await statusJSON()
+            case ("GET", "/trace"):
+                return await TracePage.answer(request, engine: engine)
             case ("GET", "/metrics"):
                 // The backends' failing times, the outbox gauges read from the store, then the registry renders.
                 let now = engine.clock.nowMs()
@@ -182,7 +184,7 @@ public final class BridgeListener: Sendable {
                 ("Content-Type", "text/html; charset=utf-8"),
                 ("Cache-Control", "no-store"),
                 ("X-Content-Type-Options", "nosniff"),
-                ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+                ("Content-Security-Policy", StatusPage.contentSecurityPolicy),
             ], body: Array(StatusPage.html(report, refreshSeconds: status.refreshSeconds).utf8))
         }
 
