@@ -18,7 +18,7 @@ struct TraceCommand: AsyncParsableCommand {
     @Option(name: .long, help: "A conversation, KIND:ID or BACKEND:KIND:ID (group:g1, wk:group:g1): its messages around --at.")
     var conversation: String?
     @Option(name: .long, help: "With --conversation: the time, ISO 8601 (2026-11-29T10:02:00Z) or milliseconds since 1970.") var at: String?
-    @Option(name: .long, help: "With --conversation: seconds either side of --at (default 300).") var window: Int = 300
+    @Option(name: .long, help: "With --conversation: seconds either side of --at.") var window: Int = 300
     @Flag(name: .long, help: "Print JSON ({\"messages\": [...]}) instead of the table.") var json = false
 
     func validate() throws {
