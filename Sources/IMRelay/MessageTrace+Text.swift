@@ -63,7 +63,7 @@ extension MessageTrace.Hop {
     /// The hop's fields as `name=value` words, in a fixed order.
     var summary: String {
         let fields: [(String, String?)] = [
-            ("backend", backend), ("event", eventID), ("kind", kind), ("entry", outboxID.map { "#\($0)" }), ("lane", lane), ("action", action),
+            ("backend", backend), ("event", eventID), ("trace_id", traceID), ("kind", kind), ("entry", outboxID.map { "#\($0)" }), ("lane", lane), ("action", action),
             ("route", route), ("attempt", attempt.map(String.init)), ("attempts", attempts.map(String.init)), ("outcome", outcome),
             ("class", errorClass), ("code", errorCode), ("vendor_code", vendorCode), ("retry_in_ms", retryInMs.map(String.init)),
             ("instance", instance), ("target", targetBackend), ("target_message", targetMessage), ("conversation", targetConversation),

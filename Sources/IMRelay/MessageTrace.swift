@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMOutbox
 import IMStore
+import IMHTTP
 
 /// One message's way through the bridge, read from the store hop by hop (docs/operations.md, "Where is
 /// my message: `imbridge trace`"): received and recorded (the ledger), planned (the outbox: lane, action,
@@ -27,6 +28,8 @@ package struct MessageTrace: Codable, Sendable, Equatable {
         package var time: String?
         package var backend: String?
         package var eventID: String?
+        /// The event's W3C trace id (`TraceParent.forEvent`): in its log lines and its vendor calls' `traceparent`.
+        package var traceID: String?
         package var kind: String?
         package var outboxID: Int64?
         package var lane: String?
@@ -122,6 +125,7 @@ package struct MessageTracer: Sendable {
         for row in ledger {
             var received = MessageTrace.Hop("received", at: row.receivedAt)
             (received.backend, received.eventID, received.kind) = (row.backend.rawValue, row.eventID.rawValue, row.kind)
+            received.traceID = TraceParent.forEvent(backend: row.backend.rawValue, eventID: row.eventID.rawValue).traceID
             received.note = "by callback, poller or catch-up; the listener and instance are not recorded"
             add(received, order: 1)
             var recorded = MessageTrace.Hop("recorded", at: row.receivedAt)
@@ -159,6 +163,7 @@ package struct MessageTracer: Sendable {
         let entry = traced.entry
         var hop = MessageTrace.Hop("planned", at: entry.createdAt)
         (hop.outboxID, hop.lane, hop.action, hop.eventID) = (entry.id, entry.lane.description, entry.kind, entry.sourceEventID.rawValue)
+        hop.traceID = TraceParent.forEvent(backend: entry.sourceBackend.rawValue, eventID: entry.sourceEventID.rawValue).traceID
         if let payload = try? OutboxPayload.decode(entry.payload), !entry.payload.isEmpty {
             hop.route = Self.describe(payload.route)
         } else {

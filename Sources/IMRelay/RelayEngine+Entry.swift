@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMStore
+import IMHTTP
 import IMOutbox
 import IMTelemetry
 
@@ -152,7 +153,10 @@ extension RelayEngine {
                 guard held.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
             }
             try mayWrite()
-            let executed = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            // The vendor calls of this attempt carry the event's trace context (`traceparent`).
+            let trace = TraceParent.forEvent(backend: entry.sourceBackend.rawValue, eventID: entry.sourceEventID.rawValue)
+                .child("entry-\(entry.id)-attempt-\(entry.attempts + 1)")
+            let executed = try await TraceParent.$current.withValue(trace) { try await execute(payload, entry: entry, mayWrite: mayWrite) }
             let created = executed.created
             let (next, now): (OutboxEntry?, Int64)
             switch await record(entry, payload: payload, created: created, fence: fence) {

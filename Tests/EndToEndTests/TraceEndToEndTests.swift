@@ -79,6 +79,10 @@ import Testing
         let attempt = try #require(attempts.first)
         #expect(attempt.text("outcome") == "retry" && attempt.text("error_class") == "http_5xx" && attempt.int("attempt") == 1)
         #expect(attempt.text("error")?.contains("503") == true && (attempt.int("retry_in_ms") ?? 0) > 0 && attempt.text("instance") != nil)
+        // The event's trace id: the same on its hops, and in the bridge's log line about the failed attempt.
+        let traceID = try #require(planned.text("trace_id"))
+        #expect(traceID.count == 32 && received.text("trace_id") == traceID)
+        #expect(bridge.output.contains(traceID), "the retry's log line names the trace: \(bridge.output.suffix(2000))")
         let delivered = try #require(first.hops("delivered").first { $0.int("outbox_id") == planned.int("outbox_id") })
         let copyID = try #require(delivered.text("target_message"))
         #expect(delivered.text("target_backend") == "wk" && delivered.int("attempts") == 2)
