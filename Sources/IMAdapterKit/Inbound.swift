@@ -269,4 +269,8 @@ public final class CollectingSink: EventSink {
     public var events: [IMEvent] { state.withLock { $0.events } }
     public var refusals: [IMError] { state.withLock { $0.refusals } }
     public func fail(with error: IMError?) { state.withLock { $0.failing = error } }
+    /// The backends' signs of life (`heard(from:)`), in order.
+    public var heard: [BackendID] { signs.withLock { $0 } }
+    public func heard(from backend: BackendID) { signs.withLock { $0.append(backend) } }
+    private let signs = Mutex<[BackendID]>([])
 }
