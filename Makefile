@@ -5,9 +5,10 @@
 SWIFT ?= swift
 # systemd: only its `systemd-analyze verify`, which a test runs on deploy/imbridge.service.
 # chromium: headless, for the status page's browser test (Tests/EndToEndTests/StatusPageBrowserTests.swift).
+# prometheus: only its `promtool check rules`, which a test runs on deploy/prometheus/imbridge-alerts.yml.
 # The build and the demo need only SQLite's headers; the tests need all four.
 BUILD_PACKAGES := libsqlite3-dev
-APT_PACKAGES := $(BUILD_PACKAGES) postgresql systemd chromium
+APT_PACKAGES := $(BUILD_PACKAGES) postgresql systemd chromium prometheus
 
 .PHONY: deps build test test-example chaos demo docs install clean
 PREFIX ?= /usr/local

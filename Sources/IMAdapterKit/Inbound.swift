@@ -19,10 +19,14 @@ public protocol EventSink: Sendable {
     func accept(_ events: [IMEvent]) async throws
     func accept(_ batch: InboundBatch) async throws
     func refused(_ error: IMError, backend: BackendID)
+    /// A sign of life from `backend`: a callback that verified and parsed, or a poll the vendor answered
+    /// (with or without messages). The status page counts it like a successful call (docs/status-page.md).
+    func heard(from backend: BackendID)
 }
 
 extension EventSink {
     public func refused(_ error: IMError, backend: BackendID) {}
+    public func heard(from backend: BackendID) {}
 
     /// A sink that keeps no positions takes the events alone (the source then keeps its positions in memory).
     public func accept(_ batch: InboundBatch) async throws {
@@ -204,6 +208,7 @@ public struct CallbackExchange: Sendable {
             sink.refused(refusal, backend: backend)
             return answers.refusal(refusal)
         }
+        sink.heard(from: backend)
         do {
             if batch.setAside.isEmpty {
                 try await sink.accept(batch.events)
@@ -264,4 +269,8 @@ public final class CollectingSink: EventSink {
     public var events: [IMEvent] { state.withLock { $0.events } }
     public var refusals: [IMError] { state.withLock { $0.refusals } }
     public func fail(with error: IMError?) { state.withLock { $0.failing = error } }
+    /// The backends' signs of life (`heard(from:)`), in order.
+    public var heard: [BackendID] { signs.withLock { $0 } }
+    public func heard(from backend: BackendID) { signs.withLock { $0.append(backend) } }
+    private let signs = Mutex<[BackendID]>([])
 }

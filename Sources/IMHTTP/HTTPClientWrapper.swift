@@ -82,6 +82,10 @@ public struct HTTPClientWrapper: Sendable {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method)
         for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        // The message's trace context, when this request is part of one's way (`TraceParent.current`).
+        if let trace = TraceParent.current, !outgoing.headers.contains(name: "traceparent") {
+            outgoing.headers.add(name: "traceparent", value: trace.header)
+        }
         let gate = WriteGate.check?.run
         let refusal = gate.map { _ in WriteGate.Refusal() }
         if let body = request.body {

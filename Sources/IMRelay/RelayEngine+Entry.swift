@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMStore
+import IMHTTP
 import IMOutbox
 import IMTelemetry
 
@@ -19,10 +20,13 @@ extension RelayEngine {
             payload.requeues = count
             var draft = OutboxDraft()
             let index = try draft.add(payload, lane: entry.lane, source: entry.sourceBackend, eventID: entry.sourceEventID)
-            draft.pause(index, until: now + min(2000, 50 * Int64(count)), reason: "waiting for the message it refers to")
+            let until = now + min(2000, 50 * Int64(count))
+            draft.pause(index, until: until, reason: "waiting for the message it refers to")
+            let attempt = attemptRecord(entry, error, outcome: .requeued, at: now, retryAt: until, fence: fence)
             try await store.groupedTransaction { [draft] tx in
                 guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
                 try tx.complete(entry.id, at: now)
+                try tx.recordAttempt(attempt)
                 _ = try draft.write(tx, at: now)
             }
             metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
@@ -30,7 +34,7 @@ extension RelayEngine {
             return .fenced
         } catch {
             let reason = "\(error)"
-            guard await bury(entry, reason: reason, at: now, fence: fence) else { return .fenced }
+            guard await bury(entry, reason: reason, at: now, fence: fence, failed: error) else { return .fenced }
             logDeadLetter(entry, reason: "the message it refers to never arrived: \(reason)")
         }
         return .next(nil)
@@ -83,9 +87,15 @@ extension RelayEngine {
         case fenced
     }
 
-    /// Moves the entry to the dead letters, fenced; false when the lane's lease was taken over (nothing written).
-    nonisolated func bury(_ entry: OutboxEntry, reason: String, at now: Int64, fence: LeaseFence) async -> Bool {
-        let buried = (try? await store.groupedTransaction { try $0.markDead(entry.id, error: reason, at: now, fence: fence) }) ?? true
+    /// Moves the entry to the dead letters, fenced, with its last attempt (`failed`); false when the lane's
+    /// lease was taken over (nothing written).
+    nonisolated func bury(_ entry: OutboxEntry, reason: String, at now: Int64, fence: LeaseFence, failed error: any Error) async -> Bool {
+        let attempt = attemptRecord(entry, error, outcome: .dead, at: now, retryAt: nil, fence: fence)
+        let buried = (try? await store.groupedTransaction { tx -> Bool in
+            guard try tx.markDead(entry.id, error: reason, at: now, fence: fence) else { return false }
+            try tx.recordAttempt(attempt)
+            return true
+        }) ?? true
         guard buried else { return false }
         signals.finishes.ring()
         metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
@@ -143,7 +153,10 @@ extension RelayEngine {
                 guard held.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
             }
             try mayWrite()
-            let executed = try await execute(payload, entry: entry, mayWrite: mayWrite)
+            // The vendor calls of this attempt carry the event's trace context (`traceparent`).
+            let trace = TraceParent.forEvent(backend: entry.sourceBackend.rawValue, eventID: entry.sourceEventID.rawValue)
+                .child("entry-\(entry.id)-attempt-\(entry.attempts + 1)")
+            let executed = try await TraceParent.$current.withValue(trace) { try await execute(payload, entry: entry, mayWrite: mayWrite) }
             let created = executed.created
             let (next, now): (OutboxEntry?, Int64)
             switch await record(entry, payload: payload, created: created, fence: fence) {
@@ -190,14 +203,16 @@ extension RelayEngine {
             return await requeueOrBury(entry, error as? IMError ?? IMError(.notFound, "\(error)"), fence: fence)
         case .retry where policy.retry.isExhausted(createdAt: entry.createdAt, now: clock.nowMs()):
             let (at, reason) = (clock.nowMs(), "gave up after \(entry.attempts + 1) attempts in \((clock.nowMs() - entry.createdAt) / 1000) s (retry.max_age): \(error)")
-            guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
+            guard await bury(entry, reason: reason, at: at, fence: fence, failed: error) else { return .fenced }
             metrics.increment("imbridge_retry_budget_exhausted_total", ["target": target])
             logDeadLetter(entry, reason: reason)
             return .next(nil)
         case .retry(let delay):
             let (at, reason) = (clock.nowMs() + delay, "\(error)")
+            let attempt = attemptRecord(entry, error, outcome: .retry, at: clock.nowMs(), retryAt: at, fence: fence)
             let rescheduled = try? await store.groupedTransaction { tx -> Bool in
                 guard try tx.reschedule(entry.id, at: at, error: reason, fence: fence) else { return false }
+                try tx.recordAttempt(attempt)
                 try tx.releaseLease(fence.name, owner: fence.owner)
                 return true
             }
@@ -222,9 +237,18 @@ extension RelayEngine {
             return .wait
         case .permanent:
             let (at, reason) = (clock.nowMs(), "\(error)")
-            guard await bury(entry, reason: reason, at: at, fence: fence) else { return .fenced }
+            guard await bury(entry, reason: reason, at: at, fence: fence, failed: error) else { return .fenced }
             logDeadLetter(entry, reason: reason)
             return .next(nil)
         }
+    }
+
+    /// The row `imbridge trace` shows for a failed attempt (docs/operations.md, "Where is my message").
+    nonisolated func attemptRecord(_ entry: OutboxEntry, _ error: any Error, outcome: AttemptRecord.Outcome, at: Int64, retryAt: Int64?,
+                                   fence: LeaseFence) -> AttemptRecord {
+        let failure = error as? IMError ?? IMError(.unavailable, "\(error)")
+        return AttemptRecord(outboxID: entry.id, attempt: entry.attempts + 1, at: at, outcome: outcome, errorClass: HealthBoard.errorClass(failure),
+                             errorCode: (error as? IMError)?.code.rawValue, vendorCode: failure.vendorCode, error: "\(error)", retryAt: retryAt,
+                             instance: fence.owner)
     }
 }

@@ -99,6 +99,11 @@ extension RelayEngine: EventSink {
             "refusals_not_logged": "\(held)",
         ])
     }
+
+    /// A callback that verified, or a poll the vendor answered: the backend's sign of life on the status page.
+    public nonisolated func heard(from backend: BackendID) {
+        health.heard(backend, at: clock.nowMs())
+    }
 }
 
 extension RelayEngine {

@@ -1,11 +1,13 @@
 import IMStore
+import IMHTTP
 import Logging
 
 extension RelayEngine {
     /// What every line about an outbox entry carries.
     nonisolated func laneMetadata(_ entry: OutboxEntry) -> Logger.Metadata {
         ["backend": "\(entry.lane.backend)", "lane": "\(entry.lane)", "route": "\(entry.sourceBackend)->\(entry.lane.backend)",
-         "event_id": "\(entry.sourceEventID)", "entry": "\(entry.id)", "action": "\(entry.kind)"]
+         "event_id": "\(entry.sourceEventID)", "entry": "\(entry.id)", "action": "\(entry.kind)",
+         "trace_id": "\(TraceParent.forEvent(backend: entry.sourceBackend.rawValue, eventID: entry.sourceEventID.rawValue).traceID)"]
     }
 
     nonisolated func logDeadLetter(_ entry: OutboxEntry, reason: String) {

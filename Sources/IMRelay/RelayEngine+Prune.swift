@@ -26,10 +26,12 @@ extension RelayEngine {
             let pruned = try await store.groupedTransaction { try $0.prune(before: cutoff, limit: Self.pruneBatch) }
             total.outbox += pruned.outbox
             total.ledger += pruned.ledger
-            if pruned.outbox < Self.pruneBatch && pruned.ledger < Self.pruneBatch { break }
+            total.attempts += pruned.attempts
+            if pruned.outbox < Self.pruneBatch && pruned.ledger < Self.pruneBatch && pruned.attempts < Self.pruneBatch { break }
         }
         if total.outbox > 0 { metrics.increment("imbridge_pruned_total", ["table": "outbox"], by: total.outbox) }
         if total.ledger > 0 { metrics.increment("imbridge_pruned_total", ["table": "ledger"], by: total.ledger) }
+        if total.attempts > 0 { metrics.increment("imbridge_pruned_total", ["table": "attempts"], by: total.attempts) }
         return total
     }
 

@@ -119,9 +119,14 @@ public final class BridgeListener: Sendable {
                 return await statusPage()
             case ("GET", "/status.json"):
                 return await statusJSON()
+            case ("GET", "/trace"):
+                return await TracePage.answer(request, engine: engine)
             case ("GET", "/metrics"):
-                // The outbox gauges are read from the store now, then the registry renders.
-                var response = HTTPResponseData.text(await engine.metrics.scrape(store: engine.store, now: engine.clock.nowMs()))
+                // The backends' failing times, the outbox gauges read from the store, then the registry renders.
+                let now = engine.clock.nowMs()
+                engine.metrics.setBackendHealth(engine.health.snapshot, now: now)
+                let down = !engine.health.down(at: now, thresholdMs: readiness.backendFailingMs).isEmpty
+                var response = HTTPResponseData.text(await engine.metrics.scrape(store: engine.store, now: now, backendsDown: down))
                 response.headers = [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")]
                 return response
             default:
@@ -151,8 +156,15 @@ public final class BridgeListener: Sendable {
                     case backendFailingThresholdMs = "backend_failing_threshold_ms"
                 }
             }
+            let (reasons, down) = await notReadyReasons(now: engine.clock.nowMs())
+            let body = Body(status: reasons.isEmpty ? "ready" : "not_ready", reasons: reasons, failingBackends: down,
+                            backendFailingThresholdMs: readiness.backendFailingMs, backends: engine.health.snapshot)
+            return .json(body, status: reasons.isEmpty ? 200 : 503)
+        }
+
+        /// Why the bridge is not ready now (none: ready), and the backends failing past the threshold.
+        func notReadyReasons(now: Int64) async -> (reasons: [String], down: [String]) {
             var reasons: [String] = []
-            let now = engine.clock.nowMs()
             // A real write, answered within a second even when the store is stuck (`RelayEngine.probeStore`).
             switch await engine.probeStore() {
             case .writable: break
@@ -161,9 +173,7 @@ public final class BridgeListener: Sendable {
             }
             let down = engine.health.down(at: now, thresholdMs: readiness.backendFailingMs)
             if !down.isEmpty { reasons.append("backend_failing") }
-            let body = Body(status: reasons.isEmpty ? "ready" : "not_ready", reasons: reasons, failingBackends: down,
-                            backendFailingThresholdMs: readiness.backendFailingMs, backends: engine.health.snapshot)
-            return .json(body, status: reasons.isEmpty ? 200 : 503)
+            return (reasons, down)
         }
 
         /// The status page: HTML rendered on the server, no script; the page may only load inline styles
@@ -174,7 +184,7 @@ public final class BridgeListener: Sendable {
                 ("Content-Type", "text/html; charset=utf-8"),
                 ("Cache-Control", "no-store"),
                 ("X-Content-Type-Options", "nosniff"),
-                ("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"),
+                ("Content-Security-Policy", StatusPage.contentSecurityPolicy),
             ], body: Array(StatusPage.html(report, refreshSeconds: status.refreshSeconds).utf8))
         }
 

@@ -255,31 +255,6 @@ package struct SQLiteOperations: StoreOperations {
                            lastError: row["last_error"], createdAt: row["created_at"])
     }
 
-    // MARK: pruning
-
-    /// Deletes up to `limit` done outbox entries finished before `cutoff` and up to `limit` ledger rows
-    /// received before `cutoff`, oldest first. Ledger rows as recent as the oldest pending entry are kept
-    /// (a redelivery of an event whose work is still queued must stay a duplicate). Pending and dead
-    /// entries, the id map (edits, recalls, replies and echo detection need it) and checkpoints are never
-    /// pruned. Outbox ids are AUTOINCREMENT, so a pruned id is never reused and the client ids `imb-<id>`
-    /// stay unique.
-    package func prune(before cutoff: Int64, limit: Int) throws -> StoreTransaction.Pruned {
-        let oldestPending = try Int64.fetchOne(db.cachedStatement(sql: "SELECT MIN(created_at) FROM outbox INDEXED BY outbox_pending WHERE state = 'pending'"))
-        let ledgerCutoff = min(cutoff, oldestPending ?? .max)
-        var pruned = StoreTransaction.Pruned()
-        try db.cachedStatement(sql: """
-            DELETE FROM outbox WHERE id IN (SELECT id FROM outbox INDEXED BY outbox_finished
-                                            WHERE state = 'done' AND finished_at < ? ORDER BY finished_at LIMIT ?)
-            """).execute(arguments: [cutoff, limit])
-        pruned.outbox = db.changesCount
-        try db.cachedStatement(sql: """
-            DELETE FROM ledger WHERE (backend, event_id) IN (SELECT backend, event_id FROM ledger INDEXED BY ledger_received
-                                                             WHERE received_at < ? ORDER BY received_at LIMIT ?)
-            """).execute(arguments: [ledgerCutoff, limit])
-        pruned.ledger = db.changesCount
-        return pruned
-    }
-
     // MARK: id map
 
     /// Records that `source` on one backend and `target` on another are the same message, both ways.

@@ -132,6 +132,26 @@ package enum SQLiteSchema {
                     WHERE bridge_created = 0 AND source_time IS NOT NULL;
                 """)
         }
+        // Failed attempts of outbox entries (retried, requeued, buried), for `imbridge trace`
+        // (docs/operations.md, "Where is my message"); a delivered entry's last attempt is its outbox row.
+        migrator.registerMigration("v9-attempts") { db in
+            try db.execute(sql: """
+                CREATE TABLE attempts (
+                    outbox_id INTEGER NOT NULL,
+                    attempt INTEGER NOT NULL,
+                    at INTEGER NOT NULL,
+                    outcome TEXT NOT NULL,
+                    error_class TEXT NOT NULL,
+                    error_code TEXT,
+                    vendor_code TEXT,
+                    error TEXT NOT NULL,
+                    retry_at INTEGER,
+                    instance TEXT NOT NULL,
+                    PRIMARY KEY (outbox_id, attempt, at)
+                ) WITHOUT ROWID;
+                CREATE INDEX attempts_at ON attempts (at);
+                """)
+        }
         return migrator
     }
 }

@@ -61,6 +61,14 @@ package protocol StoreOperations {
     func expansionKeys(of message: MessageID, on backend: BackendID) throws -> [String: ExpansionKeyRecord]
     func putExpansionKeys(_ records: [ExpansionKeyRecord], of message: MessageID, on backend: BackendID) throws
     func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]
+    func recordAttempt(_ attempt: AttemptRecord) throws
+    func attempts(of outboxIDs: [Int64]) throws -> [AttemptRecord]
+    func ledgerRecords(matching key: String, limit: Int) throws -> [LedgerRecord]
+    func mappingRecords(of message: String) throws -> [MappingRecord]
+    func mappingRecords(in conversation: ConversationRef, on backend: BackendID?, from: Int64, to: Int64, limit: Int) throws -> [MappingRecord]
+    func tracedEntries(matching key: String, limit: Int) throws -> [TracedEntry]
+    func tracedEntries(createdFrom from: Int64, to: Int64, limit: Int) throws -> [TracedEntry]
+    func inboundDeadLetters(key: String) throws -> [InboundDeadLetter]
 }
 
 extension StoreOperations {

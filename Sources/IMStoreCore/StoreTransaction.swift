@@ -85,9 +85,12 @@ public struct StoreTransaction {
     public struct Pruned: Sendable, Equatable {
         public var outbox = 0
         public var ledger = 0
-        public init(outbox: Int = 0, ledger: Int = 0) {
+        /// Failed-attempt rows (`recordAttempt`) of entries that are done or gone, older than the cutoff.
+        public var attempts = 0
+        public init(outbox: Int = 0, ledger: Int = 0, attempts: Int = 0) {
             self.outbox = outbox
             self.ledger = ledger
+            self.attempts = attempts
         }
     }
 
@@ -95,7 +98,8 @@ public struct StoreTransaction {
     /// received before `cutoff`, oldest first. Ledger rows as recent as the oldest pending entry are kept
     /// (a redelivery of an event whose work is still queued must stay a duplicate). Pending and dead
     /// entries, the id map (edits, recalls, replies and echo detection need it), checkpoints and leases
-    /// are never pruned. Outbox ids are never reused, so the client ids `imb-<id>` stay unique.
+    /// are never pruned; failed-attempt rows go with the same cutoff, except those of pending and dead
+    /// entries (`imbridge trace` shows them). Outbox ids are never reused, so the client ids `imb-<id>` stay unique.
     public func prune(before cutoff: Int64, limit: Int) throws -> Pruned { try ops.prune(before: cutoff, limit: limit) }
 
     // MARK: id map

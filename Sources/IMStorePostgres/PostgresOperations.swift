@@ -97,6 +97,12 @@ package struct PostgresOperations: StoreOperations {
             DELETE FROM ledger WHERE (backend, event_id) IN (SELECT backend, event_id FROM ledger WHERE received_at < $1
                                                              ORDER BY received_at LIMIT $2)
             """, [.int(ledgerCutoff), .int(Int64(limit))])
+        pruned.attempts = try changed("""
+            DELETE FROM attempts WHERE (outbox_id, attempt, at) IN (
+                SELECT a.outbox_id, a.attempt, a.at FROM attempts a
+                WHERE a.at < $1 AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.id = a.outbox_id AND o.state <> 'done')
+                ORDER BY a.at LIMIT $2)
+            """, [.int(cutoff), .int(Int64(limit))])
         return pruned
     }
 

@@ -111,6 +111,24 @@ package enum PostgresSchema {
                 WHERE NOT bridge_created AND source_time IS NOT NULL
             """,
         ]),
+        ("v9-attempts", [
+            """
+            CREATE TABLE attempts (
+                outbox_id BIGINT NOT NULL,
+                attempt BIGINT NOT NULL,
+                at BIGINT NOT NULL,
+                outcome TEXT NOT NULL,
+                error_class TEXT NOT NULL,
+                error_code TEXT,
+                vendor_code TEXT,
+                error TEXT NOT NULL,
+                retry_at BIGINT,
+                instance TEXT NOT NULL,
+                PRIMARY KEY (outbox_id, attempt, at)
+            )
+            """,
+            "CREATE INDEX attempts_at ON attempts (at)",
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

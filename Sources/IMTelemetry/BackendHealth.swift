@@ -3,8 +3,9 @@ import IMCore
 import Logging
 import Synchronization
 
-/// What `/healthz` says about each backend: `ok` after a successful call, `degraded` while calls to it
-/// fail and are being retried (with the class of the last error), `unknown` before any traffic.
+/// What `/healthz` says about each backend: `ok` after a successful call or a sign of life from it (a
+/// callback that verified, a poll it answered), `degraded` while calls to it fail and are being retried
+/// (with the class of the last error), `unknown` before any traffic.
 ///
 /// `/healthz` is often reachable by more people than the logs: it shows error classes (`timeout`,
 /// `connection_refused`, `http_5xx`, `http_429`, `auth` …), never the URLs, host names or vendor
@@ -25,6 +26,9 @@ public final class HealthBoard: Sendable {
         public var lastFailureMs: Int64?
         /// Age of the oldest pending outbox entry for this backend (filled in by `/healthz` from the store).
         public var oldestPendingAgeMs: Int64?
+        /// The last sign of life the backend gave on its own: a callback that verified, or a poll it
+        /// answered (`heard`). A backend that only sends into the bridge is `ok` by it.
+        public var lastHeardMs: Int64?
         /// When the current run of failures began (the first failure after a success, or ever); nil
         /// while the backend is not failing. `/readyz` compares it with `ReadinessPolicy`.
         public var failingSinceMs: Int64?
@@ -35,6 +39,7 @@ public final class HealthBoard: Sendable {
             case lastFailureMs = "last_failure_ms"
             case oldestPendingAgeMs = "oldest_pending_age_ms"
             case failingSinceMs = "failing_since_ms"
+            case lastHeardMs = "last_heard_ms"
         }
 
         /// A backend with no call yet.
@@ -68,6 +73,17 @@ public final class HealthBoard: Sendable {
         if let failingSince {
             downLogged.withLock { _ = $0.remove(backend.rawValue) }
             logger.notice("backend recovered", metadata: ["backend": "\(backend)", "state": "up", "failed_for_ms": "\(max(0, now - failingSince))"])
+        }
+    }
+
+    /// A sign of life from `backend` (a callback that verified, a poll it answered): a backend with no
+    /// call yet becomes `ok`; a failing one stays failing (its sends still fail), its last sign of life noted.
+    public func heard(_ backend: BackendID, at now: Int64) {
+        entries.withLock { table in
+            var entry = table[backend.rawValue] ?? Entry(state: "ok")
+            if entry.state == "unknown" { entry.state = "ok" }
+            entry.lastHeardMs = max(entry.lastHeardMs ?? now, now)
+            table[backend.rawValue] = entry
         }
     }
 

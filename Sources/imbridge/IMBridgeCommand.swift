@@ -10,7 +10,7 @@ struct IMBridgeCommand: AsyncParsableCommand {
         commandName: "imbridge",
         abstract: "One neutral API over WuKongIM, RongCloud, NetEase NIM and JMessage; bridges and sandboxes for them.",
         version: "imbridge \(MappingSet.buildVersion.version) (commit \(MappingSet.buildVersion.commit))",
-        subcommands: [DemoCommand.self, RunCommand.self, MigrateCommand.self, VerifyCommand.self, CheckCommand.self, DeadLettersCommand.self, PortalsCommand.self, SandboxCommand.self, MappingsCommand.self])
+        subcommands: [DemoCommand.self, RunCommand.self, MigrateCommand.self, VerifyCommand.self, CheckCommand.self, DeadLettersCommand.self, TraceCommand.self, PortalsCommand.self, SandboxCommand.self, MappingsCommand.self])
 
     /// ArgumentParser's own entry, with logging bootstrapped once: `run` does it itself from its
     /// configuration (level, format, secrets); every other command (`demo`, `sandbox`, `check` …) keeps

@@ -20,8 +20,8 @@ import IMTelemetry
     /// The keys docs/status-page.md documents, at each level.
     static let topKeys: Set<String> = ["generated_at_ms", "started_at_ms", "build", "instance", "leader", "store", "backends", "routes", "lanes",
                                        "dead_letters", "activity", "audit"]
-    static let backendKeys: Set<String> = ["name", "adapter", "endpoints", "state", "down", "last_error_class", "last_success_ms", "last_failure_ms",
-                                           "failing_since_ms", "pending", "oldest_pending_age_ms"]
+    static let backendKeys: Set<String> = ["name", "adapter", "endpoints", "state", "down", "last_error_class", "last_success_ms", "last_heard_ms",
+                                           "last_failure_ms", "failing_since_ms", "pending", "oldest_pending_age_ms"]
     static let storeKeys: Set<String> = ["kind", "location", "up", "pending", "lanes_with_work", "dead_letters", "inbound_dead_letters"]
     static let minuteKeys: Set<String> = ["start_ms", "events_in", "relayed", "retries", "dead_letters", "inbound_dead_letters", "refused"]
     static let outboundKeys: Set<String> = ["id", "target", "conversation", "kind", "source_backend", "source_event_id", "attempts", "reason",
@@ -91,7 +91,9 @@ import IMTelemetry
         #expect(rcRow.pending == 1 && rcRow.oldestPendingAgeMs != nil && rcRow.lastSuccessMs != nil && rcRow.failingSinceMs != nil)
         #expect(!rcRow.down, "failing for less than the 60 s default threshold")
         let wkRow = try #require(report.backends.first { $0.name == "wk" })
-        #expect(wkRow.state == "unknown" && wkRow.lastErrorClass == nil && wkRow.pending == 0)
+        // WuKong is only a source here: no call went to it, but its callbacks are its sign of life.
+        #expect(wkRow.state == "ok" && wkRow.lastErrorClass == nil && wkRow.pending == 0)
+        #expect(wkRow.lastSuccessMs == nil && wkRow.lastHeardMs != nil, "heard from (callbacks), never called")
         #expect(wkRow.endpoints == ["https://wk.example.com:5001/api"], "no user info, no query")
         #expect(report.routes.map { [$0.from, $0.to, $0.direction, $0.media] } == [["wk:group:*", "rc:group:*", "both", "link"]])
         #expect(report.lanes.total == 1 && report.lanes.shownLimit == 5)
@@ -120,7 +122,8 @@ import IMTelemetry
         #expect(html.contains("&lt;img src=x onerror=alert(2)&gt;"))
         #expect(html.contains(#"<p class="meta" id="audit-off">"#), "the audit section says audits are off")
         #expect(html.contains("invalid_content: &lt;b&gt;amount&lt;/b&gt; below 0"))
-        #expect(html.contains(#"data-backend="rc" data-state="degraded""#) && html.contains(#"data-backend="wk" data-state="unknown""#))
+        #expect(html.contains(#"data-backend="rc" data-state="degraded""#) && html.contains(#"data-backend="wk" data-state="ok""#))
+        #expect(html.contains("ago (heard from it)"), "the source-only backend's last sign of life, not `never`")
         #expect(html.contains("<code>rate_limited</code>"))
         #expect(html.contains("<code>group:slow</code>") && html.contains("<code>wk:group:*</code>"))
         #expect(html.contains(#"<meta http-equiv="refresh" content="10">"#))

@@ -113,9 +113,11 @@ struct PollerLogRecorder: LogHandler {
                                                 sink: sink)
             #expect(response.status == 401 && sink.events.isEmpty, "secret of \(secret.count) characters")
             #expect(sink.refusals.map(\.code) == [.authenticationFailed])
+            #expect(sink.heard.isEmpty, "a forged push is no sign of life")
         }
         let sink = CollectingSink()
         #expect(await backend.handle(push(Self.body), sink: sink).status == 200 && sink.events.count == 2)
+        #expect(sink.heard == [backend.id], "a push that verified is the backend's sign of life")
     }
 
     @Test func refusesMalformedBodies() async throws {
@@ -177,6 +179,7 @@ struct PollerLogRecorder: LogHandler {
         let a = poller(sandbox, storage: storage)
         #expect(try await a.pollPage(into: first), "more pages wait behind the first")
         #expect(first.texts == ["a1", "a2"])
+        #expect(first.heard == ["jm"], "a poll JMessage answered is the backend's sign of life")
         let saved = try #require(try await storage.checkpoint(named: "jmessage.jm.poller"))
         #expect(saved.contains("fromMs"))
 
@@ -193,6 +196,7 @@ struct PollerLogRecorder: LogHandler {
         try await c.pollOnce(into: third)
         try await c.pollOnce(into: third)
         #expect(third.texts == ["b1", "b2", "b3"])
+        #expect(third.heard.count >= 3 && Set(third.heard) == ["jm"], "every answered poll counts, an empty one too")
         let ids = (first.events + second.events + third.events).map(\.eventID)
         #expect(Set(ids).count == 8 && ids.allSatisfy { $0.rawValue.hasPrefix("jmessage:msg:") })
     }

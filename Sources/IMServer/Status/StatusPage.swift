@@ -10,6 +10,9 @@ import Mustache
 /// through `{{ }}`, which HTML-escapes (`<`, `>`, `&`, `"`, `'`); the template has no `{{{ }}}`.
 public enum StatusPage {
     /// Renders `report` (`refreshSeconds`: the reload interval written into the page).
+    /// The page may load nothing and run nothing; its one form (the trace search box) submits to this listener.
+    static let contentSecurityPolicy = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
     public static func html(_ report: StatusReport, refreshSeconds: Int) -> String {
         compiled.render(View(report, refreshSeconds: refreshSeconds))
     }
@@ -147,7 +150,10 @@ public enum StatusPage {
             endpoints = backend.endpoints.isEmpty ? "—" : backend.endpoints.joined(separator: " ")
             state = backend.down ? "down" : backend.state
             lastErrorClass = backend.lastErrorClass ?? "—"
-            lastSuccess = backend.lastSuccessMs.map { StatusPage.duration(now - $0) + " ago" } ?? "never"
+            // A call that succeeded, or a sign of life the backend gave (a callback, a poll it answered).
+            let heardLater = (backend.lastHeardMs ?? .min) > (backend.lastSuccessMs ?? .min)
+            let latest = heardLater ? backend.lastHeardMs : backend.lastSuccessMs
+            lastSuccess = latest.map { StatusPage.duration(now - $0) + " ago" + (heardLater ? " (heard from it)" : "") } ?? "never"
             failingFor = backend.failingSinceMs.map { StatusPage.duration(now - $0) } ?? "—"
             pending = backend.pending
             oldestPending = backend.oldestPendingAgeMs.map(StatusPage.duration) ?? "—"
@@ -225,6 +231,7 @@ code, .mono { font-family: ui-monospace, monospace; font-size: .92em; }
 <body>
 <h1>IMBridge status</h1>
 <p class="meta">version <code id="version">{{version}}</code> (commit <code>{{commit}}</code>) · instance <code>{{instance}}</code>{{#leader}} · leader{{/leader}} · up {{uptime}} · generated {{generatedAt}} · reloads every {{refreshSeconds}} s · <a href="status.json">status.json</a></p>
+<form method="get" action="trace" id="trace-search"><label>Where is my message? <input type="search" name="id" placeholder="source or target message id"></label><input type="hidden" name="format" value="html"> <button type="submit">trace</button></form>
 {{#storeDown}}<p class="warn" id="store-down">The store did not answer: outbox and dead letters are not shown.</p>{{/storeDown}}
 {{#store}}<p class="meta">store: {{kind}} <code>{{location}}</code> · pending entries {{pending}} in {{lanesWithWork}} lane(s) · dead letters {{deadLetters}} outbound, {{inboundDeadLetters}} inbound</p>{{/store}}
 

@@ -88,6 +88,8 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var down: Bool
         public var lastErrorClass: String?
         public var lastSuccessMs: Int64?
+        /// The last sign of life the backend gave on its own: a callback that verified, a poll it answered.
+        public var lastHeardMs: Int64?
         public var lastFailureMs: Int64?
         public var failingSinceMs: Int64?
         /// Pending outbox entries with this backend as target.
@@ -95,7 +97,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
         public var oldestPendingAgeMs: Int64?
 
         enum CodingKeys: String, CodingKey {
-            case name, adapter, endpoints, state, down, lastErrorClass, lastSuccessMs, lastFailureMs, failingSinceMs, pending, oldestPendingAgeMs
+            case name, adapter, endpoints, state, down, lastErrorClass, lastSuccessMs, lastHeardMs, lastFailureMs, failingSinceMs, pending, oldestPendingAgeMs
         }
 
         public func encode(to encoder: any Encoder) throws {
@@ -108,6 +110,7 @@ public struct StatusReport: Codable, Sendable, Equatable {
             try container.encode(down, forKey: .down)
             try container.encode(lastErrorClass, forKey: .lastErrorClass)
             try container.encode(lastSuccessMs, forKey: .lastSuccessMs)
+            try container.encode(lastHeardMs, forKey: .lastHeardMs)
             try container.encode(lastFailureMs, forKey: .lastFailureMs)
             try container.encode(failingSinceMs, forKey: .failingSinceMs)
             try container.encode(pending, forKey: .pending)
@@ -278,7 +281,7 @@ extension StatusReport {
             let entry = health[name] ?? HealthBoard.Entry.unknown
             return Backend(name: name, adapter: context.backends[name]?.adapter, endpoints: context.backends[name]?.endpoints ?? [],
                            state: entry.state, down: down.contains(name), lastErrorClass: entry.lastErrorClass,
-                           lastSuccessMs: entry.lastSuccessMs, lastFailureMs: entry.lastFailureMs, failingSinceMs: entry.failingSinceMs,
+                           lastSuccessMs: entry.lastSuccessMs, lastHeardMs: entry.lastHeardMs, lastFailureMs: entry.lastFailureMs, failingSinceMs: entry.failingSinceMs,
                            pending: pendingByTarget[name] ?? 0, oldestPendingAgeMs: oldestByTarget[name].map { max(0, now - $0) })
         }
         let routes = engine.routes.routes.map { route in

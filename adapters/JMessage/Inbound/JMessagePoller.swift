@@ -107,6 +107,7 @@ public actor JMessagePoller {
             windowEnd = cursor!.windowEnd
         }
         guard let page else { return false }
+        sink.heard(from: backend)
         var batch = InboundBatch()
         var newest: Int64?
         for wire in page.messages {
