@@ -123,6 +123,7 @@ import IMOutbox
             "routes[].relay_account": (.text, omission("relay_account", store + backends + Self.route + "    users: relay\n") { _ in .text("accepted") }),
             "routes[].name_format": (.text, nameFormat),
             "routes[].media": (.text, .text(route.media.rawValue)),
+            "routes[].group_ids": (.text, .text((route.groupIDs ?? .map).rawValue)),
             "routes[].fallbacks": (.fallbacks, .fallbacks(drop: drops)),
         ]
     }

@@ -17,7 +17,7 @@ import IMCore
 ///   leaves the admin out of `members` unless it owns the group.
 /// - `allUsers` and `allGroups` page the admin listings (`count` 500); `groups(of:)` is
 ///   `GET /v1/users/{username}/groups/` (an unknown user is in no group).
-extension JMessageBackend: UserDirectory, GroupDirectory {
+extension JMessageBackend: UserDirectory, GroupMemberRemoving {
     /// The profile fields besides nickname and avatar, under JMessage's names.
     public static let userExtraFields = ["birthday", "gender", "signature", "region", "address", "extras"]
     /// The group fields besides name, avatar, owner and members, under JMessage's names.
@@ -144,6 +144,17 @@ extension JMessageBackend: UserDirectory, GroupDirectory {
         var seen = Set(current.members.map(\.rawValue) + [client.settings.admin])
         let missing = try profile.members.map(ownUsername).filter { seen.insert($0).inserted }
         if !missing.isEmpty { try await client.updateMembers(gid: profile.id.rawValue, add: missing) }
+    }
+
+    /// `POST /v1/groups/{gid}/members {"remove":[…]}` for those of `members` the group lists (never the
+    /// owner, nor the admin every send goes out as).
+    public func removeMembers(_ members: [UserID], from group: GroupID) async throws {
+        guard let current = try await self.group(group) else { return }
+        var seen = Set<String>()
+        let leaving = try members.filter { current.members.contains($0) && $0 != current.owner }.map(ownUsername)
+            .filter { $0 != client.settings.admin && seen.insert($0).inserted }
+        guard !leaving.isEmpty else { return }
+        try await client.updateMembers(gid: group.rawValue, remove: leaving)
     }
 
     public func allGroups() async throws -> [GroupID] {

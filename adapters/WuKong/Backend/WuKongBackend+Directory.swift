@@ -17,7 +17,7 @@ import IMCore
 ///   `POST …/members` with the missing members.
 /// - Neither WuKongIM nor the business server's user API can enumerate users or groups, nor say which
 ///   groups a user is in: `allUsers`, `allGroups` and `groups(of:)` throw `unsupported`.
-extension WuKongBackend: UserDirectory, GroupDirectory {
+extension WuKongBackend: UserDirectory, GroupMemberRemoving {
     // MARK: UserDirectory
 
     public func users(_ ids: [UserID]) async throws -> [UserProfile] {
@@ -105,6 +105,18 @@ extension WuKongBackend: UserDirectory, GroupDirectory {
         for member in missing { _ = try await self.session(member) }
         _ = try await client.business("POST", WKDirectoryPaths.groupMembers(profile.id.rawValue), session: session,
                                       json: try WuKongJSON.encode(WKGroupMembersRequest(members: missing.map(\.rawValue))))
+    }
+
+    /// `DELETE /v1/groups/{no}/members {"members":[…]}` as the creator, for those of `members` the group
+    /// lists (docs/adapters/wukong.md, "Groups in live relay"); they stop being the channel's subscribers.
+    public func removeMembers(_ members: [UserID], from group: GroupID) async throws {
+        guard let current = try await self.group(group) else { return }
+        var seen = Set<UserID>()
+        let leaving = members.filter { current.members.contains($0) && $0 != current.owner && seen.insert($0).inserted }
+        guard !leaving.isEmpty else { return }
+        let session = try await session(current.owner ?? UserID(settings.serviceUID))
+        _ = try await client.business("DELETE", WKDirectoryPaths.groupMembers(group.rawValue), session: session,
+                                      json: try WuKongJSON.encode(WKGroupMembersRequest(members: leaving.map(\.rawValue))))
     }
 
     public func allGroups() async throws -> [GroupID] {
