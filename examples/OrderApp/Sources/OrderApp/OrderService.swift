@@ -40,6 +40,32 @@ public struct OrderService: Sendable {
                                                expansion: expansionIsNative ? ["status": "unpaid"] : nil))
     }
 
+    /// `placeOrder` through the vendor's transient failures: a retryable error (rate limit, server error,
+    /// timeout) is tried again after the wait it asks for (`retryAfterMs`, else `fallbackWaitMs`), at
+    /// most `attempts` tries in all. The card goes out with a client message id (`order-<id>`), so a try
+    /// whose answer was lost (the message was sent) is found before resending, where the backend can look
+    /// one up (`ClientIDLookup`), instead of placing the order twice. `wait` sleeps (tests record it).
+    public func placeOrder(_ card: OrderCard, from shop: UserID, to buyer: UserID, attempts: Int, fallbackWaitMs: Int64 = 500,
+                           wait: (Int64) async throws -> Void) async throws -> Message {
+        let conversation = ConversationRef.direct(shop, buyer)
+        let clientID = ClientMessageID("order-\(card.orderID)")
+        var tries = 0
+        while true {
+            tries += 1
+            do {
+                return try await backend.send(OutgoingMessage(conversation: conversation, sender: shop, content: .custom(card),
+                                                              clientMessageID: clientID,
+                                                              expansion: expansionIsNative ? ["status": "unpaid"] : nil))
+            } catch let error as IMError where error.isRetryable && tries < attempts {
+                try await wait(error.retryAfterMs ?? fallbackWaitMs)
+                if let lookup = backend as? any ClientIDLookup,
+                   let sent = try await lookup.message(withClientID: clientID, in: conversation, readingAs: shop) {
+                    return sent
+                }
+            }
+        }
+    }
+
     /// The order a message carries (decoded by the app's registry).
     public func order(in message: Message) throws -> OrderCard { try registry.resolve(message, as: OrderCard.self) }
 
