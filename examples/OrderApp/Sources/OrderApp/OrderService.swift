@@ -2,7 +2,9 @@ import IMCore
 
 /// The order card a shop sends into a chat: a registered custom content type.
 public struct OrderCard: CustomMessageContent {
-    public static let contentType = "order_card"
+    // Not `order_card`: IMBridge ships a custom mapping of that name (mappings/custom/order_card.yaml) with
+    // another schema, which the adapters apply to it; the sandbox run of the two-backend test found it.
+    public static let contentType = "orderapp_order"
     public var orderID: String
     public var amountCents: Int
 
