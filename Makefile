@@ -10,7 +10,7 @@ SWIFT ?= swift
 BUILD_PACKAGES := libsqlite3-dev
 APT_PACKAGES := $(BUILD_PACKAGES) postgresql systemd chromium prometheus
 
-.PHONY: deps build test test-example chaos demo docs install clean
+.PHONY: deps build test test-example test-example-sandbox chaos demo docs install clean
 PREFIX ?= /usr/local
 
 # Installs only the Debian packages that are missing (root or sudo needed the first time).
@@ -43,6 +43,14 @@ test: deps
 # IMCore + IMTesting only and resolves no remote package (works offline on a fresh clone).
 test-example:
 	cd examples/OrderApp && $(SWIFT) test
+
+# The example's tests with its `Sandbox` trait: IMBridge's `Server` trait on, so the two-backend tests also
+# run on the RongCloud and NIM adapters against in-process sandboxes (docs/testing-kit.md, "One test, two
+# backends"). Fetches the server's remote packages the first time; a scratch path of its own keeps the
+# memory-only build above free of them, and the Package.resolved the run writes (pinning them) is removed,
+# or the next memory-only run would fetch every pinned package.
+test-example-sandbox:
+	cd examples/OrderApp && $(SWIFT) test --traits Sandbox --scratch-path .build-sandbox; status=$$?; rm -f Package.resolved; exit $$status
 
 # The fault campaign (docs/reliability.md): `make chaos` runs the fixed CI seeds, `make chaos SEED=N`
 # replays one seed, `make chaos SEEDS=200` runs seeds 1…200 (also SEEDS=A-B or SEEDS=A,B,C). The fault

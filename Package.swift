@@ -12,6 +12,8 @@ let package = Package(
         .executable(name: "imbridge-bench", targets: ["imbridge-bench"]),
         .library(name: "IMCore", targets: ["IMCore"]),
         .library(name: "IMTesting", targets: ["IMTesting"]),
+        // The testing kit's second kind of backend: the real adapter against an in-process sandbox (needs `Server`).
+        .library(name: "IMTestingSandbox", targets: ["IMTestingSandbox"]),
         .library(name: "IMHTTP", targets: ["IMHTTP"]),
         .library(name: "IMSandbox", targets: ["IMSandbox"]),
         .library(name: "IMStore", targets: ["IMStore"]),
@@ -63,6 +65,9 @@ let package = Package(
         // The testing kit links each vendor's facts (its `Capabilities` preset, adapters/<Vendor>/Facts, IMCore
         // only), not the adapters, and re-exports them (docs/architecture.md).
         .target(name: "IMTesting", dependencies: ["IMCore", "WuKongFacts", "RongCloudFacts", "NIMFacts", "JMessageFacts"]),
+        // `TestBackendTarget.sandbox(_:)`: an app's test run against the vendor's adapter and its sandbox in
+        // this process, beside `.memory(_:)` (docs/testing-kit.md, "One test, two backends"). Needs `Server`.
+        .target(name: "IMTestingSandbox", dependencies: ["IMCore", "IMTesting", "IMVendors", "IMSandbox", "IMAdapterKit", "IMMapping"]),
         .target(name: "IMHTTP", dependencies: [
             "IMCore",
             .product(name: "Hummingbird", package: "hummingbird", condition: server),
@@ -196,6 +201,7 @@ let package = Package(
         .target(name: "NIMSandbox", dependencies: ["NIM", "IMSandbox", "IMAdapterKit", "IMCore", "IMHTTP"], path: "adapters/NIM/Sandbox"),
         .testTarget(name: "IMCoreTests", dependencies: ["IMCore", "IMTesting"]),
         .testTarget(name: "IMTestingTests", dependencies: ["IMCore", "IMTesting"]),
+        .testTarget(name: "IMTestingSandboxTests", dependencies: ["IMCore", "IMTesting", "IMTestingSandbox"]),
         .testTarget(name: "IMHTTPTests", dependencies: ["IMCore", "IMHTTP", "IMSandbox", "SandboxTestSupport"]),
         .testTarget(name: "IMMappingTests", dependencies: ["IMCore", "IMMapping"], exclude: ["Fixtures"]),
         .testTarget(name: "MappingFidelityTests", dependencies: ["IMCore", "IMConfig", "IMMapping", "IMRelay", "IMOutbox", "IMTelemetry", "IMPositions", "IMVendors", "IMAdapterKit", "IMSandbox", "IMHTTP", "WuKong", "RongCloud", "NIM", "JMessage"]),

@@ -16,12 +16,16 @@ public final class FaultInjector: Sendable {
         public var vendorCode: Int?
         public var count: Int
         public var pathPrefix: String?
+        /// More prefixes, any of which also matches (an operation served by several endpoints: a
+        /// RongCloud send is a private or a group publish); set from Swift, not by `POST /_sandbox/faults`.
+        public var otherPathPrefixes: [String]?
         /// The request is carried out, then answered with the fault.
         public var afterAccept: Bool
         /// The answer's `Retry-After` in seconds; 0 removes it; nil leaves the vendor's envelope as it is.
         public var retryAfter: Int?
         public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil, afterAccept: Bool = false,
-                    retryAfter: Int? = nil) {
+                    retryAfter: Int? = nil, otherPathPrefixes: [String]? = nil) {
+            self.otherPathPrefixes = otherPathPrefixes
             self.status = status
             self.vendorCode = vendorCode
             self.count = count
@@ -35,6 +39,13 @@ public final class FaultInjector: Sendable {
             case pathPrefix = "path_prefix"
             case afterAccept = "after_accept"
             case retryAfter = "retry_after"
+            case otherPathPrefixes = "other_path_prefixes"
+        }
+
+        /// Whether a request to `path` meets this rule.
+        public func matches(_ path: String) -> Bool {
+            let prefixes = [pathPrefix].compactMap { $0 } + (otherPathPrefixes ?? [])
+            return prefixes.isEmpty || prefixes.contains { path.hasPrefix($0) }
         }
 
         /// The vendor's fault answer with `retryAfter` applied.
@@ -81,7 +92,7 @@ public final class FaultInjector: Sendable {
     /// Consumes one matching rule for `path`, if any.
     public func take(for path: String) -> Rule? {
         state.withLock { state in
-            guard let index = state.rules.firstIndex(where: { path.hasPrefix($0.pathPrefix ?? "") }) else { return nil }
+            guard let index = state.rules.firstIndex(where: { $0.matches(path) }) else { return nil }
             let rule = state.rules[index]
             state.rules[index].count -= 1
             if state.rules[index].count == 0 { state.rules.remove(at: index) }

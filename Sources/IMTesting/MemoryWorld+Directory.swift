@@ -4,6 +4,11 @@ import IMCore
 /// migration can be tested in memory first.
 ///
 /// Rules:
+/// - every call is served under every preset, also those the vendor's adapter refuses
+///   (`Capabilities.directory`: `allUsers` under WuKong, RongCloud and NIM, `removeMembers` under WuKong,
+///   NIM and JMessage, `groups(of:)` under WuKong) and RongCloud groups keep their owner: the world
+///   stands for the vendor's whole state, which tests of the relay and of migrations set up and change
+///   through these calls (docs/testing-kit.md, "People, groups, deletion");
 /// - every user and group can be listed (`allUsers`, `allGroups`); a group also exists once it has
 ///   members (`addMembers`), with no name;
 /// - worlds whose capabilities say `groupCreationAssignsID` (the WuKong, NIM and JMessage presets) give
@@ -123,21 +128,23 @@ extension MemoryWorld.State {
 }
 
 extension MemoryBackend: UserDirectory, GroupMemberRemoving {
-    public func users(_ ids: [UserID]) async throws -> [UserProfile] { world.users(ids) }
+    public func users(_ ids: [UserID]) async throws -> [UserProfile] { try world.faults.run(.users) { world.users(ids) } }
 
-    public func saveUser(_ profile: UserProfile) async throws { world.saveUser(profile) }
+    public func saveUser(_ profile: UserProfile) async throws { try world.faults.run(.users) { world.saveUser(profile) } }
 
-    public func allUsers() async throws -> [UserID] { world.allUsers() }
+    public func allUsers() async throws -> [UserID] { try world.faults.run(.users) { world.allUsers() } }
 
-    public func group(_ id: GroupID) async throws -> GroupProfile? { world.group(id) }
+    public func group(_ id: GroupID) async throws -> GroupProfile? { try world.faults.run(.groups) { world.group(id) } }
 
-    public func createGroup(_ profile: GroupProfile) async throws -> GroupID { try world.createGroup(profile) }
+    public func createGroup(_ profile: GroupProfile) async throws -> GroupID { try world.faults.run(.groups) { try world.createGroup(profile) } }
 
-    public func updateGroup(_ profile: GroupProfile) async throws { try world.updateGroup(profile) }
+    public func updateGroup(_ profile: GroupProfile) async throws { try world.faults.run(.groups) { try world.updateGroup(profile) } }
 
-    public func removeMembers(_ members: [UserID], from group: GroupID) async throws { try world.removeMembers(members, from: group) }
+    public func removeMembers(_ members: [UserID], from group: GroupID) async throws {
+        try world.faults.run(.groups) { try world.removeMembers(members, from: group) }
+    }
 
-    public func allGroups() async throws -> [GroupID] { world.allGroups() }
+    public func allGroups() async throws -> [GroupID] { try world.faults.run(.groups) { world.allGroups() } }
 
-    public func groups(of user: UserID) async throws -> [GroupID] { world.groups(of: user) }
+    public func groups(of user: UserID) async throws -> [GroupID] { try world.faults.run(.groups) { world.groups(of: user) } }
 }

@@ -8,7 +8,7 @@ extension MemoryWorld {
             let message = try state.message(id, in: conversation)
             if message.isRecalled { throw IMError(.alreadyRecalled, "message \(id) is already recalled") }
             if capabilities.recallBySenderOnly, message.sender != user {
-                throw IMError(.permissionDenied, "only the sender \(message.sender) may recall \(id); \(user) tried")
+                throw notSender(message, user, "recall")
             }
             if let window = capabilities.recallWindowMs, now - message.sentAt > window {
                 throw IMError(.recallWindowExpired, "message \(id) is \((now - message.sentAt) / 1000) s old; \(capabilities.vendor) allows recall within \(window / 1000) s",
@@ -46,13 +46,19 @@ extension MemoryWorld {
                 return
             }
             if capabilities.deleteBySenderOnly, message.sender != user {
-                throw IMError(.permissionDenied, "only the sender \(message.sender) may delete \(id); \(user) tried")
+                throw notSender(message, user, "delete")
             }
             state.deleted.insert(id)
             if reportsDeletions {
                 Self.publish("delete:\(id)", .deleted(messageID: id, conversation: conversation, by: user, forUser: nil, at: now), in: &state)
             }
         }
+    }
+
+    /// A recall or delete by someone other than the sender: the vendor's refusal (`notSenderRefusal`) where it has a code.
+    func notSender(_ message: Message, _ user: UserID, _ what: String) -> IMError {
+        let detail = "only the sender \(message.sender) may \(what) \(message.id); \(user) tried"
+        return capabilities.notSenderRefusal?.error(vendor: capabilities.vendor, detail) ?? IMError(.permissionDenied, detail)
     }
 
     func edit(_ id: MessageID, in conversation: ConversationRef, by user: UserID, content: MessageContent) throws {

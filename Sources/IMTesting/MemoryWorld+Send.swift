@@ -10,8 +10,14 @@ extension MemoryWorld {
         if outgoing.conversation.kind == .direct, outgoing.conversation.peer(of: outgoing.sender) == nil {
             throw IMError(.invalidArgument, "\(outgoing.sender) is not a user of \(outgoing.conversation)")
         }
+        guard capabilities.sendConversationKinds.allows(outgoing.conversation.kind) else {
+            throw IMError(.unsupported, "\(capabilities.vendor) sends no messages into \(outgoing.conversation.kind) conversations",
+                          details: ["conversation": outgoing.conversation.description])
+        }
         if !outgoing.mentions.isEmpty { try capabilities.require(.mentions) }
-        if outgoing.reply != nil { try capabilities.require(.replies) }
+        // A reply the adapter carries in extras (`fallback`: JMessage) is taken, unchecked as it is there.
+        let repliesCarried = capabilities.support(.replies) == .fallback
+        if outgoing.reply != nil, !repliesCarried { try capabilities.require(.replies) }
         if case .custom = outgoing.content { try capabilities.require(.customContent) }
         var expansion: Expansion?
         if let initial = outgoing.expansion {
@@ -27,7 +33,7 @@ extension MemoryWorld {
                let location = state.locations[existing] {
                 return state.conversations[location.conversation]![location.index]
             }
-            if let reply = outgoing.reply {
+            if let reply = outgoing.reply, !repliesCarried {
                 _ = try state.message(reply.messageID, in: outgoing.conversation)
             }
             state.nextMessageNumber += 1

@@ -7,6 +7,8 @@ import Synchronization
 /// Rules (all from the `Capabilities` it is configured with, checked before any state changes):
 /// - contents are checked against the content kinds and the text limit; commands are delivered but
 ///   never stored; `persist: false` messages are delivered but not stored;
+/// - messages go only into the conversation kinds the adapter sends into (`sendConversationKinds`:
+///   RongCloud and NIM refuse chatrooms and system conversations, `unsupported`);
 /// - a direct message's sender must be one of its two users;
 /// - a group message is refused as `Capabilities.groupSendRefusals` says (the NIM preset: into a group
 ///   the world does not have, 803 `not_found`, or from a sender outside it, 804 `permission_denied`; the
@@ -36,6 +38,8 @@ public final class MemoryWorld: Sendable {
     public let registry: ContentRegistry?
     /// How this world positions history (`Capabilities.history`).
     public let historyForm: HistoryForm
+    /// Faults injected into the calls of every backend on this world (`MemoryFaults`, docs/testing-kit.md, "Faults").
+    public let faults: MemoryFaults
     let state = Mutex(State())
 
     struct Subscriber {
@@ -75,6 +79,7 @@ public final class MemoryWorld: Sendable {
         self.clock = clock
         self.registry = registry
         self.historyForm = HistoryForm(capabilities.history)
+        self.faults = MemoryFaults(capabilities: capabilities)
     }
 
     // MARK: membership and users

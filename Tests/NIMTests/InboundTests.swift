@@ -192,6 +192,16 @@ import Testing
         #expect(await accepted(Self.request(friend)).isEmpty)
     }
 
+    /// A team operation in the copy (a kick: `NOTIFICATION` with the team-notification attach) gives no
+    /// `membersChanged`: the adapter does not read team operations, and the preset says so
+    /// (`reportsMembershipChanges`, which the testing kit's memory world follows; docs/adapters/nim.md).
+    @Test func teamOperationCopiesReportNoMembershipChangeAsThePresetSays() async throws {
+        let body = #"{"eventType":"1","convType":"TEAM","to":"123456","fromAccount":"alice","msgType":"NOTIFICATION","attach":"{\"data\":{\"ids\":[\"bob\"],\"tinfo\":{\"tid\":123456}},\"id\":1}","msgTimestamp":"1700000000000","msgidServer":"555"}"#
+        let events = await accepted(Self.request(body))
+        let reported = events.contains { if case .membersChanged = $0.kind { true } else { false } }
+        #expect(reported == Capabilities.nim.reportsMembershipChanges, "\(events)")
+    }
+
     @Test func customNotificationsBecomeCommands() async throws {
         let body = #"{"eventType":"1","convType":"CUSTOM_PERSON","msgType":"CUSTOM_P2P_MSG","to":"b","fromAccount":"a","attach":"{\"name\":\"typing\",\"data\":{\"on\":true}}","msgTimestamp":"1700000000000"}"#
         let events = await accepted(Self.request(body))

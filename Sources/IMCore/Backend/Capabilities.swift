@@ -108,6 +108,12 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// sender outside the group (NIM: 803 / 804; JMessage: 899006; WuKongIM and RongCloud refuse
     /// neither). docs/adapters/<vendor>.md, "Conversations".
     public var groupSendRefusals: GroupSendRefusals = .none
+    /// The conversation kinds the vendor's adapter sends into (RongCloud and NIM: direct and group;
+    /// JMessage adds chatrooms; WuKong chatrooms and its numbered channel types). docs/adapters/<vendor>.md, "Conversations".
+    public var sendConversationKinds: ConversationKinds = .all
+    /// What the adapter throws for a rate limit and a server error (the vendor's code and wait), as the
+    /// testing kit's injected faults report them (docs/testing-kit.md, "Faults").
+    public var faultAnswers: FaultAnswers = .http
     /// Whether the vendor keeps a per-user mute flag for conversations (`ConversationListing.setMuted`);
     /// WuKongIM lists conversations and unread counts but keeps no mute state.
     public var keepsMuteState: Bool = true
@@ -119,6 +125,11 @@ public struct Capabilities: Hashable, Sendable, Codable {
     public var deletionScopes: Set<DeletionScope> = [.everyone, .oneUser]
     /// True where only the sender may delete a message for everyone (RongCloud: the delete is its recall).
     public var deleteBySenderOnly: Bool = false
+    /// The vendor's refusal of a recall or a delete by someone other than the sender, where its adapter
+    /// reports a vendor code for it (RongCloud: 1002); nil: `permission_denied` without one.
+    public var notSenderRefusal: GroupSendRefusals.Refusal?
+    /// The directory calls the vendor's adapter serves (`DirectorySupport`).
+    public var directory: DirectorySupport = .all
     /// Whether deletions reach the app server as `deleted` events: RongCloud routes its recall command
     /// with `isDelete` 1; WuKongIM's webhook, NIM's copy and JMessage's routing carry none.
     public var reportsDeletions: Bool = true

@@ -18,8 +18,16 @@ extension Capabilities {
         capabilities.groupCreationAssignsID = true
         capabilities.deletionScopes = []
         capabilities.reportsDeletions = false
-        // Team operations come in the message copy (docs/adapters/nim.md).
-        capabilities.reportsMembershipChanges = true
+        // The message copy carries team operations, but the adapter does not read them (their attach
+        // fields are not confirmed): it reports no membership change (docs/adapters/nim.md).
+        capabilities.reportsMembershipChanges = false
+        capabilities.sendConversationKinds = ConversationKinds([.direct, .group])
+        // getUinfos reads known accids only: no user listing; the adapter removes no team member.
+        capabilities.directory = DirectorySupport(listsAllUsers: false, removesMembers: false)
+        // 416 blocks the app for 10 s; a 5xx is a gateway's answer without NIM's envelope (docs/adapters/nim.md, "Facts on the preset").
+        capabilities.faultAnswers = FaultAnswers(
+            rateLimited: .init(.rateLimited, vendorCode: "416", "frequency control", retryAfterMs: 10_000),
+            serverError: FaultAnswers.http.serverError)
         // A team message needs a team that exists and a sender in it (codes from NIM's status table;
         // which one sendMsg answers is the strict reading, docs/adapters/nim.md, "Conversations").
         capabilities.groupSendRefusals = GroupSendRefusals(

@@ -46,6 +46,16 @@ extension Capabilities {
         // A delete for everyone is the sender's recall with `isDelete=1`, routed back with it.
         capabilities.deletionScopes = [.everyone]
         capabilities.deleteBySenderOnly = true
+        // The adapter's Server API calls cover direct and group conversations (docs/adapters/rongcloud.md, "Facts on the preset").
+        capabilities.sendConversationKinds = ConversationKinds([.direct, .group])
+        // A recall (and so a delete) by another user is refused as 1002 "not the sender" (RongCloudRefusal).
+        capabilities.notSenderRefusal = GroupSendRefusals.Refusal(.permissionDenied, vendorCode: "1002", "not the sender of the message")
+        // No user listing; groups have no owner (docs/adapters/rongcloud.md, "Facts on the preset").
+        capabilities.directory = DirectorySupport(listsAllUsers: false, keepsGroupOwner: false)
+        // 1008 with HTTP 429 (Retry-After 1 s), 1000 with HTTP 500 (docs/adapters/rongcloud.md, "Facts on the preset").
+        capabilities.faultAnswers = FaultAnswers(
+            rateLimited: .init(.rateLimited, vendorCode: "1008", "调用频率超限", retryAfterMs: 1000),
+            serverError: .init(.unavailable, vendorCode: "1000", "服务内部错误，请稍后重试"))
         capabilities.history = HistoryPositioning(cursorForm: .timeAndID,
                                                   refusalTemplate: "'{cursor}' is not a RongCloud history cursor (msgTime:msgUID)")
         return capabilities

@@ -2,7 +2,9 @@ import IMCore
 
 /// The order card a shop sends into a chat: a registered custom content type.
 public struct OrderCard: CustomMessageContent {
-    public static let contentType = "order_card"
+    // Not `order_card`: IMBridge ships a custom mapping of that name (mappings/custom/order_card.yaml) with
+    // another schema, which the adapters apply to it; the sandbox run of the two-backend test found it.
+    public static let contentType = "orderapp_order"
     public var orderID: String
     public var amountCents: Int
 
@@ -38,6 +40,32 @@ public struct OrderService: Sendable {
     public func placeOrder(_ card: OrderCard, from shop: UserID, to buyer: UserID) async throws -> Message {
         try await backend.send(OutgoingMessage(conversation: .direct(shop, buyer), sender: shop, content: .custom(card),
                                                expansion: expansionIsNative ? ["status": "unpaid"] : nil))
+    }
+
+    /// `placeOrder` through the vendor's transient failures: a retryable error (rate limit, server error,
+    /// timeout) is tried again after the wait it asks for (`retryAfterMs`, else `fallbackWaitMs`), at
+    /// most `attempts` tries in all. The card goes out with a client message id (`order-<id>`), so a try
+    /// whose answer was lost (the message was sent) is found before resending, where the backend can look
+    /// one up (`ClientIDLookup`), instead of placing the order twice. `wait` sleeps (tests record it).
+    public func placeOrder(_ card: OrderCard, from shop: UserID, to buyer: UserID, attempts: Int, fallbackWaitMs: Int64 = 500,
+                           wait: (Int64) async throws -> Void) async throws -> Message {
+        let conversation = ConversationRef.direct(shop, buyer)
+        let clientID = ClientMessageID("order-\(card.orderID)")
+        var tries = 0
+        while true {
+            tries += 1
+            do {
+                return try await backend.send(OutgoingMessage(conversation: conversation, sender: shop, content: .custom(card),
+                                                              clientMessageID: clientID,
+                                                              expansion: expansionIsNative ? ["status": "unpaid"] : nil))
+            } catch let error as IMError where error.isRetryable && tries < attempts {
+                try await wait(error.retryAfterMs ?? fallbackWaitMs)
+                if let lookup = backend as? any ClientIDLookup,
+                   let sent = try await lookup.message(withClientID: clientID, in: conversation, readingAs: shop) {
+                    return sent
+                }
+            }
+        }
     }
 
     /// The order a message carries (decoded by the app's registry).
