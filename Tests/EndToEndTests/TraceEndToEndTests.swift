@@ -35,7 +35,7 @@ import Testing
 
     @Test func traceShowsARetriedAndADeadLetteredMessageHopByHop() async throws {
         let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n")
+                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n")
         defer { Task { await rig.stop() } }
         let bridge = try await rig.start()
         defer { bridge.killWithoutWaiting() }
