@@ -61,6 +61,8 @@ package protocol StoreOperations {
     func expansionKeys(of message: MessageID, on backend: BackendID) throws -> [String: ExpansionKeyRecord]
     func putExpansionKeys(_ records: [ExpansionKeyRecord], of message: MessageID, on backend: BackendID) throws
     func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]
+    func rememberCallback(_ mark: CallbackMark, at now: Int64) throws -> CallbackMark.Outcome
+    func forgetCallbackMarks(expiredBefore now: Int64, limit: Int) throws -> Int
 }
 
 extension StoreOperations {

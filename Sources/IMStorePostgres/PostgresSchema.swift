@@ -111,6 +111,18 @@ package enum PostgresSchema {
                 WHERE NOT bridge_created AND source_time IS NOT NULL
             """,
         ]),
+        ("v9-callback-marks", [
+            """
+            CREATE TABLE callback_marks (
+                backend TEXT NOT NULL,
+                mark TEXT NOT NULL,
+                body_digest TEXT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                PRIMARY KEY (backend, mark)
+            )
+            """,
+            "CREATE INDEX callback_marks_expiry ON callback_marks (expires_at)",
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

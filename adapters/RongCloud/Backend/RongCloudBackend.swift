@@ -31,6 +31,8 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
     public let inbound: RongCloudInbound
     /// Backs `events()`: what `handle` accepted.
     let fanout = EventFanout()
+    /// The routing callbacks' signatures, when the sink keeps none (`CallbackMarks`).
+    let callbackMarks = CallbackMarks()
 
     public init(id: BackendID = "rongcloud", settings: RongCloudSettings, registry: ContentRegistry = ContentRegistry(),
                 clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("rongcloud")) {
