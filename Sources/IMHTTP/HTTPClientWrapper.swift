@@ -46,10 +46,51 @@ public struct HTTPClientWrapper: Sendable {
     /// timeout (15 s by default) before anything is known.
     public var retriesConnecting: Bool
 
-    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20, retriesConnecting: Bool = false) {
+    /// The secrets no answer may show to the adapter (`SecretMask`), with the credentials the request
+    /// carried in its own headers (`mask(for:)`): every header value, and the body of
+    /// an answer that is not a success or is text (JSON, a form, plain text), have them replaced by `***`
+    /// before `send` returns, and so has a transport error's text. The one place a vendor's words enter
+    /// the bridge: what an adapter makes of them (errors, dead letters, logs, the status page, CLI
+    /// output) cannot show a secret the vendor or a proxy in front of it echoed (docs/operations.md,
+    /// "Secrets a vendor echoes"). A binary success body (a media download) is not touched.
+    public var secrets: SecretMask
+
+    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20, retriesConnecting: Bool = false,
+                secrets: SecretMask = SecretMask()) {
         self.timeout = .seconds(timeoutSeconds)
         self.maxResponseBytes = maxResponseBytes
         self.retriesConnecting = retriesConnecting
+        self.secrets = secrets
+    }
+
+    /// `secrets` and the credentials `request` carries in its own headers (`Authorization`, and any header
+    /// named like a token, secret, password or signature: a puppet's session token derived at run time).
+    func mask(for request: OutboundRequest) -> SecretMask {
+        var mask = secrets
+        for (name, value) in request.headers {
+            let lowered = name.lowercased()
+            guard ["authorization", "token", "secret", "password", "signature", "checksum"].contains(where: lowered.contains) else { continue }
+            mask.add(value)
+            if lowered == "authorization", let space = value.firstIndex(of: " ") {
+                mask.add(String(value[value.index(after: space)...]))
+            }
+        }
+        return mask
+    }
+
+    /// `response` with `secrets` masked (see `secrets`).
+    public func masked(_ response: HTTPResponseData) -> HTTPResponseData {
+        masked(response, with: secrets)
+    }
+
+    func masked(_ response: HTTPResponseData, with secrets: SecretMask) -> HTTPResponseData {
+        guard !secrets.isEmpty else { return response }
+        var response = response
+        response.headers = response.headers.map { ($0.name, secrets.redact($0.value)) }
+        let type = response.header("Content-Type")?.lowercased() ?? ""
+        let isText = type.isEmpty || type.contains("json") || type.hasPrefix("text/") || type.contains("form") || type.contains("xml")
+        if !(200..<300).contains(response.status) || isText { response.body = secrets.redact(response.body) }
+        return response
     }
 
     /// The client for `retriesConnecting: false`: the shared client's settings, but one connection attempt
@@ -97,8 +138,9 @@ public struct HTTPClientWrapper: Sendable {
         do {
             let response = try await (retriesConnecting ? Self.retrying : Self.connectOnce).execute(outgoing, timeout: timeout)
             let body = try await response.body.collect(upTo: maxResponseBytes)
-            return HTTPResponseData(status: Int(response.status.code),
-                                    headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
+            return masked(HTTPResponseData(status: Int(response.status.code),
+                                           headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body)),
+                          with: mask(for: request))
         } catch where refusal?.refused != nil {
             // The write gate refused: the body was never written, so the server carried nothing out.
             throw refusal!.refused!
@@ -110,8 +152,8 @@ public struct HTTPClientWrapper: Sendable {
             throw IMError(.timeout, "\(request.method) \(request.url) timed out", isRetryable: true,
                           details: ["transport": "timeout", IMError.abandonedAfterMsKey: "\(timeout.nanoseconds / 1_000_000)"])
         } catch {
-            throw IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true,
-                          details: ["transport": Self.transportClass(error)])
+            throw secrets.redact(IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true,
+                                         details: ["transport": Self.transportClass(error)]))
         }
     }
 
