@@ -85,6 +85,9 @@ extension Bridge {
             "drain": "\(config.shutdown.drain)",
             "listener_limits": "header \(config.listenerLimits.headerTimeout.components.seconds) s, body \(config.listenerLimits.bodyTimeout.components.seconds) s, idle \(config.listenerLimits.idleTimeout.components.seconds) s, max \(config.listenerLimits.maxConnections) connections",
         ]
+        if !config.listenerLimits.allowedSources.isEmpty {
+            metadata["allow_from"] = "\(config.listenerLimits.allowedSources.map(\.description).joined(separator: ", "))"
+        }
         metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics, /status on listen)"
         logger.info("imbridge started", metadata: metadata)
         for (index, route) in config.routes.enumerated() {
