@@ -47,7 +47,7 @@ public struct HTTPClientWrapper: Sendable {
     public var retriesConnecting: Bool
 
     /// The secrets no answer may show to the adapter (`SecretMask`), with the credentials the request
-    /// carried in its own headers (`mask(for:)`): every header value, and the body of
+    /// carried in its own headers (`credentials(of:)`): every header value, and the body of
     /// an answer that is not a success or is text (JSON, a form, plain text), have them replaced by `***`
     /// before `send` returns, and so has a transport error's text. The one place a vendor's words enter
     /// the bridge: what an adapter makes of them (errors, dead letters, logs, the status page, CLI
@@ -63,33 +63,45 @@ public struct HTTPClientWrapper: Sendable {
         self.secrets = secrets
     }
 
-    /// `secrets` and the credentials `request` carries in its own headers (`Authorization`, and any header
-    /// named like a token, secret, password or signature: a puppet's session token derived at run time).
-    func mask(for request: OutboundRequest) -> SecretMask {
-        var mask = secrets
-        for (name, value) in request.headers {
+    /// The credentials `request` carries in its own headers, as sent: `Authorization` (and its value
+    /// after the scheme) and any header named like a token, secret or password (a puppet's session token
+    /// derived at run time). Most requests carry none (a signature is not a secret).
+    static func credentials(of request: OutboundRequest) -> [String] {
+        var found: [String] = []
+        for (name, value) in request.headers where value.count >= SecretMask.minimumLength {
             let lowered = name.lowercased()
-            guard ["authorization", "token", "secret", "password", "signature", "checksum"].contains(where: lowered.contains) else { continue }
-            mask.add(value)
-            if lowered == "authorization", let space = value.firstIndex(of: " ") {
-                mask.add(String(value[value.index(after: space)...]))
+            guard lowered == "authorization" || lowered.contains("token") || lowered.contains("secret") || lowered.contains("password") else {
+                continue
             }
+            found.append(value)
+            if lowered == "authorization", let space = value.firstIndex(of: " ") { found.append(String(value[value.index(after: space)...])) }
         }
-        return mask
+        return found
     }
 
     /// `response` with `secrets` masked (see `secrets`).
     public func masked(_ response: HTTPResponseData) -> HTTPResponseData {
-        masked(response, with: secrets)
+        masked(response, also: [])
     }
 
-    func masked(_ response: HTTPResponseData, with secrets: SecretMask) -> HTTPResponseData {
-        guard !secrets.isEmpty else { return response }
-        var response = response
-        response.headers = response.headers.map { ($0.name, secrets.redact($0.value)) }
+    /// `response` with `secrets` and `also` (the request's own credentials, as sent) masked. Nothing is
+    /// copied unless something is found (the relay's answers rarely hold anything).
+    func masked(_ response: HTTPResponseData, also: [String]) -> HTTPResponseData {
+        guard !secrets.isEmpty || !also.isEmpty else { return response }
+        let alsoBytes = also.map { Array($0.utf8) }
+        let inHeaders = response.headers.contains { header in
+            secrets.occurs(in: header.value) || also.contains { header.value.contains($0) }
+        }
         let type = response.header("Content-Type")?.lowercased() ?? ""
         let isText = type.isEmpty || type.contains("json") || type.hasPrefix("text/") || type.contains("form") || type.contains("xml")
-        if !(200..<300).contains(response.status) || isText { response.body = secrets.redact(response.body) }
+        let inBody = (!(200..<300).contains(response.status) || isText)
+            && (secrets.occurs(in: response.body) || alsoBytes.contains { SecretMask.find($0, in: response.body) })
+        guard inHeaders || inBody else { return response }
+        var mask = secrets
+        mask.insert(also)
+        var response = response
+        if inHeaders { response.headers = response.headers.map { ($0.name, mask.redact($0.value)) } }
+        if inBody { response.body = mask.redact(response.body) }
         return response
     }
 
@@ -140,7 +152,7 @@ public struct HTTPClientWrapper: Sendable {
             let body = try await response.body.collect(upTo: maxResponseBytes)
             return masked(HTTPResponseData(status: Int(response.status.code),
                                            headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body)),
-                          with: mask(for: request))
+                          also: Self.credentials(of: request))
         } catch where refusal?.refused != nil {
             // The write gate refused: the body was never written, so the server carried nothing out.
             throw refusal!.refused!

@@ -16,6 +16,8 @@ public struct SecretMask: Sendable, Hashable {
 
     /// Every form, longest first (a form containing another is replaced whole).
     public private(set) var forms: [String] = []
+    /// The forms as UTF-8 bytes, for `occurs(in:)`.
+    private var formBytes: [[UInt8]] = []
 
     public init() {}
 
@@ -79,9 +81,35 @@ public struct SecretMask: Sendable, Hashable {
         return error
     }
 
-    mutating func insert(_ found: [String]) {
+    /// Adds `found` as they are (no encodings): values already in the form they travel in.
+    public mutating func insert(_ found: [String]) {
         for form in found where form.count >= Self.minimumLength && !forms.contains(form) { forms.append(form) }
         forms.sort { $0.count > $1.count }
+        formBytes = forms.map { Array($0.utf8) }
+    }
+
+    /// Whether any form occurs in `text` (no copy).
+    public func occurs(in text: String) -> Bool {
+        forms.contains { text.contains($0) }
+    }
+
+    /// Whether any form occurs in `bytes`, compared byte for byte (no copy, no decoding).
+    public func occurs(in bytes: [UInt8]) -> Bool {
+        formBytes.contains { Self.find($0, in: bytes) }
+    }
+
+    /// Whether `needle` occurs in `haystack`.
+    public static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Bool {
+        guard let first = needle.first, needle.count <= haystack.count else { return false }
+        return haystack.withUnsafeBufferPointer { bytes in
+            var index = 0
+            let last = bytes.count - needle.count
+            while index <= last {
+                if bytes[index] == first, bytes[index..<(index + needle.count)].elementsEqual(needle) { return true }
+                index += 1
+            }
+            return false
+        }
     }
 
     /// RFC 3986's unreserved characters: everything else is percent-encoded.
