@@ -20,11 +20,17 @@ public struct AdapterContext: Sendable {
     /// False for a command that takes no callbacks (`imbridge migrate`): what only the vendor's callbacks
     /// need (WuKong's `webhook_secret`) is not asked for.
     public var receivesCallbacks: Bool
+    /// Every configured secret of the process (all backends, the store), masked in whatever this backend's
+    /// vendor answers besides its own credentials (`HTTPClientWrapper.secrets`; docs/operations.md,
+    /// "Secrets a vendor echoes").
+    public var secrets: SecretMask
 
     public init(registry: ContentRegistry = ContentRegistry(), mapping: VendorTable,
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
-                validateOnly: Bool = false, ledgerRetentionMs: Int64? = nil, receivesCallbacks: Bool = true) {
+                validateOnly: Bool = false, ledgerRetentionMs: Int64? = nil, receivesCallbacks: Bool = true,
+                secrets: SecretMask = SecretMask()) {
         self.receivesCallbacks = receivesCallbacks
+        self.secrets = secrets
         self.registry = registry
         self.mapping = mapping
         self.checkpoints = checkpoints

@@ -15,6 +15,10 @@ import IMHTTP
 ///   the vendor redelivers rather than anything being dropped).
 /// - `refused` is told about a request the adapter turned away (forged signature, malformed body);
 ///   it must not block. The error's message never contains the request body or a secret.
+/// - `remember` keeps a `CallbackMark` (a signature that does not cover the body) where every instance
+///   sharing the sink's store sees it, and says whether it was seen before; nil: the sink keeps no marks
+///   (the adapter then keeps them in its own memory, `CallbackMarks`). A throw means it could not be
+///   kept: the vendor must redeliver.
 public protocol EventSink: Sendable {
     func accept(_ events: [IMEvent]) async throws
     func accept(_ batch: InboundBatch) async throws
@@ -22,11 +26,13 @@ public protocol EventSink: Sendable {
     /// A sign of life from `backend`: a callback that verified and parsed, or a poll the vendor answered
     /// (with or without messages). The status page counts it like a successful call (docs/status-page.md).
     func heard(from backend: BackendID)
+    func remember(_ mark: CallbackMark) async throws -> CallbackMark.Outcome?
 }
 
 extension EventSink {
     public func refused(_ error: IMError, backend: BackendID) {}
     public func heard(from backend: BackendID) {}
+    public func remember(_ mark: CallbackMark) async throws -> CallbackMark.Outcome? { nil }
 
     /// A sink that keeps no positions takes the events alone (the source then keeps its positions in memory).
     public func accept(_ batch: InboundBatch) async throws {

@@ -20,10 +20,14 @@ public struct BackendContext: Sendable {
     public var ledgerRetentionMs: Int64?
     /// False for a command that takes no callbacks (`AdapterContext.receivesCallbacks`).
     public var receivesCallbacks: Bool
+    /// Every configured secret (`AdapterContext.secrets`, `Bridge.secretMask(of:)`).
+    public var secrets: SecretMask
 
     public init(store: BridgeStore, registry: ContentRegistry, validateOnly: Bool = false, mappings: MappingSet = .shipped,
-                leadership: Leadership? = nil, ledgerRetentionMs: Int64? = nil, receivesCallbacks: Bool = true) {
+                leadership: Leadership? = nil, ledgerRetentionMs: Int64? = nil, receivesCallbacks: Bool = true,
+                secrets: SecretMask = SecretMask()) {
         self.store = store
+        self.secrets = secrets
         self.receivesCallbacks = receivesCallbacks
         self.ledgerRetentionMs = ledgerRetentionMs
         self.leadership = leadership
@@ -54,7 +58,8 @@ public enum BackendFactories {
         try problems.throwIfAny()
         let adapterContext = AdapterContext(registry: context.registry, mapping: context.mappings.table(vendor.name),
                                             checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly,
-                                            ledgerRetentionMs: context.ledgerRetentionMs, receivesCallbacks: context.receivesCallbacks)
+                                            ledgerRetentionMs: context.ledgerRetentionMs, receivesCallbacks: context.receivesCallbacks,
+                                            secrets: context.secrets)
         do {
             return try await vendor.adapter.makeBackend(id: config.name, settings: values, maps: config.maps, context: adapterContext,
                                                         described: described, source: config.source)

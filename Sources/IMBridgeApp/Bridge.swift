@@ -44,7 +44,8 @@ public struct Bridge: Sendable {
             backends.append(try await BackendFactories.make(backend, context: BackendContext(store: store, registry: registry, mappings: mappings,
                                                                                              leadership: leadership,
                                                                                              ledgerRetentionMs: config.ledgerRetentionMs,
-                                                                                             receivesCallbacks: receivesCallbacks)))
+                                                                                             receivesCallbacks: receivesCallbacks,
+                                                                                             secrets: secretMask(of: config))))
         }
         // Change feeds (WuKong's extras) read on from the positions recorded with their changes
         // (docs/architecture.md, "Catch-up of changes").
@@ -65,7 +66,7 @@ public struct Bridge: Sendable {
                         serves: config.adminListen == nil ? .all : .callbacks, readiness: config.readiness, status: StatusContext(config: config))
         var admin: BridgeListener?
         if let address = config.adminListen {
-            admin = BridgeListener(host: address.host, port: address.port, logger: httpLogger, limits: config.listenerLimits)
+            admin = BridgeListener(host: address.host, port: address.port, logger: httpLogger, limits: config.listenerLimits.forAdmin)
             admin?.attach(engine: engine, receivers: [:], serves: .admin, readiness: config.readiness, status: StatusContext(config: config))
         }
         let catchUp = config.catchUp.enabled

@@ -85,6 +85,9 @@ extension Bridge {
             "drain": "\(config.shutdown.drain)",
             "listener_limits": "header \(config.listenerLimits.headerTimeout.components.seconds) s, body \(config.listenerLimits.bodyTimeout.components.seconds) s, idle \(config.listenerLimits.idleTimeout.components.seconds) s, max \(config.listenerLimits.maxConnections) connections",
         ]
+        if !config.listenerLimits.allowedSources.isEmpty {
+            metadata["allow_from"] = "\(config.listenerLimits.allowedSources.map(\.description).joined(separator: ", "))"
+        }
         metadata["admin_listen"] = adminListener.map { "\($0.baseURL)" } ?? "(none: /healthz, /readyz, /metrics, /status on listen)"
         logger.info("imbridge started", metadata: metadata)
         for (index, route) in config.routes.enumerated() {
@@ -101,15 +104,34 @@ extension Bridge {
 
     /// The values `BridgeLogHandler` redacts: every adapter setting its schema marks secret, the values
     /// of token lists (`session_tokens`), the password of a URL setting (`https://user:password@…`),
-    /// and the store's password (as given and URL-encoded).
+    /// and the store's password — each also in the forms it travels in (`SecretMask`: URL-encoded,
+    /// base64, and with the backend's `app_key` as HTTP Basic credentials).
     public static func secrets(of config: BridgeConfig,
                                environment: [String: String] = ProcessInfo.processInfo.environment) -> [String] {
+        let (secrets, pairs) = configuredSecrets(of: config, environment: environment)
+        return secrets + SecretMask(secrets, pairs: pairs).forms
+    }
+
+    /// The mask every adapter reads its vendor's answers through (`AdapterContext.secrets`): the secrets of
+    /// `secrets(of:)` and their forms.
+    public static func secretMask(of config: BridgeConfig,
+                                  environment: [String: String] = ProcessInfo.processInfo.environment) -> SecretMask {
+        let (secrets, pairs) = configuredSecrets(of: config, environment: environment)
+        return SecretMask(secrets, pairs: pairs)
+    }
+
+    static func configuredSecrets(of config: BridgeConfig, environment: [String: String])
+        -> (secrets: [String], pairs: [(user: String, password: String)]) {
         var secrets: [String] = []
+        var pairs: [(user: String, password: String)] = []
         for backend in config.backends {
             for spec in Vendors.named(backend.adapter)?.adapter.settings ?? [] {
                 if isTokenList(spec) { secrets += backend.maps[spec.key]?.values.filter { !$0.isEmpty } ?? [] }
                 guard let value = backend.settings[spec.key], !value.isEmpty else { continue }
-                if spec.isSecret { secrets.append(value) }
+                if spec.isSecret {
+                    secrets.append(value)
+                    if let key = backend.settings["app_key"], !key.isEmpty { pairs.append((key, value)) }
+                }
                 if isTokenList(spec) {
                     for pair in value.split(separator: ",") {
                         if let equals = pair.firstIndex(of: "=") { secrets.append(String(pair[pair.index(after: equals)...])) }
@@ -128,7 +150,7 @@ extension Bridge {
             secrets.append(password)
             if let encoded = password.addingPercentEncoding(withAllowedCharacters: .urlPasswordAllowed) { secrets.append(encoded) }
         }
-        return secrets
+        return (secrets, pairs)
     }
 }
 

@@ -46,10 +46,63 @@ public struct HTTPClientWrapper: Sendable {
     /// timeout (15 s by default) before anything is known.
     public var retriesConnecting: Bool
 
-    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20, retriesConnecting: Bool = false) {
+    /// The secrets no answer may show to the adapter (`SecretMask`), with the credentials the request
+    /// carried in its own headers (`credentials(of:)`): every header value, and the body of
+    /// an answer that is not a success or is text (JSON, a form, plain text), have them replaced by `***`
+    /// before `send` returns, and so has a transport error's text. The one place a vendor's words enter
+    /// the bridge: what an adapter makes of them (errors, dead letters, logs, the status page, CLI
+    /// output) cannot show a secret the vendor or a proxy in front of it echoed (docs/operations.md,
+    /// "Secrets a vendor echoes"). A binary success body (a media download) is not touched.
+    public var secrets: SecretMask
+
+    public init(timeoutSeconds: Int64 = 15, maxResponseBytes: Int = 32 << 20, retriesConnecting: Bool = false,
+                secrets: SecretMask = SecretMask()) {
         self.timeout = .seconds(timeoutSeconds)
         self.maxResponseBytes = maxResponseBytes
         self.retriesConnecting = retriesConnecting
+        self.secrets = secrets
+    }
+
+    /// The credentials `request` carries in its own headers, as sent: `Authorization` (and its value
+    /// after the scheme) and any header named like a token, secret or password (a puppet's session token
+    /// derived at run time). Most requests carry none (a signature is not a secret).
+    static func credentials(of request: OutboundRequest) -> [String] {
+        var found: [String] = []
+        for (name, value) in request.headers where value.count >= SecretMask.minimumLength {
+            let lowered = name.lowercased()
+            guard lowered == "authorization" || lowered.contains("token") || lowered.contains("secret") || lowered.contains("password") else {
+                continue
+            }
+            found.append(value)
+            if lowered == "authorization", let space = value.firstIndex(of: " ") { found.append(String(value[value.index(after: space)...])) }
+        }
+        return found
+    }
+
+    /// `response` with `secrets` masked (see `secrets`).
+    public func masked(_ response: HTTPResponseData) -> HTTPResponseData {
+        masked(response, also: [])
+    }
+
+    /// `response` with `secrets` and `also` (the request's own credentials, as sent) masked. Nothing is
+    /// copied unless something is found (the relay's answers rarely hold anything).
+    func masked(_ response: HTTPResponseData, also: [String]) -> HTTPResponseData {
+        guard !secrets.isEmpty || !also.isEmpty else { return response }
+        let alsoBytes = also.map { Array($0.utf8) }
+        let inHeaders = response.headers.contains { header in
+            secrets.occurs(in: header.value) || also.contains { header.value.contains($0) }
+        }
+        let type = response.header("Content-Type")?.lowercased() ?? ""
+        let isText = type.isEmpty || type.contains("json") || type.hasPrefix("text/") || type.contains("form") || type.contains("xml")
+        let inBody = (!(200..<300).contains(response.status) || isText)
+            && (secrets.occurs(in: response.body) || alsoBytes.contains { SecretMask.find($0, in: response.body) })
+        guard inHeaders || inBody else { return response }
+        var mask = secrets
+        mask.insert(also)
+        var response = response
+        if inHeaders { response.headers = response.headers.map { ($0.name, mask.redact($0.value)) } }
+        if inBody { response.body = mask.redact(response.body) }
+        return response
     }
 
     /// The client for `retriesConnecting: false`: the shared client's settings, but one connection attempt
@@ -101,8 +154,9 @@ public struct HTTPClientWrapper: Sendable {
         do {
             let response = try await (retriesConnecting ? Self.retrying : Self.connectOnce).execute(outgoing, timeout: timeout)
             let body = try await response.body.collect(upTo: maxResponseBytes)
-            return HTTPResponseData(status: Int(response.status.code),
-                                    headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body))
+            return masked(HTTPResponseData(status: Int(response.status.code),
+                                           headers: response.headers.map { ($0.name, $0.value) }, body: Array(buffer: body)),
+                          also: Self.credentials(of: request))
         } catch where refusal?.refused != nil {
             // The write gate refused: the body was never written, so the server carried nothing out.
             throw refusal!.refused!
@@ -114,8 +168,8 @@ public struct HTTPClientWrapper: Sendable {
             throw IMError(.timeout, "\(request.method) \(request.url) timed out", isRetryable: true,
                           details: ["transport": "timeout", IMError.abandonedAfterMsKey: "\(timeout.nanoseconds / 1_000_000)"])
         } catch {
-            throw IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true,
-                          details: ["transport": Self.transportClass(error)])
+            throw secrets.redact(IMError(.unavailable, "\(request.method) \(request.url) failed: \(error)", isRetryable: true,
+                                         details: ["transport": Self.transportClass(error)]))
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import HTTPTypes
 import HummingbirdCore
 import Logging
@@ -20,12 +21,24 @@ import NIOHTTPTypes
 /// - `lingerTimeout`: after an answer given before the request's body was read (a refused secret, a
 ///   body over the cap), the connection stops sending, drops whatever still arrives for at most this
 ///   long so the client can read the answer, then closes.
+/// - `allowedSources`: when not empty, a connection from an address outside these networks is closed
+///   as soon as it is accepted, before a byte of it is read. `adminAllowedSources` is the same for the
+///   operator's listener of a bridge that has one (`forAdmin`).
 public struct ListenerLimits: Sendable, Equatable {
     public var headerTimeout: Duration
     public var bodyTimeout: Duration
     public var idleTimeout: Duration
     public var maxConnections: Int
     public var lingerTimeout: Duration
+    public var allowedSources: [SourceNetwork] = []
+    public var adminAllowedSources: [SourceNetwork] = []
+
+    /// These limits for the operator's listener (`admin_listen`): its own allow list.
+    public var forAdmin: ListenerLimits {
+        var limits = self
+        limits.allowedSources = adminAllowedSources
+        return limits
+    }
 
     public init(headerTimeout: Duration = .seconds(ListenerLimits.defaultHeaderTimeoutSeconds),
                 bodyTimeout: Duration = .seconds(ListenerLimits.defaultBodyTimeoutSeconds),
@@ -65,9 +78,16 @@ struct LimitedHTTP1Channel: ServerChildChannel {
         self.base = HTTP1Channel(responder: responder, configuration: .init(idleTimeout: TimeAmount(limits.idleTimeout)))
     }
 
+    /// A connection from outside `limits.allowedSources`.
+    struct SourceRefused: Error {}
+
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         let limits = self.limits
         let responder = self.responder
+        guard SourceNetwork.allows(limits.allowedSources, channel.remoteAddress) else {
+            logger.debug("connection refused: its source is not in the listener's allow list")
+            return channel.close().flatMapThrowing { throw SourceRefused() }
+        }
         return channel.eventLoop.makeCompletedFuture {
             let deadlines = ConnectionDeadlines(limits: limits)
             // First in the pipeline: it sees the raw bytes (a request's first byte starts its header
@@ -103,6 +123,11 @@ final class ConnectionDeadlines: @unchecked Sendable {
     /// A response to the request being read has started (an early answer): no 408 may interleave.
     var answeringEarly = false
     var lingering = false
+    /// Where requests start in the raw bytes, and how many have started and ended: a request that begins
+    /// in the same read as the end of the one before (pipelined) gets its header clock too.
+    var framer = RequestFramer()
+    var requestsStarted = 0
+    var requestsEnded = 0
 
     init(limits: ListenerLimits) { self.limits = limits }
 
@@ -175,6 +200,7 @@ final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandl
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if deadlines.lingering { return }
+        deadlines.requestsStarted += deadlines.framer.feed(unwrapInboundIn(data))
         // The first byte of a request on a kept-alive connection (between requests no clock of ours
         // runs: Hummingbird's idle timeout does).
         if !deadlines.readingRequest, deadlines.timer == nil { deadlines.arm(.head) }
@@ -205,7 +231,11 @@ final class ConnectionPartsHandler: ChannelDuplexHandler, RemovableChannelHandle
             break
         case .end:
             deadlines.readingRequest = false
-            deadlines.disarm()
+            deadlines.requestsEnded += 1
+            deadlines.framer.ended()
+            // A request pipelined behind this one has begun in the bytes already read: its head has its
+            // clock from now (no later read may come to start it).
+            if deadlines.requestsStarted > deadlines.requestsEnded { deadlines.arm(.head) } else { deadlines.disarm() }
         }
         context.fireChannelRead(data)
     }
@@ -233,5 +263,95 @@ final class ConnectionPartsHandler: ChannelDuplexHandler, RemovableChannelHandle
         default:
             context.write(data, promise: promise)
         }
+    }
+}
+
+/// Finds where requests start in a connection's raw bytes without parsing them for the server: a head
+/// runs to its blank line, a body is as long as its `Content-Length` (none: no body). After a head with
+/// `Transfer-Encoding` the framer loses track until that request's end is decoded (`ended`), and then
+/// frames from the next read on: a head pipelined in the same read behind a chunked request is bounded
+/// by the idle timeout only. Blank lines between requests (which servers ignore) start nothing.
+struct RequestFramer {
+    enum State: Equatable { case between, head, body(Int), lost }
+    var state = State.between
+    /// The head being read (at most `maxHeadBytes`; longer heads are refused by the decoder anyway).
+    var head: [UInt8] = []
+    static let maxHeadBytes = 128 << 10
+
+    /// Reads `buffer`; returns how many requests started in it.
+    mutating func feed(_ buffer: ByteBuffer) -> Int {
+        buffer.withUnsafeReadableBytes { feed($0) }
+    }
+
+    mutating func feed(_ bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBytes { feed($0) }
+    }
+
+    mutating func feed(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var started = 0
+        do {
+            var index = 0
+            scan: while index < bytes.count {
+                switch state {
+                case .lost:
+                    break scan
+                case .between:
+                    let byte = bytes[index]
+                    index += 1
+                    if byte == 0x0D || byte == 0x0A { continue }
+                    started += 1
+                    head = [byte]
+                    state = .head
+                case .head:
+                    let from = max(0, head.count - 3)
+                    let end = min(bytes.count, index + Self.maxHeadBytes - head.count)
+                    head.append(contentsOf: bytes[index..<end])
+                    index = end
+                    if let blank = Self.blankLine(in: head, from: from) {
+                        // Bytes after the head's end go back to the loop.
+                        index -= head.count - (blank + 4)
+                        state = Self.body(of: head[..<blank])
+                        head = []
+                    } else if head.count >= Self.maxHeadBytes {
+                        state = .lost
+                    }
+                case .body(let remaining):
+                    let taken = min(remaining, bytes.count - index)
+                    index += taken
+                    state = remaining == taken ? .between : .body(remaining - taken)
+                }
+            }
+        }
+        return started
+    }
+
+    /// A request's end was decoded: a framer that lost track starts again with the next read.
+    mutating func ended() {
+        if state == .lost { state = .between }
+    }
+
+    static func blankLine(in head: [UInt8], from: Int) -> Int? {
+        guard head.count >= 4 else { return nil }
+        for index in from...(head.count - 4) where head[index] == 0x0D && head[index + 1] == 0x0A && head[index + 2] == 0x0D
+            && head[index + 3] == 0x0A {
+            return index
+        }
+        return nil
+    }
+
+    /// What follows a head: its body's length, or `lost` for a chunked (or otherwise framed) body.
+    static func body(of head: ArraySlice<UInt8>) -> State {
+        var length = 0
+        for line in String(decoding: head, as: UTF8.self).split(separator: "\r\n").dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            let name = line[..<colon].trimmingCharacters(in: .whitespaces).lowercased()
+            let value = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+            if name == "transfer-encoding" { return .lost }
+            if name == "content-length" {
+                guard let declared = Int(value), declared >= 0 else { return .lost }
+                length = declared
+            }
+        }
+        return length == 0 ? .between : .body(length)
     }
 }

@@ -89,6 +89,19 @@ extension RelayEngine: EventSink {
         }
     }
 
+    /// Callback marks are kept in the store, so every instance on it refuses a signature another one
+    /// took with another body (docs/operations.md, "Forged and replayed callbacks").
+    public nonisolated func remember(_ mark: CallbackMark) async throws -> CallbackMark.Outcome? {
+        let now = clock.nowMs()
+        do {
+            return try await store.groupedTransaction { try $0.rememberCallback(mark, at: now) }
+        } catch {
+            metrics.increment("imbridge_store_errors_total", ["operation": "remember_callback"])
+            logStoreError("remember_callback", error)
+            throw IMError(.unavailable, "the callback's signature could not be recorded", isRetryable: true)
+        }
+    }
+
     /// Counted, and logged (at most one line per backend a second, with how many were held back): the
     /// reason's class and the adapter's message, which never quotes the request body.
     public nonisolated func refused(_ error: IMError, backend: BackendID) {

@@ -2,7 +2,8 @@ import IMStore
 
 extension RelayEngine {
     /// Finished work older than the retention is deleted so that the store does not grow with every
-    /// relayed message (≈ 1 kB each): done outbox entries and ledger rows. What the engine needs is
+    /// relayed message (≈ 1 kB each): done outbox entries and ledger rows; callback marks go as soon as
+    /// they expire. What the engine needs is
     /// kept whatever its age: pending entries (crash recovery resumes them, claimed or not), dead letters
     /// (an operator decides), the id map and checkpoints.
     ///
@@ -19,6 +20,13 @@ extension RelayEngine {
     /// when the engine keeps everything (`retentionMs` nil).
     @discardableResult
     public nonisolated func prune(now: Int64? = nil) async throws -> StoreTransaction.Pruned {
+        // Callback marks whose timestamp left its freshness window (kept whatever `retention` says).
+        let markCutoff = now ?? clock.nowMs()
+        while !Task.isCancelled {
+            let forgotten = try await store.groupedTransaction { try $0.forgetCallbackMarks(expiredBefore: markCutoff, limit: Self.pruneBatch) }
+            if forgotten > 0 { metrics.increment("imbridge_pruned_total", ["table": "callback_marks"], by: forgotten) }
+            if forgotten < Self.pruneBatch { break }
+        }
         guard let retentionMs else { return StoreTransaction.Pruned() }
         let cutoff = (now ?? clock.nowMs()) - retentionMs
         var total = StoreTransaction.Pruned()

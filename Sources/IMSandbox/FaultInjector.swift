@@ -8,8 +8,12 @@ import Synchronization
 /// the vendor first does what the request asks and only the answer is replaced (the caller cannot know
 /// its request took effect: a gateway timeout after the accept); `retry_after` (seconds) sets the
 /// answer's `Retry-After` header, `0` removes the one the vendor's envelope would carry (a 429 storm with
-/// and without a wait to honour); `latency_ms` delays every vendor request. Rules apply in the order they
-/// were added; `DELETE /_sandbox/faults` clears all.
+/// and without a wait to honour); `latency_ms` delays every vendor request. `echo` (text) and
+/// `echo_headers` (true) make the fault answer quote what a careless vendor or proxy might: the body
+/// starts with `echo <text> <the request's header values>` (before the vendor's envelope, so it is no
+/// longer one), and each request header comes back as `X-Echo-<name>` — how tests plant configured
+/// secrets in a vendor's error (docs/operations.md, "Secrets a vendor echoes"). Rules apply in the order
+/// they were added; `DELETE /_sandbox/faults` clears all.
 public final class FaultInjector: Sendable {
     public struct Rule: Codable, Sendable, Equatable {
         public var status: Int
@@ -23,9 +27,14 @@ public final class FaultInjector: Sendable {
         public var afterAccept: Bool
         /// The answer's `Retry-After` in seconds; 0 removes it; nil leaves the vendor's envelope as it is.
         public var retryAfter: Int?
+        /// Text the answer quotes, and whether it quotes the request's headers too.
+        public var echo: String?
+        public var echoHeaders: Bool = false
         public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil, afterAccept: Bool = false,
-                    retryAfter: Int? = nil, otherPathPrefixes: [String]? = nil) {
+                    retryAfter: Int? = nil, otherPathPrefixes: [String]? = nil, echo: String? = nil, echoHeaders: Bool = false) {
             self.otherPathPrefixes = otherPathPrefixes
+            self.echo = echo
+            self.echoHeaders = echoHeaders
             self.status = status
             self.vendorCode = vendorCode
             self.count = count
@@ -40,12 +49,29 @@ public final class FaultInjector: Sendable {
             case afterAccept = "after_accept"
             case retryAfter = "retry_after"
             case otherPathPrefixes = "other_path_prefixes"
+            case echo
+            case echoHeaders = "echo_headers"
         }
 
         /// Whether a request to `path` meets this rule.
         public func matches(_ path: String) -> Bool {
             let prefixes = [pathPrefix].compactMap { $0 } + (otherPathPrefixes ?? [])
             return prefixes.isEmpty || prefixes.contains { path.hasPrefix($0) }
+        }
+
+        /// The fault answer quoting `echo` and, with `echoHeaders`, `request`'s headers (see the type).
+        public func applyEcho(of request: HTTPRequestData, to response: HTTPResponseData) -> HTTPResponseData {
+            guard echo != nil || echoHeaders else { return response }
+            var response = response
+            var quoted = ["echo", echo ?? ""]
+            if echoHeaders {
+                quoted += request.headers.map(\.value)
+                response.headers += request.headers.map { ("X-Echo-\($0.name)", $0.value) }
+            }
+            response.body = Array((quoted.joined(separator: " ") + "\n").utf8) + response.body
+            response.headers.removeAll { $0.name.lowercased() == "content-type" }
+            response.headers.append(("Content-Type", "text/plain; charset=utf-8"))
+            return response
         }
 
         /// The vendor's fault answer with `retryAfter` applied.
@@ -74,10 +100,10 @@ public final class FaultInjector: Sendable {
             if let retryAfter, retryAfter < 0 { throw IMError(.invalidArgument, "retry_after must be ≥ 0 (0 removes the header)") }
             rule = Rule(status: Int(status), vendorCode: body["vendor_code"]?.int64Value.map { Int($0) }, count: Int(count),
                         pathPrefix: body["path_prefix"]?.stringValue, afterAccept: body["after_accept"] == .bool(true),
-                        retryAfter: retryAfter.map { Int($0) })
+                        retryAfter: retryAfter.map { Int($0) }, echo: body["echo"]?.stringValue, echoHeaders: body["echo_headers"] == .bool(true))
         }
         guard rule != nil || latency != nil else {
-            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, after_accept, retry_after) or `latency_ms`")
+            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, after_accept, retry_after, echo, echo_headers) or `latency_ms`")
         }
         state.withLock { state in
             if let rule { state.rules.append(rule) }

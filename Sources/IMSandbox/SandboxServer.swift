@@ -9,7 +9,7 @@ import Synchronization
 ///   reader that keeps what it read asks only for the rest)
 /// - `GET /_sandbox/users` → `{"users":[…]}`
 /// - `POST /_sandbox/reset` → clears the vendor state and the faults
-/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept","retry_after"}` /
+/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept","retry_after","echo","echo_headers"}` /
 ///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}`
 /// - `POST /_sandbox/drift` `{"op","id",…}` → plants drift on a stored message (`SandboxDrift`)
@@ -91,7 +91,7 @@ public final class SandboxServer: Sendable {
         if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency) * 1_000_000) }
         if let rule = faults.take(for: path) {
             if rule.afterAccept { _ = await vendor.handle(request) }
-            return rule.applyRetryAfter(to: vendor.faultResponse(status: rule.status, vendorCode: rule.vendorCode))
+            return rule.applyEcho(of: request, to: rule.applyRetryAfter(to: vendor.faultResponse(status: rule.status, vendorCode: rule.vendorCode)))
         }
         return await vendor.handle(request)
     }

@@ -2,7 +2,8 @@ import IMConfig
 import IMHTTP
 
 extension ListenerLimits {
-    /// `listener:` — the three timeouts (1s to 1h) and `max_connections` (1–60000).
+    /// `listener:` — the three timeouts (1s to 1h), `max_connections` (1–60000), and the networks
+    /// `listen` (`allow_from`) and `admin_listen` (`admin_allow_from`) take connections from.
     package static func decode(_ section: ConfigSection) -> ListenerLimits {
         var limits = ListenerLimits()
         let range = DurationRange(minimum: .seconds(1), maximum: .hours(1))
@@ -20,6 +21,21 @@ extension ListenerLimits {
             guard (1...60_000).contains(value) else { throw node.error("expected connections from 1 to 60000, got \(node.shown(value))") }
             return value
         }) { limits.maxConnections = value }
+        if let networks = sourceNetworks(section, "allow_from") { limits.allowedSources = networks }
+        if let networks = sourceNetworks(section, "admin_allow_from") { limits.adminAllowedSources = networks }
         return limits
+    }
+
+    /// A list of addresses and networks (`10.0.0.0/8`, `2001:db8::/32`, `192.0.2.7`).
+    static func sourceNetworks(_ section: ConfigSection, _ key: String) -> [SourceNetwork]? {
+        section.read(key) { node -> [SourceNetwork]? in
+            guard node.isPresent else { return nil }
+            return try node.list().map { item in
+                guard let text = try item.optionalString(), let network = SourceNetwork(text) else {
+                    throw item.error("expected an IP address or network (10.0.0.0/8, 2001:db8::/32), got \(item.shown(try item.optionalString() ?? ""))")
+                }
+                return network
+            }
+        }
     }
 }

@@ -152,6 +152,20 @@ package enum SQLiteSchema {
                 CREATE INDEX attempts_at ON attempts (at);
                 """)
         }
+        // Callback marks (docs/operations.md, "Forged and replayed callbacks"): the signature of each callback
+        // whose signature does not cover its body, with a digest of that body, until its timestamp is stale.
+        migrator.registerMigration("v10-callback-marks") { db in
+            try db.execute(sql: """
+                CREATE TABLE callback_marks (
+                    backend TEXT NOT NULL,
+                    mark TEXT NOT NULL,
+                    body_digest TEXT NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    PRIMARY KEY (backend, mark)
+                );
+                CREATE INDEX callback_marks_expiry ON callback_marks (expires_at);
+                """)
+        }
         return migrator
     }
 }

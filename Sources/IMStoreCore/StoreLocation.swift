@@ -43,14 +43,18 @@ public struct StoreLocation: Sendable, Equatable, CustomStringConvertible {
         guard url.fragment == nil else {
             throw IMError(.invalidArgument, "store: the URL has a fragment (#…; write a '#' in the password as %23): '\(safe)'")
         }
-        guard let user = url.user, !user.isEmpty else { throw IMError(.invalidArgument, "store: the URL names no user: '\(safe)'") }
+        // `percentEncoded…`: the user and password as written, decoded here once (`user`/`password` of
+        // URLComponents are decoded already: decoding those again read `%2541` as `A`).
+        guard let user = url.percentEncodedUser.map(Self.decodedOnce), !user.isEmpty else {
+            throw IMError(.invalidArgument, "store: the URL names no user: '\(safe)'")
+        }
         let database = url.path.hasPrefix("/") ? String(url.path.dropFirst()) : url.path
         guard !database.isEmpty else { throw IMError(.invalidArgument, "store: the URL names no database: '\(safe)'") }
         self.host = host
         self.port = url.port ?? 5432
-        self.user = user.removingPercentEncoding ?? user
+        self.user = user
         self.database = database
-        self.password = url.password.map { $0.removingPercentEncoding ?? $0 } ?? environment[Self.passwordVariable]
+        self.password = url.percentEncodedPassword.map(Self.decodedOnce) ?? environment[Self.passwordVariable]
         for item in url.queryItems ?? [] {
             switch item.name {
             case "schema":
@@ -66,6 +70,11 @@ public struct StoreLocation: Sendable, Equatable, CustomStringConvertible {
                 throw IMError(.invalidArgument, "store: unknown URL parameter '\(item.name)' in '\(safe)'")
             }
         }
+    }
+
+    /// `text` with its `%XX` escapes decoded, once (a `%` not followed by two hex digits stays as written).
+    static func decodedOnce(_ text: String) -> String {
+        text.removingPercentEncoding ?? text
     }
 
     /// For an SQLite store, why the bridge could not write it, checked without creating anything: the

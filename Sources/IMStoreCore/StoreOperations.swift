@@ -69,6 +69,8 @@ package protocol StoreOperations {
     func tracedEntries(matching key: String, limit: Int) throws -> [TracedEntry]
     func tracedEntries(createdFrom from: Int64, to: Int64, limit: Int) throws -> [TracedEntry]
     func inboundDeadLetters(key: String) throws -> [InboundDeadLetter]
+    func rememberCallback(_ mark: CallbackMark, at now: Int64) throws -> CallbackMark.Outcome
+    func forgetCallbackMarks(expiredBefore now: Int64, limit: Int) throws -> Int
 }
 
 extension StoreOperations {

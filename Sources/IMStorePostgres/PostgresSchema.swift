@@ -129,6 +129,18 @@ package enum PostgresSchema {
             """,
             "CREATE INDEX attempts_at ON attempts (at)",
         ]),
+        ("v10-callback-marks", [
+            """
+            CREATE TABLE callback_marks (
+                backend TEXT NOT NULL,
+                mark TEXT NOT NULL,
+                body_digest TEXT NOT NULL,
+                expires_at BIGINT NOT NULL,
+                PRIMARY KEY (backend, mark)
+            )
+            """,
+            "CREATE INDEX callback_marks_expiry ON callback_marks (expires_at)",
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

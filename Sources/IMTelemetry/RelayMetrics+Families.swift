@@ -37,7 +37,7 @@ extension RelayMetrics {
         Family(name: "imbridge_inbound_dead_letters_retried_total", kind: .counter,
                help: "Inbound dead letters put through the relay again by imbridge deadletters retry."),
         Family(name: "imbridge_store_errors_total", kind: .counter, help: "Store writes that failed and were tried again, by operation."),
-        Family(name: "imbridge_pruned_total", kind: .counter, help: "Finished rows deleted by retention pruning, by table (outbox, ledger, attempts)."),
+        Family(name: "imbridge_pruned_total", kind: .counter, help: "Rows deleted by pruning, by table (outbox, ledger, attempts: retention; callback_marks: expired)."),
         Family(name: "imbridge_relay_latency_seconds", kind: .histogram,
                help: "Time from the source event to the target's accept of its relay, in seconds."),
         Family(name: "imbridge_outbox_pending", kind: .gauge, help: "Pending outbox entries per target backend, read from the store at scrape time."),

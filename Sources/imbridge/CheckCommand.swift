@@ -32,6 +32,10 @@ struct CheckCommand: AsyncParsableCommand {
         let limits = parsed.listenerLimits
         out += "  listener: head within \(limits.headerTimeout.components.seconds) s, body within \(limits.bodyTimeout.components.seconds) s, "
             + "idle \(limits.idleTimeout.components.seconds) s, at most \(limits.maxConnections) connections per listener\n"
+        if !limits.allowedSources.isEmpty || !limits.adminAllowedSources.isEmpty {
+            out += "  sources: listen takes connections from " + (limits.allowedSources.isEmpty ? "anywhere" : limits.allowedSources.map(\.description).joined(separator: ", "))
+                + ", admin_listen from " + (limits.adminAllowedSources.isEmpty ? "anywhere" : limits.adminAllowedSources.map(\.description).joined(separator: ", ")) + "\n"
+        }
         out += "  mappings: shipped\(parsed.mappings.map { " + \($0)" } ?? "") (\(mappings.customTypes.count) custom types)\n  backends:\n"
         for backend in parsed.backends {
             let built = Vendors.named(backend.adapter) != nil ? "" : " (adapter not built into this binary)"

@@ -67,6 +67,9 @@ import Testing
           ".yaml:18: log.format: expected text or json, got 'xml'", ".yaml:20: shutdown.drain_seconds: expected a duration from 0s to 1h, got 99999 seconds"]),
         ("freshness off", { $0.replacingOccurrences(of: "    app_key: k\n", with: "    app_key: k\n    callback_max_skew_ms: 0\n") },
          [".yaml:11: backends.rc.callback_max_skew_ms: 0s turns the timestamp check off"]),
+        ("bad source networks", { $0 + "listener:\n  allow_from: [10.0.0.0/33, 192.0.2.1]\n  admin_allow_from: ::1\n" },
+         [".yaml:17: listener.allow_from[0]: expected an IP address or network (10.0.0.0/8, 2001:db8::/32), got 10.0.0.0/33",
+          ".yaml:18: listener.admin_allow_from: expected a list, got a single value"]),
     ]
 
     func directory() throws -> String {
@@ -85,6 +88,13 @@ import Testing
         #expect(result.output.contains("log: info, text lines") && result.output.contains("shutdown: in-flight sends may finish for 10s"))
         #expect(result.output.contains("listener: head within 10 s, body within 30 s, idle 60 s, at most 1024 connections per listener"))
         #expect(!FileManager.default.fileExists(atPath: "\(dir)/bridge.sqlite"), "check creates no store")
+        #expect(!result.output.contains("sources:"), "no allow list: nothing said")
+
+        let restricted = Self.config(store: "\(dir)/bridge.sqlite") + "listener:\n  allow_from: [10.20.0.0/16, \"2001:db8::/32\"]\n"
+        try restricted.write(toFile: "\(dir)/bridge.yaml", atomically: true, encoding: .utf8)
+        let listed = try await IMBridgeCLI.run(["check", "--config", "\(dir)/bridge.yaml"], timeoutSeconds: 60)
+        #expect(listed.status == 0 && listed.output.contains("sources: listen takes connections from 10.20.0.0/16, 2001:db8::/32, admin_listen from anywhere"),
+                "\(listed.output)")
     }
 
     /// Keys of earlier versions still check, each named once in a warning with the key to write instead.

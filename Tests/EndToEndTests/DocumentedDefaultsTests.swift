@@ -105,6 +105,9 @@ import IMOutbox
             "listener.body_timeout": (.duration, milliseconds(config.listenerLimits.bodyTimeout)),
             "listener.idle_timeout": (.duration, milliseconds(config.listenerLimits.idleTimeout)),
             "listener.max_connections": (.number, .number(config.listenerLimits.maxConnections)),
+            "listener.allow_from": (.text, config.listenerLimits.allowedSources.isEmpty ? .unset : .text("\(config.listenerLimits.allowedSources)")),
+            "listener.admin_allow_from": (.text, config.listenerLimits.adminAllowedSources.isEmpty ? .unset
+                                          : .text("\(config.listenerLimits.adminAllowedSources)")),
             "catch_up.enabled": (.flag, .flag(config.catchUp.enabled)),
             "catch_up.max_age": (.duration, .duration(milliseconds: config.catchUp.maxAgeMs)),
             "catch_up.max_messages_per_conversation": (.number, .number(config.catchUp.maxMessagesPerConversation)),

@@ -1,6 +1,6 @@
 #if canImport(Glibc)
 import Foundation
-import IMHTTP
+@testable import IMHTTP
 import SandboxTestSupport
 import Synchronization
 import Testing
@@ -173,6 +173,90 @@ import Testing
         // Idle 2 s (and the header clock does not run before a request's first byte).
         #expect(closedAfter != nil && closedAfter! >= 1.5 && closedAfter! < 2 + 4, "closed after \(String(describing: closedAfter)) s")
         await rig.stop()
+    }
+
+    /// A complete request and the first part of a second head in one write (pipelined): the first is
+    /// answered, the second's head is cut at the header timeout (1 s), not held for the idle timeout (6 s).
+    /// The control: a complete request followed by a blank line only (which starts nothing) stays open
+    /// until the idle timeout.
+    @Test func aPipelinedHalfHeadIsCutAtTheHeaderTimeout() async throws {
+        let rig = Rig(limits: ListenerLimits(headerTimeout: .seconds(1), bodyTimeout: .seconds(2), idleTimeout: .seconds(6), maxConnections: 64,
+                                             lingerTimeout: .seconds(1)))
+        try await rig.start()
+        let port = rig.port
+        let complete = "POST /x HTTP/1.1\r\nHost: x\r\nX-Secret: s3cret\r\nContent-Length: 2\r\n\r\nhi"
+        let (answer, closedAfter) = await RawConnection.run { () -> (String, Double?) in
+            guard let connection = try? RawConnection(port: port) else { return ("", nil) }
+            connection.send(complete + "POST /y HTTP/1.1\r\nHost: x\r\nX-Sec")
+            return (connection.text, Self.secondsUntilClosed(connection, limit: 20))
+        }
+        #expect(answer.isEmpty || answer.hasPrefix("HTTP/1.1 200"))
+        #expect(closedAfter != nil && closedAfter! < 1 + 3, "closed after \(String(describing: closedAfter)) s (idle timeout 6 s)")
+        #expect(rig.handledCount == 1, "the complete request was handled")
+
+        let (blankAnswer, blankClosedAfter) = await RawConnection.run { () -> (String, Double?) in
+            guard let connection = try? RawConnection(port: port) else { return ("", nil) }
+            connection.send(complete + "\r\n")
+            connection.read(seconds: 5) { String(decoding: $0, as: UTF8.self).contains("got 2") }
+            return (connection.text, Self.secondsUntilClosed(connection, limit: 20))
+        }
+        #expect(blankAnswer.hasPrefix("HTTP/1.1 200"), "\(blankAnswer)")
+        #expect(blankClosedAfter != nil && blankClosedAfter! >= 4, "a blank line starts no request: \(String(describing: blankClosedAfter)) s")
+        await rig.stop()
+    }
+
+    /// The framer that finds where pipelined requests start: heads to their blank line, bodies by their
+    /// length, split anywhere across reads; a chunked body loses track until the request's end.
+    @Test func theRequestFramerCountsRequestStartsAcrossReads() {
+        let two = Array("POST /a HTTP/1.1\r\nContent-Length: 3\r\n\r\nabcGET /b HTTP/1.1\r\nHost: x\r\n\r\n\r\nPO".utf8)
+        for split in 0...two.count {
+            var framer = RequestFramer()
+            var started = framer.feed(Array(two[..<split]))
+            started += framer.feed(Array(two[split...]))
+            #expect(started == 3, "split at \(split)")
+            #expect(framer.state == .head)
+        }
+        var chunked = RequestFramer()
+        #expect(chunked.feed(Array("POST /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\nGET /".utf8)) == 1)
+        #expect(chunked.state == .lost)
+        chunked.ended()
+        #expect(chunked.feed(Array("GET / HTTP/1.1\r\n\r\n".utf8)) == 1 && chunked.state == .between)
+    }
+
+    /// `allowedSources`: a connection from outside the networks is closed unread; from inside, answered.
+    @Test func aConnectionFromOutsideTheAllowedNetworksIsClosedUnread() async throws {
+        let request = "POST /x HTTP/1.1\r\nHost: x\r\nX-Secret: s3cret\r\nContent-Length: 2\r\n\r\nhi"
+        for (networks, answered) in [(["10.0.0.0/8", "::1"], false), (["10.0.0.0/8", "127.0.0.0/8"], true), ([], true)] {
+            var limits = Self.short
+            limits.allowedSources = networks.compactMap(SourceNetwork.init)
+            let rig = Rig(limits: limits)
+            try await rig.start()
+            let port = rig.port
+            let answer = await RawConnection.run { () -> String in
+                guard let connection = try? RawConnection(port: port) else { return "" }
+                connection.send(request)
+                connection.read(seconds: 5) { String(decoding: $0, as: UTF8.self).contains("got 2") }
+                return connection.text
+            }
+            #expect(answer.hasPrefix("HTTP/1.1 200") == answered, "\(networks): \(answer)")
+            #expect(rig.handledCount == (answered ? 1 : 0))
+            await rig.stop()
+        }
+    }
+
+    @Test func sourceNetworksMatchByPrefix() throws {
+        let v4 = try #require(SourceNetwork("10.20.0.0/16"))
+        #expect(v4.contains(ip: "10.20.255.1"))
+        #expect(!v4.contains(ip: "10.21.0.1"))
+        #expect(v4.contains(ip: "::ffff:10.20.1.2"), "IPv4-mapped IPv6")
+        let host = try #require(SourceNetwork("192.0.2.7"))
+        #expect(host.contains(ip: "192.0.2.7") && !host.contains(ip: "192.0.2.6"))
+        let v6 = try #require(SourceNetwork("2001:db8::/33"))
+        #expect(v6.contains(ip: "2001:db8:7fff::1"))
+        #expect(!v6.contains(ip: "2001:db8:8000::1"))
+        #expect(!v6.contains(ip: "10.20.1.2"))
+        for bad in ["10.0.0.0/33", "10.0.0", "::/129", "host.example", "10.0.0.0/-1", ""] { #expect(SourceNetwork(bad) == nil, "\(bad)") }
+        #expect(SourceNetwork.allows([], nil) && !SourceNetwork.allows([v4], nil))
     }
 
     @Test func beyondTheConnectionCapNewConnectionsWaitUntilOneCloses() async throws {

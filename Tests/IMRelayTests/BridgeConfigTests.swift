@@ -112,14 +112,21 @@ import Testing
               body_timeout: 7000ms
               idle_timeout: 20s
               max_connections: 300
+              allow_from: [10.0.0.0/8, "192.0.2.7", "2001:db8::/32"]
+              admin_allow_from: [127.0.0.1]
 
             """
         let limits = try BridgeConfig.parse(yaml, environment: Self.environment).listenerLimits
         #expect(limits.headerTimeout == .seconds(3) && limits.bodyTimeout == .seconds(7) && limits.idleTimeout == .seconds(20))
         #expect(limits.maxConnections == 300)
+        #expect(limits.allowedSources.map(\.description) == ["10.0.0.0/8", "192.0.2.7", "2001:db8::/32"])
+        #expect(limits.forAdmin.allowedSources.map(\.description) == ["127.0.0.1"])
+        #expect(throws: (any Error).self) {
+            try BridgeConfig.parse(BridgeConfigTests.valid + "\nlistener:\n  allow_from: [10.0.0.0/33]\n", environment: Self.environment)
+        }
         let defaults = try BridgeConfig.parse(BridgeConfigTests.valid, environment: Self.environment).listenerLimits
         #expect(defaults.headerTimeout == .seconds(10) && defaults.bodyTimeout == .seconds(30) && defaults.idleTimeout == .seconds(60))
-        #expect(defaults.maxConnections == 1024)
+        #expect(defaults.maxConnections == 1024 && defaults.allowedSources.isEmpty && defaults.adminAllowedSources.isEmpty)
     }
 
     @Test(arguments: [

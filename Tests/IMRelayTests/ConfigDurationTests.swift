@@ -200,7 +200,7 @@ import Testing
     /// The key lists are what each section's decoder reads: an unknown key names the current keys only.
     @Test func keyListsComeFromTheDecoders() {
         #expect(BridgeConfig.retryKeys == ["base", "max", "max_age"])
-        #expect(BridgeConfig.listenerKeys == ["header_timeout", "body_timeout", "idle_timeout", "max_connections"])
+        #expect(BridgeConfig.listenerKeys == ["header_timeout", "body_timeout", "idle_timeout", "max_connections", "allow_from", "admin_allow_from"])
         #expect(BridgeConfig.topLevelKeys.contains("retention") && !BridgeConfig.topLevelKeys.contains("retention_hours"))
         #expect(BridgeConfig.deprecatedTopLevelKeys == ["retention_hours"])
         let retry = BridgeConfig.sectionKeys.first { $0.name == "retry" }

@@ -93,6 +93,57 @@ struct RongCloudInboundTests {
         #expect(parsed.events == first && parsed.setAside.isEmpty, "handle gives the sink what the pure parser returns")
     }
 
+    /// The signature covers no byte of the body: a signature is taken for one body only
+    /// (docs/adapters/rongcloud.md, "Callback limits"). The same body again is a redelivery (200; the
+    /// ledger keeps its events once), another body with the same signature is refused 401, whether the
+    /// signature came in the query or in `RC-*` headers.
+    @Test func aCapturedSignatureCarriesNoOtherBody() async {
+        let sink = CollectingSink()
+        let genuine = routed("RC:TxtMsg", #"{"content":"hi"}"#)
+        let forged = RCRoutedMessage(fromUserId: "mallory", toUserId: "u2", objectName: "RC:TxtMsg", content: #"{"content":"pay me"}"#,
+                                     channelType: "PERSON", msgTimestamp: 1_795_258_878_000, msgUID: "FORGED-0001", source: "Android").form
+        #expect(await exchange(query: signedQuery(), body: genuine, sink: sink).response.status == 200)
+        #expect(await exchange(query: signedQuery(), body: genuine, sink: sink).response.status == 200, "a redelivery is taken")
+        let replay = await exchange(query: signedQuery(), body: forged, sink: sink).response
+        #expect(replay.status == 401 && replay.bodyString.contains("already used with another body"), "\(replay.status) \(replay.bodyString)")
+        let headers: [(name: String, value: String)] = [("RC-Nonce", "0.7940742792184153"), ("RC-Timestamp", "1795258879"),
+            ("RC-Signature", RongCloudSignature.sign(secret: "S", nonce: "0.7940742792184153", timestamp: "1795258879").uppercased())]
+        #expect(await exchange(query: FormBody(), headers: headers, body: forged, sink: sink).response.status == 401,
+                "the same signature in headers, in capitals")
+        #expect(sink.events.allSatisfy { $0.eventID == "msg:BRGM-DEN2-01E4-BN66" } && sink.events.count == 2)
+        #expect(sink.refusals.count == 2 && sink.refusals.allSatisfy { $0.details["refusal"] == "replayed" })
+        // A new signature (the vendor signs every request afresh) takes the other body.
+        #expect(await exchange(query: signedQuery(nonce: "n2"), body: forged, sink: sink).response.status == 200)
+    }
+
+    /// A sink that keeps marks decides (the bridge's store); one that fails makes the vendor redeliver.
+    @Test func theSinksMarksDecideAndAFailingSinkIsARetry() async {
+        final class MarkingSink: EventSink, @unchecked Sendable {
+            var outcome: CallbackMark.Outcome?
+            var failing = false
+            var marks: [CallbackMark] = []
+            func accept(_ events: [IMEvent]) async throws {}
+            func remember(_ mark: CallbackMark) async throws -> CallbackMark.Outcome? {
+                if failing { throw IMError(.unavailable, "store down") }
+                marks.append(mark)
+                return outcome
+            }
+        }
+        let sink = MarkingSink()
+        let body = routed("RC:TxtMsg", #"{"content":"hi"}"#)
+        sink.outcome = .reused
+        #expect(await backend.handle(request(query: signedQuery(), headers: [], body: body), sink: sink).status == 401)
+        sink.outcome = .first
+        #expect(await backend.handle(request(query: signedQuery(), headers: [], body: body), sink: sink).status == 200,
+                "the sink's answer wins over this process's memory")
+        sink.failing = true
+        #expect(await backend.handle(request(query: signedQuery(), headers: [], body: body), sink: sink).status == 503)
+        let mark = sink.marks[0]
+        #expect(mark.backend == "rc" && mark.key == RongCloudSignature.sign(secret: "S", nonce: "0.7940742792184153", timestamp: "1795258879"))
+        #expect(mark.expiresAt == 1_795_258_879_000 + 300_000, "remembered until the timestamp leaves the window")
+        #expect(mark.bodyDigest == Hashing.sha256Hex(Array(body.encoded.utf8)))
+    }
+
     @Test func signatureInRCHeadersIsAccepted() async {
         let headers: [(name: String, value: String)] = [("RC-Nonce", "n1"), ("rc-timestamp", "1795258879"),
                        ("RC-Signature", RongCloudSignature.sign(secret: "S", nonce: "n1", timestamp: "1795258879"))]
@@ -131,8 +182,10 @@ struct RongCloudInboundTests {
             let error = await refusal(query: signedQuery(timestamp: timestamp), body: routed("RC:TxtMsg", #"{"content":"hi"}"#), status: 401)
             #expect(error?.code == .authenticationFailed, "\(timestamp)")
         }
-        #expect(await events(query: signedQuery(timestamp: "1795260679"), body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1,
-                "30 minutes ahead is within the hour")
+        #expect(await events(query: signedQuery(timestamp: "1795259119"), body: routed("RC:TxtMsg", #"{"content":"hi"}"#)).count == 1,
+                "4 minutes ahead is within the five-minute window")
+        let error = await refusal(query: signedQuery(timestamp: "1795259239"), body: routed("RC:TxtMsg", #"{"content":"hi"}"#), status: 401)
+        #expect(error?.code == .authenticationFailed, "6 minutes ahead is not")
     }
 
     @Test func unsignedCallbackIsRefused() async {
@@ -152,7 +205,8 @@ struct RongCloudInboundTests {
     @Test func unconvertibleContentIsSetAsideNotRefused() async throws {
         for (n, body) in [routed("RC:RcCmd", "{}", uid: "P-1"), routed("RC:MsgExMsg", #"{"put":{}}"#, uid: "P-2"),
                           routed("RC:TxtMsg", "nope", uid: "P-3"), routed("RC:ImgMsg", #"{"content":"aGk="}"#, uid: "P-4")].enumerated() {
-            let (response, sink) = await exchange(query: signedQuery(), body: body)
+            // A fresh signature for each body, as the vendor signs each request (`CallbackMarks`).
+            let (response, sink) = await exchange(query: signedQuery(nonce: "poison-\(n)"), body: body)
             #expect(response.status == 200 && response.bodyString == "ok")
             #expect(sink.events.isEmpty && sink.refusals.isEmpty)
             let item = try #require(sink.setAside.first)

@@ -27,7 +27,7 @@ struct RongCloudSettingsTests {
                 "a timeout is used in whole seconds, rounded up")
         #expect(try read(["app_key": "k", "app_secret": "s", "callback_max_skew": "10m"]).callbackMaxSkewMs == 600_000)
         let defaults = try read(["app_key": "k", "app_secret": "s"])
-        #expect(defaults.apiURLs == RongCloudClient.defaultBaseURLs && defaults.callbackMaxSkewMs == 3_600_000)
+        #expect(defaults.apiURLs == RongCloudClient.defaultBaseURLs && defaults.callbackMaxSkewMs == 300_000)
         #expect(defaults.timeout == .seconds(10) && defaults.historyViewer == nil && defaults.objectNames.isEmpty)
         #expect(defaults == RongCloudSettings(appKey: "k", appSecret: "s"))
         let mapped = try read(["app_key": "k", "app_secret": "s"], maps: ["object_names": ["order_card": "App:OrderMsg"]])
@@ -64,8 +64,11 @@ struct RongCloudSettingsTests {
                                   freshnessLimitMs: retentionHours.map { $0 * hour / 2 })
         }
         let base = ["app_key": "k", "app_secret": "s"]
-        #expect(try read(base, retentionHours: 168).callbackMaxSkewMs == hour, "the one-hour default fits a week's retention")
-        #expect(try read(base, retentionHours: 1).callbackMaxSkewMs == hour / 2, "the default shrinks to half a short retention")
+        #expect(try read(base, retentionHours: 168).callbackMaxSkewMs == 300_000, "the five-minute default fits a week's retention")
+        #expect(try read(base, retentionHours: 1).callbackMaxSkewMs == 300_000, "five minutes fit half an hour")
+        let short = try RongCloudSettings(try AdapterSettings(backend: "rc", values: base, schema: RongCloudAdapter.descriptor.settings),
+                                          freshnessLimitMs: 120_000)
+        #expect(short.callbackMaxSkewMs == 120_000, "the default shrinks to half a short retention")
         #expect(try read(base.merging(["callback_max_skew_ms": "0"]) { $1 }, retentionHours: nil).callbackMaxSkewMs == nil,
                 "0 turns the check off when the ledger keeps everything")
         for (value, reason) in [("0", "turns the timestamp check off"), (String(2 * hour), "expected at most 1h (half of retention), got 2h")] {

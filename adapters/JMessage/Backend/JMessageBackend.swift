@@ -56,11 +56,12 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     public init(id: BackendID, settings: JMessageSettings, registry: ContentRegistry = ContentRegistry(),
                 checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
                 pollerSettings: JMessagePoller.Settings = .init(), capabilities: Capabilities = .jMessage,
-                puppetPassword: String? = nil, mapping: VendorTable = MappingSet.shipped.table("jmessage")) {
+                puppetPassword: String? = nil, mapping: VendorTable = MappingSet.shipped.table("jmessage"),
+                secrets: SecretMask = SecretMask()) {
         self.id = id
         self.capabilities = capabilities.carrying(mapping)
         self.clock = clock
-        self.client = JMessageClient(settings: settings)
+        self.client = JMessageClient(settings: settings, secrets: secrets)
         self.codec = JMessageCodec(identity: JMessageIdentity(appKey: settings.appKey, admin: settings.admin), registry: registry,
                                    mapping: mapping)
         self.inbound = JMessageInbound(appKey: settings.appKey, masterSecret: settings.masterSecret, codec: codec, backend: id)

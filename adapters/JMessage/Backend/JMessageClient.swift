@@ -15,9 +15,14 @@ public struct JMessageClient: Sendable {
         return encoder
     }()
 
-    public init(settings: JMessageSettings) {
+    public init(settings: JMessageSettings, secrets: SecretMask = SecretMask()) {
         self.settings = settings
-        self.http = HTTPClientWrapper(timeoutSeconds: settings.timeout.secondsRoundedUp)
+        // What JMessage (or a proxy) answers is read with the master secret, the Basic credentials made of
+        // it and the admin's password (and `secrets`, every other configured one) masked
+        // (`HTTPClientWrapper.secrets`).
+        self.http = HTTPClientWrapper(timeoutSeconds: settings.timeout.secondsRoundedUp,
+                                      secrets: SecretMask([settings.adminPassword].compactMap { $0 },
+                                                          pairs: [(settings.appKey, settings.masterSecret)]).merging(secrets))
     }
 
     // MARK: users and groups

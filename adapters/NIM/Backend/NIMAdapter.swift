@@ -47,6 +47,6 @@ public enum NIMAdapter {
         errors: NIMErrors.table,
         make: { settings, context in
             NIMBackend(id: settings.backend, settings: try NIMSettings(settings, freshnessLimitMs: context.freshnessLimitMs),
-                       registry: context.registry, clock: context.clock, mapping: context.mapping)
+                       registry: context.registry, clock: context.clock, mapping: context.mapping, secrets: context.secrets)
         })
 }

@@ -76,7 +76,7 @@ extension NIMBackend {
         guard attachment.needsDownload, let url = attachment.remoteURL else {
             throw IMError(.invalidArgument, "attachment is \(attachment.transferState.rawValue); only needs_download attachments download")
         }
-        let response = try await HTTPClientWrapper(timeoutSeconds: client.settings.timeout.secondsRoundedUp)
+        let response = try await HTTPClientWrapper(timeoutSeconds: client.settings.timeout.secondsRoundedUp, secrets: client.http.secrets)
             .send(OutboundRequest(method: "GET", url: url))
         guard response.status == 200 else { throw IMError.http(status: response.status, body: response.bodyString) }
         let name = attachment.fileName ?? (URL(string: url)?.lastPathComponent).flatMap { $0.isEmpty ? nil : $0 } ?? UUID().uuidString

@@ -55,13 +55,14 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
 
     /// A backend on `settings`: its recall window (when set) narrows `defaultCapabilities`.
     public init(id: BackendID = "nim", settings: NIMSettings, registry: ContentRegistry = ContentRegistry(),
-                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("nim")) {
+                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("nim"),
+                secrets: SecretMask = SecretMask()) {
         self.id = id
         self.settings = settings
         var capabilities = NIMBackend.defaultCapabilities
         if let window = settings.recallWindow { capabilities.recallWindowMs = window.wholeMilliseconds }
         self.capabilities = capabilities.carrying(mapping)
-        self.client = NIMClient(settings: settings, clock: clock)
+        self.client = NIMClient(settings: settings, clock: clock, secrets: secrets)
         self.codec = NIMMessageCodec(registry: registry, customFormat: settings.customFormat, mapping: mapping)
         self.inbound = NIMInbound(backend: id, appKey: settings.appKey, appSecret: settings.appSecret, codec: codec,
                                   maxSkewMs: settings.callbackMaxSkew?.wholeMilliseconds, clock: clock)

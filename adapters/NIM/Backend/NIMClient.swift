@@ -16,10 +16,13 @@ public struct NIMClient: Sendable {
     public let clock: any IMClock
     let http: HTTPClientWrapper
 
-    public init(settings: NIMSettings, clock: any IMClock = SystemClock()) {
+    public init(settings: NIMSettings, clock: any IMClock = SystemClock(), secrets: SecretMask = SecretMask()) {
         self.settings = settings
         self.clock = clock
-        self.http = HTTPClientWrapper(timeoutSeconds: settings.timeout.secondsRoundedUp)
+        // What NIM (or a proxy) answers is read with the app secret (and `secrets`, every other configured
+        // one) masked (`HTTPClientWrapper.secrets`).
+        self.http = HTTPClientWrapper(timeoutSeconds: settings.timeout.secondsRoundedUp,
+                                      secrets: SecretMask([settings.appSecret]).merging(secrets))
     }
 
     /// POSTs a signed form to `path` and returns the envelope object of a `code` 200 answer.

@@ -28,6 +28,6 @@ public enum RongCloudAdapter {
         errors: RongCloudErrors.table,
         make: { values, context in
             RongCloudBackend(id: values.backend, settings: try RongCloudSettings(values, freshnessLimitMs: context.freshnessLimitMs),
-                             registry: context.registry, clock: context.clock, mapping: context.mapping)
+                             registry: context.registry, clock: context.clock, mapping: context.mapping, secrets: context.secrets)
         })
 }

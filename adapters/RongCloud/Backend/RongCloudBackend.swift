@@ -31,9 +31,12 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
     public let inbound: RongCloudInbound
     /// Backs `events()`: what `handle` accepted.
     let fanout = EventFanout()
+    /// The routing callbacks' signatures, when the sink keeps none (`CallbackMarks`).
+    let callbackMarks = CallbackMarks()
 
     public init(id: BackendID = "rongcloud", settings: RongCloudSettings, registry: ContentRegistry = ContentRegistry(),
-                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("rongcloud")) {
+                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("rongcloud"),
+                secrets: SecretMask = SecretMask()) {
         self.id = id
         self.settings = settings
         self.clock = clock
@@ -42,7 +45,7 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
         capabilities.notes[.userProvisioning] = "users: name and portrait; groups: name and members (no owner, avatar or announcement outside profile hosting); cannot list all users or groups"
         self.capabilities = capabilities.carrying(mapping)
         self.client = RongCloudClient(baseURLs: settings.apiURLs, appKey: settings.appKey, appSecret: settings.appSecret,
-                                      timeoutSeconds: settings.timeout.secondsRoundedUp, clock: clock)
+                                      timeoutSeconds: settings.timeout.secondsRoundedUp, clock: clock, secrets: secrets)
         self.codec = RongCloudCodec(content: RongCloudContentCodec(registry: registry, objectNames: settings.objectNames, mapping: mapping))
         self.inbound = RongCloudInbound(backend: id, appKey: settings.appKey, appSecret: settings.appSecret,
                                         codec: codec, clock: clock, maxSkewMs: settings.callbackMaxSkewMs)

@@ -25,12 +25,14 @@ public struct RongCloudClient: Sendable {
     public static let defaultBaseURLs = ["https://api.rong-api.com", "https://api-b.rong-api.com"]
 
     public init(baseURLs: [String] = RongCloudClient.defaultBaseURLs, appKey: String, appSecret: String,
-                timeoutSeconds: Int64 = 10, clock: any IMClock = SystemClock()) {
+                timeoutSeconds: Int64 = 10, clock: any IMClock = SystemClock(), secrets: SecretMask = SecretMask()) {
         precondition(!baseURLs.isEmpty, "RongCloudClient needs at least one base URL")
         self.baseURLs = baseURLs.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 }
         self.appKey = appKey
         self.appSecret = appSecret
-        self.http = HTTPClientWrapper(timeoutSeconds: timeoutSeconds)
+        // What RongCloud (or a proxy) answers is read with the app secret (and `secrets`, every other
+        // configured one) masked (`HTTPClientWrapper.secrets`).
+        self.http = HTTPClientWrapper(timeoutSeconds: timeoutSeconds, secrets: SecretMask([appSecret]).merging(secrets))
         self.clock = clock
     }
 

@@ -20,7 +20,7 @@ public struct RongCloudSettings: Decodable, Sendable, Equatable {
     public var objectNames: [String: String] = [:]
     /// The freshness window for routing callbacks; `.zero` turns the check off. From bridge.yaml it is at
     /// most half of the ledger's retention (`init(_:freshnessLimitMs:)`).
-    public var callbackMaxSkew: Duration = .seconds(3600)
+    public var callbackMaxSkew: Duration = .seconds(300)
 
     enum CodingKeys: String, CodingKey {
         case appKey = "app_key", appSecret = "app_secret", apiURLs = "api_url", timeout, historyViewer = "history_viewer"

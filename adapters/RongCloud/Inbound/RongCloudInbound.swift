@@ -11,6 +11,9 @@ import IMHTTP
 ///   header), when present, must be ours; its absence is accepted (UNCONFIRMED whether it is always
 ///   sent). A timestamp further than `maxSkewMs` from now is stale. Every refusal throws
 ///   `authentication_failed` (HTTP 401) before the body is read, so no event exists.
+/// - Replays: the signature covers no byte of the body, so once the body is read each signature is
+///   taken for one body only (`mark(_:)`, `CallbackMarks`): the same body again is a redelivery (200,
+///   relayed once), another body is refused 401.
 /// - Parsing: the form body is one routed message. A body that is not a routed message (a missing
 ///   field) throws `malformed_payload` (HTTP 400) and yields no event. A routed message whose content
 ///   does not convert (`RC:ImgMsg` without `imageUri`, a registered custom type failing `validate()`,
@@ -32,11 +35,12 @@ public struct RongCloudInbound: Sendable {
     public let codec: RongCloudCodec
     public let clock: any IMClock
     /// Largest accepted distance between the signed timestamp and now; nil disables the check.
-    /// Default one hour (the vendor's freshness rule and retry timing are UNCONFIRMED).
+    /// Default five minutes (the vendor's freshness rule and retry timing are UNCONFIRMED; a retry is
+    /// signed afresh, docs/adapters/rongcloud.md).
     public let maxSkewMs: Int64?
 
     public init(backend: BackendID, appKey: String, appSecret: String, codec: RongCloudCodec = RongCloudCodec(),
-                clock: any IMClock = SystemClock(), maxSkewMs: Int64? = 3_600_000) {
+                clock: any IMClock = SystemClock(), maxSkewMs: Int64? = 300_000) {
         self.backend = backend
         self.appKey = appKey
         self.appSecret = appSecret
@@ -75,7 +79,23 @@ public struct RongCloudInbound: Sendable {
     public static let ignoredSignals: Set<String> = ["RC:TypSts", "RC:SRSMsg", "RC:RRReqMsg", "RC:RRRspMsg", "RC:chrmKVNotiMsg"]
 
     /// Checks the callback's signature (see the type's contract).
-    public func verify(_ request: HTTPRequestData) throws {
+    public func verify(_ request: HTTPRequestData) throws { _ = try signed(request) }
+
+    /// How long a callback's signature is remembered when no freshness window is set (`maxSkewMs` nil).
+    public static let unboundedMarkMs: Int64 = 24 * 3_600_000
+
+    /// The verified callback's mark (`CallbackMarks`): its signature, its body's digest, and when its
+    /// timestamp leaves the window — the signature covers no byte of the body, so a signature is taken
+    /// for one body only (docs/adapters/rongcloud.md, "Callback limits").
+    public func mark(_ request: HTTPRequestData) throws -> CallbackMark {
+        let (signature, signedAt) = try signed(request)
+        let now = clock.nowMs()
+        let expiresAt = maxSkewMs.map { max(now, (signedAt ?? now) + $0) } ?? now + Self.unboundedMarkMs
+        return CallbackMarks.mark(backend: backend, signature: signature, body: request.body, expiresAt: expiresAt)
+    }
+
+    /// Verifies the signature (and freshness); returns it and its timestamp in ms.
+    func signed(_ request: HTTPRequestData) throws -> (signature: String, signedAt: Int64?) {
         let query = FormBody(items: request.query)
         func value(_ name: String, header: String) -> String? { query[name] ?? request.header(header) }
         guard let nonce = value("nonce", header: "RC-Nonce"),
@@ -94,6 +114,7 @@ public struct RongCloudInbound: Sendable {
                 throw refusal("the callback timestamp '\(timestamp)' is not within \(maxSkewMs / 1000) s of now")
             }
         }
+        return (signature, RongCloudSignature.timestampMs(timestamp))
     }
 
     /// The format name of a set-aside routed message: its form body, as received.

@@ -23,6 +23,6 @@ public enum WuKongAdapter {
         errors: WuKongErrors.table,
         make: { settings, context in
             WuKongBackend(id: settings.backend, settings: try WuKongSettings(settings, receivesCallbacks: context.receivesCallbacks),
-                          registry: context.registry, mapping: context.mapping)
+                          registry: context.registry, mapping: context.mapping, secrets: context.secrets)
         })
 }

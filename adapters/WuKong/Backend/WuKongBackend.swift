@@ -30,13 +30,17 @@ public final class WuKongBackend: IMBackend, Sendable {
     private let registeredTokens = Mutex<Set<String>>([])
 
     public init(id: BackendID = "wukong", settings: WuKongSettings, registry: ContentRegistry = ContentRegistry(),
-                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("wukong")) {
+                clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("wukong"),
+                secrets: SecretMask = SecretMask()) {
         self.id = id
         self.settings = settings
         self.clock = clock
         self.capabilities = Capabilities.wukong.carrying(mapping)
-        self.client = WuKongClient(imURL: settings.imURL, businessURL: settings.businessBaseURL,
-                                   managerToken: settings.managerToken, timeoutSeconds: settings.timeout.secondsRoundedUp)
+        var client = WuKongClient(imURL: settings.imURL, businessURL: settings.businessBaseURL,
+                                  managerToken: settings.managerToken, timeoutSeconds: settings.timeout.secondsRoundedUp)
+        client.http.secrets.merge(SecretMask(Array(settings.sessionTokens.values) + [settings.webhookSecret].compactMap { $0 }
+                                             + [settings.tokenSecret]).merging(secrets))
+        self.client = client
         let content = WuKongContentCodec(registry: registry, customTypes: settings.customTypes, mapping: mapping)
         self.codec = WuKongMessageCodec(content: content)
         self.inbound = WuKongInbound(secret: settings.webhookSecret)

@@ -17,7 +17,10 @@ public struct WuKongClient: Sendable {
         self.imURL = Self.trim(imURL)
         self.businessURL = Self.trim(businessURL)
         self.managerToken = managerToken
-        self.http = HTTPClientWrapper(timeoutSeconds: timeoutSeconds)
+        // What WuKongIM or the business server (or a proxy) answers is read with the manager token masked
+        // (`HTTPClientWrapper.secrets`; the backend adds the session tokens, the token secret and the webhook
+        // secret; the puppets' derived tokens are masked as the request's own credentials).
+        self.http = HTTPClientWrapper(timeoutSeconds: timeoutSeconds, secrets: SecretMask([managerToken].compactMap { $0 }))
     }
 
     static func trim(_ url: String) -> String {
