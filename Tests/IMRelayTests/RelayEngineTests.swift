@@ -179,7 +179,7 @@ import IMOutbox
         _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "alice",
                                                   content: .image(ImageContent(uploaded.rehosted(at: uploaded.remoteURL!)))))
         #expect(try await eventually { try await target.history(HistoryQuery(conversation: .group("g"))).messages.count == 1 })
-        let copy = try await target.history(HistoryQuery(conversation: .group("g"))).messages[0]
+        let copy = try #require(try await target.history(HistoryQuery(conversation: .group("g"))).messages.first)
         guard case .image(let image) = copy.content else { Issue.record("copy is \(copy.content)"); return }
         #expect(image.attachment.remoteURL != uploaded.remoteURL, "the copy points at the target's own store")
         let back = try await target.download(image.attachment, into: directory)
