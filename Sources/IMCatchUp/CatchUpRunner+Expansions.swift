@@ -10,9 +10,12 @@ import IMRelay
 /// writes; docs/expansions.md).
 extension CatchUpRunner {
     /// One `expansionChanged` per message whose keys differ from what it is known to hold: keys with
-    /// another value (at the version history gives them), keys it no longer has (removed, at `now`). Keys
-    /// the store knows nothing of (a message recorded before the bridge kept what messages are sent with)
-    /// are taken as held now, silently: the bridge cannot tell them from the message's first values.
+    /// another value (at the version history gives them), keys it no longer has (removed, at `now`), and
+    /// keys it did not have — where the store kept what the message was sent with (it has keys of the
+    /// message: every key it was sent with and every change since are kept), a key the store has never
+    /// seen was added since. Only the keys of a message the store knows nothing of (one recorded before
+    /// the bridge kept what messages are sent with, or sent with none) are taken as held now, silently:
+    /// the bridge cannot tell them from the message's first values.
     func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource, now: Int64) async throws -> [IMEvent] {
         let shown = messages.compactMap { message in message.expansion.map { (message.id, $0) } }
         guard !shown.isEmpty else { return [] }
@@ -32,6 +35,10 @@ extension CatchUpRunner {
                     switch records[original]?.held ?? .unknown {
                     case .known(let held) where held == entry.value:
                         continue
+                    case .unknown where records[original] == nil && !records.isEmpty:
+                        // Added while nobody was listening: a change like any other.
+                        set[vendorKey] = entry.value
+                        version = max(version, entry.version)
                     case .unknown:
                         var record = records[original] ?? ExpansionKeyRecord(key: original)
                         record.held = .known(entry.value)

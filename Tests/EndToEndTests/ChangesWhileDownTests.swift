@@ -73,9 +73,9 @@ extension CrashTests {
             }
         }
 
-        /// RongCloud → WuKong: a recall, an expansion change and an `isDelete` recall made on RongCloud while
-        /// the bridge is down reach WuKong once it is started again — from a re-read of RongCloud's history
-        /// (RongCloud routes them as callbacks only, which it gave up on).
+        /// RongCloud → WuKong: a recall, an expansion change (a key changed and a key added) and an `isDelete`
+        /// recall made on RongCloud while the bridge is down reach WuKong once it is started again — from a
+        /// re-read of RongCloud's history (RongCloud routes them as callbacks only, which it gave up on).
         @Test func rongCloudChangesMadeWhileDownReachWuKong() async throws {
             let rig = try await Rig.start(("rc", "rongcloud"), ("wk", "wukong"))
             defer { Task { await rig.bridgeRig.stop() } }
@@ -90,8 +90,9 @@ extension CrashTests {
             let standIn = try await rig.standIn()
 
             try await #require(rc as? any Recalling).recall(sent["to-recall"]!.id, in: group, by: "ann")
+            // A key changed and a key the message did not have: both are changes to relay.
             _ = try await #require(rc as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
-                                                                                   .set(["status": "paid"]))
+                                                                                   .set(["status": "paid", "paid_by": "bob"]))
             try await #require(rc as? any Deleting).delete(sent["to-delete"]!.id, in: group, by: "ann", forUser: nil)
             try await rig.callbacksDropped(atLeast: 3)
             await standIn.stop()
@@ -105,6 +106,7 @@ extension CrashTests {
                 let (recalled, deleted, expanded) = (try await copyRecord("to-recall"), try await copyRecord("to-delete"),
                                                      try await copyRecord("to-expand"))
                 return recalled?["recalled"] == true && deleted?["recalled"] == true && expanded?["expansion"]?["status"] == "paid"
+                    && expanded?["expansion"]?["paid_by"] == "bob"
             }
             let shown = try await rig.lab.table("wk", title: "WuKong")
             #expect(arrived, "the changes made while down reached WuKong:\n\(shown)\n\(bridge.output.suffix(4000))")
