@@ -18,6 +18,8 @@ extension Capabilities {
         capabilities.groupCreationAssignsID = true
         capabilities.deletionScopes = []
         capabilities.reportsDeletions = false
+        // A carrier may name any message, however it was sent: copies elsewhere must take later changes.
+        capabilities.expansionOnAnyMessage = true
         // Team operations come in the message copy (docs/adapters/nim.md).
         capabilities.reportsMembershipChanges = true
         // A team message needs a team that exists and a sender in it (codes from NIM's status table;
