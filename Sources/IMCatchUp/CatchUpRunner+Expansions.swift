@@ -15,16 +15,18 @@ extension CatchUpRunner {
     /// message: every key it was sent with and every change since are kept), a key the store has never
     /// seen was added since. Only the keys of a message the store knows nothing of (one recorded before
     /// the bridge kept what messages are sent with, or sent with none) are taken as held now, silently:
-    /// the bridge cannot tell them from the message's first values.
+    /// the bridge cannot tell them from the message's first values. History does not say who made a
+    /// change: it is relayed as the message's sender's (whose puppet wrote the copy, so may write to it —
+    /// a NIM carrier must come from a member of the team).
     func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource, now: Int64) async throws -> [IMEvent] {
-        let shown = messages.compactMap { message in message.expansion.map { (message.id, $0) } }
+        let shown = messages.compactMap { message in message.expansion.map { (message.id, $0, message.sender) } }
         guard !shown.isEmpty else { return [] }
         let capabilities = source.capabilities
         let limits = capabilities.support(.expansion).isNative ? capabilities.expansionLimits : nil
         let backend = key.backend, conversation = key.conversation
         return try await store.groupedTransaction { tx in
             var events: [IMEvent] = []
-            for (id, expansion) in shown {
+            for (id, expansion, sender) in shown {
                 let records = try tx.expansionKeys(of: id, on: backend)
                 var set: [String: String] = [:], removed: [String] = [], version = Int64.min
                 var adopted: [ExpansionKeyRecord] = []
@@ -59,7 +61,7 @@ extension CatchUpRunner {
                 let digest = Self.fnv1a(set.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
                                         + "|" + delta.removed.joined(separator: "&"))
                 events.append(IMEvent(eventID: EventID("exp-state:\(id):\(version):\(digest)"), backend: backend,
-                                      kind: .expansionChanged(messageID: id, conversation: conversation, by: nil, delta: delta)))
+                                      kind: .expansionChanged(messageID: id, conversation: conversation, by: sender, delta: delta)))
             }
             return events
         }

@@ -24,20 +24,28 @@ extension ChaosCampaign {
             timeline.note("verify --repair --settle \(fault.count) begins")
             let run = try await verify(parties.config, parties.lab, ["--repair", "--repair-timeout", "30", "--settle", "\(fault.count)"])
             timeline.note("verify --repair ended: status \(run.status), \(run.summary)")
-            if run.status != 0 && run.status != 1 {
+            // 2: a conversation could not be read (the target refusing, the store full): what an operator meets
+            // beside those faults, not a break; anything else is.
+            if ![0, 1, 2].contains(run.status) {
                 problems.append("verify --repair beside the bridge ended with status \(run.status): \(run.output.suffix(600))")
             }
         case .migrate:
             let groups = plan.groups.flatMap { conversation in
                 ["--conversation", "group:\(plan.source.groupID(conversation, of: plan.groups))=group:\(plan.target.groupID(conversation, of: plan.groups))"]
             }
-            timeline.note("migrate --history-only of \(plan.groups.count) groups begins")
-            let (status, output) = try await IMBridgeCLI.run(["migrate", "--config", parties.config, "--from", plan.source.name.rawValue,
-                                                             "--to", plan.target.name.rawValue, "--history-only",
-                                                             "--user-prefix", "\(plan.source.name)_"] + groups, timeoutSeconds: 300)
-            let last = output.split(separator: "\n").suffix(3).joined(separator: " | ")
-            timeline.note("migrate ended: status \(status): \(last.prefix(300))")
-            if status != 0 { problems.append("migrate beside the bridge ended with status \(status): \(output.suffix(800))") }
+            // A run that fails (the store full, the target refusing) is run again, as an operator would: the
+            // rerun continues where it stopped (docs/migration.md); the third failure is a violation.
+            for attempt in 1...3 {
+                timeline.note("migrate --history-only of \(plan.groups.count) groups begins" + (attempt > 1 ? " again" : ""))
+                let (status, output) = try await IMBridgeCLI.run(["migrate", "--config", parties.config, "--from", plan.source.name.rawValue,
+                                                                 "--to", plan.target.name.rawValue, "--history-only",
+                                                                 "--user-prefix", "\(plan.source.name)_"] + groups, timeoutSeconds: 300)
+                let last = output.split(separator: "\n").suffix(2).joined(separator: " | ")
+                timeline.note("migrate ended: status \(status): \(last.prefix(240))")
+                if status == 0 { break }
+                if attempt == 3 { problems.append("migrate beside the bridge ended with status \(status) three times: \(output.suffix(800))") }
+                try await Task.sleep(nanoseconds: 3_000_000_000)
+            }
         case .changesWhileDown:
             let bridge = parties.bridge
             let began = Date()

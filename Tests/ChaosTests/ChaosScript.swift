@@ -45,7 +45,7 @@ struct ConversationScript: Sendable {
     var changes: [Int: [Change]] = [:]
     /// Text number → the earlier text number it replies to.
     var replies: [Int: Int] = [:]
-    /// Text numbers sent with an expansion (a RongCloud source extends only those: docs/expansions.md).
+    /// Text numbers sent with an expansion (RongCloud and the WuKong adapter extend only those).
     var extensible: Set<Int> = []
 
     static let keys = ["st", "pri", "note"]

@@ -108,8 +108,9 @@ enum ChaosChanges {
         if let quoted = script.replies[number], let entry = log.entry(conversation, quoted) {
             reply = ReplyRef(messageID: entry.id, sender: entry.sender, digest: entry.original)
         }
-        // Only a RongCloud source needs an expansion at the send to be extended later (docs/expansions.md).
-        let expansion: [String: String]? = plan.source.vendor == "rongcloud" && script.extensible.contains(number) ? ["n": "\(number)"] : nil
+        // RongCloud extends only messages sent with an expansion (docs/expansions.md), and so does the WuKong
+        // adapter (docs/adapters/wukong.md, "Expansion"); NIM's carriers may name any message.
+        let expansion: [String: String]? = ["rongcloud", "wukong"].contains(plan.source.vendor) && script.extensible.contains(number) ? ["n": "\(number)"] : nil
         let sent = try await users.send(OutgoingMessage(conversation: plan.sourceGroup(conversation), sender: sender, content: .text(text),
                                                         reply: reply, expansion: expansion))
         log.record(WorkLog.Entry(conversation: conversation, number: number, original: text, id: sent.id, sender: sender,

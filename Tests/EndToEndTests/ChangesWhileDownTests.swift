@@ -158,6 +158,37 @@ extension CrashTests {
             #expect(await bridge.terminate() == 0)
         }
 
+        /// RongCloud → NIM: an expansion change made on RongCloud while the bridge is down, found by the re-read
+        /// of history (which cannot say who made it), reaches NIM as a carrier from the message's sender's
+        /// puppet — a member of the team, as NIM requires of a sender (docs/adapters/nim.md, "Conversations").
+        @Test func rongCloudExpansionChangedWhileDownReachesNIM() async throws {
+            let rig = try await Rig.start(("rc", "rongcloud"), ("yx", "nim"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let tid = "1300000404"
+            try await rig.lab.seedGroup("yx", tid, owner: "rc_ann", members: ["rc_ann", "rc_bob"])
+            let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+            let group = ConversationRef.group(GroupID(tid))
+            var bridge = try await rig.bridge(run: 1)
+            let (sent, _) = try await rig.sendRelayed(["first", "to-expand"], into: group, through: rc, bridge: bridge)
+            func carried(_ value: String) async throws -> Bool {
+                try await rig.records(tid).contains { $0["kind"] == "custom" && ($0["raw"]?.jsonString() ?? "").contains(value) }
+            }
+            #expect(try await eventually(30) { try await carried("new") }, "the initial values as a carrier")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            _ = try await #require(rc as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
+                                                                                   .set(["status": "paid"]))
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let arrived = try await eventually(60) { try await carried("paid") }
+            let dead = try BridgeStore(path: rig.bridgeRig.sqlitePath).read { try $0.deadLetters(limit: 5) }.map { $0.lastError ?? "" }
+            #expect(arrived && dead.isEmpty, "the change made while down reached NIM: \(dead)\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+        }
+
         /// NIM → WuKong: a message recalled on NIM while the bridge is down is recalled on WuKong once it is
         /// started again — NIM's history drops a recalled message, and the relayed message it no longer lists
         /// is taken as recalled.
