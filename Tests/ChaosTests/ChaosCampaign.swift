@@ -147,7 +147,7 @@ enum ChaosCampaign {
             let found = try await problems()
             violations += found
             // The second oracle: `imbridge verify` on the same store and sandboxes; a disagreement is a finding.
-            let oracle = try await verifyOracle(rig.config, lab: lab, checkerFound: found)
+            let oracle = try await verifyOracle(rig.config, lab: lab, checkerFound: found, target: target.vendor)
             timeline.note(oracle.summary)
             violations += oracle.disagreements
             let store = try BridgeStore(path: storePath)

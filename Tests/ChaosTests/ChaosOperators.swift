@@ -147,23 +147,38 @@ extension ChaosCampaign {
     }
 
     /// `imbridge verify --settle 0` once the bridge has stopped, held against what the checker found
-    /// (`checkerFound`): a break one oracle sees and the other does not is a finding. Verify compares copies,
-    /// recalls (where the target's history marks them) and native expansions, not notices or NIM's
-    /// carriers: a final-state problem of those alone is not expected of it.
-    static func verifyOracle(_ config: String, lab: BridgeLab, checkerFound: [String]) async throws -> (summary: String, disagreements: [String]) {
+    /// (`checkerFound`), kind by kind: verify's `missing`, `doubled`, `out_of_order`, `expansion`, `recall`
+    /// and `content` against the checker's LOST, DOUBLED, ORDER and final-state lines. A kind one oracle
+    /// reports and the other does not is a finding. Verify compares no notices, no NIM carriers and no
+    /// recall on a NIM target (`traits`): a final-state problem of those alone is not expected of it.
+    static func verifyOracle(_ config: String, lab: BridgeLab, checkerFound: [String], target: String) async throws -> (summary: String, disagreements: [String]) {
         let run = try await verify(config, lab, ["--settle", "0"])
-        var disagreements: [String] = []
-        let sample = run.items.prefix(6).joined(separator: "; ")
-        if run.status == 2 || (run.status != 0 && run.status != 1) {
-            disagreements.append("verify (second oracle) ended with status \(run.status): \(run.output.suffix(600))")
-        } else if checkerFound.isEmpty && !run.items.isEmpty {
-            disagreements.append("ORACLES DISAGREE: the checker found the target as the source left it; verify reports \(run.summary): \(sample)")
-        } else {
-            let breaks = checkerFound.filter { $0.contains("DOUBLED") || $0.contains("LOST") || $0.contains("ORDER") }
-            if !breaks.isEmpty && run.items.isEmpty {
-                disagreements.append("ORACLES DISAGREE: the checker found \(breaks.count) conversations broken (doubled, lost or out of order); verify reports no drift")
+        let summary = "verify (second oracle): status \(run.status), \(run.summary)" + (run.items.isEmpty ? "" : ": " + run.items.prefix(6).joined(separator: "; "))
+        guard run.status == 0 || run.status == 1 else {
+            return (summary, ["verify (second oracle) ended with status \(run.status): \(run.output.suffix(600))"])
+        }
+        return (summary, disagreements(counts: run.counts, sample: run.items, checkerFound: checkerFound, target: target))
+    }
+
+    /// The kinds on which the two oracles disagree (`verifyOracle`); plain values, tested on their own.
+    static func disagreements(counts: [String: Int], sample: [String], checkerFound: [String], target: String) -> [String] {
+        let nim = target == "nim"
+        // verify's kind → (the checker's mark, whether verify compares it on this target)
+        let pairs: [(String, String, Bool)] = [("missing", "LOST", true), ("doubled", "DOUBLED", true), ("out_of_order", "ORDER broken", true),
+                                               ("expansion", ": expansion on the target", !nim), ("recall", "on the source,", !nim),
+                                               ("content", ": the copy shows", true)]
+        var found: [String] = []
+        for (kind, mark, compared) in pairs {
+            let byVerify = counts[kind] ?? 0
+            let byChecker = checkerFound.filter { $0.contains(mark) }.count
+            if byVerify > 0 && byChecker == 0 {
+                let items = sample.filter { $0.contains(": \(kind) ") }.prefix(3).joined(separator: "; ")
+                found.append("ORACLES DISAGREE: verify reports \(byVerify) \(kind), the checker none: \(items)")
+            } else if byChecker > 0 && byVerify == 0 && compared {
+                found.append("ORACLES DISAGREE: the checker found \(byChecker) \(mark.trimmingCharacters(in: CharacterSet(charactersIn: ":, ")))"
+                             + " problems, verify no \(kind)")
             }
         }
-        return ("verify (second oracle): status \(run.status), \(run.summary)" + (sample.isEmpty ? "" : ": \(sample)"), disagreements)
+        return found
     }
 }

@@ -109,6 +109,19 @@ import Testing
         #expect(seen == Set(ChangeKind.allCases), "40 seeds draw every kind of change: \(seen)")
     }
 
+    /// The two oracles held kind against kind: each side's finding without the other's is named.
+    @Test func theOraclesAreComparedKindByKind() {
+        #expect(ChaosCampaign.disagreements(counts: [:], sample: [], checkerFound: [], target: "wukong").isEmpty)
+        let lost = ["conversation a: …; LOST 1: a-3"]
+        #expect(ChaosCampaign.disagreements(counts: ["missing": 1], sample: [], checkerFound: lost, target: "wukong").isEmpty)
+        #expect(ChaosCampaign.disagreements(counts: [:], sample: [], checkerFound: lost, target: "wukong").first?.contains("verify no missing") == true)
+        let drift = ChaosCampaign.disagreements(counts: ["expansion": 2], sample: ["wk:group:a: expansion m1 → t1 st"], checkerFound: [], target: "wukong")
+        #expect(drift.count == 1 && drift[0].contains("verify reports 2 expansion, the checker none"), "\(drift)")
+        // On NIM verify compares no expansion and no recall: the checker's alone is no disagreement.
+        #expect(ChaosCampaign.disagreements(counts: [:], sample: [], checkerFound: ["FINAL STATE a a-1: expansion on the target {}, on the source {x: 1}"],
+                                            target: "nim").isEmpty)
+    }
+
     typealias Record = ChaosFinalState.Record
 
     func entry(_ n: Int, edits: [String] = [], recalled: Bool = false, expansion: [String: String] = [:], reactions: [String] = []) -> WorkLog.Entry {
