@@ -3,9 +3,11 @@ import IMCore
 import Testing
 
 /// The fault campaign (docs/reliability.md): per seed, a topology of two vendors' sandboxes and one
-/// `imbridge run` process, a stream of texts into 3–6 groups, and a random schedule of faults on the
-/// bridge process and the target; then every source message must be on the target exactly once, in
-/// source order, with nothing dead-lettered and no secret in the bridge's logs.
+/// `imbridge run` process, a conversation in 3–6 groups (texts, replies, edits, recalls, deletions,
+/// expansion changes, reactions), and a random schedule of faults on the bridge process, the target,
+/// the source's callbacks and an operator's commands; then every source message must be on the target
+/// exactly once, in source order, in the source's final state, `imbridge verify` must agree, with
+/// nothing dead-lettered and no secret in the bridge's logs.
 ///
 /// Seeds: `IMBRIDGE_CHAOS_SEED=N`, `IMBRIDGE_CHAOS_SEEDS=N` (1…N), or the fixed CI set
 /// (`ChaosSeeds.ci`). Fault kinds: `IMBRIDGE_CHAOS_FAULTS` (`all`, or names), by default every kind not
