@@ -346,14 +346,14 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
 /// The seeds a run covers: `IMBRIDGE_CHAOS_SEED=N` (one), `IMBRIDGE_CHAOS_SEEDS=N` (1…N), `=A-B` or
 /// `=A,B,C`; without either, the fixed CI set.
 enum ChaosSeeds {
-    /// Seeds verified to pass on today's bridge with the default fault kinds (docs/reliability.md): three
-    /// SQLite topologies; seed 21, two instances on PostgreSQL with a paused lane holder (Finding 6's
-    /// case); seed 94, a PostgreSQL outage under two instances and a NIM source (Finding 7's case); seed
-    /// 22, a SIGTERM right after a start that follows an outage (Finding 9); seed 82, a stop with a
-    /// request still open (Finding 10); seed 40, two instances, a paused holder and a RongCloud source
-    /// whose callbacks of one group race (Finding 12); seed 50, an instance meeting a WuKong conversation
-    /// the other recorded (Finding 11).
-    static let ci: [UInt64] = [1, 3, 6, 21, 22, 40, 50, 82, 94]
+    /// Seeds verified to pass with the default fault kinds and the conversation workload
+    /// (docs/reliability.md, "The conversation workload"): seed 27, RongCloud → WuKong on SQLite with
+    /// deletions, recalls and expansion changes, two `changes-while-down`, `redeliver`; seed 65, RongCloud
+    /// → NIM on SQLite with `changes-while-down`, `twice`, `clock-skew`, `after-accept`; seed 62, RongCloud
+    /// → NIM on PostgreSQL with `postgres-down`, `changes-while-down`, `twice`, `clock-skew`. No seed with
+    /// edits (WuKong sources) passes yet (Findings 19, 20), nor one with `migrate` beside the bridge
+    /// (Findings 14, 18 and seed 59).
+    static let ci: [UInt64] = [27, 62, 65]
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [UInt64] {
         if let one = environment["IMBRIDGE_CHAOS_SEED"].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }) { return [one] }
