@@ -58,7 +58,7 @@ test-example-sandbox:
 # It needs PostgreSQL (two-instance topologies) but no browser.
 chaos:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BUILD_PACKAGES) postgresql"
-	IMBRIDGE_CHAOS_SEED="$(SEED)" IMBRIDGE_CHAOS_SEEDS="$(SEEDS)" IMBRIDGE_CHAOS_FAULTS="$(FAULTS)" $(SWIFT) test --filter ChaosTests
+	IMBRIDGE_CHAOS_SEED="$(SEED)" IMBRIDGE_CHAOS_SEEDS="$(SEEDS)" IMBRIDGE_CHAOS_FAULTS="$(FAULTS)" IMBRIDGE_CHAOS_PLANS="$(PLANS)" $(SWIFT) test --filter ChaosTests
 
 demo:
 	@$(MAKE) --no-print-directory deps APT_PACKAGES="$(BUILD_PACKAGES)"

@@ -10,18 +10,23 @@ import IMRelay
 /// writes; docs/expansions.md).
 extension CatchUpRunner {
     /// One `expansionChanged` per message whose keys differ from what it is known to hold: keys with
-    /// another value (at the version history gives them), keys it no longer has (removed, at `now`). Keys
-    /// the store knows nothing of (a message recorded before the bridge kept what messages are sent with)
-    /// are taken as held now, silently: the bridge cannot tell them from the message's first values.
+    /// another value (at the version history gives them), keys it no longer has (removed, at `now`), and
+    /// keys it did not have — where the store kept what the message was sent with (it has keys of the
+    /// message: every key it was sent with and every change since are kept), a key the store has never
+    /// seen was added since. Only the keys of a message the store knows nothing of (one recorded before
+    /// the bridge kept what messages are sent with, or sent with none) are taken as held now, silently:
+    /// the bridge cannot tell them from the message's first values. History does not say who made a
+    /// change: it is relayed as the message's sender's (whose puppet wrote the copy, so may write to it —
+    /// a NIM carrier must come from a member of the team).
     func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource, now: Int64) async throws -> [IMEvent] {
-        let shown = messages.compactMap { message in message.expansion.map { (message.id, $0) } }
+        let shown = messages.compactMap { message in message.expansion.map { (message.id, $0, message.sender) } }
         guard !shown.isEmpty else { return [] }
         let capabilities = source.capabilities
         let limits = capabilities.support(.expansion).isNative ? capabilities.expansionLimits : nil
         let backend = key.backend, conversation = key.conversation
         return try await store.groupedTransaction { tx in
             var events: [IMEvent] = []
-            for (id, expansion) in shown {
+            for (id, expansion, sender) in shown {
                 let records = try tx.expansionKeys(of: id, on: backend)
                 var set: [String: String] = [:], removed: [String] = [], version = Int64.min
                 var adopted: [ExpansionKeyRecord] = []
@@ -32,6 +37,10 @@ extension CatchUpRunner {
                     switch records[original]?.held ?? .unknown {
                     case .known(let held) where held == entry.value:
                         continue
+                    case .unknown where records[original] == nil && !records.isEmpty:
+                        // Added while nobody was listening: a change like any other.
+                        set[vendorKey] = entry.value
+                        version = max(version, entry.version)
                     case .unknown:
                         var record = records[original] ?? ExpansionKeyRecord(key: original)
                         record.held = .known(entry.value)
@@ -52,7 +61,7 @@ extension CatchUpRunner {
                 let digest = Self.fnv1a(set.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "&")
                                         + "|" + delta.removed.joined(separator: "&"))
                 events.append(IMEvent(eventID: EventID("exp-state:\(id):\(version):\(digest)"), backend: backend,
-                                      kind: .expansionChanged(messageID: id, conversation: conversation, by: nil, delta: delta)))
+                                      kind: .expansionChanged(messageID: id, conversation: conversation, by: sender, delta: delta)))
             }
             return events
         }

@@ -80,6 +80,8 @@ public struct CallbackPolicy: Sendable, Equatable {
 ///   order under a lock of its own (its store's) hands them over under that lock with `submit` and then
 ///   awaits `takeSubmitted`: an `await enqueue` made after the lock is released does not keep that
 ///   order, since two requests can reach this actor either way round (docs/reliability.md, Finding 12).
+/// - `misbehaviour` can make the next batches arrive twice (after a success, or as two concurrent
+///   requests) or swapped with the batch behind them (`CallbackMisbehaviour`, `POST /_sandbox/callbacks`).
 /// - `render` turns a batch into the HTTP request (the vendor's path, body and signature headers).
 public actor CallbackDeliverer<Item: Sendable> {
     public typealias Render = @Sendable ([Item]) -> OutboundRequest
@@ -94,6 +96,8 @@ public actor CallbackDeliverer<Item: Sendable> {
     }
 
     public let policy: CallbackPolicy
+    /// Redeliveries, concurrent doubles and swapped batches armed from outside (`CallbackMisbehaviour`).
+    public nonisolated let misbehaviour = CallbackMisbehaviour()
     private let render: Render
     private let client: HTTPClientWrapper
     private let isSuccess: @Sendable (Int) -> Bool
@@ -166,6 +170,8 @@ public actor CallbackDeliverer<Item: Sendable> {
         if queue.isEmpty && inFlight == 0 { return true }
         let deadline = Task { [weak self] in
             try? await Task.sleep(nanoseconds: UInt64(timeoutMs) * 1_000_000)
+            // Cancelled: the wait ended on its own; releasing now would end a later caller's wait early.
+            if Task.isCancelled { return }
             await self?.releaseIdleWaiters()
         }
         await withCheckedContinuation { idleWaiters.append($0) }
@@ -204,26 +210,58 @@ public actor CallbackDeliverer<Item: Sendable> {
         while !queue.isEmpty, !Task.isCancelled {
             if policy.intervalMs > 0 { try? await Task.sleep(nanoseconds: UInt64(policy.intervalMs) * 1_000_000) }
             let batch = Array(queue.prefix(policy.maxBatch))
-            inFlight = batch.count
-            var attempt = 0
-            var delivered = false
-            while !Task.isCancelled {
-                stats.attempts += 1
-                attempt += 1
-                if await deliver(batch) {
-                    delivered = true
-                    break
+            if misbehaviour.take(.swap) {
+                // Held back: the batch behind it (if one comes in time) goes first.
+                let waitUntil = ContinuousClock.now + .milliseconds(misbehaviour.swapWaitMs)
+                while queue.count <= batch.count, ContinuousClock.now < waitUntil, !Task.isCancelled {
+                    try? await Task.sleep(nanoseconds: 20_000_000)
                 }
-                stats.failures += 1
-                if let most = policy.maxAttempts, attempt >= most { break }
-                try? await Task.sleep(nanoseconds: UInt64(policy.pauseMs(after: attempt)) * 1_000_000)
+                let behind = Array(queue.dropFirst(batch.count).prefix(policy.maxBatch))
+                if !behind.isEmpty {
+                    inFlight = batch.count + behind.count
+                    guard let delivered = await attempt(behind) else { return }
+                    queue.removeSubrange(batch.count..<min(queue.count, batch.count + behind.count))
+                    if delivered { stats.delivered += behind.count } else { stats.dropped += behind.count }
+                }
             }
-            if Task.isCancelled { return }
+            inFlight = batch.count
+            guard let delivered = await attempt(batch) else { return }
             queue.removeFirst(min(batch.count, queue.count))
             inFlight = 0
             if delivered { stats.delivered += batch.count } else { stats.dropped += batch.count }
         }
         if queue.isEmpty { releaseIdleWaiters() }
+    }
+
+    /// Sends `batch` until it is answered success (true) or the policy gives up (false); nil when stopped.
+    /// Applies the armed `twice` (per attempt) and `redeliver` (after the success) misbehaviour.
+    private func attempt(_ batch: [Item]) async -> Bool? {
+        var attempt = 0
+        while !Task.isCancelled {
+            stats.attempts += 1
+            attempt += 1
+            let success: Bool
+            if misbehaviour.take(.twice) {
+                stats.attempts += 1
+                async let first = deliver(batch)
+                async let second = deliver(batch)
+                let (one, other) = await (first, second)
+                success = one || other
+            } else {
+                success = await deliver(batch)
+            }
+            if success {
+                if misbehaviour.take(.redeliver) {
+                    stats.attempts += 1
+                    _ = await deliver(batch)
+                }
+                return true
+            }
+            stats.failures += 1
+            if let most = policy.maxAttempts, attempt >= most { return false }
+            try? await Task.sleep(nanoseconds: UInt64(policy.pauseMs(after: attempt)) * 1_000_000)
+        }
+        return nil
     }
 
     private func deliver(_ batch: [Item]) async -> Bool {

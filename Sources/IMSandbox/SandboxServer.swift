@@ -11,7 +11,11 @@ import Synchronization
 /// - `POST /_sandbox/reset` → clears the vendor state and the faults
 /// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept","retry_after","echo","echo_headers"}` /
 ///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
-/// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}`
+/// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}` (forward) or
+///   `{"skew_ms":N}` (either way: a vendor clock skewed against the bridge's, `SandboxClock.skew`)
+/// - `POST /_sandbox/callbacks` `{"redeliver":N,"twice":N,"swap":N}` → arms the next N callback batches to
+///   be delivered again after a success, twice at once, or after the batch behind them
+///   (`CallbackMisbehaviour`); answers what is armed; 404 where the sandbox sends no callbacks
 /// - `POST /_sandbox/drift` `{"op","id",…}` → plants drift on a stored message (`SandboxDrift`)
 /// - `POST /_sandbox/groups` `{"id","owner","members","name"}` → seeds a group under a chosen id
 ///   (`SandboxGroupSeed`; test-only control)
@@ -142,11 +146,27 @@ public final class SandboxServer: Sendable {
         case ("GET", "/_sandbox/clock"):
             return .json(["now_ms": clock.nowMs()])
         case ("POST", "/_sandbox/clock"):
-            guard let body = try? JSONValue.parse(Data(request.body)), let advance = body["advance_ms"]?.int64Value, advance >= 0 else {
-                return .json(["error": "expected {\"advance_ms\": N} with N ≥ 0"], status: 400)
+            let body = try? JSONValue.parse(Data(request.body))
+            if let skew = body?["skew_ms"]?.int64Value {
+                clock.skew(byMs: skew)
+                return .json(["now_ms": clock.nowMs()])
+            }
+            guard let advance = body?["advance_ms"]?.int64Value, advance >= 0 else {
+                return .json(["error": "expected {\"advance_ms\": N} with N ≥ 0, or {\"skew_ms\": N}"], status: 400)
             }
             clock.advance(byMs: advance)
             return .json(["now_ms": clock.nowMs()])
+        case ("POST", "/_sandbox/callbacks"):
+            guard let misbehaviour = vendor.callbackMisbehaviour else {
+                return .json(["error": "this sandbox sends no callbacks"], status: 404)
+            }
+            do {
+                try misbehaviour.arm(try JSONValue.parse(request.body.isEmpty ? Data("{}".utf8) : Data(request.body)))
+                let armed = misbehaviour.armed
+                return .json(["redeliver": armed.redeliver, "twice": armed.twice, "swap": armed.swap])
+            } catch {
+                return .json(["error": "\(error)"], status: 400)
+            }
         default:
             return await vendor.handleSandboxExtra(request) ?? .json(["error": "no sandbox route \(request.method) \(path)"], status: 404)
         }

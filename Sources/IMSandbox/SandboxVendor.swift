@@ -48,6 +48,8 @@ public protocol SandboxVendor: Sendable {
     /// Puts a group under the id the test chose (`POST /_sandbox/groups`, `SandboxGroupSeed`):
     /// test-only control for the vendors that refuse group messages into groups they do not have.
     func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError)
+    /// The misbehaviour of the sandbox's callbacks (`POST /_sandbox/callbacks`); nil where it sends none.
+    var callbackMisbehaviour: CallbackMisbehaviour? { get }
 }
 
 extension SandboxVendor {
@@ -58,6 +60,7 @@ extension SandboxVendor {
     public func seedGroup(_ seed: SandboxGroupSeed) async throws(SandboxGroupSeed.SeedError) {
         throw .unsupported("this sandbox keeps no groups")
     }
+    public var callbackMisbehaviour: CallbackMisbehaviour? { nil }
 }
 
 /// A stored message as `GET /_sandbox/messages` shows it (docs/architecture.md, "Sandboxes"): the same fields for

@@ -67,6 +67,9 @@ extension Verifier {
         let capabilities = target.capabilities
         let edits = capabilities.support(.edit).isNative && target is any Editing
         let recalls = capabilities.support(.recall).isNative && target is any Recalling
+        // A source without expansions of its own (NIM: its changes travel as carriers) shows nothing to
+        // compare a copy's values with.
+        let sourceKeepsExpansions = source.capabilities.support(.expansion).isNative
         let lane = pair.lane
         let (pendingAfter, recalledByUs, late) = try await store.reading { tx -> (Set<MessageID>, Set<String>, Set<String>) in
             let pending = try Self.pendingSources(in: lane, tx)
@@ -240,7 +243,7 @@ extension Verifier {
                 }
                 result.items.append(drift)
             }
-            if capabilities.support(.expansion).isNative, target is any ExpansionUpdating, item.outgoing.expansion != nil {
+            if sourceKeepsExpansions, capabilities.support(.expansion).isNative, target is any ExpansionUpdating, item.outgoing.expansion != nil {
                 let limits = capabilities.expansionLimits
                 let want = Dictionary((source.expansion?.values ?? [:]).map { (ExpansionKeyCodec.encode($0.key, for: limits), $0) },
                                       uniquingKeysWith: { first, _ in first })

@@ -56,7 +56,8 @@ public struct VerifyScope: Sendable {
 ///   a copy the target's history drops when recalled (NIM) is not missing when its original is recalled.
 ///   Copies `--repair` took back are remembered in the store (`verify/recalled/…`) for targets whose
 ///   history cannot show it (JMessage); copies it sent late (`verify/late/…`) are not out of order.
-/// - Expansion values are compared where the target keeps expansions natively and the copy was sent with one.
+/// - Expansion values are compared where the source and the target keep expansions natively and the copy
+///   was sent with one (NIM's changes travel as carriers: nothing to compare on its side).
 public final class Verifier: Sendable {
     let store: BridgeStore
     /// The backends, and how an event is planned for a leg (the relay's own planning).

@@ -32,12 +32,39 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     case pauseHolder = "pause-holder"
     /// The PostgreSQL server under the bridge stopped (immediate shutdown) for a while, then started.
     case postgresDown = "postgres-down"
+    /// The source's next callback batches are delivered again after their success (`CallbackMisbehaviour`).
+    case redeliver
+    /// The source's next callback batches are each sent as two requests at the same time.
+    case twice
+    /// The source's next callback batches are each held back behind the batch after them; drawn only on a
+    /// WuKong source, whose `message_seq` lets the receiver restore the order (no vendor documents a window
+    /// within which its callbacks may arrive out of order).
+    case reorder
+    /// The source's and the target's sandbox clocks skewed against the bridge's by ± 1–10 minutes, from the
+    /// start (a property of the run, not a scheduled step).
+    case clockSkew = "clock-skew"
+    /// `imbridge verify --repair --settle S` run beside the relaying bridge, on its store.
+    case verifyRepair = "verify-repair"
+    /// `imbridge migrate --history-only` of every group along the route, run beside the relaying bridge.
+    case migrate
+    /// The bridge stopped with SIGTERM, and while it is down old messages are changed on the source (an edit
+    /// on WuKong, an expansion change, a recall — on RongCloud a deletion — by the first one of a run).
+    case changesWhileDown = "changes-while-down"
+    /// `retention` and `catch_up.max_age` of 15 s; after the workload has converged the run waits past
+    /// retention, restarts the bridge (which prunes the ledger) and makes one more change per group: no
+    /// change of before may be relayed again (a property of the run, its restart after the workload).
+    case restartAfterRetention = "restart-after-retention"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
     /// Faults of the bridge's side (process and store) do not overlap one another; nor do the target's.
-    var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop, .storeFull].contains(self) }
-    var hitsTarget: Bool { !hitsBridge && !hitsCluster && self != .flood }
+    var hitsBridge: Bool { [.sigkill, .sigterm, .sigstop, .storeFull, .changesWhileDown].contains(self) }
+    var hitsTarget: Bool { [.serverErrors, .rateLimited, .rateLimitedNoWait, .latency, .lostAnswer, .refused].contains(self) }
+    /// The source's callbacks misbehaving; drawn after the cluster's, in slots of their own.
+    var hitsSource: Bool { [.redeliver, .twice, .reorder].contains(self) }
+    /// What an operator runs beside the bridge; drawn after the source's, in slots of their own (they
+    /// overlap every other party's faults).
+    var hitsOperator: Bool { [.verifyRepair, .migrate].contains(self) }
     /// Faults that need the PostgreSQL topology (one or two instances on one server); drawn after the
     /// others, so plans without them stay what they were.
     var hitsCluster: Bool { [.pauseHolder, .postgresDown].contains(self) }
@@ -92,6 +119,13 @@ struct Fault: Sendable, CustomStringConvertible {
         case .latency: return "\(at) latency: target answers \(latencyMs) ms late for \(durationMs) ms"
         case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
             return "\(at) \(kind.rawValue): next \(count) target requests\(pathPrefix.map { " to \($0)" } ?? "") answered \(status)"
+        case .redeliver: return "\(at) redeliver: the source's next \(count) callback batches delivered again after their success"
+        case .twice: return "\(at) twice: the source's next \(count) callback batches each sent as two requests at once"
+        case .reorder: return "\(at) reorder: the source's next \(count) callback batches each held back behind the one after it"
+        case .verifyRepair: return "\(at) verify-repair: `imbridge verify --repair --settle \(count)` beside the bridge"
+        case .migrate: return "\(at) migrate: `imbridge migrate --history-only` of every group beside the bridge"
+        case .changesWhileDown: return "\(at) changes-while-down: bridge stopped (SIGTERM), old messages changed on the source, down \(durationMs) ms in all, then restarted"
+        case .clockSkew, .restartAfterRetention: return "\(at) \(kind.rawValue)"
         }
     }
 }
@@ -154,6 +188,14 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
 
     /// `catch_up.max_messages_per_conversation` of a run with a flood.
     static let floodCatchUpCap = 100
+    /// The source's and the target's clock skew (ms; `clock-skew`), nil: none.
+    var skewMs: (source: Int64, target: Int64)?
+    /// `restart-after-retention`: retention and `catch_up.max_age` of `retentionSeconds`, and the restart
+    /// past it once the workload has converged.
+    var restartAfterRetention = false
+    static let retentionSeconds = 15
+    /// The changes, replies and extensible messages of each paced group (`ConversationScript`).
+    var script: [String: ConversationScript] = [:]
 
     /// Every group relayed: the paced ones and the flooded one.
     var groups: [String] { conversations + (flood > 0 ? ["flood"] : []) }
@@ -198,7 +240,8 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
                     fault.status = 504
                     fault.count = Int.random(in: 1...5, using: &rng)
                     fault.pathPrefix = sendPath
-                case .flood, .pauseHolder, .postgresDown: break
+                case .changesWhileDown: fault.durationMs = min(room, Int.random(in: 1000...3000, using: &rng))
+                default: break
                 }
                 return fault
             }
@@ -219,6 +262,40 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
             instances = drawn.contains { $0.kind == .pauseHolder } ? 2 : 1
             self.faults = (self.faults.filter { $0.kind != .storeFull } + drawn).sorted { $0.atMs < $1.atMs }
         }
+        // The kinds added with the conversation workload, drawn after all of the above (so a plan without
+        // them is what it was): the source's callbacks, the operator's commands, the run's properties.
+        let sourceKinds = kinds.filter(\.hitsSource).filter { $0 != .reorder || source.vendor == "wukong" }.sorted()
+        if !sourceKinds.isEmpty {
+            let drawn = Self.slotted(sourceKinds, counts: 1...2, in: window, using: &rng) { kind, at, _, rng in
+                Fault(kind: kind, atMs: at, count: Int.random(in: 1...8, using: &rng))
+            }
+            self.faults = (self.faults + drawn).sorted { $0.atMs < $1.atMs }
+        }
+        let operatorKinds = kinds.filter(\.hitsOperator).sorted()
+        if !operatorKinds.isEmpty && Bool.random(using: &rng) {
+            let drawn = Self.slotted(operatorKinds, counts: 1...2, in: window, using: &rng) { kind, at, _, rng in
+                // verify's settle horizon (seconds) in `count`.
+                Fault(kind: kind, atMs: at, count: kind == .verifyRepair ? [0, 2, 5, 10, 60][Int.random(in: 0..<5, using: &rng)] : 0)
+            }
+            self.faults = (self.faults + drawn).sorted { $0.atMs < $1.atMs }
+        }
+        if kinds.contains(.restartAfterRetention) && Int.random(in: 0..<4, using: &rng) == 0 { restartAfterRetention = true }
+        if kinds.contains(.clockSkew) && !restartAfterRetention && Bool.random(using: &rng) {
+            let minutes = [-10, -5, -2, -1, 0, 1, 2, 5, 10]
+            skewMs = (Int64(minutes[Int.random(in: 0..<minutes.count, using: &rng)]) * 60_000,
+                      Int64(minutes[Int.random(in: 0..<minutes.count, using: &rng)]) * 60_000)
+        }
+        script = ConversationScript.draw(seed: seed, source: source, conversations: conversations, perConversation: perConversation)
+    }
+
+    /// Every kind the plan stages, with how often (the scheduled faults, the flood and the run's properties).
+    var kindCounts: [FaultKind: Int] {
+        var counts: [FaultKind: Int] = [:]
+        for fault in faults { counts[fault.kind, default: 0] += 1 }
+        if flood > 0 { counts[.flood, default: 0] += 1 }
+        if skewMs != nil { counts[.clockSkew, default: 0] += 1 }
+        if restartAfterRetention { counts[.restartAfterRetention, default: 0] += 1 }
+        return counts
     }
 
     /// One party's faults: 1 of `counts` slots of `window`, each with a kind drawn from `kinds`, a start in
@@ -253,6 +330,15 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
                      "schedule (ms after the workload started):"]
         lines += faults.map { "  \($0)" }
         if faults.isEmpty { lines.append("  (no faults)") }
+        if let skewMs { lines.append("  clock-skew: source clock \(skewMs.source / 60_000) min, target clock \(skewMs.target / 60_000) min against the bridge's, from the start") }
+        if restartAfterRetention {
+            lines.append("  restart-after-retention: retention and catch_up.max_age \(Self.retentionSeconds) s; after convergence, past retention, a restart and one more change per group")
+        }
+        lines.append("kinds staged: " + (kindCounts.isEmpty ? "none" : kindCounts.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")))
+        let changes = script.values.flatMap { $0.changes.values.flatMap { $0 } }
+        let byKind = Dictionary(grouping: changes, by: \.kind.rawValue).mapValues(\.count).sorted { $0.key < $1.key }
+        lines.append("conversation: " + byKind.map { "\($0.value) \($0.key)" }.joined(separator: ", ")
+                     + ", \(script.values.map(\.replies.count).reduce(0, +)) replies over the paced groups")
         return lines.joined(separator: "\n")
     }
 }
@@ -260,14 +346,14 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
 /// The seeds a run covers: `IMBRIDGE_CHAOS_SEED=N` (one), `IMBRIDGE_CHAOS_SEEDS=N` (1…N), `=A-B` or
 /// `=A,B,C`; without either, the fixed CI set.
 enum ChaosSeeds {
-    /// Seeds verified to pass on today's bridge with the default fault kinds (docs/reliability.md): three
-    /// SQLite topologies; seed 21, two instances on PostgreSQL with a paused lane holder (Finding 6's
-    /// case); seed 94, a PostgreSQL outage under two instances and a NIM source (Finding 7's case); seed
-    /// 22, a SIGTERM right after a start that follows an outage (Finding 9); seed 82, a stop with a
-    /// request still open (Finding 10); seed 40, two instances, a paused holder and a RongCloud source
-    /// whose callbacks of one group race (Finding 12); seed 50, an instance meeting a WuKong conversation
-    /// the other recorded (Finding 11).
-    static let ci: [UInt64] = [1, 3, 6, 21, 22, 40, 50, 82, 94]
+    /// Seeds verified to pass with the default fault kinds and the conversation workload
+    /// (docs/reliability.md, "The conversation workload"): seed 27, RongCloud → WuKong on SQLite with
+    /// deletions, recalls and expansion changes, two `changes-while-down`, `redeliver`; seed 65, RongCloud
+    /// → NIM on SQLite with `changes-while-down`, `twice`, `clock-skew`, `after-accept`; seed 62, RongCloud
+    /// → NIM on PostgreSQL with `postgres-down`, `changes-while-down`, `twice`, `clock-skew`. No seed with
+    /// edits (WuKong sources) passes yet (Findings 19, 20), nor one with `migrate` beside the bridge
+    /// (Findings 14, 18 and seed 59).
+    static let ci: [UInt64] = [27, 62, 65]
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [UInt64] {
         if let one = environment["IMBRIDGE_CHAOS_SEED"].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }) { return [one] }

@@ -3,9 +3,11 @@ import IMCore
 import Testing
 
 /// The fault campaign (docs/reliability.md): per seed, a topology of two vendors' sandboxes and one
-/// `imbridge run` process, a stream of texts into 3–6 groups, and a random schedule of faults on the
-/// bridge process and the target; then every source message must be on the target exactly once, in
-/// source order, with nothing dead-lettered and no secret in the bridge's logs.
+/// `imbridge run` process, a conversation in 3–6 groups (texts, replies, edits, recalls, deletions,
+/// expansion changes, reactions), and a random schedule of faults on the bridge process, the target,
+/// the source's callbacks and an operator's commands; then every source message must be on the target
+/// exactly once, in source order, in the source's final state, `imbridge verify` must agree, with
+/// nothing dead-lettered and no secret in the bridge's logs.
 ///
 /// Seeds: `IMBRIDGE_CHAOS_SEED=N`, `IMBRIDGE_CHAOS_SEEDS=N` (1…N), or the fixed CI set
 /// (`ChaosSeeds.ci`). Fault kinds: `IMBRIDGE_CHAOS_FAULTS` (`all`, or names), by default every kind not
@@ -14,6 +16,12 @@ import Testing
     @Test(arguments: ChaosSeeds.fromEnvironment())
     func everyMessageOnceInSourceOrder(seed: UInt64) async throws {
         let plan = ChaosPlan(seed: seed, kinds: try FaultKind.allowed())
+        if ProcessInfo.processInfo.environment["IMBRIDGE_CHAOS_PLANS"] == "1" {
+            // Only the plans (`make chaos … PLANS=1`): what each seed would stage, for choosing seeds.
+            print("chaos \(plan)")
+            #expect(plan.description == ChaosPlan(seed: seed, kinds: plan.kinds).description)
+            return
+        }
         let outcome = try await ChaosCampaign.run(plan)
         print(outcome.report)
         #expect(outcome.violations.isEmpty, "\(outcome.report)")
@@ -75,5 +83,92 @@ import Testing
         #expect(throws: IMError.self) { try FaultKind.allowed(["IMBRIDGE_CHAOS_FAULTS": "meteor"]) }
         let plan = ChaosPlan(seed: 9, kinds: [.sigterm])
         #expect(plan.faults.allSatisfy { $0.kind == .sigterm } && plan.replay == "make chaos SEED=9 FAULTS=sigterm")
+        #expect(try FaultKind.allowed(["IMBRIDGE_CHAOS_FAULTS": "redeliver,changes-while-down"]) == [.redeliver, .changesWhileDown])
+    }
+
+    /// The conversation's script: the same for the same seed, only the changes the source's API offers,
+    /// texts 1 and 2 left to `changes-while-down`, and nothing changed after its recall or deletion.
+    @Test func theScriptOffersWhatTheSourceHas() throws {
+        let kinds = FaultKind.defaultSet
+        var seen = Set<ChangeKind>()
+        for seed: UInt64 in 1...40 {
+            let plan = ChaosPlan(seed: seed, kinds: kinds)
+            #expect(plan.description == ChaosPlan(seed: seed, kinds: kinds).description)
+            for (conversation, script) in plan.script {
+                var ended = Set<Int>()
+                for after in script.changes.keys.sorted() {
+                    for change in script.changes[after]! {
+                        seen.insert(change.kind)
+                        #expect(ChangeKind.offered(by: plan.source.vendor).contains(change.kind), "\(plan.source.vendor) \(change.kind)")
+                        #expect(change.target >= 3 && change.target <= after && !ended.contains(change.target), "\(conversation) \(change)")
+                        if change.kind.ends { ended.insert(change.target) }
+                    }
+                }
+                #expect(script.replies.allSatisfy { $0.value >= 2 && $0.value < $0.key })
+            }
+            #expect(!plan.faults.contains { $0.kind == .reorder } || plan.source.vendor == "wukong")
+        }
+        #expect(seen == Set(ChangeKind.allCases), "40 seeds draw every kind of change: \(seen)")
+    }
+
+    /// The two oracles held kind against kind: each side's finding without the other's is named.
+    @Test func theOraclesAreComparedKindByKind() {
+        #expect(ChaosCampaign.disagreements(counts: [:], sample: [], checkerFound: [], target: "wukong").isEmpty)
+        let lost = ["conversation a: …; LOST 1: a-3"]
+        #expect(ChaosCampaign.disagreements(counts: ["missing": 1], sample: [], checkerFound: lost, target: "wukong").isEmpty)
+        #expect(ChaosCampaign.disagreements(counts: [:], sample: [], checkerFound: lost, target: "wukong").first?.contains("verify no missing") == true)
+        let drift = ChaosCampaign.disagreements(counts: ["expansion": 2], sample: ["wk:group:a: expansion m1 → t1 st"], checkerFound: [], target: "wukong")
+        #expect(drift.count == 1 && drift[0].contains("verify reports 2 expansion, the checker none"), "\(drift)")
+        // On NIM verify compares no expansion and no recall: the checker's alone is no disagreement.
+        #expect(ChaosCampaign.disagreements(counts: [:], sample: [], checkerFound: ["FINAL STATE a a-1: expansion on the target {}, on the source {x: 1}"],
+                                            target: "nim").isEmpty)
+    }
+
+    typealias Record = ChaosFinalState.Record
+
+    func entry(_ n: Int, edits: [String] = [], recalled: Bool = false, expansion: [String: String] = [:], reactions: [String] = []) -> WorkLog.Entry {
+        var entry = WorkLog.Entry(conversation: "a", number: n, original: "a-\(n)", id: MessageID("m\(n)"), sender: "ann")
+        (entry.edits, entry.recalled, entry.expansion, entry.reactionNotices) = (edits, recalled, expansion, reactions)
+        return entry
+    }
+
+    /// The final state as a target that cannot edit and keeps expansions (RongCloud) shows it, and each
+    /// kind of break named.
+    @Test func theFinalStateNamesEachBreak() throws {
+        let entries = [entry(1), entry(2, edits: ["a-2-e1"]), entry(3, recalled: true), entry(4, expansion: ["st": "v4"], reactions: ["👍 +1"])]
+        let order = ["a-1", "a-2", "a-3", "a-4"]
+        let good = [Record(id: "t1", conversation: "a", text: "a-1"), Record(id: "t2", conversation: "a", text: "a-2"),
+                    Record(id: "t3", conversation: "a", text: "a-3", recalled: true), Record(id: "n1", conversation: "a", text: "✎ a-2-e1"),
+                    Record(id: "t4", conversation: "a", text: "a-4", expansion: ["st": "v4"]), Record(id: "n2", conversation: "a", text: "👍 +1")]
+        let rongCloud = ChaosFinalState.TargetTraits.of("rongcloud")
+        #expect(ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: entries, target: good, traits: rongCloud) == [])
+        func problems(_ target: [Record]) -> String {
+            ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: entries, target: target, traits: rongCloud).joined(separator: "\n")
+        }
+        var notRecalled = good
+        notRecalled[2].recalled = false
+        #expect(problems(notRecalled).contains("a-3: recalled on the source, 1 of 1 copies on the target not recalled"))
+        #expect(problems(good.filter { $0.id != "n1" }).contains("\"✎ a-2-e1\" shown 0 times"))
+        #expect(problems(good + [Record(id: "n3", conversation: "a", text: "✎ a-2-e1")]).contains("shown 2 times"))
+        var expansion = good
+        expansion[4].expansion = [:]
+        #expect(problems(expansion).contains("expansion on the target {}, on the source {st: v4}"))
+        #expect(problems(good.filter { $0.id != "n2" }).contains("reaction notices on the target"))
+        // A copy sent after the edit (by verify or migrate) shows the edited text: the same message.
+        var current = good
+        current[1].text = "a-2-e1"
+        #expect(problems(current).isEmpty, "\(problems(current))")
+        // A recalled message that never showed is as recalled; a lost one is lost.
+        #expect(problems(good.filter { $0.id != "t3" }).isEmpty)
+        #expect(problems(good.filter { $0.id != "t1" }).contains("LOST 1: a-1"))
+        // NIM: the carriers naming a copy, applied in order, are its expansion.
+        let nim = ChaosFinalState.TargetTraits.of("nim")
+        let carried = good.filter { !["n1", "n2"].contains($0.id) } + [
+            Record(id: "n1", conversation: "a", text: "✎ a-2-e1"), Record(id: "n2", conversation: "a", text: "👍 +1"),
+            Record(id: "c1", conversation: "a", kind: "custom", text: "[消息扩展更新]", carrier: ("t4", ["st": "v0", "x": "1"], [], false)),
+            Record(id: "c2", conversation: "a", kind: "custom", text: "[消息扩展更新]", carrier: ("t4", ["st": "v4"], ["x"], false))]
+        #expect(ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: entries, target: carried, traits: nim) == [])
+        let carrier = try #require(Record.carrier(in: ["body": .string(#"{"type":"imbridge.expansion","data":{"msgid":"t4","set":{"st":"v4"}}}"#)]))
+        #expect(carrier.target == "t4" && carrier.set == ["st": "v4"])
     }
 }

@@ -55,6 +55,12 @@ import Testing
 
         let reply = try await yx.send(OutgoingMessage(conversation: team, sender: "carol", content: .text("来自云信")))
         #expect(try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["text"] == "来自云信" } })
+        // A NIM app's carrier may name any NIM message: the WuKong copy takes the change as an expansion.
+        _ = try await (yx as! any ExpansionChangeSending).sendExpansionChange(ExpansionDelta(version: 1, set: ["seen": "yes"]), of: reply.id,
+                                                                              in: team, by: "carol")
+        let extended = try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["expansion"]?["seen"] == "yes" } }
+        let dead = try env.bridge.store.read { try $0.deadLetters(limit: 5) }.map { $0.lastError ?? "" }
+        #expect(extended, "\(dead)")
         try await (yx as! any Recalling).recall(reply.id, in: team, by: "carol")
         #expect(try await eventually { try await env.records("wk", "t1").contains { $0["from"] == "yx_carol" && $0["recalled"] == true } })
         #expect(await env.bridge.engine.waitUntilIdle())

@@ -73,9 +73,9 @@ extension CrashTests {
             }
         }
 
-        /// RongCloud → WuKong: a recall, an expansion change and an `isDelete` recall made on RongCloud while
-        /// the bridge is down reach WuKong once it is started again — from a re-read of RongCloud's history
-        /// (RongCloud routes them as callbacks only, which it gave up on).
+        /// RongCloud → WuKong: a recall, an expansion change (a key changed and a key added) and an `isDelete`
+        /// recall made on RongCloud while the bridge is down reach WuKong once it is started again — from a
+        /// re-read of RongCloud's history (RongCloud routes them as callbacks only, which it gave up on).
         @Test func rongCloudChangesMadeWhileDownReachWuKong() async throws {
             let rig = try await Rig.start(("rc", "rongcloud"), ("wk", "wukong"))
             defer { Task { await rig.bridgeRig.stop() } }
@@ -90,8 +90,9 @@ extension CrashTests {
             let standIn = try await rig.standIn()
 
             try await #require(rc as? any Recalling).recall(sent["to-recall"]!.id, in: group, by: "ann")
+            // A key changed and a key the message did not have: both are changes to relay.
             _ = try await #require(rc as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
-                                                                                   .set(["status": "paid"]))
+                                                                                   .set(["status": "paid", "paid_by": "bob"]))
             try await #require(rc as? any Deleting).delete(sent["to-delete"]!.id, in: group, by: "ann", forUser: nil)
             try await rig.callbacksDropped(atLeast: 3)
             await standIn.stop()
@@ -105,6 +106,7 @@ extension CrashTests {
                 let (recalled, deleted, expanded) = (try await copyRecord("to-recall"), try await copyRecord("to-delete"),
                                                      try await copyRecord("to-expand"))
                 return recalled?["recalled"] == true && deleted?["recalled"] == true && expanded?["expansion"]?["status"] == "paid"
+                    && expanded?["expansion"]?["paid_by"] == "bob"
             }
             let shown = try await rig.lab.table("wk", title: "WuKong")
             #expect(arrived, "the changes made while down reached WuKong:\n\(shown)\n\(bridge.output.suffix(4000))")
@@ -153,6 +155,37 @@ extension CrashTests {
             #expect(arrived, "the changes made while down reached RongCloud:\n\(shown)\n\(bridge.output.suffix(4000))")
             let (first, last) = (try await copyRecord("first"), try await copyRecord("last"))
             #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// RongCloud → NIM: an expansion change made on RongCloud while the bridge is down, found by the re-read
+        /// of history (which cannot say who made it), reaches NIM as a carrier from the message's sender's
+        /// puppet — a member of the team, as NIM requires of a sender (docs/adapters/nim.md, "Conversations").
+        @Test func rongCloudExpansionChangedWhileDownReachesNIM() async throws {
+            let rig = try await Rig.start(("rc", "rongcloud"), ("yx", "nim"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let tid = "1300000404"
+            try await rig.lab.seedGroup("yx", tid, owner: "rc_ann", members: ["rc_ann", "rc_bob"])
+            let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+            let group = ConversationRef.group(GroupID(tid))
+            var bridge = try await rig.bridge(run: 1)
+            let (sent, _) = try await rig.sendRelayed(["first", "to-expand"], into: group, through: rc, bridge: bridge)
+            func carried(_ value: String) async throws -> Bool {
+                try await rig.records(tid).contains { $0["kind"] == "custom" && ($0["raw"]?.jsonString() ?? "").contains(value) }
+            }
+            #expect(try await eventually(30) { try await carried("new") }, "the initial values as a carrier")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            _ = try await #require(rc as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
+                                                                                   .set(["status": "paid"]))
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let arrived = try await eventually(60) { try await carried("paid") }
+            let dead = try BridgeStore(path: rig.bridgeRig.sqlitePath).read { try $0.deadLetters(limit: 5) }.map { $0.lastError ?? "" }
+            #expect(arrived && dead.isEmpty, "the change made while down reached NIM: \(dead)\n\(bridge.output.suffix(3000))")
             #expect(await bridge.terminate() == 0)
         }
 

@@ -90,3 +90,30 @@ extension VerifyEndToEndTests {
         #expect(try store.read { try ($0.count(state: .pending), $0.count(state: .dead)) } == (0, 0), "\(bridge.output.suffix(3000))")
     }
 }
+
+extension VerifyEndToEndTests {
+    /// NIM keeps no expansions (its changes travel as `imbridge.expansion` carriers, docs/adapters/nim.md):
+    /// a RongCloud copy that took a NIM carrier's change is not expansion drift — the source shows none to
+    /// compare with, and `--repair` must not take the carried values off the copy.
+    @Test func aNIMCarrierChangeIsNoExpansionDrift() async throws {
+        let rig = try await CrashTests.ChangesWhileDownTests.Rig.start(("yx", "nim"), ("rc", "rongcloud"))
+        defer { Task { await rig.bridgeRig.stop() } }
+        let tid = "1300000505"
+        try await rig.lab.seedGroup("yx", tid, owner: "ann", members: ["ann", "bob"])
+        let yx = try await rig.lab.userBackend("yx", registry: ContentRegistry())
+        let group = ConversationRef.group(GroupID(tid))
+        let bridge = try await rig.bridge(run: 1)
+        defer { bridge.killWithoutWaiting() }
+        let (sent, copies) = try await rig.sendRelayed(["carried"], into: group, through: yx, bridge: bridge)
+        _ = try await #require(yx as? any ExpansionChangeSending).sendExpansionChange(ExpansionDelta(version: 1, set: ["status": "paid"]),
+                                                                                        of: sent["carried"]!.id, in: group, by: "bob")
+        let extended = try await eventually(30) {
+            try await rig.records(tid).first { $0["id"]?.stringValue == copies["carried"]?.rawValue }?["expansion"]?["status"] == "paid"
+        }
+        #expect(extended, "\(bridge.output.suffix(2000))")
+        let path = "\(rig.lab.directory)/report-carrier.json"
+        let (status, output) = try await IMBridgeCLI.run(["verify", "--config", rig.bridgeRig.config, "--settle", "0", "--report", path],
+                                                        timeoutSeconds: 300)
+        #expect(status == 0, "no drift:\n\(output)")
+    }
+}

@@ -68,6 +68,12 @@ final class EchoVendor: SandboxVendor {
         let before = clock.nowMs()
         let moved = try await post(base + "/_sandbox/clock", json: #"{"advance_ms":180000}"#)
         #expect(moved.status == 200 && clock.nowMs() - before >= 180_000)
+        // A skew moves the clock either way (a vendor clock behind the bridge's); `advance_ms` stays forward only.
+        let skewed = try await post(base + "/_sandbox/clock", json: #"{"skew_ms":-600000}"#)
+        #expect(skewed.status == 200 && clock.nowMs() - before < -400_000)
+        #expect(try await post(base + "/_sandbox/clock", json: #"{"advance_ms":-1}"#).status == 400)
+        // A sandbox that sends no callbacks has nothing to arm.
+        #expect(try await post(base + "/_sandbox/callbacks", json: #"{"redeliver":1}"#).status == 404)
         #expect(try await post(base + "/_sandbox/reset").status == 200)
         let empty = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/messages"))
         #expect(empty.bodyString == #"{"messages":[]}"#)
@@ -197,6 +203,41 @@ final class EchoVendor: SandboxVendor {
         // serves last (a full `make test` took over 20 s for 75 items): the wait is long, the count small.
         #expect(await deliverer.waitUntilIdle(timeoutMs: 120_000))
         #expect(seen.withLock { $0 } == (0..<96).map { "[\($0)]" })
+        await deliverer.stop()
+        await receiver.stop()
+    }
+
+    /// The campaign's callback faults (`CallbackMisbehaviour`): a batch delivered again after its success, a
+    /// batch sent as two requests at once, and a batch held back behind the next — each on the armed count
+    /// of batches only.
+    @Test func armedMisbehaviourRedeliversDoublesAndSwapsBatches() async throws {
+        let seen = Mutex<[String]>([])
+        let receiver = HTTPServer { request in
+            seen.withLock { $0.append(request.bodyString) }
+            return .text("ok")
+        }
+        let port = try await receiver.start()
+        let deliverer = CallbackDeliverer<Int>(retryBaseMs: 5, retryMaxMs: 20) { batch in
+            .json("http://127.0.0.1:\(port)/hook", Data("\(batch)".utf8))
+        }
+        try deliverer.misbehaviour.arm(JSONValue.parse(Data(#"{"redeliver":1}"#.utf8)))
+        await deliverer.enqueue([1, 2])
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 60_000))
+        #expect(seen.withLock { $0 } == ["[1]", "[1]", "[2]"], "the first batch again after its success, the next once")
+
+        deliverer.misbehaviour.arm(.init(twice: 1))
+        await deliverer.enqueue(3)
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 60_000))
+        #expect(seen.withLock { Array($0.dropFirst(3)) } == ["[3]", "[3]"], "two requests for one batch")
+
+        deliverer.misbehaviour.arm(.init(swap: 1))
+        await deliverer.enqueue([4, 5, 6])
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 60_000))
+        #expect(seen.withLock { Array($0.dropFirst(5)) } == ["[5]", "[4]", "[6]"], "the held batch goes after the one behind it")
+        #expect(deliverer.misbehaviour.armed == .init() && deliverer.misbehaviour.applied == .init(redeliver: 1, twice: 1, swap: 1))
+        let stats = await deliverer.currentStats
+        #expect(stats.delivered == 6 && stats.pending == 0 && stats.dropped == 0)
+        #expect(throws: IMError.self) { try deliverer.misbehaviour.arm(JSONValue.parse(Data(#"{"swap":-1}"#.utf8))) }
         await deliverer.stop()
         await receiver.stop()
     }

@@ -89,7 +89,8 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// Who issues expansion changes through this backend (client SDK or server API limits).
     public var expansionCaller: ExpansionLimits.Caller
     /// True where every message can get expansion keys later (WuKong's `extra` dictionary has no
-    /// send-time switch); false where it must be enabled at send time (RongCloud). The bridge then
+    /// send-time switch; NIM's expansion carrier may name any message); false where it must be enabled at
+    /// send time (RongCloud). The bridge then
     /// sends copies of such messages with expansion enabled, so later changes can follow.
     public var expansionOnAnyMessage: Bool = false
     /// True where an expansion change's version (`ExpansionDelta.version` of an inbound

@@ -28,8 +28,8 @@ extension Capabilities {
         capabilities.history = HistoryPositioning(cursorForm: .timeAndID, numericMessageIDs: true,
                                                   refusalTemplate: "'{cursor}' is not a jmessage history cursor")
         capabilities.sendConversationKinds = ConversationKinds([.direct, .group, .chatroom])
-        // The adapter removes no group member (docs/adapters/jmessage.md, "Facts on the preset").
-        capabilities.directory = DirectorySupport(removesMembers: false)
+        // The adapter removes group members (`POST /v1/groups/{gid}/members` `remove`; docs/adapters/jmessage.md).
+        capabilities.directory = DirectorySupport()
         // HTTP 429 with 899030 and X-Rate-Limit-Reset 1 s; 899000 with HTTP 500 (docs/adapters/jmessage.md, "Facts on the preset").
         capabilities.faultAnswers = FaultAnswers(
             rateLimited: .init(.rateLimited, vendorCode: "899030", "server busy, retry later", retryAfterMs: 1000),

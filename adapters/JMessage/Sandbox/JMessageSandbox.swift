@@ -115,6 +115,9 @@ public final class JMessageSandbox: SandboxVendor {
         try await store.seed(seed)
     }
 
+    /// The routing push's misbehaviour, armed by `POST /_sandbox/callbacks` (`CallbackMisbehaviour`).
+    public var callbackMisbehaviour: CallbackMisbehaviour? { store.push?.misbehaviour }
+
     public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? {
         let prefix = "/_sandbox/media/"
         guard request.method == "GET", request.path.hasPrefix(prefix) else { return nil }

@@ -28,6 +28,8 @@ extension Capabilities {
         capabilities.faultAnswers = FaultAnswers(
             rateLimited: .init(.rateLimited, vendorCode: "416", "frequency control", retryAfterMs: 10_000),
             serverError: FaultAnswers.http.serverError)
+        // A carrier may name any message, however it was sent: copies elsewhere must take later changes.
+        capabilities.expansionOnAnyMessage = true
         // A team message needs a team that exists and a sender in it (codes from NIM's status table;
         // which one sendMsg answers is the strict reading, docs/adapters/nim.md, "Conversations").
         capabilities.groupSendRefusals = GroupSendRefusals(

@@ -74,6 +74,9 @@ public final class NIMSandbox: SandboxVendor {
         return SandboxServer(vendor: vendor, clock: clock, host: options.host, port: options.port)
     }
 
+    /// The callbacks' misbehaviour, armed by `POST /_sandbox/callbacks` (`CallbackMisbehaviour`).
+    public var callbackMisbehaviour: CallbackMisbehaviour? { deliverer?.misbehaviour }
+
     /// How the message copies fared so far (delivered, dropped, pending); nil without a callback URL.
     public func deliveryStats() async -> CallbackDeliverer<NIMCopyEvent>.Stats? {
         await deliverer?.currentStats

@@ -75,6 +75,9 @@ public final class RongCloudSandbox: SandboxVendor {
         await deliverer?.waitUntilIdle(timeoutMs: timeoutMs) ?? true
     }
 
+    /// The callbacks' misbehaviour, armed by `POST /_sandbox/callbacks` (`CallbackMisbehaviour`).
+    public var callbackMisbehaviour: CallbackMisbehaviour? { deliverer?.misbehaviour }
+
     /// How the routing callbacks fared so far (delivered, dropped, pending); nil without a callback URL.
     public func deliveryStats() async -> CallbackDeliverer<RCRoutedMessage>.Stats? {
         await deliverer?.currentStats

@@ -111,6 +111,10 @@ public final class WuKongSandbox: SandboxVendor {
         offlineFeed.finish()
     }
 
+    /// The `msg.notify` callbacks' misbehaviour, armed by `POST /_sandbox/callbacks` (`CallbackMisbehaviour`);
+    /// the `msg.offline` pushes are sent once, as WuKongIM sends them, and are not affected.
+    public var callbackMisbehaviour: CallbackMisbehaviour? { notifier?.misbehaviour }
+
     public convenience init(options: SandboxOptions, clock: any IMClock) throws {
         try self.init(configuration: try Configuration(options: options), clock: clock,
                       stateFile: try options.statePath.map(SandboxStateFile.init(path:)))
