@@ -167,7 +167,10 @@ import Testing
         _ = try await wk.send(OutgoingMessage(conversation: .group(id), sender: "ann", content: .text("second")))
         #expect(try await eventually(30) { try await rig.relayed(id.rawValue) == ["first", "second"] })
         let metrics = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(rig.port)/metrics"))
-        #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"imbridge_relayed_total{action="group",target="rc"} 1"#),
+        // One first-sight entry; a comparison round (every 3 s here) may have run one more on a slow machine.
+        let groupLines = String(decoding: metrics.body, as: UTF8.self)
+        #expect(groupLines.contains(#"imbridge_relayed_total{action="group",target="rc"} 1"#)
+                || groupLines.contains(#"imbridge_relayed_total{action="group",target="rc"} 2"#),
                 "\(String(decoding: metrics.body, as: UTF8.self).split(separator: "\n").filter { $0.contains("action=\"group\"") })")
 
         // A member joins on WuKong and the group is renamed: both show on RongCloud within one interval of

@@ -79,7 +79,8 @@ import IMOutbox
                     _ = try await h.wk.send(OutgoingMessage(conversation: .group(GroupID(name)), sender: "alice", content: .text("\(round).\(k)")))
                 }
             }
-            #expect(await engine.waitUntilIdle(timeoutMs: 10_000))
+            // (A bound for a busy machine running the whole suite at once, not a speed.)
+            #expect(await engine.waitUntilIdle(timeoutMs: 60_000))
             try await Task.sleep(nanoseconds: UInt64((round % 4) * 1_000_000))
         }
         let expected = (0..<40).reduce(0) { total, round in total + (0..<3).reduce(0) { $0 + 1 + (round + $1) % 3 } }
