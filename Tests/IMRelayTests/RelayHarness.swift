@@ -34,8 +34,9 @@ struct RelayHarness {
     }
 }
 
-/// Polls `condition` until it holds or `seconds` pass.
-func eventually(_ seconds: Double = 30, _ condition: () async throws -> Bool) async rethrows -> Bool {
+/// Polls `condition` until it holds or `seconds` pass. (The default is a bound for a whole suite starting at
+/// once on 2 shared cores, where the first half minute can go to the sandboxes' start-up: not a speed.)
+func eventually(_ seconds: Double = 120, _ condition: () async throws -> Bool) async rethrows -> Bool {
     let deadline = Date().addingTimeInterval(seconds)
     while Date() < deadline {
         if try await condition() { return true }
