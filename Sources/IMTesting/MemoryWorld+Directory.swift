@@ -4,11 +4,11 @@ import IMCore
 /// migration can be tested in memory first.
 ///
 /// Rules:
-/// - every call is served under every preset, also those the vendor's adapter refuses
-///   (`Capabilities.directory`: `allUsers` under WuKong, RongCloud and NIM, `removeMembers` under WuKong,
-///   NIM and JMessage, `groups(of:)` under WuKong) and RongCloud groups keep their owner: the world
-///   stands for the vendor's whole state, which tests of the relay and of migrations set up and change
-///   through these calls (docs/testing-kit.md, "People, groups, deletion");
+/// - `MemoryBackend` refuses, with `unsupported`, the calls the preset's adapter refuses
+///   (`Capabilities.directory`: `allUsers`, `removeMembers`, `groups(of:)`), as the adapter does; the
+///   world itself serves them all (`world.allUsers()`, `world.removeMembers(_:from:)`,
+///   `world.groups(of:)`): it stands for the vendor's whole state, which a test sets up, changes and
+///   reads through it (docs/testing-kit.md, "People, groups, deletion"); RongCloud groups keep their owner;
 /// - every user and group can be listed (`allUsers`, `allGroups`); a group also exists once it has
 ///   members (`addMembers`), with no name;
 /// - worlds whose capabilities say `groupCreationAssignsID` (the WuKong, NIM and JMessage presets) give
@@ -32,7 +32,8 @@ extension MemoryWorld {
         state.withLock { $0.users[profile.id] = profile }
     }
 
-    func allUsers() -> [UserID] {
+    /// Every user of the world, whatever the preset's adapter can list (a test's view of the vendor).
+    public func allUsers() -> [UserID] {
         state.withLock { $0.users.keys.sorted { $0 < $1 } }
     }
 
@@ -85,7 +86,9 @@ extension MemoryWorld {
         }
     }
 
-    func removeMembers(_ members: [UserID], from id: GroupID) throws {
+    /// Takes members out of a group, as a member leaving on the vendor would (a test's fixture: served
+    /// under every preset; `MemoryBackend.removeMembers` refuses where the adapter does).
+    public func removeMembers(_ members: [UserID], from id: GroupID) throws {
         let now = clock.nowMs()
         try state.withLock { state in
             guard state.groupProfile(id) != nil else { throw IMError(.notFound, "no group \(id)") }
@@ -111,7 +114,8 @@ extension MemoryWorld {
         state.withLock { Set($0.groups.keys).union($0.groupMembers.keys).sorted { $0.rawValue < $1.rawValue } }
     }
 
-    func groups(of user: UserID) -> [GroupID] {
+    /// The groups a user is in, whatever the preset's adapter can list (a test's view of the vendor).
+    public func groups(of user: UserID) -> [GroupID] {
         state.withLock { state in
             state.groupMembers.filter { $0.value.contains(user) }.keys.sorted { $0.rawValue < $1.rawValue }
         }
@@ -132,7 +136,10 @@ extension MemoryBackend: UserDirectory, GroupMemberRemoving {
 
     public func saveUser(_ profile: UserProfile) async throws { try world.faults.run(.users) { world.saveUser(profile) } }
 
-    public func allUsers() async throws -> [UserID] { try world.faults.run(.users) { world.allUsers() } }
+    public func allUsers() async throws -> [UserID] {
+        try refuseUnless(\.listsAllUsers, "allUsers")
+        return try world.faults.run(.users) { world.allUsers() }
+    }
 
     public func group(_ id: GroupID) async throws -> GroupProfile? { try world.faults.run(.groups) { world.group(id) } }
 
@@ -141,10 +148,21 @@ extension MemoryBackend: UserDirectory, GroupMemberRemoving {
     public func updateGroup(_ profile: GroupProfile) async throws { try world.faults.run(.groups) { try world.updateGroup(profile) } }
 
     public func removeMembers(_ members: [UserID], from group: GroupID) async throws {
+        try refuseUnless(\.removesMembers, "removeMembers")
         try world.faults.run(.groups) { try world.removeMembers(members, from: group) }
     }
 
     public func allGroups() async throws -> [GroupID] { try world.faults.run(.groups) { world.allGroups() } }
 
-    public func groups(of user: UserID) async throws -> [GroupID] { try world.faults.run(.groups) { world.groups(of: user) } }
+    public func groups(of user: UserID) async throws -> [GroupID] {
+        try refuseUnless(\.listsGroupsOfUser, "groups(of:)")
+        return try world.faults.run(.groups) { world.groups(of: user) }
+    }
+
+    /// Refuses a directory call the preset's adapter does not serve, as the adapter does (`unsupported`).
+    private func refuseUnless(_ call: KeyPath<DirectorySupport, Bool>, _ name: String) throws {
+        guard world.capabilities.directory[keyPath: call] else {
+            throw IMError(.unsupported, "\(name) is not served under this preset (Capabilities.directory)")
+        }
+    }
 }

@@ -120,9 +120,7 @@ extension PresetAgreementTests {
             #expect(onAdapter.map(\.0) == onMemory.map(\.0))
             #expect(onAdapter.first { $0.0 == "send text" }?.1 == "ok", "the script reaches the vendor: \(onAdapter)")
             // The directory calls the adapter does not serve (`Capabilities.directory`): the adapter refuses
-            // them as the preset says; the memory world serves them all (it stands for the vendor's whole
-            // state, docs/testing-kit.md), so those rows, and a read that follows an unserved removal, are
-            // held to the preset instead of compared.
+            // them as the preset says, and so does `MemoryBackend`, so those rows compare like the others.
             let directory = capabilities.directory
             var unserved: Set<String> = []
             if !directory.listsAllUsers { unserved.insert("allUsers") }
@@ -131,8 +129,7 @@ extension PresetAgreementTests {
             for (call, viaAdapter) in onAdapter where unserved.contains(call) {
                 #expect(viaAdapter == "failed(unsupported)", "\(vendor) \(call): the preset says the adapter refuses it; it answered «\(viaAdapter)»")
             }
-            let followsUnserved: Set<String> = directory.removesMembers ? [] : ["groups(of:)"]
-            for ((call, viaAdapter), (_, inMemory)) in zip(onAdapter, onMemory) where !unserved.contains(call) && !followsUnserved.contains(call) {
+            for ((call, viaAdapter), (_, inMemory)) in zip(onAdapter, onMemory) {
                 // A group read back without an owner where the vendor keeps none (RongCloud).
                 let expected = directory.keepsGroupOwner ? inMemory : inMemory.replacingOccurrences(of: "owner=alice", with: "owner=-")
                 #expect(viaAdapter == expected, "\(vendor) \(call): adapter «\(viaAdapter)», MemoryBackend «\(inMemory)»")

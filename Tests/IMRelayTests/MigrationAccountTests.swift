@@ -11,9 +11,12 @@ import IMOutbox
 /// Whole-account migration in memory: users, then groups, then history (docs/migration.md).
 @Suite struct MigrationAccountTests {
     /// A WuKong-rules account: 10 users with names and avatars, 3 groups with owners and members, two direct
-    /// conversations and every group's history.
+    /// conversations and every group's history. Its directory lists users and a user's groups (WuKong's
+    /// adapter lists neither; `aSourceThatCannotListIsToldAndDiscoversThroughWhatItCan` covers that):
+    /// what these tests follow is the whole account once listed.
     struct Account {
-        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
+        static let listing: Capabilities = { var caps = Capabilities.wukong; caps.directory = .all; return caps }()
+        let wk = MemoryBackend(id: "wk", capabilities: listing, clock: SystemClock())
         let users = (1...10).map { UserID("user\($0)") }
         var groups: [GroupID] = ["team", "family", "club"]
         var directs: [ConversationRef] { [.direct(users[0], users[1]), .direct(users[2], users[3])] }
@@ -112,7 +115,7 @@ import IMOutbox
         #expect(counts.groupsCreated == 0 && counts.groupsUpdated == 1 && counts.groupsSkipped == 2 && counts.membersAdded == 1, "\(again.summary)")
         #expect(again.total.sentTotal == 1 && again.total.failedTotal == 0, "only the new message: \(again.summary)")
         #expect(nim.world.allMessages.count == 29)
-        let (groupCount, userCount) = (try await nim.allGroups().count, try await nim.allUsers().count)
+        let (groupCount, userCount) = (try await nim.allGroups().count, nim.world.allUsers().count)
         #expect(groupCount == 3 && userCount == 10, "no group or user twice")
         #expect(try await nim.users([account.users[0]]).first?.name == "Renamed")
         let club = try #require(try mappedGroup(store, "club", to: "nim"))
@@ -253,7 +256,7 @@ import IMOutbox
         dry.dryRun = true
         let report = try await Migrator(store: try store(), source: account.wk, target: rc, sendsPerSecond: 100_000).run(dry)
         #expect(report.account?.usersCreated == 10 && report.account?.groupsCreated == 3, "\(report.summary)")
-        let (users, groups) = (try await rc.allUsers(), try await rc.allGroups())
+        let (users, groups) = (rc.world.allUsers(), try await rc.allGroups())
         #expect(users.isEmpty && groups.isEmpty && rc.world.allMessages.isEmpty)
         #expect(report.summary.contains("users: created 10"))
     }
