@@ -71,7 +71,7 @@ import IMOutbox
         func holdStuck(_ instance: Instance, after text: String) async throws -> Bool {
             instance.source.historyDown.withLock { $0 = true }
             instance.engine.catchUpGate.notRecorded([try await post(text)])
-            return try await eventually(10) { try holder(instance) == instance.owner }
+            return try await eventually { try holder(instance) == instance.owner }
         }
 
         func holder(_ instance: Instance) throws -> String? {
@@ -102,11 +102,11 @@ import IMOutbox
         #expect(try await rig.relayed() == ["n1", "n2", "n3"], "nothing overtakes n4")
 
         a.source.historyDown.withLock { $0 = false }
-        #expect(try await eventually(10) { try rig.holder(a) == nil }, "A gives the hold up once caught up")
+        #expect(try await eventually { try rig.holder(a) == nil }, "A gives the hold up once caught up")
         try await b.engine.accept([n5])   // the vendor's retry
         try await b.engine.accept([rig.post("n6")])
         let expected = ["n1", "n2", "n3", "n4", "n5", "n6"]
-        let arrived = try await eventually(10) { try await rig.relayed().count >= 6 }
+        let arrived = try await eventually { try await rig.relayed().count >= 6 }
         let got = try await rig.relayed()
         #expect(arrived && got == expected, "got \(got)")
         await rig.stop(a)
@@ -164,7 +164,7 @@ import IMOutbox
         #expect(refused, "B refuses an echo-only callback of a conversation A holds")
         #expect(b.engine.metrics.value("imbridge_callbacks_held_elsewhere_total") >= 1)
         a.source.historyDown.withLock { $0 = false }
-        #expect(try await eventually(10) { try await rig.relayed() == ["n1", "n2"] })
+        #expect(try await eventually { try await rig.relayed() == ["n1", "n2"] })
         await rig.stop(a)
         await rig.stop(b)
     }
@@ -189,7 +189,7 @@ import IMOutbox
             return
         }
         try await b.engine.accept([n5])
-        let arrived = try await eventually(10) { try await rig.relayed().count >= 5 }
+        let arrived = try await eventually { try await rig.relayed().count >= 5 }
         let got = try await rig.relayed()
         #expect(arrived && got == ["n1", "n2", "n3", "n4", "n5"], "got \(got)")
         await rig.stop(a)
@@ -215,10 +215,10 @@ import IMOutbox
         await #expect(throws: IMError.self, "B refuses while the row of A's hold is there") {
             try await b.engine.accept([n4])
         }
-        #expect(try await eventually(10) { try rig.holder(b) == nil }, "B took the hold over, caught up and gave it up")
+        #expect(try await eventually { try rig.holder(b) == nil }, "B took the hold over, caught up and gave it up")
         try await b.engine.accept([n4])
         let expected = ["n1", "n2", "n3", "n4"]
-        let arrived = try await eventually(10) { try await rig.relayed().count >= 4 }
+        let arrived = try await eventually { try await rig.relayed().count >= 4 }
         let got = try await rig.relayed()
         #expect(arrived && got == expected, "got \(got)")
         await rig.stop(b)
