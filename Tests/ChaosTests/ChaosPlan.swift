@@ -315,7 +315,7 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
                 let texts = min(Int.random(in: 5...15, using: &rng), max(1, (workloadMs - at) / spacingMs))
                 return NewGroup(name: "n\(n)", atMs: at, texts: texts)
             }
-            faults.removeAll { $0.kind == .migrate }
+            self.faults.removeAll { $0.kind == .migrate }
         }
     }
 

