@@ -8,7 +8,10 @@ import Synchronization
 /// the vendor first does what the request asks and only the answer is replaced (the caller cannot know
 /// its request took effect: a gateway timeout after the accept); `retry_after` (seconds) sets the
 /// answer's `Retry-After` header, `0` removes the one the vendor's envelope would carry (a 429 storm with
-/// and without a wait to honour); `latency_ms` delays every vendor request. `echo` (text) and
+/// and without a wait to honour); `hold_ms` holds the answer back that long (with `after_accept`, after the
+/// request was carried out; with no `status`, the vendor's own answer, late: a process can be killed
+/// while its request has taken effect and its answer has not come); `method` limits a rule to one HTTP
+/// method (a create beside reads of the same path); `latency_ms` delays every vendor request. `echo` (text) and
 /// `echo_headers` (true) make the fault answer quote what a careless vendor or proxy might: the body
 /// starts with `echo <text> <the request's header values>` (before the vendor's envelope, so it is no
 /// longer one), and each request header comes back as `X-Echo-<name>` — how tests plant configured
@@ -30,8 +33,14 @@ public final class FaultInjector: Sendable {
         /// Text the answer quotes, and whether it quotes the request's headers too.
         public var echo: String?
         public var echoHeaders: Bool = false
+        /// How long the answer is held back (ms); nil: none. A rule with `status` 0 answers as the vendor does.
+        public var holdMs: Int?
+        /// The HTTP method the rule is limited to; nil: any.
+        public var method: String?
         public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil, afterAccept: Bool = false,
-                    retryAfter: Int? = nil, otherPathPrefixes: [String]? = nil, echo: String? = nil, echoHeaders: Bool = false) {
+                    retryAfter: Int? = nil, otherPathPrefixes: [String]? = nil, echo: String? = nil, echoHeaders: Bool = false, holdMs: Int? = nil, method: String? = nil) {
+            self.holdMs = holdMs
+            self.method = method
             self.otherPathPrefixes = otherPathPrefixes
             self.echo = echo
             self.echoHeaders = echoHeaders
@@ -51,10 +60,13 @@ public final class FaultInjector: Sendable {
             case otherPathPrefixes = "other_path_prefixes"
             case echo
             case echoHeaders = "echo_headers"
+            case holdMs = "hold_ms"
+            case method
         }
 
-        /// Whether a request to `path` meets this rule.
-        public func matches(_ path: String) -> Bool {
+        /// Whether a request to `path` (with `method`, when given) meets this rule.
+        public func matches(_ path: String, method: String? = nil) -> Bool {
+            if let wanted = self.method, let method, wanted.uppercased() != method.uppercased() { return false }
             let prefixes = [pathPrefix].compactMap { $0 } + (otherPathPrefixes ?? [])
             return prefixes.isEmpty || prefixes.contains { path.hasPrefix($0) }
         }
@@ -92,7 +104,14 @@ public final class FaultInjector: Sendable {
     public func configure(_ body: JSONValue) throws {
         let latency = body["latency_ms"]?.int64Value
         var rule: Rule?
-        if let status = body["status"]?.int64Value {
+        let hold = body["hold_ms"]?.int64Value
+        if let hold, hold < 0 { throw IMError(.invalidArgument, "hold_ms must be ≥ 0") }
+        if body["status"] == nil, let hold {
+            let count = body["count"]?.int64Value ?? 1
+            guard count > 0 else { throw IMError(.invalidArgument, "count must be positive") }
+            rule = Rule(status: 0, count: Int(count), pathPrefix: body["path_prefix"]?.stringValue, holdMs: Int(hold),
+                        method: body["method"]?.stringValue)
+        } else if let status = body["status"]?.int64Value {
             guard (100...599).contains(status) else { throw IMError(.invalidArgument, "status \(status) is not an HTTP status") }
             let count = body["count"]?.int64Value ?? 1
             guard count > 0 else { throw IMError(.invalidArgument, "count must be positive") }
@@ -100,10 +119,11 @@ public final class FaultInjector: Sendable {
             if let retryAfter, retryAfter < 0 { throw IMError(.invalidArgument, "retry_after must be ≥ 0 (0 removes the header)") }
             rule = Rule(status: Int(status), vendorCode: body["vendor_code"]?.int64Value.map { Int($0) }, count: Int(count),
                         pathPrefix: body["path_prefix"]?.stringValue, afterAccept: body["after_accept"] == .bool(true),
-                        retryAfter: retryAfter.map { Int($0) }, echo: body["echo"]?.stringValue, echoHeaders: body["echo_headers"] == .bool(true))
+                        retryAfter: retryAfter.map { Int($0) }, echo: body["echo"]?.stringValue, echoHeaders: body["echo_headers"] == .bool(true),
+                        holdMs: hold.map { Int($0) }, method: body["method"]?.stringValue)
         }
         guard rule != nil || latency != nil else {
-            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, after_accept, retry_after, echo, echo_headers) or `latency_ms`")
+            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, method, after_accept, retry_after, echo, echo_headers, hold_ms), `hold_ms` alone or `latency_ms`")
         }
         state.withLock { state in
             if let rule { state.rules.append(rule) }
@@ -115,10 +135,10 @@ public final class FaultInjector: Sendable {
 
     public func clear() { state.withLock { $0 = ([], 0, $0.injected) } }
 
-    /// Consumes one matching rule for `path`, if any.
-    public func take(for path: String) -> Rule? {
+    /// Consumes one matching rule for `path` (and `method`), if any.
+    public func take(for path: String, method: String? = nil) -> Rule? {
         state.withLock { state in
-            guard let index = state.rules.firstIndex(where: { $0.matches(path) }) else { return nil }
+            guard let index = state.rules.firstIndex(where: { $0.matches(path, method: method) }) else { return nil }
             let rule = state.rules[index]
             state.rules[index].count -= 1
             if state.rules[index].count == 0 { state.rules.remove(at: index) }

@@ -9,7 +9,8 @@ import Synchronization
 ///   reader that keeps what it read asks only for the rest)
 /// - `GET /_sandbox/users` → `{"users":[…]}`
 /// - `POST /_sandbox/reset` → clears the vendor state and the faults
-/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","after_accept","retry_after","echo","echo_headers"}` /
+/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","method","after_accept","retry_after","echo","echo_headers","hold_ms"}`,
+///   `{"hold_ms","count","path_prefix","method"}` (the vendor's own answer, held back) /
 ///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}` (forward) or
 ///   `{"skew_ms":N}` (either way: a vendor clock skewed against the bridge's, `SandboxClock.skew`)
@@ -93,8 +94,15 @@ public final class SandboxServer: Sendable {
         }
         let latency = faults.latencyMs
         if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency) * 1_000_000) }
-        if let rule = faults.take(for: path) {
+        if let rule = faults.take(for: path, method: request.method) {
+            let hold = { if let ms = rule.holdMs, ms > 0 { try? await Task.sleep(nanoseconds: UInt64(ms) * 1_000_000) } }
+            if rule.status == 0 {
+                let answer = await vendor.handle(request)
+                await hold()
+                return answer
+            }
             if rule.afterAccept { _ = await vendor.handle(request) }
+            await hold()
             return rule.applyEcho(of: request, to: rule.applyRetryAfter(to: vendor.faultResponse(status: rule.status, vendorCode: rule.vendorCode)))
         }
         return await vendor.handle(request)

@@ -59,7 +59,7 @@ enum ChaosCampaign {
         // The target answers within 2 s or the send's outcome is unknown (latency faults reach past it).
         // Its port is outside the ephemeral range: while it refuses connections, no client socket takes it.
         let targetPort = try await freePort()
-        let routes = plan.groups.map {
+        let routes = plan.portals ? ChaosPortals.routes(plan) : plan.groups.map {
             "  - from: \"\(source.name):group:\(source.groupID($0, of: plan.groups))\"\n"
                 + "    to: \"\(target.name):group:\(target.groupID($0, of: plan.groups))\"\n    direction: forward\n"
         }.joined()
@@ -85,6 +85,9 @@ enum ChaosCampaign {
             }
         }
         let storePath = cluster.map { $0.url + "?schema=chaos" } ?? rig.sqlitePath
+        // A portals run (`new-groups`): the target groups' conversations, from the bridge's conversation map.
+        let portalNames = ChaosPortals.Names(plan: plan, storePath: storePath)
+        defer { portalNames.close() }
         let bridges = rig.ports.indices.map { ChaosBridge(rig: rig, instance: $0) }
         let bridge = bridges[0]
         let timeline = Timeline()
@@ -93,7 +96,7 @@ enum ChaosCampaign {
         let users = try await lab.userBackend(source.name, registry: ContentRegistry())
         let targetServer = try lab.sandboxes[target.name].orThrow("no target sandbox")
         let log = WorkLog()
-        func problems() async throws -> [String] { try await finalStateProblems(plan, lab: lab, log: log) }
+        func problems() async throws -> [String] { try await finalStateProblems(plan, lab: lab, log: log, names: portalNames.current()) }
 
         do {
             for (index, instance) in bridges.enumerated() {
@@ -103,16 +106,21 @@ enum ChaosCampaign {
             // Warm-up: one message per group relayed live, so the store knows each conversation and a
             // member to read its history as before anything goes wrong.
             for conversation in plan.groups { try await ChaosChanges.send(1, in: conversation, plan: plan, users: users, log: log) }
-            let warm = await poll(60) { (try? await texts(lab, target, plan)).map { got in plan.groups.allSatisfy { got[$0]?.isEmpty == false } } ?? false }
+            let warm = await poll(60) { (try? await texts(lab, target, plan, names: portalNames.current())).map { got in plan.groups.allSatisfy { got[$0]?.isEmpty == false } } ?? false }
             if !warm { violations.append("the warm-up messages were not relayed within 60 s (before any fault)") }
 
             timeline.start()
-            let workload = Task { try await Self.sendWorkload(plan, users: users, log: log) }
+            let workload = Task {
+                try await Self.sendWorkload(plan, users: users, log: log) { group in
+                    try await ChaosPortals.appear(group, plan: plan, lab: lab)
+                    timeline.note("new-groups: group \(group) appears")
+                }
+            }
             let parties = Parties(plan: plan, bridge: bridge, bridges: bridges, target: targetServer, users: users, storePath: storePath, cluster: cluster,
                                   http: http, timeline: timeline, lab: lab, config: rig.config, log: log)
             let faults = Task { await Self.inject(plan, parties) }
             try await workload.value
-            timeline.note("workload sent: \(plan.conversations.count * plan.perConversation + plan.flood) texts; changes made: "
+            timeline.note("workload sent: \(plan.conversations.count * plan.perConversation + plan.flood + plan.newGroups.map(\.texts).reduce(0, +)) texts; changes made: "
                           + log.carried.withLock { $0 }.sorted { $0.key < $1.key }.map { "\($0.value) \($0.key.rawValue)" }.joined(separator: ", "))
             violations += await faults.value
             // Heal whatever is still in effect: the check is about the state after the faults.
@@ -146,6 +154,8 @@ enum ChaosCampaign {
 
             let found = try await problems()
             violations += found
+            // A portals run: exactly one target group per source group.
+            violations += try await ChaosPortals.groupProblems(plan, lab: lab, names: portalNames.current())
             // The second oracle: `imbridge verify` on the same store and sandboxes; a disagreement is a finding.
             let oracle = try await verifyOracle(rig.config, lab: lab, checkerFound: found, target: target.vendor)
             timeline.note(oracle.summary)
@@ -200,7 +210,9 @@ enum ChaosCampaign {
     /// Sends each group's texts in order, one every `spacingMs` (groups offset from each other), each
     /// followed by the changes and replies its script names (`ConversationScript`), and the flood group's
     /// back to back.
-    static func sendWorkload(_ plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws {
+    /// A group of `new-groups` gets its texts from its moment on, one every `spacingMs`, after `appear`.
+    static func sendWorkload(_ plan: ChaosPlan, users: any IMBackend, log: WorkLog,
+                             appear: @escaping @Sendable (String) async throws -> Void = { _ in }) async throws {
         let start = Date()
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, conversation) in plan.conversations.enumerated() {
@@ -217,6 +229,16 @@ enum ChaosCampaign {
                     }
                 }
             }
+            for newGroup in plan.newGroups {
+                group.addTask {
+                    for number in 1...newGroup.texts {
+                        let wait = start.addingTimeInterval(Double(newGroup.atMs + (number - 1) * plan.spacingMs) / 1000).timeIntervalSinceNow
+                        if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
+                        if number == 1 { try await appear(newGroup.name) }
+                        try await ChaosChanges.send(number, in: newGroup.name, plan: plan, users: users, log: log)
+                    }
+                }
+            }
             if plan.flood > 0 {
                 group.addTask {
                     for number in 2...(plan.flood + 1) {
@@ -230,13 +252,13 @@ enum ChaosCampaign {
 
     /// Text messages per conversation (the plan's names, `Side.conversation(ofGroup:in:)`), in the
     /// sandbox's order.
-    static func texts(_ lab: BridgeLab, _ side: Side, _ plan: ChaosPlan) async throws -> [String: [String]] {
+    static func texts(_ lab: BridgeLab, _ side: Side, _ plan: ChaosPlan, names: [String: String] = [:]) async throws -> [String: [String]] {
         var texts: [String: [String]] = [:]
         // A copy the bridge took back (a late double of a lane whose lease was taken over, recalled by the
         // lane: docs/high-availability.md) is not a delivery; were it the only copy, the text shows missing.
         for record in try await lab.messages(side.name) where record["kind"] == "text" && record["recalled"] != true {
             guard let id = record["conversation_id"]?.stringValue, let text = record["text"]?.stringValue else { continue }
-            texts[side.conversation(ofGroup: id, in: plan.groups), default: []].append(text)
+            texts[names[id] ?? side.conversation(ofGroup: id, in: plan.allGroups), default: []].append(text)
         }
         return texts
     }
@@ -246,7 +268,8 @@ enum ChaosCampaign {
     /// senders are in each team; on a NIM target their puppets (the routes' default `<source>_` prefix).
     static func seedGroups(_ plan: ChaosPlan, _ lab: BridgeLab) async throws {
         let people = [(plan.source, senders.map(\.rawValue)), (plan.target, senders.map { "\(plan.source.name)_\($0.rawValue)" })]
-        for (side, members) in people where side.groupID(plan.groups[0], of: plan.groups) != plan.groups[0] {
+        // A portals run's target groups are the bridge's to set up.
+        for (side, members) in people where side.groupID(plan.groups[0], of: plan.groups) != plan.groups[0] && !(plan.portals && side.name == plan.target.name) {
             for conversation in plan.groups {
                 try await SandboxRig.seedGroup(at: lab.url(of: side.name), side.groupID(conversation, of: plan.groups),
                                                owner: members[0], members: Array(members.dropFirst()), name: conversation)

@@ -92,7 +92,7 @@ extension ChaosCampaign {
                     try await Task.sleep(nanoseconds: UInt64(fault.durationMs) * 1_000_000)
                     try await post(target, #"{"latency_ms":0}"#, http)
                     timeline.note("target latency off")
-                case .flood, .clockSkew, .restartAfterRetention: break
+                case .flood, .clockSkew, .restartAfterRetention, .newGroups: break
                 case .redeliver, .twice, .reorder, .verifyRepair, .migrate, .changesWhileDown:
                     problems += try await runConversationFault(fault, parties)
                 case .pauseHolder:

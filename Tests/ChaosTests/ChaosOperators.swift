@@ -90,7 +90,8 @@ extension ChaosCampaign {
 
     /// Every problem of the target's final state, per relayed group (`ChaosFinalState.check`); the source's
     /// order is read from the source sandbox (a burst's texts are there only).
-    static func finalStateProblems(_ plan: ChaosPlan, lab: BridgeLab, log: WorkLog) async throws -> [String] {
+    /// `names`: a portals run's target groups → their conversations (`ChaosPortals.Names`).
+    static func finalStateProblems(_ plan: ChaosPlan, lab: BridgeLab, log: WorkLog, names: [String: String] = [:]) async throws -> [String] {
         let entries = log.entries
         var byID: [String: WorkLog.Entry] = [:]
         for entry in entries { byID[entry.id.rawValue] = entry }
@@ -99,7 +100,7 @@ extension ChaosCampaign {
         for record in try await lab.messages(plan.source.name) where record["kind"] != "command" {
             guard let group = record["conversation_id"]?.stringValue,
                   let id = record["id"]?.stringValue ?? record["id"]?.int64Value.map(String.init) else { continue }
-            let conversation = plan.source.conversation(ofGroup: group, in: plan.groups)
+            let conversation = plan.source.conversation(ofGroup: group, in: plan.allGroups)
             if let entry = byID[id] {
                 if !entry.deleted { sourceOrder[conversation, default: []].append(entry.original) }
             } else if let text = record["text"]?.stringValue, text.hasPrefix(prefix), record["recalled"] != true {
@@ -107,10 +108,10 @@ extension ChaosCampaign {
             }
         }
         let target = try await lab.messages(plan.target.name).compactMap {
-            ChaosFinalState.Record($0, conversationOf: { plan.target.conversation(ofGroup: $0, in: plan.groups) })
+            ChaosFinalState.Record($0, conversationOf: { names[$0] ?? plan.target.conversation(ofGroup: $0, in: plan.allGroups) })
         }
         let traits = ChaosFinalState.TargetTraits.of(plan.target.vendor)
-        return plan.groups.flatMap { conversation in
+        return plan.allGroups.flatMap { conversation in
             ChaosFinalState.check(conversation: conversation, sourceOrder: sourceOrder[conversation] ?? [],
                                   entries: entries.filter { $0.conversation == conversation },
                                   target: target.filter { $0.conversation == conversation }, traits: traits)

@@ -54,6 +54,11 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// retention, restarts the bridge (which prunes the ledger) and makes one more change per group: no
     /// change of before may be relayed again (a property of the run, its restart after the workload).
     case restartAfterRetention = "restart-after-retention"
+    /// A workload and routing shape: every group goes through one wildcard route into a target that gives
+    /// groups ids of its own (NIM, WuKong's business server), so the bridge sets up a target group for each
+    /// (docs/architecture.md, "Portals"), and 2–4 more source groups appear mid-run; the checker counts
+    /// the target groups (exactly one per source group). Drawn only for such a target.
+    case newGroups = "new-groups"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
@@ -73,7 +78,8 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// none since the one delivery path; `flood` stays out of the default set because it doubles a seed's
     /// time. `IMBRIDGE_CHAOS_FAULTS=all` puts it back.
     static let knownFailing: Set<FaultKind> = []
-    static let defaultSet = Set(allCases).subtracting(knownFailing).subtracting([.flood])
+    /// `new-groups` is opt-in (`IMBRIDGE_CHAOS_FAULTS=…,new-groups`) until a run of 200 seeds has taken it in.
+    static let defaultSet = Set(allCases).subtracting(knownFailing).subtracting([.flood, .newGroups])
 
     /// The kinds a run draws from: `IMBRIDGE_CHAOS_FAULTS` (`all`, or names separated by commas),
     /// else `defaultSet`.
@@ -125,7 +131,7 @@ struct Fault: Sendable, CustomStringConvertible {
         case .verifyRepair: return "\(at) verify-repair: `imbridge verify --repair --settle \(count)` beside the bridge"
         case .migrate: return "\(at) migrate: `imbridge migrate --history-only` of every group beside the bridge"
         case .changesWhileDown: return "\(at) changes-while-down: bridge stopped (SIGTERM), old messages changed on the source, down \(durationMs) ms in all, then restarted"
-        case .clockSkew, .restartAfterRetention: return "\(at) \(kind.rawValue)"
+        case .clockSkew, .restartAfterRetention, .newGroups: return "\(at) \(kind.rawValue)"
         }
     }
 }
@@ -197,10 +203,25 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
     /// The changes, replies and extensible messages of each paced group (`ConversationScript`).
     var script: [String: ConversationScript] = [:]
 
-    /// Every group relayed: the paced ones and the flooded one.
+    /// Every group relayed from the start: the paced ones and the flooded one.
     var groups: [String] { conversations + (flood > 0 ? ["flood"] : []) }
     /// A conversation's group on the source (`Side.groupID`).
-    func sourceGroup(_ conversation: String) -> ConversationRef { .group(GroupID(source.groupID(conversation, of: groups))) }
+    func sourceGroup(_ conversation: String) -> ConversationRef { .group(GroupID(source.groupID(conversation, of: allGroups))) }
+
+    /// A group that appears mid-run (`new-groups`): its first text at `atMs`, then one every `spacingMs`.
+    struct NewGroup: Sendable {
+        var name: String
+        var atMs: Int
+        var texts: Int
+    }
+    /// `new-groups`: the groups that appear mid-run; not empty only in a portals run.
+    var newGroups: [NewGroup] = []
+    /// A portals run: one wildcard route, each target group set up by the bridge (`new-groups`).
+    var portals: Bool { !newGroups.isEmpty }
+    /// Every group of the run: those relayed from the start, then those that appear mid-run.
+    var allGroups: [String] { groups + newGroups.map(\.name) }
+    /// Targets that give groups ids of their own, where the bridge sets up portals.
+    static func assignsGroupIDs(_ side: Side) -> Bool { ["nim", "wukong"].contains(side.vendor) }
 
     init(seed: UInt64, kinds: Set<FaultKind>) {
         var rng = SplitMix64(seed: seed)
@@ -286,6 +307,16 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
                       Int64(minutes[Int.random(in: 0..<minutes.count, using: &rng)]) * 60_000)
         }
         script = ConversationScript.draw(seed: seed, source: source, conversations: conversations, perConversation: perConversation)
+        // Portals, drawn after everything else (so a plan without them is what it was). `migrate` names
+        // each group pair, which a wildcard route into a target that assigns ids has not: left out then.
+        if kinds.contains(.newGroups) && Self.assignsGroupIDs(target) {
+            newGroups = (1...Int.random(in: 2...4, using: &rng)).map { n in
+                let at = Int.random(in: 1000..<(workloadMs / 2), using: &rng)
+                let texts = min(Int.random(in: 5...15, using: &rng), max(1, (workloadMs - at) / spacingMs))
+                return NewGroup(name: "n\(n)", atMs: at, texts: texts)
+            }
+            self.faults.removeAll { $0.kind == .migrate }
+        }
     }
 
     /// Every kind the plan stages, with how often (the scheduled faults, the flood and the run's properties).
@@ -295,6 +326,7 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
         if flood > 0 { counts[.flood, default: 0] += 1 }
         if skewMs != nil { counts[.clockSkew, default: 0] += 1 }
         if restartAfterRetention { counts[.restartAfterRetention, default: 0] += 1 }
+        if portals { counts[.newGroups, default: 0] += 1 }
         return counts
     }
 
@@ -324,7 +356,8 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
         var lines = ["seed \(seed) (replay: \(replay))",
                      "topology: \(source.name) (\(source.vendor)) → \(target.name) (\(target.vendor)), "
                         + (postgres ? "\(instances == 1 ? "one `imbridge run`" : "\(instances) `imbridge run` behind a round-robin forwarder") on PostgreSQL (lease_ms \(Self.leaseMs))"
-                                    : "one `imbridge run` on SQLite") + ", routes forward",
+                                    : "one `imbridge run` on SQLite")
+                        + (portals ? ", one wildcard group route forward (portals: the bridge sets up each target group)" : ", routes forward"),
                      "workload: \(conversations.count) groups (\(conversations.joined(separator: ", "))), 1 warm-up + \(perConversation) texts each, one every \(spacingMs) ms per group, over \(workloadMs) ms"
                         + (flood > 0 ? "; group flood: 1 warm-up + \(flood) texts back to back from the start (catch_up.max_messages_per_conversation: \(Self.floodCatchUpCap))" : ""),
                      "schedule (ms after the workload started):"]
@@ -333,6 +366,9 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
         if let skewMs { lines.append("  clock-skew: source clock \(skewMs.source / 60_000) min, target clock \(skewMs.target / 60_000) min against the bridge's, from the start") }
         if restartAfterRetention {
             lines.append("  restart-after-retention: retention and catch_up.max_age \(Self.retentionSeconds) s; after convergence, past retention, a restart and one more change per group")
+        }
+        for group in newGroups {
+            lines.append("  new-groups: group \(group.name) appears at +\(String(format: "%.3f", Double(group.atMs) / 1000))s, \(group.texts) texts one every \(spacingMs) ms")
         }
         lines.append("kinds staged: " + (kindCounts.isEmpty ? "none" : kindCounts.sorted { $0.key < $1.key }.map { "\($0.key.rawValue) \($0.value)" }.joined(separator: ", ")))
         let changes = script.values.flatMap { $0.changes.values.flatMap { $0 } }

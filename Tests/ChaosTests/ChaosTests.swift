@@ -77,13 +77,31 @@ import Testing
         #expect(ChaosSeeds.fromEnvironment(["IMBRIDGE_CHAOS_SEEDS": "3"]) == [1, 2, 3])
         #expect(ChaosSeeds.fromEnvironment(["IMBRIDGE_CHAOS_SEEDS": "10-12"]) == [10, 11, 12])
         #expect(ChaosSeeds.fromEnvironment(["IMBRIDGE_CHAOS_SEEDS": "4,9"]) == [4, 9])
-        #expect(try FaultKind.allowed([:]) == Set(FaultKind.allCases).subtracting(FaultKind.knownFailing).subtracting([.flood]))
+        #expect(try FaultKind.allowed([:]) == Set(FaultKind.allCases).subtracting(FaultKind.knownFailing).subtracting([.flood, .newGroups]))
         #expect(try FaultKind.allowed(["IMBRIDGE_CHAOS_FAULTS": "all"]) == Set(FaultKind.allCases))
         #expect(try FaultKind.allowed(["IMBRIDGE_CHAOS_FAULTS": "sigkill, 5xx"]) == [.sigkill, .serverErrors])
         #expect(throws: IMError.self) { try FaultKind.allowed(["IMBRIDGE_CHAOS_FAULTS": "meteor"]) }
         let plan = ChaosPlan(seed: 9, kinds: [.sigterm])
         #expect(plan.faults.allSatisfy { $0.kind == .sigterm } && plan.replay == "make chaos SEED=9 FAULTS=sigterm")
         #expect(try FaultKind.allowed(["IMBRIDGE_CHAOS_FAULTS": "redeliver,changes-while-down"]) == [.redeliver, .changesWhileDown])
+    }
+
+    /// `new-groups`: drawn only into a target that assigns group ids, with its groups appearing in the
+    /// workload's first half and no `migrate` (which names each group pair); a plan without it is the
+    /// plan it was.
+    @Test func newGroupsAppearOnlyOnTargetsThatAssignIDs() throws {
+        let kinds = FaultKind.defaultSet.union([.newGroups])
+        var portals = 0
+        for seed: UInt64 in 1...40 {
+            let plan = ChaosPlan(seed: seed, kinds: kinds), without = ChaosPlan(seed: seed, kinds: FaultKind.defaultSet.union([]))
+            #expect(plan.portals == ChaosPlan.assignsGroupIDs(plan.target), "seed \(seed): \(plan.target.vendor)")
+            #expect(!plan.portals || !plan.faults.contains { $0.kind == .migrate }, "seed \(seed)")
+            #expect(plan.newGroups.allSatisfy { $0.atMs < plan.workloadMs / 2 && $0.texts >= 1 }, "seed \(seed)")
+            #expect(plan.allGroups == plan.groups + plan.newGroups.map(\.name))
+            #expect(without.newGroups.isEmpty && without.source.name == plan.source.name && without.conversations == plan.conversations)
+            if plan.portals { portals += 1 }
+        }
+        #expect(portals > 10, "\(portals) of 40 seeds stage portals")
     }
 
     /// The conversation's script: the same for the same seed, only the changes the source's API offers,
