@@ -52,6 +52,8 @@ extension Capabilities {
         capabilities.notSenderRefusal = GroupSendRefusals.Refusal(.permissionDenied, vendorCode: "1002", "not the sender of the message")
         // No user listing; groups have no owner (docs/adapters/rongcloud.md, "Facts on the preset").
         capabilities.directory = DirectorySupport(listsAllUsers: false, keepsGroupOwner: false)
+        // `/group/dismiss.json` routes nothing; the `RC:GrpNtf` "Dismiss" an app sends is read (docs/adapters/rongcloud.md).
+        capabilities.reportsDissolution = false
         // 1008 with HTTP 429 (Retry-After 1 s), 1000 with HTTP 500 (docs/adapters/rongcloud.md, "Facts on the preset").
         capabilities.faultAnswers = FaultAnswers(
             rateLimited: .init(.rateLimited, vendorCode: "1008", "调用频率超限", retryAfterMs: 1000),
