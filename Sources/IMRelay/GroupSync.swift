@@ -208,7 +208,7 @@ extension RelayEngine {
         let described = try await sourceGroup(group, on: source)
         var profile = described ?? GroupProfile(id: group)
         // A channel only the message service knows (WuKongIM without a business-server record): its subscribers.
-        let subscribers = described == nil ? try await sourceSubscribers(group, on: source) : []
+        let subscribers = described == nil && live ? try await sourceSubscribers(group, on: source) : []
         if described == nil { profile.members = subscribers }
         profile.members = profile.members.filter { !routes.isBridgeIdentity($0, on: source) }
         if let owner = profile.owner, routes.isBridgeIdentity(owner, on: source) { profile.owner = nil }
