@@ -74,7 +74,7 @@ extension CatchUpRunner {
                 return at >= oldest ? (event, id) : nil
             case .recalled(let id, _, _, _), .deleted(let id, _, _, _, _), .expansionChanged(let id, _, _, _):
                 return (event, id)
-            case .message, .read, .command, .membersChanged:
+            case .message, .read, .command, .membersChanged, .groupDissolved:
                 return nil
             }
         }

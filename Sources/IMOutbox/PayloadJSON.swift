@@ -91,6 +91,10 @@ package enum PayloadJSON {
             if let copy { fields["copy"] = .string(copy.rawValue) }
             fields["outgoing"] = try write(outgoing)
             fields["attemptAt"] = .int(attemptAt)
+        case .dissolve(let source, let keep, let notice):
+            fields["source"] = .string(source.rawValue)
+            fields["keep"] = .bool(keep)
+            fields["notice"] = try write(notice)
         }
         // `kindName` is the case's own name, the key the synthesized encoding uses.
         return .object([action.kindName: .object(fields)])
@@ -132,6 +136,9 @@ package enum PayloadJSON {
             return .retract(source: MessageID(try string(fields["source"])),
                             copy: try optional(fields["copy"]) { MessageID(try string($0)) },
                             outgoing: try read(outgoing: fields["outgoing"]), attemptAt: try int64(fields["attemptAt"]))
+        case "dissolve":
+            return .dissolve(source: GroupID(try string(fields["source"])), keep: try bool(fields["keep"]),
+                             notice: try read(outgoing: fields["notice"]))
         default:
             throw Unread()
         }

@@ -36,6 +36,11 @@ public enum RelayAction: Sendable, Hashable, Codable {
     /// (the other instance found it instead of sending its own). Queued by the instance whose late attempt
     /// the fence caught (docs/high-availability.md, "Fenced deliveries").
     case retract(source: MessageID, copy: MessageID?, outgoing: OutgoingMessage, attemptAt: Int64)
+    /// The source group `source` was dissolved (by `by`, where the vendor says): dissolve the target group
+    /// (`GroupDissolving`), or — `keep`, the route's `on_dissolve: keep`, or a target that cannot dissolve
+    /// groups — leave it and send `notice` into it. Queued in the group's lane, after its earlier events
+    /// (docs/architecture.md, "Portals").
+    case dissolve(source: GroupID, keep: Bool, notice: OutgoingMessage)
 
     public var kindName: String {
         switch self {
@@ -51,6 +56,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .group: "group"
         case .user: "user"
         case .retract: "retract"
+        case .dissolve: "dissolve"
         }
     }
 }

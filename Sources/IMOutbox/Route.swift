@@ -56,6 +56,13 @@ public struct Route: Sendable, Hashable, Codable {
         /// without a business server, which takes a send into any channel).
         case same
     }
+    /// What a source group's dissolution does to its target group (`on_dissolve:`, docs/configuration.md).
+    public enum OnDissolve: String, Sendable, Hashable, Codable {
+        /// The target group is dissolved too (the default).
+        case dissolve
+        /// The target group is left as it is, with a notice that the source group was dissolved.
+        case keep
+    }
     public enum Media: String, Sendable, Hashable, Codable {
         /// Media travel as the source's URLs.
         case link
@@ -74,10 +81,14 @@ public struct Route: Sendable, Hashable, Codable {
     public var fallbacks: [Feature: FallbackPolicy]
     /// nil: `.map`.
     public var groupIDs: GroupIDs?
+    /// nil: `.dissolve`.
+    public var onDissolve: OnDissolve?
 
     public init(from: RouteEndpoint, to: RouteEndpoint, direction: Direction = .both, usersOnTarget: UserMode? = nil,
-                usersOnSource: UserMode? = nil, media: Media = .link, fallbacks: [Feature: FallbackPolicy] = [:], groupIDs: GroupIDs? = nil) {
+                usersOnSource: UserMode? = nil, media: Media = .link, fallbacks: [Feature: FallbackPolicy] = [:], groupIDs: GroupIDs? = nil,
+                onDissolve: OnDissolve? = nil) {
         self.groupIDs = groupIDs
+        self.onDissolve = onDissolve
         self.from = from
         self.to = to
         self.direction = direction

@@ -24,7 +24,8 @@ import IMCore
 ///   (`notice` "[消息已删除]" or `drop`); a deletion from one user's view deletes the copy from that user's
 ///   puppet's view where the target can, else is dropped (counted as a `recall` drop) — docs/mappings.md,
 ///   "Deletion";
-/// - membership changes plan no action: the engine compares the group instead (`GroupSync`).
+/// - membership changes plan no action: the engine compares the group instead (`GroupSync`); a group's
+///   dissolution neither: the engine queues its `.dissolve` entry (`GroupDissolution`).
 package struct Translator: Sendable {
     /// The target's.
     package let capabilities: Capabilities
@@ -105,7 +106,7 @@ package struct Translator: Sendable {
             } else {
                 fallback(.recall, leg, id, text: "[消息已删除]", by: by, planned: &planned)
             }
-        case .membersChanged:
+        case .membersChanged, .groupDissolved:
             break
         case .command(_, let sender, let command, let at):
             if capabilities.support(.commands).isNative && capabilities.contentKinds.contains(.command) {

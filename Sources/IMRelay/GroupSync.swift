@@ -27,8 +27,9 @@ import IMOutbox
 /// group relays into it as it is.
 ///
 /// A group its source does not describe (no directory, or a group only the message service knows) is
-/// set up with the senders seen so far, each added before its first message (`ensureMember`), with one
-/// warning — never left without members.
+/// set up with its channel's subscribers where the source lists them (`GroupSubscriberListing`: WuKongIM),
+/// else with the senders seen so far; either way each later sender is added before its first message
+/// (`ensureMember`), with one warning — never left without members.
 public enum GroupSync {
     public static func checkpointName(target: BackendID, group: GroupID) -> String { "group:\(target):\(group)" }
 
@@ -206,6 +207,9 @@ extension RelayEngine {
         let target = delivery.target.id
         let described = try await sourceGroup(group, on: source)
         var profile = described ?? GroupProfile(id: group)
+        // A channel only the message service knows (WuKongIM without a business-server record): its subscribers.
+        let subscribers = described == nil && live ? try await sourceSubscribers(group, on: source) : []
+        if described == nil { profile.members = subscribers }
         profile.members = profile.members.filter { !routes.isBridgeIdentity($0, on: source) }
         if let owner = profile.owner, routes.isBridgeIdentity(owner, on: source) { profile.owner = nil }
         let fromSenders = live && profile.members.isEmpty
@@ -248,10 +252,11 @@ extension RelayEngine {
             people.portals.remember(portal, outcome.id)
         }
         people.portals.noteMembers(desired.members, of: outcome.id, on: target)
-        if fromSenders {
+        if described == nil && live {
             people.portals.markFromSenders(outcome.id, on: target)
             if people.portals.firstWarning("\(source)|\(group)|\(target)") {
-                logs.relay.warning("the source does not describe this group: its target group gets the senders seen so far, each before its first message",
+                let members = fromSenders ? "the senders seen so far" : "the channel's subscribers, and later senders"
+                logs.relay.warning("the source does not describe this group: its target group gets \(members), each before its first message",
                                    metadata: ["source": "\(source)", "group": "\(group)", "target": "\(target)", "target_group": "\(outcome.id)"])
             }
         }
@@ -290,6 +295,17 @@ extension RelayEngine {
             return try await directory.group(group)
         } catch let error as IMError where error.code == .unsupported {
             return nil
+        }
+    }
+
+    /// The subscribers of `group`'s channel on the source, where its vendor lists them
+    /// (`GroupSubscriberListing`); none where it cannot.
+    nonisolated func sourceSubscribers(_ group: GroupID, on source: BackendID) async throws -> [UserID] {
+        guard let listing = backends[source] as? any GroupSubscriberListing else { return [] }
+        do {
+            return try await listing.subscribers(of: group)
+        } catch let error as IMError where error.code == .unsupported || error.code == .notFound {
+            return []
         }
     }
 

@@ -23,6 +23,9 @@ extension RelayEngine {
             guard let delivery = deliveries[entry.lane.backend] else { break }
             return Executed(reachedTarget: try await syncGroup(group, from: entry.sourceBackend, to: targetGroup, users: users, payload: payload,
                                                               entry: entry, delivery: delivery, mayWrite: mayWrite))
+        case .dissolve(_, let keep, let notice):
+            guard let delivery = deliveries[entry.lane.backend] else { break }
+            return Executed(reachedTarget: try await dissolveGroup(keep: keep, notice: notice, entry: entry, delivery: delivery, mayWrite: mayWrite))
         case .user(let profile, let known):
             guard let delivery = deliveries[entry.lane.backend] else { break }
             let calls = PacedCalls(payload.migration != nil ? delivery.migrationPacing : nil)
@@ -123,7 +126,7 @@ extension RelayEngine {
             try await delivery.setReaction(emoji, added: added, on: try await mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
             try await delivery.markRead(conversation, by: by, upTo: try await mapped(source, entry: entry))
-        case .profile, .group, .user:
+        case .profile, .group, .user, .dissolve:
             break   // `execute`
         case .retract(let source, let copy, let outgoing, let attemptAt):
             // Waits (requeued) until the entry that took the lane over has recorded its copy; every entry

@@ -92,6 +92,11 @@ extension RelayEngine {
             for routed in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[routed.target] else { continue }
                 let (leg, lane) = try portalLane(event, try mappedLeg(event, routed, tx), tx, at: now)
+                // A dissolution: one entry in the group's lane, after its earlier events (`GroupDissolution`).
+                if case .groupDissolved = event.kind {
+                    if !echo, let payload = dissolution(event, leg: leg) { try draft.add(payload, lane: lane, source: event.backend, eventID: event.eventID) }
+                    continue
+                }
                 if let subject = groupSubject(event, leg: leg) {
                     recorded.groupSubjects.append(subject)
                     // A vendor's membership event: the group is compared now, not at the next round.
@@ -214,7 +219,7 @@ extension RelayEngine {
         case .membersChanged(_, let joined, let left, let by, _):
             // Made by the bridge, or only the bridge's puppets came or went (its own comparison's writes).
             return bridge(by) || (!(joined + left).isEmpty && (joined + left).allSatisfy { bridge($0) })
-        case .expansionChanged(_, _, let by, _):
+        case .expansionChanged(_, _, let by, _), .groupDissolved(_, let by, _):
             return bridge(by)
         case .reaction(_, _, let user, _, _, _), .read(_, let user, _, _):
             return bridge(user)
@@ -227,7 +232,7 @@ extension RelayEngine {
         switch event.kind {
         case .message(let message): message.sentAt
         case .edited(_, _, _, _, let at), .recalled(_, _, _, let at), .reaction(_, _, _, _, _, let at), .read(_, _, _, let at),
-             .command(_, _, _, let at), .deleted(_, _, _, _, let at), .membersChanged(_, _, _, _, let at): at
+             .command(_, _, _, let at), .deleted(_, _, _, _, let at), .membersChanged(_, _, _, _, let at), .groupDissolved(_, _, let at): at
         case .expansionChanged: nil
         }
     }

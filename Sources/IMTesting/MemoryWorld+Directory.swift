@@ -18,6 +18,9 @@ import IMCore
 /// - `updateGroup` sets name, avatar, announcement and extra fields and adds missing members (never
 ///   removes one); `removeMembers` takes members out (ids that are not members are skipped); members
 ///   are listed sorted, the owner included;
+/// - `dissolveGroup` takes the group and its members away (an unknown group is skipped); a message into
+///   it afterwards is refused as `GroupSendRefusals.dissolvedGroup` says, and a `groupDissolved` event is
+///   published where the vendor reports dissolutions (`Capabilities.reportsDissolution`);
 /// - joins (`addMembers`, `updateGroup`) and removals publish a `membersChanged` event where the vendor
 ///   reports membership changes to the app server (`Capabilities.reportsMembershipChanges`: the NIM preset).
 extension MemoryWorld {
@@ -45,7 +48,7 @@ extension MemoryWorld {
         try state.withLock { state in
             var stored = profile
             if assignsGroupIDs {
-                stored.id = GroupID(String(100_001 + state.groups.count))
+                stored.id = GroupID(String(100_001 + state.groups.count + state.dissolvedGroups.count))
             } else if state.groupProfile(profile.id) != nil {
                 throw IMError(.conflict, "group \(profile.id) exists")
             }
@@ -100,6 +103,21 @@ extension MemoryWorld {
         }
     }
 
+    /// Dissolves the group: gone from the directory, its members with it; a `groupDissolved` event is
+    /// published where the vendor reports dissolutions (`Capabilities.reportsDissolution`). An unknown
+    /// group is skipped.
+    func dissolveGroup(_ id: GroupID, by: UserID?) {
+        let now = clock.nowMs()
+        state.withLock { state in
+            guard state.groupProfile(id) != nil else { return }
+            state.groups[id] = nil
+            state.groupMembers[id] = nil
+            state.dissolvedGroups.insert(id)
+            guard capabilities.reportsDissolution else { return }
+            Self.publish("dissolved:\(id):\(state.nextEventNumber())", .groupDissolved(group: id, by: by, at: now), in: &state)
+        }
+    }
+
     /// Whether the vendor reports membership changes to the app server (`Capabilities.reportsMembershipChanges`).
     public var reportsMembershipChanges: Bool { capabilities.reportsMembershipChanges }
 
@@ -131,7 +149,9 @@ extension MemoryWorld.State {
     }
 }
 
-extension MemoryBackend: UserDirectory, GroupMemberRemoving {
+extension MemoryBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
+    public func dissolveGroup(_ group: GroupID) async throws { try world.faults.run(.groups) { world.dissolveGroup(group, by: nil) } }
+
     public func users(_ ids: [UserID]) async throws -> [UserProfile] { try world.faults.run(.users) { world.users(ids) } }
 
     public func saveUser(_ profile: UserProfile) async throws { try world.faults.run(.users) { world.saveUser(profile) } }

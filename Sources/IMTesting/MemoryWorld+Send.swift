@@ -131,11 +131,15 @@ struct ExpansionCarrierPayload: Codable {
 
 extension MemoryWorld.State {
     /// The vendor's refusals of a group message (`Capabilities.groupSendRefusals`): into a group the world
-    /// does not have (no profile, no members), or from a sender who is neither a member nor the owner.
+    /// does not have (no profile, no members), into one it dissolved, or from a sender who is neither a
+    /// member nor the owner.
     func checkGroupSend(_ outgoing: OutgoingMessage, refusals: GroupSendRefusals, vendor: String) throws {
         guard outgoing.conversation.kind == .group else { return }
         let group = GroupID(outgoing.conversation.id)
         let members = groupMembers[group]
+        if let refusal = refusals.dissolvedGroup, dissolvedGroups.contains(group), groups[group] == nil, members == nil {
+            throw refusal.error(vendor: vendor, "group \(group) was dissolved")
+        }
         if let refusal = refusals.unknownGroup, groups[group] == nil, members == nil {
             throw refusal.error(vendor: vendor, "no group \(group)")
         }

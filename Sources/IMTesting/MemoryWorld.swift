@@ -60,6 +60,9 @@ public final class MemoryWorld: Sendable {
         var users: [UserID: UserProfile] = [:]
         /// Group profiles (name, avatar, owner, announcement); members live in `groupMembers`.
         var groups: [GroupID: GroupProfile] = [:]
+        /// Groups dissolved (`GroupDissolving`): gone from the directory; a message into one is refused as
+        /// `GroupSendRefusals.dissolvedGroup` says.
+        var dissolvedGroups: Set<GroupID> = []
         var media: [String: [UInt8]] = [:]
         var subscribers: [Int: Subscriber] = [:]
         var nextSubscriber = 0

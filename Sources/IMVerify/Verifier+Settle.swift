@@ -54,7 +54,7 @@ extension Verifier {
              .expansion(let source, _, _), .reaction(let source, _, _, _), .retract(let source, _, _, _):
             source
         case .notice(_, let reply): reply
-        case .read, .profile, .group, .user: nil
+        case .read, .profile, .group, .user, .dissolve: nil
         }
     }
 

@@ -127,6 +127,7 @@ import IMOutbox
             "routes[].name_format": (.text, nameFormat),
             "routes[].media": (.text, .text(route.media.rawValue)),
             "routes[].group_ids": (.text, .text((route.groupIDs ?? .map).rawValue)),
+            "routes[].on_dissolve": (.text, .text((route.onDissolve ?? .dissolve).rawValue)),
             "routes[].fallbacks": (.fallbacks, .fallbacks(drop: drops)),
         ]
     }

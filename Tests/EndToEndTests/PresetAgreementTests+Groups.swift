@@ -6,8 +6,8 @@ import IMTesting
 @_spi(Testing) import IMVendors
 import Testing
 
-/// Group messages into a group the vendor does not have, and by a sender outside the group: refused (or
-/// taken) alike by `MemoryBackend` under the vendor's preset and by the adapter against its sandbox, with
+/// Group messages into a group the vendor does not have, by a sender outside the group, and into a group
+/// dissolved (`GroupDissolving`): refused (or taken) alike by `MemoryBackend` under the vendor's preset and by the adapter against its sandbox, with
 /// the same error class and vendor code (docs/adapters/<vendor>.md, "Conversations"; docs/testing-kit.md).
 extension PresetAgreementTests {
     /// An outcome with the vendor's code: `failed(not_found 803)`.
@@ -42,6 +42,11 @@ extension PresetAgreementTests {
         await record("send by a member") { try await send(bob, into: group) }
         await record("send by a non-member") { try await send(carol, into: group) }
         await record("send into an unknown group") { try await send(alice, into: "987654321") }
+        await record("dissolveGroup") {
+            guard let dissolving = backend as? any GroupDissolving, let group else { throw IMError(.unsupported, "no GroupDissolving") }
+            try await dissolving.dissolveGroup(group)
+        }
+        await record("send into a dissolved group") { try await send(alice, into: group) }
         return results
     }
 
@@ -72,6 +77,8 @@ extension PresetAgreementTests {
             }
             #expect(onAdapter.first { $0.0 == "send into an unknown group" }?.1 == expected(refusals.unknownGroup), "\(vendor): \(onAdapter)")
             #expect(onAdapter.first { $0.0 == "send by a non-member" }?.1 == expected(refusals.nonMember), "\(vendor): \(onAdapter)")
+            #expect(onAdapter.first { $0.0 == "dissolveGroup" }?.1 == "accepted", "\(vendor): \(onAdapter)")
+            #expect(onAdapter.first { $0.0 == "send into a dissolved group" }?.1 == expected(refusals.dissolvedGroup), "\(vendor): \(onAdapter)")
         }
         await lab.stop()
         await sink.stop()

@@ -120,7 +120,7 @@ import IMOutbox
         let id = try await pair.source.createGroup(GroupProfile(id: "ignored", name: "Team", owner: "ann", members: ["ann", "bob"]))
         _ = try await pair.source.send(OutgoingMessage(conversation: .group(id), sender: "ann", content: .text("hi")))
         #expect(try await eventually { try await pair.target.group(id)?.members == ["yx_ann", "yx_bob"] })
-        try pair.source.world.removeMembers(["bob"], from: id)   // bob leaves on NIM (the adapter removes nobody)
+        try pair.source.world.removeMembers(["bob"], from: id)   // bob leaves on NIM
         #expect(try await eventually { try await pair.target.group(id)?.members == ["yx_ann"] })
         try await pair.source.updateGroup(GroupProfile(id: id, members: ["carol"]))
         #expect(try await eventually { try await pair.target.group(id)?.members == ["yx_ann", "yx_carol"] })

@@ -74,6 +74,8 @@ import Testing
             .user(profile: UserProfile(id: "wk_bob", name: "wk_bob"), known: false),
             .retract(source: "wk-1", copy: nil, outgoing: outgoing(.text("late"), full: false), attemptAt: 17),
             .retract(source: "wk-1", copy: "rc-5", outgoing: outgoing(.text("late"), full: true), attemptAt: -1),
+            .dissolve(source: "g1", keep: false, notice: outgoing(.text("[群已解散]"), full: false)),
+            .dissolve(source: "g1", keep: true, notice: outgoing(.text("[群已解散]"), full: true)),
         ]
         var payloads: [OutboxPayload] = []
         for (index, action) in actions.enumerated() {

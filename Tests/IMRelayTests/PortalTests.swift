@@ -16,10 +16,11 @@ import IMOutbox
         let store: BridgeStore
         let routes: [Route]
 
-        init(direction: Route.Direction = .forward) throws {
+        init(direction: Route.Direction = .forward, routes: [Route]? = nil) throws {
             let path = FileManager.default.temporaryDirectory.appendingPathComponent("portal-\(UUID().uuidString).sqlite").path
             store = try BridgeStore(path: path)
-            routes = [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "yx:group:*"), direction: direction)]
+            self.routes = try routes ?? [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "yx:group:*"),
+                                               direction: direction)]
         }
 
         func engine() -> RelayEngine {

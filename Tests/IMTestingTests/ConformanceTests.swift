@@ -35,8 +35,7 @@ import Testing
         let expected: [(Capabilities, Set<String>)] = [
             (.wukong, ["profile.save-reads-back", "group.members.remove", "delete.for-everyone", "delete.for-one-user"]),
             (.rongCloud, ["profile.save-reads-back", "group.members.remove", "delete.for-everyone", "delete.for-one-user"]),
-            // The NIM adapter removes no members (`Capabilities.directory`): the check is skipped.
-            (.nim, ["profile.save-reads-back", "delete.for-everyone", "delete.for-one-user"]),
+            (.nim, ["profile.save-reads-back", "group.members.remove", "delete.for-everyone", "delete.for-one-user"]),
             (custom, ["profile.save-reads-back", "group.members.remove", "delete.for-everyone", "delete.for-one-user"]),
             (reporting, ["profile.save-reads-back", "group.members.remove", "group.members.join-event", "delete.for-everyone", "delete.for-one-user"]),
         ]

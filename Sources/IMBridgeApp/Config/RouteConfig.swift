@@ -8,7 +8,7 @@ extension BridgeConfig {
     /// The keys of a route (which of them apply depends on `users:`, so this list is kept beside the
     /// decoder rather than read from it).
     public static let routeKeys = ["from", "to", "direction", "users", "puppet_prefix", "reverse_prefix", "relay_account",
-                                   "name_format", "media", "fallbacks", "group_ids"]
+                                   "name_format", "media", "fallbacks", "group_ids", "on_dissolve"]
 
     /// The conversation kinds a route may name (`BACKEND:KIND:ID`).
     public static let routeKinds: [ConversationRef.Kind] = [.direct, .group, .chatroom, .system]
@@ -73,6 +73,11 @@ extension BridgeConfig {
             guard let mode = Route.GroupIDs(rawValue: text) else { throw node["group_ids"].error("expected map or same") }
             return mode
         }
+        let onDissolve = problems.attempt { () throws -> Route.OnDissolve in
+            let text = try node["on_dissolve"].optionalString() ?? "dissolve"
+            guard let mode = Route.OnDissolve(rawValue: text) else { throw node["on_dissolve"].error("expected dissolve or keep") }
+            return mode
+        }
         var fallbacks: [Feature: FallbackPolicy] = [:]
         let fallbackNode = node["fallbacks"]
         if fallbackNode.isPresent, problems.attempt({ try fallbackNode.expectMapping() }) != nil {
@@ -87,9 +92,10 @@ extension BridgeConfig {
                 }
             }
         }
-        guard problems.count == before, let from, let to, let direction, let modes, let media, let groupIDs else { return nil }
+        guard problems.count == before, let from, let to, let direction, let modes, let media, let groupIDs, let onDissolve else { return nil }
         return Route(from: from, to: to, direction: direction, usersOnTarget: modes.0, usersOnSource: modes.1, media: media,
-                     fallbacks: fallbacks, groupIDs: groupIDs == .same ? .same : nil)
+                     fallbacks: fallbacks, groupIDs: groupIDs == .same ? .same : nil,
+                     onDissolve: onDissolve == .keep ? .keep : nil)
     }
 }
 

@@ -137,6 +137,11 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// Whether the vendor reports group membership changes to the app server (`membersChanged`): NIM
     /// copies team operations in its message copy (docs/adapters/nim.md); the others send none.
     public var reportsMembershipChanges: Bool = false
+    /// Whether the vendor reports a group's dissolution to the app server (`groupDissolved`): NIM copies
+    /// the team notification of a dismissal (docs/adapters/nim.md); RongCloud routes the `RC:GrpNtf`
+    /// `Dismiss` an app sends, not the dismissal itself; WuKongIM and JMessage send none. A value made
+    /// without a preset reports them.
+    public var reportsDissolution: Bool = true
     /// How the vendor's adapter positions history: cursor form, message ids, and its refusal of a
     /// cursor of another form.
     public var history: HistoryPositioning = .seq

@@ -5,7 +5,8 @@
 public struct DirectorySupport: Hashable, Sendable, Codable {
     /// `allUsers` (JMessage lists its users; WuKong, RongCloud and NIM have no user listing the adapter calls).
     public var listsAllUsers: Bool
-    /// `removeMembers` (RongCloud's `/group/quit.json`; the other adapters do not remove members).
+    /// `removeMembers` (RongCloud `/group/quit.json`, NIM `/team/kick.action`, JMessage and WuKong through their
+    /// member routes: every shipped adapter serves it).
     public var removesMembers: Bool
     /// `groups(of:)` (WuKong's adapter has no call for a user's groups).
     public var listsGroupsOfUser: Bool

@@ -1,5 +1,5 @@
 /// What a vendor's server refuses for a group message (docs/adapters/<vendor>.md, "Conversations"): one
-/// into a group it does not have, and one whose sender is not a member. The presets carry their vendor's
+/// into a group it does not have, one whose sender is not a member, and one into a dissolved group. The presets carry their vendor's
 /// rules, so that `MemoryBackend` refuses what the vendor refuses, with the same error class and vendor
 /// code; capabilities made without a preset refuse neither.
 public struct GroupSendRefusals: Hashable, Sendable, Codable {
@@ -26,10 +26,23 @@ public struct GroupSendRefusals: Hashable, Sendable, Codable {
     public var unknownGroup: Refusal?
     /// A message whose sender is not a member of the group; nil: accepted.
     public var nonMember: Refusal?
+    /// A message into a group that was dissolved (`GroupDissolving`); nil: accepted.
+    public var dissolvedGroup: Refusal?
 
-    public init(unknownGroup: Refusal? = nil, nonMember: Refusal? = nil) {
+    public init(unknownGroup: Refusal? = nil, nonMember: Refusal? = nil, dissolvedGroup: Refusal? = nil) {
         self.unknownGroup = unknownGroup
         self.nonMember = nonMember
+        self.dissolvedGroup = dissolvedGroup
+    }
+
+    enum CodingKeys: String, CodingKey { case unknownGroup, nonMember, dissolvedGroup }
+
+    /// Values written before `dissolvedGroup` existed decode with it nil.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        unknownGroup = try c.decodeIfPresent(Refusal.self, forKey: .unknownGroup)
+        nonMember = try c.decodeIfPresent(Refusal.self, forKey: .nonMember)
+        dissolvedGroup = try c.decodeIfPresent(Refusal.self, forKey: .dissolvedGroup)
     }
 
     /// Nothing refused (WuKong, RongCloud, and capabilities made without a preset).

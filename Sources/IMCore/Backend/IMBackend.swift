@@ -283,6 +283,23 @@ public protocol GroupMemberRemoving: GroupDirectory {
     func removeMembers(_ members: [UserID], from group: GroupID) async throws
 }
 
+/// Dissolving a group: what live relay uses when a source group is dissolved (docs/architecture.md,
+/// "Portals"). Afterwards the vendor takes no message into it (as `GroupSendRefusals.dissolvedGroup`
+/// says).
+public protocol GroupDissolving: GroupDirectory {
+    /// Dissolves the group. A group that does not exist (any more) is not an error, so that a retry after
+    /// a lost answer succeeds.
+    func dissolveGroup(_ group: GroupID) async throws
+}
+
+/// Who receives a group's messages where the vendor keeps a group as a channel with subscribers, which its
+/// group directory may not describe (WuKongIM without a business-server record): a group the source does
+/// not describe is set up on the target with these as its members (docs/architecture.md, "Portals").
+public protocol GroupSubscriberListing: IMBackend {
+    /// The group channel's subscribers (none for a channel the vendor does not have).
+    func subscribers(of group: GroupID) async throws -> [UserID]
+}
+
 /// Listing every conversation a backend holds (server view), for `imbridge migrate --all`.
 public protocol ConversationDiscovery: IMBackend {
     func allConversations() async throws -> [ConversationRef]

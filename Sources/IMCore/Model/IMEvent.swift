@@ -24,6 +24,9 @@ public struct IMEvent: Hashable, Sendable, Codable {
         /// Members joined or left a group (`by`: who added or removed them, nil when they acted themselves or
         /// the vendor does not say). The bridge compares the group again (docs/architecture.md, "Groups").
         case membersChanged(group: GroupID, joined: [UserID], left: [UserID], by: UserID?, at: Int64)
+        /// The group was dissolved (`by`: who dissolved it, nil when the vendor does not say). The bridge
+        /// dissolves the target group, or leaves it with a notice (docs/architecture.md, "Portals").
+        case groupDissolved(group: GroupID, by: UserID?, at: Int64)
     }
 
     public var eventID: EventID
@@ -69,23 +72,23 @@ public struct IMEvent: Hashable, Sendable, Codable {
              .expansionChanged(_, let conversation, _, _), .reaction(_, let conversation, _, _, _, _),
              .read(let conversation, _, _, _), .command(let conversation, _, _, _), .deleted(_, let conversation, _, _, _):
             conversation
-        case .membersChanged(let group, _, _, _, _): .group(group)
+        case .membersChanged(let group, _, _, _, _), .groupDissolved(let group, _, _): .group(group)
         }
     }
 
-    /// The message the event is about (nil for `command` and `membersChanged`).
+    /// The message the event is about (nil for `command`, `membersChanged` and `groupDissolved`).
     public var messageID: MessageID? {
         switch kind {
         case .message(let message): message.id
         case .edited(let id, _, _, _, _), .recalled(let id, _, _, _), .expansionChanged(let id, _, _, _),
              .reaction(let id, _, _, _, _, _), .read(_, _, let id, _), .deleted(let id, _, _, _, _):
             id
-        case .command, .membersChanged: nil
+        case .command, .membersChanged, .groupDissolved: nil
         }
     }
 
     /// A short name for logs and metrics: message, edited, recalled, expansion, reaction, read, command,
-    /// deleted, members.
+    /// deleted, members, dissolved.
     public var kindName: String {
         switch kind {
         case .message: "message"
@@ -97,6 +100,7 @@ public struct IMEvent: Hashable, Sendable, Codable {
         case .command: "command"
         case .deleted: "deleted"
         case .membersChanged: "members"
+        case .groupDissolved: "dissolved"
         }
     }
 }

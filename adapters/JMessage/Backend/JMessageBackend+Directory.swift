@@ -17,7 +17,7 @@ import IMCore
 ///   leaves the admin out of `members` unless it owns the group.
 /// - `allUsers` and `allGroups` page the admin listings (`count` 500); `groups(of:)` is
 ///   `GET /v1/users/{username}/groups/` (an unknown user is in no group).
-extension JMessageBackend: UserDirectory, GroupMemberRemoving {
+extension JMessageBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
     /// The profile fields besides nickname and avatar, under JMessage's names.
     public static let userExtraFields = ["birthday", "gender", "signature", "region", "address", "extras"]
     /// The group fields besides name, avatar, owner and members, under JMessage's names.
@@ -155,6 +155,12 @@ extension JMessageBackend: UserDirectory, GroupMemberRemoving {
             .filter { $0 != client.settings.admin && seen.insert($0).inserted }
         guard !leaving.isEmpty else { return }
         try await client.updateMembers(gid: group.rawValue, remove: leaving)
+    }
+
+    /// `DELETE /v1/groups/{gid}`: the members get JMessage's dissolve event; a group that does not exist is
+    /// left alone.
+    public func dissolveGroup(_ group: GroupID) async throws {
+        try await client.deleteGroup(gid: group.rawValue)
     }
 
     public func allGroups() async throws -> [GroupID] {

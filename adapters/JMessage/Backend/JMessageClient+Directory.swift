@@ -63,6 +63,17 @@ extension JMessageClient {
         _ = try await call("PUT", api("/v1/groups/\(escape(gid))"), json: JSONValue.object(fields))
     }
 
+    /// `DELETE /v1/groups/{gid}` → 204; false when the group does not exist (899006).
+    @discardableResult
+    public func deleteGroup(gid: String) async throws -> Bool {
+        do {
+            _ = try await call("DELETE", api("/v1/groups/\(escape(gid))"), body: nil)
+            return true
+        } catch let error as IMError where error.vendorCode == String(JMessageErrors.groupNotFound.code) {
+            return false
+        }
+    }
+
     /// `GET /v1/groups/{gid}/members/`: the member objects (`flag` 1 = owner).
     public func groupMembers(gid: String) async throws -> [JSONValue] {
         try decode([JSONValue].self, try await call("GET", api("/v1/groups/\(escape(gid))/members/"), body: nil))

@@ -21,10 +21,13 @@ extension Capabilities {
         capabilities.groupCreationAssignsID = true
         capabilities.deletionScopes = []
         capabilities.reportsDeletions = false
+        capabilities.reportsDissolution = false
         // A group message needs a group that exists (899006). Its sender is always the adapter's admin, who
         // must be in the group (803005; the adapter makes it a member of every group it creates): the
         // neutral sender is not checked (docs/adapters/jmessage.md, "Conversations").
-        capabilities.groupSendRefusals = GroupSendRefusals(unknownGroup: .init(.notFound, vendorCode: "899006", "group id does not exist"))
+        // A group deleted with DELETE /v1/groups/{gid} no longer exists.
+        capabilities.groupSendRefusals = GroupSendRefusals(unknownGroup: .init(.notFound, vendorCode: "899006", "group id does not exist"),
+                                                           dissolvedGroup: .init(.notFound, vendorCode: "899006", "group id does not exist"))
         capabilities.history = HistoryPositioning(cursorForm: .timeAndID, numericMessageIDs: true,
                                                   refusalTemplate: "'{cursor}' is not a jmessage history cursor")
         capabilities.sendConversationKinds = ConversationKinds([.direct, .group, .chatroom])

@@ -50,7 +50,7 @@ public final class JMessageSandbox: SandboxVendor {
     public static let servedRoutes: [String] = [
         "POST /v1/admins", "POST /v1/users", "GET /v1/users/{username}", "POST /v1/groups",
         "POST /v1/groups/{gid}/members", "GET /v1/groups/{gid}/members",
-        "PUT /v1/users/{username}", "GET /v1/users", "GET /v1/users/{username}/groups", "GET /v1/groups/{gid}", "PUT /v1/groups/{gid}",
+        "PUT /v1/users/{username}", "GET /v1/users", "GET /v1/users/{username}/groups", "GET /v1/groups/{gid}", "PUT /v1/groups/{gid}", "DELETE /v1/groups/{gid}",
         "GET /v1/groups", "POST /v1/messages",
         "POST /v1/messages/{username}/{msgid}/retract", "POST /v1/resource", "GET /v1/resource",
         "GET /v2/messages", "GET /v2/users/{username}/messages", "GET /v2/groups/{gid}/messages",
@@ -79,6 +79,7 @@ public final class JMessageSandbox: SandboxVendor {
         case ("GET", 4) where path.hasPrefix("/v1/users/") && segments[3] == "groups": return await store.groupsOf(segments[2])
         case ("GET", 3) where path.hasPrefix("/v1/groups/"): return await store.group(segments[2])
         case ("PUT", 3) where path.hasPrefix("/v1/groups/"): return await store.persist(await store.updateGroup(segments[2], request))
+        case ("DELETE", 3) where path.hasPrefix("/v1/groups/"): return await store.persist(await store.deleteGroup(segments[2]))
         case ("GET", 2) where path == "/v1/groups": return await store.listGroups(request)
         default:
             return Self.error(JMessageErrors.invalidParameter, status: 404, "no such API: \(request.method) \(path)")

@@ -130,6 +130,14 @@ extension JMessageSandboxStore {
         return HTTPResponseData(status: 204)
     }
 
+    /// `DELETE /v1/groups/{gid}` → 204: the group is gone (its gid is not given again); a message into it
+    /// afterwards is 899006, as into any group that does not exist. An unknown gid is 899006.
+    func deleteGroup(_ gidText: String) -> HTTPResponseData {
+        guard let gid = Int64(gidText), groups[gid] != nil else { return JMessageSandbox.error(JMessageErrors.groupNotFound, "group not exist") }
+        groups[gid] = nil
+        return HTTPResponseData(status: 204)
+    }
+
     /// `GET /v1/groups/?start=&count=`: the app's groups, by gid.
     func listGroups(_ request: HTTPRequestData) -> HTTPResponseData {
         guard let window = Self.window(request) else { return JMessageSandbox.error(JMessageErrors.invalidParameter, Self.badWindow) }

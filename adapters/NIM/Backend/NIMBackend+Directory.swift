@@ -16,7 +16,10 @@ import IMCore
 ///   and nothing is created (NIM itself would create the team and leave the member out).
 /// - NIM has no call that lists every account or every team: `allUsers` and `allGroups` throw
 ///   `unsupported`; `groups(of:)` is `/team/joinTeams.action`.
-extension NIMBackend: UserDirectory, GroupDirectory {
+/// - `removeMembers` is `/team/kick.action` as the owner, 200 at a time, for the listed members other than
+///   the owner (NIM does not kick a team's owner); `dissolveGroup` is `/team/remove.action` as the owner
+///   (a team that does not exist is left alone).
+extension NIMBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
     /// The profile fields besides name and icon, under NIM's names.
     public static let userExtraFields = ["sign", "email", "birth", "mobile", "gender", "ex"]
     /// The team fields besides name, icon, announcement, owner and members, under NIM's names.
@@ -139,6 +142,20 @@ extension NIMBackend: UserDirectory, GroupDirectory {
         guard failed.isEmpty else {
             throw IMError(.notFound, "NIM did not add \(failed.joined(separator: ", ")) to team \(profile.id)")
         }
+    }
+
+    public func removeMembers(_ members: [UserID], from group: GroupID) async throws {
+        guard let current = try await self.group(group), let owner = current.owner else { return }
+        let listed = Set(current.members.map { $0.rawValue.lowercased() })
+        let leaving = Self.distinct(members.filter { listed.contains($0.rawValue.lowercased()) && $0.rawValue.lowercased() != owner.rawValue.lowercased() })
+        for chunk in leaving.nimChunks(of: 200) {
+            try await client.kickTeamMembers(tid: group.rawValue, owner: owner.rawValue, members: chunk.map(\.rawValue))
+        }
+    }
+
+    public func dissolveGroup(_ group: GroupID) async throws {
+        guard let current = try await self.group(group), let owner = current.owner else { return }
+        try await client.removeTeam(tid: group.rawValue, owner: owner.rawValue)
     }
 
     public func allGroups() async throws -> [GroupID] {

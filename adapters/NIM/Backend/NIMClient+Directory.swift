@@ -51,6 +51,16 @@ extension NIMClient {
         _ = try await call("/team/update.action", fields)
     }
 
+    /// `/team/kick.action` (`tid`, `owner`, `members` as a JSON array of ≤ 200 accids); `{"code":200}` only.
+    public func kickTeamMembers(tid: String, owner: String, members: [String]) async throws {
+        _ = try await call("/team/kick.action", [("tid", tid), ("owner", owner), ("members", Self.jsonList(members))])
+    }
+
+    /// `/team/remove.action` (`tid`, `owner`): dismisses the team; `{"code":200}` only.
+    public func removeTeam(tid: String, owner: String) async throws {
+        _ = try await call("/team/remove.action", [("tid", tid), ("owner", owner)])
+    }
+
     /// `/team/query.action` with `ignoreInvalid=true`: the `tinfos` of the teams that exist (with member
     /// lists when `withMembers`).
     public func queryTeams(_ tids: [String], withMembers: Bool) async throws -> [JSONValue] {

@@ -21,9 +21,11 @@ extension Capabilities {
         // The message copy carries team operations, but the adapter does not read them (their attach
         // fields are not confirmed): it reports no membership change (docs/adapters/nim.md).
         capabilities.reportsMembershipChanges = false
+        // A dismissal's team notification (attach `id` 4) is read: the team is reported dissolved.
+        capabilities.reportsDissolution = true
         capabilities.sendConversationKinds = ConversationKinds([.direct, .group])
-        // getUinfos reads known accids only: no user listing; the adapter removes no team member.
-        capabilities.directory = DirectorySupport(listsAllUsers: false, removesMembers: false)
+        // getUinfos reads known accids only: no user listing. Members are removed with /team/kick.action.
+        capabilities.directory = DirectorySupport(listsAllUsers: false)
         // 416 blocks the app for 10 s; a 5xx is a gateway's answer without NIM's envelope (docs/adapters/nim.md, "Facts on the preset").
         capabilities.faultAnswers = FaultAnswers(
             rateLimited: .init(.rateLimited, vendorCode: "416", "frequency control", retryAfterMs: 10_000),
@@ -34,7 +36,9 @@ extension Capabilities {
         // which one sendMsg answers is the strict reading, docs/adapters/nim.md, "Conversations").
         capabilities.groupSendRefusals = GroupSendRefusals(
             unknownGroup: .init(.notFound, vendorCode: "803", "team does not exist"),
-            nonMember: .init(.permissionDenied, vendorCode: "804", "not a member of the team"))
+            nonMember: .init(.permissionDenied, vendorCode: "804", "not a member of the team"),
+            // A team removed with /team/remove.action no longer exists.
+            dissolvedGroup: .init(.notFound, vendorCode: "803", "team does not exist"))
         capabilities.history = HistoryPositioning(cursorForm: .timeAndID, numericMessageIDs: true,
                                                   refusalTemplate: "'{cursor}' is not a NIM history cursor (<ms>:<msgid>)")
         return capabilities

@@ -17,7 +17,9 @@ import IMHTTP
 ///   the body as received; key `nim:<msgidServer>`, else the body's MD5): answered 200 and kept by the
 ///   sink as an inbound dead letter. Only a body that is not a JSON object is refused (400).
 /// - Events: eventType 1 chat messages → `message` (or `expansionChanged` for the adapter's expansion
-///   carrier, see `NIMExpansionCarrier`), custom system notifications → `command`, 7/8/25 → `recalled`;
+///   carrier, see `NIMExpansionCarrier`), custom system notifications → `command`, a TEAM notification
+///   whose attach `id` is 4 (the team dismissed) → `groupDissolved` (other team notifications are not
+///   read: their fields are not confirmed), 7/8/25 → `recalled`;
 ///   every other eventType is accepted and ignored (empty result, still answered 200).
 /// - Event ids derive from NIM's ids only, so a redelivery yields the same `eventID`s.
 /// - Fast: pure CPU work, no I/O; NIM waits 5 s for the answer.
@@ -124,6 +126,7 @@ public struct NIMInbound: Sendable {
     public func events(of copy: NIMCopyEvent, rawBody: [UInt8]) throws -> [IMEvent] {
         switch copy.eventType {
         case 1:
+            if let dissolved = Self.dismissal(copy) { return [dissolved(backend)] }
             if let command = try NIMCommandCodec.command(fromCopy: copy) {
                 let id = copy.msgidServer ?? NIMSignature.md5Hex(rawBody)
                 return [IMEvent(eventID: EventID("nim:cmd:\(id)"), backend: backend, kind: command)]
@@ -144,5 +147,15 @@ public struct NIMInbound: Sendable {
         default:
             return []
         }
+    }
+
+    /// The `groupDissolved` of a TEAM notification copy whose attach `id` is 4 (team dismissed, NIM's
+    /// team-notification operations); nil for any other copy.
+    static func dismissal(_ copy: NIMCopyEvent) -> ((BackendID) -> IMEvent)? {
+        guard copy.convType == "TEAM", copy.msgType == "NOTIFICATION", let tid = copy.to, !tid.isEmpty,
+              let attach = copy.attach, (try? JSONValue.parse(attach))?["id"]?.int64Value == 4 else { return nil }
+        let by = copy.fromAccount.map { UserID($0) }, at = copy.msgTimestamp ?? 0
+        let id = copy.msgidServer ?? "\(tid):\(at)"
+        return { IMEvent(eventID: EventID("nim:dismiss:\(id)"), backend: $0, kind: .groupDissolved(group: GroupID(tid), by: by, at: at)) }
     }
 }

@@ -259,4 +259,55 @@ extension NIMSandbox {
         }
         return Self.ok(["count": .int(Int64(infos.count)), "infos": .array(infos)])
     }
+
+    /// `/team/kick.action`: `tid`, `owner` (must be the team's owner: 802) and `member` or `members` (a JSON
+    /// array of ≤ 200 accids; `member` wins when both are given). The owner cannot be kicked (802); an accid
+    /// that is not in the team is 804 and kicks nobody.
+    func kickTeamMembers(_ form: NIMForm) -> HTTPResponseData {
+        guard let tid = form.int("tid") else { return Self.fail(NIMErrors.parameter, "tid is required") }
+        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(NIMErrors.parameter, "owner is required") }
+        let single = form["member"].flatMap { $0.isEmpty ? nil : [$0.lowercased()] }
+        guard let leaving = single ?? Self.accidList(form, "members"), !leaving.isEmpty else {
+            return Self.fail(NIMErrors.parameter, "member or members (a JSON array of accids) is required")
+        }
+        guard leaving.count <= 200 else { return Self.fail(NIMErrors.parameter, "members allows at most 200 per call") }
+        return state.withLock { state in
+            guard var team = state.teams[tid] else { return Self.fail(NIMErrors.noSuchTeam, "team not exist") }
+            guard team.owner == owner else { return Self.fail(NIMErrors.noTeamPermission, "no permission") }
+            guard !leaving.contains(team.owner) else { return Self.fail(NIMErrors.noTeamPermission, "the owner cannot be kicked") }
+            guard leaving.allSatisfy(team.members.contains) else { return Self.fail(NIMErrors.notInTeam, "not in team") }
+            team.members.removeAll { leaving.contains($0) }
+            team.updatetime = clock.nowMs()
+            state.teams[tid] = team
+            return Self.ok()
+        }
+    }
+
+    /// `/team/remove.action`: `tid` and `owner` (must be the team's owner: 802). The team is gone: a team
+    /// message into it afterwards is 803. Its members get the team notification of the dismissal, which the
+    /// message copy carries (`msgType` NOTIFICATION, `attach` `{"data":{"tinfo":…},"id":4}`).
+    func removeTeam(_ form: NIMForm) async -> HTTPResponseData {
+        guard let tid = form.int("tid") else { return Self.fail(NIMErrors.parameter, "tid is required") }
+        guard let owner = form["owner"]?.lowercased(), !owner.isEmpty else { return Self.fail(NIMErrors.parameter, "owner is required") }
+        let removed: Result<NIMStoredTeam, NIMSandboxRefusal> = state.withLock { state in
+            guard let team = state.teams[tid] else { return .failure(NIMSandboxRefusal(NIMErrors.noSuchTeam, "team not exist")) }
+            guard team.owner == owner else { return .failure(NIMSandboxRefusal(NIMErrors.noTeamPermission, "no permission")) }
+            state.teams[tid] = nil
+            state.teamOrder.removeAll { $0 == tid }
+            return .success(team)
+        }
+        switch removed {
+        case .failure(let refusal):
+            return Self.fail(refusal.entry, refusal.desc)
+        case .success(let team):
+            let now = clock.nowMs()
+            let attach = JSONValue.object(["data": ["tinfo": team.tinfo(withMembers: false)], "id": 4]).jsonString()
+            await enqueue(NIMCopyEvent(fields: [
+                "eventType": "1", "convType": "TEAM", "to": .string(String(tid)), "fromAccount": .string(owner),
+                "fromClientType": "REST", "msgType": "NOTIFICATION", "attach": .string(attach),
+                "msgTimestamp": .string(String(now)), "msgidServer": .string("remove-\(tid)-\(now)"),
+            ]))
+            return Self.ok()
+        }
+    }
 }

@@ -113,7 +113,7 @@ public final class NIMSandbox: SandboxVendor {
         "/msg/sendMsg.action", "/msg/sendBatchMsg.action", "/msg/sendAttachMsg.action", "/msg/sendBatchAttachMsg.action",
         "/msg/broadcastMsg.action", "/msg/recall.action", "/msg/upload.action",
         "/history/querySessionMsg.action", "/history/queryTeamMsg.action",
-        "/team/create.action", "/team/add.action", "/team/update.action", "/team/query.action", "/team/joinTeams.action",
+        "/team/create.action", "/team/add.action", "/team/update.action", "/team/query.action", "/team/joinTeams.action", "/team/kick.action", "/team/remove.action",
     ]
 
     public func handle(_ request: HTTPRequestData) async -> HTTPResponseData {
@@ -142,6 +142,8 @@ public final class NIMSandbox: SandboxVendor {
         case "/team/update.action": return updateTeam(form)
         case "/team/query.action": return queryTeams(form)
         case "/team/joinTeams.action": return joinTeams(form)
+        case "/team/kick.action": return kickTeamMembers(form)
+        case "/team/remove.action": return await removeTeam(form)
         default: return Self.fail(NIMErrors.notFound, "no such api \(path)")
         }
     }

@@ -13,7 +13,7 @@ import IMHTTP
 ///   member's `/user/group/query.json` (the only read that carries it). A group without members does not
 ///   exist.
 /// - RongCloud cannot enumerate users or groups: `allUsers` and `allGroups` throw `unsupported`.
-extension RongCloudBackend: UserDirectory, GroupMemberRemoving {
+extension RongCloudBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
     // MARK: UserDirectory
 
     public func users(_ ids: [UserID]) async throws -> [UserProfile] {
@@ -121,6 +121,13 @@ extension RongCloudBackend: UserDirectory, GroupMemberRemoving {
             form.append("groupId", group.rawValue)
             try await client.post(RCPaths.groupQuit, form: form)
         }
+    }
+
+    /// `/group/dismiss.json` with the group and a member as the operator (`userId`, required): afterwards
+    /// the group has no members. A group without members does not exist: nothing to dismiss.
+    public func dissolveGroup(_ group: GroupID) async throws {
+        guard let operatorID = try await members(of: group).first else { return }
+        try await client.post(RCPaths.groupDismiss, form: FormBody(items: [("userId", operatorID.rawValue), ("groupId", group.rawValue)]))
     }
 
     public func allGroups() async throws -> [GroupID] {

@@ -36,7 +36,8 @@ extension Capabilities {
                          RateLimit(api: "user/info", requests: 100, perMs: second),
                          RateLimit(api: "user/refresh", requests: 100, perMs: second),
                          RateLimit(api: "user/checkOnline", requests: 100, perMs: second)]
-                + ["group/create", "group/join", "group/quit", "group/refresh", "group/user/query", "user/group/query"]
+                // `group/dismiss`: its rate is not documented where the others are; taken as theirs (docs/adapters/rongcloud.md).
+                + ["group/create", "group/join", "group/quit", "group/refresh", "group/user/query", "user/group/query", "group/dismiss"]
                 .map { RateLimit(api: $0, requests: 100, perMs: second) },
             notes: [.media: "the Server API has no upload: media travel as URLs",
                     .readReceipts: "RC:ReadNtf is client signalling; the Server API keeps no read state (routed RC:ReadNtf still arrive as read events)",
@@ -52,6 +53,8 @@ extension Capabilities {
         capabilities.notSenderRefusal = GroupSendRefusals.Refusal(.permissionDenied, vendorCode: "1002", "not the sender of the message")
         // No user listing; groups have no owner (docs/adapters/rongcloud.md, "Facts on the preset").
         capabilities.directory = DirectorySupport(listsAllUsers: false, keepsGroupOwner: false)
+        // `/group/dismiss.json` routes nothing; the `RC:GrpNtf` "Dismiss" an app sends is read (docs/adapters/rongcloud.md).
+        capabilities.reportsDissolution = false
         // 1008 with HTTP 429 (Retry-After 1 s), 1000 with HTTP 500 (docs/adapters/rongcloud.md, "Facts on the preset").
         capabilities.faultAnswers = FaultAnswers(
             rateLimited: .init(.rateLimited, vendorCode: "1008", "调用频率超限", retryAfterMs: 1000),

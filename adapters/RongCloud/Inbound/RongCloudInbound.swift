@@ -26,6 +26,8 @@ import IMHTTP
 ///   - `RC:MsgExMsg` → `expansionChanged` on `mid` (`exp:<signal msgUID>`), version = `msgTimestamp`;
 ///   - `RC:CmdMsg` → `command` (`cmd:<msgUID>`);
 ///   - `RC:ReadNtf` with a `messageUId` → `read` (`read:<msgUID>`);
+///   - `RC:GrpNtf` in a group whose `operation` is `Dismiss` (what an app sends when it dismisses one) →
+///     `groupDissolved` (`dismiss:<msgUID>`), by `operatorUserId` (else the sender);
 ///   - typing/receipt/call signalling the neutral model has no event for → no event (acknowledged);
 ///   - anything else → `message` (`msg:<msgUID>`).
 public struct RongCloudInbound: Sendable {
@@ -179,6 +181,11 @@ public struct RongCloudInbound: Sendable {
             kind = .read(conversation: conversation, user: sender, upTo: MessageID(uid), at: routed.msgTimestamp)
         case let name where Self.ignoredSignals.contains(name) || name.hasPrefix("RC:VC"):
             return []
+        case RCObjectName.groupNotification where conversation.kind == .group && Self.isDismissal(routed.content):
+            // The group notification an app sends when it dismisses a group (`operation` "Dismiss").
+            eventID = "dismiss:\(routed.msgUID)"
+            let operatorID = (try? JSONValue.parse(routed.content))?["operatorUserId"]?.stringValue.flatMap { $0.isEmpty ? nil : UserID($0) }
+            kind = .groupDissolved(group: GroupID(conversation.id), by: operatorID ?? sender, at: routed.msgTimestamp)
         default:
             let message = try codec.message(from: routed)
             if case .command(let command) = message.content {
@@ -194,5 +201,10 @@ public struct RongCloudInbound: Sendable {
 
     private func refusal(_ text: String) -> IMError {
         IMError(.authenticationFailed, "RongCloud routing callback refused: \(text)")
+    }
+
+    /// Whether an `RC:GrpNtf` content says the group was dismissed (`"operation":"Dismiss"`).
+    static func isDismissal(_ content: String) -> Bool {
+        (try? JSONValue.parse(content))?["operation"]?.stringValue == "Dismiss"
     }
 }

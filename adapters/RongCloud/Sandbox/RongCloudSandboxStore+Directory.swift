@@ -39,6 +39,13 @@ extension RongCloudSandboxStore {
             return .json(RCGroupMembersResponse(users: members.map(RCGroupMembersResponse.Member.init(id:))))
         case RCPaths.userGroups:
             return .json(try userGroups(form))
+        case RCPaths.groupDismiss:
+            // `userId` (the operator) and `groupId`, both required: the group and all its members are gone
+            // (a group publish still takes the id, as it takes any group without members: Conversations).
+            let groupId = try Self.id(form, "groupId")
+            _ = try Self.id(form, "userId")
+            try mutate { (state: inout State) throws(RongCloudSandboxError) in state.groups[groupId] = nil }
+            return .json(RCErrorEnvelope(code: 200, errorMessage: nil))
         default:
             throw RongCloudSandboxError(404, "no API at \(path)")
         }

@@ -8,10 +8,11 @@ extension RCPaths {
     public static let groupRefresh = "/group/refresh.json"
     public static let groupQuit = "/group/quit.json"
     public static let groupMembers = "/group/user/query.json"
+    public static let groupDismiss = "/group/dismiss.json"
     public static let userGroups = "/user/group/query.json"
 
     /// The group endpoints, in the order the docs list them.
-    public static let groupPaths = [groupCreate, groupJoin, groupQuit, groupRefresh, groupMembers, userGroups]
+    public static let groupPaths = [groupCreate, groupJoin, groupQuit, groupRefresh, groupMembers, userGroups, groupDismiss]
 }
 
 /// Limits of the group endpoints: ≤ 1000 `userId` per create/join/quit call, ≤ 3000 members per group,

@@ -14,6 +14,9 @@ public enum RCObjectName {
     public static let reference = "RC:ReferenceMsg"
     public static let command = "RC:CmdMsg"
     public static let infoNotification = "RC:InfoNtf"
+    /// The group notification apps send for group operations (`operatorUserId`, `operation`, `data`,
+    /// `message`, `extra`); `operation` "Dismiss" is a dismissal.
+    public static let groupNotification = "RC:GrpNtf"
     public static let recallCommand = "RC:RcCmd"
     public static let recallNotification = "RC:RcNtf"
     public static let expansionSignal = "RC:MsgExMsg"

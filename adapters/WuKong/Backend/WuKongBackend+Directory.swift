@@ -17,7 +17,7 @@ import IMCore
 ///   `POST …/members` with the missing members.
 /// - Neither WuKongIM nor the business server's user API can enumerate users or groups, nor say which
 ///   groups a user is in: `allUsers`, `allGroups` and `groups(of:)` throw `unsupported`.
-extension WuKongBackend: UserDirectory, GroupMemberRemoving {
+extension WuKongBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
     // MARK: UserDirectory
 
     public func users(_ ids: [UserID]) async throws -> [UserProfile] {
@@ -119,6 +119,15 @@ extension WuKongBackend: UserDirectory, GroupMemberRemoving {
                                       json: try WuKongJSON.encode(WKGroupMembersRequest(members: leaving.map(\.rawValue))))
     }
 
+    /// `DELETE /v1/groups/{no}/disband` as the creator: the business server marks the group disbanded and
+    /// deletes its WuKongIM channel (TangSengDaoDao `modules/group`; docs/adapters/wukong.md, "Groups in
+    /// live relay"). A group the business server does not have is left alone.
+    public func dissolveGroup(_ group: GroupID) async throws {
+        guard let current = try await self.group(group) else { return }
+        let session = try await session(current.owner ?? UserID(settings.serviceUID))
+        _ = try await client.business("DELETE", WKDirectoryPaths.groupDisband(group.rawValue), session: session)
+    }
+
     public func allGroups() async throws -> [GroupID] {
         throw IMError(.unsupported, "WuKongIM cannot list channels, and the business server lists only a user's saved groups; give the groups to migrate")
     }
@@ -169,3 +178,13 @@ extension WuKongBackend: UserDirectory, GroupMemberRemoving {
                                       json: try WuKongJSON.encode([field: value]))
     }
 }
+
+/// A group channel that only WuKongIM knows (no business-server record) still has subscribers: read with
+/// the cluster API's `GET /cluster/channels/{id}/2/subscribers` (WuKongIM v2.2.5 `pkg/cluster`;
+/// docs/adapters/wukong.md, "Groups in live relay").
+extension WuKongBackend: GroupSubscriberListing {
+    public func subscribers(of group: GroupID) async throws -> [UserID] {
+        try await client.channelSubscribers(channelID: group.rawValue, type: WKChannelType.group).map { UserID($0) }
+    }
+}
+

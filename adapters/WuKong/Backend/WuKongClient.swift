@@ -103,6 +103,15 @@ public struct WuKongClient: Sendable {
 
     public func clearUnread(_ request: WKClearUnreadRequest) async throws { _ = try await im("/conversations/clearUnread", request) }
 
+    /// `GET /cluster/channels/{channel_id}/{channel_type}/subscribers` (the cluster API, mounted on the main
+    /// API with the same manager token): the channel's subscribers.
+    public func channelSubscribers(channelID: String, type: UInt8) async throws -> [String] {
+        let path = "/cluster/channels/\(WKDirectoryPaths.segment(channelID))/\(type)/subscribers"
+        let headers = managerToken.map { [(name: "token", value: $0)] } ?? []
+        let data = try await call(OutboundRequest(method: "GET", url: imURL + path, headers: headers, body: nil))
+        return try Self.decode([String].self, data, path)
+    }
+
     // MARK: business server
 
     public func extraSync(_ request: WKExtraSyncRequest, session: String) async throws -> [WKMessageExtra] {

@@ -22,6 +22,7 @@ extension Capabilities {
         // The adapter writes no deletion, and the webhook carries none.
         capabilities.deletionScopes = []
         capabilities.reportsDeletions = false
+        capabilities.reportsDissolution = false
         // Person, group and live (chatroom) channels and numbered channel types `wk<N>`; no system
         // conversations (docs/adapters/wukong.md, "Facts on the preset"). Rate limits and server errors are
         // plain HTTP answers without a wait (`FaultAnswers.http`).
@@ -29,6 +30,10 @@ extension Capabilities {
         // Neither WuKongIM nor the business server lists users or a user's groups; the adapter removes
         // members through the business server (docs/adapters/wukong.md, "Users and groups").
         capabilities.directory = DirectorySupport(listsAllUsers: false, listsGroupsOfUser: false)
+        // An API send skips membership checks but not a disbanded channel: the business server's disband
+        // deletes the channel (`/channel/delete` marks it disbanded), and `/message/send` answers 400
+        // 频道已解散！ (docs/adapters/wukong.md, "Groups in live relay").
+        capabilities.groupSendRefusals = GroupSendRefusals(dissolvedGroup: .init(.invalidArgument, vendorCode: "400", "channel is disbanded"))
         capabilities.history = HistoryPositioning(cursorForm: .seq, sendAnswersSeq: false,
                                                   refusalTemplate: "WuKong history cursors are message_seq numbers, not '{cursor}'")
         return capabilities

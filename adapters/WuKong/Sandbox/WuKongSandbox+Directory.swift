@@ -21,6 +21,8 @@ struct WuKongDirectoryState: Codable {
         var updatedAt: String
         var version: Int64
         var members: [Member]
+        /// TangSengDaoDao's group status 2 (disbanded, `DELETE …/disband`); nil: normal.
+        var status: Int64?
     }
 
     /// uid → the fields set with `PUT /v1/user/current` (and `is_upload_avatar` once an avatar is uploaded).
@@ -47,6 +49,7 @@ extension WuKongSandbox {
         "POST /v1/group/create", "GET /v1/groups/{group_no}/detail", "PUT /v1/groups/{group_no}",
         "GET /v1/groups/{group_no}/members", "POST /v1/groups/{group_no}/members", "GET /v1/groups/{group_no}/avatar",
         "DELETE /v1/groups/{group_no}/members", "POST /v1/groups/{group_no}/members_delete", "POST /v1/groups/{group_no}/exit",
+        "DELETE /v1/groups/{group_no}/disband",
     ]
 
     /// A 1×1 transparent PNG: the avatar of everyone and every group.
@@ -80,6 +83,7 @@ extension WuKongSandbox {
                  ("POST", 4, let p) where p[1] == "groups" && p[3] == "members_delete":
                 return try removeMembers(request, groupNo: p[2], uid: uid)
             case ("POST", 4, let p) where p[1] == "groups" && p[3] == "exit": return try exitGroup(groupNo: p[2], uid: uid)
+            case ("DELETE", 4, let p) where p[1] == "groups" && p[3] == "disband": return try disband(groupNo: p[2], uid: uid)
             default: return nil
             }
         } catch SandboxRefusal.badRequest(let message) {
@@ -301,6 +305,31 @@ extension WuKongSandbox {
             directory.groups[groupNo] = group
         }
         unsubscribe([uid], from: groupNo)
+        return Self.ok()
+    }
+
+    /// `DELETE …/disband`: the creator only (`用户无权执行此操作`); an unknown or disbanded group answers OK.
+    /// The group gets status 2 (its detail and members still read), and WuKongIM's channel is deleted as
+    /// the business server asks (`/channel/delete`: disbanded, its messages gone), so a send into it is
+    /// refused (`频道已解散！`).
+    private func disband(groupNo: String, uid: String) throws -> HTTPResponseData {
+        let done = try directory.withLock { directory -> Bool in
+            guard var group = directory.groups[groupNo], group.status != 2 else { return true }
+            guard group.members.contains(where: { $0.uid == uid && $0.role == WKDirectoryPaths.creatorRole }) else {
+                throw SandboxRefusal.badRequest("用户无权执行此操作")
+            }
+            group.status = 2
+            group.version += 1
+            directory.groups[groupNo] = group
+            return false
+        }
+        guard !done else { return Self.ok() }
+        let key = WuKongSandboxState.ChannelKey(id: groupNo, type: WKChannelType.group)
+        state.withLock { state in
+            state.channels[key, default: .init()].disband = 1
+            for message in state.messages[key] ?? [] { state.locations[message.messageID] = nil }
+            state.messages[key] = nil
+        }
         return Self.ok()
     }
 

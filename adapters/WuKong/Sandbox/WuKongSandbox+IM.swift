@@ -7,6 +7,10 @@ import WuKong
 extension WuKongSandbox {
     func handleIM(_ request: HTTPRequestData, path: String) -> HTTPResponseData {
         guard Self.serves(request.method, path) else { return Self.notFound() }
+        let parts = path.split(separator: "/").map { $0.removingPercentEncoding ?? String($0) }
+        if request.method == "GET", parts.count == 5, parts[0] == "cluster", parts[4] == "subscribers" {
+            return clusterSubscribers(channelID: parts[2], type: parts[3])
+        }
         do {
             switch (request.method, path) {
             case ("GET", "/health"): return .json(["status": "ok"])
@@ -29,6 +33,14 @@ extension WuKongSandbox {
         } catch {
             return Self.failure("\(error)")
         }
+    }
+
+    /// `GET /cluster/channels/{channel_id}/{channel_type}/subscribers` (the cluster API mounted on the
+    /// main API): the channel's subscribers as a bare `["uid",…]`; a channel it does not have has none.
+    func clusterSubscribers(channelID: String, type: String) -> HTTPResponseData {
+        guard let type = UInt8(type) else { return Self.failure("频道类型不能为空！") }
+        let key = WuKongSandboxState.ChannelKey(id: channelID, type: type)
+        return Self.bare(state.withLock { $0.channels[key]?.subscribers ?? [] })
     }
 
     func userToken(_ request: HTTPRequestData) throws -> HTTPResponseData {

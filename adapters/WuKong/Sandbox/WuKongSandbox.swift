@@ -158,6 +158,7 @@ public final class WuKongSandbox: SandboxVendor {
         "POST /message/send", "POST /message/sendbatch",
         "POST /channel/messagesync", "POST /messages",
         "POST /conversation/sync", "POST /conversation/channels", "POST /conversations/clearUnread",
+        "GET /cluster/channels/{channel_id}/{channel_type}/subscribers",
         // business server (`token` header = a token registered with `/user/token`)
         "POST /v1/message/extra/sync", "POST /v1/message/revoke", "POST /v1/message/edit", "POST /v1/message/readed",
         "POST /v1/message/extra", "POST /v1/reactions", "POST /v1/reaction/sync",

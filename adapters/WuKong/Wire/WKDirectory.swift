@@ -15,6 +15,7 @@ public enum WKDirectoryPaths {
     public static func groupDetail(_ groupNo: String) -> String { group(groupNo) + "/detail" }
     public static func groupMembers(_ groupNo: String) -> String { group(groupNo) + "/members" }
     public static func groupAvatar(_ groupNo: String) -> String { group(groupNo) + "/avatar" }
+    public static func groupDisband(_ groupNo: String) -> String { group(groupNo) + "/disband" }
 
     /// The fields `PUT /v1/user/current` accepts (a user's self-update).
     public static let userFields: Set<String> = ["sex", "short_no", "name", "search_by_phone", "search_by_short", "new_msg_notice",
