@@ -14,14 +14,11 @@ extension ConformanceChecks {
         },
         ConformanceCheck(name: "group.members.remove") { ctx in
             guard let directory = ctx.backend as? any GroupMemberRemoving else { throw ctx.skip("no GroupMemberRemoving") }
-<<<<<<< HEAD
             guard ctx.backend.capabilities.directory.removesMembers else { throw ctx.skip("the vendor's adapter removes no members") }
-=======
             // Vendors that take only known accounts into a group (NIM) get them first.
             if let users = ctx.backend as? any UserProvisioning {
                 for user in [ctx.alice, ctx.bob, ctx.carol] { try await users.ensureUser(UserProfile(id: user)) }
             }
->>>>>>> h/groups
             let asked = GroupID("conf\(UInt32.random(in: 1...UInt32.max))")
             let id = try await directory.createGroup(GroupProfile(id: asked, name: "Conformance", owner: ctx.alice,
                                                                   members: [ctx.alice, ctx.bob, ctx.carol]))
