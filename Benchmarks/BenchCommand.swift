@@ -43,10 +43,15 @@ struct BenchCommand: AsyncParsableCommand {
         @Flag(name: .customLong("nio-executor"),
               help: "Experiment: Swift concurrency's jobs run on NIO's event loops (NIO's executor takeover); `imbridge` does not do this (docs/performance.md, \"The eighth sitting\").")
         var nioExecutor = false
+        @Option(help: "relay, relay-many: run one phase alone (bridge, floor or baseline), for whole-process instruction counts (docs/performance.md, \"Current figures\").")
+        var only: String?
 
         func validate() throws {
             for scenario in scenarios where scenario != "all" && !(BenchCommand.scenarios + BenchCommand.namedOnly).contains(scenario) {
                 throw ValidationError("unknown scenario '\(scenario)' (known: \((BenchCommand.scenarios + BenchCommand.namedOnly).joined(separator: ", ")), all)")
+            }
+            if let only, !RelayBench.phases.contains(only) {
+                throw ValidationError("unknown phase '\(only)' (known: \(RelayBench.phases.joined(separator: ", ")))")
             }
         }
 
@@ -81,10 +86,11 @@ struct BenchCommand: AsyncParsableCommand {
             case "codec":
                 return CodecBench(seconds: codecSeconds).run()
             case "relay", "relay-many":
-                return try await RelayBench(messages: messages ?? 20_000, conversations: conversations ?? (scenario == "relay" ? 10 : 1000),
-                                            concurrency: concurrency, notifyIntervalMs: notifyIntervalMs, rate: rate, rateMessages: rateMessages,
-                                            routeEchoes: !noEcho, store: store, instances: instances)
-                    .run(name: scenario)
+                let bench = RelayBench(messages: messages ?? 20_000, conversations: conversations ?? (scenario == "relay" ? 10 : 1000),
+                                       concurrency: concurrency, notifyIntervalMs: notifyIntervalMs, rate: rate, rateMessages: rateMessages,
+                                       routeEchoes: !noEcho, store: store, instances: instances)
+                if let only { return try await bench.runAlone(only, name: scenario) }
+                return try await bench.run(name: scenario)
             case "migrate":
                 return try await MigrateBench(messages: messages ?? 100_000, concurrency: concurrency, pageSize: pageSize).run()
             case "migrate-many":

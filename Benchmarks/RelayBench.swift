@@ -260,6 +260,8 @@ struct RelayBench {
                        key: "floor_msgs_per_s", .double(floor.perSecond))
             let floorRatio = baseline.perSecond > 0 ? floor.perSecond / baseline.perSecond : 0
             result.add("  floor / baseline", "\(fmt(floorRatio * 100, 1)) %", key: "floor_ratio_to_baseline", .double(floorRatio))
+            let toFloor = floor.perSecond > 0 ? full.perSecond / floor.perSecond : 0
+            result.add("  bridge / floor", "\(fmt(toFloor * 100, 1)) % (the goal is judged by this ratio)", key: "ratio_to_floor", .double(toFloor))
             result.add("  WuKong webhooks per message, floor run", fmt(floor.webhooksPerMessage, 3), key: "floor_webhooks_per_msg",
                        .double(floor.webhooksPerMessage))
             result.add("  CPU ms per message, floor run", "\(cpu(floor)) (bench process / WuKong / RongCloud)", key: "floor_cpu_ms_per_msg",
