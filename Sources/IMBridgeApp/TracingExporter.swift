@@ -21,7 +21,9 @@ enum TracingExporter {
         configuration.logs.enabled = false
         configuration.metrics.enabled = false
         configuration.traces.exporter = .otlp
-        configuration.traces.otlpExporter.endpoint = endpoint
+        // swift-otel sends to an endpoint set in code as it is: the traces path is added here, as OTLP's
+        // base-endpoint rule says (`OTEL_EXPORTER_OTLP_ENDPOINT` + `/v1/traces`).
+        configuration.traces.otlpExporter.endpoint = (endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint) + "/v1/traces"
         configuration.traces.otlpExporter.protocol = settings.otlpProtocol == "http/json" ? .httpJSON : .httpProtobuf
         configuration.propagators = [.traceContext]
         configuration.diagnosticLogger = .custom(logger)

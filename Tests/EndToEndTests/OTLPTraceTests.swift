@@ -63,7 +63,8 @@ import Testing
         #expect(complete.attributes["imbridge.outcome"] == "delivered")
         // Intake and lane ran apart: both hang off the trace's one derived root.
         #expect(callback.parentSpanID == lane.parentSpanID && callback.parentSpanID?.count == 16)
-        #expect(callback.start <= record.start && record.end <= lane.start && lane.start <= call.start && call.end <= complete.start)
+        // In the order of the way (the lane may claim the entry before the intake task takes its clock again).
+        #expect(callback.start <= record.start && record.start <= lane.start && lane.start <= call.start && call.end <= complete.start)
 
         // WuKong's sandbox got the send with the vendor call span's context.
         let http = HTTPClientWrapper(timeoutSeconds: 5)
