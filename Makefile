@@ -29,6 +29,8 @@ build:
 # The PostgreSQL tests need a server: a throwaway cluster (scripts/test-postgres.sh) in a temp dir on a
 # free loopback port, stopped and removed afterwards. If it cannot be started the run fails here.
 # IMBRIDGE_REQUIRE_BROWSER=1: the browser test fails (instead of skipping) when chromium is missing.
+# --traits OTLP: the tests' build has the span exporter (swift-otel), so OTLPTraceTests runs it against a
+# receiver; the release build above and `make build`/`demo`/`install` stay without it (docs/operations.md, "Tracing").
 test: deps
 	@pgdir=$$(mktemp -d /tmp/imbridge-pg.XXXXXX); \
 	if ! scripts/test-postgres.sh start "$$pgdir"; then \
@@ -37,7 +39,7 @@ test: deps
 	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
 	$(SWIFT) build -c release --product imbridge && \
 	IMBRIDGE_RELEASE_BINARY="$$($(SWIFT) build -c release --show-bin-path)/imbridge" \
-	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test && $(MAKE) --no-print-directory test-example
+	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test --traits OTLP && $(MAKE) --no-print-directory test-example
 
 # The example app (examples/OrderApp): depends on this checkout by path with `traits: []`, so it builds
 # IMCore + IMTesting only and resolves no remote package (works offline on a fresh clone).

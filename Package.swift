@@ -39,6 +39,8 @@ let package = Package(
     traits: [
         .default(enabledTraits: ["Server"]),
         .trait(name: "Server", description: "The bridge server, vendor adapters, sandboxes and CLI, with their remote packages."),
+        // Off by default: only a build with it links swift-otel (docs/operations.md, "Tracing"); `make test` turns it on.
+        .trait(name: "OTLP", description: "The OTLP/HTTP span exporter (swift-otel) behind bridge.yaml's `tracing:`.", enabledTraits: ["Server"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
@@ -55,6 +57,10 @@ let package = Package(
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", exact: "0.2.0"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        // Spans around a message's hops (always; the no-op tracer unless `tracing:` is set) and their exporter
+        // (only with the `OTLP` trait, and then OTLP/HTTP alone: no gRPC).
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        .package(url: "https://github.com/swift-otel/swift-otel", from: "1.6.0", traits: ["OTLPHTTP"]),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/hummingbird-project/swift-mustache", from: "2.1.1"),
         // `swift package generate-documentation` for the DocC catalogs of IMCore and IMTesting (`make docs`).
@@ -76,6 +82,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "HTTPTypes", package: "swift-http-types", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
+            .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
         ]),
         .target(name: "IMSandbox", dependencies: ["IMCore", "IMHTTP", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The YAML reader of bridge.yaml and the mapping files: nodes with key paths and lines, sections,
@@ -154,6 +161,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log", condition: server),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle", condition: server),
             .product(name: "UnixSignals", package: "swift-service-lifecycle", condition: server),
+            .product(name: "Tracing", package: "swift-distributed-tracing", condition: server),
+            .product(name: "OTel", package: "swift-otel", condition: .when(traits: ["OTLP"])),
         ]),
         // The lab: sandboxes and a bridge wired together (demo, end-to-end tests).
         .target(name: "IMLab", dependencies: [

@@ -17,6 +17,7 @@ import IMVerify
 /// (docs/architecture.md, "Running: services and shutdown").
 ///
 /// Services, in start order (a graceful shutdown stops them in reverse):
+/// 0. the span exporter (`tracing:`, `TracingExporter`), stopped last so the drain's spans are sent;
 /// 1. the admin listener (`admin_listen`), stopped last so `/healthz` and `/metrics` answer during the drain;
 /// 2. the engine (lane scheduler, leases): on shutdown it drains — lanes finish the send in hand — for
 ///    at most what is left of `shutdown.drain`, then cuts the rest off (their entries stay in
@@ -34,10 +35,13 @@ extension Bridge {
     /// is reported (with its reason) before anything else starts.
     public func run(logger: Logger = Logger(label: "imbridge.lifecycle")) async throws {
         let drainMs = config.shutdown.drain.milliseconds
+        // Before anything that makes spans; its service is first, so it is stopped (its spans flushed) last.
+        let tracing = try TracingExporter.start(config.tracing, logger: logger)
         try await startCatchUpAndListeners()
         logStartupSummary(logger)
         let deadline = DrainDeadline(drainMs: drainMs)
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        if let tracing { services.append(.init(service: tracing)) }
         if let adminListener { services.append(.init(service: ListenerService(listener: adminListener, role: "admin", logger: logger, deadline: deadline))) }
         services.append(.init(service: EngineService(engine: engine, deadline: deadline, logger: logger)))
         services.append(.init(service: PruneService(engine: engine)))

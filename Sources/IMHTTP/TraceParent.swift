@@ -23,6 +23,15 @@ public struct TraceParent: Sendable, Hashable, CustomStringConvertible {
         TraceParent(traceID: traceID, spanID: Self.nonZero(String(Hashing.sha256Hex(Array("\(traceID)\u{1}\(name)".utf8)).prefix(16))))
     }
 
+    /// A `traceparent` header's value read back (version 00, lowercase hex, ids not all zero); nil otherwise.
+    public init?(header: String) {
+        let parts = header.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+        let hex = { (s: String, count: Int) in s.utf8.count == count && s.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }
+            && !s.utf8.allSatisfy { $0 == 48 } }
+        guard parts.count == 4, parts[0] == "00", hex(parts[1], 32), hex(parts[2], 16) else { return nil }
+        self.init(traceID: parts[1], spanID: parts[2])
+    }
+
     /// The `traceparent` header's value (version 00, sampled).
     public var header: String { "00-\(traceID)-\(spanID)-01" }
     public var description: String { header }

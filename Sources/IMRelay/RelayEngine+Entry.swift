@@ -29,6 +29,7 @@ extension RelayEngine {
                 try tx.recordAttempt(attempt)
                 _ = try draft.write(tx, at: now)
             }
+            MessageSpans.note("imbridge.outcome", "requeued")
             metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
         } catch is StoreTransaction.LeaseLost {
             return .fenced
@@ -97,6 +98,7 @@ extension RelayEngine {
             return true
         }) ?? true
         guard buried else { return false }
+        MessageSpans.note("imbridge.outcome", "dead_letter")
         signals.finishes.ring()
         metrics.increment("imbridge_dead_letters_total", ["target": entry.lane.backend.rawValue])
         return true
@@ -139,7 +141,20 @@ extension RelayEngine {
 
     /// Runs one (claimed) entry and records the outcome, claiming the lane's next due entry in the same
     /// transaction when the engine is not stopping; `.wait` when the lane must wait (retry scheduled).
+    /// In an `imbridge.lane` span of the event's trace when spans are on (docs/operations.md, "Tracing").
     nonisolated func process(_ entry: OutboxEntry, fence: LeaseFence) async -> LaneStep {
+        guard MessageSpans.isOn else { return await run(entry, fence: fence) }
+        return await MessageSpans.with("imbridge.lane", trace: entry.trace) { span in
+            span?.attributes["imbridge.lane"] = "\(entry.lane)"
+            span?.attributes["imbridge.entry"] = Int(entry.id)
+            span?.attributes["imbridge.action"] = entry.kind
+            span?.attributes["imbridge.attempt"] = entry.attempts + 1
+            span?.attributes["imbridge.instance"] = fence.owner
+            return await run(entry, fence: fence)
+        }
+    }
+
+    private nonisolated func run(_ entry: OutboxEntry, fence: LeaseFence) async -> LaneStep {
         let target = entry.lane.backend.rawValue
         let attemptAt = clock.nowMs()
         var taken: OutboxPayload?
@@ -153,13 +168,21 @@ extension RelayEngine {
                 guard held.mayWrite(fence) else { throw LeaseLapsed(fence: fence) }
             }
             try mayWrite()
-            // The vendor calls of this attempt carry the event's trace context (`traceparent`).
-            let trace = TraceParent.forEvent(backend: entry.sourceBackend.rawValue, eventID: entry.sourceEventID.rawValue)
-                .child("entry-\(entry.id)-attempt-\(entry.attempts + 1)")
-            let executed = try await TraceParent.$current.withValue(trace) { try await execute(payload, entry: entry, mayWrite: mayWrite) }
+            // The vendor calls of this attempt carry the event's trace context (`traceparent`): the
+            // `imbridge.vendor_call` span's own when spans are on, else one derived for the attempt.
+            let executed = try await MessageSpans.with("imbridge.vendor_call", trace: entry.trace, kind: .client) { span in
+                span?.attributes["imbridge.target"] = target
+                let trace = MessageSpans.outgoing(entry.trace) ?? entry.trace.child("entry-\(entry.id)-attempt-\(entry.attempts + 1)")
+                return try await TraceParent.$current.withValue(trace) { try await execute(payload, entry: entry, mayWrite: mayWrite) }
+            }
             let created = executed.created
             let (next, now): (OutboxEntry?, Int64)
-            switch await record(entry, payload: payload, created: created, fence: fence) {
+            let recorded = await MessageSpans.with("imbridge.complete", trace: entry.trace) { span in
+                let outcome = await record(entry, payload: payload, created: created, fence: fence)
+                if case .recorded = outcome { span?.attributes["imbridge.outcome"] = "delivered" }
+                return outcome
+            }
+            switch recorded {
             case .recorded(let claimed, let at):
                 // Nothing claimed while the engine goes on: the finish released the lane's lease.
                 if claimed == nil && !isStopping { drained = true }
@@ -183,7 +206,7 @@ extension RelayEngine {
             // in the outbox; the next start runs it again (looking for the copy this attempt may have left).
             if Task.isCancelled { return .wait }
             if error is LeaseLapsed { return .fenced }
-            let step = await settle(entry, error: error, fence: fence)
+            let step = await MessageSpans.with("imbridge.complete", trace: entry.trace) { _ in await settle(entry, error: error, fence: fence) }
             // Fenced after a call that may have been carried out (anything but a failed lookup): a copy
             // may be on the target beside the one the new holder sends.
             if case .fenced = step, let taken, (error as? IMError)?.details[Delivery.lookupFailedKey] == nil {
@@ -217,6 +240,7 @@ extension RelayEngine {
                 return true
             }
             if rescheduled == false { return .fenced }
+            MessageSpans.note("imbridge.outcome", "retry")
             if rescheduled == nil {
                 // The store did not take the pause (it is down or full): the entry is still due now, and
                 // the lane would run it again the moment the store is back — sooner than the pause says,

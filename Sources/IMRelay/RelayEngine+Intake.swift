@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import Logging
 import IMPositions
+import IMHTTP
 
 /// The engine is the sink every adapter pushes into: `accept` commits the events' ledger and outbox
 /// rows (group commit) before it returns; `refused` counts a turned-away callback.
@@ -52,8 +53,14 @@ extension RelayEngine: EventSink {
                 _ = finishIngest(admitted, recorded)
                 return
             }
+            let recordStart = MessageSpans.isOn ? MessageSpans.Instant.now : nil
             try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere,
                                     positions: batch.positions)
+            if let recordStart {
+                // The callback and record spans of each event (docs/operations.md, "Tracing").
+                MessageSpans.recorded(admitted.map { ($0.backend.rawValue, $0.eventID.rawValue) }, recordStart: recordStart, recordEnd: .now,
+                                      instance: intake.holds.owner)
+            }
             intake.gate.recorded(admitted)
             intake.gate.markKnown(fresh.keys)
         } catch let held as HeldElsewhere {

@@ -7,7 +7,7 @@ extension RelayEngine {
     nonisolated func laneMetadata(_ entry: OutboxEntry) -> Logger.Metadata {
         ["backend": "\(entry.lane.backend)", "lane": "\(entry.lane)", "route": "\(entry.sourceBackend)->\(entry.lane.backend)",
          "event_id": "\(entry.sourceEventID)", "entry": "\(entry.id)", "action": "\(entry.kind)",
-         "trace_id": "\(TraceParent.forEvent(backend: entry.sourceBackend.rawValue, eventID: entry.sourceEventID.rawValue).traceID)"]
+         "trace_id": "\(entry.trace.traceID)"]
     }
 
     nonisolated func logDeadLetter(_ entry: OutboxEntry, reason: String) {
@@ -23,4 +23,9 @@ extension RelayEngine {
         if let lane { metadata["lane"] = "\(lane)" }
         logs.store.error("store error", metadata: metadata)
     }
+}
+
+extension OutboxEntry {
+    /// The trace of the event this entry relays (docs/operations.md, "Trace ids").
+    var trace: TraceParent { TraceParent.forEvent(backend: sourceBackend.rawValue, eventID: sourceEventID.rawValue) }
 }

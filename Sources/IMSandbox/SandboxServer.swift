@@ -20,6 +20,8 @@ import Synchronization
 /// - `POST /_sandbox/drift` `{"op","id",…}` → plants drift on a stored message (`SandboxDrift`)
 /// - `POST /_sandbox/groups` `{"id","owner","members","name"}` → seeds a group under a chosen id
 ///   (`SandboxGroupSeed`; test-only control)
+/// - `GET /_sandbox/traceparents` → `{"requests":[{"method","path","traceparent"}…]}`: the `traceparent`
+///   header of each vendor request received, the last 500 (`TraceContextLog`)
 /// - anything else under `/_sandbox/` goes to `SandboxVendor.handleSandboxExtra`.
 /// Every other request first meets the fault injector, then the vendor.
 ///
@@ -31,6 +33,8 @@ public final class SandboxServer: Sendable {
     public let vendor: any SandboxVendor
     public let faults: FaultInjector
     public let clock: SandboxClock
+    /// The trace context of each vendor request (`GET /_sandbox/traceparents`).
+    public let traceContexts: TraceContextLog
     private let host: String
     private let handler: HTTPServer.Handler
     /// The listener; replaced by a new one on the same port when connections are accepted again.
@@ -42,8 +46,12 @@ public final class SandboxServer: Sendable {
         self.faults = faults
         self.clock = clock
         self.host = host
-        let handler: HTTPServer.Handler = { [vendor, faults, clock] request in
-            await Self.route(request, vendor: vendor, faults: faults, clock: clock)
+        let traceContexts = TraceContextLog()
+        self.traceContexts = traceContexts
+        let handler: HTTPServer.Handler = { [vendor, faults, clock, traceContexts] request in
+            if request.normalizedPath == "/_sandbox/traceparents" { return .json(traceContexts.json) }
+            if !request.normalizedPath.hasPrefix("/_sandbox/") { traceContexts.note(request) }
+            return await Self.route(request, vendor: vendor, faults: faults, clock: clock)
         }
         self.handler = handler
         self.server = Mutex((HTTPServer(host: host, port: port, handler: handler), false))

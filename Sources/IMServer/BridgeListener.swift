@@ -70,7 +70,10 @@ public final class BridgeListener: Sendable {
     public func attach(engine: RelayEngine, receivers: [BackendID: any InboundHandling], serves: Serves = .all,
                        readiness: ReadinessPolicy = ReadinessPolicy(), status: StatusContext = StatusContext()) {
         let byName = Dictionary(receivers.map { ($0.key.rawValue, $0.value) }, uniquingKeysWith: { first, _ in first })
-        slot.handler.withLock { $0 = Handler(engine: engine, receivers: byName, serves: serves, readiness: readiness, status: status) }
+        let server = self.server
+        slot.handler.withLock {
+            $0 = Handler(engine: engine, receivers: byName, serves: serves, readiness: readiness, status: status, listener: { server.baseURL })
+        }
     }
 
     @discardableResult
@@ -89,6 +92,8 @@ public final class BridgeListener: Sendable {
         var serves: Serves = .all
         var readiness = ReadinessPolicy()
         var status = StatusContext()
+        /// This listener's address, named by the callback spans (`imbridge.listener`).
+        var listener: @Sendable () -> String = { "" }
 
         /// The operator's endpoints take no body worth reading: 64 KiB at most.
         static let adminMaxBodyBytes = 64 << 10
@@ -136,7 +141,11 @@ public final class BridgeListener: Sendable {
             let name = String(path.dropFirst("/callbacks/".count))
             guard let receiver = receivers[name] else { return .text("no callback receiver for backend '\(name)'", status: 404) }
             engine.metrics.increment("imbridge_callbacks_total", ["backend": name])
-            return await receiver.handle(request, sink: engine)
+            // Spans on: the callback's arrival starts its events' `imbridge.callback` spans (`MessageSpans`).
+            guard MessageSpans.isOn else { return await receiver.handle(request, sink: engine) }
+            return await MessageSpans.Arrival.$current.withValue(MessageSpans.Arrival(listener: listener())) {
+                await receiver.handle(request, sink: engine)
+            }
         }
 
         /// Readiness: 200 `{"status":"ready"}` when a write to the store commits and no backend has been

@@ -23,6 +23,25 @@ import Testing
         #expect(attempt.spanID != first.child("entry-7-attempt-2").spanID)
     }
 
+    /// A tracer's injected header read back (the vendor call span's context becomes the request's).
+    @Test func aHeaderReadsBackOnlyInW3CForm() {
+        let trace = TraceParent.forEvent(backend: "rc", eventID: "msg:9").child("x")
+        #expect(TraceParent(header: trace.header) == trace)
+        for bad in ["", "01-\(trace.traceID)-\(trace.spanID)-01", "00-\(trace.traceID.uppercased())-\(trace.spanID)-01",
+                    "00-\(String(repeating: "0", count: 32))-\(trace.spanID)-01", "00-\(trace.traceID)-\(String(repeating: "0", count: 16))-01",
+                    "00-\(trace.traceID.dropLast())-\(trace.spanID)-01", "00-\(trace.traceID)-\(trace.spanID)"] {
+            #expect(TraceParent(header: bad) == nil, "\(bad)")
+        }
+    }
+
+    /// Off (no `tracing:`): no span, the body runs as it is, and no tracer's header replaces the derived one.
+    @Test func spansAreOffUnlessEnabled() async {
+        #expect(!MessageSpans.isOn)
+        let trace = TraceParent.forEvent(backend: "rc", eventID: "msg:10")
+        let ran = await MessageSpans.with("imbridge.lane", trace: trace) { span in span == nil ? 1 : 0 }
+        #expect(ran == 1 && MessageSpans.outgoing(trace) == nil)
+    }
+
     @Test func requestsMadeWhileATraceIsCurrentCarryItsTraceparent() async throws {
         let seen = Mutex<[String?]>([])
         let server = HTTPServer { request in

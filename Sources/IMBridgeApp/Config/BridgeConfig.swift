@@ -51,6 +51,8 @@ public struct BridgeConfig: Sendable {
     public var shutdown = ShutdownSettings()
     /// `listener:`: what a client may hold of each listener (`ListenerLimits`; docs/configuration.md).
     public var listenerLimits = ListenerLimits()
+    /// `tracing:`: spans exported over OTLP (docs/operations.md, "Tracing"); off by default.
+    public var tracing = TracingSettings()
     /// One line per deprecated key the file uses (`FILE:LINE: retention_hours is deprecated: write
     /// `retention: 168h``); `ConfigCheck.load` adds those of the adapters' settings, and the command
     /// that loaded the configuration logs each once (`ConfigCheck.logWarnings`).
@@ -84,7 +86,7 @@ public struct BridgeConfig: Sendable {
             ("shutdown", { _ = ShutdownSettings.decode($0) }), ("listener", { _ = ListenerLimits.decode($0) }),
             ("catch_up", { _ = CatchUpSettings.decode($0, retention: BridgeConfig.defaultRetention) }),
             ("profiles", { _ = ProfileSettings.decode($0) }), ("groups", { _ = GroupSettings.decode($0) }),
-            ("verify", { _ = VerifySettings.decode($0) }),
+            ("verify", { _ = VerifySettings.decode($0) }), ("tracing", { _ = TracingSettings.decode($0) }),
         ]
         return sections.map { name, decode in
             let section = ConfigSection.reading(decode)
@@ -222,6 +224,7 @@ public struct BridgeConfig: Sendable {
         config.profiles = top.section("profiles", ProfileSettings.decode)
         config.groups = top.section("groups", GroupSettings.decode)
         config.verify = top.section("verify", VerifySettings.decode)
+        config.tracing = top.section("tracing", TracingSettings.decode)
         return config
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import IMConfig
 import IMStore
 
@@ -44,5 +45,48 @@ public struct ShutdownSettings: Sendable, Equatable {
             shutdown.drain = drain.value
         }
         return shutdown
+    }
+}
+
+/// `tracing:` in `bridge.yaml`: the spans of each message's hops exported over OTLP/HTTP
+/// (docs/operations.md, "Tracing"). Absent (the default): no tracer, no spans.
+public struct TracingSettings: Sendable, Equatable {
+    /// `otlp_endpoint`: the collector's base URL (`http://HOST:4318`); spans go to `<endpoint>/v1/traces`.
+    public var otlpEndpoint: String?
+    /// `service_name`: the spans' `service.name` (default `imbridge`).
+    public var serviceName = "imbridge"
+    /// `protocol`: `http/protobuf` (default) or `http/json`.
+    public var otlpProtocol = "http/protobuf"
+
+    public init() {}
+
+    /// Whether this build has the exporter (the package's `OTLP` trait).
+    public static var exporterBuilt: Bool {
+        #if OTLP
+        true
+        #else
+        false
+        #endif
+    }
+
+    static func decode(_ section: ConfigSection) -> TracingSettings {
+        var tracing = TracingSettings()
+        tracing.otlpEndpoint = section.read("otlp_endpoint") { node -> String? in
+            guard let url = try node.optionalString() else { return nil }
+            guard url.hasPrefix("http://") || url.hasPrefix("https://"), URL(string: url)?.host != nil else {
+                throw node.error("expected an http:// or https:// URL, got \(node.quoted(url))")
+            }
+            guard exporterBuilt else {
+                throw node.error("this imbridge was built without the OTLP exporter: build it with `swift build --traits OTLP`")
+            }
+            return url
+        }
+        if let name = section.read("service_name", { try $0.optionalString() }) { tracing.serviceName = name }
+        if let kind = section.read("protocol", { node -> String? in
+            guard let kind = try node.optionalString() else { return nil }
+            guard ["http/protobuf", "http/json"].contains(kind) else { throw node.error("expected http/protobuf or http/json, got \(node.quoted(kind))") }
+            return kind
+        }) { tracing.otlpProtocol = kind }
+        return tracing
     }
 }
