@@ -189,6 +189,40 @@ extension CrashTests {
             #expect(await bridge.terminate() == 0)
         }
 
+        /// WuKong → NIM: an edit and an expansion change made on WuKong while the bridge is down, read by the
+        /// start's catch-up from the business server's extras (which do not say who made them), reach NIM
+        /// from the message's sender's puppet — a member of the team — not from the system uid's or the
+        /// `bridge` user's, which NIM refuses as strangers (804, dead letters).
+        @Test func wuKongChangesMadeWhileDownReachNIM() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("yx", "nim"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let tid = "1300000505"
+            try await rig.lab.seedGroup("yx", tid, owner: "wk_ann", members: ["wk_ann", "wk_bob"])
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group(GroupID(tid))
+            var bridge = try await rig.bridge(run: 1)
+            let (sent, _) = try await rig.sendRelayed(["to-edit", "to-expand"], into: group, through: wk, bridge: bridge)
+            func records() async throws -> [String] { try await rig.records(tid).map { $0.jsonString() } }
+            #expect(try await eventually(30) { try await records().contains { $0.contains("new") } }, "the initial values as a carrier")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            try await #require(wk as? any Editing).edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("edited while down"))
+            _ = try await #require(wk as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
+                                                                                   .set(["status": "paid"]))
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let arrived = try await eventually(60) {
+                let shown = try await records()
+                return shown.contains { $0.contains("edited while down") } && shown.contains { $0.contains("paid") }
+            }
+            let dead = try BridgeStore(path: rig.bridgeRig.sqlitePath).read { try $0.deadLetters(limit: 5) }.map { $0.lastError ?? "" }
+            #expect(arrived && dead.isEmpty, "the changes made while down reached NIM: \(dead)\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+        }
+
         /// NIM → WuKong: a message recalled on NIM while the bridge is down is recalled on WuKong once it is
         /// started again — NIM's history drops a recalled message, and the relayed message it no longer lists
         /// is taken as recalled.
