@@ -216,7 +216,9 @@ public struct CallbackExchange: Sendable {
         }
         sink.heard(from: backend)
         do {
-            if batch.setAside.isEmpty {
+            // A batch with change-feed positions goes whole: the positions are stored with its events
+            // (docs/architecture.md, "Catch-up of changes"), or the next read would begin past them.
+            if batch.setAside.isEmpty, batch.positions.isEmpty {
                 try await sink.accept(batch.events)
             } else {
                 try await sink.accept(batch)

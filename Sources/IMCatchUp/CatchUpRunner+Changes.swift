@@ -64,7 +64,8 @@ extension CatchUpRunner {
         }
     }
 
-    /// Of a feed read from its start: the changes to messages the bridge relayed, recent enough.
+    /// Of a feed read from its start: the changes to messages the bridge relayed or recorded (their copy
+    /// may still be queued: a target refusing, a lane behind), recent enough.
     func knownChanges(_ events: [IMEvent], _ key: CatchUpGate.Key) async throws -> [IMEvent] {
         let oldest = clock.nowMs() - settings.maxAgeMs
         let legs = routes.legs(from: key.backend, conversation: key.conversation)
@@ -78,8 +79,16 @@ extension CatchUpRunner {
                 return nil
             }
         }
+        // With the event id the source records each message under (`CatchUpSource.catchUpEvent`).
+        let source = sources[key.backend]
+        let checked = candidates.map { event, id in
+            (event, id, source?.catchUpEvent(for: Message(id: id, conversation: key.conversation, sender: "", sentAt: 0, content: .text("")))?.eventID)
+        }
         return try await store.reading { tx in
-            try candidates.filter { _, id in try legs.contains { try tx.mapped(id, from: key.backend, to: $0.target) != nil } }.map(\.0)
+            try checked.filter { _, id, recorded in
+                try legs.contains { try tx.mapped(id, from: key.backend, to: $0.target) != nil }
+                    || recorded.map { try tx.hasEvent(key.backend, $0) } == true
+            }.map(\.0)
         }
     }
 

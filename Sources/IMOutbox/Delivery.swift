@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMStore
@@ -77,6 +78,10 @@ public final class Delivery: Sendable {
                      media: Route.Media = .link, source: (any IMBackend)? = nil,
                      beforeWrite: @escaping @Sendable () throws -> Void = {}) async throws -> Message {
         if let earlierAttemptAt, let existing = try await findEarlierCopy(of: outgoing, in: conversation, since: earlierAttemptAt) {
+            // The earlier attempt may have ended between the message and its expansion (`ExpansionEnabling`).
+            if let initial = outgoing.expansion, let enabling = target as? any ExpansionEnabling {
+                try await enabling.enableExpansion(of: existing.id, in: conversation, by: outgoing.sender, initial: initial)
+            }
             return existing
         }
         var outgoing = outgoing

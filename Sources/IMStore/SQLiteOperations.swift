@@ -291,6 +291,11 @@ package struct SQLiteOperations: StoreOperations {
 
     // MARK: checkpoints
 
+    package func hasEvent(_ backend: BackendID, _ eventID: EventID) throws -> Bool {
+        try Int.fetchOne(db.cachedStatement(sql: "SELECT 1 FROM ledger WHERE backend = ? AND event_id = ?"),
+                         arguments: [backend.rawValue, eventID.rawValue]) != nil
+    }
+
     package func checkpoint(_ name: String) throws -> String? {
         try String.fetchOne(db.cachedStatement(sql: "SELECT value FROM checkpoints WHERE name = ?"), arguments: [name])
     }

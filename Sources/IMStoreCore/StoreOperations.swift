@@ -7,6 +7,7 @@ import IMCore
 package protocol StoreOperations {
     func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool
     func ledgerCount() throws -> Int
+    func hasEvent(_ backend: BackendID, _ eventID: EventID) throws -> Bool
     func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data, at now: Int64) throws -> Int64
     func dueLanes(at now: Int64, limit: Int, leaseOwner: String?) throws -> [OutboxEntry]
     func dueLaneKeys(at now: Int64, limit: Int, leaseOwner: String?) throws -> [LaneKey]

@@ -14,6 +14,9 @@ public struct StoreTransaction {
         try ops.recordEvent(backend, eventID, kind: kind, at: now)
     }
 
+    /// Whether (backend, eventID) is in the ledger (recorded, and not pruned yet).
+    public func hasEvent(_ backend: BackendID, _ eventID: EventID) throws -> Bool { try ops.hasEvent(backend, eventID) }
+
     /// An inbound event to record (`recordEvents`); `message` is checked against the id map for echoes.
     public struct InboundEvent: Sendable {
         public var backend: BackendID

@@ -141,6 +141,10 @@ package struct PostgresOperations: StoreOperations {
 
     // MARK: checkpoints
 
+    package func hasEvent(_ backend: BackendID, _ eventID: EventID) throws -> Bool {
+        try !rows("SELECT 1 FROM ledger WHERE backend = $1 AND event_id = $2", [.text(backend.rawValue), .text(eventID.rawValue)]).isEmpty
+    }
+
     package func checkpoint(_ name: String) throws -> String? {
         try rows("SELECT value FROM checkpoints WHERE name = $1", [.text(name)]).first.map { try $0.decode(String.self) }
     }

@@ -145,9 +145,14 @@ enum ChaosFinalState {
                 }
             }
             if !traits.edits {
-                for edit in entry.edits {
+                // A copy sent after some edits (a catch-up or a repair reads the message as it is now) shows
+                // the latest of them itself: their notices may be absent (at most one each).
+                let carried = entry.edits.lastIndex { edit in mine.contains { $0.text == edit } } ?? -1
+                for (index, edit) in entry.edits.enumerated() {
                     let count = shownTexts.filter { $0 == "✎ \(edit)" }.count
-                    if count != 1 { problems.append("FINAL STATE \(name): the edit notice \"✎ \(edit)\" shown \(count) times on the target, expected once") }
+                    if count > 1 || (count == 0 && index > carried) {
+                        problems.append("FINAL STATE \(name): the edit notice \"✎ \(edit)\" shown \(count) times on the target, expected once")
+                    }
                 }
             }
         }

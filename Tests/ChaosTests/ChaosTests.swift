@@ -176,6 +176,9 @@ import Testing
         var current = good
         current[1].text = "a-2-e1"
         #expect(problems(current).isEmpty, "\(problems(current))")
+        // Sent after the edit, the copy carries it: its notice may be absent too, not shown twice.
+        #expect(problems(current.filter { $0.id != "n1" }).isEmpty)
+        #expect(problems(current + [Record(id: "n3", conversation: "a", text: "✎ a-2-e1")]).contains("shown 2 times"))
         // A recalled message that never showed is as recalled; a lost one is lost.
         #expect(problems(good.filter { $0.id != "t3" }).isEmpty)
         #expect(problems(good.filter { $0.id != "t1" }).contains("LOST 1: a-1"))

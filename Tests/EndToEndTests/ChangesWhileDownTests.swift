@@ -189,6 +189,73 @@ extension CrashTests {
             #expect(await bridge.terminate() == 0)
         }
 
+        /// WuKong → NIM: an edit and an expansion change made on WuKong while the bridge is down, read by the
+        /// start's catch-up from the business server's extras (which do not say who made them), reach NIM
+        /// from the message's sender's puppet — a member of the team — not from the system uid's or the
+        /// `bridge` user's, which NIM refuses as strangers (804, dead letters).
+        @Test func wuKongChangesMadeWhileDownReachNIM() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("yx", "nim"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let tid = "1300000505"
+            try await rig.lab.seedGroup("yx", tid, owner: "wk_ann", members: ["wk_ann", "wk_bob"])
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group(GroupID(tid))
+            var bridge = try await rig.bridge(run: 1)
+            let (sent, _) = try await rig.sendRelayed(["to-edit", "to-expand"], into: group, through: wk, bridge: bridge)
+            func records() async throws -> [String] { try await rig.records(tid).map { $0.jsonString() } }
+            #expect(try await eventually(30) { try await records().contains { $0.contains("new") } }, "the initial values as a carrier")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            try await #require(wk as? any Editing).edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("edited while down"))
+            _ = try await #require(wk as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
+                                                                                   .set(["status": "paid"]))
+            // The `syncMessageExtra` CMDs go once as `msg.offline`, refused by the stand-in (none counts as given up).
+            try await rig.callbacksDropped(atLeast: 0)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let arrived = try await eventually(60) {
+                let shown = try await records()
+                return shown.contains { $0.contains("edited while down") } && shown.contains { $0.contains("paid") }
+            }
+            let dead = try BridgeStore(path: rig.bridgeRig.sqlitePath).read { try $0.deadLetters(limit: 5) }.map { $0.lastError ?? "" }
+            #expect(arrived && dead.isEmpty, "the changes made while down reached NIM: \(dead)\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// WuKong → RongCloud: a message sent and reacted to while the bridge is down, in a conversation whose
+        /// feeds have no stored position yet; on the start RongCloud refuses the copy's first sends, so when
+        /// catch-up reads the reaction feed from its start the message is recorded but has no copy yet. The
+        /// reaction is kept (a change to a message the bridge recorded), not dropped as one to a message from
+        /// before the bridge.
+        @Test func aReactionToAMessageNotYetDeliveredIsKeptByAFeedsFirstRead() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("cw5")
+            var bridge = try await rig.bridge(run: 1)
+            _ = try await rig.sendRelayed(["first"], into: group, through: wk, bridge: bridge)
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            let late = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("late")))
+            _ = try await #require(wk as? any Reacting).toggleReaction("👍", on: late.id, in: group, by: "bob")
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+            let fault = try await HTTPClientWrapper().send(.json(rig.lab.url(of: "rc") + "/_sandbox/faults",
+                Data(#"{"status":503,"count":4,"path_prefix":"/message/group/publish"}"#.utf8)))
+            #expect(fault.status == 200)
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let arrived = try await eventually(60) {
+                try await rig.records("cw5").contains { ($0["text"]?.stringValue ?? "").contains("👍 +1") }
+            }
+            let shown = try await rig.lab.table("rc", title: "RongCloud")
+            #expect(arrived, "the reaction made while down reached RongCloud:\n\(shown)\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+        }
+
         /// NIM → WuKong: a message recalled on NIM while the bridge is down is recalled on WuKong once it is
         /// started again — NIM's history drops a recalled message, and the relayed message it no longer lists
         /// is taken as recalled.

@@ -2,7 +2,9 @@ import BridgeTestSupport
 import Foundation
 import IMCore
 import IMHTTP
+import IMAdapterKit
 import IMLab
+import IMStore
 import Testing
 
 /// Where a restarted bridge reads its sources from (docs/architecture.md, "Catch-up" and "Catch-up of
@@ -54,6 +56,40 @@ extension CrashTests {
             let seen = try await notices()
             #expect(seen.count == 4, "each edit's notice once, got \(seen):\n\(bridge.output.suffix(3000))")
             #expect(Set(seen.map { $0.components(separatedBy: "edit-").last ?? "" }).count == 4)
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// An edit and a reaction made on WuKong reach the bridge as CMDs that set off the extras and
+        /// reaction syncs; the feed positions those syncs reached are stored with the changes they brought.
+        /// Kept only in memory, every later read began past the stored position and was refused as having
+        /// skipped changes ("behind … where the read began"), and a restart read the feeds from their start.
+        @Test func aChangeRelayedLiveStoresItsFeedPosition() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"), extra: "catch_up:\n  interval: 2s\n  max_age: 1h\n")
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("rt3")
+            let bridge = try await rig.bridge(run: 1)
+            defer { bridge.killWithoutWaiting() }
+            var sent: [Message] = []
+            for n in 1...2 { sent.append(try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("p\(n)")))) }
+            #expect(try await eventually(60) { try await rig.records("rt3").count == 2 }, "\(bridge.output.suffix(3000))")
+            // A catch-up pass reads the feeds once before the changes, so that their later reads go on from a position.
+            try await Task.sleep(nanoseconds: 3_000_000_000)
+            try await #require(wk as? any Editing).edit(sent[0].id, in: group, by: "ann", content: .text("p1-edited"))
+            _ = try await #require(wk as? any Reacting).toggleReaction("👍", on: sent[1].id, in: group, by: "bob")
+            func notices() async throws -> [String] {
+                try await rig.records("rt3").compactMap { $0["text"]?.stringValue }.filter { $0.contains("p1-edited") || $0.contains("👍") }
+            }
+            #expect(try await eventually(60) { try await notices().count == 2 }, "\(bridge.output.suffix(3000))")
+            // Two more catch-up passes read the feeds on from where the changes' syncs ended.
+            try await Task.sleep(nanoseconds: 5_000_000_000)
+            let store = try BridgeStore(path: rig.bridgeRig.sqlitePath)
+            let stored = try store.read { tx in
+                try ["extras", "reactions"].map { try tx.checkpoint(FeedPosition.checkpointName(backend: "wk", conversation: group, feed: $0)) }
+            }
+            #expect(stored.allSatisfy { $0 != nil }, "the extras and reaction positions are stored: \(stored)")
+            #expect(!bridge.output.contains("where the read began"), "no read refused as skipping changes:\n\(bridge.output.suffix(3000))")
+            #expect(try await notices().count == 2, "each change relayed once")
             #expect(await bridge.terminate() == 0)
         }
 

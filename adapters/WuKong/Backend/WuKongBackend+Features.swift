@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 
 /// Recall, edit, expansion, reactions and read receipts through the business server. Who-may rules
@@ -125,5 +126,18 @@ extension WuKongBackend: Recalling, Editing, ExpansionUpdating, Reacting, ReadRe
     public func ensureGroup(_ group: GroupID, members: [UserID]) async throws {
         try await client.createChannel(WKChannelRequest(channelID: group.rawValue, channelType: WKChannelType.group,
                                                         subscribers: members.map(\.rawValue)))
+    }
+}
+
+/// An earlier send's copy found without its expansion (the kill or failure fell between `/message/send`
+/// and the `extra` write): the initial dictionary is written now, as `send` would have.
+extension WuKongBackend: ExpansionEnabling {
+    public func enableExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
+                                initial: [String: String]) async throws {
+        if try await currentExtras(conversation)[message.rawValue]?.extra != nil { return }
+        let address = try address(conversation, actor: user)
+        await sync.seed(extra: initial, message: message, in: conversation)
+        try await client.updateExtra(WKExtraUpdateRequest(messageID: message.rawValue, channelID: address.id, channelType: address.type,
+                                                          extra: initial), session: try await session(user))
     }
 }

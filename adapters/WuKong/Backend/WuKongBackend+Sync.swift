@@ -29,8 +29,40 @@ extension WuKongBackend {
                 cursor = max(cursor, rows.map(\.extraVersion).max() ?? cursor)
                 if rows.count < 1000 { break }
             }
+            if actor == nil { read.events = try await bySenders(read.events, address) }
             read.position = await position(WuKongSyncState.extrasFeed, conversation, from: start.from, to: cursor)
             return read
+        }
+    }
+
+    /// Changes read with no CMD to say who made them (catch-up's reads): an edit and an expansion change
+    /// are taken as the message's sender's — WuKongIM lets only the sender edit, and the sender's puppet
+    /// wrote the copy, so may change it (a NIM carrier must come from a member of the team). The senders
+    /// are looked up in one `POST /messages`; an event whose message it does not find stays as it was.
+    private func bySenders(_ events: [IMEvent], _ address: (loginUID: String, id: String, type: UInt8)) async throws -> [IMEvent] {
+        func unknown(_ event: IMEvent) -> MessageID? {
+            switch event.kind {
+            case .edited(let id, _, let by, _, _) where by.rawValue == WuKongChannel.systemUID: return id
+            case .expansionChanged(let id, _, nil, _): return id
+            default: return nil
+            }
+        }
+        let ids = Set(events.compactMap(unknown).compactMap { Int64($0.rawValue) })
+        guard !ids.isEmpty else { return events }
+        let found = try await client.lookup(WKLookupRequest(loginUID: address.loginUID, channelID: address.id, channelType: address.type,
+                                                            messageIDs: ids.sorted()))
+        let senders = Dictionary(found.filter { !$0.fromUID.isEmpty }.map { ($0.messageIDStr, UserID($0.fromUID)) }, uniquingKeysWith: { a, _ in a })
+        return events.map { event in
+            guard let id = unknown(event), let sender = senders[id.rawValue] else { return event }
+            var event = event
+            switch event.kind {
+            case .edited(let id, let conversation, _, let content, let at):
+                event.kind = .edited(messageID: id, conversation: conversation, by: sender, content: content, at: at)
+            case .expansionChanged(let id, let conversation, _, let delta):
+                event.kind = .expansionChanged(messageID: id, conversation: conversation, by: sender, delta: delta)
+            default: break
+            }
+            return event
         }
     }
 
