@@ -26,9 +26,10 @@ extension Capabilities {
         // conversations (docs/adapters/wukong.md, "Facts on the preset"). Rate limits and server errors are
         // plain HTTP answers without a wait (`FaultAnswers.http`).
         capabilities.sendConversationKinds = ConversationKinds([.direct, .group, .chatroom], otherKindPrefix: "wk")
-        // Neither WuKongIM nor the business server lists users or a user's groups; the adapter removes
-        // members through the business server (docs/adapters/wukong.md, "Users and groups").
-        capabilities.directory = DirectorySupport(listsAllUsers: false, listsGroupsOfUser: false)
+        // Neither WuKongIM nor the business server lists users; a user's groups are the group channels of the
+        // user's conversations (every created group gets the business server's 1001 notice); the adapter
+        // removes members through the business server (docs/adapters/wukong.md, "Users and groups").
+        capabilities.directory = DirectorySupport(listsAllUsers: false)
         capabilities.history = HistoryPositioning(cursorForm: .seq, sendAnswersSeq: false,
                                                   refusalTemplate: "WuKong history cursors are message_seq numbers, not '{cursor}'")
         return capabilities
