@@ -99,6 +99,11 @@ import Testing
         _ = try await rc.send(OutgoingMessage(conversation: .group("lost"), sender: "alice", content: .text("after a lost answer")))
         #expect(try await eventually(60) { try await Self.texts(lab, on: target.id).count == 1 }, "\(bridge.output.suffix(3000))")
         let id = try #require(try Self.portal(lab, "lost", on: target.id))
+        if target.vendor == "wukong" {
+            // Independent of the search: the business server posts one "group created" notice per group it makes.
+            let notices = try await lab.messages(target.id).filter { $0["kind"] == "notice" }
+            #expect(notices.count == 1 && notices.first?["conversation_id"]?.stringValue == id.rawValue, "\(notices)")
+        }
         // Every group made for it lists bob's puppet: one group on the target.
         #expect(try await far.groups(of: "rc_bob") == [id], "one group on \(target.vendor)")
         if target.vendor == "jmessage" { #expect(try await far.allGroups() == [id]) }

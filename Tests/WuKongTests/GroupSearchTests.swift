@@ -41,6 +41,14 @@ import WuKongSandbox
             #expect(WuKongInboundMapper.isGroupCreated(notice))
             #expect(backend.catchUpEvent(for: notice) == nil, "the notice is not caught up as a message")
 
+            // The webhook copy (`msg.notify`) maps to nothing; another notice (type 2000) is still an event.
+            func wire(_ type: Int) -> WKMessage {
+                WKMessage(messageID: 7, fromUID: "", channelID: id.rawValue, channelType: WKChannelType.group, timestamp: 1,
+                          payload: Data(#"{"type":\#(type),"content":"{0}邀请{1}加入群聊","extra":[{"uid":"alice","name":"Alice"}]}"#.utf8))
+            }
+            #expect(try backend.mapper.actions(for: wire(WKContentType.groupCreated)).isEmpty)
+            #expect(try backend.mapper.actions(for: wire(WKContentType.tip)).count == 1)
+
             // A member's message in the group is an event as before.
             let sent = try await backend.send(OutgoingMessage(conversation: .group(id), sender: "bob", content: .text("hi")))
             #expect(!WuKongInboundMapper.isGroupCreated(sent) && backend.catchUpEvent(for: sent) != nil)
