@@ -7,7 +7,8 @@ import IMCore
 /// Contract:
 /// - `catchUpEvent(for:)` returns the event with the same `eventID` the backend's callback gives the
 ///   same message, so the ledger keeps one copy whichever way it arrives first; nil for what a callback
-///   would not relay as a message (a transient command).
+///   would not relay as a message (a transient command, or the vendor's own bookkeeping such as WuKong's
+///   "group created" notice, which a migration does not copy either: `vendor_notice`).
 /// - `gapSignal` is `.sequence` only where a conversation's messages carry consecutive `seq` numbers
 ///   (WuKongIM `message_seq`): a live message whose seq is more than one past the last one seen shows a gap.
 /// - `catchUpConversations(of:)` lists the conversations `user` takes part in where the vendor can say

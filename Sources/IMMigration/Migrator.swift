@@ -275,6 +275,10 @@ public actor Migrator {
                     past = true
                     break
                 }
+                if isVendorNotice(message) {
+                    result.counts.skipped["vendor_notice", default: 0] += 1
+                    continue
+                }
                 if !plan.dryRun && plan.account { await bringUser(message.sender, plan) }
                 items.append(self.item(for: message, leg: leg, translator: translator, plan: plan, checkpoint: checkpoint))
             }
@@ -332,6 +336,14 @@ public actor Migrator {
             }
             return queued
         }
+    }
+
+    /// A message the source says is no event and that is not a command: the vendor's own bookkeeping
+    /// (WuKong's "group created" notice, docs/adapters/wukong.md §6), which is not copied.
+    func isVendorNotice(_ message: Message) -> Bool {
+        if case .command = message.content { return false }
+        guard let source = source as? any CatchUpSource else { return false }
+        return source.catchUpEvent(for: message) == nil
     }
 
     /// The event a callback or catch-up gives `message` (the ledger's key for it).

@@ -79,23 +79,34 @@ import Testing
     }
 
     /// The target carries out the group's creation but its answer is lost: the retry finds that group (a
-    /// pending mark, then a search of the owner's groups by name) and makes no second one.
-    @Test func aCreationWhoseAnswerWasLostIsFoundNotMadeAgain() async throws {
-        let routes = "  - from: \"rc:group:*\"\n    to: \"jm:group:*\"\n    direction: forward\n    users: puppet\n"
-        let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("jm", "jmessage")], routes: routes)
+    /// pending mark, then a search of the owner's groups by name) and makes no second one. On WuKong the
+    /// owner's groups are the group channels of the owner's conversations, which the business server's
+    /// "group created" notice opens (docs/adapters/wukong.md, "Users and groups").
+    @Test(arguments: [Target(id: "jm", vendor: "jmessage"), Target(id: "wk", vendor: "wukong")])
+    func aCreationWhoseAnswerWasLostIsFoundNotMadeAgain(_ target: Target) async throws {
+        let routes = "  - from: \"rc:group:*\"\n    to: \"\(target.id):group:*\"\n    direction: forward\n    users: puppet\n"
+        let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member(target.id, target.vendor)], routes: routes)
         defer { Task { await rig.stop() } }
         let lab = rig.lab
         let rc = try #require(try await lab.userBackend("rc", registry: ContentRegistry()) as? any GroupDirectory)
-        let jm = try #require(try await lab.userBackend("jm", registry: ContentRegistry()) as? any GroupDirectory)
+        let far = try #require(try await lab.userBackend(target.id, registry: ContentRegistry()) as? any GroupDirectory)
         _ = try await rc.createGroup(GroupProfile(id: "lost", name: "Lost answer", owner: "alice", members: ["alice", "bob"]))
-        let fault = #"{"status":500,"count":1,"path_prefix":"/v1/groups","after_accept":true}"#
-        _ = try await HTTPClientWrapper().send(.json(lab.url(of: "jm") + "/_sandbox/faults", Data(fault.utf8)))
+        let prefix = target.vendor == "wukong" ? "/v1/group/create" : "/v1/groups"
+        let fault = #"{"status":500,"count":1,"path_prefix":"\#(prefix)","after_accept":true}"#
+        _ = try await HTTPClientWrapper().send(.json(lab.url(of: target.id) + "/_sandbox/faults", Data(fault.utf8)))
         let bridge = try await rig.start()
         defer { bridge.killWithoutWaiting() }
         _ = try await rc.send(OutgoingMessage(conversation: .group("lost"), sender: "alice", content: .text("after a lost answer")))
-        #expect(try await eventually(60) { try await Self.texts(lab, on: "jm").count == 1 }, "\(bridge.output.suffix(3000))")
-        let id = try #require(try Self.portal(lab, "lost", on: "jm"))
-        #expect(try await jm.allGroups() == [id], "one group on JMessage")
+        #expect(try await eventually(60) { try await Self.texts(lab, on: target.id).count == 1 }, "\(bridge.output.suffix(3000))")
+        let id = try #require(try Self.portal(lab, "lost", on: target.id))
+        if target.vendor == "wukong" {
+            // Independent of the search: the business server posts one "group created" notice per group it makes.
+            let notices = try await lab.messages(target.id).filter { $0["kind"] == "notice" }
+            #expect(notices.count == 1 && notices.first?["conversation_id"]?.stringValue == id.rawValue, "\(notices)")
+        }
+        // Every group made for it lists bob's puppet: one group on the target.
+        #expect(try await far.groups(of: "rc_bob") == [id], "one group on \(target.vendor)")
+        if target.vendor == "jmessage" { #expect(try await far.allGroups() == [id]) }
         // The lost answer was met: the group's entry was retried once.
         #expect(bridge.output.contains("will retry") && bridge.output.contains("group"), "\(bridge.output.suffix(3000))")
         #expect(await bridge.terminate() == 0)

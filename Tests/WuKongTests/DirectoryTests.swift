@@ -155,8 +155,6 @@ import WuKongSandbox
             #expect(users?.code == .unsupported && users?.message.contains("WuKongIM") == true)
             let groups = await #expect(throws: IMError.self) { _ = try await backend.allGroups() }
             #expect(groups?.code == .unsupported)
-            let of = await #expect(throws: IMError.self) { _ = try await backend.groups(of: "alice") }
-            #expect(of?.code == .unsupported)
         }
     }
 

@@ -2,11 +2,13 @@ import IMAdapterKit
 import IMCore
 
 /// Catch-up (docs/architecture.md, "Catch-up"): a message read from `/channel/messagesync` becomes the
-/// event `msg.notify` gives it (`msg:<message_id>`), gaps show as a `message_seq` jump, and a user's
+/// event `msg.notify` gives it (`msg:<message_id>`; none for a CMD or the business server's "group
+/// created" notice, as `WuKongInboundMapper`), gaps show as a `message_seq` jump, and a user's
 /// conversations come from `POST /conversation/channels`.
 extension WuKongBackend: CatchUpSource {
     public func catchUpEvent(for message: Message) -> IMEvent? {
         if case .command = message.content { return nil }
+        if WuKongInboundMapper.isGroupCreated(message) { return nil }
         return IMEvent(eventID: EventID("msg:\(message.id)"), backend: id, kind: .message(message))
     }
 

@@ -15,8 +15,9 @@ import IMCore
 ///   announcement, the rest → `extra`) and `/members` (role 1 → owner); `avatar` is the group's avatar
 ///   route. Updates act as the creator: one `PUT /v1/groups/{no}` per changed field, then
 ///   `POST …/members` with the missing members.
-/// - Neither WuKongIM nor the business server's user API can enumerate users or groups, nor say which
-///   groups a user is in: `allUsers`, `allGroups` and `groups(of:)` throw `unsupported`.
+/// - Neither WuKongIM nor the business server's user API can enumerate users or groups: `allUsers` and
+///   `allGroups` throw `unsupported`. A user's groups are read from the user's conversations
+///   (`groups(of:)`, WuKongBackend+GroupSearch.swift).
 extension WuKongBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
     // MARK: UserDirectory
 
@@ -130,10 +131,6 @@ extension WuKongBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
 
     public func allGroups() async throws -> [GroupID] {
         throw IMError(.unsupported, "WuKongIM cannot list channels, and the business server lists only a user's saved groups; give the groups to migrate")
-    }
-
-    public func groups(of user: UserID) async throws -> [GroupID] {
-        throw IMError(.unsupported, "WuKongIM has no server API for the groups a user is in")
     }
 
     // MARK: helpers

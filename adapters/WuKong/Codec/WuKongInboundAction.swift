@@ -18,6 +18,9 @@ public enum WuKongInboundAction: Hashable, Sendable {
 /// - CMD (type 99) `messageRevoke` `{"message_id":"…"}` → `recalled` by the CMD's sender,
 ///   `eventID` `recall:<message_id>`; `syncMessageExtra` / `syncMessageReaction` → a sync action;
 ///   any other CMD → `command` event, `eventID` `cmd:<message_id>`.
+/// - The business server's "group created" notice (type 1001, `isGroupCreated`) → nothing: it is the
+///   vendor's bookkeeping for a new group (docs/adapters/wukong.md, "Users and groups"), not a member's
+///   message, so it is not relayed.
 /// CMD channels (`…____cmd`) are mapped to the conversation they serve.
 public struct WuKongInboundMapper: Sendable {
     public static let revokeCommand = "messageRevoke"
@@ -32,8 +35,15 @@ public struct WuKongInboundMapper: Sendable {
         self.codec = codec
     }
 
+    /// The business server's type 1001 "group created" notice.
+    public static func isGroupCreated(_ message: Message) -> Bool {
+        guard case .notice(let notice) = message.content else { return false }
+        return notice.noticeType == String(WKContentType.groupCreated)
+    }
+
     public func actions(for wire: WKMessage) throws -> [WuKongInboundAction] {
         let message = try codec.decode(wire)
+        if Self.isGroupCreated(message) { return [] }
         guard case .command(let command) = message.content else {
             return [.event(IMEvent(eventID: EventID("msg:\(message.id)"), backend: backend, kind: .message(message)))]
         }

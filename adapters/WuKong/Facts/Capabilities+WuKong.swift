@@ -27,9 +27,10 @@ extension Capabilities {
         // conversations (docs/adapters/wukong.md, "Facts on the preset"). Rate limits and server errors are
         // plain HTTP answers without a wait (`FaultAnswers.http`).
         capabilities.sendConversationKinds = ConversationKinds([.direct, .group, .chatroom], otherKindPrefix: "wk")
-        // Neither WuKongIM nor the business server lists users or a user's groups; the adapter removes
-        // members through the business server (docs/adapters/wukong.md, "Users and groups").
-        capabilities.directory = DirectorySupport(listsAllUsers: false, listsGroupsOfUser: false)
+        // Neither WuKongIM nor the business server lists users; a user's groups are the group channels of the
+        // user's conversations (every created group gets the business server's 1001 notice); the adapter
+        // removes members through the business server (docs/adapters/wukong.md, "Users and groups").
+        capabilities.directory = DirectorySupport(listsAllUsers: false)
         // An API send skips membership checks but not a disbanded channel: the business server's disband
         // deletes the channel (`/channel/delete` marks it disbanded), and `/message/send` answers 400
         // 频道已解散！ (docs/adapters/wukong.md, "Groups in live relay").

@@ -194,6 +194,7 @@ extension WuKongSandbox {
             members: uids.map { WuKongDirectoryState.Member(uid: $0, role: $0 == uid ? WKDirectoryPaths.creatorRole : 0, createdAt: time) })
         directory.withLock { $0.groups[groupNo] = group }
         subscribe(uids, to: groupNo)
+        announceCreation(of: groupNo, creator: uid, members: uids, version: group.version)
         return .json(Self.detail(groupNo, group))
     }
 

@@ -14,6 +14,9 @@ public enum WKContentType {
     public static let emojiSticker = 13
     public static let cmd = 99
     public static let systemRange = 1000...2000
+    /// The business server's "group created" notice, sent into every group it creates: the vendor's own
+    /// bookkeeping, not a member's message (docs/adapters/wukong.md, "Users and groups").
+    public static let groupCreated = 1001
     /// The plain tip notice, used for notices from other vendors.
     public static let tip = 2000
 
