@@ -1,5 +1,4 @@
 import Foundation
-import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMStore

@@ -108,6 +108,9 @@ import IMOutbox
             "listener.allow_from": (.text, config.listenerLimits.allowedSources.isEmpty ? .unset : .text("\(config.listenerLimits.allowedSources)")),
             "listener.admin_allow_from": (.text, config.listenerLimits.adminAllowedSources.isEmpty ? .unset
                                           : .text("\(config.listenerLimits.adminAllowedSources)")),
+            "tracing.otlp_endpoint": (.text, config.tracing.otlpEndpoint.map(Value.text) ?? .unset),
+            "tracing.service_name": (.text, .text(config.tracing.serviceName)),
+            "tracing.protocol": (.text, .text(config.tracing.otlpProtocol)),
             "catch_up.enabled": (.flag, .flag(config.catchUp.enabled)),
             "catch_up.max_age": (.duration, .duration(milliseconds: config.catchUp.maxAgeMs)),
             "catch_up.max_messages_per_conversation": (.number, .number(config.catchUp.maxMessagesPerConversation)),

@@ -1,5 +1,3 @@
-import IMCore
-
 /// A target whose send is two calls — the message, then the expansion it is sent with (WuKong's
 /// `/message/send`, then the business server's `extra`; docs/adapters/wukong.md, "Expansion") — can be
 /// left with the message and no expansion: a crash, a timeout or a refused write between the two. When
