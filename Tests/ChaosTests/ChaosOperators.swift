@@ -111,11 +111,27 @@ extension ChaosCampaign {
             ChaosFinalState.Record($0, conversationOf: { names[$0] ?? plan.target.conversation(ofGroup: $0, in: plan.allGroups) })
         }
         let traits = ChaosFinalState.TargetTraits.of(plan.target.vendor)
+        let fed = plan.source.vendor == "wukong" ? try await editsFed(lab.url(of: plan.source.name)) : nil
         return plan.allGroups.flatMap { conversation in
             ChaosFinalState.check(conversation: conversation, sourceOrder: sourceOrder[conversation] ?? [],
                                   entries: entries.filter { $0.conversation == conversation },
-                                  target: target.filter { $0.conversation == conversation }, traits: traits)
+                                  target: target.filter { $0.conversation == conversation }, traits: traits, fed: fed)
         }
+    }
+
+    /// The edited texts a WuKong source's extras feed served, by message id: reads of fewer than 10,000
+    /// rows, as the adapter's feed reads are (docs/adapters/wukong.md, "Changes while the bridge is
+    /// down"); a history page's full read (10,000) fills a copy's current text and makes no event.
+    static func editsFed(_ baseURL: String) async throws -> [String: Set<String>] {
+        let answer = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: baseURL + "/_sandbox/extras-served"))
+        guard answer.status == 200 else { throw IMError(.unavailable, "GET /_sandbox/extras-served: \(answer.status)") }
+        var fed: [String: Set<String>] = [:]
+        for row in try JSONValue.parse(Data(answer.body))["served"]?.arrayValue ?? [] {
+            guard let id = row["message_id"]?.stringValue, let text = row["text"]?.stringValue,
+                  let limit = row["limit"]?.int64Value, limit < 10_000 else { continue }
+            fed[id, default: []].insert(text)
+        }
+        return fed
     }
 
     /// One `imbridge verify` run: its status, output, drift counts and a sample of its items.

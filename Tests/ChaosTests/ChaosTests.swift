@@ -179,6 +179,20 @@ import Testing
         // Sent after the edit, the copy carries it: its notice may be absent too, not shown twice.
         #expect(problems(current.filter { $0.id != "n1" }).isEmpty)
         #expect(problems(current + [Record(id: "n3", conversation: "a", text: "✎ a-2-e1")]).contains("shown 2 times"))
+        // WuKong keeps a message's latest edit only: an earlier edit no feed read served was overwritten
+        // before the bridge could see it, one a feed read served is lost, and the last one is never excused.
+        let twice = [entry(1), entry(2, edits: ["a-2-e1", "a-2-e2"])]
+        let onlyLast = [Record(id: "t1", conversation: "a", text: "a-1"), Record(id: "t2", conversation: "a", text: "a-2"),
+                        Record(id: "n2", conversation: "a", text: "✎ a-2-e2")]
+        func twiceProblems(_ target: [Record], fed: [String: Set<String>]?) -> String {
+            ChaosFinalState.check(conversation: "a", sourceOrder: ["a-1", "a-2"], entries: twice, target: target, traits: rongCloud,
+                                  fed: fed).joined(separator: "\n")
+        }
+        #expect(twiceProblems(onlyLast, fed: ["m2": ["a-2-e2"]]).isEmpty)
+        #expect(twiceProblems(onlyLast, fed: ["m2": ["a-2-e1", "a-2-e2"]]).contains("\"✎ a-2-e1\" shown 0 times"))
+        #expect(twiceProblems(onlyLast, fed: nil).contains("\"✎ a-2-e1\" shown 0 times"))
+        #expect(twiceProblems(onlyLast.dropLast() + [Record(id: "n1", conversation: "a", text: "✎ a-2-e1")], fed: [:])
+            .contains("\"✎ a-2-e2\" shown 0 times"))
         // A recalled message that never showed is as recalled; a lost one is lost.
         #expect(problems(good.filter { $0.id != "t3" }).isEmpty)
         #expect(problems(good.filter { $0.id != "t1" }).contains("LOST 1: a-1"))

@@ -1,8 +1,11 @@
 import Foundation
 import IMAdapterKit
 import IMCore
+import IMHTTP
+import IMSandbox
 import Testing
 import WuKong
+import WuKongSandbox
 
 /// The business server's extras as a change feed (docs/adapters/wukong.md, "Changes while the bridge is
 /// down"): with stored positions a fresh backend (a restarted bridge) reads on from them, never from 0
@@ -43,5 +46,30 @@ import WuKong
         let inMemory = backend()
         let plain = try await inMemory.readChanges(of: dm)
         #expect(Self.edits(plain) == [.text("v2")] && plain.positions.isEmpty, "without stored positions nothing is positioned")
+    }
+
+    /// WuKongIM keeps a message's latest edit only: two edits before any read reach the feed as the last.
+    /// `GET /_sandbox/extras-served` tells which edited contents a feed read (fewer than 10,000 rows) and a
+    /// history page's full read (10,000) served — the campaign's checker excuses an edit no feed read served.
+    @Test func editsOverwrittenBeforeAnyReadAreNeverServed() async throws {
+        // No webhook: nothing reads the feed between the two edits.
+        let clock = SandboxClock()
+        let sandbox = SandboxServer(vendor: try WuKongSandbox(configuration: .init(managerToken: "mgr", callbackURL: nil), clock: clock), clock: clock)
+        try await sandbox.start()
+        defer { Task { await sandbox.stop() } }
+        let reader = WuKongBackend(id: "wk", settings: .at(sandbox.baseURL, managerToken: "mgr", webhookSecret: "hook-secret"))
+        let dm = ConversationRef.direct("f1", "f2")
+        let sent = try await reader.send(OutgoingMessage(conversation: dm, sender: "f1", content: .text("hello")))
+        try await reader.edit(sent.id, in: dm, by: "f1", content: .text("v1"))
+        try await reader.edit(sent.id, in: dm, by: "f1", content: .text("v2"))
+        #expect(Self.edits(try await reader.readChanges(of: dm)) == [.text("v2")])
+        _ = try await reader.history(HistoryQuery(conversation: dm))
+        let answer = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: sandbox.baseURL + "/_sandbox/extras-served"))
+        let served = try JSONValue.parse(Data(answer.body))["served"]?.arrayValue ?? []
+        let rows = Set(served.compactMap { row in
+            row["text"]?.stringValue.flatMap { text in row["limit"]?.int64Value.map { "\(text)@\($0)" } }
+        })
+        #expect(served.allSatisfy { $0["message_id"]?.stringValue == sent.id.rawValue })
+        #expect(rows == ["v2@1000", "v2@10000"], "served: \(served)")
     }
 }

@@ -40,7 +40,9 @@ extension WuKongSandbox {
         let body = try Self.decode(WKExtraSyncRequest.self, request)
         let key = WuKongSandboxState.key(channelID: body.channelID, type: body.channelType, uid: uid)
         let limit = min(max(body.limit ?? 100, 1), 10_000)
-        return Self.bare(state.withLock { $0.extraRows(key, after: body.extraVersion, limit: limit, viewer: uid) })
+        let rows = state.withLock { $0.extraRows(key, after: body.extraVersion, limit: limit, viewer: uid) }
+        noteEditsServed(rows, limit: limit)
+        return Self.bare(rows)
     }
 
     func revoke(_ request: HTTPRequestData, uid: String) throws -> HTTPResponseData {

@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import IMHTTP
 import IMSandbox
 import WuKong
 
@@ -51,5 +52,36 @@ extension WuKongSandbox {
                 return .object(["uid": .string(uid), "devices": .array(devices)])
             }
         }
+    }
+}
+
+/// `GET /_sandbox/extras-served` → `{"served":[{"message_id","text","limit"}…]}`: each edited content an
+/// extras read (`/v1/message/extra/sync`) returned, once per (message, content, limit). WuKongIM keeps only a
+/// message's latest edit, so an edit overwritten before any read was never there to relay; the campaign's
+/// checker tells such an edit from a lost one with this (docs/reliability.md, "Final state").
+struct EditServed: Hashable, Sendable {
+    var content: JSONValue
+    var limit: Int
+}
+
+extension WuKongSandbox {
+    func noteEditsServed(_ rows: [WKMessageExtra], limit: Int) {
+        let edited = rows.compactMap { row in row.contentEdit.map { (row.messageID, EditServed(content: $0, limit: limit)) } }
+        guard !edited.isEmpty else { return }
+        editsServed.withLock { served in
+            for (id, edit) in edited where !(served[id] ?? []).contains(edit) { served[id, default: []].append(edit) }
+        }
+    }
+
+    public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? {
+        guard request.method == "GET", request.normalizedPath == "/_sandbox/extras-served" else { return nil }
+        let served = editsServed.withLock { $0 }.sorted { $0.key < $1.key }.flatMap { id, edits in
+            edits.map { edit -> JSONValue in
+                var text = ""
+                if case .object(let object) = edit.content, let decoded = try? codec.content.decode(object) { text = decoded.content.digest }
+                return .object(["message_id": .string(String(id)), "text": .string(text), "limit": .int(Int64(edit.limit))])
+            }
+        }
+        return .json(["served": JSONValue.array(served)])
     }
 }

@@ -63,6 +63,9 @@ public final class WuKongSandbox: SandboxVendor {
     let state = Mutex(WuKongSandboxState())
     /// The business server's users and groups (`WuKongSandbox+Directory.swift`).
     let directory = Mutex(WuKongDirectoryState())
+    /// Every edited content an extras read served, by message id, with the read's `limit`
+    /// (`GET /_sandbox/extras-served`; not part of the saved state).
+    let editsServed = Mutex<[Int64: [EditServed]]>([:])
     private let notifyFeed: AsyncStream<WKMessage>.Continuation
     private let offlineFeed: AsyncStream<WKMessage>.Continuation
     public let notifier: CallbackDeliverer<WKMessage>?
@@ -201,6 +204,7 @@ public final class WuKongSandbox: SandboxVendor {
 
     public func reset() async {
         state.withLock { $0 = WuKongSandboxState() }
+        editsServed.withLock { $0 = [:] }
         directory.withLock { $0 = WuKongDirectoryState() }
         persist()
     }
