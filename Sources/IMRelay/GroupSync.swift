@@ -205,15 +205,7 @@ extension RelayEngine {
                                entry: OutboxEntry, delivery: Delivery, mayWrite: @Sendable () throws -> Void) async throws -> Bool {
         let live = payload.migration == nil
         let target = delivery.target.id
-        let described = try await sourceGroup(group, on: source)
-        var profile = described ?? GroupProfile(id: group)
-        // A channel only the message service knows (WuKongIM without a business-server record): its subscribers.
-        let subscribers = described == nil && live ? try await sourceSubscribers(group, on: source) : []
-        if described == nil { profile.members = subscribers }
-        profile.members = profile.members.filter { !routes.isBridgeIdentity($0, on: source) }
-        if let owner = profile.owner, routes.isBridgeIdentity(owner, on: source) { profile.owner = nil }
-        let fromSenders = live && profile.members.isEmpty
-        if fromSenders, let sender = payload.sourceSender, !routes.isBridgeIdentity(sender, on: source) { profile.members = [sender] }
+        let (profile, described, fromSenders) = try await sourceProfile(group, from: source, payload: payload)
         let portal = PortalMap.key(source: source, conversation: .group(group), target: target)
         let mapped = named == nil ? try await store.reading { try PortalMap.group(portal, $0) } : nil
         var id = named ?? mapped
@@ -252,16 +244,34 @@ extension RelayEngine {
             people.portals.remember(portal, outcome.id)
         }
         people.portals.noteMembers(desired.members, of: outcome.id, on: target)
-        if described == nil && live {
-            people.portals.markFromSenders(outcome.id, on: target)
-            if people.portals.firstWarning("\(source)|\(group)|\(target)") {
-                let members = fromSenders ? "the senders seen so far" : "the channel's subscribers, and later senders"
-                logs.relay.warning("the source does not describe this group: its target group gets \(members), each before its first message",
-                                   metadata: ["source": "\(source)", "group": "\(group)", "target": "\(target)", "target_group": "\(outcome.id)"])
-            }
-        }
+        if !described && live { noteUndescribed(group, from: source, as: outcome.id, on: target, fromSenders: fromSenders) }
         try await noteOutcome(AccountOutcome(outcome), of: payload)
         return true
+    }
+
+    /// The group as the source gives it, without the bridge's own identities: the source's description;
+    /// for a channel only the message service knows (WuKongIM without a business-server record) its
+    /// subscribers; failing both, live, the message's sender (`fromSenders`: later senders join too).
+    nonisolated func sourceProfile(_ group: GroupID, from source: BackendID, payload: OutboxPayload) async throws
+        -> (profile: GroupProfile, described: Bool, fromSenders: Bool) {
+        let live = payload.migration == nil
+        let described = try await sourceGroup(group, on: source)
+        var profile = described ?? GroupProfile(id: group)
+        if described == nil { profile.members = live ? try await sourceSubscribers(group, on: source) : [] }
+        profile.members = profile.members.filter { !routes.isBridgeIdentity($0, on: source) }
+        if let owner = profile.owner, routes.isBridgeIdentity(owner, on: source) { profile.owner = nil }
+        let fromSenders = live && profile.members.isEmpty
+        if fromSenders, let sender = payload.sourceSender, !routes.isBridgeIdentity(sender, on: source) { profile.members = [sender] }
+        return (profile, described != nil, fromSenders)
+    }
+
+    /// A live target group the source does not describe gets later senders too, and the operator one warning.
+    nonisolated func noteUndescribed(_ group: GroupID, from source: BackendID, as id: GroupID, on target: BackendID, fromSenders: Bool) {
+        people.portals.markFromSenders(id, on: target)
+        guard people.portals.firstWarning("\(source)|\(group)|\(target)") else { return }
+        let members = fromSenders ? "the senders seen so far" : "the channel's subscribers, and later senders"
+        logs.relay.warning("the source does not describe this group: its target group gets \(members), each before its first message",
+                           metadata: ["source": "\(source)", "group": "\(group)", "target": "\(target)", "target_group": "\(id)"])
     }
 
     /// The group an earlier creation for the conversation map's `key` left on the target without its id

@@ -112,14 +112,18 @@ extension RelayEngine {
         let group = GroupID(event.conversation.id)
         let portalLane = PortalMap.lane(target: leg.target, source: event.backend, group: group)
         let key = PortalMap.key(source: event.backend, conversation: event.conversation, target: leg.target)
-        var id = people.portals.group(key)
-        if id == nil {
-            id = try PortalMap.group(key, tx)
-            if id == nil, try adoptRelayedGroup(source: event.backend, group: group, target: leg.target, at: now, tx) { id = group }
-            guard let id else { return (leg, portalLane) }
+        let id: GroupID
+        if let cached = people.portals.group(key) {
+            id = cached
+        } else if let stored = try PortalMap.group(key, tx) {
+            id = stored
             people.portals.remember(key, id)
+        } else if try adoptRelayedGroup(source: event.backend, group: group, target: leg.target, at: now, tx) {
+            id = group
+            people.portals.remember(key, id)
+        } else {
+            return (leg, portalLane)
         }
-        guard let id else { return (leg, portalLane) }
         if !people.portals.isDrained(key) {
             guard try tx.head(of: portalLane) == nil else { return (leg, portalLane) }
             people.portals.markDrained(key)
