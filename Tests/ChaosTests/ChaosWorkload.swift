@@ -119,13 +119,15 @@ enum ChaosChanges {
 
     /// `changes-while-down` number `index` (from 0): in every paced group, an expansion change to text 1
     /// (`down` → the index), on WuKong an edit of text 1 as well, and from the first one the recall of text
-    /// 2 (on RongCloud its deletion).
+    /// 2 (on RongCloud its deletion) and, where text 1 was sent with an expansion, the removal of its key `n`.
     static func whileDown(_ index: Int, plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws -> Int {
         var made = 0
+        let sentExtended = ["rongcloud", "wukong"].contains(plan.source.vendor)
         for conversation in plan.conversations {
             var changes = [Change(kind: .expand, target: 1, after: 0, key: "down", value: "d\(index)")]
             if plan.source.vendor == "wukong" { changes.append(Change(kind: .edit, target: 1, after: 0)) }
             if index == 0 { changes.append(Change(kind: plan.source.vendor == "rongcloud" ? .delete : .recall, target: 2, after: 0)) }
+            if index == 0 && sentExtended { changes.append(Change(kind: .expand, target: 1, after: 0, key: "n", value: nil)) }
             for change in changes {
                 try await make(change, in: conversation, plan: plan, users: users, log: log)
                 made += 1

@@ -116,7 +116,7 @@ extension CrashTests {
             #expect(await bridge.terminate() == 0)
         }
 
-        /// WuKong → RongCloud: an edit, a recall and an `extra` change made on WuKong while the bridge is down
+        /// WuKong → RongCloud: an edit, a recall and an `extra` change (a key set, one removed) made on WuKong while the bridge is down
         /// reach RongCloud on the next start, with no later change to set off the extras sync: the start-up
         /// catch-up reads the business server's extras on from the position stored with the last change relayed.
         @Test func wuKongChangesMadeWhileDownReachRongCloud() async throws {
@@ -130,13 +130,17 @@ extension CrashTests {
                 try await rig.records("cw2").first { $0["id"]?.stringValue == copies[text]?.rawValue }
             }
             #expect(try await eventually(30) { try await copyRecord("to-expand")?["expansion"]?["status"] == "new" })
+            let expanding = try #require(wk as? any ExpansionUpdating)
+            _ = try await expanding.updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob", .set(["note": "ring first"]))
+            #expect(try await eventually(30) { try await copyRecord("to-expand")?["expansion"]?["note"] == "ring first" })
             #expect(await bridge.terminate() == 0)
             let standIn = try await rig.standIn()
 
             try await #require(wk as? any Editing).edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("edited while down"))
             try await #require(wk as? any Recalling).recall(sent["to-recall"]!.id, in: group, by: "ann")
-            _ = try await #require(wk as? any ExpansionUpdating).updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob",
-                                                                                   .set(["status": "paid"]))
+            _ = try await expanding.updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob", .set(["status": "paid"]))
+            // A key removed while down: the restarted bridge has no earlier row to compare with (Finding 26).
+            _ = try await expanding.updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob", .remove(["note"]))
             // `messageRevoke` goes as `msg.notify` (tried 5 times, then dropped); the `syncMessageExtra` CMDs
             // are `no_persist`, sent once as `msg.offline`, which the stand-in refused meanwhile.
             try await rig.callbacksDropped(atLeast: 1)
@@ -149,7 +153,8 @@ extension CrashTests {
             }
             let arrived = try await eventually(60) {
                 let (recalled, expanded, edited) = (try await copyRecord("to-recall"), try await copyRecord("to-expand"), try await edits())
-                return recalled?["recalled"] == true && expanded?["expansion"]?["status"] == "paid" && edited.count == 1
+                return recalled?["recalled"] == true && expanded?["expansion"]?["status"] == "paid" && expanded?["expansion"]?["note"] == nil
+                    && edited.count == 1
             }
             let shown = try await rig.lab.table("rc", title: "RongCloud")
             #expect(arrived, "the changes made while down reached RongCloud:\n\(shown)\n\(bridge.output.suffix(4000))")

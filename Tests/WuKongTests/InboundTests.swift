@@ -233,6 +233,11 @@ import Testing
         #expect(one.removed == ["b"] && one.set == ["a": "9"])
         let all = try #require(WuKongExtrasCodec.delta(from: ["a": "1"], to: [:], version: 9))
         #expect(all.cleared && all.removed == ["a"])
+        // No earlier row (the first read after a start): the row is the whole state, so a key removed
+        // meanwhile is removed where the bridge knew it (convergence turns `cleared` into those keys).
+        let whole = try #require(WuKongExtrasCodec.delta(from: nil, to: ["a": "1"], version: 10))
+        #expect(whole.cleared && whole.set == ["a": "1"] && whole.removed.isEmpty)
+        #expect(WuKongExtrasCodec.delta(from: nil, to: [:], version: 11) == nil, "nothing known, nothing to clear")
     }
 
     /// a remote `extra` with non-string values does not fail the row (and so the sync):

@@ -9,7 +9,8 @@ import IMHTTP
 /// - `revoke` turning 1 → `recalled` by `revoker`, `eventID` `recall:<id>` (same as the CMD path);
 /// - a new `edited_at`/`content_edit` → `edited`, `eventID` `edit:<id>:<edited_at>:<crc32 of content>`;
 /// - `extra` (the remote dictionary = neutral expansion) differing → `expansionChanged` with only the
-///   changed keys, version = `extra_version`, `eventID` `exp:<id>:<extra_version>`;
+///   changed keys (with no earlier row: the whole dictionary, `cleared`), version = `extra_version`,
+///   `eventID` `exp:<id>:<extra_version>`;
 /// - `readed_count` rising → `read` for the actor that sent the `syncMessageExtra` CMD, up to the
 ///   highest such message of the batch (`read:<conversation>:<actor>:<id>`).
 /// Reactions (`/v1/reaction/sync` rows) → `reaction`, added = `is_deleted` 0, `eventID`
@@ -62,8 +63,12 @@ public struct WuKongExtrasCodec: Sendable {
         return events
     }
 
-    /// The keys that changed between two remote `extra` dictionaries; nil when nothing changed.
+    /// The keys that changed between two remote `extra` dictionaries; nil when nothing changed. With no
+    /// earlier row (the first read after a start), a non-empty dictionary is the message's whole state:
+    /// `cleared` with every key set, so that a key removed while nobody read is removed on the copies too
+    /// (convergence narrows it to the keys that really differ: docs/expansions.md, "Convergence").
     public static func delta(from old: [String: String]?, to new: [String: String]?, version: Int64) -> ExpansionDelta? {
+        if old == nil, let new, !new.isEmpty { return ExpansionDelta(version: version, set: new, cleared: true) }
         let before = old ?? [:], after = new ?? [:]
         guard before != after else { return nil }
         let set = after.filter { before[$0.key] != $0.value }
