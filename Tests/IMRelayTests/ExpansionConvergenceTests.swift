@@ -150,4 +150,18 @@ import IMOutbox
         let wukong = try #require(Capabilities.wukong.expansionLimits)
         #expect(ExpansionKeyCodec.encode("订单状态", for: wukong) == "订单状态" && ExpansionKeyCodec.encode(long, for: wukong) == long)
     }
+
+    /// At the limits exactly: a legal key of the target's full length stays; a key whose short form is
+    /// exactly the full length takes the short form (decoded from the key alone), one byte more the hashed one.
+    @Test func keysAtTheLengthLimitTakeTheirForms() throws {
+        let limits = ExpansionLimits.rongCloud
+        let full = String(repeating: "k", count: limits.maxKeyLength)
+        #expect(ExpansionKeyCodec.encode(full, for: limits) == full)
+        let fits = "订单状态订单状ab"   // 23 UTF-8 bytes: "=" + 31 base64url characters = 32
+        let short = ExpansionKeyCodec.encode(fits, for: limits)
+        #expect(short.count == limits.maxKeyLength && short.hasPrefix("=") && !short.hasPrefix("=="), "\(short)")
+        #expect(ExpansionKeyCodec.decode(short, for: limits, known: []) == fits)
+        let over = ExpansionKeyCodec.encode(fits + "c", for: limits)
+        #expect(over.hasPrefix("==") && over.count == limits.maxKeyLength)
+    }
 }

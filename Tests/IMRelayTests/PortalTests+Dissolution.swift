@@ -82,4 +82,29 @@ extension PortalTests {
         #expect(try await eventually { try await rig.yx.group(team)?.members == ["wk_alice"] })
         await engine.stop()
     }
+
+    /// A route whose puppets have an empty prefix cannot tell its puppets from the target's own users: a
+    /// comparison removes nobody, so a member the target group has of its own stays (docs/architecture.md,
+    /// "Groups").
+    @Test func anEmptyPuppetPrefixRemovesNobodyFromTheTargetGroup() async throws {
+        let route = Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "yx:group:*"),
+                          direction: .forward, usersOnTarget: .puppet(prefix: ""))
+        let rig = try Rig(routes: [route])
+        rig.wk.world.seedGroup(Self.one)
+        let engine = rig.engine()
+        try await engine.start(feeding: [rig.wk])
+        _ = try await rig.wk.send(OutgoingMessage(conversation: .group(Self.one.id), sender: "alice", content: .text("hi")))
+        #expect(try await eventually { try await rig.portalTexts(Self.one.id) == ["hi"] })
+        let team = try #require(try rig.portal(Self.one.id))
+        #expect(Set(try await rig.yx.group(team)?.members ?? []) == ["alice", "bob"])
+        rig.yx.world.addMembers(["zoe"], to: team)   // the target's own user, added there by hand
+        // bob leaves and the group is renamed: the rename shows when the comparison has been carried out.
+        rig.wk.world.seedGroup(GroupProfile(id: Self.one.id, name: "项目一（新）", owner: "alice", members: ["alice"]))
+        #expect(try await engine.refreshGroups() == 1)
+        #expect(try await eventually { try await rig.yx.group(team)?.name == "项目一（新）" })
+        // Nobody is taken out: not zoe, and not bob either (his puppet is his own id there).
+        #expect(Set(try await rig.yx.group(team)?.members ?? []) == ["alice", "bob", "zoe"])
+        await engine.stop()
+    }
 }
+

@@ -251,6 +251,14 @@ struct RongCloudInboundTests {
                                                 at: 1_795_258_878_000))
     }
 
+    /// A recall command that carries no `isDelete` at all is a recall, not a deletion.
+    @Test func recallCommandWithoutIsDeleteIsARecall() async {
+        let body = routed("RC:RcCmd", #"{"messageUId":"AAAA-BBBB-CCCC-DDDE","conversationType":1,"targetId":"u2","sentTime":1,"isAdmin":0}"#,
+                          uid: "RCMD-0000-0000-0002")
+        let events = await events(query: signedQuery(), body: body)
+        #expect(events.map(\.eventID) == ["recall:AAAA-BBBB-CCCC-DDDE"])
+    }
+
     @Test func expansionSignalBecomesExpansionChangedWithTheRoutedTimeAsVersion() async {
         let body = routed("RC:MsgExMsg", #"{"mid":"AAAA-BBBB-CCCC-DDDD","put":{"votes":"3"},"del":["old"]}"#,
                           uid: "EXPN-0000-0000-0001", channel: "GROUP", at: 1_795_258_878_500)
