@@ -56,8 +56,9 @@ public enum MessageSpans {
         span.attributes[key] = value
     }
 
-    /// When and where the callback this task answers arrived (set by the listener when spans are on):
-    /// the start of its events' `imbridge.callback` spans.
+    /// When and where the callback this task answers arrived (set by the listener for every callback):
+    /// the listener kept on its events' ledger rows (`EventOrigin`), and with spans on the start of their
+    /// `imbridge.callback` spans.
     public struct Arrival: Sendable {
         public let at: Instant
         public let listener: String

@@ -66,7 +66,7 @@ extension MessageTrace.Hop {
             ("backend", backend), ("event", eventID), ("trace_id", traceID), ("kind", kind), ("entry", outboxID.map { "#\($0)" }), ("lane", lane), ("action", action),
             ("route", route), ("attempt", attempt.map(String.init)), ("attempts", attempts.map(String.init)), ("outcome", outcome),
             ("class", errorClass), ("code", errorCode), ("vendor_code", vendorCode), ("retry_in_ms", retryInMs.map(String.init)),
-            ("instance", instance), ("target", targetBackend), ("target_message", targetMessage), ("conversation", targetConversation),
+            ("listener", listener), ("instance", instance), ("target", targetBackend), ("target_message", targetMessage), ("conversation", targetConversation),
             ("client_id", clientID), ("error", error.map { String($0.prefix(200)) }), ("reason", reason.map { String($0.prefix(300)) }), ("note", note),
         ]
         return fields.compactMap { name, value in value.map { "\(name)=\($0)" } }.joined(separator: " ")

@@ -45,6 +45,9 @@ package struct MessageTrace: Codable, Sendable, Equatable {
         package var error: String?
         package var retryAt: Int64?
         package var retryInMs: Int64?
+        /// Who took the event in (`received`, `echo_suppressed`): the listener's address, `poll`, `catch-up`,
+        /// `migration`, `verify`, or `unknown` (recorded before the store kept it).
+        package var listener: String?
         package var instance: String?
         package var targetBackend: String?
         package var targetMessage: String?
@@ -126,7 +129,7 @@ package struct MessageTracer: Sendable {
             var received = MessageTrace.Hop("received", at: row.receivedAt)
             (received.backend, received.eventID, received.kind) = (row.backend.rawValue, row.eventID.rawValue, row.kind)
             received.traceID = TraceParent.forEvent(backend: row.backend.rawValue, eventID: row.eventID.rawValue).traceID
-            received.note = "by callback, poller or catch-up; the listener and instance are not recorded"
+            Self.origin(row, into: &received)
             add(received, order: 1)
             var recorded = MessageTrace.Hop("recorded", at: row.receivedAt)
             (recorded.backend, recorded.eventID) = (row.backend.rawValue, row.eventID.rawValue)
@@ -141,6 +144,7 @@ package struct MessageTracer: Sendable {
         for echo in echoes {
             var hop = MessageTrace.Hop("echo_suppressed", at: echo.receivedAt)
             (hop.backend, hop.eventID) = (echo.backend.rawValue, echo.eventID.rawValue)
+            Self.origin(echo, into: &hop)
             hop.note = "the copy's own callback, recognised by the id map and not relayed back"
             add(hop, order: 6)
         }
@@ -149,6 +153,24 @@ package struct MessageTracer: Sendable {
                             status: Self.status(entries.map(\.entry.state), ledger: !ledger.isEmpty, poison: !poison.isEmpty,
                                                 delivered: !copyRows.isEmpty),
                             hops: ordered)
+    }
+
+    /// The listener and instance that took a ledger row's event in, and how it came (`EventOrigin`).
+    static func origin(_ row: LedgerRecord, into hop: inout MessageTrace.Hop) {
+        let unknown = "unknown"
+        guard let origin = row.origin else {
+            (hop.listener, hop.instance) = (unknown, unknown)
+            hop.note = "recorded before the store kept the listener and instance"
+            return
+        }
+        (hop.listener, hop.instance) = (origin.listener, origin.instance.isEmpty ? unknown : origin.instance)
+        switch origin.listener {
+        case EventOrigin.poll: hop.note = "read by a poller (no callback)"
+        case EventOrigin.catchUp: hop.note = "recorded by catch-up: read from the vendor's history, or a callback's held until the gap before it was read"
+        case EventOrigin.migration: hop.note = "recorded by a migration that copied it"
+        case EventOrigin.verify: hop.note = "recorded by imbridge verify --repair, which queued its missing copy (instance: the host it ran on)"
+        default: hop.note = "by a callback to this listener"
+        }
     }
 
     static func status(_ states: [OutboxEntry.State], ledger: Bool, poison: Bool, delivered: Bool) -> String {

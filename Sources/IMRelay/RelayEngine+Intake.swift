@@ -54,8 +54,10 @@ extension RelayEngine: EventSink {
                 return
             }
             let recordStart = MessageSpans.isOn ? MessageSpans.Instant.now : nil
+            // The listener whose callback carried them (set by `BridgeListener`); none: a poller's.
+            let listener = MessageSpans.Arrival.current?.listener ?? EventOrigin.poll
             try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere,
-                                    positions: batch.positions)
+                                    positions: batch.positions, listener: listener)
             if let recordStart {
                 // The callback and record spans of each event (docs/operations.md, "Tracing").
                 MessageSpans.recorded(admitted.map { ($0.backend.rawValue, $0.eventID.rawValue) }, recordStart: recordStart, recordEnd: .now,
@@ -166,15 +168,19 @@ extension RelayEngine {
     /// `takeHolds`: conversations this instance holds live messages of, held in the store for it in the
     /// same transaction (refused like `holdKeys` when another instance holds one).
     /// `positions`: change-feed positions the events were read up to, stored with them (`FeedPositions`).
+    /// `listener`: who took the events in, kept on their ledger rows with this instance (`EventOrigin`):
+    /// the listener's address for a callback's, `poll` for a poller's; catch-up's by default.
     package nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
                                    holdKeys: [CatchUpGate.Key], takeHolds: [CatchUpGate.Key] = [],
-                                   release: (name: String, token: Int64)? = nil, positions: [FeedPosition] = []) async throws -> IngestResult {
+                                   release: (name: String, token: Int64)? = nil, positions: [FeedPosition] = [],
+                                   listener: String = EventOrigin.catchUp) async throws -> IngestResult {
         let now = clock.nowMs()
+        let origin = EventOrigin(listener: listener, instance: intake.holds.owner)
         let outcome = try await store.groupedTransaction { [self] tx -> Result<Recorded, HeldElsewhere> in
             // Held by another instance: nothing is recorded, the mark on its hold is committed.
             let held = try intake.holds.mark(holdKeys, tx) + intake.holds.take(takeHolds, tx, at: now)
             if !held.isEmpty { return .failure(HeldElsewhere(keys: held)) }
-            var recorded = try record(events, tx, at: now)
+            var recorded = try record(events, tx, at: now, origin: origin)
             recorded.kept = try keep(setAside, tx, at: now)
             for (name, value) in firstCheckpoints where try tx.checkpoint(name) == nil {
                 try tx.setCheckpoint(name, value, at: now)

@@ -54,7 +54,7 @@ extension RelayEngine {
             let records = try tx.recordEvents(ledgered.map { item in
                 StoreTransaction.InboundEvent(backend: item.event.backend, eventID: item.event.eventID, kind: item.event.kindName,
                                               message: item.message.id)
-            }, at: now)
+            }, at: now, origin: EventOrigin(listener: EventOrigin.migration, instance: intake.holds.owner))
             var recordsByEvent: [EventID: StoreTransaction.EventRecord] = [:]
             for (item, record) in zip(ledgered, records) where recordsByEvent[item.event.eventID] == nil {
                 recordsByEvent[item.event.eventID] = record

@@ -33,8 +33,8 @@ extension RelayEngine {
 
     /// Records a callback's events and queues their relays: the ledger rows (with the echo check) for all
     /// events at once, then the outbox rows for all at once — on PostgreSQL two statements per callback,
-    /// however many messages it carries.
-    nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64) throws -> Recorded {
+    /// however many messages it carries. `origin`: who took them in, kept on their ledger rows.
+    nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64, origin: EventOrigin? = nil) throws -> Recorded {
         var recorded = Recorded()
         // The bridge's own writes, evident without the store, are dropped before the ledger — except
         // expansion changes: what they show is what the copy now holds, which convergence needs (an
@@ -51,7 +51,7 @@ extension RelayEngine {
             var message: MessageID?
             if case .message(let sent) = event.kind { message = sent.id }
             return StoreTransaction.InboundEvent(backend: event.backend, eventID: event.eventID, kind: event.kindName, message: message)
-        }, at: now)
+        }, at: now, origin: origin)
         var draft = OutboxDraft()
         var membershipEntries = 0, groupEntries = 0
         for (received, outcome) in zip(candidates, outcomes) {

@@ -92,7 +92,8 @@ public final class BridgeListener: Sendable {
         var serves: Serves = .all
         var readiness = ReadinessPolicy()
         var status = StatusContext()
-        /// This listener's address, named by the callback spans (`imbridge.listener`).
+        /// This listener's address, kept on the ledger rows of its callbacks' events and named by the
+        /// callback spans (`imbridge.listener`).
         var listener: @Sendable () -> String = { "" }
 
         /// The operator's endpoints take no body worth reading: 64 KiB at most.
@@ -141,8 +142,8 @@ public final class BridgeListener: Sendable {
             let name = String(path.dropFirst("/callbacks/".count))
             guard let receiver = receivers[name] else { return .text("no callback receiver for backend '\(name)'", status: 404) }
             engine.metrics.increment("imbridge_callbacks_total", ["backend": name])
-            // Spans on: the callback's arrival starts its events' `imbridge.callback` spans (`MessageSpans`).
-            guard MessageSpans.isOn else { return await receiver.handle(request, sink: engine) }
+            // The callback's arrival: this listener is kept on its events' ledger rows, and with spans on
+            // their `imbridge.callback` spans start at it (`MessageSpans`).
             return await MessageSpans.Arrival.$current.withValue(MessageSpans.Arrival(listener: listener())) {
                 await receiver.handle(request, sink: engine)
             }

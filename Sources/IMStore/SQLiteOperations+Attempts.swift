@@ -63,8 +63,10 @@ extension SQLiteOperations {
         try Row.fetchAll(db.cachedStatement(sql: """
             SELECT * FROM ledger WHERE event_id = ? OR event_id LIKE ? ESCAPE '\\' ORDER BY received_at LIMIT ?
             """), arguments: [key, endsWithColonPattern(key), limit]).map { row in
-            LedgerRecord(backend: BackendID(row["backend"] as String), eventID: EventID(row["event_id"] as String), kind: row["kind"],
-                         receivedAt: row["received_at"])
+            let (listener, instance): (String?, String?) = (row["listener"], row["instance"])
+            return LedgerRecord(backend: BackendID(row["backend"] as String), eventID: EventID(row["event_id"] as String), kind: row["kind"],
+                                receivedAt: row["received_at"],
+                                origin: listener.map { EventOrigin(listener: $0, instance: instance ?? "") })
         }
     }
 

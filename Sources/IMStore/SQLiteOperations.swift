@@ -11,9 +11,10 @@ package struct SQLiteOperations: StoreOperations {
     // MARK: ledger
 
     /// Records an inbound event; false when (backend, eventID) was already recorded.
-    package func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
-        try db.cachedStatement(sql: "INSERT OR IGNORE INTO ledger (backend, event_id, kind, received_at) VALUES (?, ?, ?, ?)").execute(
-            arguments: [backend.rawValue, eventID.rawValue, kind, now])
+    package func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, origin: EventOrigin?) throws -> Bool {
+        try db.cachedStatement(sql: """
+            INSERT OR IGNORE INTO ledger (backend, event_id, kind, received_at, listener, instance) VALUES (?, ?, ?, ?, ?, ?)
+            """).execute(arguments: [backend.rawValue, eventID.rawValue, kind, now, origin?.listener, origin?.instance])
         return db.changesCount == 1
     }
 

@@ -166,6 +166,16 @@ package enum SQLiteSchema {
                 CREATE INDEX callback_marks_expiry ON callback_marks (expires_at);
                 """)
         }
+        // Who took each inbound event in (docs/operations.md, "Where is my message: `imbridge trace`"): the
+        // listener's address or `poll`, `catch-up` …, and the instance; columns of the ledger row the intake
+        // transaction writes anyway, so they cost no extra write and go with it when it is pruned. Rows
+        // written before stay NULL (`imbridge trace` shows `unknown`).
+        migrator.registerMigration("v11-ledger-origin") { db in
+            try db.execute(sql: """
+                ALTER TABLE ledger ADD COLUMN listener TEXT;
+                ALTER TABLE ledger ADD COLUMN instance TEXT;
+                """)
+        }
         return migrator
     }
 }

@@ -31,14 +31,35 @@ package struct AttemptRecord: Sendable, Hashable {
     }
 }
 
+/// Who took an inbound event in, kept on its ledger row (docs/operations.md, "Where is my message:
+/// `imbridge trace`"): the listener whose callback carried it (its address, as the callback span's
+/// `imbridge.listener`) or the way it came without a callback (`poll`, `catch-up`, `migration`, `verify`),
+/// and the bridge instance that recorded it (its lease owner: `ha.instance` and a unique suffix).
+public struct EventOrigin: Sendable, Hashable {
+    public var listener: String
+    public var instance: String
+    public init(listener: String, instance: String) { (self.listener, self.instance) = (listener, instance) }
+
+    /// An event a poller (or a stream) read: no callback, no listener.
+    public static let poll = "poll"
+    /// An event catch-up read from the vendor's history, or a live message it held and recorded in order.
+    public static let catchUp = "catch-up"
+    /// A recent message a migration copied, recorded so that live intake does not relay it again.
+    public static let migration = "migration"
+    /// A missing copy `imbridge verify` repaired, recorded so that the bridge does not relay it again.
+    public static let verify = "verify"
+}
+
 /// A ledger row: an inbound event recorded (or a duplicate's first recording).
 package struct LedgerRecord: Sendable, Hashable {
     package var backend: BackendID
     package var eventID: EventID
     package var kind: String
     package var receivedAt: Int64
-    package init(backend: BackendID, eventID: EventID, kind: String, receivedAt: Int64) {
-        (self.backend, self.eventID, self.kind, self.receivedAt) = (backend, eventID, kind, receivedAt)
+    /// Nil for rows written before the store kept it (schema v11), or by a caller that did not say.
+    package var origin: EventOrigin?
+    package init(backend: BackendID, eventID: EventID, kind: String, receivedAt: Int64, origin: EventOrigin? = nil) {
+        (self.backend, self.eventID, self.kind, self.receivedAt, self.origin) = (backend, eventID, kind, receivedAt, origin)
     }
 }
 

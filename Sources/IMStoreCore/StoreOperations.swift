@@ -5,7 +5,7 @@ import IMCore
 /// `PostgresOperations`) provides inside one transaction. The semantics are written once, on
 /// `StoreTransaction`, and checked against both by the one store test suite (Tests/IMStoreTests).
 package protocol StoreOperations {
-    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool
+    func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, origin: EventOrigin?) throws -> Bool
     func ledgerCount() throws -> Int
     func hasEvent(_ backend: BackendID, _ eventID: EventID) throws -> Bool
     func enqueue(lane: LaneKey, sourceBackend: BackendID, sourceEventID: EventID, kind: String, payload: Data, at now: Int64) throws -> Int64
@@ -58,7 +58,7 @@ package protocol StoreOperations {
     func dropAllLeases() throws -> Int
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 fence: LeaseFence) throws -> OutboxEntry?
-    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord]
+    func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64, origin: EventOrigin?) throws -> [StoreTransaction.EventRecord]
     func expansionKeys(of message: MessageID, on backend: BackendID) throws -> [String: ExpansionKeyRecord]
     func putExpansionKeys(_ records: [ExpansionKeyRecord], of message: MessageID, on backend: BackendID) throws
     func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]
@@ -76,9 +76,10 @@ package protocol StoreOperations {
 
 extension StoreOperations {
     /// `StoreTransaction.recordEvents` one event at a time: the ledger insert, then the id-map echo check.
-    package func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
+    package func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64, origin: EventOrigin?) throws
+        -> [StoreTransaction.EventRecord] {
         try events.map { event in
-            guard try recordEvent(event.backend, event.eventID, kind: event.kind, at: now) else { return .duplicate }
+            guard try recordEvent(event.backend, event.eventID, kind: event.kind, at: now, origin: origin) else { return .duplicate }
             guard let message = event.message else { return .new }
             return try isBridgeCreated(message, on: event.backend) ? .echo : .new
         }

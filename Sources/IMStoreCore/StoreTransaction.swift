@@ -9,9 +9,10 @@ public struct StoreTransaction {
 
     // MARK: ledger
 
-    /// Records an inbound event; false when (backend, eventID) was already recorded.
-    public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
-        try ops.recordEvent(backend, eventID, kind: kind, at: now)
+    /// Records an inbound event; false when (backend, eventID) was already recorded. `origin`: who took it
+    /// in, kept on its ledger row (nil: not known, shown as `unknown`).
+    public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, origin: EventOrigin? = nil) throws -> Bool {
+        try ops.recordEvent(backend, eventID, kind: kind, at: now, origin: origin)
     }
 
     /// Whether (backend, eventID) is in the ledger (recorded, and not pruned yet).
@@ -30,8 +31,8 @@ public struct StoreTransaction {
 
     /// `recordEvent` (with `echoOf:` for events with a message) for a whole callback's events at once, in
     /// order; an event repeated within `events` is a duplicate from its second occurrence. On PostgreSQL
-    /// one statement for all of them.
-    public func recordEvents(_ events: [InboundEvent], at now: Int64) throws -> [EventRecord] {
+    /// one statement for all of them. `origin` is kept on each new ledger row.
+    public func recordEvents(_ events: [InboundEvent], at now: Int64, origin: EventOrigin? = nil) throws -> [EventRecord] {
         var seen = Set<String>(), firsts: [InboundEvent] = [], positions: [Int?] = []
         for event in events {
             if seen.insert("\(event.backend.rawValue)\u{1}\(event.eventID.rawValue)").inserted {
@@ -41,7 +42,7 @@ public struct StoreTransaction {
                 positions.append(nil)
             }
         }
-        let recorded = firsts.isEmpty ? [] : try ops.recordEvents(firsts, at: now)
+        let recorded = firsts.isEmpty ? [] : try ops.recordEvents(firsts, at: now, origin: origin)
         return positions.map { $0.map { recorded[$0] } ?? .duplicate }
     }
 
@@ -74,9 +75,9 @@ public struct StoreTransaction {
 
     /// `recordEvent`, and for a new event whether `message` is the bridge's own copy on `backend`
     /// (`recordEvents` for one event).
-    public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID) throws
-        -> EventRecord {
-        try recordEvents([InboundEvent(backend: backend, eventID: eventID, kind: kind, message: message)], at: now)[0]
+    public func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, echoOf message: MessageID,
+                            origin: EventOrigin? = nil) throws -> EventRecord {
+        try recordEvents([InboundEvent(backend: backend, eventID: eventID, kind: kind, message: message)], at: now, origin: origin)[0]
     }
 
     /// How many events the ledger holds; for tests.

@@ -29,11 +29,12 @@ extension PostgresOperations {
 
     package func ledgerRecords(matching key: String, limit: Int) throws -> [LedgerRecord] {
         try rows("""
-            SELECT backend, event_id, kind, received_at FROM ledger WHERE event_id = $1 OR event_id LIKE $2 ESCAPE '\\'
+            SELECT backend, event_id, kind, received_at, listener, instance FROM ledger WHERE event_id = $1 OR event_id LIKE $2 ESCAPE '\\'
             ORDER BY received_at LIMIT $3
             """, [.text(key), .text(endsWithColonPattern(key)), .int(Int64(limit))]).map { row in
-            let (backend, event, kind, received) = try row.decode((String, String, String, Int64).self)
-            return LedgerRecord(backend: BackendID(backend), eventID: EventID(event), kind: kind, receivedAt: received)
+            let (backend, event, kind, received, listener, instance) = try row.decode((String, String, String, Int64, String?, String?).self)
+            return LedgerRecord(backend: BackendID(backend), eventID: EventID(event), kind: kind, receivedAt: received,
+                                origin: listener.map { EventOrigin(listener: $0, instance: instance ?? "") })
         }
     }
 

@@ -38,18 +38,23 @@ package struct PostgresOperations: StoreOperations {
 
     // MARK: ledger
 
-    package func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64) throws -> Bool {
-        try changed("INSERT INTO ledger (backend, event_id, kind, received_at) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now)]) == 1
+    package func recordEvent(_ backend: BackendID, _ eventID: EventID, kind: String, at now: Int64, origin: EventOrigin?) throws -> Bool {
+        try changed("""
+            INSERT INTO ledger (backend, event_id, kind, received_at, listener, instance) VALUES ($1, $2, $3, $4, $5, $6)
+            ON CONFLICT DO NOTHING
+            """, [.text(backend.rawValue), .text(eventID.rawValue), .text(kind), .int(now), .textOrNull(origin?.listener),
+                  .textOrNull(origin?.instance)]) == 1
     }
 
-    package func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64) throws -> [StoreTransaction.EventRecord] {
+    package func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64, origin: EventOrigin?) throws
+        -> [StoreTransaction.EventRecord] {
         let rows = try rows("""
             WITH input AS (
               SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) WITH ORDINALITY AS t(backend, event_id, kind, message, n)
             ),
             ins AS (
-              INSERT INTO ledger (backend, event_id, kind, received_at) SELECT backend, event_id, kind, $5 FROM input
+              INSERT INTO ledger (backend, event_id, kind, received_at, listener, instance)
+              SELECT backend, event_id, kind, $5, $6::text, $7::text FROM input
               ON CONFLICT DO NOTHING RETURNING backend, event_id
             )
             SELECT EXISTS (SELECT 1 FROM ins WHERE ins.backend = input.backend AND ins.event_id = input.event_id),
@@ -57,7 +62,7 @@ package struct PostgresOperations: StoreOperations {
                                                    AND bridge_created)
             FROM input ORDER BY input.n
             """, [.texts(events.map(\.backend.rawValue)), .texts(events.map(\.eventID.rawValue)), .texts(events.map(\.kind)),
-                  .texts(events.map { $0.message?.rawValue ?? "" }), .int(now)])
+                  .texts(events.map { $0.message?.rawValue ?? "" }), .int(now), .textOrNull(origin?.listener), .textOrNull(origin?.instance)])
         guard rows.count == events.count else { throw PostgresFailure(message: "postgres: the ledger insert returned \(rows.count) rows for \(events.count)") }
         return try rows.map { row in
             let (inserted, echo) = try row.decode((Bool, Bool).self)

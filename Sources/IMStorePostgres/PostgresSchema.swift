@@ -141,6 +141,10 @@ package enum PostgresSchema {
             """,
             "CREATE INDEX callback_marks_expiry ON callback_marks (expires_at)",
         ]),
+        ("v11-ledger-origin", [
+            "ALTER TABLE ledger ADD COLUMN listener TEXT",
+            "ALTER TABLE ledger ADD COLUMN instance TEXT",
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

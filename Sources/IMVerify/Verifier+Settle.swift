@@ -74,7 +74,8 @@ extension Verifier {
     /// event (so the bridge does not relay it after this), then true when the bridge has neither copied it
     /// into the target conversation nor queued its `.send` — only then is the repair's `.send` queued.
     static func repairGuardHolds(_ guarded: VerifyReport.Item.Guard, _ tx: StoreTransaction, at now: Int64) throws -> Bool {
-        _ = try tx.recordEvent(guarded.source, guarded.intake.eventID, kind: guarded.intake.kind, at: now)
+        _ = try tx.recordEvent(guarded.source, guarded.intake.eventID, kind: guarded.intake.kind, at: now,
+                               origin: EventOrigin(listener: EventOrigin.verify, instance: ProcessInfo.processInfo.hostName))
         if let mapping = try tx.mapped(guarded.message, from: guarded.source, to: guarded.lane.backend),
            mapping.toConversation == guarded.lane.conversation {
             return false

@@ -9,8 +9,9 @@ import Testing
 /// `tracing:` on the real binary (docs/operations.md, "Tracing"). With the package's `OTLP` trait (as
 /// `make test` builds): one message relayed RongCloud → WuKong through a real `imbridge run` is one trace
 /// at an OTLP/HTTP receiver in this test, with the spans of its hops, and WuKong's sandbox received the
-/// send with that trace's `traceparent`, naming the vendor call's span. Without the trait the binary
-/// refuses `tracing.otlp_endpoint` and says how to build the exporter.
+/// send with that trace's `traceparent`, naming the vendor call's span. The same relay over the default
+/// protocol, `http/protobuf`, posts protobuf to `/v1/traces` carrying the trace's id and every hop's span.
+/// Without the trait the binary refuses `tracing.otlp_endpoint` and says how to build the exporter.
 @Suite(.serialized) struct OTLPTraceTests {
     #if OTLP
     @Test func oneRelayedMessageIsOneTraceAtAnOTLPReceiver() async throws {
@@ -74,6 +75,43 @@ import Testing
         let headers = sends.compactMap { $0["traceparent"] as? String }
         #expect(headers.contains("00-\(traceID)-\(call.spanID)-01"), "\(headers) vs span \(call.spanID)")
     }
+
+    /// No `protocol:`: the default, `http/protobuf`. The receiver does not decode protobuf: a protobuf
+    /// message carries its strings and bytes verbatim, so the bodies that hold the trace id's 16 raw bytes
+    /// hold each hop's span name, and the service name, as bytes.
+    @Test func theDefaultProtocolExportsProtobufToTheTracesPath() async throws {
+        let receiver = OTLPReceiver()
+        let server = HTTPServer { request in await receiver.take(request) }
+        try await server.start()
+        defer { Task { await server.stop() } }
+        let tracing = "tracing:\n  otlp_endpoint: \(server.baseURL)\n  service_name: imbridge-otlp-protobuf\n"
+        let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n",
+                                           extra: tracing)
+        defer { Task { await rig.stop() } }
+        let bridge = try await rig.start()
+        defer { bridge.killWithoutWaiting() }
+        let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+        let sent = try await rc.send(OutgoingMessage(conversation: .group("op"), sender: "alice", content: .text("otlp-protobuf")))
+        #expect(try await eventually(60) {
+            try await rig.lab.messages("wk").contains { $0["kind"] == "text" && $0["text"]?.stringValue == "otlp-protobuf" }
+        }, "\(bridge.output.suffix(3000))")
+        let traced = try #require(try await TraceEndToEndTests.trace(rig.config, ["--message", sent.id.rawValue]).first)
+        let traceID = try #require(traced.hops("planned").first { $0.text("action") == "send" }?.text("trace_id"), "\(traced.fields)")
+        let rawTraceID = try #require(OTLPReceiver.bytes(hex: traceID))
+        #expect(rawTraceID.count == 16)
+
+        let names = ["imbridge.callback", "imbridge.record", "imbridge.lane", "imbridge.vendor_call", "imbridge.complete"]
+        let body = try await eventuallyValue(60) { () -> Data? in
+            let body = receiver.protobufBodies.filter { $0.range(of: rawTraceID) != nil }.reduce(Data(), +)
+            return names.allSatisfy { body.range(of: Data($0.utf8)) != nil } ? body : nil
+        }
+        #expect(body.range(of: Data("imbridge-otlp-protobuf".utf8)) != nil, "the service name")
+        #expect(receiver.contentTypes == ["application/x-protobuf"], "\(receiver.contentTypes)")
+        #expect(receiver.contentEncodings.isEmpty, "not compressed: \(receiver.contentEncodings)")
+        #expect(receiver.paths == ["/v1/traces"])
+        #expect(receiver.spans.isEmpty, "no JSON was posted")
+    }
     #else
     @Test func aBuildWithoutTheOTLPTraitRefusesAnOTLPEndpoint() async throws {
         let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
@@ -87,7 +125,8 @@ import Testing
 }
 
 #if OTLP
-/// An OTLP/HTTP endpoint for `http/json`: keeps each span of each `POST /v1/traces` it answers.
+/// An OTLP/HTTP endpoint: keeps each span of each `http/json` `POST /v1/traces` it answers, and the body
+/// of each `http/protobuf` one as it came (with every request's content type and encoding).
 final class OTLPReceiver: Sendable {
     struct Span: CustomStringConvertible {
         let traceID: String
@@ -102,11 +141,26 @@ final class OTLPReceiver: Sendable {
     }
 
     private let state = Mutex<(spans: [Span], services: Set<String>, paths: Set<String>)>(([], [], []))
+    private let raw = Mutex<(bodies: [Data], types: Set<String>, encodings: Set<String>)>(([], [], []))
     var spans: [Span] { state.withLock { $0.spans } }
+    var protobufBodies: [Data] { raw.withLock { $0.bodies } }
+    var contentTypes: Set<String> { raw.withLock { $0.types } }
+    var contentEncodings: Set<String> { raw.withLock { $0.encodings } }
     var serviceNames: Set<String> { state.withLock { $0.services } }
     var paths: Set<String> { state.withLock { $0.paths } }
 
     func take(_ request: HTTPRequestData) async -> HTTPResponseData {
+        let type = request.header("Content-Type") ?? ""
+        raw.withLock {
+            $0.types.insert(type)
+            if let encoding = request.header("Content-Encoding"), encoding != "identity" { $0.encodings.insert(encoding) }
+        }
+        if type.hasPrefix("application/x-protobuf") {
+            raw.withLock { $0.bodies.append(Data(request.body)) }
+            _ = state.withLock { $0.paths.insert(request.normalizedPath) }
+            // An empty ExportTraceServiceResponse: all accepted.
+            return HTTPResponseData(status: 200, headers: [("Content-Type", "application/x-protobuf")])
+        }
         guard request.method == "POST", let json = try? JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any] else {
             return .text("expected a JSON ExportTraceServiceRequest", status: 400)
         }
@@ -138,6 +192,20 @@ final class OTLPReceiver: Sendable {
         if (text.count == 32 || text.count == 16), text.allSatisfy(\.isHexDigit) { return text.lowercased() }
         guard let bytes = Data(base64Encoded: text) else { return nil }
         return bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// The bytes 32 hex digits name.
+    static func bytes(hex: String) -> Data? {
+        guard hex.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            guard let byte = UInt8(hex[index..<next], radix: 16) else { return nil }
+            bytes.append(byte)
+            index = next
+        }
+        return Data(bytes)
     }
 
     static func nanos(_ value: Any?) -> UInt64 {

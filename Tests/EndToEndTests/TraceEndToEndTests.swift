@@ -9,7 +9,8 @@ import Testing
 /// `imbridge trace` on the real binary after a real relay (RongCloud → WuKong, WuKong's sandbox injecting
 /// the faults): one message whose first send WuKong answers 503 (retried, then delivered) and one it
 /// refuses with 400 (a dead letter). Both ways are read back hop by hop, as JSON, by the source id, by the
-/// copy's id, and by conversation and time (docs/operations.md, "Where is my message").
+/// copy's id, and by conversation and time (docs/operations.md, "Where is my message"). The `received` hop
+/// names the listener that took the callback and the instance (`ha.instance`) that recorded it.
 @Suite(.serialized) struct TraceEndToEndTests {
     struct Hop {
         let fields: [String: Any]
@@ -35,7 +36,8 @@ import Testing
 
     @Test func traceShowsARetriedAndADeadLetteredMessageHopByHop() async throws {
         let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n")
+                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n",
+                                           instanceYAML: { _ in "ha:\n  instance: tracer\n" })
         defer { Task { await rig.stop() } }
         let bridge = try await rig.start()
         defer { bridge.killWithoutWaiting() }
@@ -79,6 +81,9 @@ import Testing
         let attempt = try #require(attempts.first)
         #expect(attempt.text("outcome") == "retry" && attempt.text("error_class") == "http_5xx" && attempt.int("attempt") == 1)
         #expect(attempt.text("error")?.contains("503") == true && (attempt.int("retry_in_ms") ?? 0) > 0 && attempt.text("instance") != nil)
+        // Received by a callback to the bridge's listener, recorded by this instance (its lease owner name).
+        #expect(received.text("listener") == rig.baseURL(), "\(received.fields)")
+        #expect(received.text("instance")?.hasPrefix("tracer-") == true && received.text("instance") == attempt.text("instance"), "\(received.fields)")
         // The event's trace id: the same on its hops, and in the bridge's log line about the failed attempt.
         let traceID = try #require(planned.text("trace_id"))
         #expect(traceID.count == 32 && received.text("trace_id") == traceID)
@@ -112,6 +117,7 @@ import Testing
         // The table names the same hops; an unknown id is `not_found`.
         let (status, table) = try await IMBridgeCLI.run(["trace", "--config", rig.config, "--message", retried.id.rawValue])
         #expect(status == 0 && table.contains(": delivered") && table.contains("attempt") && table.contains("class=http_5xx"))
+        #expect(table.contains("listener=\(rig.baseURL()) instance=tracer-"), "\(table)")
         #expect(try await Self.trace(rig.config, ["--message", "no-such-message"]).first?.status == "not_found")
     }
 }

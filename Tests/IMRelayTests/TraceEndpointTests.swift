@@ -49,6 +49,10 @@ import IMOutbox
         #expect(delivered["status"] as? String == "delivered" && delivered["source_backend"] as? String == "wk")
         let hops = (delivered["hops"] as? [[String: Any]] ?? []).compactMap { $0["hop"] as? String }
         #expect(hops.starts(with: ["received", "recorded", "planned"]) && hops.contains("delivered"), "\(hops)")
+        // Received by a callback to this listener (spans off: the store keeps it all the same), by this engine.
+        let received = (delivered["hops"] as? [[String: Any]] ?? []).first { $0["hop"] as? String == "received" }
+        #expect(received?["listener"] as? String == listener.baseURL && (received?["instance"] as? String).map { !$0.isEmpty && $0 != "unknown" } == true,
+                "\(delivered)")
         // A message whose sends keep failing: its failed attempts, and held in its lane until the next one.
         let stuck = try await trace("id=m3")
         let stuckHops = stuck["hops"] as? [[String: Any]] ?? []
@@ -76,5 +80,23 @@ import IMOutbox
         // The status page carries the search box.
         let status = try await get(listener.baseURL + "/status")
         #expect(status.bodyString.contains(#"<form method="get" action="trace" id="trace-search">"#))
+    }
+
+    /// A ledger row written before the store kept who took the event in shows `unknown`; one catch-up
+    /// recorded says so, with its instance.
+    @Test func receivedHopNamesHowTheEventCameOrUnknown() throws {
+        let h = try RelayHarness()
+        try h.store.transaction { tx in
+            _ = try tx.recordEvent("wk", "msg:old1", kind: "message", at: 100)
+            _ = try tx.recordEvent("wk", "msg:cu1", kind: "message", at: 200, origin: EventOrigin(listener: EventOrigin.catchUp, instance: "i-1"))
+        }
+        func received(_ id: String) throws -> MessageTrace.Hop? {
+            try h.store.read { try MessageTracer(routes: []).trace(id, $0) }.hops.first { $0.hop == "received" }
+        }
+        let old = try #require(try received("old1"))
+        #expect(old.listener == "unknown" && old.instance == "unknown" && old.note?.contains("before the store kept") == true)
+        let caughtUp = try #require(try received("cu1"))
+        #expect(caughtUp.listener == "catch-up" && caughtUp.instance == "i-1" && caughtUp.note?.contains("catch-up") == true)
+        #expect(MessageTrace.text([try h.store.read { try MessageTracer(routes: []).trace("cu1", $0) }]).contains("listener=catch-up instance=i-1"))
     }
 }

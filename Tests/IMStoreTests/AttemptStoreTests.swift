@@ -48,4 +48,26 @@ import Testing
         #expect(pruned.attempts == 1 && pruned.outbox == 1)
         #expect(try store.read { try $0.attempts(of: [sent, dead]) }.map(\.outboxID) == [dead])
     }
+
+    /// Who took an event in is kept on its ledger row, by either way of recording (one event, a callback's
+    /// batch); a row recorded without it reads as not known, and a duplicate keeps the first recording's.
+    @Test(arguments: StoreKind.allCases) func ledgerRowsKeepTheListenerAndInstance(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        defer { store.close() }
+        let callback = EventOrigin(listener: "http://127.0.0.1:8080", instance: "a-1-x")
+        try store.transaction { tx in
+            _ = try tx.recordEvent("wk", "msg:o1", kind: "message", at: 100, origin: callback)
+            _ = try tx.recordEvents([.init(backend: "wk", eventID: "msg:o2", kind: "message", message: "o2"),
+                                     .init(backend: "wk", eventID: "msg:o3", kind: "message", message: nil)], at: 110,
+                                    origin: EventOrigin(listener: EventOrigin.catchUp, instance: "b-2-y"))
+            _ = try tx.recordEvent("wk", "msg:o4", kind: "message", at: 120)
+            _ = try tx.recordEvents([.init(backend: "wk", eventID: "msg:o1", kind: "message", message: "o1")], at: 130,
+                                    origin: EventOrigin(listener: EventOrigin.poll, instance: "c"))
+        }
+        func origin(_ id: String) throws -> EventOrigin?? { try store.read { try $0.ledgerRecords(matching: id) }.first.map(\.origin) }
+        #expect(try origin("o1") == .some(callback), "a duplicate does not overwrite the first recording")
+        #expect(try origin("o2") == .some(EventOrigin(listener: "catch-up", instance: "b-2-y")))
+        #expect(try origin("o3") == .some(EventOrigin(listener: "catch-up", instance: "b-2-y")))
+        #expect(try origin("o4") == .some(nil))
+    }
 }
