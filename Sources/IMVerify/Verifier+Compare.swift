@@ -16,6 +16,9 @@ extension Verifier {
         var outgoing: OutgoingMessage
         /// Digests a copy may show: the current content's translation (and the original's where the target cannot edit).
         var digests: Set<String>
+        /// Where the target cannot edit and the source's message is edited: the digest of the notice the relay
+        /// sends for its latest edit (`✎ …`), which makes any earlier version on the copy current for its readers.
+        var editNotice: String?
         var planned: [RelayAction]
         /// The ledger row of the message's intake (`--repair` writes it with a missing copy's `.send`).
         var intake: Intake
@@ -98,13 +101,21 @@ extension Verifier {
                 return nil
             }).first else { continue }
             var digests: Set<String> = [outgoing.content.digest]
-            if !edits, message.edit != nil {
+            var editNotice: String?
+            if !edits, let edit = message.edit {
                 var original = message
                 original.edit = nil
                 var ignored = Planned()
                 digests.insert(translator.outgoing(for: original, leg: pair.leg, planned: &ignored).content.digest)
+                let edited = IMEvent(eventID: EventID("verify:edit:\(message.id)"), backend: pair.source,
+                                     kind: .edited(messageID: message.id, conversation: message.conversation, by: message.sender,
+                                                   content: edit.content, at: edit.editedAt))
+                editNotice = translator.plan(edited, leg: pair.leg).actions.lazy.compactMap { action -> String? in
+                    if case .notice(let notice, _) = action { return notice.content.digest }
+                    return nil
+                }.first
             }
-            expected.append(Expected(message: message, outgoing: outgoing, digests: digests, planned: planned,
+            expected.append(Expected(message: message, outgoing: outgoing, digests: digests, editNotice: editNotice, planned: planned,
                                      intake: Self.intakeEvent(for: message, of: source)))
         }
         result.sourceMessages = expected.count
@@ -193,6 +204,24 @@ extension Verifier {
             result.items.append(double)
         }
 
+        // A copy showing an earlier version of an edited message, where the target cannot edit: current for its
+        // readers when the target shows, after it, the notice of the message's latest edit (docs/verify.md,
+        // "Drift kinds"). Each notice vouches for one copy; one quoting another message vouches for none.
+        var notices: [String: [Int]] = [:]
+        if !edits {
+            for (index, candidate) in targetMessages.enumerated() where !claimed.contains(candidate.id) && !isRecalled(candidate) {
+                notices[candidate.currentContent.digest, default: []].append(index)
+            }
+        }
+        func noticed(_ item: Expected, copy: Message, index: Int) -> Bool {
+            guard let text = item.editNotice, let indices = notices[text] else { return false }
+            guard let found = indices.firstIndex(where: { at in
+                at > index && (targetMessages[at].reply.map { $0.messageID == copy.id } ?? true)
+            }) else { return false }
+            notices[text]?.remove(at: found)
+            return true
+        }
+
         // Order, content, recall, expansion of each copy.
         var newest: (index: Int, copy: MessageID)?
         for (item, copy) in copies {
@@ -230,7 +259,8 @@ extension Verifier {
             }
             guard !source.isRecalled, !copyRecalled else { continue }
             let shown = copy.currentContent
-            if shown.kind != item.outgoing.content.kind || !item.digests.contains(shown.digest) {
+            if shown.kind != item.outgoing.content.kind || !item.digests.contains(shown.digest),
+               !noticed(item, copy: copy, index: index) {
                 var drift = VerifyReport.Item(kind: .content, sourceMessage: source.id.rawValue, targetMessage: copy.id.rawValue,
                                               detail: "source «\(Self.short(item.outgoing.content.digest))», copy «\(Self.short(shown.digest))»")
                 if edits {

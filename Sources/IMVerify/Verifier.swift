@@ -51,7 +51,9 @@ public struct VerifyScope: Sendable {
 ///   docs/adapters/*.md), back to the window's start; the target from 5 s before it to its newest message
 ///   (copies land after their originals).
 /// - Content: the copy's digest must be the translation's of the source's current content; where the
-///   target cannot edit (edits travel as notices) the original content's is accepted too.
+///   target cannot edit (edits travel as notices) the original content's is accepted too, and so is any
+///   other when the target shows, after the copy, the notice of the message's latest edit (a copy sent
+///   after an earlier edit, whose later edit came as a notice).
 /// - Recall state is compared only where the target's history marks recalls (`Capabilities.recallsInHistory`);
 ///   a copy the target's history drops when recalled (NIM) is not missing when its original is recalled.
 ///   Copies `--repair` took back are remembered in the store (`verify/recalled/…`) for targets whose

@@ -97,6 +97,29 @@ import IMOutbox
         await engine.stop()
     }
 
+    /// An edit whose notice the target refuses once (429) arrives on the retry: the retry's earlier-attempt
+    /// search finds no copy of the notice and sends it, and nothing gives the change up (docs/reliability.md,
+    /// "Planted bugs": *an edit lost on retry*).
+    @Test func anEditNoticeRefusedOnceArrivesOnTheRetry() async throws {
+        let h = try RelayHarness(rcWrapper: { FlakyBackend($0) })
+        let flaky = h.rc as! FlakyBackend
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rc])
+        let g = ConversationRef.group("edits")
+        let hello = try await h.wk.send(OutgoingMessage(conversation: g, sender: "alice", content: .text("draft")))
+        #expect(try await eventually { try await h.history(h.rc, "edits").count == 1 })
+        #expect(await engine.waitUntilIdle())
+        // The next send in this conversation — the edit's notice — is refused once.
+        flaky.failing.withLock { $0[g] = 1 }
+        try await h.wk.edit(hello.id, in: g, by: "alice", content: .text("final"))
+        #expect(try await eventually { try await h.history(h.rc, "edits").contains { $0.content == .notice(NoticeContent(text: "✎ final")) } },
+                "the notice arrives on the retry")
+        #expect(flaky.failing.withLock { $0[g] } == 0, "the notice's first attempt was refused")
+        #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1)
+        #expect(try await h.history(h.rc, "edits").count == 2, "the copy and one notice")
+        await engine.stop()
+    }
+
     @Test func permanentFailuresBecomeDeadLettersAndCanBeRetried() async throws {
         let h = try RelayHarness(rcWrapper: { FlakyBackend($0) })
         let flaky = h.rc as! FlakyBackend

@@ -140,6 +140,46 @@ import Testing
         #expect(try h.store.read { try $0.count(state: .done) } == 1, "one outbox entry carried it out")
     }
 
+    /// A target that cannot edit (RongCloud rules): a copy sent after the message's first edit (from history,
+    /// showing it) whose later edit was relayed as a notice is current for its readers, not content drift —
+    /// and `--repair` neither recalls nor resends it. Before the notice is there (the later edit lost, or
+    /// not relayed yet and not queued) the same copy is content drift, repaired by recall and resend.
+    @Test func aCopySentAfterAnEditWhoseLaterEditCameAsANoticeIsNotDrift() async throws {
+        let original = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("v0")))
+        try await h.wk.edit(original.id, in: group, by: "alice", content: .text("v1"))
+        let copy = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("v1")))
+        try h.store.transaction { tx in try tx.map(source: ("wk", original.id, group), target: ("rc", copy.id, group), at: 1) }
+        try await h.wk.edit(original.id, in: group, by: "alice", content: .text("v2"))
+        // A notice of the latest edit quoting another message vouches for nothing.
+        let other = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "carol", content: .text("unrelated")))
+        _ = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .notice(NoticeContent(text: "✎ v2")),
+                                                      reply: ReplyRef(messageID: other.id, sender: "carol", digest: "unrelated")))
+
+        let lost = try await verify()
+        let item = try #require(lost.conversations.first?.items.first)
+        #expect(lost.conversations.first?.items.count == 1 && item.kind == .content && item.targetMessage == copy.id.rawValue, "\(lost.table)")
+        #expect(item.fix.first == .recall(source: original.id, by: "wk_alice"), "no notice of v2 for this copy: \(lost.table)")
+
+        // The relay carries the later edit out: a notice replying to the copy (RongCloud cannot edit).
+        let engine = h.engine()
+        let edited = IMEvent(eventID: EventID("edit:\(original.id):2"), backend: "wk",
+                             kind: .edited(messageID: original.id, conversation: group, by: "alice", content: .text("v2"), at: 2))
+        #expect(try engine.ingest([edited]).queued == 1)
+        await engine.start()
+        #expect(await engine.waitUntilIdle())
+        await engine.stop()
+        let notice = try #require(try await h.history(h.rc, "g").last)
+        #expect(notice.currentContent.digest == "✎ v2" && notice.reply?.messageID == copy.id)
+
+        let verifier = Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+        var report = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        #expect(report.exitCode == 0 && report.driftCount == 0, "the copy shows v1, the notice v2: \(report.table)")
+        try await verifier.repair(&report, retry: RetryPolicy(baseMs: 5, maxMs: 50), timeoutMs: 5_000)
+        let after = try await h.history(h.rc, "g")
+        #expect(after.first { $0.id == copy.id }?.isRecalled == false, "the copy is not recalled")
+        #expect(after.filter { $0.sender == "wk_alice" && $0.currentContent.digest.hasPrefix("v") }.count == 1, "nor sent again")
+    }
+
     /// A message the bridge has not queued yet, sent within the settle horizon, is settling (not drift);
     /// with no horizon it is missing.
     @Test func aMessageNotTakenInYetIsSettlingWithinTheHorizon() async throws {
