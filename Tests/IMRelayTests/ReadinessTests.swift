@@ -49,7 +49,10 @@ import IMTelemetry
         #expect(await eventually { (try? await get(listener.baseURL + "/readyz"))?.status == 503 })
         let down = try await get(listener.baseURL + "/readyz")
         #expect(down.body?["status"] == "not_ready")
-        #expect(down.body?["reasons"] == .array(["backend_failing"]))
+        // On a loaded machine the store's probe may also miss its 0.9 s (`store_stuck`): the backend's reason
+        // must be there, and the store is never called unwritable.
+        let reasons = down.body?["reasons"]?.arrayValue?.compactMap(\.stringValue) ?? []
+        #expect(reasons.contains("backend_failing") && !reasons.contains("store_unwritable"), "\(reasons)")
         #expect(down.body?["failing_backends"] == .array(["rc"]))
         #expect(down.body?["backend_failing_threshold_ms"] == 400)
         #expect(down.body?["backends"]?["rc"]?["last_error_class"] == "rate_limited")
