@@ -68,12 +68,7 @@ extension PortalTests {
 
     @Test func aMemberWhoLeftTheSourceGroupIsTakenOutOfTheTeam() async throws {
         let rig = try Rig()
-        rig.wk.world.seedGroup(Self.one)
-        let engine = rig.engine()
-        try await engine.start(feeding: [rig.wk])
-        _ = try await rig.wk.send(OutgoingMessage(conversation: .group(Self.one.id), sender: "alice", content: .text("hi")))
-        #expect(try await eventually { try await rig.portalTexts(Self.one.id) == ["hi"] })
-        let team = try #require(try rig.portal(Self.one.id))
+        let (engine, team) = try await rig.relayFirstMessage(of: Self.one)
         #expect(Set(try await rig.yx.group(team)?.members ?? []) == ["wk_alice", "wk_bob"])
         try await rig.wk.removeMembers(["bob"], from: Self.one.id)
         _ = try await rig.wk.send(OutgoingMessage(conversation: .group(Self.one.id), sender: "alice", content: .text("bob left")))
@@ -90,12 +85,7 @@ extension PortalTests {
         let route = Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "yx:group:*"),
                           direction: .forward, usersOnTarget: .puppet(prefix: ""))
         let rig = try Rig(routes: [route])
-        rig.wk.world.seedGroup(Self.one)
-        let engine = rig.engine()
-        try await engine.start(feeding: [rig.wk])
-        _ = try await rig.wk.send(OutgoingMessage(conversation: .group(Self.one.id), sender: "alice", content: .text("hi")))
-        #expect(try await eventually { try await rig.portalTexts(Self.one.id) == ["hi"] })
-        let team = try #require(try rig.portal(Self.one.id))
+        let (engine, team) = try await rig.relayFirstMessage(of: Self.one)
         #expect(Set(try await rig.yx.group(team)?.members ?? []) == ["alice", "bob"])
         rig.yx.world.addMembers(["zoe"], to: team)   // the target's own user, added there by hand
         // bob leaves and the group is renamed: the rename shows when the comparison has been carried out.

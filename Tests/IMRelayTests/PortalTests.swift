@@ -27,6 +27,17 @@ import IMOutbox
             RelayEngine(store: store, backends: [wk, yx], routes: routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
         }
 
+        /// `group` seeded on WuKong, an engine started fed by it, and its first message "hi" relayed into the
+        /// target group set up for it: the engine and that group's id.
+        func relayFirstMessage(of group: GroupProfile) async throws -> (RelayEngine, GroupID) {
+            wk.world.seedGroup(group)
+            let engine = engine()
+            try await engine.start(feeding: [wk])
+            _ = try await wk.send(OutgoingMessage(conversation: .group(group.id), sender: "alice", content: .text("hi")))
+            #expect(try await eventually { try await portalTexts(group.id) == ["hi"] })
+            return (engine, try #require(try portal(group.id)))
+        }
+
         func portal(_ group: GroupID) throws -> GroupID? {
             try store.read { try PortalMap.group(PortalMap.key(source: "wk", conversation: .group(group), target: "yx"), $0) }
         }
@@ -132,12 +143,7 @@ import IMOutbox
 
     @Test func aJoinAndARenameOnTheSourceFollowIntoTheTargetGroup() async throws {
         let rig = try Rig()
-        rig.wk.world.seedGroup(Self.one)
-        let engine = rig.engine()
-        try await engine.start(feeding: [rig.wk])
-        _ = try await rig.wk.send(OutgoingMessage(conversation: .group(Self.one.id), sender: "alice", content: .text("hi")))
-        #expect(try await eventually { try await rig.portalTexts(Self.one.id) == ["hi"] })
-        let team = try #require(try rig.portal(Self.one.id))
+        let (engine, team) = try await rig.relayFirstMessage(of: Self.one)
         rig.wk.world.seedGroup(GroupProfile(id: Self.one.id, name: "项目一（新）", owner: "alice", members: ["alice", "bob", "erin"]))
         #expect(try await engine.refreshGroups() == 1)
         #expect(try await eventually { try await rig.yx.group(team)?.name == "项目一（新）" })
