@@ -14,29 +14,53 @@ import Testing
 /// Without the trait the binary refuses `tracing.otlp_endpoint` and says how to build the exporter.
 @Suite(.serialized) struct OTLPTraceTests {
     #if OTLP
-    @Test func oneRelayedMessageIsOneTraceAtAnOTLPReceiver() async throws {
+    /// One text relayed RongCloud → WuKong through a real `imbridge run` exporting to a receiver of this
+    /// test (`tracing` given the receiver's URL): what the test looks at, and the message's trace id as
+    /// `imbridge trace` derives it.
+    struct Relayed: Sendable {
+        let receiver: OTLPReceiver
+        let server: HTTPServer
+        let rig: BridgeRig
+        let bridge: BridgeProcess
+        let traceID: String
+
+        func stop() async {
+            bridge.killWithoutWaiting()
+            await rig.stop()
+            await server.stop()
+        }
+    }
+
+    func relay(_ text: String, in group: GroupID, tracing: (String) -> String) async throws -> Relayed {
         let receiver = OTLPReceiver()
         let server = HTTPServer { request in await receiver.take(request) }
         try await server.start()
-        defer { Task { await server.stop() } }
-        let tracing = "tracing:\n  otlp_endpoint: \(server.baseURL)\n  protocol: http/json\n  service_name: imbridge-otlp-test\n"
         let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
                                            routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n",
-                                           extra: tracing)
-        defer { Task { await rig.stop() } }
+                                           extra: tracing(server.baseURL))
         let bridge = try await rig.start()
-        defer { bridge.killWithoutWaiting() }
-        let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
-        let sent = try await rc.send(OutgoingMessage(conversation: .group("ot"), sender: "alice", content: .text("otlp-traced")))
-        #expect(try await eventually(60) {
-            try await rig.lab.messages("wk").contains { $0["kind"] == "text" && $0["text"]?.stringValue == "otlp-traced" }
-        }, "\(bridge.output.suffix(3000))")
-        #expect(bridge.output.contains("spans exported over OTLP"))
+        do {
+            let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+            let sent = try await rc.send(OutgoingMessage(conversation: .group(group), sender: "alice", content: .text(text)))
+            #expect(try await eventually(60) {
+                try await rig.lab.messages("wk").contains { $0["kind"] == "text" && $0["text"]?.stringValue == text }
+            }, "\(bridge.output.suffix(3000))")
+            let traced = try #require(try await TraceEndToEndTests.trace(rig.config, ["--message", sent.id.rawValue]).first)
+            let traceID = try #require(traced.hops("planned").first { $0.text("action") == "send" }?.text("trace_id"), "\(traced.fields)")
+            return Relayed(receiver: receiver, server: server, rig: rig, bridge: bridge, traceID: traceID)
+        } catch {
+            await Relayed(receiver: receiver, server: server, rig: rig, bridge: bridge, traceID: "").stop()
+            throw error
+        }
+    }
 
-        // The message's trace id, as `imbridge trace` derives it.
-        let traced = try #require(try await TraceEndToEndTests.trace(rig.config, ["--message", sent.id.rawValue]).first)
-        let planned = try #require(traced.hops("planned").first { $0.text("action") == "send" }, "\(traced.fields)")
-        let traceID = try #require(planned.text("trace_id"))
+    @Test func oneRelayedMessageIsOneTraceAtAnOTLPReceiver() async throws {
+        let relayed = try await relay("otlp-traced", in: "ot") {
+            "tracing:\n  otlp_endpoint: \($0)\n  protocol: http/json\n  service_name: imbridge-otlp-test\n"
+        }
+        defer { Task { await relayed.stop() } }
+        let (receiver, rig, traceID) = (relayed.receiver, relayed.rig, relayed.traceID)
+        #expect(relayed.bridge.output.contains("spans exported over OTLP"))
 
         // Its spans at the receiver: every hop, all in that one trace (the batch goes out within ~5 s).
         let names = ["imbridge.callback", "imbridge.record", "imbridge.lane", "imbridge.vendor_call", "imbridge.complete"]
@@ -80,24 +104,9 @@ import Testing
     /// message carries its strings and bytes verbatim, so the bodies that hold the trace id's 16 raw bytes
     /// hold each hop's span name, and the service name, as bytes.
     @Test func theDefaultProtocolExportsProtobufToTheTracesPath() async throws {
-        let receiver = OTLPReceiver()
-        let server = HTTPServer { request in await receiver.take(request) }
-        try await server.start()
-        defer { Task { await server.stop() } }
-        let tracing = "tracing:\n  otlp_endpoint: \(server.baseURL)\n  service_name: imbridge-otlp-protobuf\n"
-        let rig = try await BridgeRig.make([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
-                                           routes: "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n",
-                                           extra: tracing)
-        defer { Task { await rig.stop() } }
-        let bridge = try await rig.start()
-        defer { bridge.killWithoutWaiting() }
-        let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
-        let sent = try await rc.send(OutgoingMessage(conversation: .group("op"), sender: "alice", content: .text("otlp-protobuf")))
-        #expect(try await eventually(60) {
-            try await rig.lab.messages("wk").contains { $0["kind"] == "text" && $0["text"]?.stringValue == "otlp-protobuf" }
-        }, "\(bridge.output.suffix(3000))")
-        let traced = try #require(try await TraceEndToEndTests.trace(rig.config, ["--message", sent.id.rawValue]).first)
-        let traceID = try #require(traced.hops("planned").first { $0.text("action") == "send" }?.text("trace_id"), "\(traced.fields)")
+        let relayed = try await relay("otlp-protobuf", in: "op") { "tracing:\n  otlp_endpoint: \($0)\n  service_name: imbridge-otlp-protobuf\n" }
+        defer { Task { await relayed.stop() } }
+        let (receiver, traceID) = (relayed.receiver, relayed.traceID)
         let rawTraceID = try #require(OTLPReceiver.bytes(hex: traceID))
         #expect(rawTraceID.count == 16)
 
