@@ -29,6 +29,17 @@ import Testing
         #expect(mask.redact(binary) == binary, "bytes that are not UTF-8 text are left alone")
     }
 
+    @Test func occursFindsEveryFormInText() {
+        let mask = SecretMask([Self.secret, "plain-token"])
+        #expect(mask.occurs(in: "Bearer plain-token"), "an ASCII form in ASCII text, found byte for byte")
+        #expect(mask.occurs(in: "x=s3cr%2Fet%20key%2B%C3%A9;"), "an encoded form")
+        #expect(mask.occurs(in: "value: \(Self.secret) é"), "a non-ASCII form in non-ASCII text")
+        let decomposed = "s3cr/et key+e\u{301}"
+        #expect(mask.occurs(in: "said \(decomposed)"), "a form canonically equal to the text's, compared as String")
+        #expect(!mask.occurs(in: "plain-toke n, s3cr/et"), "no form: nothing found")
+        #expect(!SecretMask().occurs(in: "plain-token"), "an empty mask finds nothing")
+    }
+
     static func lowercasedEscapes(_ text: String) -> String {
         var result = "", escape = 0
         for character in text {

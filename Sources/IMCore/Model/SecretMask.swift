@@ -18,6 +18,8 @@ public struct SecretMask: Sendable, Hashable {
     public private(set) var forms: [String] = []
     /// The forms as UTF-8 bytes, for `occurs(in:)`.
     private var formBytes: [[UInt8]] = []
+    /// Whether every form is ASCII (then a text that is ASCII too is searched byte for byte alone).
+    private var formsAreASCII = true
 
     public init() {}
 
@@ -86,11 +88,21 @@ public struct SecretMask: Sendable, Hashable {
         for form in found where form.count >= Self.minimumLength && !forms.contains(form) { forms.append(form) }
         forms.sort { $0.count > $1.count }
         formBytes = forms.map { Array($0.utf8) }
+        formsAreASCII = formBytes.allSatisfy { $0.allSatisfy { $0 < 0x80 } }
     }
 
-    /// Whether any form occurs in `text` (no copy).
+    /// Whether any form occurs in `text` (no copy). Searched byte for byte, which finds every match
+    /// `String.contains` finds when text and forms are ASCII (Foundation's `contains` would bridge each
+    /// comparison through `NSString`: the relay asks this of every header of every vendor answer,
+    /// docs/performance.md, "Profile"); other text is also compared as `String`, as before.
     public func occurs(in text: String) -> Bool {
-        forms.contains { text.contains($0) }
+        guard !forms.isEmpty else { return false }
+        var text = text
+        let (found, ascii) = text.withUTF8 { bytes in
+            (formBytes.contains { Self.find($0, in: bytes) }, bytes.allSatisfy { $0 < 0x80 })
+        }
+        if found { return true }
+        return !(ascii && formsAreASCII) && forms.contains { text.contains($0) }
     }
 
     /// Whether any form occurs in `bytes`, compared byte for byte (no copy, no decoding).
@@ -100,16 +112,18 @@ public struct SecretMask: Sendable, Hashable {
 
     /// Whether `needle` occurs in `haystack`.
     public static func find(_ needle: [UInt8], in haystack: [UInt8]) -> Bool {
-        guard let first = needle.first, needle.count <= haystack.count else { return false }
-        return haystack.withUnsafeBufferPointer { bytes in
-            var index = 0
-            let last = bytes.count - needle.count
-            while index <= last {
-                if bytes[index] == first, bytes[index..<(index + needle.count)].elementsEqual(needle) { return true }
-                index += 1
-            }
-            return false
+        haystack.withUnsafeBufferPointer { find(needle, in: $0) }
+    }
+
+    static func find(_ needle: [UInt8], in bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let first = needle.first, needle.count <= bytes.count else { return false }
+        var index = 0
+        let last = bytes.count - needle.count
+        while index <= last {
+            if bytes[index] == first, bytes[index..<(index + needle.count)].elementsEqual(needle) { return true }
+            index += 1
         }
+        return false
     }
 
     /// RFC 3986's unreserved characters: everything else is percent-encoded.
