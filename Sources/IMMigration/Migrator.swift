@@ -369,6 +369,9 @@ public actor Migrator {
             origin["expansion"] = .object(values.mapValues { .string($0) })
         }
         outgoing.vendorExtras[OutgoingMessage.originKey] = .object(origin)
+        // On a target that carries expansions as data (NIM), the initial values follow the copy as the relay
+        // sends them, so a migrated copy ends in the same state as a relayed one.
+        let carrier = message.isRecalled ? nil : translator.initialCarrier(for: message, leg: leg, planned: &planned)
         var fellBack = !planned.fallbacks.isEmpty && planned.fallbacks.contains { $0.policy == .notice }
         let recallNatively = message.isRecalled && target.capabilities.support(.recall).isNative && target is any Recalling
         if message.isRecalled && !recallNatively {
@@ -378,6 +381,7 @@ public actor Migrator {
         }
         let converted = !planned.fallbacks.isEmpty || message.edit != nil || outgoing.content != message.currentContent
         var actions: [RelayAction] = [.send(outgoing: outgoing, source: message.id, replyToSource: message.reply?.messageID)]
+        if let carrier { actions.append(carrier) }
         if recallNatively { actions.append(.recall(source: message.id, by: outgoing.sender)) }
         var mark = MigrationMark(run: checkpoint, tally: fellBack ? "fell_back" : converted ? "converted" : "copied",
                                  kind: message.currentContent.kind.rawValue)

@@ -58,13 +58,7 @@ package struct Translator: Sendable {
         case .message(let message):
             planned.actions.append(.send(outgoing: outgoing(for: message, leg: leg, planned: &planned), source: message.id,
                                          replyToSource: message.reply?.messageID))
-            if carriesExpansion, let values = message.expansion?.values, !values.isEmpty, leg.route.fallback(for: .expansion) != .drop {
-                // The initial values as a carrier right after the copy, so the target's app reads them as data
-                // (then they are no fallback; a migration's copy, which sends no carrier, still counts one).
-                planned.fallbacks.removeAll { $0.feature == Feature.expansion.rawValue }
-                planned.actions.append(.expansion(source: message.id, by: leg.targetUser(message.sender),
-                                                  delta: ExpansionDelta(version: message.expansion?.version ?? 0, set: values)))
-            }
+            if let carrier = initialCarrier(for: message, leg: leg, planned: &planned) { planned.actions.append(carrier) }
         case .edited(let id, _, let by, let content, _):
             if capabilities.support(.edit).isNative {
                 planned.actions.append(.edit(source: id, by: leg.targetUser(by), content: fit(content, planned: &planned)))
@@ -118,6 +112,18 @@ package struct Translator: Sendable {
             }
         }
         return planned
+    }
+
+    /// The carrier of `message`'s initial expansion values, to follow its copy on a target that carries
+    /// expansions as data (`carriesExpansion`), so the target's app reads them as data from the start; the
+    /// values are then no fallback. Nil elsewhere, without values, or where the route drops expansions.
+    /// Live relay and migration both send it (docs/expansions.md, "NIM: the expansion carrier").
+    package func initialCarrier(for message: Message, leg: RouteLeg, planned: inout Planned) -> RelayAction? {
+        guard carriesExpansion, let values = message.expansion?.values, !values.isEmpty,
+              leg.route.fallback(for: .expansion) != .drop else { return nil }
+        planned.fallbacks.removeAll { $0.feature == Feature.expansion.rawValue }
+        return .expansion(source: message.id, by: leg.targetUser(message.sender),
+                          delta: ExpansionDelta(version: message.expansion?.version ?? 0, set: values))
     }
 
     package func outgoing(for message: Message, leg: RouteLeg, planned: inout Planned) -> OutgoingMessage {

@@ -165,7 +165,40 @@ final class LossyAckBackend: IMBackend, Recalling, ClientIDLookup {
         #expect(try await targetMessages(nim).isEmpty)
         #expect(try store.read { try $0.mappingCount() } == 0)
         #expect(report.dryRun && report.total.sentTotal == 31)
-        #expect(report.total.fellBack >= 1, "NIM has a recall window: the recalled message becomes a notice")
+        #expect(report.total.fellBack == 0, "NIM recalls natively and carries the order's expansion as data: \(report.summary)")
         #expect(report.summary.contains("dry run"))
+    }
+
+    /// A copy on NIM (no expansions; changes travel as `imbridge.expansion` carriers) is followed by a
+    /// carrier of its source's current values, as the relay sends one, so a migrated order card ends in
+    /// the same state as a relayed one; a rerun sends no second carrier.
+    @Test func aCopyOnNIMIsFollowedByTheCarrierOfItsValues() async throws {
+        let (wk, _) = try await seeded()
+        let nim = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())
+        nim.world.seedGroup(GroupProfile(id: GroupID(g.id), owner: "u0", members: ["u1", "u2", "shop"]))  // NIM: the team, its senders in it
+        let store = try store()
+        let plan = MigrationPlan(source: "wk", target: "nim", conversations: [(g, g)], pageSize: 7)
+        let report = try await Migrator(store: store, source: wk, target: nim, sendsPerSecond: 10_000).run(plan)
+        #expect(report.total.failedTotal == 0 && report.total.fellBack == 0, "\(report.summary)")
+        let copied = try await targetMessages(nim)
+        let order = try #require(copied.first { $0.currentContent == .text("order") })
+        func carriers() async throws -> [Message] {
+            try await targetMessages(nim).filter {
+                if case .custom(let custom) = $0.currentContent { return custom.typeName == "imbridge.expansion" }
+                return false
+            }
+        }
+        let carried = try await carriers()
+        #expect(carried.count == 1)
+        let payload = try JSONValue.parse(try #require(carried.first.flatMap { message -> String? in
+            if case .custom(let custom) = message.currentContent { return custom.payload }
+            return nil
+        }))
+        #expect(payload["msgid"]?.stringValue == order.id.rawValue && payload["set"]?["status"]?.stringValue == "paid",
+                "the carrier names the copy with the source's current values: \(payload.jsonString())")
+        #expect(try #require(carried.first).sentAt >= order.sentAt)
+        let again = try await Migrator(store: store, source: wk, target: nim, sendsPerSecond: 10_000).run(plan)
+        #expect(again.total.sentTotal == 0, "\(again.summary)")
+        #expect(try await carriers().count == 1)
     }
 }

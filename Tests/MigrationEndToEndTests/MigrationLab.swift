@@ -112,22 +112,46 @@ final class MigrationLab: Sendable {
     /// The `imbridge_origin` object anywhere in a stored vendor object: nested objects, JSON held in strings
     /// (RongCloud content, NIM ext) and base64 JSON (WuKong payload).
     static func origin(in value: JSONValue) -> JSONValue? {
+        object(containing: OutgoingMessage.originKey, in: value)?[OutgoingMessage.originKey]
+    }
+
+    /// The first object that has every one of `keys`, anywhere in `value` (as `origin(in:)` searches).
+    static func object(containing keys: String..., in value: JSONValue) -> JSONValue? { object(containing: keys, in: value) }
+
+    static func object(containing keys: [String], in value: JSONValue) -> JSONValue? {
         switch value {
         case .object(let object):
-            if let origin = object[OutgoingMessage.originKey] { return origin }
-            for nested in object.values { if let found = origin(in: nested) { return found } }
+            if keys.allSatisfy({ object[$0] != nil }) { return value }
+            for nested in object.values { if let found = self.object(containing: keys, in: nested) { return found } }
         case .array(let items):
-            for nested in items { if let found = origin(in: nested) { return found } }
-        case .string(let text) where text.contains(OutgoingMessage.originKey):
-            if let parsed = try? JSONValue.parse(text) { return origin(in: parsed) }
+            for nested in items { if let found = object(containing: keys, in: nested) { return found } }
+        case .string(let text) where text.contains(keys[0]):
+            if let parsed = try? JSONValue.parse(text) { return object(containing: keys, in: parsed) }
         case .string(let text) where text.count > 16:
             if let data = Data(base64Encoded: text), let parsed = try? JSONValue.parse(data), parsed.objectValue != nil {
-                return origin(in: parsed)
+                return object(containing: keys, in: parsed)
             }
         default:
             break
         }
         return nil
+    }
+
+    /// NIM keeps no expansions: a copy with values is followed there by an `imbridge.expansion` carrier
+    /// naming it (docs/expansions.md). The target's records without the carriers, and each carrier's
+    /// (copy id, values set).
+    static func carriersApart(_ records: [SandboxMessageRecord]) -> (copies: [SandboxMessageRecord], carried: [(copy: String, set: [String: String])]) {
+        var copies: [SandboxMessageRecord] = []
+        var carried: [(copy: String, set: [String: String])] = []
+        for record in records {
+            guard record.raw.jsonString().contains("imbridge.expansion"), let data = object(containing: "msgid", "set", in: record.raw) else {
+                copies.append(record)
+                continue
+            }
+            let copy = data["msgid"]?.stringValue ?? data["msgid"]?.int64Value.map(String.init) ?? ""
+            carried.append((copy, (data["set"]?.objectValue ?? [:]).compactMapValues(\.stringValue)))
+        }
+        return (copies, carried)
     }
 
     static func jmSender(_ record: SandboxMessageRecord) -> String? {
