@@ -408,7 +408,7 @@ enum ChaosSeeds {
     /// Seeds verified to pass with the default fault kinds and the conversation workload
     /// (docs/reliability.md, "The conversation workload"): seed 3, WuKong → RongCloud on SQLite with edits,
     /// reactions, recalls and expansion changes, `reorder`, `verify-repair`, `restart-after-retention`,
-    /// SIGTERM and refused connections; seed 65, RongCloud
+    /// `edit-refused` (edit notices retried), SIGTERM and refused connections; seed 65, RongCloud
     /// → NIM on SQLite with `changes-while-down`, `twice`, `clock-skew`, `after-accept`; seed 62, RongCloud
     /// → NIM on PostgreSQL with `postgres-down`, `changes-while-down`, `twice`, `clock-skew`. Seed 27
     /// (deletions toward WuKong) passes alone but not always inside the whole suite's load (Finding 23), nor
