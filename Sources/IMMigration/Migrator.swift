@@ -284,7 +284,8 @@ public actor Migrator {
             }
             if plan.dryRun {
                 for item in items {
-                    if try await store.reading({ [id = item.message.id, from = plan.source, to = plan.target] in try $0.mapped(id, from: from, to: to) }) != nil {
+                    if try await store.reading({ [id = item.message.id, from = plan.source, to = plan.target] in try $0.mapped(id, from: from, to: to) })?
+                        .toConversation == leg.targetConversation {
                         result.counts.skipped["already_copied", default: 0] += 1
                         continue
                     }

@@ -48,16 +48,17 @@ extension RelayEngine {
         // A portal's lane names the source group; the target's is the one the conversation map names (`Portals`).
         let conversation = try await self.conversation(of: entry)
         if payload.migration != nil {
-            // A migration's copy of a message that already has one on this target (relayed live before the
-            // migration queued it, or by an earlier entry of this lane) is not sent again.
+            // A migration's copy of a message that already has one in this conversation (relayed live before
+            // the migration queued it, or by an earlier entry of this lane) is not sent again. A copy the id
+            // map names in another conversation of this target (a second route's) is not this one's.
             if case .send(_, let source, _) = payload.action,
-               try await mapping(of: source, entry: entry) != nil {
+               try await mapping(of: source, entry: entry)?.toConversation == conversation {
                 return nil
             }
             // A migration's follow-up (the recall) runs after its copy in the same lane: when the copy is not
             // there, the copy failed, and waiting for it is pointless (a rerun retries both, in order).
             if case .recall(let source, _) = payload.action,
-               try await mapping(of: source, entry: entry) == nil {
+               try await mapping(of: source, entry: entry)?.toConversation != conversation {
                 throw IMError(.notFound, "message \(source) on \(entry.sourceBackend) was not copied to \(entry.lane.backend)", isRetryable: false)
             }
             // Paced to the target's documented rate (docs/migration.md, "Rate limits").

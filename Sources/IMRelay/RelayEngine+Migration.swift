@@ -66,7 +66,7 @@ extension RelayEngine {
                 if recordsByEvent[item.event.eventID] == .new {
                     for other in routes.legs(from: source, conversation: item.message.conversation)
                     where other.target != leg.target || other.targetConversation != leg.targetConversation {
-                        guard backends[other.target] != nil, try tx.mapped(item.message.id, from: source, to: other.target) == nil else { continue }
+                        guard backends[other.target] != nil, try !Self.copied(item.message.id, from: source, along: other, tx) else { continue }
                         let otherLane = LaneKey(backend: other.target, conversation: other.targetConversation)
                         for action in planner.plan(item.event, leg: other).actions {
                             var payload = OutboxPayload(action: action, route: other.route, eventTimeMs: item.message.sentAt,
@@ -76,7 +76,7 @@ extension RelayEngine {
                         }
                     }
                 }
-                if try tx.mapped(item.message.id, from: source, to: leg.target) != nil {
+                if try Self.copied(item.message.id, from: source, along: leg, tx) {
                     sendIndex.append(nil)
                     continue
                 }
@@ -96,6 +96,16 @@ extension RelayEngine {
         }
         wakeLanes(lanes)
         return outcomes
+    }
+
+    /// Whether the id map names a copy of `message` in `leg`'s target conversation. Its rows are keyed by
+    /// (message, source backend, target backend): where a second route takes the same source conversation
+    /// into another conversation on the same target backend, the row may name that conversation's copy,
+    /// which is no copy of this one (docs/migration.md, "Exactly once"). On a wildcard leg the target
+    /// conversation may be one the bridge maps (a portal): there any copy on the target counts.
+    package static func copied(_ message: MessageID, from source: BackendID, along leg: RouteLeg, _ tx: StoreTransaction) throws -> Bool {
+        guard let copy = try tx.mapped(message, from: source, to: leg.target) else { return false }
+        return leg.targetIsWildcard || copy.toConversation == leg.targetConversation
     }
 
     /// One account entry a migration queues (a user or a group, `RelayAction.user`/`.group`), in its lane.

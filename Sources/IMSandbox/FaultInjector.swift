@@ -11,7 +11,8 @@ import Synchronization
 /// and without a wait to honour); `hold_ms` holds the answer back that long (with `after_accept`, after the
 /// request was carried out; with no `status`, the vendor's own answer, late: a process can be killed
 /// while its request has taken effect and its answer has not come); `method` limits a rule to one HTTP
-/// method (a create beside reads of the same path); `latency_ms` delays every vendor request. `echo` (text) and
+/// method (a create beside reads of the same path); `body_contains` limits it to requests whose body holds
+/// that text, as sent or form-decoded (an edit's notice among the sends of one path); `latency_ms` delays every vendor request. `echo` (text) and
 /// `echo_headers` (true) make the fault answer quote what a careless vendor or proxy might: the body
 /// starts with `echo <text> <the request's header values>` (before the vendor's envelope, so it is no
 /// longer one), and each request header comes back as `X-Echo-<name>` — how tests plant configured
@@ -37,8 +38,12 @@ public final class FaultInjector: Sendable {
         public var holdMs: Int?
         /// The HTTP method the rule is limited to; nil: any.
         public var method: String?
+        /// Text the request's body must hold (as sent, or form-decoded: `+` a space, `%XX` its byte); nil: any body.
+        public var bodyContains: String?
         public init(status: Int, vendorCode: Int? = nil, count: Int = 1, pathPrefix: String? = nil, afterAccept: Bool = false,
-                    retryAfter: Int? = nil, otherPathPrefixes: [String]? = nil, echo: String? = nil, echoHeaders: Bool = false, holdMs: Int? = nil, method: String? = nil) {
+                    retryAfter: Int? = nil, otherPathPrefixes: [String]? = nil, echo: String? = nil, echoHeaders: Bool = false, holdMs: Int? = nil, method: String? = nil,
+                    bodyContains: String? = nil) {
+            self.bodyContains = bodyContains
             self.holdMs = holdMs
             self.method = method
             self.otherPathPrefixes = otherPathPrefixes
@@ -62,13 +67,22 @@ public final class FaultInjector: Sendable {
             case echoHeaders = "echo_headers"
             case holdMs = "hold_ms"
             case method
+            case bodyContains = "body_contains"
         }
 
-        /// Whether a request to `path` (with `method`, when given) meets this rule.
-        public func matches(_ path: String, method: String? = nil) -> Bool {
+        /// Whether a request to `path` (with `method` and `body`, when given) meets this rule.
+        public func matches(_ path: String, method: String? = nil, body: [UInt8]? = nil) -> Bool {
             if let wanted = self.method, let method, wanted.uppercased() != method.uppercased() { return false }
+            if let bodyContains, !Self.holds(body ?? [], bodyContains) { return false }
             let prefixes = [pathPrefix].compactMap { $0 } + (otherPathPrefixes ?? [])
             return prefixes.isEmpty || prefixes.contains { path.hasPrefix($0) }
+        }
+
+        /// Whether `body`, as sent or form-decoded, holds `text`.
+        static func holds(_ body: [UInt8], _ text: String) -> Bool {
+            let sent = String(decoding: body, as: UTF8.self)
+            if sent.contains(text) { return true }
+            return sent.replacingOccurrences(of: "+", with: " ").removingPercentEncoding?.contains(text) ?? false
         }
 
         /// The fault answer quoting `echo` and, with `echoHeaders`, `request`'s headers (see the type).
@@ -110,7 +124,7 @@ public final class FaultInjector: Sendable {
             let count = body["count"]?.int64Value ?? 1
             guard count > 0 else { throw IMError(.invalidArgument, "count must be positive") }
             rule = Rule(status: 0, count: Int(count), pathPrefix: body["path_prefix"]?.stringValue, holdMs: Int(hold),
-                        method: body["method"]?.stringValue)
+                        method: body["method"]?.stringValue, bodyContains: body["body_contains"]?.stringValue)
         } else if let status = body["status"]?.int64Value {
             guard (100...599).contains(status) else { throw IMError(.invalidArgument, "status \(status) is not an HTTP status") }
             let count = body["count"]?.int64Value ?? 1
@@ -120,10 +134,10 @@ public final class FaultInjector: Sendable {
             rule = Rule(status: Int(status), vendorCode: body["vendor_code"]?.int64Value.map { Int($0) }, count: Int(count),
                         pathPrefix: body["path_prefix"]?.stringValue, afterAccept: body["after_accept"] == .bool(true),
                         retryAfter: retryAfter.map { Int($0) }, echo: body["echo"]?.stringValue, echoHeaders: body["echo_headers"] == .bool(true),
-                        holdMs: hold.map { Int($0) }, method: body["method"]?.stringValue)
+                        holdMs: hold.map { Int($0) }, method: body["method"]?.stringValue, bodyContains: body["body_contains"]?.stringValue)
         }
         guard rule != nil || latency != nil else {
-            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, method, after_accept, retry_after, echo, echo_headers, hold_ms), `hold_ms` alone or `latency_ms`")
+            throw IMError(.invalidArgument, "a fault needs `status` (with optional vendor_code, count, path_prefix, method, body_contains, after_accept, retry_after, echo, echo_headers, hold_ms), `hold_ms` alone or `latency_ms`")
         }
         state.withLock { state in
             if let rule { state.rules.append(rule) }
@@ -135,10 +149,10 @@ public final class FaultInjector: Sendable {
 
     public func clear() { state.withLock { $0 = ([], 0, $0.injected) } }
 
-    /// Consumes one matching rule for `path` (and `method`), if any.
-    public func take(for path: String, method: String? = nil) -> Rule? {
+    /// Consumes one matching rule for `path` (and `method`, `body`), if any.
+    public func take(for path: String, method: String? = nil, body: [UInt8]? = nil) -> Rule? {
         state.withLock { state in
-            guard let index = state.rules.firstIndex(where: { $0.matches(path, method: method) }) else { return nil }
+            guard let index = state.rules.firstIndex(where: { $0.matches(path, method: method, body: body) }) else { return nil }
             let rule = state.rules[index]
             state.rules[index].count -= 1
             if state.rules[index].count == 0 { state.rules.remove(at: index) }

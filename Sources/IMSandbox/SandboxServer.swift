@@ -9,8 +9,8 @@ import Synchronization
 ///   reader that keeps what it read asks only for the rest)
 /// - `GET /_sandbox/users` → `{"users":[…]}`
 /// - `POST /_sandbox/reset` → clears the vendor state and the faults
-/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","method","after_accept","retry_after","echo","echo_headers","hold_ms"}`,
-///   `{"hold_ms","count","path_prefix","method"}` (the vendor's own answer, held back) /
+/// - `POST /_sandbox/faults` `{"status","vendor_code","count","path_prefix","method","body_contains","after_accept","retry_after","echo","echo_headers","hold_ms"}`,
+///   `{"hold_ms","count","path_prefix","method","body_contains"}` (the vendor's own answer, held back) /
 ///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}` (forward) or
 ///   `{"skew_ms":N}` (either way: a vendor clock skewed against the bridge's, `SandboxClock.skew`)
@@ -102,7 +102,7 @@ public final class SandboxServer: Sendable {
         }
         let latency = faults.latencyMs
         if latency > 0 { try? await Task.sleep(nanoseconds: UInt64(latency) * 1_000_000) }
-        if let rule = faults.take(for: path, method: request.method) {
+        if let rule = faults.take(for: path, method: request.method, body: request.body) {
             let hold = { if let ms = rule.holdMs, ms > 0 { try? await Task.sleep(nanoseconds: UInt64(ms) * 1_000_000) } }
             if rule.status == 0 {
                 let answer = await vendor.handle(request)

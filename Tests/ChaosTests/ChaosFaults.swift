@@ -37,7 +37,8 @@ extension ChaosCampaign {
         async let clusterSide = runFaults(plan.faults.filter(\.kind.hitsCluster), parties)
         async let sourceSide = runFaults(plan.faults.filter(\.kind.hitsSource), parties)
         async let operatorSide = runFaults(plan.faults.filter(\.kind.hitsOperator), parties)
-        return await bridgeSide + targetSide + clusterSide + sourceSide + operatorSide
+        async let editSide = runFaults(plan.faults.filter(\.kind.hitsEdits), parties)
+        return await bridgeSide + targetSide + clusterSide + sourceSide + operatorSide + editSide
     }
 
     /// The instance holding the most unexpired lane leases (the first when none is held).
@@ -118,6 +119,13 @@ extension ChaosCampaign {
                     try await TestPostgres.startServer(cluster)
                     parties.storeDown.set(false)
                     timeline.note("PostgreSQL started")
+                case .editRefused:
+                    // Armed in the sandbox's injector itself, not over HTTP: the target may be refusing connections now.
+                    target.faults.add(FaultInjector.Rule(status: fault.status, count: fault.count, pathPrefix: fault.pathPrefix,
+                                                         retryAfter: fault.status == 429 ? 1 : nil, bodyContains: fault.bodyContains))
+                    timeline.note("target: next \(fault.count) requests carrying an edit"
+                                  + (fault.pathPrefix.map { " (to \($0))" } ?? fault.bodyContains.map { " (body holding \"\($0)\")" } ?? "")
+                                  + " answered \(fault.status)")
                 case .serverErrors, .rateLimited, .rateLimitedNoWait, .lostAnswer:
                     var body: [String: JSONValue] = ["status": .int(Int64(fault.status)), "count": .int(Int64(fault.count))]
                     if let prefix = fault.pathPrefix { body["path_prefix"] = .string(prefix) }

@@ -59,6 +59,12 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// (docs/architecture.md, "Portals"), and 2–4 more source groups appear mid-run; the checker counts
     /// the target groups (exactly one per source group). Drawn only for such a target.
     case newGroups = "new-groups"
+    /// The target refuses (429 with `Retry-After: 1`, or 500/502/503) the next 1–3 requests that carry an
+    /// edit — an edit's notice (`✎ …`, the body's text), or WuKong's edit call — from a moment in the
+    /// workload's first third on: the edit's entry is its lane's head when that call fails, so it is tried
+    /// again with an attempt behind it. Drawn once in every run whose source edits (WuKong), after all
+    /// the other kinds; a party of its own (a rule that waits for its requests, beside the target's faults).
+    case editRefused = "edit-refused"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
@@ -73,6 +79,9 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// Faults that need the PostgreSQL topology (one or two instances on one server); drawn after the
     /// others, so plans without them stay what they were.
     var hitsCluster: Bool { [.pauseHolder, .postgresDown].contains(self) }
+    /// The target's refusal of edits: armed at its time, it waits for the requests it refuses, beside
+    /// the target's other faults.
+    var hitsEdits: Bool { self == .editRefused }
 
     /// Kinds that break the guarantee on today's bridge (docs/reliability.md, "Seeds run and findings"):
     /// none since the one delivery path; `flood` stays out of the default set because it doubles a seed's
@@ -111,6 +120,8 @@ struct Fault: Sendable, CustomStringConvertible {
     var latencyMs: Int = 0
     /// The target path the burst is limited to; nil: every request of the target.
     var pathPrefix: String?
+    /// Text the body of a request the burst hits holds (`edit-refused`); nil: any body.
+    var bodyContains: String?
 
     var description: String {
         let at = String(format: "+%6.3fs", Double(atMs) / 1000)
@@ -131,6 +142,9 @@ struct Fault: Sendable, CustomStringConvertible {
         case .verifyRepair: return "\(at) verify-repair: `imbridge verify --repair --settle \(count)` beside the bridge"
         case .migrate: return "\(at) migrate: `imbridge migrate --history-only` of every group beside the bridge"
         case .changesWhileDown: return "\(at) changes-while-down: bridge stopped (SIGTERM), old messages changed on the source, down \(durationMs) ms in all, then restarted"
+        case .editRefused:
+            return "\(at) edit-refused: next \(count) target requests carrying an edit"
+                + (pathPrefix.map { " (to \($0))" } ?? bodyContains.map { " (body holding \"\($0)\")" } ?? "") + " answered \(status)"
         case .clockSkew, .restartAfterRetention, .newGroups: return "\(at) \(kind.rawValue)"
         }
     }
@@ -317,6 +331,15 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
             }
             self.faults.removeAll { $0.kind == .migrate }
         }
+        // Edits refused, drawn after everything else (so a plan without it is what it was), on every source
+        // whose workload edits: armed in the first third, so that edits are still to come.
+        if kinds.contains(.editRefused) && ChangeKind.offered(by: source.vendor).contains(.edit) {
+            var fault = Fault(kind: .editRefused, atMs: Int.random(in: 1500..<max(1501, workloadMs / 3), using: &rng))
+            fault.count = Int.random(in: 1...3, using: &rng)
+            fault.status = [429, 500, 502, 503][Int.random(in: 0..<4, using: &rng)]
+            if target.vendor == "wukong" { fault.pathPrefix = "/v1/message/edit" } else { fault.bodyContains = "✎ " }
+            self.faults = (self.faults + [fault]).sorted { $0.atMs < $1.atMs }
+        }
     }
 
     /// Every kind the plan stages, with how often (the scheduled faults, the flood and the run's properties).
@@ -385,7 +408,7 @@ enum ChaosSeeds {
     /// Seeds verified to pass with the default fault kinds and the conversation workload
     /// (docs/reliability.md, "The conversation workload"): seed 3, WuKong → RongCloud on SQLite with edits,
     /// reactions, recalls and expansion changes, `reorder`, `verify-repair`, `restart-after-retention`,
-    /// SIGTERM and refused connections; seed 65, RongCloud
+    /// `edit-refused` (edit notices retried), SIGTERM and refused connections; seed 65, RongCloud
     /// → NIM on SQLite with `changes-while-down`, `twice`, `clock-skew`, `after-accept`; seed 62, RongCloud
     /// → NIM on PostgreSQL with `postgres-down`, `changes-while-down`, `twice`, `clock-skew`; seed 57,
     /// RongCloud → NIM on SQLite with `imbridge migrate` run twice beside the bridge (extended messages

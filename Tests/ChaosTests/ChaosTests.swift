@@ -104,6 +104,26 @@ import Testing
         #expect(portals > 10, "\(portals) of 40 seeds stage portals")
     }
 
+    /// `edit-refused`: drawn on every source whose workload edits (WuKong) and only there, armed in the
+    /// workload's first third and aimed at edits (WuKong's edit call, else bodies holding a notice's `✎ `);
+    /// a plan without it is the plan it was; a CI seed stages it.
+    @Test func editsAreRefusedWhereTheWorkloadEdits() throws {
+        var staged = 0
+        for seed: UInt64 in 1...40 {
+            let plan = ChaosPlan(seed: seed, kinds: FaultKind.defaultSet)
+            let without = ChaosPlan(seed: seed, kinds: FaultKind.defaultSet.subtracting([.editRefused]))
+            let refused = plan.faults.filter { $0.kind == .editRefused }
+            #expect(refused.count == (plan.source.vendor == "wukong" ? 1 : 0), "seed \(seed): \(plan.source.vendor)")
+            #expect(refused.allSatisfy { $0.atMs >= 1500 && $0.atMs < max(1501, plan.workloadMs / 3) && (1...3).contains($0.count) }, "seed \(seed)")
+            #expect(refused.allSatisfy { plan.target.vendor == "wukong" ? $0.pathPrefix == "/v1/message/edit" && $0.bodyContains == nil
+                                                                       : $0.bodyContains == "✎ " && $0.pathPrefix == nil }, "seed \(seed)")
+            #expect(plan.faults.filter { $0.kind != .editRefused }.map(\.description) == without.faults.map(\.description), "seed \(seed)")
+            staged += refused.count
+        }
+        #expect(staged > 5, "\(staged) of 40 seeds refuse edits")
+        #expect(ChaosSeeds.ci.contains { seed in ChaosPlan(seed: seed, kinds: FaultKind.defaultSet).faults.contains { $0.kind == .editRefused } })
+    }
+
     /// The conversation's script: the same for the same seed, only the changes the source's API offers,
     /// texts 1 and 2 left to `changes-while-down`, and nothing changed after its recall or deletion.
     @Test func theScriptOffersWhatTheSourceHas() throws {

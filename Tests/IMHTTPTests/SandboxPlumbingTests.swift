@@ -81,6 +81,25 @@ final class EchoVendor: SandboxVendor {
         await server.stop()
     }
 
+    /// `body_contains` limits a rule to requests whose body holds the text, as sent or form-decoded (an
+    /// edit's notice among the sends of one path).
+    @Test func aRuleCanBeLimitedToBodiesHoldingAText() async throws {
+        let clock = SandboxClock()
+        let server = SandboxServer(vendor: EchoVendor(clock: clock), clock: clock)
+        _ = try await server.start()
+        let base = server.baseURL
+        #expect(try await post(base + "/_sandbox/faults", json: #"{"status":503,"count":2,"body_contains":"✎ "}"#).status == 200)
+        let plain = try await post(base + "/send", form: [("text", "a text")])
+        let notice = try await post(base + "/send", form: [("text", "✎ an edit")])
+        let json = try await http.send(.json(base + "/send", Data(#"{"text":"✎ as JSON"}"#.utf8)))
+        let after = try await post(base + "/send", form: [("text", "✎ another edit")])
+        let again = try await post(base + "/send", form: [("text", "✎ the last edit")])
+        #expect([plain.status, notice.status, json.status, after.status, again.status] == [200, 503, 503, 200, 200] as [Int])
+        #expect(await server.vendor.messages().map(\.text) == ["a text", "✎ another edit", "✎ the last edit"])
+        #expect(server.faults.injectedCount == 2)
+        await server.stop()
+    }
+
     /// `retry_after` sets or removes the fault answer's `Retry-After`; `refuseConnections` takes the
     /// server off its port (connections refused) and `acceptConnections` puts it back with its state.
     @Test func retryAfterAndRefusedConnections() async throws {

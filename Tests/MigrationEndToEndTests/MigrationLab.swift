@@ -163,10 +163,11 @@ final class MigrationLab: Sendable {
         return try JSONDecoder().decode([SandboxMessageRecord].self, from: data)
     }
 
-    /// A `bridge.yaml` for these sandboxes with the store at `store` (for the `imbridge` executable).
-    func configFile(store: String) throws -> String {
+    /// A `bridge.yaml` for these sandboxes with the store at `store` (for the `imbridge` executable): no
+    /// routes unless given, then `extra` (top-level keys).
+    func configFile(store: String, routes: String = "  []\n", extra: String = "") throws -> String {
         let path = "\(lab.directory)/bridge-\(UUID().uuidString).yaml"
-        try lab.configYAML(store: store, listen: "127.0.0.1:0", routes: "  []\n").write(toFile: path, atomically: true, encoding: .utf8)
+        try (lab.configYAML(store: store, listen: "127.0.0.1:0", routes: routes) + extra).write(toFile: path, atomically: true, encoding: .utf8)
         return path
     }
 
