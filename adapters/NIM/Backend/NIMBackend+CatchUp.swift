@@ -43,6 +43,24 @@ extension NIMBackend: ChangeWindowSource {
                        kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
     }
 
+    /// Whether team or session history still lists `message` at its time, not recalled: read from its
+    /// millisecond on (`/history/query*`, the same window reads as catch-up; a team as the message's
+    /// sender, who was a member when sending it) until past it. False when history has dropped it — NIM
+    /// drops a recalled message (docs/adapters/nim.md, "Changes while the bridge is down") — or this
+    /// process saw it recalled (a tombstone).
+    public func showsInHistory(_ message: Message) async throws -> Bool? {
+        guard let msgid = Int64(message.id.rawValue) else { return nil }
+        let target = NIMHistoryKey(time: message.sentAt, msgid: msgid)
+        var anchor = HistoryAnchor.after(NIMHistoryKey(time: message.sentAt - 1, msgid: .max).cursor)
+        while true {
+            let page = try await history(HistoryQuery(conversation: message.conversation, anchor: anchor, limit: 100, viewer: message.sender))
+            if let found = page.messages.first(where: { $0.id == message.id }) { return found.recall == nil }
+            guard page.hasNewer, let next = page.newerCursor, let last = page.messages.last,
+                  let lastID = Int64(last.id.rawValue), NIMHistoryKey(time: last.sentAt, msgid: lastID) < target else { return false }
+            anchor = .after(next)
+        }
+    }
+
     /// A relayed message gone from history was recalled (only its sender may): `nim:recall:<msgid>`.
     public func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent? {
         guard let sender else { return nil }
