@@ -50,8 +50,8 @@ extension CrashTests.ChangesWhileDownTests {
         }
         #expect(delivered, "the newer messages relayed and every retried copy taken:\n\(bridge.output.suffix(4000))")
         // A message sent after everything: relayed in the same lane after anything queued before it.
-        let final = try await send("final")
-        #expect(try await eventually(60) { try rig.copy(of: final.id) != nil }, "the last message relayed:\n\(bridge.output.suffix(3000))")
+        let last = try await send("final")
+        #expect(try await eventually(60) { try rig.copy(of: last.id) != nil }, "the last message relayed:\n\(bridge.output.suffix(3000))")
 
         let texts = try await rig.records(tid).filter { $0["kind"] == "text" }.compactMap { $0["text"]?.stringValue }
         let shown = try await rig.lab.table("wk", title: "WuKong")
