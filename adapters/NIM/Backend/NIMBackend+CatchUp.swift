@@ -9,11 +9,7 @@ extension NIMBackend: CatchUpSource {
     public func catchUpEvent(for message: Message) -> IMEvent? {
         if case .command = message.content { return nil }
         // An expansion carrier is a change to another message, as the copy's events make it.
-        if let change = NIMExpansionCarrier.change(in: message) {
-            return IMEvent(eventID: EventID("nim:exp:\(message.id)"), backend: id,
-                           kind: .expansionChanged(messageID: change.target, conversation: message.conversation,
-                                                   by: message.sender, delta: change.delta))
-        }
+        if let change = NIMExpansionCarrier.event(for: message, backend: id) { return change }
         return IMEvent(eventID: EventID("nim:msg:\(message.id)"), backend: id, kind: .message(message))
     }
 
