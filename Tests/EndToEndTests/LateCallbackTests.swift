@@ -45,7 +45,7 @@ extension CrashTests.ChangesWhileDownTests {
         let vendor = try #require(rig.lab.sandboxes["yx"]?.vendor)
         let delivered = try await eventually(60) {
             let copied = try after.allSatisfy { try rig.copy(of: $0.id) != nil }
-            let pending = await CatchUpEndToEndTests.Rig.deliveryState(vendor).pending
+            let pending = await CrashTests.CatchUpEndToEndTests.Rig.deliveryState(vendor).pending
             return copied && pending == 0
         }
         #expect(delivered, "the newer messages relayed and every retried copy taken:\n\(bridge.output.suffix(4000))")
