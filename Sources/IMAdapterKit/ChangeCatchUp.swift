@@ -64,8 +64,19 @@ public protocol ChangeFeedSource: CatchUpSource {
 ///   the vendor's history drops — RongCloud a message recalled with `isDelete` (a deletion), NIM a recalled
 ///   message (a recall) — with the callback's `eventID`, by `sender` (the message's, as the bridge
 ///   recorded it; the vendors let only the sender do this); nil when absence says nothing.
+/// - `showsInHistory(_:)` answers whether history still shows `message` as sent (listed, not recalled):
+///   false when the source's history has dropped it (what `absenceEvent` stands for), nil when history
+///   cannot tell (the default). The bridge asks it only of a message whose callback comes after catch-up
+///   read past the message's time without meeting it (docs/architecture.md, "Callbacks behind the
+///   catch-up position"), never on the ordinary live path.
 public protocol ChangeWindowSource: CatchUpSource {
     func recentMessages(of conversation: ConversationRef, sentSince: Int64, viewer: UserID?) async throws -> [Message]
     func recallEvent(for message: Message) -> IMEvent?
     func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent?
+    func showsInHistory(_ message: Message) async throws -> Bool?
+}
+
+extension ChangeWindowSource {
+    /// History cannot tell (a source that does not look its messages up again).
+    public func showsInHistory(_ message: Message) async throws -> Bool? { nil }
 }

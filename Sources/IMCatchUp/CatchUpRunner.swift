@@ -85,6 +85,7 @@ public actor CatchUpRunner {
                   let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { continue }
             records[key] = record
             gate.seed(key, lastSeq: sources[key.backend]?.gapSignal == .sequence ? record.seq : nil)
+            if let at = record.at, let id = record.id { gate.confirm(key, at: at, id: id) }
         }
         gate.markKnown(records.keys)
         for (backend, source) in sources {
@@ -324,7 +325,10 @@ public actor CatchUpRunner {
         }
         let sources = self.sources
         let checkpoints = CatchUpCheckpoint.firstCheckpoints(first, routes: routes) { key, message in try? sources[key.backend]?.cursor(for: message) }
-        try await engine.ingestGrouped(held, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release)
+        // A held message the reads went past without meeting it: looked up in history first (`screenBehind`).
+        let screened = await engine.screenBehind(held)
+        try await engine.ingestGrouped(screened.relay, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release,
+                                       withheld: screened.withheld)
         gate.recorded(held)
         gate.markKnown(first.keys)
     }

@@ -11,8 +11,24 @@ import IMTelemetry
 extension RelayEngine {
     /// A change that refers to a message not relayed yet goes back to the end of its lane (after the
     /// message, if that is queued behind it), with a growing pause; after `maxRequeues` it is a dead letter.
+    /// A change to a message withheld (gone from its source's history before it was relayed,
+    /// `screenBehind`) has nothing to wait for: the entry is done, with nothing written.
     nonisolated func requeueOrBury(_ entry: OutboxEntry, _ error: IMError, fence: LeaseFence) async -> LaneStep {
         let now = clock.nowMs()
+        if let unmapped = error.details["unmapped"], await isWithheld(MessageID(unmapped), on: entry.sourceBackend) {
+            do {
+                try await store.groupedTransaction { tx in
+                    guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
+                    try tx.complete(entry.id, at: now)
+                }
+                MessageSpans.note("imbridge.outcome", "withheld")
+                return .next(nil)
+            } catch is StoreTransaction.LeaseLost {
+                return .fenced
+            } catch {
+                // The store failed: the entry is requeued below (or buried) as any other.
+            }
+        }
         do {
             var payload = try OutboxPayload.decode(entry.payload)
             let count = (payload.requeues ?? 0) + 1

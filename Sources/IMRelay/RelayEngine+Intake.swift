@@ -29,7 +29,8 @@ extension RelayEngine: EventSink {
             }
         }
         let events = FeedPositions.withoutStale(batch.events, positions: batch.positions, retentionMs: retentionMs, now: clock.nowMs())
-        let admitted = intake.gate.admit(events)
+        // A message behind the catch-up position, gone from its source's history meanwhile, is withheld.
+        let (admitted, withheld) = await screenBehind(intake.gate.admit(events))
         let fresh = intake.gate.unknownConversations(in: admitted)
         let holdKeys = intake.holds.enabled ? intake.gate.holdKeys(in: admitted) : []
         // Held here (a catch-up under way or to come): held in the store before the vendor is answered,
@@ -44,7 +45,8 @@ extension RelayEngine: EventSink {
             // would drop every one before the ledger, so no store transaction is joined for them — unless
             // another instance has a hold row on one of their conversations: then the normal path marks it
             // and refuses the callback, which is what starts a takeover when that instance died.
-            if batch.setAside.isEmpty, batch.positions.isEmpty, first.isEmpty, heldHere.isEmpty, !admitted.isEmpty, admitted.allSatisfy(isDroppedEcho),
+            if batch.setAside.isEmpty, batch.positions.isEmpty, first.isEmpty, heldHere.isEmpty, withheld.isEmpty, !admitted.isEmpty,
+               admitted.allSatisfy(isDroppedEcho),
                await noHoldElsewhere(holdKeys) {
                 intake.gate.recorded(admitted)
                 intake.gate.markKnown(fresh.keys)
@@ -57,7 +59,7 @@ extension RelayEngine: EventSink {
             // The listener whose callback carried them (set by `BridgeListener`); none: a poller's.
             let listener = MessageSpans.Arrival.current?.listener ?? EventOrigin.poll
             try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere,
-                                    positions: batch.positions, listener: listener)
+                                    positions: batch.positions, listener: listener, withheld: withheld)
             if let recordStart {
                 // The callback and record spans of each event (docs/operations.md, "Tracing").
                 MessageSpans.recorded(admitted.map { ($0.backend.rawValue, $0.eventID.rawValue) }, recordStart: recordStart, recordEnd: .now,
@@ -72,7 +74,7 @@ extension RelayEngine: EventSink {
             metrics.increment("imbridge_callbacks_held_elsewhere_total")
             throw IMError(.unavailable, "the conversation is being caught up by another instance: deliver again later", isRetryable: true)
         } catch {
-            intake.gate.notRecorded(admitted)
+            intake.gate.notRecorded(admitted + withheld.map(\.message))
             metrics.increment("imbridge_ingest_errors_total")
             logStoreError("ingest", error)
             throw error
@@ -170,16 +172,18 @@ extension RelayEngine {
     /// `positions`: change-feed positions the events were read up to, stored with them (`FeedPositions`).
     /// `listener`: who took the events in, kept on their ledger rows with this instance (`EventOrigin`):
     /// the listener's address for a callback's, `poll` for a poller's; catch-up's by default.
+    /// `withheld`: messages recorded in the ledger only (`screenBehind`).
     package nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
                                    holdKeys: [CatchUpGate.Key], takeHolds: [CatchUpGate.Key] = [],
                                    release: (name: String, token: Int64)? = nil, positions: [FeedPosition] = [],
-                                   listener: String = EventOrigin.catchUp) async throws -> IngestResult {
+                                   listener: String = EventOrigin.catchUp, withheld: [Withheld] = []) async throws -> IngestResult {
         let now = clock.nowMs()
         let origin = EventOrigin(listener: listener, instance: intake.holds.owner)
-        let outcome = try await store.groupedTransaction { [self] tx -> Result<Recorded, HeldElsewhere> in
+        let outcome = try await store.groupedTransaction { [self] tx -> Result<(Recorded, [Withheld]), HeldElsewhere> in
             // Held by another instance: nothing is recorded, the mark on its hold is committed.
             let held = try intake.holds.mark(holdKeys, tx) + intake.holds.take(takeHolds, tx, at: now)
             if !held.isEmpty { return .failure(HeldElsewhere(keys: held)) }
+            let newlyWithheld = try recordWithheld(withheld, tx, at: now, origin: origin)
             var recorded = try record(events, tx, at: now, origin: origin)
             recorded.kept = try keep(setAside, tx, at: now)
             for (name, value) in firstCheckpoints where try tx.checkpoint(name) == nil {
@@ -187,8 +191,10 @@ extension RelayEngine {
             }
             if let release { guard try tx.releaseLease(release.name, owner: intake.holds.owner, token: release.token) else { throw HoldMarked() } }
             try FeedPositions.store(positions, tx, at: now)
-            return .success(recorded)
+            return .success((recorded, newlyWithheld))
         }
-        return finishIngest(events, try outcome.get())
+        let (recorded, newlyWithheld) = try outcome.get()
+        noteWithheld(newlyWithheld)
+        return finishIngest(events, recorded)
     }
 }

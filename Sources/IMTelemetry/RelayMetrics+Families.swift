@@ -70,6 +70,8 @@ extension RelayMetrics {
                help: "Catch-up history reads, change reads or conversation listings that failed (tried again later), by backend."),
         Family(name: "imbridge_catch_up_changes_total", kind: .counter,
                help: "Changes to old messages catch-up found that the bridge had not recorded, by backend."),
+        Family(name: "imbridge_catch_up_withheld_total", kind: .counter,
+               help: "Late messages withheld because the source's history no longer shows them (recalled or deleted before the bridge recorded them), by backend."),
         // The standard process families (Linux, read from /proc at scrape time: `ProcessStats`).
         Family(name: "process_cpu_seconds_total", kind: .counter, help: "Total user and system CPU time spent in seconds."),
         Family(name: "process_resident_memory_bytes", kind: .gauge, help: "Resident memory size in bytes."),

@@ -99,7 +99,7 @@ public final class RelayMetrics: Sendable {
             increment("imbridge_catch_up_runs_total", ["backend": backend.rawValue, "reason": reason], by: 0)
         }
         for name in ["imbridge_catch_up_recovered_total", "imbridge_catch_up_skipped_total", "imbridge_catch_up_errors_total",
-                     "imbridge_catch_up_changes_total"] {
+                     "imbridge_catch_up_changes_total", "imbridge_catch_up_withheld_total"] {
             increment(name, ["backend": backend.rawValue], by: 0)
         }
     }

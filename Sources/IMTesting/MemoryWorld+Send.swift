@@ -62,8 +62,11 @@ extension MemoryWorld {
                 }
             }
             if let change {
+                // Versioned by the carrier's own time where the preset says so (NIM's adapter does it).
+                var delta = change.delta
+                if capabilities.expansionVersionIsChangeTime { delta.version = message.sentAt }
                 Self.publish("exp:\(message.id)", .expansionChanged(messageID: change.target, conversation: message.conversation,
-                                                                     by: message.sender, delta: change.delta), in: &state)
+                                                                     by: message.sender, delta: delta), in: &state)
             } else {
                 Self.publish("msg:\(message.id)", .message(message), in: &state)
             }

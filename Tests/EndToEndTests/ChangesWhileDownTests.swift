@@ -21,9 +21,11 @@ extension CrashTests {
             let to: BackendID
             var lab: BridgeLab { bridgeRig.lab }
 
-            static func start(_ from: (BackendID, String), _ to: (BackendID, String), extra: String = "") async throws -> Rig {
+            /// `options`: the source sandbox's `--option` settings (its callback retries).
+            static func start(_ from: (BackendID, String), _ to: (BackendID, String), extra: String = "",
+                              options: [String: String] = [:]) async throws -> Rig {
                 let routes = "  - from: \"\(from.0):group:*\"\n    to: \"\(to.0):group:*\"\n    direction: forward\n    group_ids: same\n"
-                let rig = try await BridgeRig.make([BridgeLab.Member(from.0, from.1), BridgeLab.Member(to.0, to.1)], routes: routes,
+                let rig = try await BridgeRig.make([BridgeLab.Member(from.0, from.1, options: options), BridgeLab.Member(to.0, to.1)], routes: routes,
                                                    extra: extra.isEmpty ? "catch_up:\n  interval: 10m\n  max_age: 1h\n" : extra)
                 return Rig(bridgeRig: rig, from: from.0, to: to.0)
             }

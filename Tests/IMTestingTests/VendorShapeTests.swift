@@ -88,7 +88,7 @@ import Testing
         guard case .expansionChanged(let target, let conversation, let by, let delta) = event.kind else {
             Issue.record("the first event is \(event.kindName), not expansionChanged"); return
         }
-        #expect(target == order.id && conversation == chat && by == "bobby" && delta.set == ["status": "paid"] && delta.version == 1)
+        #expect(target == order.id && conversation == chat && by == "bobby" && delta.set == ["status": "paid"] && delta.version == carrier.sentAt)
         guard case .custom(let custom) = carrier.content else { Issue.record("carrier is \(carrier.content)"); return }
         #expect(custom.typeName == "imbridge.expansion")
         #expect(custom.json?["msgid"]?.stringValue == order.id.rawValue)

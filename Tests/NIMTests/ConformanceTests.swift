@@ -163,7 +163,13 @@ final class WiredList: Sendable {
                 kinds.append(event.kind)
                 if kinds.count == 3 { break }
             }
-            #expect(kinds[1] == .expansionChanged(messageID: target.id, conversation: .direct("alice", "bob"), by: "bob", delta: delta))
+            // Versioned by the carrier's own NIM time, not by the version its JSON names (docs/expansions.md, "Versions").
+            guard case .expansionChanged(let id, let conversation, let by, let carried) = kinds[1] else {
+                Issue.record("the second event is \(kinds[1]), not expansionChanged"); return
+            }
+            #expect(id == target.id && conversation == .direct("alice", "bob") && by == "bob")
+            #expect(carried.set == delta.set && carried.removed == delta.removed && carried.cleared == delta.cleared)
+            #expect(carried.version >= target.sentAt && carried.version != delta.version, "version \(carried.version)")
             #expect(kinds[2] == .command(conversation: .direct("alice", "bob"), sender: "bob",
                                          content: CommandContent(name: "typing", data: ["on": true]), at: {
                                              if case .command(_, _, _, let at) = kinds[2] { return at } else { return 0 } }()))

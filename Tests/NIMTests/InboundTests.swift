@@ -214,8 +214,9 @@ import Testing
         let body = #"{"eventType":"1","convType":"PERSON","msgType":"CUSTOM","to":"b","fromAccount":"a","attach":"\#(payload)","msgTimestamp":"5","msgidServer":"77"}"#
         let events = await accepted(Self.request(body))
         #expect(events.first?.eventID == "nim:exp:77")
+        // Versioned by the copy's msgTimestamp (5), not by the carrier's JSON version (2).
         #expect(events.first?.kind == .expansionChanged(messageID: "55", conversation: .direct("a", "b"), by: "a",
-                                                       delta: ExpansionDelta(version: 2, set: ["k": "v"])))
+                                                       delta: ExpansionDelta(version: 5, set: ["k": "v"])))
     }
 
     @Test func freshnessIsCheckedOnlyWhenConfigured() async throws {

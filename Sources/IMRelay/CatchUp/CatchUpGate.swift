@@ -51,6 +51,8 @@ public final class CatchUpGate: Sendable {
         /// Conversations whose live messages this instance refused because another instance holds them
         /// (`SharedHolds`), to be checked once that hold is gone.
         var elsewhere: Set<Key> = []
+        /// The last message a catch-up read of each conversation confirmed (its time and id).
+        var confirmed: [Key: (at: Int64, id: String)] = [:]
     }
 
     let state = Mutex(State())
@@ -219,6 +221,29 @@ public final class CatchUpGate: Sendable {
         state.withLock { state in
             defer { state.elsewhere = [] }
             return state.elsewhere
+        }
+    }
+
+    /// Catch-up read `key`'s history up to the message `id` sent at `at` (a checkpoint loaded or saved):
+    /// a message sent before it that was not recorded by then was not in history when read.
+    package func confirm(_ key: Key, at: Int64, id: String) {
+        state.withLock { state in
+            if let known = state.confirmed[key], known.at > at { return }
+            state.confirmed[key] = (at, id)
+        }
+    }
+
+    /// The messages of `events` sent before the last message catch-up confirmed in their conversation
+    /// (or that message itself): a callback that comes only now for a message the read went past
+    /// (`RelayEngine.screenBehind`, docs/architecture.md, "Callbacks behind the catch-up position").
+    package func behindConfirmed(_ events: [IMEvent]) -> [IMEvent] {
+        state.withLock { state in
+            guard !state.confirmed.isEmpty else { return [] }
+            return events.filter { event in
+                guard case .message(let message) = event.kind,
+                      let confirmed = state.confirmed[Key(backend: event.backend, conversation: message.conversation)] else { return false }
+                return message.sentAt < confirmed.at || message.id.rawValue == confirmed.id
+            }
         }
     }
 

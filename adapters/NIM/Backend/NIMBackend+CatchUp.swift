@@ -9,11 +9,7 @@ extension NIMBackend: CatchUpSource {
     public func catchUpEvent(for message: Message) -> IMEvent? {
         if case .command = message.content { return nil }
         // An expansion carrier is a change to another message, as the copy's events make it.
-        if let change = NIMExpansionCarrier.change(in: message) {
-            return IMEvent(eventID: EventID("nim:exp:\(message.id)"), backend: id,
-                           kind: .expansionChanged(messageID: change.target, conversation: message.conversation,
-                                                   by: message.sender, delta: change.delta))
-        }
+        if let change = NIMExpansionCarrier.event(for: message, backend: id) { return change }
         return IMEvent(eventID: EventID("nim:msg:\(message.id)"), backend: id, kind: .message(message))
     }
 
@@ -41,6 +37,24 @@ extension NIMBackend: ChangeWindowSource {
         guard let recall = message.recall else { return nil }
         return IMEvent(eventID: EventID("nim:recall:\(message.id)"), backend: id,
                        kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+    }
+
+    /// Whether team or session history still lists `message` at its time, not recalled: read from its
+    /// millisecond on (`/history/query*`, the same window reads as catch-up; a team as the message's
+    /// sender, who was a member when sending it) until past it. False when history has dropped it — NIM
+    /// drops a recalled message (docs/adapters/nim.md, "Changes while the bridge is down") — or this
+    /// process saw it recalled (a tombstone).
+    public func showsInHistory(_ message: Message) async throws -> Bool? {
+        guard let msgid = Int64(message.id.rawValue) else { return nil }
+        let target = NIMHistoryKey(time: message.sentAt, msgid: msgid)
+        var anchor = HistoryAnchor.after(NIMHistoryKey(time: message.sentAt - 1, msgid: .max).cursor)
+        while true {
+            let page = try await history(HistoryQuery(conversation: message.conversation, anchor: anchor, limit: 100, viewer: message.sender))
+            if let found = page.messages.first(where: { $0.id == message.id }) { return found.recall == nil }
+            guard page.hasNewer, let next = page.newerCursor, let last = page.messages.last,
+                  let lastID = Int64(last.id.rawValue), NIMHistoryKey(time: last.sentAt, msgid: lastID) < target else { return false }
+            anchor = .after(next)
+        }
     }
 
     /// A relayed message gone from history was recalled (only its sender may): `nim:recall:<msgid>`.

@@ -34,6 +34,19 @@ public struct NIMExpansionCarrier: CustomMessageContent {
 
     public var delta: ExpansionDelta { ExpansionDelta(version: version, set: set, removed: removed, cleared: cleared) }
 
+    /// The `expansionChanged` event a received carrier stands for (`nim:exp:<carrier msgid>`, by its
+    /// sender), the same from the message copy and from history. Its version is the carrier's own NIM time
+    /// (`msgTimestamp`, history's `sendtime`), not the `version` its JSON names: the order NIM gave the
+    /// changes, whenever the bridge takes each in (a carrier caught up or redelivered late must not beat
+    /// a newer one taken earlier; docs/expansions.md, "Versions").
+    public static func event(for message: Message, backend: BackendID) -> IMEvent? {
+        guard let change = change(in: message) else { return nil }
+        var delta = change.delta
+        delta.version = message.sentAt
+        return IMEvent(eventID: EventID("nim:exp:\(message.id)"), backend: backend,
+                       kind: .expansionChanged(messageID: change.target, conversation: message.conversation, by: message.sender, delta: delta))
+    }
+
     /// The change a received message carries, if it is a carrier (registered in the registry or not).
     public static func change(in message: Message) -> (target: MessageID, delta: ExpansionDelta)? {
         guard case .custom(let custom) = message.content, custom.typeName == contentType else { return nil }

@@ -32,6 +32,8 @@ extension Capabilities {
             serverError: FaultAnswers.http.serverError)
         // A carrier may name any message, however it was sent: copies elsewhere must take later changes.
         capabilities.expansionOnAnyMessage = true
+        // A carrier's change is versioned by the carrier's NIM time (`NIMExpansionCarrier.event`).
+        capabilities.expansionVersionIsChangeTime = true
         // A team message needs a team that exists and a sender in it (codes from NIM's status table;
         // which one sendMsg answers is the strict reading, docs/adapters/nim.md, "Conversations").
         capabilities.groupSendRefusals = GroupSendRefusals(

@@ -132,11 +132,7 @@ public struct NIMInbound: Sendable {
                 return [IMEvent(eventID: EventID("nim:cmd:\(id)"), backend: backend, kind: command)]
             }
             guard let message = try codec.message(fromCopy: copy) else { return [] }
-            if let change = NIMExpansionCarrier.change(in: message) {
-                return [IMEvent(eventID: EventID("nim:exp:\(message.id)"), backend: backend,
-                                kind: .expansionChanged(messageID: change.target, conversation: message.conversation,
-                                                        by: message.sender, delta: change.delta))]
-            }
+            if let change = NIMExpansionCarrier.event(for: message, backend: backend) { return [change] }
             return [IMEvent(eventID: EventID("nim:msg:\(message.id)"), backend: backend, kind: .message(message))]
         case 7, 8, 25:
             let recall = try NIMMessageCodec.recall(fromCopy: copy)

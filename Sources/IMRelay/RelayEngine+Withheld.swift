@@ -1,0 +1,97 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+import IMStore
+import IMTelemetry
+import Logging
+
+/// Callbacks behind the catch-up position (docs/architecture.md, "Callbacks behind the catch-up
+/// position"). On a source whose history drops what is recalled or deleted (`ChangeWindowSource`: NIM
+/// drops a recalled message, RongCloud an `isDelete` recall), a message whose callback could not be
+/// recorded and that was then taken back is not met by catch-up, which reads on past it; when the
+/// vendor's retried callback comes later, relaying it would put it behind every newer message, shown
+/// until its recall follows. So a callback for a message sent before the last message catch-up confirmed
+/// in its conversation, and not recorded yet, is looked up in the source's history first:
+/// - still shown there: relayed as it came (late, but not lost);
+/// - gone (or shown recalled): **withheld** — its ledger row, the ledger row of the change that took it
+///   away (`ChangeWindowSource.absenceEvent`, so the vendor's recall callback, when it comes, is a
+///   duplicate) and a `withheld:<message id>` row are recorded, nothing is queued for any target;
+/// - history cannot tell, or cannot be read: relayed as it came (nothing is lost for a lookup).
+/// The live path pays nothing for this: the gate compares times in memory, and only messages behind the
+/// position meet the store (one ledger read) and, when not recorded, the vendor.
+extension RelayEngine {
+    /// A message withheld from the targets (gone from its source's history), with the change that took it away.
+    package struct Withheld: Sendable {
+        package var message: IMEvent
+        package var absence: IMEvent?
+    }
+
+    /// The ledger row that marks a withheld message (changes that refer to it wait for no copy).
+    static func withheldEventID(_ message: MessageID) -> EventID { EventID("withheld:\(message.rawValue)") }
+
+    /// `events` without the messages withheld (see the extension), and those.
+    package nonisolated func screenBehind(_ events: [IMEvent]) async -> (relay: [IMEvent], withheld: [Withheld]) {
+        let behind = intake.gate.behindConfirmed(events).filter { backends[$0.backend] is any ChangeWindowSource }
+        guard !behind.isEmpty else { return (events, []) }
+        // Recorded already (a redelivered callback, a message a read took): the ledger drops it, no lookup.
+        guard let unrecorded = try? await store.reading({ tx in try behind.filter { !(try tx.hasEvent($0.backend, $0.eventID)) } }),
+              !unrecorded.isEmpty else { return (events, []) }
+        var withheld: [Withheld] = []
+        for event in unrecorded {
+            guard case .message(let message) = event.kind, let source = backends[event.backend] as? any ChangeWindowSource else { continue }
+            do {
+                guard try await source.showsInHistory(message) == false else { continue }
+            } catch {
+                metrics.increment("imbridge_catch_up_errors_total", ["backend": event.backend.rawValue])
+                logs.relay.warning("a message behind the catch-up position could not be looked up in history; relayed as it came", metadata: [
+                    "backend": "\(event.backend)", "conversation": "\(message.conversation)", "message": "\(message.id)",
+                    "error": "\(String("\(error)".prefix(300)))",
+                ])
+                continue
+            }
+            withheld.append(Withheld(message: event, absence: source.absenceEvent(of: message.id, in: message.conversation, at: clock.nowMs(),
+                                                                                  by: message.sender)))
+        }
+        let taken = Set(withheld.map(\.message.eventID))
+        return (events.filter { !taken.contains($0.eventID) }, withheld)
+    }
+
+    /// Records the withheld messages' ledger rows (see the extension), in the intake's transaction;
+    /// returns those new to the ledger.
+    nonisolated func recordWithheld(_ withheld: [Withheld], _ tx: StoreTransaction, at now: Int64, origin: EventOrigin?) throws -> [Withheld] {
+        guard !withheld.isEmpty else { return [] }
+        var rows: [StoreTransaction.InboundEvent] = []
+        for item in withheld {
+            guard case .message(let message) = item.message.kind else { continue }
+            let backend = item.message.backend
+            rows.append(.init(backend: backend, eventID: item.message.eventID, kind: item.message.kindName, message: message.id))
+            rows.append(.init(backend: backend, eventID: Self.withheldEventID(message.id), kind: "withheld", message: nil))
+            if let absence = item.absence { rows.append(.init(backend: backend, eventID: absence.eventID, kind: absence.kindName, message: nil)) }
+        }
+        let outcomes = try tx.recordEvents(rows, at: now, origin: origin)
+        var new: [Withheld] = []
+        var index = 0
+        for item in withheld {
+            guard case .message = item.message.kind else { continue }
+            if case .new = outcomes[index] { new.append(item) }
+            index += item.absence == nil ? 2 : 3
+        }
+        return new
+    }
+
+    /// Counted and logged once recorded.
+    nonisolated func noteWithheld(_ withheld: [Withheld]) {
+        for item in withheld {
+            guard case .message(let message) = item.message.kind else { continue }
+            metrics.increment("imbridge_catch_up_withheld_total", ["backend": item.message.backend.rawValue])
+            logs.relay.info("a late message gone from its source's history is withheld (recalled or deleted there before the bridge recorded it)",
+                            metadata: ["backend": "\(item.message.backend)", "conversation": "\(message.conversation)",
+                                       "message": "\(message.id)", "sent_at": "\(message.sentAt)"])
+        }
+    }
+
+    /// Whether `message` of `backend` was withheld: a change that refers to it has no copy to wait for.
+    nonisolated func isWithheld(_ message: MessageID, on backend: BackendID) async -> Bool {
+        (try? await store.reading { try $0.hasEvent(backend, Self.withheldEventID(message)) }) == true
+    }
+}

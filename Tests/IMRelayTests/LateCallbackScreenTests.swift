@@ -1,0 +1,106 @@
+import Foundation
+import IMAdapterKit
+import IMCore
+@_spi(Testing) @testable import IMRelay
+import IMStore
+import IMTesting
+import Synchronization
+import Testing
+import IMOutbox
+@_spi(Testing) @testable import IMCatchUp
+import IMPositions
+
+/// A memory source positioned by time (no sequence gaps, as NIM) whose history can leave messages out —
+/// one recalled (gone for good), one not listed yet when catch-up reads — and that looks a message up
+/// again as NIM's adapter does (`showsInHistory`), counting the lookups.
+final class WindowHistorySource: ChangeWindowSource {
+    let inner: MemoryBackend
+    let hidden = Mutex<Set<MessageID>>([])
+    let lookups = Mutex(0)
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    var gapSignal: CatchUpGapSignal { .none }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
+    func cursor(for message: Message) throws -> HistoryCursor { try inner.cursor(for: message) }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage {
+        var page = try await inner.history(query)
+        let hide = hidden.withLock { $0 }
+        page.messages.removeAll { hide.contains($0.id) }
+        return page
+    }
+    func catchUpEvent(for message: Message) -> IMEvent? {
+        IMEvent(eventID: EventID("msg:\(message.id)"), backend: id, kind: .message(message))
+    }
+    func catchUpConversations(of user: UserID) async throws -> [ConversationRef] { [] }
+    func recentMessages(of conversation: ConversationRef, sentSince: Int64, viewer: UserID?) async throws -> [Message] { [] }
+    func recallEvent(for message: Message) -> IMEvent? { nil }
+    func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent? {
+        guard let sender else { return nil }
+        return IMEvent(eventID: EventID("recall:\(message)"), backend: id,
+                       kind: .recalled(messageID: message, conversation: conversation, by: sender, at: at))
+    }
+    func showsInHistory(_ message: Message) async throws -> Bool? {
+        lookups.withLock { $0 += 1 }
+        return try await history(HistoryQuery(conversation: message.conversation, anchor: .latest, limit: 100)).messages.contains { $0.id == message.id }
+    }
+}
+
+/// Callbacks behind the catch-up position (docs/architecture.md, "Callbacks behind the catch-up
+/// position"), in process over a real SQLite store.
+@Suite(.serialized) struct LateCallbackScreenTests {
+    /// A catch-up reads past two messages its source's history does not list, and their callbacks come
+    /// afterwards: the one history lists by then (it was only late) is relayed, the one history dropped
+    /// (recalled) is withheld — never shown behind the newer message — and its recall, when it comes, is a
+    /// duplicate. Only those two callbacks cost a lookup; live callbacks ahead of the position cost none.
+    @Test func aCallbackBehindTheCatchUpPositionIsRelayedOnlyWhileHistoryShowsIt() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let engine = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let runner = CatchUpRunner(engine: engine, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await engine.start()
+        try await runner.start()
+        #expect(await eventually { await runner.finishedPasses >= 1 })
+
+        func send(_ text: String) async throws -> Message {
+            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+            // Each message in a millisecond of its own: positions compare send times.
+            try await Task.sleep(nanoseconds: 5_000_000)
+            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+        }
+        func deliver(_ message: Message) async throws { try await engine.accept([try #require(source.catchUpEvent(for: message))]) }
+        func relayed() async throws -> [String] {
+            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+        }
+
+        let first = try await send("first")
+        try await deliver(first)
+        #expect(try await eventually { try await relayed() == ["first"] })
+        let late = try await send("late"), gone = try await send("gone"), after = try await send("after")
+        source.hidden.withLock { $0 = [late.id, gone.id] }
+        await runner.catchUp(CatchUpGate.Key(backend: "wk", conversation: .group("g")), reason: "interval")
+        #expect(try await eventually { try await relayed() == ["first", "after"] })
+        #expect(source.lookups.withLock { $0 } == 0, "a catch-up read looks nothing up")
+
+        source.hidden.withLock { $0 = [gone.id] }   // late is listed now; gone stays dropped (recalled)
+        try await deliver(late)
+        try await deliver(gone)
+        try await engine.accept([IMEvent(eventID: EventID("recall:\(gone.id)"), backend: "wk",
+                                         kind: .recalled(messageID: gone.id, conversation: .group("g"), by: "ann", at: gone.sentAt + 1))])
+        let newest = try await send("newest")
+        try await deliver(newest)
+        let expected = ["first", "after", "late", "newest"]
+        let arrived = try await eventually { try await relayed() == expected }
+        let got = try await relayed()
+        #expect(arrived, "got \(got)")
+        #expect(source.lookups.withLock { $0 } == 2, "only the two callbacks behind the position were looked up")
+        let withheld = try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) }
+        #expect(withheld)
+        let dead = try h.store.read { try $0.deadLetters(limit: 5) }
+        #expect(dead.isEmpty, "no dead letters: \(dead.map { $0.lastError ?? "" })")
+        await runner.stop()
+        await engine.stop()
+    }
+}
