@@ -91,12 +91,6 @@ struct RongCloudInboundTests {
         #expect(message.content == .text("hi") && message.conversation == .direct("u1", "u2") && first[0].backend == "rc")
         let parsed = try inbound.batch(from: request(query: signedQuery(), headers: [], body: body))
         #expect(parsed.events == first && parsed.setAside.isEmpty, "handle gives the sink what the pure parser returns")
-        // The batch and the mark with the signature checked once: what checking it for each gives.
-        let signed = request(query: signedQuery(), headers: [], body: body)
-        let (batch, mark) = try inbound.markedBatch(from: signed)
-        let markedAlone = try inbound.mark(signed)
-        #expect(batch.events == first && mark == markedAlone)
-        #expect(throws: IMError.self) { _ = try inbound.markedBatch(from: request(query: signedQuery(secret: "other"), headers: [], body: body)) }
     }
 
     /// The signature covers no byte of the body: a signature is taken for one body only

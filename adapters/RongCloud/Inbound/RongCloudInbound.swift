@@ -90,20 +90,7 @@ public struct RongCloudInbound: Sendable {
     /// timestamp leaves the window — the signature covers no byte of the body, so a signature is taken
     /// for one body only (docs/adapters/rongcloud.md, "Callback limits").
     public func mark(_ request: HTTPRequestData) throws -> CallbackMark {
-        mark(request, signed: try signed(request))
-    }
-
-    /// `batch(from:)` and `mark(_:)` of one callback, its signature checked once (it is a digest of the
-    /// secret and the head's values: checking it again for the mark finds the same).
-    public func markedBatch(from request: HTTPRequestData) throws -> (batch: InboundBatch, mark: CallbackMark) {
-        guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
-        let verified = try signed(request)
-        let parsed = try batch(fromBody: request.body)
-        return (parsed, mark(request, signed: verified))
-    }
-
-    func mark(_ request: HTTPRequestData, signed: (signature: String, signedAt: Int64?)) -> CallbackMark {
-        let (signature, signedAt) = signed
+        let (signature, signedAt) = try signed(request)
         let now = clock.nowMs()
         let expiresAt = maxSkewMs.map { max(now, (signedAt ?? now) + $0) } ?? now + Self.unboundedMarkMs
         return CallbackMarks.mark(backend: backend, signature: signature, body: request.body, expiresAt: expiresAt)
