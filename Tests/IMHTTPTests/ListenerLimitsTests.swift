@@ -244,33 +244,6 @@ import Testing
         #expect(chunked.feed(Array("GET / HTTP/1.1\r\n\r\n".utf8)) == 1 && chunked.state == .between)
     }
 
-    /// A head's body framing read from its bytes gives what reading it as text gives (the text reading is
-    /// what heads with bytes outside ASCII still take): names in any case, spaces and tabs around names
-    /// and values, a bad or negative length, lines that are not headers.
-    @Test func theFramerReadsAHeadsBytesAsItsText() {
-        let heads: [(String, RequestFramer.State)] = [
-            ("POST /a HTTP/1.1\r\nContent-Length: 12", .body(12)),
-            ("POST /a HTTP/1.1\r\nHost: x\r\ncontent-LENGTH:\t 7 \t\r\nX-A: b", .body(7)),
-            ("POST /a HTTP/1.1\r\n  Content-Length  : 3\r\nContent-Length: 5", .body(5)),
-            ("POST /a HTTP/1.1\r\nContent-Length: 0", .between),
-            ("GET / HTTP/1.1\r\nHost: x", .between),
-            ("GET / HTTP/1.1", .between),
-            ("POST /a HTTP/1.1\r\nContent-Length: -1", .lost),
-            ("POST /a HTTP/1.1\r\nContent-Length: 1x", .lost),
-            ("POST /a HTTP/1.1\r\nContent-Length: 4\r\nTRANSFER-Encoding: chunked", .lost),
-            ("POST /a HTTP/1.1\r\nContent-Length 4\r\n\r\nno colon\r\nContent-Length:+9", .body(9)),
-            ("Content-Length: 8\r\nHost: x", .between),
-            ("POST /a HTTP/1.1\r\r\nContent-Length: 6\nX: y\r\nContent-Length: 2", .lost),
-        ]
-        for (head, expected) in heads {
-            let bytes = ArraySlice(Array(head.utf8))
-            #expect(RequestFramer.body(of: bytes) == expected, "\(head)")
-            #expect(RequestFramer.body(of: bytes) == RequestFramer.bodyOfText(bytes), "\(head)")
-        }
-        // Outside ASCII the text reading decides (a no-break space trims there).
-        #expect(RequestFramer.body(of: ArraySlice(Array("POST /é HTTP/1.1\r\nContent-Length:\u{00A0}4".utf8))) == .body(4))
-    }
-
     /// `allowedSources`: a connection from outside the networks is closed unread; from inside, answered.
     @Test func aConnectionFromOutsideTheAllowedNetworksIsClosedUnread() async throws {
         let request = "POST /x HTTP/1.1\r\nHost: x\r\nX-Secret: s3cret\r\nContent-Length: 2\r\n\r\nhi"
