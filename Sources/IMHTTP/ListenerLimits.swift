@@ -115,7 +115,15 @@ final class ConnectionDeadlines: @unchecked Sendable {
     /// The bytes handler's context (the front of the pipeline): where a 408 is written and the
     /// connection closed.
     var context: ChannelHandlerContext?
+    /// The clock that runs: its phase and when it runs out; nil when none runs.
+    var clock: (phase: Phase, at: NIODeadline)?
+    /// The connection's one scheduled task, and when it fires (never after `clock`'s end). It is set
+    /// again only when a clock must end sooner, or when it fires before the clock's end (for the rest):
+    /// each request starts two clocks (head, then body) and stops them, and a task scheduled and
+    /// cancelled for each was work on every request (docs/performance.md, "Fixed costs per transaction
+    /// and per request").
     var timer: Scheduled<Void>?
+    var timerAt = NIODeadline.distantFuture
     /// A head was read and its end not yet.
     var readingRequest = false
     /// Requests whose head was read and whose response has not ended (the one being read included).
@@ -131,23 +139,48 @@ final class ConnectionDeadlines: @unchecked Sendable {
 
     init(limits: ListenerLimits) { self.limits = limits }
 
+    /// Starts `phase`'s clock (ending the one that ran).
     func arm(_ phase: Phase) {
         guard let context else { return }
-        timer?.cancel()
         let delay = switch phase {
         case .head: limits.headerTimeout
         case .body: limits.bodyTimeout
         case .linger: limits.lingerTimeout
         }
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { [self] in
-            timer = nil
-            expired(phase)
+        let at = NIODeadline.now() + TimeAmount(delay)
+        clock = (phase, at)
+        if timer == nil || timerAt > at { schedule(at, context) }
+    }
+
+    /// Stops the clock (the timer, when it fires, finds none).
+    func disarm() {
+        clock = nil
+    }
+
+    /// Stops the clock and the timer: the connection is closing.
+    func stop() {
+        clock = nil
+        timer?.cancel()
+        (timer, timerAt) = (nil, .distantFuture)
+    }
+
+    private func schedule(_ at: NIODeadline, _ context: ChannelHandlerContext) {
+        timer?.cancel()
+        timerAt = at
+        timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: at) { [self] in
+            (timer, timerAt) = (nil, .distantFuture)
+            fired()
         }
     }
 
-    func disarm() {
-        timer?.cancel()
-        timer = nil
+    private func fired() {
+        guard let running = clock, let context else { return }
+        guard NIODeadline.now() >= running.at else {
+            schedule(running.at, context)
+            return
+        }
+        clock = nil
+        expired(running.phase)
     }
 
     func expired(_ phase: Phase) {
@@ -184,17 +217,17 @@ final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandl
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
-        deadlines.disarm()
+        deadlines.stop()
         deadlines.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        if deadlines.timer == nil { deadlines.arm(.head) }
+        if deadlines.clock == nil { deadlines.arm(.head) }
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        deadlines.disarm()
+        deadlines.stop()
         context.fireChannelInactive()
     }
 
@@ -203,7 +236,7 @@ final class ConnectionBytesHandler: ChannelInboundHandler, RemovableChannelHandl
         deadlines.requestsStarted += deadlines.framer.feed(unwrapInboundIn(data))
         // The first byte of a request on a kept-alive connection (between requests no clock of ours
         // runs: Hummingbird's idle timeout does).
-        if !deadlines.readingRequest, deadlines.timer == nil { deadlines.arm(.head) }
+        if !deadlines.readingRequest, deadlines.clock == nil { deadlines.arm(.head) }
         context.fireChannelRead(data)
     }
 }

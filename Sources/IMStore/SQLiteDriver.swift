@@ -57,7 +57,31 @@ package final class SQLiteDriver: StoreDriver {
 
     package func write<T>(_ body: (any StoreOperations) throws -> T) throws -> T {
         counters.transaction()
-        return try pool.write { db in try body(SQLiteOperations(db: db)) }
+        return try pool.writeWithoutTransaction { db in try Self.inTransaction(db) { try body(SQLiteOperations(db: db)) } }
+    }
+
+    /// GRDB's `write` transaction (`BEGIN IMMEDIATE`, then `COMMIT`, or `ROLLBACK` when `body` or the
+    /// commit throws) with its two statements prepared once per connection: GRDB prepares and finalizes
+    /// both on every transaction (parsing them, running its statement authorizer), a fixed cost of every
+    /// write transaction (docs/performance.md, "Fixed costs per transaction and per request").
+    /// A transaction SQLite rolled back on its own after an error (a full disk, an I/O error) is not
+    /// committed as if it held: no body here goes on after a failed statement (none catches a store
+    /// error), and the check before `COMMIT` refuses the rest, as GRDB's own transaction block does.
+    static func inTransaction<T>(_ db: Database, _ body: () throws -> T) throws -> T {
+        try db.cachedStatement(sql: "BEGIN IMMEDIATE TRANSACTION").execute()
+        do {
+            let result = try body()
+            guard db.isInsideTransaction else {
+                throw DatabaseError(resultCode: .SQLITE_ABORT, message: "the transaction was rolled back by SQLite before its commit")
+            }
+            try db.cachedStatement(sql: "COMMIT TRANSACTION").execute()
+            return result
+        } catch {
+            // A failed COMMIT may leave the transaction open (SQLITE_BUSY); some errors roll it back on
+            // their own: `rollback` rolls back only what is still open, and the first error is thrown.
+            try? db.rollback()
+            throw error
+        }
     }
 
     package func sideWrite<T>(_ side: StoreSideSession, _ body: (any StoreOperations) throws -> T) throws -> T {
@@ -66,12 +90,7 @@ package final class SQLiteDriver: StoreDriver {
         return try pool.writeWithoutTransaction { db in
             sideWriting.active.store(true, ordering: .relaxed)
             defer { sideWriting.active.store(false, ordering: .relaxed) }
-            var result: T?
-            try db.inTransaction {
-                result = try body(SQLiteOperations(db: db))
-                return .commit
-            }
-            return result!
+            return try Self.inTransaction(db) { try body(SQLiteOperations(db: db)) }
         }
     }
 
@@ -86,9 +105,11 @@ package final class SQLiteDriver: StoreDriver {
     package func writeBatch(_ jobs: [GroupedJob]) throws {
         counters.transaction()
         do {
-            try pool.write { db in
-                let ops = SQLiteOperations(db: db)
-                for job in jobs { try job.run(ops) }
+            try pool.writeWithoutTransaction { db in
+                try Self.inTransaction(db) {
+                    let ops = SQLiteOperations(db: db)
+                    for job in jobs { try job.run(ops) }
+                }
             }
             return
         } catch {

@@ -159,6 +159,27 @@ import Testing
         await rig.stop()
     }
 
+    /// The clocks share one timer set for the soonest end: a body still arriving when the header timeout
+    /// (1 s) passes is cut only at the body timeout (4 s), so one that ends before is answered.
+    @Test func aBodyArrivingPastTheHeaderTimeoutIsTakenWithinTheBodyTimeout() async throws {
+        let rig = Rig(limits: ListenerLimits(headerTimeout: .seconds(1), bodyTimeout: .seconds(4), idleTimeout: .seconds(6), maxConnections: 64,
+                                             lingerTimeout: .seconds(1)))
+        try await rig.start()
+        let port = rig.port
+        let answer = await RawConnection.run { () -> String in
+            guard let connection = try? RawConnection(port: port) else { return "" }
+            connection.send("POST /x HTTP/1.1\r\nHost: x\r\nX-Secret: s3cret\r\nContent-Length: 5\r\n\r\n")
+            for byte in Array("abcde".utf8) {
+                Thread.sleep(forTimeInterval: 0.35)
+                connection.send([byte])
+            }
+            connection.read(seconds: 5) { String(decoding: $0, as: UTF8.self).contains("got 5") }
+            return connection.text
+        }
+        #expect(answer.hasPrefix("HTTP/1.1 200") && answer.contains("got 5"), "\(answer)")
+        await rig.stop()
+    }
+
     @Test func anIdleKeptAliveConnectionIsClosedAfterTheIdleTimeout() async throws {
         let rig = Rig(limits: Self.short)
         try await rig.start()
