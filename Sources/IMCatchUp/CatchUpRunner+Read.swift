@@ -69,8 +69,10 @@ extension CatchUpRunner {
         // intake from writing the conversation's first checkpoint (at its first recorded message), and the
         // next start would read only the newest messages.
         if record.cursor != nil, record != records[key] || records[key] == nil { try await save([key: record]) }
-        if let last = messages.last { gate.confirm(key, at: last.sentAt, id: last.id.rawValue) }
-        if let last = messages.last { gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil) }
+        if let last = messages.last {
+            gate.confirm(key, at: last.sentAt, id: last.id.rawValue)
+            gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil)
+        }
     }
 
     /// The newest `count` messages (oldest first), paging back from the latest; stops early at `max_age`.

@@ -292,9 +292,8 @@ public actor Migrator {
             }
             if plan.dryRun {
                 for item in items {
-                    // Counted as the run counts it (`RelayEngine.copied`): a copy in this conversation, or any on a wildcard leg.
-                    if let copy = try await store.reading({ [id = item.message.id, from = plan.source, to = plan.target] in try $0.mapped(id, from: from, to: to) }),
-                       leg.targetIsWildcard || copy.toConversation == leg.targetConversation {
+                    // Counted by the rule the run uses: a copy in this conversation, or any on a wildcard leg.
+                    if try await store.reading({ [id = item.message.id, from = plan.source] in try RelayEngine.copied(id, from: from, along: leg, $0) }) {
                         result.counts.skipped["already_copied", default: 0] += 1
                         continue
                     }
