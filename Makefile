@@ -31,6 +31,10 @@ build:
 # IMBRIDGE_REQUIRE_BROWSER=1: the browser test fails (instead of skipping) when chromium is missing.
 # --traits OTLP: the tests' build has the span exporter (swift-otel), so OTLPTraceTests runs it against a
 # receiver; the release build above and `make build`/`demo`/`install` stay without it (docs/operations.md, "Tracing").
+# TEST_WIDTH: test cases run at once (Swift Testing's SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH; without
+# it every test starts at once, and on two cores the first minute starves tests that wait for their bridge
+# with a deadline). Four per core: the tests spend much of their time waiting on sockets and child processes.
+TEST_WIDTH ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 4 )))
 test: deps
 	@pgdir=$$(mktemp -d /tmp/imbridge-pg.XXXXXX); \
 	if ! scripts/test-postgres.sh start "$$pgdir"; then \
@@ -39,6 +43,7 @@ test: deps
 	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
 	$(SWIFT) build -c release --product imbridge && \
 	IMBRIDGE_RELEASE_BINARY="$$($(SWIFT) build -c release --show-bin-path)/imbridge" \
+	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) \
 	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test --traits OTLP && $(MAKE) --no-print-directory test-example
 
 # The example app (examples/OrderApp): depends on this checkout by path with `traits: []`, so it builds
