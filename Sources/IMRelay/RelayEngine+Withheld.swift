@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMTelemetry
 import Logging
+import IMPositions
 
 /// Callbacks behind the catch-up position (docs/architecture.md, "Callbacks behind the catch-up
 /// position"). On a source whose history drops what is recalled or deleted (`ChangeWindowSource`: NIM
@@ -88,6 +89,35 @@ extension RelayEngine {
                             metadata: ["backend": "\(item.message.backend)", "conversation": "\(message.conversation)",
                                        "message": "\(message.id)", "sent_at": "\(message.sentAt)"])
         }
+    }
+
+    /// Live messages an `imbridge migrate` run beside the bridge read past (`MigrationReadPosition`)
+    /// without recording them: found in the intake's transaction, which then records nothing; the intake
+    /// moves the gate's positions to the migration's and screens the batch again.
+    struct MigratedPast: Error {
+        var positions: [CatchUpGate.Key: MigrationReadPosition.Record]
+        /// How often one batch is sent back (a migration reading on meanwhile moves its position again).
+        static let maxPasses = 3
+    }
+
+    /// The migration's read positions of the conversations of `events` that some message of theirs is
+    /// behind — a message of a source whose history drops what is taken back (`ChangeWindowSource`), sent
+    /// before the position, not behind the gate's own position (screened already) and not recorded yet —
+    /// else nil. One read of one row per such conversation.
+    nonisolated func migratedPast(_ events: [IMEvent], _ tx: StoreTransaction) throws -> MigratedPast? {
+        let screened = Set(intake.gate.behindConfirmed(events).map(\.eventID))
+        var positions: [CatchUpGate.Key: MigrationReadPosition.Record?] = [:]
+        var past: [CatchUpGate.Key: MigrationReadPosition.Record] = [:]
+        for event in events where !screened.contains(event.eventID) {
+            guard case .message(let message) = event.kind, backends[event.backend] is any ChangeWindowSource else { continue }
+            let key = CatchUpGate.Key(backend: event.backend, conversation: message.conversation)
+            if positions[key] == nil {
+                positions[key] = .some(try tx.checkpoint(MigrationReadPosition.name(for: key)).flatMap(MigrationReadPosition.Record.init(stored:)))
+            }
+            guard let position = positions[key] ?? nil, message.sentAt < position.at, try !tx.hasEvent(event.backend, event.eventID) else { continue }
+            past[key] = position
+        }
+        return past.isEmpty ? nil : MigratedPast(positions: past)
     }
 
     /// Whether `message` of `backend` was withheld: a change that refers to it has no copy to wait for.
