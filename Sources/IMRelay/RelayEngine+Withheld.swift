@@ -18,8 +18,10 @@ import IMPositions
 ///   away (`ChangeWindowSource.absenceEvent`, so the vendor's recall callback, when it comes, is a
 ///   duplicate) and a `withheld:<message id>` row are recorded, nothing is queued for any target;
 /// - history cannot tell, or cannot be read: relayed as it came (nothing is lost for a lookup).
-/// The live path pays nothing for this: the gate compares times in memory, and only messages behind the
-/// position meet the store (one ledger read) and, when not recorded, the vendor.
+/// The position is also an `imbridge migrate` run's, read from the store in the intake's transaction
+/// (`migratedPast`). The live path makes no vendor call for this: the gate compares times in memory, the
+/// intake reads one row per conversation, and only messages behind a position meet the ledger (one read)
+/// and, when not recorded, the vendor.
 extension RelayEngine {
     /// A message withheld from the targets (gone from its source's history), with the change that took it away.
     package struct Withheld: Sendable {
