@@ -77,12 +77,7 @@ extension RelayEngine: EventSink {
         } catch let past as MigratedPast {
             // A migration beside the bridge read past some of these messages: screened again, as behind
             // the catch-up position (nothing was recorded).
-            for (key, position) in past.positions {
-                intake.gate.confirm(key, at: position.at, id: position.id)
-                logs.relay.info("a callback behind a migration's read position: screened as behind the catch-up position", metadata: [
-                    "backend": "\(key.backend)", "conversation": "\(key.conversation)", "migrated_through": "\(position.id)",
-                ])
-            }
+            confirmMigrated(past)
             try await recordGated(batch, events, gated: gated, pass: pass + 1)
         } catch let held as HeldElsewhere {
             // Another instance is catching these conversations up (`SharedHolds`): the vendor sends the

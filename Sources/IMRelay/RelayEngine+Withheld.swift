@@ -96,10 +96,21 @@ extension RelayEngine {
     /// Live messages an `imbridge migrate` run beside the bridge read past (`MigrationReadPosition`)
     /// without recording them: found in the intake's transaction, which then records nothing; the intake
     /// moves the gate's positions to the migration's and screens the batch again.
-    struct MigratedPast: Error {
+    package struct MigratedPast: Error {
         var positions: [CatchUpGate.Key: MigrationReadPosition.Record]
         /// How often one batch is sent back (a migration reading on meanwhile moves its position again).
-        static let maxPasses = 3
+        package static let maxPasses = 3
+    }
+
+    /// The gate takes the positions of a batch sent back (`MigratedPast`): screened again, its messages
+    /// behind them are looked up in history.
+    package nonisolated func confirmMigrated(_ past: MigratedPast) {
+        for (key, position) in past.positions {
+            intake.gate.confirm(key, at: position.at, id: position.id)
+            logs.relay.info("a callback behind a migration's read position: screened as behind the catch-up position", metadata: [
+                "backend": "\(key.backend)", "conversation": "\(key.conversation)", "migrated_through": "\(position.id)",
+            ])
+        }
     }
 
     /// The migration's read positions of the conversations of `events` that some message of theirs is

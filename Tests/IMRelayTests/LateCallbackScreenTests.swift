@@ -154,4 +154,42 @@ final class WindowHistorySource: ChangeWindowSource {
         #expect(try await relayed() == expected)
         await bridge.stop()
     }
+
+    /// The same, for a live message held while its conversation was caught up and recorded after the read
+    /// (`CatchUpRunner.recordHeld`): a migration that read past it meanwhile has it withheld too.
+    @Test func aHeldMessageBehindAMigrationsReadIsWithheld() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await bridge.start()
+        func send(_ text: String) async throws -> Message {
+            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+            try await Task.sleep(nanoseconds: 5_000_000)
+            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+        }
+        func relayed() async throws -> [String] {
+            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+        }
+
+        let first = try await send("first")
+        try await bridge.accept([try #require(source.catchUpEvent(for: first))])
+        #expect(try await eventually { try await relayed() == ["first"] })
+        let gone = try await send("gone")
+        _ = try await send("after")
+        source.hidden.withLock { $0 = [gone.id] }
+        let report = try await Migrator(store: h.store, source: source, target: h.rc, sendsPerSecond: 100_000, routes: h.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(.group("g"), .group("g"))], account: false))
+        #expect(report.total.sentTotal == 1 && report.total.failedTotal == 0, "\(report.summary)")
+        try await runner.recordHeld([try #require(source.catchUpEvent(for: gone))], release: nil)
+        let newest = try await send("newest")
+        try await bridge.accept([try #require(source.catchUpEvent(for: newest))])
+        let expected = ["first", "after", "newest"]
+        let arrived = try await eventually { try await relayed() == expected }
+        let got = try await relayed()
+        #expect(arrived, "got \(got)")
+        #expect(try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) })
+        await bridge.stop()
+    }
 }
