@@ -325,10 +325,20 @@ public actor CatchUpRunner {
         }
         let sources = self.sources
         let checkpoints = CatchUpCheckpoint.firstCheckpoints(first, routes: routes) { key, message in try? sources[key.backend]?.cursor(for: message) }
-        // A held message the reads went past without meeting it: looked up in history first (`screenBehind`).
-        let screened = await engine.screenBehind(held)
-        try await engine.ingestGrouped(screened.relay, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release,
-                                       withheld: screened.withheld)
+        // A held message the reads (or a migration's, `MigratedPast`) went past without meeting it: looked up
+        // in history first (`screenBehind`).
+        var pass = 0
+        while true {
+            let screened = await engine.screenBehind(held)
+            do {
+                try await engine.ingestGrouped(screened.relay, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release,
+                                               withheld: screened.withheld, screenMigrated: pass < RelayEngine.MigratedPast.maxPasses)
+                break
+            } catch let past as RelayEngine.MigratedPast {
+                engine.confirmMigrated(past)
+                pass += 1
+            }
+        }
         gate.recorded(held)
         gate.markKnown(first.keys)
     }

@@ -2,6 +2,7 @@ import Foundation
 import IMCore
 import IMStore
 import IMOutbox
+import IMPositions
 
 /// `imbridge migrate` as a producer of outbox entries (docs/migration.md, "Through the outbox"): a
 /// history page's copies are queued in the migration's lane in one transaction with the dedupe facts
@@ -92,10 +93,22 @@ extension RelayEngine {
             }
             let ids = try draft.write(tx, at: now, cache: payloads)
             if let checkpoint { try tx.setCheckpoint(checkpoint.name, checkpoint.value, at: now) }
+            try Self.noteReadPosition(of: ledgered, tx, at: now)
             return (sendIndex.map { $0.map { .queued(send: ids[$0.first], last: ids[$0.last]) } ?? .alreadyCopied }, draft.lanes.union([lane]))
         }
         wakeLanes(lanes)
         return outcomes
+    }
+
+    /// The page's last message a callback can still bring (`MigrationReadPosition`): any message of its
+    /// conversation sent before it that the page did not hold was not in the source's history when read,
+    /// so its callback, if it comes now, is screened as one behind the catch-up position (`screenBehind`,
+    /// through `migratedPast` at intake). Moved forward only.
+    static func noteReadPosition(of ledgered: [MigrationItem], _ tx: StoreTransaction, at now: Int64) throws {
+        guard let last = ledgered.max(by: { $0.message.sentAt < $1.message.sentAt }) else { return }
+        let name = MigrationReadPosition.name(for: CatchUpKey(backend: last.event.backend, conversation: last.message.conversation))
+        if let stored = try tx.checkpoint(name).flatMap(MigrationReadPosition.Record.init(stored:)), stored.at >= last.message.sentAt { return }
+        try tx.setCheckpoint(name, try MigrationReadPosition.Record(at: last.message.sentAt, id: last.message.id.rawValue).stored(), at: now)
     }
 
     /// Whether the id map names a copy of `message` in `leg`'s target conversation. Its rows are keyed by

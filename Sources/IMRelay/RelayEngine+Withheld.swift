@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import IMTelemetry
 import Logging
+import IMPositions
 
 /// Callbacks behind the catch-up position (docs/architecture.md, "Callbacks behind the catch-up
 /// position"). On a source whose history drops what is recalled or deleted (`ChangeWindowSource`: NIM
@@ -17,8 +18,10 @@ import Logging
 ///   away (`ChangeWindowSource.absenceEvent`, so the vendor's recall callback, when it comes, is a
 ///   duplicate) and a `withheld:<message id>` row are recorded, nothing is queued for any target;
 /// - history cannot tell, or cannot be read: relayed as it came (nothing is lost for a lookup).
-/// The live path pays nothing for this: the gate compares times in memory, and only messages behind the
-/// position meet the store (one ledger read) and, when not recorded, the vendor.
+/// The position is also an `imbridge migrate` run's, read from the store in the intake's transaction
+/// (`migratedPast`). The live path makes no vendor call for this: the gate compares times in memory, the
+/// intake reads one row per conversation, and only messages behind a position meet the ledger (one read)
+/// and, when not recorded, the vendor.
 extension RelayEngine {
     /// A message withheld from the targets (gone from its source's history), with the change that took it away.
     package struct Withheld: Sendable {
@@ -88,6 +91,46 @@ extension RelayEngine {
                             metadata: ["backend": "\(item.message.backend)", "conversation": "\(message.conversation)",
                                        "message": "\(message.id)", "sent_at": "\(message.sentAt)"])
         }
+    }
+
+    /// Live messages an `imbridge migrate` run beside the bridge read past (`MigrationReadPosition`)
+    /// without recording them: found in the intake's transaction, which then records nothing; the intake
+    /// moves the gate's positions to the migration's and screens the batch again.
+    package struct MigratedPast: Error {
+        var positions: [CatchUpGate.Key: MigrationReadPosition.Record]
+        /// How often one batch is sent back (a migration reading on meanwhile moves its position again).
+        package static let maxPasses = 3
+    }
+
+    /// The gate takes the positions of a batch sent back (`MigratedPast`): screened again, its messages
+    /// behind them are looked up in history.
+    package nonisolated func confirmMigrated(_ past: MigratedPast) {
+        for (key, position) in past.positions {
+            intake.gate.confirm(key, at: position.at, id: position.id)
+            logs.relay.info("a callback behind a migration's read position: screened as behind the catch-up position", metadata: [
+                "backend": "\(key.backend)", "conversation": "\(key.conversation)", "migrated_through": "\(position.id)",
+            ])
+        }
+    }
+
+    /// The migration's read positions of the conversations of `events` that some message of theirs is
+    /// behind — a message of a source whose history drops what is taken back (`ChangeWindowSource`), sent
+    /// before the position, not behind the gate's own position (screened already) and not recorded yet —
+    /// else nil. One read of one row per such conversation.
+    nonisolated func migratedPast(_ events: [IMEvent], _ tx: StoreTransaction) throws -> MigratedPast? {
+        let screened = Set(intake.gate.behindConfirmed(events).map(\.eventID))
+        var positions: [CatchUpGate.Key: MigrationReadPosition.Record?] = [:]
+        var past: [CatchUpGate.Key: MigrationReadPosition.Record] = [:]
+        for event in events where !screened.contains(event.eventID) {
+            guard case .message(let message) = event.kind, backends[event.backend] is any ChangeWindowSource else { continue }
+            let key = CatchUpGate.Key(backend: event.backend, conversation: message.conversation)
+            if positions[key] == nil {
+                positions[key] = .some(try tx.checkpoint(MigrationReadPosition.name(for: key)).flatMap(MigrationReadPosition.Record.init(stored:)))
+            }
+            guard let position = positions[key] ?? nil, message.sentAt < position.at, try !tx.hasEvent(event.backend, event.eventID) else { continue }
+            past[key] = position
+        }
+        return past.isEmpty ? nil : MigratedPast(positions: past)
     }
 
     /// Whether `message` of `backend` was withheld: a change that refers to it has no copy to wait for.

@@ -9,6 +9,7 @@ import Testing
 import IMOutbox
 @_spi(Testing) @testable import IMCatchUp
 import IMPositions
+import IMMigration
 
 /// A memory source positioned by time (no sequence gaps, as NIM) whose history can leave messages out —
 /// one recalled (gone for good), one not listed yet when catch-up reads — and that looks a message up
@@ -102,5 +103,93 @@ final class WindowHistorySource: ChangeWindowSource {
         #expect(dead.isEmpty, "no dead letters: \(dead.map { $0.lastError ?? "" })")
         await runner.stop()
         await engine.stop()
+    }
+
+    /// `imbridge migrate` beside the bridge reads a conversation past a message its source's history no
+    /// longer lists (recalled before the read), and copies the newer ones; that message's callback comes
+    /// only afterwards. It is screened as one behind the catch-up position: withheld, never shown behind
+    /// the copies the migration made (docs/architecture.md, "Callbacks behind the catch-up position").
+    @Test func aCallbackBehindAMigrationsReadIsWithheldNotShownBehindItsCopies() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        await bridge.start()
+        func send(_ text: String) async throws -> Message {
+            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+            try await Task.sleep(nanoseconds: 5_000_000)
+            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+        }
+        func deliver(_ message: Message) async throws { try await bridge.accept([try #require(source.catchUpEvent(for: message))]) }
+        func relayed() async throws -> [String] {
+            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+        }
+
+        let first = try await send("first")
+        try await deliver(first)
+        #expect(try await eventually { try await relayed() == ["first"] })
+        let gone = try await send("gone")
+        _ = try await send("after")
+        _ = try await send("latest")
+        source.hidden.withLock { $0 = [gone.id] }   // recalled before the migration reads, its callback not recorded yet
+        let report = try await Migrator(store: h.store, source: source, target: h.rc, sendsPerSecond: 100_000, routes: h.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(.group("g"), .group("g"))], account: false))
+        #expect(report.total.sentTotal == 2 && report.total.failedTotal == 0, "\(report.summary)")
+        #expect(try await eventually { try await relayed() == ["first", "after", "latest"] })
+
+        try await deliver(gone)
+        let newest = try await send("newest")
+        try await deliver(newest)
+        let expected = ["first", "after", "latest", "newest"]
+        let arrived = try await eventually { try await relayed() == expected }
+        let got = try await relayed()
+        #expect(arrived, "got \(got)")
+        #expect(try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) })
+        #expect(source.lookups.withLock { $0 } == 1, "only the callback behind the migration's read was looked up")
+        // Its recall, when it comes, is a duplicate: nothing waits for a copy, nothing is a dead letter.
+        try await bridge.accept([IMEvent(eventID: EventID("recall:\(gone.id)"), backend: "wk",
+                                         kind: .recalled(messageID: gone.id, conversation: .group("g"), by: "ann", at: gone.sentAt + 1))])
+        #expect(await bridge.waitUntilIdle(timeoutMs: 10_000))
+        let dead = try h.store.read { try $0.deadLetters(limit: 5) }
+        #expect(dead.isEmpty, "no dead letters: \(dead.map { $0.lastError ?? "" })")
+        #expect(try await relayed() == expected)
+        await bridge.stop()
+    }
+
+    /// The same, for a live message held while its conversation was caught up and recorded after the read
+    /// (`CatchUpRunner.recordHeld`): a migration that read past it meanwhile has it withheld too.
+    @Test func aHeldMessageBehindAMigrationsReadIsWithheld() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await bridge.start()
+        func send(_ text: String) async throws -> Message {
+            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+            try await Task.sleep(nanoseconds: 5_000_000)
+            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+        }
+        func relayed() async throws -> [String] {
+            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+        }
+
+        let first = try await send("first")
+        try await bridge.accept([try #require(source.catchUpEvent(for: first))])
+        #expect(try await eventually { try await relayed() == ["first"] })
+        let gone = try await send("gone")
+        _ = try await send("after")
+        source.hidden.withLock { $0 = [gone.id] }
+        let report = try await Migrator(store: h.store, source: source, target: h.rc, sendsPerSecond: 100_000, routes: h.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(.group("g"), .group("g"))], account: false))
+        #expect(report.total.sentTotal == 1 && report.total.failedTotal == 0, "\(report.summary)")
+        try await runner.recordHeld([try #require(source.catchUpEvent(for: gone))], release: nil)
+        let newest = try await send("newest")
+        try await bridge.accept([try #require(source.catchUpEvent(for: newest))])
+        let expected = ["first", "after", "newest"]
+        let arrived = try await eventually { try await relayed() == expected }
+        let got = try await relayed()
+        #expect(arrived, "got \(got)")
+        #expect(try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) })
+        await bridge.stop()
     }
 }
