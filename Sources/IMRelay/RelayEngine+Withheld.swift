@@ -118,11 +118,17 @@ extension RelayEngine {
     /// before the position, not behind the gate's own position (screened already) and not recorded yet —
     /// else nil. One read of one row per such conversation.
     nonisolated func migratedPast(_ events: [IMEvent], _ tx: StoreTransaction) throws -> MigratedPast? {
-        let screened = Set(intake.gate.behindConfirmed(events).map(\.eventID))
+        // A WuKong or JMessage callback (no `ChangeWindowSource`) costs nothing here: no read, no set built.
+        let candidates = events.filter { event in
+            guard case .message = event.kind else { return false }
+            return backends[event.backend] is any ChangeWindowSource
+        }
+        guard !candidates.isEmpty else { return nil }
+        let screened = Set(intake.gate.behindConfirmed(candidates).map(\.eventID))
         var positions: [CatchUpGate.Key: MigrationReadPosition.Record?] = [:]
         var past: [CatchUpGate.Key: MigrationReadPosition.Record] = [:]
-        for event in events where !screened.contains(event.eventID) {
-            guard case .message(let message) = event.kind, backends[event.backend] is any ChangeWindowSource else { continue }
+        for event in candidates where !screened.contains(event.eventID) {
+            guard case .message(let message) = event.kind else { continue }
             let key = CatchUpGate.Key(backend: event.backend, conversation: message.conversation)
             if positions[key] == nil {
                 positions[key] = .some(try tx.checkpoint(MigrationReadPosition.name(for: key)).flatMap(MigrationReadPosition.Record.init(stored:)))
