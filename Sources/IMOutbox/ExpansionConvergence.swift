@@ -35,10 +35,16 @@ package struct ExpansionConvergence {
         package var keys: [String]
     }
 
-    /// The keys a delta changes, with their new value (nil: removed); a clear removes every known key.
+    /// The keys a delta changes, with their new value (nil: removed). A clear (or a first read that gives
+    /// the message's whole state: `cleared` with every key set) removes every key this copy was seen to
+    /// hold — not a key it was never seen to hold: that copy cannot have lost it, and a value the bridge
+    /// has yet to write there (its write queued or cut short by a crash) must not lose to its absence
+    /// (docs/expansions.md, "Convergence").
     package static func changes(_ delta: ExpansionDelta, known: [String: ExpansionKeyRecord]) -> [String: String?] {
         var changes: [String: String?] = [:]
-        if delta.cleared { for (key, record) in known where record.value != nil { changes[key] = .some(nil) } }
+        if delta.cleared {
+            for (key, record) in known { if case .known(.some) = record.held { changes[key] = .some(nil) } }
+        }
         for key in delta.removed { changes[key] = .some(nil) }
         for (key, value) in delta.set { changes[key] = .some(value) }
         return changes

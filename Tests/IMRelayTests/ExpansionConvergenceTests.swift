@@ -3,6 +3,7 @@ import IMCore
 @_spi(Testing) import IMRelay
 import IMStore
 import IMTesting
+import Synchronization
 import Testing
 import IMOutbox
 
@@ -86,6 +87,47 @@ import IMOutbox
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
     }
 
+    /// RongCloud → WuKong (one way): a key set on RongCloud after the message went out; its write to the
+    /// WuKong copy is under way (the plan marked it written) when the copy's first read after a restart
+    /// comes — WuKong gives that read as the message's whole state, a clear, newer than the change. The
+    /// copy never held the key, so its absence is no removal: the write goes out and both sides end equal.
+    @Test func aCopysWholeStateDoesNotRemoveAKeyItsWriteHasNotReached() async throws {
+        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
+        let h = try RelayHarness(routes: routes)
+        let stalling = StallingExpansions(h.wk)
+        let engine = RelayEngine(store: h.store, backends: [stalling, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [h.rc])
+        defer { Task { _ = await engine.stop() } }
+        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["n": "42"]))
+        var copy: MessageID?
+        #expect(try await eventually {
+            copy = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }?.toMessage
+            return copy != nil
+        })
+        let copyID = try #require(copy)
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: copyID, in: g1).values == ["n": "42"])
+
+        stalling.stalled.withLock { $0 = true }
+        _ = try await h.rcMemory.updateExpansion(of: order.id, in: g1, by: "carol", .set(["st": "v46"]))
+        #expect(await eventually(30) { stalling.refused.withLock { $0 } >= 1 }, "the write to the copy was tried")
+        // The copy's first read after a restart: its whole state, which does not hold `st` yet.
+        let whole = IMEvent(eventID: "wk-first-read", backend: "wk",
+                            kind: .expansionChanged(messageID: copyID, conversation: g1, by: nil,
+                                                    delta: ExpansionDelta(version: Int64(Date().timeIntervalSince1970 * 1000) + 60_000,
+                                                                          set: ["n": "42"], cleared: true)))
+        _ = try engine.ingest([whole])
+        stalling.stalled.withLock { $0 = false }
+        var last: [String: String] = [:]
+        let converged = try await eventually(30) {
+            last = try await h.wk.expansion(of: copyID, in: g1).values
+            return last == ["n": "42", "st": "v46"]
+        }
+        #expect(converged, "the copy holds \(last)")
+        #expect(try h.store.read { try $0.expansionKeys(of: order.id, on: "rc") }["st"]?.value == "v46")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
     @Test func aValueOverTheTargetLimitIsDeadLetteredAtIntake() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
@@ -163,5 +205,30 @@ import IMOutbox
         #expect(ExpansionKeyCodec.decode(short, for: limits, known: []) == fits)
         let over = ExpansionKeyCodec.encode(fits + "c", for: limits)
         #expect(over.hasPrefix("==") && over.count == limits.maxKeyLength)
+    }
+}
+
+/// A WuKong-rules backend whose expansion writes are refused (retryably) while `stalled` says so: a write
+/// under way when the bridge stops.
+final class StallingExpansions: IMBackend, ExpansionUpdating {
+    let inner: MemoryBackend
+    let stalled = Mutex(false)
+    let refused = Mutex(0)
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
+    func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
+                         _ change: ExpansionChange) async throws -> ExpansionDelta {
+        if stalled.withLock({ $0 }) {
+            refused.withLock { $0 += 1 }
+            throw IMError(.unavailable, "try again", isRetryable: true)
+        }
+        return try await inner.updateExpansion(of: message, in: conversation, by: user, change)
+    }
+    func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
+        try await inner.expansion(of: message, in: conversation)
     }
 }
