@@ -105,7 +105,7 @@ extension CatchUpRunner {
         let value = try await store.reading { try $0.checkpoint(name) }
         if let known = records[key] { return known }   // saved or loaded while the store was read
         guard let value else { return nil }
-        guard let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return Record() }
+        guard let record = Record(stored: value) else { return Record() }
         records[key] = record
         return record
     }

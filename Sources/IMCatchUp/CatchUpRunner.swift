@@ -82,7 +82,7 @@ public actor CatchUpRunner {
         guard settings.enabled, !sources.isEmpty, loop == nil else { return }
         for (name, value) in try store.read({ try $0.checkpoints(prefix: Self.checkpointPrefix) }) {
             guard let key = Self.key(fromCheckpoint: name), sources[key.backend] != nil,
-                  let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { continue }
+                  let record = Record(stored: value) else { continue }
             records[key] = record
             gate.seed(key, lastSeq: sources[key.backend]?.gapSignal == .sequence ? record.seq : nil)
             if let at = record.at, let id = record.id { gate.confirm(key, at: at, id: id) }
@@ -325,19 +325,12 @@ public actor CatchUpRunner {
         }
         let sources = self.sources
         let checkpoints = CatchUpCheckpoint.firstCheckpoints(first, routes: routes) { key, message in try? sources[key.backend]?.cursor(for: message) }
-        // A held message the reads (or a migration's, `MigratedPast`) went past without meeting it: looked up
-        // in history first (`screenBehind`).
-        var pass = 0
-        while true {
+        // A held message the reads (this one, another instance's or a migration's: `ReadPast`) went past
+        // without meeting it: looked up in history first (`screenBehind`).
+        try await engine.screeningReadPast { checkReadPast in
             let screened = await engine.screenBehind(held)
-            do {
-                try await engine.ingestGrouped(screened.relay, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release,
-                                               withheld: screened.withheld, screenMigrated: pass < RelayEngine.MigratedPast.maxPasses)
-                break
-            } catch let past as RelayEngine.MigratedPast {
-                engine.confirmMigrated(past)
-                pass += 1
-            }
+            try await engine.ingestGrouped(screened.relay, setAside: [], firstCheckpoints: checkpoints, holdKeys: [], release: release,
+                                           withheld: screened.withheld, checkReadPast: checkReadPast)
         }
         gate.recorded(held)
         gate.markKnown(first.keys)

@@ -26,6 +26,18 @@ package enum CatchUpCheckpoint {
             encoder.outputFormatting = .sortedKeys
             return String(decoding: try encoder.encode(self), as: UTF8.self)
         }
+
+        /// A stored value read back; nil when it is not a checkpoint.
+        package init?(stored value: String) {
+            guard let record = try? JSONDecoder().decode(Record.self, from: Data(value.utf8)) else { return nil }
+            self = record
+        }
+
+        /// The last message read (its send time and id), when the record names one.
+        package var position: (at: Int64, id: String)? {
+            guard let at, let id else { return nil }
+            return (at, id)
+        }
     }
 
     /// The first checkpoints of conversations live intake records before catch-up knows them: positioned

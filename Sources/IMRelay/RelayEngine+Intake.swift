@@ -29,12 +29,14 @@ extension RelayEngine: EventSink {
             }
         }
         let events = FeedPositions.withoutStale(batch.events, positions: batch.positions, retentionMs: retentionMs, now: clock.nowMs())
-        try await recordGated(batch, events, gated: intake.gate.admit(events), pass: 0)
+        let gated = intake.gate.admit(events)
+        // A stored read position (a migration's, another instance's catch-up) past some of them: nothing
+        // was recorded; screened again, as behind the catch-up position.
+        try await screeningReadPast { checkReadPast in try await recordGated(batch, events, gated: gated, checkReadPast: checkReadPast) }
     }
 
-    /// `accept` once the gate has let `gated` through. `pass`: how many times a migration's read position
-    /// sent the batch back to be screened (`MigratedPast`).
-    nonisolated func recordGated(_ batch: InboundBatch, _ events: [IMEvent], gated: [IMEvent], pass: Int) async throws {
+    /// `accept` once the gate has let `gated` through. `checkReadPast`: see `ingestGrouped`.
+    nonisolated func recordGated(_ batch: InboundBatch, _ events: [IMEvent], gated: [IMEvent], checkReadPast: Bool) async throws {
         // A message behind the catch-up position, gone from its source's history meanwhile, is withheld.
         let (admitted, withheld) = await screenBehind(gated)
         let fresh = intake.gate.unknownConversations(in: admitted)
@@ -66,7 +68,7 @@ extension RelayEngine: EventSink {
             let listener = MessageSpans.Arrival.current?.listener ?? EventOrigin.poll
             try await ingestGrouped(admitted, setAside: batch.setAside, firstCheckpoints: first, holdKeys: holdKeys, takeHolds: heldHere,
                                     positions: batch.positions, listener: listener, withheld: withheld,
-                                    screenMigrated: pass < MigratedPast.maxPasses)
+                                    checkReadPast: checkReadPast)
             if let recordStart {
                 // The callback and record spans of each event (docs/operations.md, "Tracing").
                 MessageSpans.recorded(admitted.map { ($0.backend.rawValue, $0.eventID.rawValue) }, recordStart: recordStart, recordEnd: .now,
@@ -74,11 +76,8 @@ extension RelayEngine: EventSink {
             }
             intake.gate.recorded(admitted)
             intake.gate.markKnown(fresh.keys)
-        } catch let past as MigratedPast {
-            // A migration beside the bridge read past some of these messages: screened again, as behind
-            // the catch-up position (nothing was recorded).
-            confirmMigrated(past)
-            try await recordGated(batch, events, gated: gated, pass: pass + 1)
+        } catch let past as ReadPast {
+            throw past
         } catch let held as HeldElsewhere {
             // Another instance is catching these conversations up (`SharedHolds`): the vendor sends the
             // callback again; once the hold is gone this instance checks that a read covered it.
@@ -107,7 +106,7 @@ extension RelayEngine: EventSink {
             try keys.compactMap { key in try tx.checkpoint(CatchUpCheckpoint.name(for: key)).map { (key, $0) } }
         }
         for (key, value) in found {
-            guard let record = try? JSONDecoder().decode(CatchUpCheckpoint.Record.self, from: Data(value.utf8)), let seq = record.seq else { continue }
+            guard let record = CatchUpCheckpoint.Record(stored: value), let seq = record.seq else { continue }
             intake.gate.seed(key, lastSeq: seq)
         }
     }
@@ -185,17 +184,17 @@ extension RelayEngine {
     /// `listener`: who took the events in, kept on their ledger rows with this instance (`EventOrigin`):
     /// the listener's address for a callback's, `poll` for a poller's; catch-up's by default.
     /// `withheld`: messages recorded in the ledger only (`screenBehind`).
-    /// `screenMigrated`: live messages a migration read past are sent back to be screened (`MigratedPast`).
+    /// `checkReadPast`: live messages a stored read position is past are sent back to be screened (`ReadPast`).
     package nonisolated func ingestGrouped(_ events: [IMEvent], setAside: [SetAsideMessage], firstCheckpoints: [(name: String, value: String)],
                                    holdKeys: [CatchUpGate.Key], takeHolds: [CatchUpGate.Key] = [],
                                    release: (name: String, token: Int64)? = nil, positions: [FeedPosition] = [],
                                    listener: String = EventOrigin.catchUp, withheld: [Withheld] = [],
-                                   screenMigrated: Bool = false) async throws -> IngestResult {
+                                   checkReadPast: Bool = false) async throws -> IngestResult {
         let now = clock.nowMs()
         let origin = EventOrigin(listener: listener, instance: intake.holds.owner)
         let outcome = try await store.groupedTransaction { [self] tx -> Result<(Recorded, [Withheld]), any Error> in
-            // Behind a migration's read and not recorded: nothing is recorded, the caller screens them.
-            if screenMigrated, let past = try migratedPast(events, tx) { return .failure(past) }
+            // Behind another read's stored position and not recorded: nothing is recorded, the caller screens them.
+            if checkReadPast, let past = try readPast(events, tx) { return .failure(past) }
             // Held by another instance: nothing is recorded, the mark on its hold is committed.
             let held = try intake.holds.mark(holdKeys, tx) + intake.holds.take(takeHolds, tx, at: now)
             if !held.isEmpty { return .failure(HeldElsewhere(keys: held)) }

@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMStore
 import IMOutbox
@@ -93,7 +94,7 @@ extension RelayEngine {
             }
             let ids = try draft.write(tx, at: now, cache: payloads)
             if let checkpoint { try tx.setCheckpoint(checkpoint.name, checkpoint.value, at: now) }
-            try Self.noteReadPosition(of: ledgered, tx, at: now)
+            try Self.noteReadPosition(of: ledgered.filter { backends[$0.event.backend] is any ChangeWindowSource }, tx, at: now)
             return (sendIndex.map { $0.map { .queued(send: ids[$0.first], last: ids[$0.last]) } ?? .alreadyCopied }, draft.lanes.union([lane]))
         }
         wakeLanes(lanes)
@@ -103,12 +104,13 @@ extension RelayEngine {
     /// The page's last message a callback can still bring (`MigrationReadPosition`): any message of its
     /// conversation sent before it that the page did not hold was not in the source's history when read,
     /// so its callback, if it comes now, is screened as one behind the catch-up position (`screenBehind`,
-    /// through `migratedPast` at intake). Moved forward only.
+    /// through `readPast` at intake). Moved forward only. Written only for a source whose history drops
+    /// what is taken back (`ChangeWindowSource`): the intake reads it for no other.
     static func noteReadPosition(of ledgered: [MigrationItem], _ tx: StoreTransaction, at now: Int64) throws {
         guard let last = ledgered.max(by: { $0.message.sentAt < $1.message.sentAt }) else { return }
         let name = MigrationReadPosition.name(for: CatchUpKey(backend: last.event.backend, conversation: last.message.conversation))
-        if let stored = try tx.checkpoint(name).flatMap(MigrationReadPosition.Record.init(stored:)), stored.at >= last.message.sentAt { return }
-        try tx.setCheckpoint(name, try MigrationReadPosition.Record(at: last.message.sentAt, id: last.message.id.rawValue).stored(), at: now)
+        if let stored = try tx.checkpoint(name).flatMap(CatchUpCheckpoint.Record.init(stored:))?.position, stored.at >= last.message.sentAt { return }
+        try tx.setCheckpoint(name, try CatchUpCheckpoint.Record(at: last.message.sentAt, id: last.message.id.rawValue).stored(), at: now)
     }
 
     /// Whether the id map names a copy of `message` in `leg`'s target conversation. Its rows are keyed by

@@ -34,7 +34,7 @@ extension RelayEngine {
     /// Records a callback's events and queues their relays: the ledger rows (with the echo check) for all
     /// events at once, then the outbox rows for all at once — on PostgreSQL two statements per callback,
     /// however many messages it carries (and before them, for a NIM or RongCloud source, the migration's
-    /// read position of each conversation: `migratedPast`). `origin`: who took them in, kept on their ledger rows.
+    /// stored read positions of each conversation: `readPast`). `origin`: who took them in, kept on their ledger rows.
     nonisolated func record(_ events: [IMEvent], _ tx: StoreTransaction, at now: Int64, origin: EventOrigin? = nil) throws -> Recorded {
         var recorded = Recorded()
         // The bridge's own writes, evident without the store, are dropped before the ledger — except

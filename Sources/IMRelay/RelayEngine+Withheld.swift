@@ -18,8 +18,8 @@ import IMPositions
 ///   away (`ChangeWindowSource.absenceEvent`, so the vendor's recall callback, when it comes, is a
 ///   duplicate) and a `withheld:<message id>` row are recorded, nothing is queued for any target;
 /// - history cannot tell, or cannot be read: relayed as it came (nothing is lost for a lookup).
-/// The position is also an `imbridge migrate` run's, read from the store in the intake's transaction
-/// (`migratedPast`). The live path makes no vendor call for this: the gate compares times in memory, the
+/// The position is also one stored by another read — an `imbridge migrate` run's, or another instance's
+/// catch-up — read from the store in the intake's transaction (`readPast`). The live path makes no vendor call for this: the gate compares times in memory, the
 /// intake reads one row per conversation, and only messages behind a position meet the ledger (one read)
 /// and, when not recorded, the vendor.
 extension RelayEngine {
@@ -93,31 +93,41 @@ extension RelayEngine {
         }
     }
 
-    /// Live messages an `imbridge migrate` run beside the bridge read past (`MigrationReadPosition`)
-    /// without recording them: found in the intake's transaction, which then records nothing; the intake
-    /// moves the gate's positions to the migration's and screens the batch again.
-    package struct MigratedPast: Error {
-        var positions: [CatchUpGate.Key: MigrationReadPosition.Record]
-        /// How often one batch is sent back (a migration reading on meanwhile moves its position again).
-        package static let maxPasses = 3
+    /// Live messages a stored read position is past without their having been recorded: an `imbridge
+    /// migrate` run's beside the bridge (`MigrationReadPosition`), or a catch-up's of any instance on the
+    /// store (`CatchUpCheckpoint`; this instance's gate knows only its own reads). Found in the intake's
+    /// transaction, which then records nothing; the gate takes the positions and the batch is screened
+    /// again (`screeningReadPast`).
+    package struct ReadPast: Error {
+        var positions: [CatchUpGate.Key: (at: Int64, id: String)]
+        /// How often one batch is sent back (a read going on meanwhile moves its position again).
+        static let maxPasses = 3
     }
 
-    /// The gate takes the positions of a batch sent back (`MigratedPast`): screened again, its messages
-    /// behind them are looked up in history.
-    package nonisolated func confirmMigrated(_ past: MigratedPast) {
-        for (key, position) in past.positions {
-            intake.gate.confirm(key, at: position.at, id: position.id)
-            logs.relay.info("a callback behind a migration's read position: screened as behind the catch-up position", metadata: [
-                "backend": "\(key.backend)", "conversation": "\(key.conversation)", "migrated_through": "\(position.id)",
-            ])
+    /// Runs `record` (which screens its messages and records them) until no stored read position sends
+    /// them back (`ReadPast`): the gate takes the positions each time; the last pass checks none.
+    package nonisolated func screeningReadPast<T>(_ record: @Sendable (_ checkReadPast: Bool) async throws -> T) async throws -> T {
+        var pass = 0
+        while true {
+            do {
+                return try await record(pass < ReadPast.maxPasses)
+            } catch let past as ReadPast {
+                for (key, position) in past.positions {
+                    intake.gate.confirm(key, at: position.at, id: position.id)
+                    logs.relay.info("a callback behind another read's position (a migration's or another instance's catch-up): screened as behind the catch-up position", metadata: [
+                        "backend": "\(key.backend)", "conversation": "\(key.conversation)", "read_through": "\(position.id)",
+                    ])
+                }
+                pass += 1
+            }
         }
     }
 
-    /// The migration's read positions of the conversations of `events` that some message of theirs is
-    /// behind — a message of a source whose history drops what is taken back (`ChangeWindowSource`), sent
-    /// before the position, not behind the gate's own position (screened already) and not recorded yet —
-    /// else nil. One read of one row per such conversation.
-    nonisolated func migratedPast(_ events: [IMEvent], _ tx: StoreTransaction) throws -> MigratedPast? {
+    /// The stored read positions of the conversations of `events` that some message of theirs is behind —
+    /// a message of a source whose history drops what is taken back (`ChangeWindowSource`), sent before the
+    /// position, not behind the gate's own position (screened already) and not recorded yet — else nil.
+    /// Two reads of one row each (the migration's, the catch-up's) per such conversation.
+    nonisolated func readPast(_ events: [IMEvent], _ tx: StoreTransaction) throws -> ReadPast? {
         // A WuKong or JMessage callback (no `ChangeWindowSource`) costs nothing here: no read, no set built.
         let candidates = events.filter { event in
             guard case .message = event.kind else { return false }
@@ -125,18 +135,21 @@ extension RelayEngine {
         }
         guard !candidates.isEmpty else { return nil }
         let screened = Set(intake.gate.behindConfirmed(candidates).map(\.eventID))
-        var positions: [CatchUpGate.Key: MigrationReadPosition.Record?] = [:]
-        var past: [CatchUpGate.Key: MigrationReadPosition.Record] = [:]
+        var positions: [CatchUpGate.Key: (at: Int64, id: String)?] = [:]
+        var past: [CatchUpGate.Key: (at: Int64, id: String)] = [:]
         for event in candidates where !screened.contains(event.eventID) {
             guard case .message(let message) = event.kind else { continue }
             let key = CatchUpGate.Key(backend: event.backend, conversation: message.conversation)
             if positions[key] == nil {
-                positions[key] = .some(try tx.checkpoint(MigrationReadPosition.name(for: key)).flatMap(MigrationReadPosition.Record.init(stored:)))
+                let stored = try [MigrationReadPosition.name(for: key), CatchUpCheckpoint.name(for: key)].compactMap { name in
+                    try tx.checkpoint(name).flatMap(CatchUpCheckpoint.Record.init(stored:))?.position
+                }
+                positions[key] = .some(stored.max { ($0.at, $0.id) < ($1.at, $1.id) })
             }
             guard let position = positions[key] ?? nil, message.sentAt < position.at, try !tx.hasEvent(event.backend, event.eventID) else { continue }
             past[key] = position
         }
-        return past.isEmpty ? nil : MigratedPast(positions: past)
+        return past.isEmpty ? nil : ReadPast(positions: past)
     }
 
     /// Whether `message` of `backend` was withheld: a change that refers to it has no copy to wait for.

@@ -123,7 +123,7 @@ public final class Verifier: Sendable {
         var known: [BackendID: [ConversationRef: UserID?]] = [:]
         for (name, value) in try await store.reading({ try $0.checkpoints(prefix: CatchUpCheckpoint.prefix) }) {
             guard let key = CatchUpCheckpoint.key(fromName: name) else { continue }
-            let record = try? JSONDecoder().decode(CatchUpCheckpoint.Record.self, from: Data(value.utf8))
+            let record = CatchUpCheckpoint.Record(stored: value)
             known[key.backend, default: [:]][key.conversation] = record?.viewer.map(UserID.init)
         }
         var pairs: [Pair] = []

@@ -155,6 +155,57 @@ final class WindowHistorySource: ChangeWindowSource {
         await bridge.stop()
     }
 
+    /// With several instances on one store, one instance's catch-up reads past a message its source's
+    /// history no longer lists (recalled before the read); that message's late callback reaches another
+    /// instance, whose gate never saw the read. It is screened by the stored catch-up checkpoint: withheld,
+    /// never shown behind the newer message the read relayed.
+    @Test func aCallbackBehindAnotherInstancesCatchUpReadIsWithheld() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        func instance() -> RelayEngine {
+            RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        }
+        let reader = instance()
+        let runner = CatchUpRunner(engine: reader, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await reader.start()
+        try await runner.start()
+        #expect(await eventually { await runner.finishedPasses >= 1 })
+        func send(_ text: String) async throws -> Message {
+            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+            try await Task.sleep(nanoseconds: 5_000_000)
+            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+        }
+        func relayed() async throws -> [String] {
+            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+        }
+
+        let first = try await send("first")
+        try await reader.accept([try #require(source.catchUpEvent(for: first))])
+        #expect(try await eventually { try await relayed() == ["first"] })
+        let gone = try await send("gone")
+        _ = try await send("after")
+        source.hidden.withLock { $0 = [gone.id] }   // recalled before the read, its callback not recorded yet
+        await runner.catchUp(CatchUpGate.Key(backend: "wk", conversation: .group("g")), reason: "interval")
+        #expect(try await eventually { try await relayed() == ["first", "after"] })
+        await runner.stop()
+        await reader.stop()
+
+        // The other instance: its gate knows no read of this conversation.
+        let other = instance()
+        await other.start()
+        try await other.accept([try #require(source.catchUpEvent(for: gone))])
+        let newest = try await send("newest")
+        try await other.accept([try #require(source.catchUpEvent(for: newest))])
+        let expected = ["first", "after", "newest"]
+        let arrived = try await eventually { try await relayed() == expected }
+        let got = try await relayed()
+        #expect(arrived, "got \(got)")
+        #expect(try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) })
+        #expect(source.lookups.withLock { $0 } == 1, "only the callback behind the other instance's read was looked up")
+        await other.stop()
+    }
+
     /// The same, for a live message held while its conversation was caught up and recorded after the read
     /// (`CatchUpRunner.recordHeld`): a migration that read past it meanwhile has it withheld too.
     @Test func aHeldMessageBehindAMigrationsReadIsWithheld() async throws {
