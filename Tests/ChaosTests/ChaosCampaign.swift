@@ -187,6 +187,9 @@ enum ChaosCampaign {
         if !violations.isEmpty {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-chaos-seed-\(plan.seed)-\(Int(Date().timeIntervalSince1970))").path
             try? FileManager.default.copyItem(atPath: lab.directory, toPath: directory)
+            let carried = ["chaos \(plan)", "carried out:"] + timeline.lines.map { "  \($0)" } + ["violations:"] + violations.map { "  \($0)" }
+            try? carried.joined(separator: "\n").write(toFile: "\(directory)/timeline.txt", atomically: true, encoding: .utf8)
+            try? log.journalText.write(toFile: "\(directory)/journal.txt", atomically: true, encoding: .utf8)
             // What the target holds (with each copy's client id) and, on PostgreSQL, the store's rows: the
             // cluster is removed when the run ends.
             if let records = try? await lab.messages(target.name) {
@@ -194,7 +197,7 @@ enum ChaosCampaign {
             }
             if plan.postgres {
                 for (name, sql) in [("outbox", "SELECT id, lane, source_event_id, kind, state, attempts, last_error, created_at, finished_at FROM outbox ORDER BY id"),
-                                    ("ledger", "SELECT backend, event_id, kind, received_at FROM ledger ORDER BY received_at"),
+                                    ("ledger", "SELECT backend, event_id, kind, received_at, listener, instance FROM ledger ORDER BY received_at"),
                                     ("id_map", "SELECT * FROM id_map ORDER BY created_at")] {
                     let rows = (try? TestPostgres.query(storePath, sql)) ?? ["(could not be read)"]
                     try? rows.joined(separator: "\n").write(toFile: "\(directory)/store-\(name).txt", atomically: true, encoding: .utf8)

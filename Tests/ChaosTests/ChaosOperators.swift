@@ -34,8 +34,13 @@ extension ChaosCampaign {
                 ["--conversation", "group:\(plan.source.groupID(conversation, of: plan.groups))=group:\(plan.target.groupID(conversation, of: plan.groups))"]
             }
             // A run that fails (the store full, the target refusing) is run again, as an operator would: the
-            // rerun continues where it stopped (docs/migration.md); the third failure is a violation.
-            for attempt in 1...3 {
+            // rerun continues where it stopped (docs/migration.md); the third failure is a violation. A run
+            // the PostgreSQL outage (`postgres-down`) overlapped fails clearly (`cannot open store`) and is not
+            // counted: the operator waits for the store and runs it again.
+            let outages = plan.faults.filter { $0.kind == .postgresDown }.count
+            var failures = 0
+            for attempt in 1...(3 + outages) {
+                let (wasDown, raised) = (parties.storeDown.withLock { $0 }, parties.storeDown.raised)
                 timeline.note("migrate --history-only of \(plan.groups.count) groups begins" + (attempt > 1 ? " again" : ""))
                 let (status, output) = try await IMBridgeCLI.run(["migrate", "--config", parties.config, "--from", plan.source.name.rawValue,
                                                                  "--to", plan.target.name.rawValue, "--history-only",
@@ -43,7 +48,14 @@ extension ChaosCampaign {
                 let last = output.split(separator: "\n").suffix(2).joined(separator: " | ")
                 timeline.note("migrate ended: status \(status): \(last.prefix(240))")
                 if status == 0 { break }
-                if attempt == 3 { problems.append("migrate beside the bridge ended with status \(status) three times: \(output.suffix(800))") }
+                let overlapped = wasDown || parties.storeDown.raised != raised || parties.storeDown.withLock { $0 }
+                if !overlapped { failures += 1 }
+                if failures == 3 || attempt == 3 + outages {
+                    problems.append("migrate beside the bridge ended with status \(status) \(failures) times"
+                                    + " (and \(attempt - failures) times beside a store outage): \(output.suffix(800))")
+                    break
+                }
+                while parties.storeDown.withLock({ $0 }) { try await Task.sleep(nanoseconds: 200_000_000) }
                 try await Task.sleep(nanoseconds: 3_000_000_000)
             }
         case .changesWhileDown:

@@ -33,9 +33,11 @@ enum StoreFull {
 
 /// A flag shared between the fault runner and the healing step.
 final class SharedFlag: Sendable {
-    private let value = Mutex(false)
-    func set(_ on: Bool) { value.withLock { $0 = on } }
-    func withLock<T>(_ body: (Bool) -> T) -> T { value.withLock { body($0) } }
+    private let value = Mutex<(on: Bool, raised: Int)>((false, 0))
+    func set(_ on: Bool) { value.withLock { if on, !$0.on { $0.raised += 1 }; $0.on = on } }
+    func withLock<T>(_ body: (Bool) -> T) -> T { value.withLock { body($0.on) } }
+    /// How often it was raised so far: whether it was up at some time between two reads.
+    var raised: Int { value.withLock { $0.raised } }
 }
 
 /// The schedule as it was carried out, each line stamped with the time since the workload started.

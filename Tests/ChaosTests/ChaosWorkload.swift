@@ -31,7 +31,10 @@ final class WorkLog: Sendable {
 
     static func key(_ conversation: String, _ number: Int) -> String { "\(conversation)#\(number)" }
 
-    func record(_ entry: Entry) { state.withLock { $0[Self.key(entry.conversation, entry.number)] = entry } }
+    func record(_ entry: Entry) {
+        state.withLock { $0[Self.key(entry.conversation, entry.number)] = entry }
+        journal("sent \(entry.original) (\(entry.id))")
+    }
 
     func entry(_ conversation: String, _ number: Int) -> Entry? { state.withLock { $0[Self.key(conversation, number)] } }
 
@@ -49,6 +52,15 @@ final class WorkLog: Sendable {
 
     /// Changes carried out, by kind.
     let carried = Mutex<[ChangeKind: Int]>([:])
+
+    /// Each change with its wall-clock time (epoch ms) and the source's message id: kept with a failing
+    /// seed's logs (`journal.txt`), to line them up with the bridge's logs and the store's rows.
+    private let lines = Mutex<[String]>([])
+    func journal(_ line: String) {
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        lines.withLock { $0.append("\(now) \(line)") }
+    }
+    var journalText: String { lines.withLock { $0.joined(separator: "\n") } }
 }
 
 /// The workload's changes, carried out through the source's users' backend (`IMBackend` and its opt-in
@@ -57,6 +69,8 @@ enum ChaosChanges {
     /// Makes `change` to text `change.target` of `conversation` and records it in `log`.
     static func make(_ change: Change, in conversation: String, plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws {
         guard let entry = log.entry(conversation, change.target), !entry.ended else { return }
+        log.journal("\(change.kind) of \(entry.original) (\(entry.id)) begins")
+        defer { log.journal("\(change.kind) of \(entry.original) (\(entry.id)) ended") }
         let ref = plan.sourceGroup(conversation)
         let other: UserID = entry.sender == ChaosCampaign.senders[0] ? ChaosCampaign.senders[1] : ChaosCampaign.senders[0]
         switch change.kind {
