@@ -119,7 +119,7 @@ extension CatchUpRunner {
                 if let event = source.absenceEvent(of: message.id, in: key.conversation, at: now, by: message.sender) { events.append(event) }
             }
         }
-        events += try await expansionChanges(messages, key, source: source, now: now)
+        events += try await expansionChanges(messages, key, source: source)
         guard !events.isEmpty else { return 0 }
         return try await engine.ingestGrouped(events).accepted
     }

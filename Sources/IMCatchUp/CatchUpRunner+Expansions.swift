@@ -10,7 +10,8 @@ import IMRelay
 /// writes; docs/expansions.md).
 extension CatchUpRunner {
     /// One `expansionChanged` per message whose keys differ from what it is known to hold: keys with
-    /// another value (at the version history gives them), keys it no longer has (removed, at `now`), and
+    /// another value (at the version history gives them), keys it no longer has (removed, just past the
+    /// key's recorded version), and
     /// keys it did not have — where the store kept what the message was sent with (it has keys of the
     /// message: every key it was sent with and every change since are kept), a key the store has never
     /// seen was added since. Only the keys of a message the store knows nothing of (one recorded before
@@ -18,15 +19,15 @@ extension CatchUpRunner {
     /// the bridge cannot tell them from the message's first values. History does not say who made a
     /// change: it is relayed as the message's sender's (whose puppet wrote the copy, so may write to it —
     /// a NIM carrier must come from a member of the team).
-    func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource, now: Int64) async throws -> [IMEvent] {
-        let shown = messages.compactMap { message in message.expansion.map { (message.id, $0, message.sender) } }
+    func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource) async throws -> [IMEvent] {
+        let shown = messages.compactMap { message in message.expansion.map { (message.id, $0, message.sender, message.sentAt) } }
         guard !shown.isEmpty else { return [] }
         let capabilities = source.capabilities
         let limits = capabilities.support(.expansion).isNative ? capabilities.expansionLimits : nil
         let backend = key.backend, conversation = key.conversation
         return try await store.groupedTransaction { tx in
             var events: [IMEvent] = []
-            for (id, expansion, sender) in shown {
+            for (id, expansion, sender, sentAt) in shown {
                 let records = try tx.expansionKeys(of: id, on: backend)
                 var set: [String: String] = [:], removed: [String] = [], version = Int64.min
                 var adopted: [ExpansionKeyRecord] = []
@@ -53,7 +54,12 @@ extension CatchUpRunner {
                 for (original, record) in records where !seen.contains(original) {
                     guard case .known(.some) = record.held else { continue }
                     removed.append(ExpansionKeyCodec.encode(original, for: limits))
-                    version = max(version, now)
+                    // History gives no time for a removal: it came after the state recorded for the key
+                    // and after the message was sent, so just past both — in the clock those came in (the
+                    // source's, where it stamps changes) and never the bridge's `now`: with the source's
+                    // clock behind the bridge's, a version of `now` would beat the source's next changes
+                    // to this message, and of any key set in the same delta (Finding 32, docs/reliability.md).
+                    version = max(version, max(record.version, sentAt) + 1)
                 }
                 try tx.putExpansionKeys(adopted, of: id, on: backend)
                 guard !set.isEmpty || !removed.isEmpty else { continue }

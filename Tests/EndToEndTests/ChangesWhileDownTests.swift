@@ -118,6 +118,48 @@ extension CrashTests {
             #expect(await bridge.terminate() == 0)
         }
 
+        /// RongCloud → NIM with RongCloud's clock a minute behind the bridge's: a key removed while the bridge is
+        /// down (a removal history gives no time for) and a key changed with it reach NIM; the next change, made
+        /// live a moment later and stamped by RongCloud's clock, reaches it too — the removal's version is not
+        /// the bridge's clock, which would have put it a minute ahead of every change RongCloud stamps next.
+        @Test func aRemovalCaughtUpDoesNotOutrankTheSourcesNextChangeWhenItsClockIsBehind() async throws {
+            let rig = try await Rig.start(("rc", "rongcloud"), ("yx", "nim"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            try #require(rig.lab.sandboxes["rc"]).clock.skew(byMs: -60_000)
+            let tid = "1300000405"
+            try await rig.lab.seedGroup("yx", tid, owner: "rc_ann", members: ["rc_ann", "rc_bob"])
+            let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+            let group = ConversationRef.group(GroupID(tid))
+            var bridge = try await rig.bridge(run: 1)
+            let (sent, _) = try await rig.sendRelayed(["to-expand"], into: group, through: rc, bridge: bridge)
+            let order = try #require(sent["to-expand"])
+            // NIM holds no expansion: each change reaches the copy as a carrier message (docs/adapters/nim.md).
+            func carriers() async throws -> [String] {
+                try await rig.records(tid).filter { $0["kind"] == "custom" }.map { $0["raw"]?.jsonString() ?? "" }
+            }
+            let expanding = try #require(rc as? any ExpansionUpdating)
+            _ = try await expanding.updateExpansion(of: order.id, in: group, by: "bob", .set(["n": "1"]))
+            // The initial values' carrier and this change's.
+            #expect(try await eventually(30) { try await carriers().count >= 2 }, "the key set live reached NIM")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            _ = try await expanding.updateExpansion(of: order.id, in: group, by: "bob", .remove(["n"]))
+            _ = try await expanding.updateExpansion(of: order.id, in: group, by: "bob", .set(["status": "paid"]))
+            try await rig.callbacksDropped(atLeast: 2)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let caughtUp = try await eventually(60) { try await carriers().contains { $0.contains("paid") } }
+            let afterCatchUp = try await carriers()
+            #expect(caughtUp, "the changes made while down reached NIM: \(afterCatchUp)")
+            _ = try await expanding.updateExpansion(of: order.id, in: group, by: "bob", .set(["status": "shipped"]))
+            let shipped = try await eventually(30) { try await carriers().contains { $0.contains("shipped") } }
+            let atEnd = try await carriers()
+            #expect(shipped, "the next change reached NIM: \(atEnd)\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+        }
+
         /// WuKong → RongCloud: an edit, a recall and an `extra` change (a key set, one removed) made on WuKong while the bridge is down
         /// reach RongCloud on the next start, with no later change to set off the extras sync: the start-up
         /// catch-up reads the business server's extras on from the position stored with the last change relayed.
