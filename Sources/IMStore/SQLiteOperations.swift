@@ -283,6 +283,13 @@ package struct SQLiteOperations: StoreOperations {
         try Int.fetchOne(db.cachedStatement(sql: "SELECT COUNT(*) FROM id_map WHERE bridge_created = 1")) ?? 0
     }
 
+    package func sourceClockLead(of backend: BackendID, sample: Int) throws -> Int64? {
+        try Int64.fetchOne(db.cachedStatement(sql: """
+            SELECT MIN(created_at - source_time) FROM (SELECT created_at, source_time FROM id_map
+            WHERE from_backend = ? AND bridge_created = 1 AND source_time IS NOT NULL ORDER BY created_at DESC LIMIT ?)
+            """), arguments: [backend.rawValue, sample])
+    }
+
     package static func mapping(_ row: Row) -> MessageMapping? {
         guard let conversation = try? ConversationRef(parsing: row["to_conversation"]) else { return nil }
         return MessageMapping(fromBackend: BackendID(row["from_backend"] as String), fromMessage: MessageID(row["from_message"] as String),

@@ -39,6 +39,7 @@ package protocol StoreOperations {
     func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping?
     func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool
     func mappingCount() throws -> Int
+    func sourceClockLead(of backend: BackendID, sample: Int) throws -> Int64?
     func relayedMessages(from backend: BackendID, in conversation: ConversationRef, sentSince: Int64, limit: Int) throws -> [RelayedMessage]
     func checkpoint(_ name: String) throws -> String?
     func setCheckpoint(_ name: String, _ value: String, at now: Int64) throws

@@ -128,6 +128,13 @@ public struct StoreTransaction {
     /// How many messages the bridge wrote (id-map rows it created); for tests.
     @_spi(Testing) public func mappingCount() throws -> Int { try ops.mappingCount() }
 
+    /// How far the bridge's clock is ahead of `backend`'s, seen from the `sample` copies the bridge made last
+    /// of that backend's messages: the least (id-map row's time − source message's send time), which is the
+    /// clocks' offset plus the quickest relay. Nil when no copy records a send time.
+    public func sourceClockLead(of backend: BackendID, sample: Int = 200) throws -> Int64? {
+        try ops.sourceClockLead(of: backend, sample: sample)
+    }
+
     // MARK: checkpoints
 
     public func checkpoint(_ name: String) throws -> String? { try ops.checkpoint(name) }

@@ -144,6 +144,13 @@ package struct PostgresOperations: StoreOperations {
 
     package func mappingCount() throws -> Int { Int(try int("SELECT COUNT(*) FROM id_map WHERE bridge_created") ?? 0) }
 
+    package func sourceClockLead(of backend: BackendID, sample: Int) throws -> Int64? {
+        try int("""
+            SELECT MIN(created_at - source_time) FROM (SELECT created_at, source_time FROM id_map
+            WHERE from_backend = $1 AND bridge_created AND source_time IS NOT NULL ORDER BY created_at DESC LIMIT $2) AS recent
+            """, [.text(backend.rawValue), .int(Int64(sample))])
+    }
+
     // MARK: checkpoints
 
     package func hasEvent(_ backend: BackendID, _ eventID: EventID) throws -> Bool {

@@ -43,7 +43,7 @@ extension Verifier {
                 .filter { $0.sentAt <= upTo }
             // What the bridge had queued and relayed before the target is read (Verifier+Settle.swift).
             do {
-                settled = try await snapshot(pair, lane: lane, ids: sourceMessages.map(\.id), horizonMs: readAt - max(0, scope.settleMs))
+                settled = try await snapshot(pair, lane: lane, ids: sourceMessages.map(\.id), readAt: readAt, settleMs: max(0, scope.settleMs))
             } catch {
                 result.error = "the store could not be read: \(error)"
                 return result

@@ -29,12 +29,23 @@ extension Verifier {
         var horizonMs: Int64 = .min
     }
 
-    /// The source messages with an entry pending in `lane`, and those of `ids` whose copy the id map names.
-    func snapshot(_ pair: Pair, lane: LaneKey, ids: [MessageID], horizonMs: Int64) async throws -> Settle {
+    /// The source messages with an entry pending in `lane`, and those of `ids` whose copy the id map names;
+    /// the settle horizon `settleMs` before `readAt`, in the source's clock.
+    func snapshot(_ pair: Pair, lane: LaneKey, ids: [MessageID], readAt: Int64, settleMs: Int64) async throws -> Settle {
         try await store.reading { [from = pair.source, to = pair.leg.target] tx in
-            Settle(pending: try Self.pendingSources(in: lane, tx), mapped: Set(try ids.filter { try tx.mapped($0, from: from, to: to) != nil }),
-                   horizonMs: horizonMs)
+            let lead = settleMs > 0 ? Self.plausibleLead(try tx.sourceClockLead(of: from)) : 0
+            return Settle(pending: try Self.pendingSources(in: lane, tx), mapped: Set(try ids.filter { try tx.mapped($0, from: from, to: to) != nil }),
+                          horizonMs: readAt - lead - settleMs)
         }
+    }
+
+    /// Send times are the source's clock, the horizon the bridge's: a source whose clock is behind (or ahead)
+    /// would have its newest messages judged as settled (or its settled ones as settling). The offset is read
+    /// from the copies the bridge made last (`StoreTransaction.sourceClockLead`); one beyond an hour either
+    /// way is no clock's (copies a migration made of old history) and is not applied.
+    static func plausibleLead(_ lead: Int64?) -> Int64 {
+        guard let lead, abs(lead) <= 3_600_000 else { return 0 }
+        return lead
     }
 
     /// The source messages the entries pending in `lane` act on (a send, a change to its copy, a notice

@@ -194,6 +194,27 @@ import Testing
         #expect(judged.conversations.first?.items.first?.sourceMessage == fresh.id.rawValue)
     }
 
+    /// The same with the source's clock two minutes behind the bridge's: send times are the source's
+    /// clock, so a message just sent looks two minutes old. The horizon is moved by the offset the bridge's
+    /// last copies show (`sourceClockLead`): the message is settling, not missing (and not repaired beside
+    /// the bridge that may still be taking it in).
+    @Test func theSettleHorizonFollowsASourceClockBehindTheBridges() async throws {
+        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 120_000 } }
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: Behind())
+        let relayed = try await wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("one")))
+        let copy = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("one")))
+        try h.store.transaction { tx in
+            try tx.map(source: ("wk", relayed.id, group), target: ("rc", copy.id, group), sentAt: relayed.sentAt, at: SystemClock().nowMs())
+        }
+        let fresh = try await wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("just sent")))
+        let verifier = Verifier(store: h.store, backends: [wk, h.rc], routes: h.routes)
+        let report = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 30_000))
+        let conversation = try #require(report.conversations.first)
+        #expect(report.exitCode == 0 && conversation.settling == 1 && conversation.items.isEmpty, "\(report.table)")
+        let judged = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        #expect(judged.conversations.first?.items.first?.sourceMessage == fresh.id.rawValue, "with no horizon it is missing: \(judged.table)")
+    }
+
     /// `--repair` of a missing copy: the bridge took the message in between the comparison and the repair
     /// (its ledger row and `.send` committed) — nothing is queued; otherwise the repair's transaction
     /// records the message's intake event, so the bridge's callback for it afterwards relays nothing.

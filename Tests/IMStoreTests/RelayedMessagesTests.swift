@@ -27,6 +27,25 @@ import Testing
         #expect(try store.read { try $0.relayedMessages(from: "wk", in: group, sentSince: 0) }.map(\.id) == ["w1"])
     }
 
+    /// `sourceClockLead`: the least (row time − source send time) over the newest copies of one source's
+    /// messages: the source clock's lag behind the bridge's plus the quickest relay.
+    @Test(arguments: StoreKind.allCases) func theSourceClocksLeadIsReadFromTheNewestCopies(_ kind: StoreKind) throws {
+        let store = try BridgeStore(path: try kind.freshLocation())
+        let group = ConversationRef.group("g1")
+        #expect(try store.read { try $0.sourceClockLead(of: "rc") } == nil, "no copy: no lead")
+        try store.transaction { tx in
+            // An old copy (a migration's of old history) left out of the sample of the newest.
+            try tx.map(source: ("rc", "old", group), target: ("wk", "c-old", group), sentAt: 1_000, at: 10_000)
+            try tx.map(source: ("rc", "a", group), target: ("wk", "c-a", group), sentAt: 20_000, at: 80_200)
+            try tx.map(source: ("rc", "b", group), target: ("wk", "c-b", group), sentAt: 30_000, at: 90_050)
+            // Another source's copies, and the reverse rows of the bridge's copies, are not rc's clock.
+            try tx.map(source: ("wk", "w1", group), target: ("rc", "copy", group), sentAt: 95_000, at: 95_010)
+        }
+        #expect(try store.read { try $0.sourceClockLead(of: "rc", sample: 2) } == 60_050)
+        #expect(try store.read { try $0.sourceClockLead(of: "rc", sample: 3) } == 9_000)
+        #expect(try store.read { try $0.sourceClockLead(of: "wk") } == 10)
+    }
+
     /// A lane's `finish` records the time its mapping carries.
     @Test(arguments: StoreKind.allCases) func aFinishedSendRecordsTheSourceTime(_ kind: StoreKind) throws {
         let store = try BridgeStore(path: try kind.freshLocation())
