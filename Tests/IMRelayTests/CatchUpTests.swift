@@ -121,6 +121,23 @@ import Testing
         #expect(gate.finish(key, force: true).map(Self.seqs) == [1, 2])
     }
 
+    /// A change to an old message the intake could not record (the store failing) asks for its
+    /// conversation's catch-up as a refused message does: the catch-up reads the conversation's changes
+    /// after it, where the change is found again if the vendor gave up on it.
+    @Test func aChangeNotRecordedAsksForItsConversationsCatchUp() {
+        let gate = CatchUpGate()
+        gate.watch("rc", signal: .none, starting: false)
+        let change = IMEvent(eventID: "exp:m1:1", backend: "rc",
+                             kind: .expansionChanged(messageID: "m1", conversation: .group("g1"), by: "ann",
+                                                     delta: ExpansionDelta(version: 1, removed: ["st"])))
+        let elsewhere = IMEvent(eventID: "exp:m2:1", backend: "wk",
+                                kind: .expansionChanged(messageID: "m2", conversation: .group("g2"), by: "ann",
+                                                        delta: ExpansionDelta(version: 1, removed: ["st"])))
+        gate.notRecorded([change, elsewhere])
+        #expect(gate.takeRequested() == [CatchUpGate.Key(backend: "rc", conversation: .group("g1")): "refused"],
+                "the watched source's conversation is caught up; a backend catch-up does not watch is not")
+    }
+
     @Test func checkpointNamesRoundTrip() throws {
         let key = CatchUpGate.Key(backend: "wk", conversation: .direct("ann", "bob"))
         let name = CatchUpRunner.checkpointName(for: key)

@@ -172,12 +172,15 @@ public final class CatchUpGate: Sendable {
     /// retry): the vendor may give up on them, and on a source whose live traffic shows no gap (`.none`:
     /// RongCloud, NIM) nothing else would reveal it before newer messages were relayed. So their
     /// conversations hold their live messages from now on and are caught up from their checkpoints
-    /// (`requested`, reason `refused`) before anything newer is recorded.
+    /// (`requested`, reason `refused`) before anything newer is recorded. A change to an old message (an
+    /// expansion change, a recall, an edit) the vendor gives up on is found the same way: the catch-up is
+    /// followed by the read of its conversation's changes (a change window or feed) — without it a change
+    /// refused during a store outage was lost (Finding 36, docs/reliability.md).
     package func notRecorded(_ events: [IMEvent]) {
         state.withLock { state in
             for event in events {
-                guard case .message(let message) = event.kind, state.signals[event.backend] != nil else { continue }
-                let key = Key(backend: event.backend, conversation: message.conversation)
+                guard state.signals[event.backend] != nil, event.messageID != nil else { continue }
+                let key = Key(backend: event.backend, conversation: event.conversation)
                 var lane = state.lanes[key] ?? Lane()
                 lane.missed = true
                 if !lane.running {
