@@ -48,6 +48,23 @@ final class WindowHistorySource: ChangeWindowSource {
     }
 }
 
+extension WindowHistorySource {
+    /// Sends `text` to group `g` as ann and returns it as history lists it, each message in a millisecond
+    /// of its own (positions compare send times).
+    func sendText(_ text: String) async throws -> Message {
+        _ = try await send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
+        try await Task.sleep(nanoseconds: 5_000_000)
+        return try #require(try await inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+    }
+}
+
+extension RelayHarness {
+    /// The texts RongCloud's group `g` shows, in order.
+    func relayedTexts() async throws -> [String] {
+        try await history(rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
+    }
+}
+
 /// Callbacks behind the catch-up position (docs/architecture.md, "Callbacks behind the catch-up
 /// position"), in process over a real SQLite store.
 @Suite(.serialized) struct LateCallbackScreenTests {
@@ -65,16 +82,9 @@ final class WindowHistorySource: ChangeWindowSource {
         try await runner.start()
         #expect(await eventually { await runner.finishedPasses >= 1 })
 
-        func send(_ text: String) async throws -> Message {
-            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
-            // Each message in a millisecond of its own: positions compare send times.
-            try await Task.sleep(nanoseconds: 5_000_000)
-            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
-        }
+        func send(_ text: String) async throws -> Message { try await source.sendText(text) }
         func deliver(_ message: Message) async throws { try await engine.accept([try #require(source.catchUpEvent(for: message))]) }
-        func relayed() async throws -> [String] {
-            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
-        }
+        func relayed() async throws -> [String] { try await h.relayedTexts() }
 
         let first = try await send("first")
         try await deliver(first)
@@ -114,15 +124,9 @@ final class WindowHistorySource: ChangeWindowSource {
         let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
         let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
         await bridge.start()
-        func send(_ text: String) async throws -> Message {
-            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
-            try await Task.sleep(nanoseconds: 5_000_000)
-            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
-        }
+        func send(_ text: String) async throws -> Message { try await source.sendText(text) }
         func deliver(_ message: Message) async throws { try await bridge.accept([try #require(source.catchUpEvent(for: message))]) }
-        func relayed() async throws -> [String] {
-            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
-        }
+        func relayed() async throws -> [String] { try await h.relayedTexts() }
 
         let first = try await send("first")
         try await deliver(first)
@@ -171,14 +175,8 @@ final class WindowHistorySource: ChangeWindowSource {
         await reader.start()
         try await runner.start()
         #expect(await eventually { await runner.finishedPasses >= 1 })
-        func send(_ text: String) async throws -> Message {
-            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
-            try await Task.sleep(nanoseconds: 5_000_000)
-            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
-        }
-        func relayed() async throws -> [String] {
-            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
-        }
+        func send(_ text: String) async throws -> Message { try await source.sendText(text) }
+        func relayed() async throws -> [String] { try await h.relayedTexts() }
 
         let first = try await send("first")
         try await reader.accept([try #require(source.catchUpEvent(for: first))])
@@ -215,14 +213,8 @@ final class WindowHistorySource: ChangeWindowSource {
         let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
                                    settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
         await bridge.start()
-        func send(_ text: String) async throws -> Message {
-            _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "ann", content: .text(text)))
-            try await Task.sleep(nanoseconds: 5_000_000)
-            return try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
-        }
-        func relayed() async throws -> [String] {
-            try await h.history(h.rc, "g").compactMap { if case .text(let t) = $0.content { t.text } else { nil } }
-        }
+        func send(_ text: String) async throws -> Message { try await source.sendText(text) }
+        func relayed() async throws -> [String] { try await h.relayedTexts() }
 
         let first = try await send("first")
         try await bridge.accept([try #require(source.catchUpEvent(for: first))])
