@@ -175,21 +175,32 @@ public final class Delivery: Sendable {
             page = try await target.history(asSender)
         }
         let targetID = target.id
+        // Newest first. A copy the bridge recorded (the id map names it) is an earlier entry's of this
+        // conversation's lane, which sends one entry at a time: whatever this entry's earlier attempt left
+        // lies after the newest such copy in the target's order, so a candidate there is taken whatever its
+        // time — the target's clock may be minutes off the bridge's (Finding 37, docs/reliability.md).
+        var recordedSeen = false
+        var afterRecorded: Message?
         for candidate in page.messages.reversed() {
             if let id = candidate.clientMessageID, let ours = outgoing.clientMessageID {
                 if id == ours { return candidate }
                 continue
             }
+            guard candidate.sender == outgoing.sender else { continue }
+            if try await store.reading({ [id = candidate.id] in try $0.isBridgeCreated(id, on: targetID) }) {
+                recordedSeen = true
+                continue
+            }
+            guard candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest
+            else { continue }
             // Stored after the attempt began — or at exactly the time the send asked for, on a target
             // that keeps a requested `sentAt` (the relay asks for the source's time, which may be long
             // before the attempt when intake or the lane was slow).
             let stampedAsAsked = outgoing.sentAt.map { $0 == candidate.sentAt } ?? false
-            guard candidate.sender == outgoing.sender, candidate.sentAt >= attemptAt - 5_000 || stampedAsAsked,
-                  candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
-                  try await !store.reading({ [id = candidate.id] in try $0.isBridgeCreated(id, on: targetID) }) else { continue }
-            return candidate
+            if candidate.sentAt >= attemptAt - 5_000 || stampedAsAsked { return candidate }
+            if !recordedSeen, afterRecorded == nil { afterRecorded = candidate }
         }
-        return nil
+        return recordedSeen ? afterRecorded : nil
     }
 }
 

@@ -17,9 +17,12 @@ final class AcceptThenTimeoutBackend: IMBackend {
     let historyRefused: Bool
     /// History reads that fail as a refused connection before they work (the target down for a while).
     let historyDown: Mutex<Int>
-    init(_ inner: MemoryBackend, timeouts: Int, historyRefused: Bool = false, historyDownFor reads: Int = 0) {
+    /// Stamps each copy with its own clock, not the time the send asks for (RongCloud keeps no `sentAt`).
+    let stampsOwnTime: Bool
+    init(_ inner: MemoryBackend, timeouts: Int, historyRefused: Bool = false, historyDownFor reads: Int = 0, stampsOwnTime: Bool = false) {
         self.inner = inner
         self.historyRefused = historyRefused
+        self.stampsOwnTime = stampsOwnTime
         historyDown = Mutex(reads)
         timeoutsLeft.withLock { $0 = timeouts }
     }
@@ -30,6 +33,7 @@ final class AcceptThenTimeoutBackend: IMBackend {
     func send(_ message: OutgoingMessage) async throws -> Message {
         var stripped = message
         stripped.clientMessageID = nil
+        if stampsOwnTime { stripped.sentAt = nil }
         let sent = try await inner.send(stripped)
         let timeout = timeoutsLeft.withLock { left -> Bool in
             guard left > 0 else { return false }
@@ -116,6 +120,34 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         #expect(got.map(\.content) == [.text("one"), .text("two"), .text("three")], "\(got.map { "\($0.id) \($0.sentAt) \($0.content)" })")
         #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1, "the timeouts were retried")
         #expect(try h.store.read { try $0.mappingCount() } == 3)
+        await engine.stop()
+    }
+
+    /// A target whose clock is five minutes behind the bridge's and that stamps copies with it: the copy
+    /// a send with an unknown outcome left looks five minutes older than the attempt. It is found all the
+    /// same, as the newest unrecorded copy after the lane's last recorded one, and not sent again.
+    @Test func aCopyOnATargetWhoseClockIsBehindIsFound() async throws {
+        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 300_000 } }
+        let h = try RelayHarness()
+        let skewed = AcceptThenTimeoutBackend(MemoryBackend(id: "rc", capabilities: .rongCloud, clock: Behind()), timeouts: 0,
+                                              stampsOwnTime: true)
+        let engine = RelayEngine(store: h.store, backends: [h.wk, skewed], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [h.wk])
+        func shown() async throws -> [MessageContent] {
+            try await skewed.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 100)).messages.map(\.content)
+        }
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text("zero")))
+        #expect(try await eventually(30) { try await shown().count == 1 })
+        #expect(await engine.waitUntilIdle())
+        skewed.timeoutsLeft.withLock { $0 = 2 }
+        for text in ["one", "two", "three"] {
+            _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text(text)))
+        }
+        #expect(try await eventually(30) { try await shown().count >= 4 })
+        #expect(await engine.waitUntilIdle())
+        let got = try await shown()
+        #expect(got == [.text("zero"), .text("one"), .text("two"), .text("three")], "\(got)")
+        #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1, "the unknown outcomes were retried")
         await engine.stop()
     }
 

@@ -210,16 +210,11 @@ import IMOutbox
 
 /// A WuKong-rules backend whose expansion writes are refused (retryably) while `stalled` says so: a write
 /// under way when the bridge stops.
-final class StallingExpansions: IMBackend, ExpansionUpdating {
+final class StallingExpansions: MemoryWrapping, ExpansionUpdating {
     let inner: MemoryBackend
     let stalled = Mutex(false)
     let refused = Mutex(0)
     init(_ inner: MemoryBackend) { self.inner = inner }
-    var id: BackendID { inner.id }
-    var capabilities: Capabilities { inner.capabilities }
-    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
-    func events() -> AsyncStream<IMEvent> { inner.events() }
-    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
     func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
                          _ change: ExpansionChange) async throws -> ExpansionDelta {
         if stalled.withLock({ $0 }) {

@@ -319,14 +319,9 @@ final class LostAnswerBackend: IMBackend, UserDirectory, GroupDirectory {
 
 /// A memory backend that, like WuKongIM's server API, cannot list users, groups or every conversation,
 /// but knows a user's groups and conversation list.
-final class UnlistingBackend: IMBackend, UserDirectory, GroupDirectory, ConversationListing {
+final class UnlistingBackend: MemoryWrapping, UserDirectory, GroupDirectory, ConversationListing {
     let inner: MemoryBackend
     init(_ inner: MemoryBackend) { self.inner = inner }
-    var id: BackendID { inner.id }
-    var capabilities: Capabilities { inner.capabilities }
-    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
-    func events() -> AsyncStream<IMEvent> { inner.events() }
-    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
     func ensureUser(_ profile: UserProfile) async throws { try await inner.ensureUser(profile) }
     func users(_ ids: [UserID]) async throws -> [UserProfile] { try await inner.users(ids) }
     func saveUser(_ profile: UserProfile) async throws { try await inner.saveUser(profile) }

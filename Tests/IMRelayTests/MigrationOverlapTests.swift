@@ -133,15 +133,10 @@ import IMOutbox
 }
 
 /// Forwards to a memory backend, noting every `ensureUser` (a bare provisioning call).
-final class ProvisionCounting: IMBackend, UserDirectory {
+final class ProvisionCounting: MemoryWrapping, UserDirectory {
     let inner: MemoryBackend
     let ensured = Mutex<[UserID]>([])
     init(_ inner: MemoryBackend) { self.inner = inner }
-    var id: BackendID { inner.id }
-    var capabilities: Capabilities { inner.capabilities }
-    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
-    func events() -> AsyncStream<IMEvent> { inner.events() }
-    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
     func ensureUser(_ profile: UserProfile) async throws {
         ensured.withLock { $0.append(profile.id) }
         try await inner.ensureUser(profile)

@@ -45,6 +45,19 @@ func eventually(_ seconds: Double = 120, _ condition: () async throws -> Bool) a
     return try await condition()
 }
 
+/// A test backend that changes some of a memory backend's answers and passes the rest to it.
+protocol MemoryWrapping: IMBackend {
+    var inner: MemoryBackend { get }
+}
+
+extension MemoryWrapping {
+    var id: BackendID { inner.id }
+    var capabilities: Capabilities { inner.capabilities }
+    func send(_ message: OutgoingMessage) async throws -> Message { try await inner.send(message) }
+    func events() -> AsyncStream<IMEvent> { inner.events() }
+    func history(_ query: HistoryQuery) async throws -> HistoryPage { try await inner.history(query) }
+}
+
 /// A RongCloud-rules backend that answers 429 to sends in chosen conversations while `failing` says so.
 final class FlakyBackend: IMBackend, Recalling, ExpansionUpdating {
     let inner: MemoryBackend
