@@ -33,10 +33,18 @@ extension Verifier {
     /// the settle horizon `settleMs` before `readAt`, in the source's clock.
     func snapshot(_ pair: Pair, lane: LaneKey, ids: [MessageID], readAt: Int64, settleMs: Int64) async throws -> Settle {
         try await store.reading { [from = pair.source, to = pair.leg.target] tx in
-            let lead = settleMs > 0 ? Self.plausibleLead(try tx.sourceClockLead(of: from)) : 0
+            let lead = settleMs > 0 ? try self.clockLead(of: from, tx) : 0
             return Settle(pending: try Self.pendingSources(in: lane, tx), mapped: Set(try ids.filter { try tx.mapped($0, from: from, to: to) != nil }),
                           horizonMs: readAt - lead - settleMs)
         }
+    }
+
+    /// `from`'s plausible clock lead, read from the store on this run's first conversation of that source.
+    func clockLead(of from: BackendID, _ tx: StoreTransaction) throws -> Int64 {
+        if let known = clockLeads.withLock({ $0[from] }) { return known }
+        let lead = Self.plausibleLead(try tx.sourceClockLead(of: from))
+        clockLeads.withLock { $0[from] = lead }
+        return lead
     }
 
     /// Send times are the source's clock, the horizon the bridge's: a source whose clock is behind (or ahead)

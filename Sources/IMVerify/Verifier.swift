@@ -68,6 +68,9 @@ public final class Verifier: Sendable {
     let clock: any IMClock
     /// History calls per backend.
     let calls = Mutex<[String: Int]>([:])
+    /// Each source backend's clock lead, read once per run (`Verifier+Settle.swift`): the query scans the
+    /// source's newest copies, the same for every conversation of that source.
+    let clockLeads = Mutex<[BackendID: Int64]>([:])
 
     /// Target copies `--repair` took back and copies it sent after newer ones (checkpoint prefixes).
     static let recalledPrefix = "verify/recalled/"
@@ -105,6 +108,7 @@ public final class Verifier: Sendable {
     public func run(_ scope: VerifyScope, progress: @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> VerifyReport {
         var report = VerifyReport(startedAtMs: clock.nowMs(), sinceMs: scope.sinceMs, untilMs: scope.untilMs)
         calls.withLock { $0 = [:] }   // this run's calls (one run at a time per verifier)
+        clockLeads.withLock { $0 = [:] }
         let pairs = try await self.pairs(scope)
         for (n, pair) in pairs.enumerated() {
             report.conversations.append(await compare(pair, scope))
