@@ -74,6 +74,26 @@ import Testing
         }
     }
 
+    /// NIM stamps messages with its own clock: with it minutes behind the bridge's, a copy older than the
+    /// newest page is still within NIM's recall window, and the search for it must page back to it
+    /// (docs/adapters/nim.md, "Recall").
+    @Test func aRecallPagesBackToItsCopyWhenNIMsClockIsBehindTheBridges() async throws {
+        try await WiredBackend.with { wired in
+            wired.sandbox.clock.skew(byMs: -5 * 60_000)
+            let conversation = ConversationRef.direct("alice", "bob")
+            let first = try await wired.backend.send(OutgoingMessage(conversation: conversation, sender: "alice", content: .text("recall me")))
+            for n in 0..<120 {
+                _ = try await wired.backend.send(OutgoingMessage(conversation: conversation, sender: "bob", content: .text("after \(n)")))
+            }
+            // A restarted bridge (nothing in memory) on the bridge's own clock, five minutes ahead of NIM's.
+            let bridge = NIMBackend(settings: wired.backend.settings, clock: SystemClock())
+            try await bridge.recall(first.id, in: conversation, by: "alice")
+            let records = try await wired.rig.messages()
+            #expect(records.first { $0.id == first.id.rawValue }?.recalled == true)
+            #expect(records.filter { $0.recalled == true }.count == 1)
+        }
+    }
+
     @Test func contentsAreCheckedBeforeAnyCall() async throws {
         try await WiredBackend.with { wired in
             let long = String(repeating: "\"", count: 2600)

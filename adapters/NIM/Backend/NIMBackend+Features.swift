@@ -37,12 +37,18 @@ extension NIMBackend {
         }
         if state.withLock({ $0.tombstones[id] != nil }) { throw IMError(.alreadyRecalled, "message \(id) is already recalled") }
         let window = (capabilities.recallWindowMs ?? Self.recallSearchHorizonMs) + 60_000
+        // The window is measured in NIM's clock, from the conversation's newest message: NIM stamps its
+        // messages itself, and with its clock behind the bridge's, `now` would end the search pages early
+        // (docs/adapters/nim.md, "Recall"). The newest message is no later than NIM's now, so the search
+        // never stops short of a copy NIM would still recall.
         var anchor = HistoryAnchor.latest
+        var newest: Int64?
         while true {
             let page = try await history(HistoryQuery(conversation: conversation, anchor: anchor, limit: 100))
             if let found = page.messages.first(where: { $0.id == id }) { return found }
-            guard page.hasOlder, let cursor = page.olderCursor, let oldest = page.messages.first,
-                  clock.nowMs() - oldest.sentAt < window else { break }
+            newest = newest ?? page.messages.last?.sentAt
+            guard page.hasOlder, let cursor = page.olderCursor, let oldest = page.messages.first, let newest,
+                  newest - oldest.sentAt < window else { break }
             anchor = .before(cursor)
         }
         throw IMError(.notFound, "message \(id) is not in \(conversation) within the recall window")
