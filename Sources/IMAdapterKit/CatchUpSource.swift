@@ -17,6 +17,11 @@ public protocol CatchUpSource: IMBackend {
     func catchUpEvent(for message: Message) -> IMEvent?
     var gapSignal: CatchUpGapSignal { get }
     func catchUpConversations(of user: UserID) async throws -> [ConversationRef]
+    /// The event a callback gives for the recall that left `message` recalled (the same `eventID`, so a
+    /// recall that reached the bridge both ways — a callback, and a read of history that shows it recalled:
+    /// a change window's, a migration's — is recorded once); nil when not recalled, or when the source
+    /// cannot name it (the default).
+    func recallEvent(for message: Message) -> IMEvent?
 }
 
 /// How a backend's live traffic shows that messages were missed.
@@ -29,6 +34,8 @@ public enum CatchUpGapSignal: String, Sendable {
 }
 
 extension CatchUpSource {
+    public func recallEvent(for message: Message) -> IMEvent? { nil }
+
     /// By default a user's groups, where the backend is a `GroupDirectory` (RongCloud
     /// `/user/group/query.json`, NIM `/team/joinTeams.action`); `unsupported` otherwise.
     public func catchUpConversations(of user: UserID) async throws -> [ConversationRef] {

@@ -58,8 +58,7 @@ public protocol ChangeFeedSource: CatchUpSource {
 /// - `recentMessages` returns the conversation's messages sent at or after `sentSince`, oldest first, as
 ///   history shows them now (`recall`, `expansion` with per-key versions where the vendor gives them), all
 ///   of them (paging is the source's business).
-/// - `recallEvent(for:)` is the event a callback gives for the recall that left `message` recalled (same
-///   `eventID`, so a change that reached the bridge both ways is recorded once); nil when not recalled.
+/// - `recallEvent(for:)` (`CatchUpSource`) gives a recalled message's recall as its callback does.
 /// - `absenceEvent` is the event for a message the bridge relayed that history no longer lists: what
 ///   the vendor's history drops — RongCloud a message recalled with `isDelete` (a deletion), NIM a recalled
 ///   message (a recall) — with the callback's `eventID`, by `sender` (the message's, as the bridge
@@ -71,7 +70,6 @@ public protocol ChangeFeedSource: CatchUpSource {
 ///   catch-up position"), never on the ordinary live path.
 public protocol ChangeWindowSource: CatchUpSource {
     func recentMessages(of conversation: ConversationRef, sentSince: Int64, viewer: UserID?) async throws -> [Message]
-    func recallEvent(for message: Message) -> IMEvent?
     func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent?
     func showsInHistory(_ message: Message) async throws -> Bool?
 }

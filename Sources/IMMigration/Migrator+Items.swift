@@ -72,7 +72,8 @@ extension Migrator {
                                  kind: message.currentContent.kind.rawValue)
         if plan.account, case .puppet = plan.users, !failedUsers.contains(message.sender) { mark.senderMigrated = true }
         return RelayEngine.MigrationItem(event: sourceEvent(for: message), message: message, actions: actions, mark: mark,
-                                         recordInLedger: message.sentAt >= clock.nowMs() - liveWindowMs)
+                                         recordInLedger: message.sentAt >= clock.nowMs() - liveWindowMs,
+                                         recallEvent: (source as? any CatchUpSource)?.recallEvent(for: message))
     }
 
     func tally(_ mark: MigrationMark, into result: inout MigrationReport.Conversation) {

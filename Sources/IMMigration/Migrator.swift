@@ -312,6 +312,8 @@ public actor Migrator {
                     switch outcome {
                     case .alreadyCopied:
                         result.counts.skipped["already_copied", default: 0] += 1
+                    case .withheld:
+                        result.counts.skipped["withheld", default: 0] += 1
                     case .queued(let id, let last):
                         tracked.copies.append(Tracked(id: id, source: item.message.id.rawValue, mark: item.mark))
                         tracked.last = max(tracked.last, last)

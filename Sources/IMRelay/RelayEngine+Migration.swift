@@ -22,9 +22,15 @@ extension RelayEngine {
         /// Recent enough for a live callback or catch-up to meet it (`Migrator.liveWindowMs`): recorded in
         /// the ledger, with the other legs of the configured routes, as intake would record it.
         package var recordInLedger: Bool
+        /// For a message recalled on the source: the event its recall's callback (or a change read) gives
+        /// (`CatchUpSource.recallEvent(for:)`), recorded with the message's row, so that the recall the
+        /// copy carries is not queued a second time when that callback comes.
+        package var recallEvent: IMEvent?
 
-        package init(event: IMEvent, message: Message, actions: [RelayAction], mark: MigrationMark, recordInLedger: Bool) {
+        package init(event: IMEvent, message: Message, actions: [RelayAction], mark: MigrationMark, recordInLedger: Bool,
+                     recallEvent: IMEvent? = nil) {
             (self.event, self.message, self.actions, self.mark, self.recordInLedger) = (event, message, actions, mark, recordInLedger)
+            self.recallEvent = recallEvent
         }
     }
 
@@ -34,6 +40,15 @@ extension RelayEngine {
         case queued(send: Int64, last: Int64)
         /// The id map names its copy on the target already: nothing queued.
         case alreadyCopied
+        /// Taken back on its source after the page was read, and a catch-up has read past it meanwhile
+        /// (`screenedMigration`): recorded as withheld, nothing queued.
+        case withheld
+    }
+
+    /// Items of a page that a stored catch-up read is past without their having been recorded (the page
+    /// is looked up again before it is queued: `queueMigration`).
+    struct MigrationReadPast: Error {
+        var items: [MigrationItem]
     }
 
     /// Queues `items` (one history page, oldest first) in `leg`'s lane and moves `checkpoint` in the same
@@ -47,23 +62,76 @@ extension RelayEngine {
     /// the row was there already (live intake or catch-up came first), the copy is queued anyway: it
     /// runs after the live entry in the same lane, and the executor sends no message whose copy the id
     /// map names (`execute`), so the lane keeps one copy whichever entry carries it.
+    ///
+    /// A page read before one of its messages was taken back on a source whose history drops it
+    /// (`ChangeWindowSource`), and queued after a catch-up read past that message and queued newer ones,
+    /// would put its copy behind theirs in the lane. So, as the intake screens a late callback (`readPast`,
+    /// docs/architecture.md, "Callbacks behind the catch-up position"), a recent item not recorded yet and
+    /// sent before the conversation's stored catch-up checkpoint sends the page back: it is looked up in
+    /// the source's history again; still shown (or history cannot tell), it is copied, late but not lost;
+    /// gone, it is **withheld** — its ledger rows are written as the intake writes them, nothing is queued.
     package nonisolated func queueMigration(_ items: [MigrationItem], leg: RouteLeg, checkpoint: (name: String, value: String)?) async throws
         -> [MigrationQueued] {
+        var shown: Set<EventID> = []
+        var gone: [EventID: Withheld] = [:]
+        var pass = 0
+        while true {
+            let outcome = try await queueMigrationOnce(items, leg: leg, checkpoint: checkpoint, screen: pass < ReadPast.maxPasses,
+                                                       shown: shown, gone: gone)
+            guard case .failure(let past) = outcome else { return try outcome.get() }
+            for item in past.items {
+                guard case .message(let message) = item.event.kind, let source = backends[item.event.backend] as? any ChangeWindowSource,
+                      (try? await source.showsInHistory(message)) == false else {
+                    shown.insert(item.event.eventID)
+                    continue
+                }
+                gone[item.event.eventID] = Withheld(message: item.event, absence: source.absenceEvent(
+                    of: message.id, in: message.conversation, at: clock.nowMs(), by: message.sender))
+            }
+            logs.relay.info("a migration's page holds messages a catch-up read past: looked up in history again", metadata: [
+                "conversation": "\(past.items[0].message.conversation)", "messages": "\(past.items.count)",
+                "withheld": "\(gone.count)",
+            ])
+            pass += 1
+        }
+    }
+
+    /// One attempt of `queueMigration`. `screen`: items a stored catch-up read is past are sent back
+    /// (`MigrationReadPast`) unless looked up already (`shown`, `gone`).
+    nonisolated func queueMigrationOnce(_ items: [MigrationItem], leg: RouteLeg, checkpoint: (name: String, value: String)?, screen: Bool,
+                                        shown: Set<EventID>, gone: [EventID: Withheld]) async throws
+        -> Result<[MigrationQueued], MigrationReadPast> {
         let now = clock.nowMs()
         let lane = LaneKey(backend: leg.target, conversation: leg.targetConversation)
-        let (outcomes, lanes) = try await store.groupedTransaction { [self] tx -> ([MigrationQueued], Set<LaneKey>) in
-            let ledgered = items.filter(\.recordInLedger)
+        let origin = EventOrigin(listener: EventOrigin.migration, instance: intake.holds.owner)
+        let result = try await store.groupedTransaction { [self] tx -> Result<([MigrationQueued], Set<LaneKey>, [Withheld]), MigrationReadPast> in
+            if screen {
+                let past = try itemsReadPast(items.filter { shown.contains($0.event.eventID) == false && gone[$0.event.eventID] == nil }, tx)
+                if !past.isEmpty { return .failure(MigrationReadPast(items: past)) }
+            }
+            // Gone from history and still not recorded (a callback recorded meanwhile is copied as usual).
+            let withheld = try items.compactMap { item in
+                try gone[item.event.eventID].flatMap { try tx.hasEvent(item.event.backend, item.event.eventID) ? nil : $0 }
+            }
+            let newlyWithheld = try recordWithheld(withheld, tx, at: now, origin: origin)
+            let withheldIDs = Set(withheld.map(\.message.eventID))
+            let kept = items.filter { !withheldIDs.contains($0.event.eventID) }
+            let ledgered = kept.filter(\.recordInLedger)
             let records = try tx.recordEvents(ledgered.map { item in
                 StoreTransaction.InboundEvent(backend: item.event.backend, eventID: item.event.eventID, kind: item.event.kindName,
                                               message: item.message.id)
-            }, at: now, origin: EventOrigin(listener: EventOrigin.migration, instance: intake.holds.owner))
+            }, at: now, origin: origin)
+            // A recalled message's recall, with it: its callback, coming later, is a duplicate.
+            _ = try tx.recordEvents(ledgered.compactMap(\.recallEvent).map { event in
+                StoreTransaction.InboundEvent(backend: event.backend, eventID: event.eventID, kind: event.kindName, message: nil)
+            }, at: now, origin: origin)
             var recordsByEvent: [EventID: StoreTransaction.EventRecord] = [:]
             for (item, record) in zip(ledgered, records) where recordsByEvent[item.event.eventID] == nil {
                 recordsByEvent[item.event.eventID] = record
             }
             var draft = OutboxDraft()
             var sendIndex: [(first: Int, last: Int)?] = []
-            for item in items {
+            for item in kept {
                 let source = item.event.backend
                 if recordsByEvent[item.event.eventID] == .new {
                     for other in routes.legs(from: source, conversation: item.message.conversation)
@@ -95,10 +163,36 @@ extension RelayEngine {
             let ids = try draft.write(tx, at: now, cache: payloads)
             if let checkpoint { try tx.setCheckpoint(checkpoint.name, checkpoint.value, at: now) }
             try Self.noteReadPosition(of: ledgered.filter { backends[$0.event.backend] is any ChangeWindowSource }, tx, at: now)
-            return (sendIndex.map { $0.map { .queued(send: ids[$0.first], last: ids[$0.last]) } ?? .alreadyCopied }, draft.lanes.union([lane]))
+            var keptOutcomes = sendIndex.map { $0.map { MigrationQueued.queued(send: ids[$0.first], last: ids[$0.last]) } ?? .alreadyCopied }
+                .makeIterator()
+            let outcomes = items.map { withheldIDs.contains($0.event.eventID) ? .withheld : keptOutcomes.next() ?? .alreadyCopied }
+            return .success((outcomes, draft.lanes.union([lane]), newlyWithheld))
         }
-        wakeLanes(lanes)
-        return outcomes
+        switch result {
+        case .failure(let past): return .failure(past)
+        case .success(let (outcomes, lanes, newlyWithheld)):
+            noteWithheld(newlyWithheld)
+            wakeLanes(lanes)
+            return .success(outcomes)
+        }
+    }
+
+    /// The recent items of a page that a conversation's stored catch-up checkpoint (any instance's read) is
+    /// past and that the ledger does not hold yet, on a source whose history drops what is taken back.
+    nonisolated func itemsReadPast(_ items: [MigrationItem], _ tx: StoreTransaction) throws -> [MigrationItem] {
+        var positions: [CatchUpGate.Key: (at: Int64, id: String)?] = [:]
+        var past: [MigrationItem] = []
+        for item in items where item.recordInLedger && backends[item.event.backend] is any ChangeWindowSource {
+            guard case .message(let message) = item.event.kind else { continue }
+            let key = CatchUpGate.Key(backend: item.event.backend, conversation: message.conversation)
+            if positions[key] == nil {
+                positions[key] = .some(try tx.checkpoint(CatchUpCheckpoint.name(for: key)).flatMap(CatchUpCheckpoint.Record.init(stored:))?.position)
+            }
+            guard let position = positions[key] ?? nil, message.sentAt < position.at,
+                  try !tx.hasEvent(item.event.backend, item.event.eventID) else { continue }
+            past.append(item)
+        }
+        return past
     }
 
     /// The page's last message a callback can still bring (`MigrationReadPosition`): any message of its

@@ -18,6 +18,9 @@ final class WindowHistorySource: ChangeWindowSource {
     let inner: MemoryBackend
     let hidden = Mutex<Set<MessageID>>([])
     let lookups = Mutex(0)
+    /// Runs once, after the next history page is read and before it is returned (a change landing
+    /// between a reader's read and its use of the page).
+    let afterNextRead = Mutex<(@Sendable () async throws -> Void)?>(nil)
     init(_ inner: MemoryBackend) { self.inner = inner }
     var id: BackendID { inner.id }
     var capabilities: Capabilities { inner.capabilities }
@@ -29,6 +32,7 @@ final class WindowHistorySource: ChangeWindowSource {
         var page = try await inner.history(query)
         let hide = hidden.withLock { $0 }
         page.messages.removeAll { hide.contains($0.id) }
+        if let hook = afterNextRead.withLock({ hook in defer { hook = nil }; return hook }) { try await hook() }
         return page
     }
     func catchUpEvent(for message: Message) -> IMEvent? {
@@ -36,7 +40,11 @@ final class WindowHistorySource: ChangeWindowSource {
     }
     func catchUpConversations(of user: UserID) async throws -> [ConversationRef] { [] }
     func recentMessages(of conversation: ConversationRef, sentSince: Int64, viewer: UserID?) async throws -> [Message] { [] }
-    func recallEvent(for message: Message) -> IMEvent? { nil }
+    func recallEvent(for message: Message) -> IMEvent? {
+        guard let recall = message.recall else { return nil }
+        return IMEvent(eventID: EventID("recall:\(message.id)"), backend: id,
+                       kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+    }
     func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent? {
         guard let sender else { return nil }
         return IMEvent(eventID: EventID("recall:\(message)"), backend: id,
@@ -234,5 +242,79 @@ extension RelayHarness {
         #expect(arrived, "got \(got)")
         #expect(try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) })
         await bridge.stop()
+    }
+
+    /// A migration reads a page holding a message that is recalled right after the read; before the page is
+    /// queued, the bridge's catch-up reads past it (gone from history) and relays the newer message. The
+    /// page is looked up again before it is queued: the recalled message is withheld, never copied behind
+    /// the newer one (docs/migration.md, "Through the outbox").
+    @Test func aMigrationsCopyOfAMessageRecalledAfterItsReadIsWithheldBehindACatchUpsRead() async throws {
+        let run = try await migrationBesideACatchUpReadPast(recalled: true)
+        #expect(run.relayed == ["first", "after", "newest"])
+        #expect(run.skippedWithheld == 1, "\(run.summary)")
+        #expect(run.withheldRow)
+        #expect(run.lookups == 1, "only the recalled message was looked up again")
+    }
+
+    /// The same page, where the message was only not listed yet when the catch-up read: looked up again,
+    /// still shown, so it is copied (late, not lost).
+    @Test func aMigrationsCopyOfAMessageACatchUpMissedIsCopiedLateNotLost() async throws {
+        let run = try await migrationBesideACatchUpReadPast(recalled: false)
+        #expect(run.relayed == ["first", "after", "gone", "newest"])
+        #expect(run.skippedWithheld == nil, "\(run.summary)")
+        #expect(!run.withheldRow)
+        #expect(run.lookups == 1)
+    }
+
+    struct MigrationBesideCatchUp {
+        var relayed: [String]
+        var skippedWithheld: Int?
+        var summary: String
+        var withheldRow: Bool
+        var lookups: Int
+    }
+
+    /// first relayed; "gone" and "after" sent; a migration reads the group, and between its read and its
+    /// queueing "gone" is hidden from history and the bridge's catch-up reads the group (hidden for good if
+    /// `recalled`, else listed again afterwards); then "newest" comes live.
+    func migrationBesideACatchUpReadPast(recalled: Bool) async throws -> MigrationBesideCatchUp {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await bridge.start()
+        try await runner.start()
+        #expect(await eventually { await runner.finishedPasses >= 1 })
+        func send(_ text: String) async throws -> Message { try await source.sendText(text) }
+        func relayed() async throws -> [String] { try await h.relayedTexts() }
+
+        let first = try await send("first")
+        try await bridge.accept([try #require(source.catchUpEvent(for: first))])
+        #expect(try await eventually { try await relayed() == ["first"] })
+        let gone = try await send("gone")
+        _ = try await send("after")
+        source.afterNextRead.withLock {
+            $0 = { [source, runner] in
+                source.hidden.withLock { $0 = [gone.id] }
+                await runner.catchUp(CatchUpGate.Key(backend: "wk", conversation: .group("g")), reason: "interval")
+                if !recalled { source.hidden.withLock { $0 = [] } }
+            }
+        }
+        let report = try await Migrator(store: h.store, source: source, target: h.rc, sendsPerSecond: 100_000, routes: h.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(.group("g"), .group("g"))], account: false))
+        #expect(report.total.failedTotal == 0, "\(report.summary)")
+        let newest = try await send("newest")
+        try await bridge.accept([try #require(source.catchUpEvent(for: newest))])
+        let count = recalled ? 3 : 4
+        _ = try await eventually { let got = try await relayed(); return got.count >= count && got.last == "newest" }
+        #expect(await bridge.waitUntilIdle(timeoutMs: 10_000))
+        let run = MigrationBesideCatchUp(relayed: try await relayed(), skippedWithheld: report.conversations.first?.counts.skipped["withheld"],
+                                         summary: report.summary,
+                                         withheldRow: try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) },
+                                         lookups: source.lookups.withLock { $0 })
+        await runner.stop()
+        await bridge.stop()
+        return run
     }
 }

@@ -130,6 +130,32 @@ import IMOutbox
         #expect(try await texts(nim, g) == (1...10).map { "m\($0)" }, "the other leg, once each")
         #expect(try await texts(harness.rcMemory, g) == (1...10).map { "m\($0)" }, "the migration's target, once each")
     }
+
+    /// A message recalled on its source before a migration reads it is copied and then recalled by the
+    /// migration; the recall's callback, coming afterwards (the bridge was down when it was made), is a
+    /// duplicate: no second recall is queued — on NIM, whose history drops a recalled message, it could not
+    /// find the copy and would end as a dead letter.
+    @Test func aRecallTheMigrationCopiedIsNotQueuedAgainWhenItsCallbackComes() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        await bridge.start()
+        _ = try await source.sendText("kept")
+        let taken = try await source.sendText("taken back")
+        try await source.inner.recall(taken.id, in: g, by: "ann")
+        let report = try await Migrator(store: h.store, source: source, target: h.rc, sendsPerSecond: 100_000, routes: h.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], account: false))
+        #expect(report.total.failedTotal == 0, "\(report.summary)")
+        try await bridge.accept([IMEvent(eventID: EventID("recall:\(taken.id)"), backend: "wk",
+                                         kind: .recalled(messageID: taken.id, conversation: g, by: "ann", at: taken.sentAt + 1))])
+        #expect(await bridge.waitUntilIdle(timeoutMs: 10_000))
+        let entries = try h.store.read { try $0.entries(ids: Array(1...100)) }
+        #expect(entries.filter { $0.kind == "recall" }.count == 1, "\(entries.map { "\($0.id) \($0.kind) \($0.sourceEventID)" })")
+        #expect(entries.allSatisfy { $0.state == .done }, "\(entries.map { "\($0.id) \($0.kind) \($0.state)" })")
+        let copies = try await h.rc.history(HistoryQuery(conversation: g, anchor: .oldest, limit: 10)).messages
+        #expect(copies.count == 2 && copies.last?.isRecalled == true)
+        await bridge.stop()
+    }
 }
 
 /// Forwards to a memory backend, noting every `ensureUser` (a bare provisioning call).

@@ -12,6 +12,13 @@ extension WuKongBackend: CatchUpSource {
         return IMEvent(eventID: EventID("msg:\(message.id)"), backend: id, kind: .message(message))
     }
 
+    /// `recall:<message_id>`, as the `messageRevoke` CMD and the extras feed's `revoke` give it.
+    public func recallEvent(for message: Message) -> IMEvent? {
+        guard let recall = message.recall else { return nil }
+        return IMEvent(eventID: EventID("recall:\(message.id)"), backend: id,
+                       kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+    }
+
     public var gapSignal: CatchUpGapSignal { .sequence }
 
     public func catchUpConversations(of user: UserID) async throws -> [ConversationRef] {
