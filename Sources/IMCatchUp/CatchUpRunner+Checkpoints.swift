@@ -110,14 +110,23 @@ extension CatchUpRunner {
         return record
     }
 
-    /// Through the store's group commit (beside the callbacks' and lanes' writes).
-    func save(_ changed: [CatchUpGate.Key: Record]) async throws {
+    /// Through the store's group commit (beside the callbacks' and lanes' writes). A position another
+    /// instance stored past this runner's is kept (`Record.merged(over:)`); returns what was stored.
+    @discardableResult
+    func save(_ changed: [CatchUpGate.Key: Record]) async throws -> [CatchUpGate.Key: Record] {
         let now = clock.nowMs()
-        let rows = try changed.map { (Self.checkpointName(for: $0.key), try $0.value.stored()) }
-        try await store.groupedTransaction { tx in
-            for (name, value) in rows { try tx.setCheckpoint(name, value, at: now) }
+        let saved = try await store.groupedTransaction { tx -> [CatchUpGate.Key: Record] in
+            var saved: [CatchUpGate.Key: Record] = [:]
+            for (key, record) in changed {
+                let name = Self.checkpointName(for: key)
+                let merged = record.merged(over: try tx.checkpoint(name).flatMap(Record.init(stored:)))
+                try tx.setCheckpoint(name, try merged.stored(), at: now)
+                saved[key] = merged
+            }
+            return saved
         }
-        for (key, record) in changed { records[key] = record }
+        for (key, record) in saved { records[key] = record }
         gate.markKnown(changed.keys)
+        return saved
     }
 }

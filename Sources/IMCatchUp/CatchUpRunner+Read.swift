@@ -68,7 +68,7 @@ extension CatchUpRunner {
         // A read that found nothing gives no position: storing a checkpoint without one would keep the
         // intake from writing the conversation's first checkpoint (at its first recorded message), and the
         // next start would read only the newest messages.
-        if record.cursor != nil, record != records[key] || records[key] == nil { try await save([key: record]) }
+        if record.cursor != nil, record != records[key] || records[key] == nil { record = try await save([key: record])[key] ?? record }
         if let last = messages.last {
             gate.confirm(key, at: last.sentAt, id: last.id.rawValue)
             gate.caughtUp(key, seq: source.gapSignal == .sequence ? last.seq : nil)

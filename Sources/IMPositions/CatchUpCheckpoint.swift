@@ -38,6 +38,27 @@ package enum CatchUpCheckpoint {
             guard let at, let id else { return nil }
             return (at, id)
         }
+
+        /// Whether this record's position lies past `other`'s: by sequence number where both have one, else
+        /// by the last message's time and id; a record with a position is past one without.
+        package func isPast(_ other: Record) -> Bool {
+            if let seq, let otherSeq = other.seq { return seq > otherSeq }
+            guard let position else { return false }
+            guard let theirs = other.position else { return true }
+            return (position.at, position.id) > (theirs.at, theirs.id)
+        }
+
+        /// What to store in place of `stored`: this record, unless `stored` is past it — several instances
+        /// save one conversation's checkpoint, and one whose view is older (paused, or its read done before
+        /// another's) must not move the position back under messages recorded past it, which the intake's
+        /// screen of late callbacks reads (docs/architecture.md, "Callbacks behind the catch-up position").
+        /// Then the stored position is kept, with this record's viewer.
+        package func merged(over stored: Record?) -> Record {
+            guard let stored, stored.isPast(self) else { return self }
+            var merged = stored
+            merged.viewer = viewer ?? stored.viewer
+            return merged
+        }
     }
 
     /// The first checkpoints of conversations live intake records before catch-up knows them: positioned

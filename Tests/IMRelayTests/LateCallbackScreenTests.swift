@@ -317,4 +317,51 @@ extension RelayHarness {
         await bridge.stop()
         return run
     }
+
+    /// Two instances save one conversation's catch-up checkpoint. One whose view is older (its read came
+    /// before the other's, or it was paused) and that saves it again — here because a live message shows a
+    /// new member to read history as — keeps the other's position: moved back, the intake's screen would
+    /// let a late callback behind the other's read through, shown behind newer messages (chaos seed 4).
+    @Test func aCheckpointIsNotMovedBackByAnInstanceWhoseViewIsOlder() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let key = CatchUpGate.Key(backend: "wk", conversation: .group("g"))
+        let settings = CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000)
+        func instance() -> (RelayEngine, CatchUpRunner) {
+            let engine = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+            return (engine, CatchUpRunner(engine: engine, backends: [source, h.rc], routes: h.routes, settings: settings))
+        }
+        func stored() throws -> CatchUpCheckpoint.Record? {
+            try h.store.read { try $0.checkpoint(CatchUpCheckpoint.name(for: key)) }.flatMap(CatchUpCheckpoint.Record.init(stored:))
+        }
+        let (older, olderRunner) = instance()
+        let (newer, newerRunner) = instance()
+        await older.start()
+        await newer.start()
+        try await olderRunner.start()
+        try await newerRunner.start()
+        #expect(await eventually { await olderRunner.finishedPasses >= 1 })
+        #expect(await eventually { await newerRunner.finishedPasses >= 1 })
+
+        let first = try await source.sendText("first")
+        await olderRunner.catchUp(key, reason: "interval")
+        #expect(try stored()?.id == first.id.rawValue)
+        _ = try await source.sendText("second")
+        let third = try await source.sendText("third")
+        await newerRunner.catchUp(key, reason: "interval")
+        #expect(try stored()?.id == third.id.rawValue)
+
+        // A live message from a member the older instance has not read as: its runner saves the checkpoint.
+        _ = try await source.send(OutgoingMessage(conversation: .group("g"), sender: "bob", content: .text("from bob")))
+        let bobs = try #require(try await source.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 1)).messages.last)
+        try await older.accept([try #require(source.catchUpEvent(for: bobs))])
+        await olderRunner.flushObserved()
+        let after = try #require(try stored())
+        #expect(after.id == third.id.rawValue, "the position moved back to \(after.id ?? "none")")
+        #expect(after.viewer == "bob")
+        await olderRunner.stop()
+        await newerRunner.stop()
+        await older.stop()
+        await newer.stop()
+    }
 }
