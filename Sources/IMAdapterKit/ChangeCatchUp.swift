@@ -72,9 +72,16 @@ public protocol ChangeWindowSource: CatchUpSource {
     func recentMessages(of conversation: ConversationRef, sentSince: Int64, viewer: UserID?) async throws -> [Message]
     func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent?
     func showsInHistory(_ message: Message) async throws -> Bool?
+    /// Whether `message`, as a history page of this backend lists it, is the adapter's own record of a
+    /// message the vendor's history no longer lists (NIM's tombstones of messages this process saw
+    /// recalled). Catch-up reads it as absent, as the vendor shows it: recorded from the read, it would be
+    /// relayed behind newer messages; a callback of it still to come is screened instead. False by default.
+    func isLocalTombstone(_ message: Message) -> Bool
 }
 
 extension ChangeWindowSource {
     /// History cannot tell (a source that does not look its messages up again).
     public func showsInHistory(_ message: Message) async throws -> Bool? { nil }
+
+    public func isLocalTombstone(_ message: Message) -> Bool { false }
 }

@@ -43,6 +43,9 @@ extension CatchUpRunner {
     func recordPage(_ messages: [Message], _ key: CatchUpGate.Key, _ source: any CatchUpSource, _ record: inout Record,
                             _ outcome: inout Outcome) async throws {
         let oldest = clock.nowMs() - settings.maxAgeMs
+        // What the vendor's history does not list is not read (`ChangeWindowSource.isLocalTombstone`).
+        let window = source as? any ChangeWindowSource
+        let messages = window.map { window in messages.filter { !window.isLocalTombstone($0) } } ?? messages
         let fresh = messages.filter { $0.sentAt >= oldest }
         let events = fresh.compactMap { source.catchUpEvent(for: $0) }
         var recovered = 0

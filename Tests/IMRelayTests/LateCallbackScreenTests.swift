@@ -17,6 +17,9 @@ import IMMigration
 final class WindowHistorySource: ChangeWindowSource {
     let inner: MemoryBackend
     let hidden = Mutex<Set<MessageID>>([])
+    /// Messages the vendor's history no longer lists but this adapter shows recalled in place (as NIM's
+    /// adapter shows the messages it saw recalled): `isLocalTombstone`.
+    let tombstoned = Mutex<Set<MessageID>>([])
     let lookups = Mutex(0)
     /// Runs once, after the next history page is read and before it is returned (a change landing
     /// between a reader's read and its use of the page).
@@ -32,6 +35,10 @@ final class WindowHistorySource: ChangeWindowSource {
         var page = try await inner.history(query)
         let hide = hidden.withLock { $0 }
         page.messages.removeAll { hide.contains($0.id) }
+        let tombstones = tombstoned.withLock { $0 }
+        for index in page.messages.indices where tombstones.contains(page.messages[index].id) {
+            page.messages[index].recall = RecallState(by: page.messages[index].sender, at: page.messages[index].sentAt + 1)
+        }
         if let hook = afterNextRead.withLock({ hook in defer { hook = nil }; return hook }) { try await hook() }
         return page
     }
@@ -50,9 +57,11 @@ final class WindowHistorySource: ChangeWindowSource {
         return IMEvent(eventID: EventID("recall:\(message)"), backend: id,
                        kind: .recalled(messageID: message, conversation: conversation, by: sender, at: at))
     }
+    func isLocalTombstone(_ message: Message) -> Bool { message.recall != nil && tombstoned.withLock { $0.contains(message.id) } }
     func showsInHistory(_ message: Message) async throws -> Bool? {
         lookups.withLock { $0 += 1 }
-        return try await history(HistoryQuery(conversation: message.conversation, anchor: .latest, limit: 100)).messages.contains { $0.id == message.id }
+        return try await history(HistoryQuery(conversation: message.conversation, anchor: .latest, limit: 100)).messages
+            .contains { $0.id == message.id && $0.recall == nil }
     }
 }
 
@@ -363,5 +372,42 @@ extension RelayHarness {
         await newerRunner.stop()
         await older.stop()
         await newer.stop()
+    }
+
+    /// An adapter that shows a message its vendor's history dropped as a tombstone in place (NIM's, for a
+    /// message it saw recalled): a catch-up read does not record it — relayed from the read, it would come
+    /// behind the newer messages recorded before (chaos seed 52) — and its late callback is withheld.
+    @Test func aCatchUpReadDoesNotRecordALocalTombstone() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await bridge.start()
+        try await runner.start()
+        #expect(await eventually { await runner.finishedPasses >= 1 })
+        func send(_ text: String) async throws -> Message { try await source.sendText(text) }
+        func relayed() async throws -> [String] { try await h.relayedTexts() }
+
+        let first = try await send("first")
+        try await bridge.accept([try #require(source.catchUpEvent(for: first))])
+        #expect(try await eventually { try await relayed() == ["first"] })
+        let gone = try await send("gone")
+        let after = try await send("after")
+        try await bridge.accept([try #require(source.catchUpEvent(for: after))])
+        #expect(try await eventually { try await relayed() == ["first", "after"] })
+        source.tombstoned.withLock { $0 = [gone.id] }   // recalled; the vendor dropped it, the adapter shows it
+        await runner.catchUp(CatchUpGate.Key(backend: "wk", conversation: .group("g")), reason: "interval")
+        #expect(try h.store.read { try !$0.hasEvent("wk", EventID("msg:\(gone.id)")) }, "the read recorded the tombstone")
+        try await bridge.accept([try #require(source.catchUpEvent(for: gone))])
+        let newest = try await send("newest")
+        try await bridge.accept([try #require(source.catchUpEvent(for: newest))])
+        let expected = ["first", "after", "newest"]
+        let arrived = try await eventually { try await relayed() == expected }
+        let got = try await relayed()
+        #expect(arrived, "got \(got)")
+        #expect(try h.store.read { try $0.hasEvent("wk", EventID("withheld:\(gone.id)")) })
+        await runner.stop()
+        await bridge.stop()
     }
 }

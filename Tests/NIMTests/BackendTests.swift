@@ -94,6 +94,22 @@ import Testing
         }
     }
 
+    /// NIM drops a recalled message from history; the adapter shows the ones it saw recalled in place, and
+    /// names them as its own tombstones, which catch-up reads as absent (docs/adapters/nim.md, "Recall").
+    @Test func aRecalledMessageListedInHistoryIsTheAdaptersTombstone() async throws {
+        try await WiredBackend.with { wired in
+            let conversation = ConversationRef.direct("alice", "bob")
+            let kept = try await wired.backend.send(OutgoingMessage(conversation: conversation, sender: "alice", content: .text("kept")))
+            let taken = try await wired.backend.send(OutgoingMessage(conversation: conversation, sender: "alice", content: .text("taken")))
+            try await wired.backend.recall(taken.id, in: conversation, by: "alice")
+            let page = try await wired.backend.history(HistoryQuery(conversation: conversation))
+            #expect(page.messages.map(\.id) == [kept.id, taken.id])
+            #expect(page.messages.map { wired.backend.isLocalTombstone($0) } == [false, true])
+            let vendor = try await NIMBackend(settings: wired.backend.settings, clock: wired.sandbox.clock).history(HistoryQuery(conversation: conversation))
+            #expect(vendor.messages.map(\.id) == [kept.id], "NIM itself lists only the message not recalled")
+        }
+    }
+
     @Test func contentsAreCheckedBeforeAnyCall() async throws {
         try await WiredBackend.with { wired in
             let long = String(repeating: "\"", count: 2600)

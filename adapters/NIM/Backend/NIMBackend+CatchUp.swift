@@ -57,6 +57,9 @@ extension NIMBackend: ChangeWindowSource {
         }
     }
 
+    /// NIM lists no recalled message: one a page lists recalled is this process's tombstone (`history`).
+    public func isLocalTombstone(_ message: Message) -> Bool { message.recall != nil }
+
     /// A relayed message gone from history was recalled (only its sender may): `nim:recall:<msgid>`.
     public func absenceEvent(of message: MessageID, in conversation: ConversationRef, at: Int64, by sender: UserID?) -> IMEvent? {
         guard let sender else { return nil }
