@@ -121,16 +121,13 @@ extension RelayEngine {
                 StoreTransaction.InboundEvent(backend: item.event.backend, eventID: item.event.eventID, kind: item.event.kindName,
                                               message: item.message.id)
             }, at: now, origin: origin)
-            // A recalled message's recall, with it: its callback, coming later, is a duplicate.
-            _ = try tx.recordEvents(ledgered.compactMap(\.recallEvent).map { event in
-                StoreTransaction.InboundEvent(backend: event.backend, eventID: event.eventID, kind: event.kindName, message: nil)
-            }, at: now, origin: origin)
             var recordsByEvent: [EventID: StoreTransaction.EventRecord] = [:]
             for (item, record) in zip(ledgered, records) where recordsByEvent[item.event.eventID] == nil {
                 recordsByEvent[item.event.eventID] = record
             }
             var draft = OutboxDraft()
             var sendIndex: [(first: Int, last: Int)?] = []
+            var recallRows: [IMEvent] = []
             for item in kept {
                 let source = item.event.backend
                 if recordsByEvent[item.event.eventID] == .new {
@@ -150,6 +147,10 @@ extension RelayEngine {
                     sendIndex.append(nil)
                     continue
                 }
+                // A recalled message's copy goes with its recall, so the recall's own event is recorded with
+                // it: its callback, coming later, is a duplicate. Not for a copy made already (above): its
+                // recall is the callback's to carry.
+                if item.recordInLedger, let recall = item.recallEvent { recallRows.append(recall) }
                 sendIndex.append((draft.count, draft.count + item.actions.count - 1))
                 for (n, action) in item.actions.enumerated() {
                     var mark = item.mark
@@ -160,6 +161,9 @@ extension RelayEngine {
                     try draft.add(payload, lane: lane, source: source, eventID: item.event.eventID)
                 }
             }
+            _ = try tx.recordEvents(recallRows.map { event in
+                StoreTransaction.InboundEvent(backend: event.backend, eventID: event.eventID, kind: event.kindName, message: nil)
+            }, at: now, origin: origin)
             let ids = try draft.write(tx, at: now, cache: payloads)
             if let checkpoint { try tx.setCheckpoint(checkpoint.name, checkpoint.value, at: now) }
             try Self.noteReadPosition(of: ledgered.filter { backends[$0.event.backend] is any ChangeWindowSource }, tx, at: now)

@@ -131,6 +131,28 @@ import IMOutbox
         #expect(try await texts(harness.rcMemory, g) == (1...10).map { "m\($0)" }, "the migration's target, once each")
     }
 
+    /// The same recalled message, whose copy the bridge had made already: the migration queues nothing for
+    /// it, so the recall stays the callback's to carry — recorded by the migration, it would be a duplicate
+    /// and the copy would never be recalled.
+    @Test func aRecallOfACopyTheBridgeMadeIsStillRelayedAfterAMigrationMetTheMessage() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        await bridge.start()
+        let taken = try await source.sendText("taken back")
+        try await bridge.accept([try #require(source.catchUpEvent(for: taken))])
+        #expect(await eventually { (try? await h.rc.history(HistoryQuery(conversation: g, anchor: .oldest, limit: 10)).messages.count) == 1 })
+        try await source.inner.recall(taken.id, in: g, by: "ann")
+        let report = try await Migrator(store: h.store, source: source, target: h.rc, sendsPerSecond: 100_000, routes: h.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], account: false))
+        #expect(report.total.failedTotal == 0 && report.total.skipped["already_copied"] == 1, "\(report.summary)")
+        try await bridge.accept([IMEvent(eventID: EventID("recall:\(taken.id)"), backend: "wk",
+                                         kind: .recalled(messageID: taken.id, conversation: g, by: "ann", at: taken.sentAt + 1))])
+        #expect(await eventually { (try? await h.rc.history(HistoryQuery(conversation: g, anchor: .oldest, limit: 10)).messages.last?.isRecalled) == true },
+                "the copy was not recalled")
+        await bridge.stop()
+    }
+
     /// A message recalled on its source before a migration reads it is copied and then recalled by the
     /// migration; the recall's callback, coming afterwards (the bridge was down when it was made), is a
     /// duplicate: no second recall is queued — on NIM, whose history drops a recalled message, it could not
