@@ -119,7 +119,7 @@ public struct HTTPClientWrapper: Sendable {
 
     /// The shared client's settings with no tracer and no idle-read timer. The bridge bootstraps no
     /// tracer, and AsyncHTTPClient otherwise makes a span and its attributes for every request with the
-    /// no-op one: ≈ 3 % of the relay bench's CPU (docs/performance.md, "The HTTP floor"). The idle-read
+    /// no-op one: 1.7 % of the relay bench process (docs/performance.md, "The HTTP floor"). The idle-read
     /// timer (90 s in these settings) is armed when a request is written and cancelled and armed again on
     /// every read of its answer — timers allocated and cancelled several times per request — while every
     /// request already has its deadline (`timeout`), which bounds the wait for its answer on its own
