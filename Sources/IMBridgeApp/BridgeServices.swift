@@ -37,6 +37,10 @@ extension Bridge {
         let drainMs = config.shutdown.drain.milliseconds
         // Before anything that makes spans; its service is first, so it is stopped (its spans flushed) last.
         let tracing = try TracingExporter.start(config.tracing, logger: logger)
+        // Trapped before the listeners bind: a SIGTERM the moment the bridge answers is held until the
+        // services run and then starts the graceful shutdown, instead of ending the process by the
+        // signal's default action (exit status 15) in the middle of its start.
+        let trapped = await UnixSignalsSequence(trapping: .sigterm, .sigint)
         try await startCatchUpAndListeners()
         logStartupSummary(logger)
         let deadline = DrainDeadline(drainMs: drainMs)
@@ -57,7 +61,7 @@ extension Bridge {
         let group = ServiceGroup(configuration: configuration)
         let signals = Task {
             var count = 0
-            for await signal in await UnixSignalsSequence(trapping: .sigterm, .sigint) {
+            for await signal in trapped {
                 count += 1
                 if count == 1 {
                     deadline.begin()

@@ -244,6 +244,38 @@ import Testing
         _ = connection
     }
 
+    /// A SIGTERM the moment the callback listener accepts connections (the bridge still starting its
+    /// services) is a graceful shutdown: exit status 0, not the signal's default action (status 15). The
+    /// signals are trapped before the listeners bind. Three starts, each signalled as soon as a TCP
+    /// connection to the listener succeeds.
+    @Test func aSigtermAsTheListenerOpensIsAGracefulShutdown() async throws {
+        let setup = try await Setup.make(drainSeconds: 5, logLevel: "info")
+        defer { Task { await setup.rig.stop() } }
+        for attempt in 1...3 {
+            let bridge = try setup.rig.launch(log: "bridge-\(attempt).log")
+            defer { bridge.killWithoutWaiting() }
+            let deadline = Date().addingTimeInterval(30)
+            while !Self.accepts(port: setup.port), bridge.isRunning, Date() < deadline { usleep(200) }
+            bridge.send(SIGTERM)
+            let status = await bridge.waitForExit(seconds: 20)
+            #expect(status == 0 && !bridge.endedBySignal, "start \(attempt): exit status \(String(describing: status)); bridge log:\n\(bridge.output)")
+        }
+    }
+
+    /// Whether a TCP connection to 127.0.0.1:`port` succeeds (closed at once).
+    static func accepts(port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+
     /// A second signal during the drain exits at once; the entry in flight is relayed after a restart.
     @Test func aSecondSignalDuringTheDrainExitsAtOnce() async throws {
         let setup = try await Setup.make(drainSeconds: 30, logLevel: "info")
