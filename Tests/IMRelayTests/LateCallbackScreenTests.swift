@@ -75,6 +75,30 @@ extension WindowHistorySource {
     }
 }
 
+/// One bridge with catch-up on a real SQLite store, reading a `WindowHistorySource`: its first catch-up
+/// pass done and a first message ("first") relayed to RongCloud's group `g`.
+struct CatchingUpBridge {
+    let h: RelayHarness
+    let source: WindowHistorySource
+    let bridge: RelayEngine
+    let runner: CatchUpRunner
+
+    static func start() async throws -> CatchingUpBridge {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await bridge.start()
+        try await runner.start()
+        #expect(await eventually { await runner.finishedPasses >= 1 })
+        let first = try await source.sendText("first")
+        try await bridge.accept([try #require(source.catchUpEvent(for: first))])
+        #expect(try await eventually { try await h.relayedTexts() == ["first"] })
+        return CatchingUpBridge(h: h, source: source, bridge: bridge, runner: runner)
+    }
+}
+
 extension RelayHarness {
     /// The texts RongCloud's group `g` shows, in order.
     func relayedTexts() async throws -> [String] {
@@ -90,23 +114,14 @@ extension RelayHarness {
     /// (recalled) is withheld — never shown behind the newer message — and its recall, when it comes, is a
     /// duplicate. Only those two callbacks cost a lookup; live callbacks ahead of the position cost none.
     @Test func aCallbackBehindTheCatchUpPositionIsRelayedOnlyWhileHistoryShowsIt() async throws {
-        let h = try RelayHarness()
-        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
-        let engine = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        let runner = CatchUpRunner(engine: engine, backends: [source, h.rc], routes: h.routes,
-                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
-        await engine.start()
-        try await runner.start()
-        #expect(await eventually { await runner.finishedPasses >= 1 })
-
+        let rig = try await CatchingUpBridge.start()
+        let (h, source, engine, runner) = (rig.h, rig.source, rig.bridge, rig.runner)
         func send(_ text: String) async throws -> Message { try await source.sendText(text) }
         func deliver(_ message: Message) async throws { try await engine.accept([try #require(source.catchUpEvent(for: message))]) }
         func relayed() async throws -> [String] { try await h.relayedTexts() }
 
-        let first = try await send("first")
-        try await deliver(first)
-        #expect(try await eventually { try await relayed() == ["first"] })
-        let late = try await send("late"), gone = try await send("gone"), after = try await send("after")
+        let late = try await send("late"), gone = try await send("gone")
+        _ = try await send("after")
         source.hidden.withLock { $0 = [late.id, gone.id] }
         await runner.catchUp(CatchUpGate.Key(backend: "wk", conversation: .group("g")), reason: "interval")
         #expect(try await eventually { try await relayed() == ["first", "after"] })
@@ -287,20 +302,10 @@ extension RelayHarness {
     /// queueing "gone" is hidden from history and the bridge's catch-up reads the group (hidden for good if
     /// `recalled`, else listed again afterwards); then "newest" comes live.
     func migrationBesideACatchUpReadPast(recalled: Bool) async throws -> MigrationBesideCatchUp {
-        let h = try RelayHarness()
-        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
-        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
-                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
-        await bridge.start()
-        try await runner.start()
-        #expect(await eventually { await runner.finishedPasses >= 1 })
+        let rig = try await CatchingUpBridge.start()
+        let (h, source, bridge, runner) = (rig.h, rig.source, rig.bridge, rig.runner)
         func send(_ text: String) async throws -> Message { try await source.sendText(text) }
         func relayed() async throws -> [String] { try await h.relayedTexts() }
-
-        let first = try await send("first")
-        try await bridge.accept([try #require(source.catchUpEvent(for: first))])
-        #expect(try await eventually { try await relayed() == ["first"] })
         let gone = try await send("gone")
         _ = try await send("after")
         source.afterNextRead.withLock {
@@ -378,20 +383,10 @@ extension RelayHarness {
     /// message it saw recalled): a catch-up read does not record it — relayed from the read, it would come
     /// behind the newer messages recorded before (chaos seed 52) — and its late callback is withheld.
     @Test func aCatchUpReadDoesNotRecordALocalTombstone() async throws {
-        let h = try RelayHarness()
-        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
-        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        let runner = CatchUpRunner(engine: bridge, backends: [source, h.rc], routes: h.routes,
-                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
-        await bridge.start()
-        try await runner.start()
-        #expect(await eventually { await runner.finishedPasses >= 1 })
+        let rig = try await CatchingUpBridge.start()
+        let (h, source, bridge, runner) = (rig.h, rig.source, rig.bridge, rig.runner)
         func send(_ text: String) async throws -> Message { try await source.sendText(text) }
         func relayed() async throws -> [String] { try await h.relayedTexts() }
-
-        let first = try await send("first")
-        try await bridge.accept([try #require(source.catchUpEvent(for: first))])
-        #expect(try await eventually { try await relayed() == ["first"] })
         let gone = try await send("gone")
         let after = try await send("after")
         try await bridge.accept([try #require(source.catchUpEvent(for: after))])
