@@ -36,6 +36,15 @@ public enum CatchUpGapSignal: String, Sendable {
 extension CatchUpSource {
     public func recallEvent(for message: Message) -> IMEvent? { nil }
 
+    /// The recall `message` shows (`Message.recall`), as the event `<prefix>recall:<message id>` by the
+    /// recall's operator at its time: how every shipped adapter's callbacks name a recall, so that an
+    /// adapter's `recallEvent(for:)` is this with its own prefix.
+    public func recallEvent(for message: Message, eventIDPrefix prefix: String) -> IMEvent? {
+        guard let recall = message.recall else { return nil }
+        return IMEvent(eventID: EventID("\(prefix)recall:\(message.id)"), backend: id,
+                       kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+    }
+
     /// By default a user's groups, where the backend is a `GroupDirectory` (RongCloud
     /// `/user/group/query.json`, NIM `/team/joinTeams.action`); `unsupported` otherwise.
     public func catchUpConversations(of user: UserID) async throws -> [ConversationRef] {

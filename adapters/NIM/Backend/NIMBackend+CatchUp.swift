@@ -34,9 +34,7 @@ extension NIMBackend: ChangeWindowSource {
 
     /// `nim:recall:<msgid>`, as the recall copy gives it (a message this process saw recalled).
     public func recallEvent(for message: Message) -> IMEvent? {
-        guard let recall = message.recall else { return nil }
-        return IMEvent(eventID: EventID("nim:recall:\(message.id)"), backend: id,
-                       kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+        recallEvent(for: message, eventIDPrefix: "nim:")
     }
 
     /// Whether team or session history still lists `message` at its time, not recalled: read from its

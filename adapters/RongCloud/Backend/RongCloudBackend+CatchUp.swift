@@ -28,9 +28,7 @@ extension RongCloudBackend: ChangeWindowSource {
 
     /// `recall:<msgUID>`, as the routed `RC:RcCmd` gives it, by the notice's operator at its recall time.
     public func recallEvent(for message: Message) -> IMEvent? {
-        guard let recall = message.recall else { return nil }
-        return IMEvent(eventID: EventID("recall:\(message.id)"), backend: id,
-                       kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+        recallEvent(for: message, eventIDPrefix: "")
     }
 
     /// A message gone from history was recalled with `isDelete` (RongCloud lets only its sender recall it):

@@ -14,9 +14,7 @@ extension WuKongBackend: CatchUpSource {
 
     /// `recall:<message_id>`, as the `messageRevoke` CMD and the extras feed's `revoke` give it.
     public func recallEvent(for message: Message) -> IMEvent? {
-        guard let recall = message.recall else { return nil }
-        return IMEvent(eventID: EventID("recall:\(message.id)"), backend: id,
-                       kind: .recalled(messageID: message.id, conversation: message.conversation, by: recall.by, at: recall.at))
+        recallEvent(for: message, eventIDPrefix: "")
     }
 
     public var gapSignal: CatchUpGapSignal { .sequence }
