@@ -184,16 +184,10 @@ extension RelayEngine {
     /// The recent items of a page that a conversation's stored catch-up checkpoint (any instance's read) is
     /// past and that the ledger does not hold yet, on a source whose history drops what is taken back.
     nonisolated func itemsReadPast(_ items: [MigrationItem], _ tx: StoreTransaction) throws -> [MigrationItem] {
-        var positions: [CatchUpGate.Key: (at: Int64, id: String)?] = [:]
+        var stored = StoredReadPositions { [CatchUpCheckpoint.name(for: $0)] }
         var past: [MigrationItem] = []
         for item in items where item.recordInLedger && backends[item.event.backend] is any ChangeWindowSource {
-            guard case .message(let message) = item.event.kind else { continue }
-            let key = CatchUpGate.Key(backend: item.event.backend, conversation: message.conversation)
-            if positions[key] == nil {
-                positions[key] = .some(try tx.checkpoint(CatchUpCheckpoint.name(for: key)).flatMap(CatchUpCheckpoint.Record.init(stored:))?.position)
-            }
-            guard let position = positions[key] ?? nil, message.sentAt < position.at,
-                  try !tx.hasEvent(item.event.backend, item.event.eventID) else { continue }
+            guard case .message(let message) = item.event.kind, try stored.past(item.event, message, tx) != nil else { continue }
             past.append(item)
         }
         return past

@@ -135,18 +135,10 @@ extension RelayEngine {
         }
         guard !candidates.isEmpty else { return nil }
         let screened = Set(intake.gate.behindConfirmed(candidates).map(\.eventID))
-        var positions: [CatchUpGate.Key: (at: Int64, id: String)?] = [:]
+        var stored = StoredReadPositions { [MigrationReadPosition.name(for: $0), CatchUpCheckpoint.name(for: $0)] }
         var past: [CatchUpGate.Key: (at: Int64, id: String)] = [:]
         for event in candidates where !screened.contains(event.eventID) {
-            guard case .message(let message) = event.kind else { continue }
-            let key = CatchUpGate.Key(backend: event.backend, conversation: message.conversation)
-            if positions[key] == nil {
-                let stored = try [MigrationReadPosition.name(for: key), CatchUpCheckpoint.name(for: key)].compactMap { name in
-                    try tx.checkpoint(name).flatMap(CatchUpCheckpoint.Record.init(stored:))?.position
-                }
-                positions[key] = .some(stored.max { ($0.at, $0.id) < ($1.at, $1.id) })
-            }
-            guard let position = positions[key] ?? nil, message.sentAt < position.at, try !tx.hasEvent(event.backend, event.eventID) else { continue }
+            guard case .message(let message) = event.kind, let (key, position) = try stored.past(event, message, tx) else { continue }
             past[key] = position
         }
         return past.isEmpty ? nil : ReadPast(positions: past)
@@ -155,5 +147,27 @@ extension RelayEngine {
     /// Whether `message` of `backend` was withheld: a change that refers to it has no copy to wait for.
     nonisolated func isWithheld(_ message: MessageID, on backend: BackendID) async -> Bool {
         (try? await store.reading { try $0.hasEvent(backend, Self.withheldEventID(message)) }) == true
+    }
+}
+
+/// Stored read positions of conversations (`names` gives the checkpoints to read for one; the furthest
+/// counts), each conversation's read once per use: what the intake's screen (`readPast`) and a migration's
+/// (`itemsReadPast`) compare a message with.
+struct StoredReadPositions {
+    let names: (CatchUpGate.Key) -> [String]
+    private var positions: [CatchUpGate.Key: (at: Int64, id: String)?] = [:]
+
+    init(names: @escaping (CatchUpGate.Key) -> [String]) { self.names = names }
+
+    /// The conversation and its stored position when `message` (of `event`) was sent before that position
+    /// and the ledger does not hold `event` yet; else nil.
+    mutating func past(_ event: IMEvent, _ message: Message, _ tx: StoreTransaction) throws -> (CatchUpGate.Key, (at: Int64, id: String))? {
+        let key = CatchUpGate.Key(backend: event.backend, conversation: message.conversation)
+        if positions[key] == nil {
+            let stored = try names(key).compactMap { try tx.checkpoint($0).flatMap(CatchUpCheckpoint.Record.init(stored:))?.position }
+            positions[key] = .some(stored.max { ($0.at, $0.id) < ($1.at, $1.id) })
+        }
+        guard let position = positions[key] ?? nil, message.sentAt < position.at, try !tx.hasEvent(event.backend, event.eventID) else { return nil }
+        return (key, position)
     }
 }
