@@ -224,12 +224,26 @@ extension Delivery {
         try await capability((any Deleting).self, .recall).delete(message, in: conversation, by: user, forUser: forUser)
     }
 
-    /// Applies `delta` to the copy: natively where the target keeps expansions, else as the target's
-    /// expansion carrier message (NIM's `imbridge.expansion`, `ExpansionChangeSending`; docs/expansions.md).
-    public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta) async throws {
+    /// Applies `delta` to the copy: natively where the target keeps expansions (a write sets values, so
+    /// writing them again changes nothing), else as the target's expansion carrier message (NIM's
+    /// `imbridge.expansion`, `ExpansionChangeSending`; docs/expansions.md). A carrier is a message: sent
+    /// with `clientID`, and when an earlier attempt may have got through (`earlierAttemptAt`), looked up by
+    /// it first (`ClientIDLookup`) and not sent again if there — a lookup that cannot run fails retryable,
+    /// as a send's does (`lookupFailed`).
+    public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta,
+                                clientID: ClientMessageID? = nil, earlierAttemptAt: Int64? = nil) async throws {
         try await provision(user)
         if target.capabilities.support(.expansion) == .fallback, let carrier = target as? any ExpansionChangeSending {
-            _ = try await carrier.sendExpansionChange(delta, of: message, in: conversation, by: user)
+            if earlierAttemptAt != nil, let clientID, let lookup = target as? any ClientIDLookup {
+                let earlier: Message?
+                do {
+                    earlier = try await lookup.message(withClientID: clientID, in: conversation, readingAs: user)
+                } catch {
+                    throw Self.lookupFailed(error)
+                }
+                if earlier != nil { return }
+            }
+            _ = try await carrier.sendExpansionChange(delta, of: message, in: conversation, by: user, clientID: clientID)
             return
         }
         let updater = try capability((any ExpansionUpdating).self, .expansion)

@@ -121,7 +121,8 @@ extension RelayEngine {
             guard !write.isEmpty else { return nil }
             // Keys the target refuses travel encoded (a carrier's JSON takes any key as it is).
             let limits = backend.capabilities.support(.expansion).isNative ? backend.capabilities.expansionLimits : nil
-            try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits))
+            try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits),
+                                               clientID: ClientMessageID("\(Self.clientIDPrefix)\(entry.id)"), earlierAttemptAt: earlierAttemptAt)
             try await store.writing { [to = entry.lane.backend] tx in try ExpansionConvergence.wrote(write, copy: copy, on: to, tx) }
         case .reaction(let source, let by, let emoji, let added):
             try await delivery.setReaction(emoji, added: added, on: try await mapped(source, entry: entry), in: conversation, by: by)

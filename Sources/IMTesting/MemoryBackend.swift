@@ -93,8 +93,8 @@ public final class MemoryBackend: IMBackend, Recalling, Editing, ExpansionUpdati
     /// presets refuse it with `unsupported`.
     @discardableResult
     public func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
-                                    by user: UserID) async throws -> Message {
-        try world.sendExpansionChange(delta, of: target, in: conversation, by: user)
+                                    by user: UserID, clientID: ClientMessageID?) async throws -> Message {
+        try world.sendExpansionChange(delta, of: target, in: conversation, by: user, clientID: clientID)
     }
 
     public func toggleReaction(_ emoji: String, on message: MessageID, in conversation: ConversationRef,

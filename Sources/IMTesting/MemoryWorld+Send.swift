@@ -101,7 +101,7 @@ extension MemoryWorld {
     /// "version"}`, not counted unread, not pushed), subscribers get an `expansionChanged` event instead
     /// of a message, and no expansion state is kept. Only under capabilities whose expansion is this fallback (`.fallback`: the NIM preset).
     func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
-                             by user: UserID) throws -> Message {
+                             by user: UserID, clientID: ClientMessageID? = nil) throws -> Message {
         guard capabilities.support(.expansion) == .fallback else {
             throw IMError(.unsupported, "\(capabilities.vendor) does not carry expansion changes as messages (only NIM's fallback does)",
                           details: ["feature": Feature.expansion.rawValue])
@@ -111,6 +111,7 @@ extension MemoryWorld {
                                               removed: delta.removed, cleared: delta.cleared)
         return try send(OutgoingMessage(conversation: conversation, sender: user,
                                         content: .custom(CustomContent(raw: ExpansionCarrierPayload.contentType, payload: carrier.json)),
+                                        clientMessageID: clientID,
                                         options: MessageOptions(persist: true, countUnread: false, push: false)),
                         carrying: (target, delta))
     }

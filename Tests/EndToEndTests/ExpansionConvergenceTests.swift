@@ -1,6 +1,7 @@
 import Foundation
 import IMBridgeApp
 import IMCore
+import IMHTTP
 import IMLab
 import IMRelay
 import IMStore
@@ -154,5 +155,43 @@ import IMOutbox
         #expect(!texts.contains { $0.contains("→") || $0.contains("✕") }, "no text notices: \(texts)")
         #expect(try await carried().count == 4, "three from WuKong, one from the NIM app; no echo carried back")
         #expect(try env.bridge.store.read { try $0.count(state: .dead) } == 0)
+    }
+
+    /// A carrier NIM carried out whose answer was lost (504 after the send) is not sent again by the retry:
+    /// it goes with the entry's client id, and the retry (`earlierAttemptAt`) finds it by that id first
+    /// (docs/expansions.md, "NIM: the expansion carrier"). The bridge's own delivery path against the NIM
+    /// sandbox over HTTP, driven directly: in a running bridge the carrier's callback may reach the intake
+    /// before the retry and say the copy holds the values, which hides the double only when it comes in time.
+    @Test func aCarrierWhoseAnswerWasLostIsNotCarriedTwice() async throws {
+        let tid = "1300000302"
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
+                                                  routes: route("wk:group:lost", "yx:group:\(tid)", direction: "forward"))
+        defer { Task { await env.stop() } }
+        try await env.lab.seedGroup("yx", tid, owner: "carol", members: ["wk_shop", "wk_buyer"])
+        let team = ConversationRef.group(GroupID(tid))
+        let yx = try await env.users("yx")
+        let order = try await yx.send(OutgoingMessage(conversation: team, sender: "wk_shop", content: .text("order A1002")))
+        func carried() async throws -> [ExpansionDelta] {
+            try await yx.history(HistoryQuery(conversation: team, anchor: .latest, limit: 100)).messages
+                .compactMap(NIMExpansionCarrier.change(in:)).filter { $0.target == order.id }.map(\.delta)
+        }
+        let delivery = Delivery(target: try await env.users("yx"), store: env.bridge.store, retry: RetryPolicy(baseMs: 10, maxMs: 100, jitter: 0))
+        let http = HTTPClientWrapper(timeoutSeconds: 5)
+        let fault = try await http.send(.json(env.lab.url(of: "yx") + "/_sandbox/faults",
+                                              Data(#"{"status":504,"count":1,"after_accept":true,"path_prefix":"/msg/sendMsg.action"}"#.utf8)))
+        #expect(fault.status == 200)
+        let paid = ExpansionDelta(version: 2, set: ["status": "paid"])
+        let clientID = ClientMessageID("imb-lost-1")
+        let attemptAt = Int64(Date().timeIntervalSince1970 * 1000)
+        await #expect(throws: IMError.self) {
+            try await delivery.updateExpansion(of: order.id, in: team, by: "wk_buyer", paid, clientID: clientID)
+        }
+        #expect(try await carried().map(\.set) == [["status": "paid"]], "NIM carried it out before the 504")
+        try await delivery.updateExpansion(of: order.id, in: team, by: "wk_buyer", paid, clientID: clientID, earlierAttemptAt: attemptAt)
+        #expect(try await carried().map(\.set) == [["status": "paid"]], "the retry found the carrier and sent none")
+        // A later change with its own client id is carried.
+        try await delivery.updateExpansion(of: order.id, in: team, by: "wk_buyer", ExpansionDelta(version: 3, removed: ["status"]),
+                                           clientID: ClientMessageID("imb-lost-2"), earlierAttemptAt: attemptAt)
+        #expect(try await carried().count == 2)
     }
 }

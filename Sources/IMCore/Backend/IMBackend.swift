@@ -69,10 +69,21 @@ public protocol ExpansionUpdating: IMBackend {
 /// a type-100 `imbridge.expansion` message, docs/adapters/nim.md). Receivers see an `expansionChanged`
 /// event instead of a message; there is no `expansion(of:)` to ask and no limit checked but the caller's.
 public protocol ExpansionChangeSending: IMBackend {
-    /// Sends `delta` for `target` from `user` into `conversation`; returns the carrier message.
+    /// Sends `delta` for `target` from `user` into `conversation`; returns the carrier message. `clientID`
+    /// goes with the carrier as a sent message's does, so that a sender that retries can ask whether an
+    /// earlier attempt got through (`ClientIDLookup`) instead of carrying the change twice.
     @discardableResult
     func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
-                             by user: UserID) async throws -> Message
+                             by user: UserID, clientID: ClientMessageID?) async throws -> Message
+}
+
+extension ExpansionChangeSending {
+    /// The carrier without a client id.
+    @discardableResult
+    public func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
+                                    by user: UserID) async throws -> Message {
+        try await sendExpansionChange(delta, of: target, in: conversation, by: user, clientID: nil)
+    }
 }
 
 /// Emoji reactions: the same user adding the same emoji again removes it.

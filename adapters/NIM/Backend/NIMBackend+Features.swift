@@ -127,10 +127,10 @@ extension NIMBackend {
     /// expansion state, so limits are the caller's (the bridge validates against its source).
     @discardableResult
     public func sendExpansionChange(_ delta: ExpansionDelta, of target: MessageID, in conversation: ConversationRef,
-                                    by user: UserID) async throws -> Message {
+                                    by user: UserID, clientID: ClientMessageID?) async throws -> Message {
         guard !delta.isEmpty else { throw IMError(.invalidArgument, "an empty expansion delta carries nothing") }
         return try await send(OutgoingMessage(conversation: conversation, sender: user,
-                                              content: .custom(CustomContent(NIMExpansionCarrier(target: target, delta: delta))),
+                                              content: .custom(CustomContent(NIMExpansionCarrier(target: target, delta: delta))), clientMessageID: clientID,
                                               options: MessageOptions(persist: true, countUnread: false, push: false)))
     }
 }
