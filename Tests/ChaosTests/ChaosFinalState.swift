@@ -39,6 +39,23 @@ enum ChaosFinalState {
                       carrier: json["kind"] == "custom" ? Self.carrier(in: json["raw"] ?? .null) : nil)
         }
 
+        /// A carrier's change, comparable.
+        struct Change: Equatable {
+            var set: [String: String]
+            var removed: Set<String>
+            var cleared: Bool
+
+            init(_ carrier: (target: String, set: [String: String], removed: [String], cleared: Bool)) {
+                set = carrier.set
+                removed = Set(carrier.removed)
+                cleared = carrier.cleared
+            }
+
+            var described: String {
+                (cleared ? "cleared, " : "") + ChaosFinalState.describe(set) + (removed.isEmpty ? "" : " removing \(removed.sorted())")
+            }
+        }
+
         /// NIM's `imbridge.expansion` carrier data wherever it sits in the stored body (a JSON string or object).
         static func carrier(in value: JSONValue) -> (target: String, set: [String: String], removed: [String], cleared: Bool)? {
             switch value {
@@ -135,7 +152,15 @@ enum ChaosFinalState {
                 case "native": shown = copy.expansion
                 case "carrier":
                     var values: [String: String] = [:]
+                    var previous: Record.Change?
                     for carrier in (carriers[copy.id] ?? []).compactMap(\.carrier) {
+                        // Every change the workload makes differs from the one before it (a new value, or
+                        // the removal of a key held): the same change carried twice in a row was applied twice.
+                        let change = Record.Change(carrier)
+                        if change == previous {
+                            problems.append("FINAL STATE \(name): the expansion change \(change.described) carried twice in a row on the target")
+                        }
+                        previous = change
                         if carrier.cleared { values = [:] }
                         for key in carrier.removed { values[key] = nil }
                         for (key, value) in carrier.set { values[key] = value }

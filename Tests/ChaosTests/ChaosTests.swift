@@ -223,6 +223,10 @@ import Testing
             Record(id: "c1", conversation: "a", kind: "custom", text: "[消息扩展更新]", carrier: ("t4", ["st": "v0", "x": "1"], [], false)),
             Record(id: "c2", conversation: "a", kind: "custom", text: "[消息扩展更新]", carrier: ("t4", ["st": "v4"], ["x"], false))]
         #expect(ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: entries, target: carried, traits: nim) == [])
+        // The same change carried twice in a row was applied twice, though the values come out right.
+        let doubled = carried + [Record(id: "c3", conversation: "a", kind: "custom", text: "[消息扩展更新]", carrier: ("t4", ["st": "v4"], ["x"], false))]
+        #expect(ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: entries, target: doubled, traits: nim)
+            == ["FINAL STATE a a-4: the expansion change {st: v4} removing [\"x\"] carried twice in a row on the target"])
         let carrier = try #require(Record.carrier(in: ["body": .string(#"{"type":"imbridge.expansion","data":{"msgid":"t4","set":{"st":"v4"}}}"#)]))
         #expect(carrier.target == "t4" && carrier.set == ["st": "v4"])
     }
