@@ -130,6 +130,12 @@ extension RelayEngine {
             var recallRows: [IMEvent] = []
             for item in kept {
                 let source = item.event.backend
+                // A change read from history (NIM's carrier) converges as the intake's would, unless the
+                // intake took it in already (its callback came first).
+                if recordsByEvent[item.event.eventID] != .duplicate {
+                    var change = item.event
+                    _ = try takeInExpansionChange(&change, at: now, tx, to: &draft)
+                }
                 if recordsByEvent[item.event.eventID] == .new {
                     for other in routes.legs(from: source, conversation: item.message.conversation)
                     where other.target != leg.target || other.targetConversation != leg.targetConversation {

@@ -31,6 +31,32 @@ extension RelayEngine {
         var policy: FallbackPolicy
     }
 
+    /// An expansion change taken in (docs/expansions.md, "Convergence"), by the intake and by a migration
+    /// that reads one from history (NIM's carrier) alike: keys the bridge wrote under the key encoding come
+    /// back as the original keys (ExpansionKeyCodec, `event` rewritten with them), the change is converged
+    /// with the message's stored state, and the writes back into a copy whose own change lost are queued.
+    /// Nil for any other event. Without it a migrated change would be planned against a state that never
+    /// heard of it: a removal made while the bridge was down lost to the value it had relayed before.
+    nonisolated func takeInExpansionChange(_ event: inout IMEvent, at now: Int64, _ tx: StoreTransaction,
+                                           to draft: inout OutboxDraft) throws -> ExpansionConvergence.Decision? {
+        guard case .expansionChanged(let id, let conversation, let by, let raw) = event.kind else { return nil }
+        let capabilities = backends[event.backend]?.capabilities
+        let limits = capabilities?.support(.expansion).isNative == true ? capabilities?.expansionLimits : nil
+        let delta = ExpansionKeyCodec.decode(raw, for: limits, known: Array(try tx.expansionKeys(of: id, on: event.backend).keys))
+        event.kind = .expansionChanged(messageID: id, conversation: conversation, by: by, delta: delta)
+        let version = capabilities?.expansionVersionIsChangeTime == true ? delta.version : now
+        let decision = try ExpansionConvergence(routes: routes).intake(delta, of: id, on: event.backend, in: conversation, version: version, tx)
+        for repair in decision.repairs {
+            let actor = by ?? repair.leg.targetUser("bridge")
+            let names = ExpansionDelta(version: delta.version, removed: repair.keys)
+            let payload = OutboxPayload(action: .expansion(source: repair.source.toMessage, by: actor, delta: names),
+                                        route: repair.leg.route, eventTimeMs: now, sourceConversation: repair.source.toConversation)
+            try draft.add(payload, lane: LaneKey(backend: event.backend, conversation: conversation), source: repair.source.toBackend,
+                          eventID: event.eventID)
+        }
+        return decision
+    }
+
     /// Records a callback's events and queues their relays: the ledger rows (with the echo check) for all
     /// events at once, then the outbox rows for all at once — on PostgreSQL two statements per callback,
     /// however many messages it carries (and before them, for a NIM or RongCloud source, the migration's
@@ -70,26 +96,7 @@ extension RelayEngine {
             let echo = bridgeWritten.contains(event.eventID)
             if !echo { recorded.result.accepted += 1 }
             if case .message(let message) = event.kind { try keepSentExpansion(message, on: event.backend, tx) }
-            var converged: ExpansionConvergence.Decision?
-            if case .expansionChanged(let id, let conversation, let by, let raw) = event.kind {
-                // Keys the bridge wrote under the key encoding come back as the original keys (ExpansionKeyCodec).
-                let capabilities = backends[event.backend]?.capabilities
-                let limits = capabilities?.support(.expansion).isNative == true ? capabilities?.expansionLimits : nil
-                let delta = ExpansionKeyCodec.decode(raw, for: limits, known: Array(try tx.expansionKeys(of: id, on: event.backend).keys))
-                event.kind = .expansionChanged(messageID: id, conversation: conversation, by: by, delta: delta)
-                let version = backends[event.backend]?.capabilities.expansionVersionIsChangeTime == true ? delta.version : now
-                let decision = try ExpansionConvergence(routes: routes).intake(delta, of: id, on: event.backend, in: conversation,
-                                                                               version: version, tx)
-                for repair in decision.repairs {
-                    let actor = by ?? repair.leg.targetUser("bridge")
-                    let names = ExpansionDelta(version: delta.version, removed: repair.keys)
-                    let payload = OutboxPayload(action: .expansion(source: repair.source.toMessage, by: actor, delta: names),
-                                                route: repair.leg.route, eventTimeMs: now, sourceConversation: repair.source.toConversation)
-                    try draft.add(payload, lane: LaneKey(backend: event.backend, conversation: conversation), source: repair.source.toBackend,
-                                  eventID: event.eventID)
-                }
-                converged = decision
-            }
+            let converged = try takeInExpansionChange(&event, at: now, tx, to: &draft)
             for routed in routes.legs(from: event.backend, conversation: event.conversation) {
                 guard let target = backends[routed.target] else { continue }
                 let (leg, lane) = try portalLane(event, try mappedLeg(event, routed, tx), tx, at: now)
