@@ -412,15 +412,14 @@ enum ChaosSeeds {
     /// → NIM on SQLite with `changes-while-down`, `twice`, `clock-skew`, `after-accept`; seed 62, RongCloud
     /// → NIM on PostgreSQL with `postgres-down`, `changes-while-down`, `twice`, `clock-skew`; seed 57,
     /// RongCloud → NIM on SQLite with `imbridge migrate` run twice beside the bridge (extended messages
-    /// among its copies), SIGKILL twice, `twice`, `redeliver`, 5xx. Seed 44 (NIM → RongCloud with `imbridge
-    /// migrate` beside a stopped bridge and late callbacks of recalled messages, Finding 29) failed once on
-    /// session 27's final code with an expansion key left on the target (docs/reliability.md, session 27):
-    /// out until understood. Seed 30
+    /// among its copies), SIGKILL twice, `twice`, `redeliver`, 5xx; seed 44, NIM → RongCloud with `imbridge
+    /// migrate` run twice beside a bridge SIGKILLed and SIGSTOPped (a carrier's removal read first by the
+    /// migration: Finding 45), `redeliver`, `twice`, `restart-after-retention`. Seed 30
     /// (RongCloud → WuKong, Finding 32) passed twice after its fix, then failed once on a deletion's dead
     /// letter (docs/reliability.md, "Seeds 1–24 on the session's final code"): out until understood. Seed 27
     /// (deletions toward WuKong) passes alone but not always inside the whole suite's load (Finding 23), nor
     /// does seed 6 (an expansion key's removal missing on NIM, Finding 26): out of the set until understood.
-    static let ci: [UInt64] = [3, 57, 62, 65]
+    static let ci: [UInt64] = [3, 44, 57, 62, 65]
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [UInt64] {
         if let one = environment["IMBRIDGE_CHAOS_SEED"].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }) { return [one] }
