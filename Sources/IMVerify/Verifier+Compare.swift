@@ -70,9 +70,10 @@ extension Verifier {
         let capabilities = target.capabilities
         let edits = capabilities.support(.edit).isNative && target is any Editing
         let recalls = capabilities.support(.recall).isNative && target is any Recalling
-        // A source without expansions of its own (NIM: its changes travel as carriers) shows nothing to
-        // compare a copy's values with.
+        // A source without expansions of its own (NIM) shows a message's values as the changes its history
+        // carries for it (`carried`), read as catch-up reads them (docs/verify.md, "Drift kinds").
         let sourceKeepsExpansions = source.capabilities.support(.expansion).isNative
+        let carried = Self.carriedExpansions(sourceMessages, of: source, settlingAfter: settled.horizonMs)
         let lane = pair.lane
         let (pendingAfter, recalledByUs, late) = try await store.reading { tx -> (Set<MessageID>, Set<String>, Set<String>) in
             let pending = try Self.pendingSources(in: lane, tx)
@@ -273,9 +274,20 @@ extension Verifier {
                 }
                 result.items.append(drift)
             }
-            if sourceKeepsExpansions, capabilities.support(.expansion).isNative, target is any ExpansionUpdating, item.outgoing.expansion != nil {
+            // The source's values: its own, or (a carrying source) what its carriers set; nil: nothing to compare.
+            var values: [String: String]?
+            if sourceKeepsExpansions {
+                values = item.outgoing.expansion != nil ? source.expansion?.values ?? [:] : nil
+            } else if carried.settling.contains(source.id) || pending.contains(source.id) {
+                values = nil   // a carrier within the settle horizon: the bridge may not have taken it in yet
+            } else if let set = carried.values[source.id] {
+                values = set
+            } else if copy.expansion?.values.isEmpty == false {
+                values = [:]
+            }
+            if let values, capabilities.support(.expansion).isNative, target is any ExpansionUpdating {
                 let limits = capabilities.expansionLimits
-                let want = Dictionary((source.expansion?.values ?? [:]).map { (ExpansionKeyCodec.encode($0.key, for: limits), $0) },
+                let want = Dictionary(values.map { (ExpansionKeyCodec.encode($0.key, for: limits), $0) },
                                       uniquingKeysWith: { first, _ in first })
                 let have = copy.expansion?.values ?? [:]
                 let keys = Set(want.keys).union(have.keys).filter { want[$0]?.value != have[$0] }.sorted()
@@ -291,11 +303,37 @@ extension Verifier {
                     var drift = VerifyReport.Item(kind: .expansion, sourceMessage: source.id.rawValue, targetMessage: copy.id.rawValue,
                                                   detail: keys.map { "\($0): source \(want[$0].map { "«\(Self.short($0.value))»" } ?? "none"), copy \(have[$0].map { "«\(Self.short($0))»" } ?? "none")" }
                                                       .joined(separator: "; "))
-                    drift.fix = [.expansion(source: source.id, by: item.outgoing.sender, delta: delta)]
+                    if sourceKeepsExpansions {
+                        drift.fix = [.expansion(source: source.id, by: item.outgoing.sender, delta: delta)]
+                    } else {
+                        // The bridge converges a carried change only when it takes the carrier in (its
+                        // callback, catch-up, a migration); a repair would write the state it holds.
+                        drift.unfixable = "the source's values are the changes its carriers carry (\(pair.source)), which the bridge has not all taken in"
+                    }
                     result.items.append(drift)
                 }
             }
         }
+    }
+
+    /// A carrying source's expansions (NIM: `imbridge.expansion` carriers in its history, docs/expansions.md):
+    /// the changes catch-up reads from `messages` (`CatchUpSource.catchUpEvent`), applied in history order
+    /// to the message each names; `settling`: messages named by a carrier sent after `horizonMs`.
+    static func carriedExpansions(_ messages: [Message], of source: any IMBackend, settlingAfter horizonMs: Int64)
+        -> (values: [MessageID: [String: String]], settling: Set<MessageID>) {
+        guard !source.capabilities.support(.expansion).isNative, let catchUp = source as? any CatchUpSource else { return ([:], []) }
+        var values: [MessageID: [String: String]] = [:]
+        var settling: Set<MessageID> = []
+        for message in messages {
+            guard case .expansionChanged(let id, _, _, let delta)? = catchUp.catchUpEvent(for: message)?.kind else { continue }
+            if message.sentAt > horizonMs { settling.insert(id) }
+            var set = values[id] ?? [:]
+            if delta.cleared { set = [:] }
+            for key in delta.removed { set[key] = nil }
+            for (key, value) in delta.set { set[key] = value }
+            values[id] = set
+        }
+        return (values, settling)
     }
 
     static func short(_ text: String) -> String { text.count > 40 ? String(text.prefix(39)) + "…" : text }

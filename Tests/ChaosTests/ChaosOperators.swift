@@ -178,8 +178,9 @@ extension ChaosCampaign {
     /// `imbridge verify --settle 0` once the bridge has stopped, held against what the checker found
     /// (`checkerFound`), kind by kind: verify's `missing`, `doubled`, `out_of_order`, `expansion`, `recall`
     /// and `content` against the checker's LOST, DOUBLED, ORDER and final-state lines. A kind one oracle
-    /// reports and the other does not is a finding. Verify compares no notices, no NIM carriers and no
-    /// recall on a NIM target (`traits`): a final-state problem of those alone is not expected of it.
+    /// reports and the other does not is a finding. Verify compares no notices, and no carriers and no
+    /// recall on a NIM target (`traits`): a final-state problem of those alone is not expected of it. (A
+    /// NIM *source*'s carriers it does compare, against the copies' native values.)
     static func verifyOracle(_ config: String, lab: BridgeLab, checkerFound: [String], target: String) async throws -> (summary: String, disagreements: [String]) {
         let run = try await verify(config, lab, ["--settle", "0"])
         let summary = "verify (second oracle): status \(run.status), \(run.summary)" + (run.items.isEmpty ? "" : ": " + run.items.prefix(6).joined(separator: "; "))

@@ -115,5 +115,28 @@ extension VerifyEndToEndTests {
         let (status, output) = try await IMBridgeCLI.run(["verify", "--config", rig.bridgeRig.config, "--settle", "0", "--report", path],
                                                         timeoutSeconds: 300)
         #expect(status == 0, "no drift:\n\(output)")
+
+        // While the bridge is down a NIM app removes the key: the carriers now say none, the copy still
+        // holds it — drift verify sees (its repair is the bridge's catch-up, not verify's).
+        bridge.killWithoutWaiting()
+        _ = try await #require(yx as? any ExpansionChangeSending).sendExpansionChange(ExpansionDelta(version: 2, removed: ["status"]),
+                                                                                        of: sent["carried"]!.id, in: group, by: "bob")
+        let (drifted, driftOutput) = try await IMBridgeCLI.run(["verify", "--config", rig.bridgeRig.config, "--settle", "0", "--report", path],
+                                                              timeoutSeconds: 300)
+        #expect(drifted == 1, "drift:\n\(driftOutput)")
+        let report = try JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: path)))
+        let items = report["conversations"]?.arrayValue?.flatMap { $0["items"]?.arrayValue ?? [] } ?? []
+        #expect(items.map { $0["kind"]?.stringValue } == ["expansion"], "\(items)")
+        #expect(items.first?["detail"]?.stringValue?.contains("status: source none, copy «paid»") == true, "\(items)")
+
+        // Back up: catch-up reads the carrier, the copy loses the key, and verify agrees.
+        let again = try await rig.bridge(run: 2)
+        defer { again.killWithoutWaiting() }
+        let removed = try await eventually(30) {
+            try await rig.records(tid).first { $0["id"]?.stringValue == copies["carried"]?.rawValue }?["expansion"]?["status"] == nil
+        }
+        #expect(removed, "\(again.output.suffix(2000))")
+        let (after, afterOutput) = try await IMBridgeCLI.run(["verify", "--config", rig.bridgeRig.config, "--settle", "0"], timeoutSeconds: 300)
+        #expect(after == 0, "no drift:\n\(afterOutput)")
     }
 }
