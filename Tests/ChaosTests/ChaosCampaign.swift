@@ -198,7 +198,9 @@ enum ChaosCampaign {
             if plan.postgres {
                 for (name, sql) in [("outbox", "SELECT id, lane, source_event_id, kind, state, attempts, last_error, created_at, finished_at FROM outbox ORDER BY id"),
                                     ("ledger", "SELECT backend, event_id, kind, received_at, listener, instance FROM ledger ORDER BY received_at"),
-                                    ("id_map", "SELECT * FROM id_map ORDER BY created_at")] {
+                                    ("id_map", "SELECT * FROM id_map ORDER BY created_at"),
+                                    ("checkpoints", "SELECT * FROM checkpoints ORDER BY name"),
+                                    ("attempts", "SELECT * FROM attempts ORDER BY 1")] {
                     let rows = (try? TestPostgres.query(storePath, sql)) ?? ["(could not be read)"]
                     try? rows.joined(separator: "\n").write(toFile: "\(directory)/store-\(name).txt", atomically: true, encoding: .utf8)
                 }
