@@ -42,8 +42,11 @@ extension RelayEngine: EventSink {
         let fresh = intake.gate.unknownConversations(in: admitted)
         let holdKeys = intake.holds.enabled ? intake.gate.holdKeys(in: admitted) : []
         // Held here (a catch-up under way or to come): held in the store before the vendor is answered,
-        // so that another instance does not record the conversation's next message meanwhile.
-        let heldHere = intake.holds.enabled ? intake.gate.heldKeys(events, admitted: admitted) : []
+        // so that another instance does not record the conversation's next message meanwhile. Only what the
+        // gate held: a withheld message is recorded now, and no catch-up is to come for it that would give
+        // a hold up — a hold taken for it stayed, renewed with this instance's leases, and every other
+        // instance refused the conversation's callbacks from then on (docs/reliability.md, Finding 46).
+        let heldHere = intake.holds.enabled ? intake.gate.heldKeys(events, admitted: gated) : []
         do {
             let backends = self.backends
             let first = CatchUpCheckpoint.firstCheckpoints(fresh, routes: routes) { key, message in
@@ -197,6 +200,11 @@ extension RelayEngine {
             if checkReadPast, let past = try readPast(events, tx) { return .failure(past) }
             // Held by another instance: nothing is recorded, the mark on its hold is committed.
             let held = try intake.holds.mark(holdKeys, tx) + intake.holds.take(takeHolds, tx, at: now)
+            if !takeHolds.isEmpty || !held.isEmpty {
+                logs.relay.debug("intake: conversations held in the store", metadata: [
+                    "held_here": "\(takeHolds.map { "\($0.conversation)" })", "held_elsewhere": "\(held.map { "\($0.conversation)" })",
+                ])
+            }
             if !held.isEmpty { return .failure(HeldElsewhere(keys: held)) }
             let newlyWithheld = try recordWithheld(withheld, tx, at: now, origin: origin)
             var recorded = try record(events, tx, at: now, origin: origin)

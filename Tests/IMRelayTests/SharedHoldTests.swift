@@ -223,4 +223,42 @@ import IMOutbox
         #expect(arrived && got == expected, "got \(got)")
         await rig.stop(b)
     }
+
+    /// A late callback behind the catch-up position, for a message gone from the source's history, is
+    /// withheld (recorded, relayed nowhere). Its conversation is not held in the store for it: nothing
+    /// would ever give that hold up (no catch-up is to come for a withheld message), the lease loop would
+    /// renew it for good, and every other instance would refuse the conversation's live callbacks — and
+    /// find its own catch-up of it busy — for as long as this one runs (seed 38 lost messages so).
+    @Test func aWithheldLateCallbackLeavesNoHold() async throws {
+        let rig = try Rig()
+        let store = try BridgeStore(path: rig.url)
+        let source = WindowHistorySource(rig.memory)
+        let owner = "a-\(UUID().uuidString.prefix(6))"
+        let engine = RelayEngine(store: store, backends: [source, rig.target], routes: rig.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50),
+                                 lease: LeaseSettings(owner: owner, ttlMs: 1_000))
+        let runner = CatchUpRunner(engine: engine, backends: [source, rig.target], routes: rig.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 1000, intervalMs: 600_000))
+        await engine.start()
+        try await runner.start()
+        defer { Task { await runner.stop(); await engine.stop() } }
+        #expect(await eventually { await runner.finishedPasses >= 1 })
+        try await engine.accept([rig.post("n1")])
+        // Each in a millisecond of its own: the screen compares send times.
+        try await Task.sleep(nanoseconds: 5_000_000)
+        let gone = try await rig.post("gone")
+        try await Task.sleep(nanoseconds: 5_000_000)
+        let n3 = try await rig.post("n3")
+        try await engine.accept([n3])
+        #expect(try await eventually { try await rig.relayed() == ["n1", "n3"] })
+        // A read went past `gone` (its position is n3's), and `gone` was then taken back on the source.
+        guard case .message(let read) = n3.kind, case .message(let late) = gone.kind else { return }
+        engine.catchUpGate.confirm(CatchUpGate.Key(backend: "wk", conversation: .group("g")), at: read.sentAt, id: read.id.rawValue)
+        source.hidden.withLock { _ = $0.insert(late.id) }
+        try await engine.accept([gone])
+        #expect(try store.read { try $0.hasEvent("wk", EventID("withheld:\(late.id)")) }, "withheld")
+        #expect(try store.read { try $0.leaseOwners(["hold:wk/group:g"])["hold:wk/group:g"] } == nil,
+                "no hold left for the conversation of a withheld message")
+        try await Task.sleep(nanoseconds: 200_000_000)
+        #expect(try await rig.relayed() == ["n1", "n3"])
+    }
 }
