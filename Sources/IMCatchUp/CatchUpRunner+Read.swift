@@ -31,6 +31,9 @@ extension CatchUpRunner {
             // must not be recorded (nor its position saved) as if nothing came before it.
             try Task.checkCancellation()
             let page = try await source.history(HistoryQuery(conversation: key.conversation, anchor: .after(anchor), limit: 100, viewer: viewer))
+            logger.debug("catch-up read a page", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                                           "after": "\(anchor.rawValue)", "messages": "\(page.messages.count)",
+                                                           "last": "\(page.newerCursor?.rawValue ?? "none")", "has_newer": "\(page.hasNewer)"])
             try await recordPage(page.messages, key, source, &record, &outcome)
             guard page.hasNewer, let next = page.newerCursor, !page.messages.isEmpty else { break }
             anchor = next

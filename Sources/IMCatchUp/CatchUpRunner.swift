@@ -169,7 +169,12 @@ public actor CatchUpRunner {
         // With several instances the conversation is held in the store first, so that the others refuse
         // its live messages meanwhile (`SharedHolds`); while another instance holds it, this one waits.
         let token: Int64?
-        switch await takeHold(key) {
+        logger.debug("catch-up of a conversation asks for its hold", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                                                              "reason": "\(reason)"])
+        let hold = await takeHold(key)
+        logger.debug("catch-up of a conversation begins", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                                                   "reason": "\(reason)", "hold": "\(hold)"])
+        switch hold {
         case .taken(let taken):
             token = taken
             holdFailing.remove(key)
@@ -225,6 +230,10 @@ public actor CatchUpRunner {
                 break
             }
         }
+        logger.debug("catch-up of a conversation read", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
+                                                                 "reason": "\(reason)", "reads": "\(reads)", "recovered": "\(recovered)",
+                                                                 "position": "\(records[key]?.cursor ?? "none")",
+                                                                 "failure": "\(failure.map { String("\($0)".prefix(200)) } ?? "none")"])
         if recovered > 0 || skipped > 0 {
             logger.info("caught up from history", metadata: ["backend": "\(key.backend)", "conversation": "\(key.conversation)",
                                                              "reason": "\(reason)", "recovered": "\(recovered)", "skipped": "\(skipped)"])

@@ -27,7 +27,9 @@ final class ChaosBridge: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             runs += 1
-            let process = try rig.launch(instance, log: log(run: runs))
+            // `IMBRIDGE_CHAOS_LOG_LEVEL=debug` (a replay): the bridges log at that level.
+            let level = ProcessInfo.processInfo.environment["IMBRIDGE_CHAOS_LOG_LEVEL"].map { ["--log-level", $0] } ?? []
+            let process = try rig.launch(instance, log: log(run: runs), arguments: level)
             self.process = process
             if await process.waitUntilUp(seconds: deadline.timeIntervalSinceNow) { return }
             if process.isRunning { break }

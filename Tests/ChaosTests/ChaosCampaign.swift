@@ -200,7 +200,8 @@ enum ChaosCampaign {
                                     ("ledger", "SELECT backend, event_id, kind, received_at, listener, instance FROM ledger ORDER BY received_at"),
                                     ("id_map", "SELECT * FROM id_map ORDER BY created_at"),
                                     ("checkpoints", "SELECT * FROM checkpoints ORDER BY name"),
-                                    ("attempts", "SELECT * FROM attempts ORDER BY 1")] {
+                                    ("attempts", "SELECT * FROM attempts ORDER BY 1"),
+                                    ("leases", "SELECT * FROM leases ORDER BY name")] {
                     let rows = (try? TestPostgres.query(storePath, sql)) ?? ["(could not be read)"]
                     try? rows.joined(separator: "\n").write(toFile: "\(directory)/store-\(name).txt", atomically: true, encoding: .utf8)
                 }
