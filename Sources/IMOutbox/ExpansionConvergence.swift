@@ -138,6 +138,10 @@ package struct ExpansionConvergence {
             } else {
                 want = delta.set[key]
                 var target = theirs[key] ?? ExpansionKeyRecord(key: key)
+                // Written already (a second entry with the same values: a migration's initial values queued
+                // beside the live relay's for one message): nothing to write. On NIM a second write is a
+                // second carrier message.
+                if target.held == .known(want) { continue }
                 target.written = .known(want)
                 theirs[key] = target
                 touched.append(key)

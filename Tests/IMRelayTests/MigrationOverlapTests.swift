@@ -131,6 +131,35 @@ import IMOutbox
         #expect(try await texts(harness.rcMemory, g) == (1...10).map { "m\($0)" }, "the migration's target, once each")
     }
 
+    /// A message sent with expansion values, queued by the live relay and by a migration before either
+    /// copy was made (the migration read it between its callback's recording and its copy): both paths
+    /// queue the copy and, toward NIM, a carrier of its initial values, in the same lane. The migration's
+    /// copy is not sent again (the id map names the live one), nor is its carrier: NIM shows the values
+    /// once (seed 57 showed them twice).
+    @Test func aMessagesInitialValuesAreCarriedOnceWhenTheMigrationAndTheRelayBothQueuedIt() async throws {
+        let harness = try RelayHarness()
+        let nim = MemoryBackend(id: "nim", capabilities: .nim, clock: SystemClock())
+        nim.world.seedGroup(GroupProfile(id: GroupID(g.id), owner: "wk_u1"))
+        // A named route (a wildcard into NIM, which assigns team ids, would make portals: docs/portals.md).
+        let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:g"), to: try RouteEndpoint(parsing: "nim:group:g"), direction: .forward)]
+        let sent = try await harness.wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("order"), expansion: ["n": "13"]))
+        let bridge = RelayEngine(store: harness.store, backends: [harness.wk, nim], routes: routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        // The callback, recorded and queued; the bridge's lanes have not run it yet.
+        let live = try bridge.ingest([IMEvent(eventID: EventID("msg:\(sent.id)"), backend: "wk", kind: .message(sent))])
+        #expect(live.queued >= 1, "\(live)")
+        let report = try await Migrator(store: harness.store, source: harness.wk, target: nim, sendsPerSecond: 100_000, routes: routes)
+            .run(MigrationPlan(source: "wk", target: "nim", conversations: [(g, g)], users: .puppet(prefix: "wk_"), account: false))
+        #expect(report.total.failedTotal == 0, "\(report.summary)")
+        await bridge.start()
+        #expect(await bridge.waitUntilIdle(timeoutMs: 10_000))
+        await bridge.stop()
+        let shown = try await nim.history(HistoryQuery(conversation: g, anchor: .oldest, limit: 100)).messages
+        let carriers = shown.filter { if case .custom = $0.content { true } else { false } }
+        let entries = try harness.store.read { try $0.entries(ids: Array(1...40)) }
+        #expect(shown.count - carriers.count == 1, "one copy: \(shown.map(\.content.digest)) \(entries.map { "\($0.id) \($0.lane) \($0.kind) \($0.sourceEventID) \($0.state)" })")
+        #expect(carriers.count == 1, "the initial values carried once: \(carriers.count) \(entries.map { "\($0.id) \($0.lane) \($0.kind) \($0.sourceEventID) \($0.state)" }) \(report.summary)")
+    }
+
     /// The same recalled message, whose copy the bridge had made already: the migration queues nothing for
     /// it, so the recall stays the callback's to carry — recorded by the migration, it would be a duplicate
     /// and the copy would never be recalled.
