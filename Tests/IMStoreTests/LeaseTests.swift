@@ -1,6 +1,7 @@
 import Foundation
 import IMCore
 import IMStore
+import Synchronization
 import Testing
 
 /// Leases (docs/high-availability.md), through two store handles on the same store, as two bridge
@@ -163,10 +164,15 @@ import Testing
                 }
             }
         }
+        // Both start claiming only once both run: on a busy machine the second task could otherwise begin
+        // after the first had claimed everything (the test's concurrency never exercised).
+        let ready = StartLatch()
         let claims = try await withThrowingTaskGroup(of: [(String, Int64)].self) { group in
             for (index, store) in stores.enumerated() {
                 group.addTask {
                     let owner = "I\(index)"
+                    ready.count.withLock { $0 += 1 }
+                    while ready.count.withLock({ $0 }) < stores.count { try await Task.sleep(nanoseconds: 1_000_000) }
                     var taken: [(String, Int64)] = []
                     var idle = 0
                     while idle < 3 {
@@ -274,4 +280,9 @@ import Testing
         #expect(counters.sideStatements - middle.0 == 5 * side.0 || kind == .postgres,
                 "each renewal takes the same statements on SQLite")
     }
+}
+
+/// How many tasks have started (`concurrentInstancesClaimEachEntryOnceInOrder`).
+private final class StartLatch: Sendable {
+    let count = Mutex(0)
 }
