@@ -139,7 +139,7 @@ public struct HTTPClientWrapper: Sendable {
         if let trace = TraceParent.current, !outgoing.headers.contains(name: "traceparent") {
             outgoing.headers.add(name: "traceparent", value: trace.header)
         }
-        let gate = WriteGate.check?.run
+        let gate = WriteGate.check.map { check in { @Sendable in try check.pass() } }
         let refusal = gate.map { _ in WriteGate.Refusal() }
         if let body = request.body {
             if let gate, let refusal {

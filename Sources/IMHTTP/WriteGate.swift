@@ -17,10 +17,31 @@ public enum WriteGate {
     /// a crash cannot go unnoticed again.
     @TaskLocal public static var check: Check?
 
-    /// A check (`WriteGate.check`): throws to refuse the write.
+    /// A check (`WriteGate.check`): throws to refuse the write. It counts the writes it let through, so
+    /// that a refusal after one of them is not taken for "nothing written" (`RefusedAfterWrite`).
     public final class Check: Sendable {
         public let run: @Sendable () throws -> Void
+        private let passed = Atomic<Int>(0)
         public init(_ run: @escaping @Sendable () throws -> Void) { self.run = run }
+
+        /// Asks the check for one request; counts it when it passes.
+        public func pass() throws {
+            try run()
+            passed.add(1, ordering: .relaxed)
+        }
+
+        /// How many requests the check let through so far.
+        public var passes: Int { passed.load(ordering: .relaxed) }
+    }
+
+    /// A refusal that came after the same check had let an earlier request through: one action of several
+    /// requests (WuKongIM's send and its initial `extra`, for one) was cut off halfway, and what the earlier
+    /// requests wrote is on the server. The caller must treat the outcome as unknown, not as nothing written.
+    public struct RefusedAfterWrite: Error, CustomStringConvertible {
+        public let refusal: any Error
+        public let passes: Int
+        public init(refusal: any Error, passes: Int) { (self.refusal, self.passes) = (refusal, passes) }
+        public var description: String { "refused after \(passes) request(s) went out: \(refusal)" }
     }
 
     /// The body as one buffer, produced only when `check` passes; its refusal is kept in `refusal` so the

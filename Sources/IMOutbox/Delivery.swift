@@ -89,8 +89,29 @@ public final class Delivery: Sendable {
         }
         try await provision(outgoing.sender)
         try beforeWrite()
-        // Asked again by the HTTP client right before the request's body is written (`WriteGate`).
-        return try await WriteGate.$check.withValue(WriteGate.Check(beforeWrite)) { try await target.send(outgoing) }
+        // Asked again by the HTTP client right before each request's body is written (`WriteGate`). A send
+        // of several requests refused after the first went out has left its message on the target.
+        let gate = WriteGate.Check(beforeWrite)
+        do {
+            return try await WriteGate.$check.withValue(gate) { try await target.send(outgoing) }
+        } catch where gate.passes > 0 && !(error is IMError) {
+            throw WriteGate.RefusedAfterWrite(refusal: error, passes: gate.passes)
+        }
+    }
+
+    /// Every copy of `outgoing` on the target: all the messages carrying its client id where the target
+    /// looks them up, else the one `findEarlierCopy` finds. A late attempt's retraction asks this — the
+    /// copy the id map names and the late one carry the same client id, and a lookup that returns one of
+    /// them may return the recorded one. Fails as `findEarlierCopy` does (`lookupFailed`).
+    public func findCopies(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> [Message] {
+        do {
+            if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
+                return try await lookup.messages(withClientID: id, in: conversation, readingAs: outgoing.sender)
+            }
+            return try await searchEarlierCopy(of: outgoing, in: conversation, since: attemptAt).map { [$0] } ?? []
+        } catch {
+            throw Self.lookupFailed(error)
+        }
     }
 
     /// Creates `user` on a target that needs users to exist, once: with the profile the bridge last wrote

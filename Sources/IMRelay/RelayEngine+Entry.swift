@@ -222,6 +222,12 @@ extension RelayEngine {
             // in the outbox; the next start runs it again (looking for the copy this attempt may have left).
             if Task.isCancelled { return .wait }
             if error is LeaseLapsed { return .fenced }
+            if error is WriteGate.RefusedAfterWrite {
+                // The lease lapsed between two requests of one send (WuKongIM's message and its initial
+                // `extra`): the message is on the target, and the new holder may have sent its own.
+                if let taken { await queueRetraction(of: nil, entry: entry, payload: taken, attemptAt: attemptAt) }
+                return .fenced
+            }
             let step = await MessageSpans.with("imbridge.complete", trace: entry.trace) { _ in await settle(entry, error: error, fence: fence) }
             // Fenced after a call that may have been carried out (anything but a failed lookup): a copy
             // may be on the target beside the one the new holder sends.
@@ -264,6 +270,10 @@ extension RelayEngine {
                 // keeps the pause itself.
                 metrics.increment("imbridge_store_errors_total", ["operation": "reschedule"])
                 try? await Task.sleep(nanoseconds: UInt64(max(0, at - clock.nowMs())) * 1_000_000)
+                // The lease lapsed meanwhile (the store down, nothing renewed): another instance may run the
+                // entry now, and its lookup may come before this attempt's copy shows. Fenced, so the caller
+                // stops working the lane and queues the late copy's retraction.
+                if !leases.held.mayWrite(fence) { return .fenced }
             }
             let failure = error as? IMError ?? IMError(.unavailable, reason)
             health.failed(entry.lane.backend, error: failure, at: clock.nowMs())

@@ -134,14 +134,18 @@ extension RelayEngine {
             // Waits (requeued) until the entry that took the lane over has recorded its copy; every entry
             // before this one is recorded then, so an unmapped copy found by the search is a late one.
             let recorded = try await mapped(source, entry: entry)
-            var late = copy
-            if late == nil { late = try await delivery.findEarlierCopy(of: outgoing, in: conversation, since: attemptAt)?.id }
-            guard let late, late != recorded else { return nil }
-            try await delivery.recall(late, in: conversation, by: outgoing.sender)
-            metrics.increment("imbridge_late_copies_retracted_total", ["target": entry.lane.backend.rawValue])
-            logs.delivery.warning("late copy taken back from the target", metadata: laneMetadata(entry).merging([
-                "target_message": "\(late.rawValue)", "source_message": "\(source.rawValue)",
-            ]) { _, new in new })
+            // A copy the answer did not name is searched for: every message carrying the entry's client id
+            // (the recorded copy carries it too), each one but the recorded copy taken back.
+            let late = if let copy { [copy] } else {
+                try await delivery.findCopies(of: outgoing, in: conversation, since: attemptAt).filter { !$0.isRecalled }.map(\.id)
+            }
+            for late in late where late != recorded {
+                try await delivery.recall(late, in: conversation, by: outgoing.sender)
+                metrics.increment("imbridge_late_copies_retracted_total", ["target": entry.lane.backend.rawValue])
+                logs.delivery.warning("late copy taken back from the target", metadata: laneMetadata(entry).merging([
+                    "target_message": "\(late.rawValue)", "source_message": "\(source.rawValue)",
+                ]) { _, new in new })
+            }
         }
         return nil
     }

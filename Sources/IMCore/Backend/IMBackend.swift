@@ -245,9 +245,16 @@ public protocol UserProvisioning: IMBackend {
 /// into it), for vendors whose group history is read as a member (NIM); others ignore it.
 public protocol ClientIDLookup: IMBackend {
     func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message?
+    /// Every message carrying `id`, oldest first, on a vendor that keeps two sends with one client id as
+    /// two messages (WuKongIM); by default the one `message(withClientID:)` finds.
+    func messages(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> [Message]
 }
 
 extension ClientIDLookup {
+    public func messages(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> [Message] {
+        try await message(withClientID: id, in: conversation, readingAs: viewer).map { [$0] } ?? []
+    }
+
     /// The lookup as whoever the backend's settings name (or need none).
     public func message(withClientID id: ClientMessageID, in conversation: ConversationRef) async throws -> Message? {
         try await message(withClientID: id, in: conversation, readingAs: nil)

@@ -6,10 +6,15 @@ import IMCore
 /// bridge's commit never writes a message twice.
 extension WuKongBackend: ClientIDLookup {
     public func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message? {
+        try await messages(withClientID: id, in: conversation, readingAs: viewer).first
+    }
+
+    /// WuKongIM does not refuse a second send with a `client_msg_no` it has seen: both messages are kept and
+    /// the lookup returns both (docs/adapters/wukong.md, "REST details", idempotency).
+    public func messages(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> [Message] {
         let lookup = try WuKongChannel.lookup(conversation, viewer: conversation.participants.first)
         let found = try await client.lookup(WKLookupRequest(loginUID: lookup.loginUID, channelID: lookup.id, channelType: lookup.type,
                                                             clientMsgNos: [id.rawValue]))
-        guard let wire = found.first(where: { $0.clientMsgNo == id.rawValue }) else { return nil }
-        return try codec.decode(wire)
+        return try found.filter { $0.clientMsgNo == id.rawValue }.sorted { ($0.messageSeq ?? 0) < ($1.messageSeq ?? 0) }.map(codec.decode)
     }
 }

@@ -1,0 +1,92 @@
+import Foundation
+import IMBridgeApp
+import IMCore
+import IMHTTP
+import IMLab
+import IMOutbox
+import IMRelay
+import IMStore
+import Synchronization
+import Testing
+
+/// The copies an attempt can leave on WuKongIM without an answer naming them (Finding 48,
+/// docs/reliability.md; docs/high-availability.md, "Fenced deliveries"): a send cut off by the lease check
+/// between its two requests has written its message, and a late copy carries the same `client_msg_no` as
+/// the copy the id map names — a retraction that reads one of them may read the recorded one.
+@Suite struct LateCopyLookupTests {
+    struct Lapsed: Error {}
+
+    @Test func aSendCutOffBetweenItsMessageAndItsExpansionIsNotTakenForNothingWritten() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                                  routes: route("rc:group:lk0", "wk:group:lk0", direction: "forward"))
+        defer { Task { await env.stop() } }
+        try await env.lab.seedGroup("wk", "lk1", owner: "ann", members: ["ann"])
+        let wk = try await env.users("wk")
+        let group = ConversationRef.group("lk1")
+        let delivery = Delivery(target: wk, store: env.bridge.store, retry: RetryPolicy(baseMs: 10, maxMs: 100, jitter: 0))
+        // The lease check passes for the send's own check and for `/message/send`, then lapses: the
+        // initial `extra` write is refused, as after a pause between the two requests.
+        let checks = Atomic<Int>(0)
+        let outgoing = OutgoingMessage(conversation: group, sender: "ann", content: .text("cut off"),
+                                       clientMessageID: ClientMessageID("imb-lk-1"), expansion: ["status": "new"])
+        var thrown: (any Error)?
+        do {
+            _ = try await delivery.send(outgoing, in: group, earlierAttemptAt: nil) {
+                if checks.add(1, ordering: .relaxed).newValue > 2 { throw Lapsed() }
+            }
+        } catch {
+            thrown = error
+        }
+        let refusal = try #require(thrown as? WriteGate.RefusedAfterWrite, "\(String(describing: thrown))")
+        #expect(refusal.refusal is Lapsed && refusal.passes >= 1)
+        let written = try await #require(wk as? any ClientIDLookup).messages(withClientID: "imb-lk-1", in: group, readingAs: "ann")
+        #expect(written.count == 1, "the message went out before the refusal")
+
+        // A refusal before anything went out is still the refusal itself (nothing written).
+        do {
+            _ = try await delivery.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("never"),
+                                                        clientMessageID: ClientMessageID("imb-lk-2")), in: group, earlierAttemptAt: nil) { throw Lapsed() }
+            Issue.record("the send was refused")
+        } catch {
+            #expect(error is Lapsed, "\(error)")
+        }
+        #expect(try await #require(wk as? any ClientIDLookup).messages(withClientID: "imb-lk-2", in: group, readingAs: "ann").isEmpty)
+    }
+
+    @Test func aLateCopyBesideTheRecordedOneIsTakenBackWhateverTheLookupReturnsFirst() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                                  routes: route("rc:group:lk2", "wk:group:lk2", direction: "forward"))
+        defer { Task { await env.stop() } }
+        let rc = try await env.users("rc"), wk = try await env.users("wk")
+        let group = ConversationRef.group("lk2")
+        let sent = try await rc.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("sent once")))
+        func recorded() throws -> MessageID? { try env.bridge.store.read { try $0.mapped(sent.id, from: "rc", to: "wk") }?.toMessage }
+        #expect(try await eventually(30) { try recorded() != nil })
+        let copyID = try #require(try recorded())
+        func copies() async throws -> [Message] {
+            try await wk.history(HistoryQuery(conversation: group, anchor: .latest, limit: 50)).messages.filter { $0.currentContent.digest == "sent once" }
+        }
+        let copy = try #require(try await copies().first { $0.id == copyID })
+        let clientID = try #require(copy.clientMessageID)
+
+        // What a paused holder's attempt left once it resumed: the same text under the same client id,
+        // after the new holder's copy (WuKongIM keeps both, docs/adapters/wukong.md).
+        let late = try await wk.send(OutgoingMessage(conversation: group, sender: copy.sender, content: .text("sent once"), clientMessageID: clientID))
+        // The retraction the old holder queues when no answer named its copy.
+        var outgoing = OutgoingMessage(conversation: group, sender: copy.sender, content: .text("sent once"))
+        outgoing.clientMessageID = clientID
+        let route = try #require(env.bridge.config.routes.first)
+        let payload = OutboxPayload(action: .retract(source: sent.id, copy: nil, outgoing: outgoing, attemptAt: 0), route: route, eventTimeMs: 0)
+        let encoded = try payload.encoded()
+        try env.bridge.store.transaction { tx in
+            _ = try tx.enqueue(lane: LaneKey(backend: "wk", conversation: group), sourceBackend: "rc", sourceEventID: EventID("retract:lk"),
+                               kind: payload.action.kindName, payload: encoded, at: 0)
+        }
+        env.bridge.engine.wake()
+        let takenBack = try await eventually(30) { try await copies().first { $0.id == late.id }?.isRecalled == true }
+        let shown = try await copies().map { "\($0.id.rawValue) recalled \($0.isRecalled)" }
+        #expect(takenBack, "the late copy is recalled: \(shown)")
+        #expect(await env.bridge.engine.waitUntilIdle())
+        #expect(try await copies().first { $0.id == copyID }?.isRecalled == false, "the recorded copy stays")
+    }
+}
