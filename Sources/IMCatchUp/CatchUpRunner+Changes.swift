@@ -4,6 +4,7 @@ import IMCore
 import IMStore
 import Logging
 import IMRelay
+import IMOutbox
 
 /// Catch-up of changes to old messages (docs/architecture.md, "Catch-up of changes"): after a
 /// conversation's messages are caught up, what happened meanwhile to messages it already relayed —
@@ -94,6 +95,29 @@ extension CatchUpRunner {
 
     // MARK: history windows
 
+    /// `key`'s messages recorded and queued for a target but not copied yet (a lane behind a refusing
+    /// target, a backlog), with their source time and sender: compared as the relayed ones are. A message
+    /// deleted on its source while its copy waited is then followed by the deletion, queued behind the copy
+    /// in its lane. Without them, a copy made more than `change_window` after its message was sent (a short
+    /// window, a long backlog) was never compared, and a deletion whose callback was lost stayed undone on
+    /// the copy (seed 66, docs/reliability.md). A portal's lane is named by the source group.
+    static func queuedMessages(_ key: CatchUpGate.Key, legs: [RouteLeg], sentSince: Int64, _ tx: StoreTransaction) throws -> [RelayedMessage] {
+        var lanes: Set<LaneKey> = []
+        for leg in legs {
+            lanes.insert(LaneKey(backend: leg.target, conversation: leg.targetConversation))
+            lanes.insert(LaneKey(backend: leg.target, conversation: key.conversation))
+        }
+        var queued: [MessageID: RelayedMessage] = [:]
+        for lane in lanes {
+            for entry in try tx.pendingEntries(of: lane, limit: 10_000) where entry.kind == "send" && entry.sourceBackend == key.backend {
+                guard let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let source, _) = payload.action,
+                      (payload.sourceConversation ?? key.conversation) == key.conversation, payload.eventTimeMs >= sentSince else { continue }
+                queued[source] = RelayedMessage(id: source, sentAt: payload.eventTimeMs, sender: payload.sourceSender)
+            }
+        }
+        return queued.values.sorted { ($0.sentAt, $0.id.rawValue) < ($1.sentAt, $1.id.rawValue) }
+    }
+
     /// Re-reads the last `change_window` of `key`'s history and records what differs from what the bridge
     /// knows: a recalled message it relayed (the callback's recall event), a relayed message history no
     /// longer lists (`absenceEvent`), an expansion whose keys differ from those the store says the message
@@ -103,10 +127,14 @@ extension CatchUpRunner {
         let since = now - settings.changeWindowMs
         let record = try await storedRecord(key)
         let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
-        // Listed before history is read: a message relayed after the read began cannot look deleted.
-        let relayed = try await store.reading { try $0.relayedMessages(from: key.backend, in: key.conversation, sentSince: since) }
-        let messages = try await source.recentMessages(of: key.conversation, sentSince: since, viewer: viewer)
         let legs = routes.legs(from: key.backend, conversation: key.conversation)
+        // Listed before history is read: a message relayed after the read began cannot look deleted.
+        let relayed = try await store.reading { tx in
+            let copied = try tx.relayedMessages(from: key.backend, in: key.conversation, sentSince: since)
+            let listed = Set(copied.map(\.id))
+            return copied + (try Self.queuedMessages(key, legs: legs, sentSince: since, tx)).filter { !listed.contains($0.id) }
+        }
+        let messages = try await source.recentMessages(of: key.conversation, sentSince: since, viewer: viewer)
         let recalled = messages.filter { $0.recall != nil }
         var events = try await store.reading { tx in
             try recalled.filter { message in try legs.contains { try tx.mapped(message.id, from: key.backend, to: $0.target) != nil } }

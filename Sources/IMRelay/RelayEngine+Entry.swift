@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMStore
 import IMHTTP
@@ -22,6 +23,7 @@ extension RelayEngine {
                     try tx.complete(entry.id, at: now)
                 }
                 MessageSpans.note("imbridge.outcome", "withheld")
+                logs.delivery.debug("lane: a change to a withheld message is done with nothing written", metadata: laneMetadata(entry))
                 return .next(nil)
             } catch is StoreTransaction.LeaseLost {
                 return .fenced
@@ -32,6 +34,10 @@ extension RelayEngine {
         do {
             var payload = try OutboxPayload.decode(entry.payload)
             let count = (payload.requeues ?? 0) + 1
+            if count > Self.maxRequeues, let unmapped = error.details["unmapped"],
+               try await closeNeverRecorded(entry, payload, message: MessageID(unmapped), fence: fence, at: now) {
+                return .next(nil)
+            }
             guard count <= Self.maxRequeues else { throw error }
             payload.requeues = count
             var draft = OutboxDraft()
@@ -46,6 +52,8 @@ extension RelayEngine {
                 _ = try draft.write(tx, at: now)
             }
             MessageSpans.note("imbridge.outcome", "requeued")
+            logs.delivery.debug("lane: waits for the message it refers to", metadata: laneMetadata(entry).merging([
+                "requeues": "\(count)", "unmapped": "\(error.details["unmapped"] ?? "")"]) { _, new in new })
             metrics.increment("imbridge_requeued_total", ["target": entry.lane.backend.rawValue])
         } catch is StoreTransaction.LeaseLost {
             return .fenced
@@ -55,6 +63,39 @@ extension RelayEngine {
             logDeadLetter(entry, reason: "the message it refers to never arrived: \(reason)")
         }
         return .next(nil)
+    }
+
+    /// A recall or deletion that waited its whole time for a message the bridge never recorded, on a source
+    /// whose history drops what is recalled or deleted (`ChangeWindowSource`): the message was sent and taken
+    /// back while its callback could not reach the bridge, and no read of history can find it. There is
+    /// nothing to take back on the target — a dead letter would ask the operator for something nobody can
+    /// do. The message is recorded as withheld (its ledger row, so that a callback of it still to come is a
+    /// duplicate, and `withheld:<id>`) and the entry is done. False, with nothing written, for any other
+    /// change or when the ledger holds the message (its copy failed: the change is a dead letter then).
+    nonisolated func closeNeverRecorded(_ entry: OutboxEntry, _ payload: OutboxPayload, message: MessageID, fence: LeaseFence,
+                                        at now: Int64) async throws -> Bool {
+        switch payload.action {
+        case .recall, .delete: break
+        default: return false
+        }
+        guard let source = backends[entry.sourceBackend] as? any ChangeWindowSource,
+              let conversation = payload.sourceConversation,
+              let event = source.catchUpEvent(for: Message(id: message, conversation: conversation, sender: "", sentAt: 0, content: .text("")))
+        else { return false }
+        let closed = try await store.groupedTransaction { tx -> Bool in
+            guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
+            guard !(try tx.hasEvent(entry.sourceBackend, event.eventID)) else { return false }
+            _ = try tx.recordEvents([.init(backend: entry.sourceBackend, eventID: event.eventID, kind: event.kindName, message: message),
+                                     .init(backend: entry.sourceBackend, eventID: Self.withheldEventID(message), kind: "withheld", message: nil)],
+                                    at: now, origin: nil)
+            try tx.complete(entry.id, at: now)
+            return true
+        }
+        guard closed else { return false }
+        MessageSpans.note("imbridge.outcome", "withheld")
+        logs.relay.info("a recall or deletion of a message the bridge never recorded is done with nothing written: the message was taken back on its source before its callback reached the bridge",
+                        metadata: laneMetadata(entry).merging(["message": "\(message)"]) { _, new in new })
+        return true
     }
 
     /// Records a carried-out entry (its id-map row, done) and claims the lane's next due entry. The target
@@ -200,6 +241,8 @@ extension RelayEngine {
             }
             switch recorded {
             case .recorded(let claimed, let at):
+                logs.delivery.debug("lane: entry done", metadata: laneMetadata(entry).merging([
+                    "target_message": "\(created?.id.rawValue ?? "")"]) { _, new in new })
                 // Nothing claimed while the engine goes on: the finish released the lane's lease.
                 if claimed == nil && !isStopping { drained = true }
                 (next, now) = (claimed, at)

@@ -83,6 +83,10 @@ extension RelayEngine {
         var membershipEntries = 0, groupEntries = 0
         for (received, outcome) in zip(candidates, outcomes) {
             var event = received
+            logs.relay.debug("intake: event", metadata: [
+                "backend": "\(event.backend)", "event_id": "\(event.eventID)", "kind": "\(event.kindName)", "ledger": "\(outcome)",
+                "listener": "\(origin?.listener ?? "")",
+            ])
             switch outcome {
             case .duplicate:
                 recorded.result.duplicates += 1

@@ -337,5 +337,53 @@ extension CrashTests {
             #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
             #expect(await bridge.terminate() == 0)
         }
+
+        /// RongCloud → WuKong with a `change_window` of 20 s: a message deleted (`isDelete`) while the bridge is
+        /// down, whose copy was still queued then (WuKong refusing sends), is followed by the deletion once its
+        /// copy is made — more than the window after it was sent. The catch-up at the start compares the
+        /// messages queued for a copy as it compares the relayed ones (seed 66, docs/reliability.md); before,
+        /// it listed only relayed ones, and by the time the copy was made the message had left the window.
+        @Test func aDeletionWhileItsCopyWaitsFollowsTheCopyMadeLaterThanTheWindow() async throws {
+            let rig = try await Rig.start(("rc", "rongcloud"), ("wk", "wukong"),
+                                          extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n  change_window: 20s\n",
+                                          options: ["callback_attempts": "1"])
+            defer { Task { await rig.bridgeRig.stop() } }
+            let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+            let group = ConversationRef.group("cw5")
+            var bridge = try await rig.bridge(run: 1)
+            let (_, copies) = try await rig.sendRelayed(["before"], into: group, through: rc, bridge: bridge)
+            // WuKong refuses every send from now on: the next copy stays queued, retried.
+            let http = HTTPClientWrapper()
+            let fault = try await http.send(.json(rig.lab.url(of: "wk") + "/_sandbox/faults",
+                                                  Data(#"{"status":500,"count":100000,"path_prefix":"/message/send"}"#.utf8)))
+            #expect(fault.status == 200)
+            let doomed = try await rc.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("to-delete")))
+            let sentAt = Date()
+            let store = try BridgeStore(path: rig.bridgeRig.sqlitePath)
+            #expect(try await eventually(30) { try store.read { try $0.hasEvent("rc", EventID("msg:\(doomed.id.rawValue)")) } },
+                    "the bridge recorded the message")
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            try await #require(rc as? any Deleting).delete(doomed.id, in: group, by: "ann", forUser: nil)
+            try await rig.callbacksDropped(atLeast: 1)
+            await standIn.stop()
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            // WuKong takes sends again only once the message is older than the window.
+            let wait = 22 - Date().timeIntervalSince(sentAt)
+            if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
+            _ = try await http.send(OutboundRequest(method: "DELETE", url: rig.lab.url(of: "wk") + "/_sandbox/faults"))
+            func copyRecord() async throws -> JSONValue? {
+                guard let copy = try rig.copy(of: doomed.id) else { return nil }
+                return try await rig.records("cw5").first { $0["id"]?.stringValue == copy.rawValue }
+            }
+            let followed = try await eventually(90) { try await copyRecord()?["recalled"] == true }
+            let shown = try await rig.lab.table("wk", title: "WuKong")
+            #expect(followed, "the copy made after the window was deleted too:\n\(shown)\n\(bridge.output.suffix(4000))")
+            let before = try await rig.records("cw5").first { $0["id"]?.stringValue == copies["before"]?.rawValue }
+            #expect(before?["recalled"] == false, "the message left alone stays as it was")
+            #expect(await bridge.terminate() == 0)
+        }
     }
 }
