@@ -419,7 +419,12 @@ enum ChaosSeeds {
     /// letter (docs/reliability.md, "Seeds 1–24 on the session's final code"): out until understood. Seed 27
     /// (deletions toward WuKong) passes alone but not always inside the whole suite's load (Finding 23), nor
     /// does seed 6 (an expansion key's removal missing on NIM, Finding 26): out of the set until understood.
-    static let ci: [UInt64] = [3, 44, 57, 62, 65]
+    /// Seed 66, RongCloud → NIM on SQLite with `restart-after-retention` (a 15 s change window), 429s holding
+    /// the lanes back, `changes-while-down` twice, `store-full`, `verify-repair`: deletions made while the
+    /// bridge was down of messages still queued for their copies (Finding 49), and deletions of messages the
+    /// bridge never recorded; it failed in three runs of three before that fix (about two minutes: it waits
+    /// out the retention).
+    static let ci: [UInt64] = [3, 44, 57, 62, 65, 66]
 
     static func fromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) -> [UInt64] {
         if let one = environment["IMBRIDGE_CHAOS_SEED"].flatMap({ UInt64($0.trimmingCharacters(in: .whitespaces)) }) { return [one] }
