@@ -118,7 +118,11 @@ import IMOutbox
         #expect(try await engine.refreshGroups() == 1)
         #expect(try await eventually { try await h.rcMemory.group("g1")?.name == "Tea house" })
         #expect(try await h.rcMemory.group("g1")?.members == ["wk_ann", "wk_bob", "wk_carol"])
+        // The membership event of the update may reach the intake after the round above (a loaded machine
+        // delays the feed): then one more round has it. Once nothing comes in, a round queues nothing.
+        #expect(try await eventually { try await engine.refreshGroups() == 0 }, "a round with no activity queues nothing")
         #expect(try await engine.refreshGroups() == 0, "no event since the last round")
+        #expect(try await h.rcMemory.group("g1")?.members == ["wk_ann", "wk_bob", "wk_carol"], "nobody removed")
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
         await engine.stop()
     }
