@@ -72,4 +72,45 @@ import WuKongSandbox
         #expect(served.allSatisfy { $0["message_id"]?.stringValue == sent.id.rawValue })
         #expect(rows == ["v2@1000", "v2@10000"], "served: \(served)")
     }
+    /// Two instances on one store (docs/high-availability.md): one read a message's first values, the other
+    /// read and recorded a key added to them, then the key was removed. The first instance's memory of the
+    /// message is the values before the addition — the same as after the removal — so compared with it the
+    /// removal was no change at all, and its read moved the stored position past it (seed 107,
+    /// docs/reliability.md). A memory that does not stand where the store does is dropped: the read starts
+    /// from the stored position and gives the message's whole state.
+    @Test func aRemovalReadAfterAnotherInstanceRecordedTheAdditionIsNotLost() async throws {
+        let rig = try await WuKongRig.start()
+        defer { Task { await rig.stop() } }
+        func backend() async -> WuKongBackend {
+            let instance = WuKongBackend(id: "wk", settings: .at(rig.sandbox.baseURL, managerToken: "mgr", webhookSecret: "hook-secret"))
+            await instance.useStoredPositions(storage)
+            return instance
+        }
+        let storage = InMemoryCheckpointStorage()
+        /// Reads as an instance does, and records the read's positions as the sink does.
+        func readAndRecord(_ instance: WuKongBackend, _ conversation: ConversationRef) async throws -> InboundBatch {
+            let batch = try await instance.readChanges(of: conversation)
+            for position in batch.positions { try await storage.setCheckpoint(named: position.checkpointName, to: String(position.to)) }
+            return batch
+        }
+        func expansions(_ batch: InboundBatch) -> [ExpansionDelta] {
+            batch.events.compactMap { if case .expansionChanged(_, _, _, let delta) = $0.kind { delta } else { nil } }
+        }
+        let dm = ConversationRef.direct("f1", "f2")
+        let sent = try await rig.backend.send(OutgoingMessage(conversation: dm, sender: "f1", content: .text("order"), expansion: ["n": "1"]))
+        let first = await backend(), second = await backend()
+        _ = try await readAndRecord(first, dm)
+        let updating = try #require(rig.backend as (any ExpansionUpdating)?)
+        _ = try await updating.updateExpansion(of: sent.id, in: dm, by: "f2", .set(["pri": "high"]))
+        let added = try await readAndRecord(second, dm)
+        #expect(expansions(added).contains { $0.set["pri"] == "high" }, "the other instance read the addition: \(added.events.map(\.eventID))")
+        _ = try await updating.updateExpansion(of: sent.id, in: dm, by: "f2", .remove(["pri"]))
+
+        let removal = try await readAndRecord(first, dm)
+        let deltas = expansions(removal)
+        #expect(deltas.contains { $0.removed.contains("pri") || ($0.cleared && $0.set["pri"] == nil) },
+                "the removal reaches the first instance's read: \(deltas)")
+        let stored = try await storage.checkpoint(named: FeedPosition.checkpointName(backend: "wk", conversation: dm, feed: "extras"))
+        #expect(removal.positions.first { $0.feed == "extras" }.map { String($0.to) } == stored)
+    }
 }

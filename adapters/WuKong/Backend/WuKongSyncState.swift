@@ -25,12 +25,27 @@ actor WuKongSyncState {
 
     /// Where a read of `feed` starts: the cursor, and the position it started from for the store (nil:
     /// nothing stored, or no store).
+    ///
+    /// With stored positions the memory counts only while it stands where the store does. Another
+    /// instance on the store may have recorded the feed further (its position ahead of this memory), or
+    /// this instance read further than it recorded (a batch refused: its position behind this memory).
+    /// Either way the rows kept here are not what was recorded, and a change compared with them can come
+    /// out as none — a key removed after a change only the other instance read was lost that way (seed 107,
+    /// docs/reliability.md). The conversation's memory goes, and the read starts from the stored position
+    /// with no earlier rows: each row read gives its message's whole state (`WuKongExtrasCodec.delta`),
+    /// which convergence narrows to the keys that differ.
     func start(_ feed: String, of conversation: ConversationRef, backend: BackendID) async throws -> (cursor: Int64, from: Int64?) {
         let memory = feed == Self.extrasFeed ? extraCursors[conversation] : reactionCursors[conversation]
-        if let memory { return (memory, memory) }
-        guard let positions else { return (0, nil) }
+        guard let positions else { return memory.map { ($0, $0) } ?? (0, nil) }
         let name = FeedPosition.checkpointName(backend: backend, conversation: conversation, feed: feed)
         let stored = try await positions.checkpoint(named: name).flatMap { Int64($0) }
+        if let memory, memory == stored { return (memory, memory) }
+        if feed == Self.extrasFeed {
+            extraCursors[conversation] = nil
+            extraRows[conversation] = nil
+        } else {
+            reactionCursors[conversation] = nil
+        }
         return (stored ?? 0, stored)
     }
 
