@@ -129,15 +129,19 @@ extension CatchUpRunner {
         let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
         let legs = routes.legs(from: key.backend, conversation: key.conversation)
         // Listed before history is read: a message relayed after the read began cannot look deleted.
-        let relayed = try await store.reading { tx in
+        let (relayed, queued) = try await store.reading { tx in
             let copied = try tx.relayedMessages(from: key.backend, in: key.conversation, sentSince: since)
             let listed = Set(copied.map(\.id))
-            return copied + (try Self.queuedMessages(key, legs: legs, sentSince: since, tx)).filter { !listed.contains($0.id) }
+            let queued = try Self.queuedMessages(key, legs: legs, sentSince: since, tx).filter { !listed.contains($0.id) }
+            return (copied + queued, Set(queued.map(\.id)))
         }
         let messages = try await source.recentMessages(of: key.conversation, sentSince: since, viewer: viewer)
+        // A recalled message relayed or queued for its copy (the recall is queued behind the copy).
         let recalled = messages.filter { $0.recall != nil }
         var events = try await store.reading { tx in
-            try recalled.filter { message in try legs.contains { try tx.mapped(message.id, from: key.backend, to: $0.target) != nil } }
+            try recalled.filter { message in
+                try queued.contains(message.id) || legs.contains { try tx.mapped(message.id, from: key.backend, to: $0.target) != nil }
+            }
         }.compactMap { source.recallEvent(for: $0) }
         // Gone from history: only among the messages after the first one history still shows, so that a
         // read that does not reach back as far (a member who cannot see older messages) deletes nothing.

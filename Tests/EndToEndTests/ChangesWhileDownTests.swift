@@ -343,13 +343,14 @@ extension CrashTests {
         /// copy is made — more than the window after it was sent. The catch-up at the start compares the
         /// messages queued for a copy as it compares the relayed ones (seed 66, docs/reliability.md); before,
         /// it listed only relayed ones, and by the time the copy was made the message had left the window.
-        @Test func aDeletionWhileItsCopyWaitsFollowsTheCopyMadeLaterThanTheWindow() async throws {
+        @Test(arguments: ["delete", "recall"])
+        func aDeletionWhileItsCopyWaitsFollowsTheCopyMadeLaterThanTheWindow(_ change: String) async throws {
             let rig = try await Rig.start(("rc", "rongcloud"), ("wk", "wukong"),
                                           extra: "catch_up:\n  interval: 10m\n  max_age: 1h\n  change_window: 20s\n",
                                           options: ["callback_attempts": "1"])
             defer { Task { await rig.bridgeRig.stop() } }
             let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
-            let group = ConversationRef.group("cw5")
+            let group = ConversationRef.group(GroupID("cw6-\(change)"))
             var bridge = try await rig.bridge(run: 1)
             let (_, copies) = try await rig.sendRelayed(["before"], into: group, through: rc, bridge: bridge)
             // WuKong refuses every send from now on: the next copy stays queued, retried.
@@ -364,7 +365,12 @@ extension CrashTests {
                     "the bridge recorded the message")
             #expect(await bridge.terminate() == 0)
             let standIn = try await rig.standIn()
-            try await #require(rc as? any Deleting).delete(doomed.id, in: group, by: "ann", forUser: nil)
+            // A deletion leaves history; a recall stays there as its recall notice.
+            if change == "delete" {
+                try await #require(rc as? any Deleting).delete(doomed.id, in: group, by: "ann", forUser: nil)
+            } else {
+                try await #require(rc as? any Recalling).recall(doomed.id, in: group, by: "ann")
+            }
             try await rig.callbacksDropped(atLeast: 1)
             await standIn.stop()
 
@@ -376,12 +382,12 @@ extension CrashTests {
             _ = try await http.send(OutboundRequest(method: "DELETE", url: rig.lab.url(of: "wk") + "/_sandbox/faults"))
             func copyRecord() async throws -> JSONValue? {
                 guard let copy = try rig.copy(of: doomed.id) else { return nil }
-                return try await rig.records("cw5").first { $0["id"]?.stringValue == copy.rawValue }
+                return try await rig.records("cw6-\(change)").first { $0["id"]?.stringValue == copy.rawValue }
             }
             let followed = try await eventually(90) { try await copyRecord()?["recalled"] == true }
             let shown = try await rig.lab.table("wk", title: "WuKong")
-            #expect(followed, "the copy made after the window was deleted too:\n\(shown)\n\(bridge.output.suffix(4000))")
-            let before = try await rig.records("cw5").first { $0["id"]?.stringValue == copies["before"]?.rawValue }
+            #expect(followed, "the copy made after the window was taken back too (\(change)):\n\(shown)\n\(bridge.output.suffix(4000))")
+            let before = try await rig.records("cw6-\(change)").first { $0["id"]?.stringValue == copies["before"]?.rawValue }
             #expect(before?["recalled"] == false, "the message left alone stays as it was")
             #expect(await bridge.terminate() == 0)
         }
