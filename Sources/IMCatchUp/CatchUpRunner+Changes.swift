@@ -100,12 +100,17 @@ extension CatchUpRunner {
     /// deleted on its source while its copy waited is then followed by the deletion, queued behind the copy
     /// in its lane. Without them, a copy made more than `change_window` after its message was sent (a short
     /// window, a long backlog) was never compared, and a deletion whose callback was lost stayed undone on
-    /// the copy (seed 66, docs/reliability.md). A portal's lane is named by the source group.
+    /// the copy (seed 66, docs/reliability.md). A wildcard group leg may be a portal: its entries wait in the
+    /// portal's lane (`PortalMap.lane`) until the map names the target group, then in that group's lane.
     static func queuedMessages(_ key: CatchUpGate.Key, legs: [RouteLeg], sentSince: Int64, _ tx: StoreTransaction) throws -> [RelayedMessage] {
         var lanes: Set<LaneKey> = []
         for leg in legs {
             lanes.insert(LaneKey(backend: leg.target, conversation: leg.targetConversation))
-            lanes.insert(LaneKey(backend: leg.target, conversation: key.conversation))
+            guard leg.targetIsWildcard, key.conversation.kind == .group else { continue }
+            lanes.insert(PortalMap.lane(target: leg.target, source: key.backend, group: GroupID(key.conversation.id)))
+            if let mapped = try PortalMap.group(PortalMap.key(source: key.backend, conversation: key.conversation, target: leg.target), tx) {
+                lanes.insert(LaneKey(backend: leg.target, conversation: .group(mapped)))
+            }
         }
         var queued: [MessageID: RelayedMessage] = [:]
         for lane in lanes {

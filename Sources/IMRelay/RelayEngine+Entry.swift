@@ -85,9 +85,7 @@ extension RelayEngine {
         let closed = try await store.groupedTransaction { tx -> Bool in
             guard try tx.holds(fence) else { throw StoreTransaction.LeaseLost(fence: fence) }
             guard !(try tx.hasEvent(entry.sourceBackend, event.eventID)) else { return false }
-            _ = try tx.recordEvents([.init(backend: entry.sourceBackend, eventID: event.eventID, kind: event.kindName, message: message),
-                                     .init(backend: entry.sourceBackend, eventID: Self.withheldEventID(message), kind: "withheld", message: nil)],
-                                    at: now, origin: nil)
+            _ = try self.recordWithheld([Withheld(message: event, absence: nil)], tx, at: now, origin: nil)
             try tx.complete(entry.id, at: now)
             return true
         }
