@@ -27,8 +27,10 @@ final class ChaosBridge: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(seconds)
         while Date() < deadline {
             runs += 1
-            // `IMBRIDGE_CHAOS_LOG_LEVEL=debug` (a replay): the bridges log at that level.
-            let level = ProcessInfo.processInfo.environment["IMBRIDGE_CHAOS_LOG_LEVEL"].map { ["--log-level", $0] } ?? []
+            // The bridges log at debug unless `IMBRIDGE_CHAOS_LOG_LEVEL` says otherwise: a failing seed's
+            // kept logs then follow every event and lane outcome (docs/operations.md, "Logs") on its first
+            // run, as most failures are races that a replay does not repeat.
+            let level = ["--log-level", ProcessInfo.processInfo.environment["IMBRIDGE_CHAOS_LOG_LEVEL"] ?? "debug"]
             let process = try rig.launch(instance, log: log(run: runs), arguments: level)
             self.process = process
             if await process.waitUntilUp(seconds: deadline.timeIntervalSinceNow) { return }

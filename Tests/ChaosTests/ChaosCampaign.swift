@@ -201,7 +201,8 @@ enum ChaosCampaign {
                                     ("id_map", "SELECT * FROM id_map ORDER BY created_at"),
                                     ("checkpoints", "SELECT * FROM checkpoints ORDER BY name"),
                                     ("attempts", "SELECT * FROM attempts ORDER BY 1"),
-                                    ("leases", "SELECT * FROM leases ORDER BY name")] {
+                                    ("leases", "SELECT * FROM leases ORDER BY name"),
+                                    ("expansion_keys", "SELECT * FROM expansion_keys ORDER BY backend, message, key")] {
                     let rows = (try? TestPostgres.query(storePath, sql)) ?? ["(could not be read)"]
                     try? rows.joined(separator: "\n").write(toFile: "\(directory)/store-\(name).txt", atomically: true, encoding: .utf8)
                 }
