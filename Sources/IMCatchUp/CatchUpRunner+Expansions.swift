@@ -25,6 +25,11 @@ extension CatchUpRunner {
         let capabilities = source.capabilities
         let limits = capabilities.support(.expansion).isNative ? capabilities.expansionLimits : nil
         let backend = key.backend, conversation = key.conversation
+        // When the read was made, in the source's clock: every message time and key time it shows came
+        // before it, and every change made after it is stamped later (docs/expansions.md, "Convergence").
+        let readAt = messages.reduce(Int64.min) { latest, message in
+            max(latest, message.sentAt, message.expansion?.entries.values.map(\.version).max() ?? .min)
+        }
         return try await store.groupedTransaction { tx in
             var events: [IMEvent] = []
             for (id, expansion, sender, sentAt) in shown {
@@ -54,12 +59,15 @@ extension CatchUpRunner {
                 for (original, record) in records where !seen.contains(original) {
                     guard case .known(.some) = record.held else { continue }
                     removed.append(ExpansionKeyCodec.encode(original, for: limits))
-                    // History gives no time for a removal: it came after the state recorded for the key
-                    // and after the message was sent, so just past both — in the clock those came in (the
-                    // source's, where it stamps changes) and never the bridge's `now`: with the source's
-                    // clock behind the bridge's, a version of `now` would beat the source's next changes
-                    // to this message, and of any key set in the same delta (Finding 32, docs/reliability.md).
-                    version = max(version, max(record.version, sentAt) + 1)
+                    // History gives no time for a removal: it came after the state recorded for the key,
+                    // after the message was sent and before this read, so just past the latest time the
+                    // read shows — in the clock those came in (the source's, where it stamps changes) and
+                    // never the bridge's `now`: with the source's clock behind the bridge's, a version of
+                    // `now` would beat the source's next changes to this message, and of any key set in
+                    // the same delta (Finding 32, docs/reliability.md). Not the key's recorded time alone:
+                    // a set made between that and the removal, whose callback comes only after this read
+                    // (a backlog behind a paused instance), would then outrank the removal (Finding 52).
+                    version = max(version, max(record.version, sentAt, readAt) + 1)
                 }
                 try tx.putExpansionKeys(adopted, of: id, on: backend)
                 guard !set.isEmpty || !removed.isEmpty else { continue }

@@ -6,6 +6,7 @@ import IMLab
 import IMSandbox
 import IMStore
 import SandboxTestSupport
+import Synchronization
 import Testing
 
 /// Changes to old messages made while the bridge is down (docs/architecture.md, "Catch-up of changes"),
@@ -157,6 +158,60 @@ extension CrashTests {
             let shipped = try await eventually(30) { try await carriers().contains { $0.contains("shipped") } }
             let atEnd = try await carriers()
             #expect(shipped, "the next change reached NIM: \(atEnd)\n\(bridge.output.suffix(3000))")
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// RongCloud → WuKong: a key set and then removed while the bridge is down, the set's callback delivered
+        /// only after the restarted bridge's catch-up has relayed the removal (a vendor's late retry, or a
+        /// backlog behind a paused instance): the late set does not bring the key back. The removal's version
+        /// is the time of the history read (in RongCloud's clock), past the set's, not the key's recorded time
+        /// (Finding 52, docs/reliability.md).
+        @Test func aSetDeliveredAfterTheCatchUpOfItsRemovalDoesNotBringTheKeyBack() async throws {
+            let rig = try await Rig.start(("rc", "rongcloud"), ("wk", "wukong"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let rc = try await rig.lab.userBackend("rc", registry: ContentRegistry())
+            let group = ConversationRef.group("cw5")
+            var bridge = try await rig.bridge(run: 1)
+            let (sent, copies) = try await rig.sendRelayed(["to-expand"], into: group, through: rc, bridge: bridge)
+            func copyExpansion() async throws -> JSONValue? {
+                try await rig.records("cw5").first { $0["id"]?.stringValue == copies["to-expand"]?.rawValue }?["expansion"]
+            }
+            #expect(try await eventually(30) { try await copyExpansion()?["status"] == "new" })
+            #expect(await bridge.terminate() == 0)
+
+            // A stand-in that keeps every callback RongCloud sends while the bridge is down, answering 503.
+            let kept = Mutex<[HTTPRequestData]>([])
+            let standIn = HTTPServer(port: rig.bridgeRig.port) { request in
+                kept.withLock { $0.append(request) }
+                return HTTPResponseData(status: 503, headers: [], body: Array("down".utf8))
+            }
+            _ = try await standIn.start()
+            let expanding = try #require(rc as? any ExpansionUpdating)
+            _ = try await expanding.updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob", .set(["status": "paid"]))
+            _ = try await expanding.updateExpansion(of: sent["to-expand"]!.id, in: group, by: "bob", .remove(["status"]))
+            // A message after both: the read that finds the removal shows a time past the set's.
+            _ = try await rc.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("after")))
+            try await rig.callbacksDropped(atLeast: 3)
+            await standIn.stop()
+            let late = try #require(kept.withLock { $0 }.first { $0.bodyString.contains("paid") }, "RongCloud's callback of the set was kept")
+
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let removed = try await eventually(60) {
+                let expansion = try await copyExpansion()
+                return expansion != nil && expansion?["status"] == nil
+            }
+            let afterCatchUp = try await copyExpansion()
+            #expect(removed, "the removal made while down reached WuKong: \(String(describing: afterCatchUp))\n\(bridge.output.suffix(3000))")
+
+            // The set's callback, as RongCloud signed it, delivered late.
+            let url = "http://127.0.0.1:\(rig.bridgeRig.port)\(late.path)" + (late.rawQuery.map { "?\($0)" } ?? "")
+            let headers = late.headers.filter { !["host", "content-length", "connection"].contains($0.name.lowercased()) }
+            let answer = try await HTTPClientWrapper().send(OutboundRequest(method: "POST", url: url, headers: headers, body: late.body))
+            #expect(answer.status == 200, "the late callback was taken: \(answer.status) \(answer.bodyString)")
+            let back = try await eventually(5) { try await copyExpansion()?["status"] != nil }
+            let atEnd = try await copyExpansion()
+            #expect(!back, "the late set did not bring the key back: \(String(describing: atEnd))\n\(bridge.output.suffix(3000))")
             #expect(await bridge.terminate() == 0)
         }
 
