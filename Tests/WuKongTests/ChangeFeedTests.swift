@@ -113,4 +113,41 @@ import WuKongSandbox
         let stored = try await storage.checkpoint(named: FeedPosition.checkpointName(backend: "wk", conversation: dm, feed: "extras"))
         #expect(removal.positions.first { $0.feed == "extras" }.map { String($0.to) } == stored)
     }
+
+    /// A sync read taken before this backend's own `extra` write landed, and taken in after it (its answer
+    /// slow), restates the values the write replaced: stamped when it was taken in, it would win over them
+    /// (Finding 34, docs/reliability.md). Its row is older than the one the write was made over, so it is
+    /// read as the written dictionary: the read says the message holds the written value.
+    @Test func aReadTakenBeforeTheBackendsOwnWriteDoesNotRestateWhatTheWriteReplaced() async throws {
+        // No webhook: no sync CMD sets off a read of its own between the test's.
+        let clock = SandboxClock()
+        let sandbox = SandboxServer(vendor: try WuKongSandbox(configuration: .init(managerToken: "mgr", callbackURL: nil), clock: clock), clock: clock)
+        try await sandbox.start()
+        defer { Task { await sandbox.stop() } }
+        let backend = WuKongBackend(id: "wk", settings: .at(sandbox.baseURL, managerToken: "mgr", webhookSecret: "hook-secret"))
+        func expansions(_ batch: InboundBatch) -> [ExpansionDelta] {
+            batch.events.compactMap { if case .expansionChanged(_, _, _, let delta) = $0.kind { delta } else { nil } }
+        }
+        let dm = ConversationRef.direct("f1", "f2")
+        let sent = try await backend.send(OutgoingMessage(conversation: dm, sender: "f1", content: .text("order"), expansion: ["status": "new"]))
+        // As after a restart: no memory of the message's row, so the next read gives its whole state.
+        await backend.forgetPositions()
+        sandbox.faults.add(FaultInjector.Rule(status: 0, count: 1, pathPrefix: "/v1/message/extra/sync", holdMs: 1_500))
+        let slow = Task { try await backend.readChanges(of: dm) }
+        var waited = 0
+        while !sandbox.faults.pendingRules.isEmpty && waited < 1_000 {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            waited += 1
+        }
+        #expect(sandbox.faults.pendingRules.isEmpty, "the read was taken")
+        let updating = try #require(backend as (any ExpansionUpdating)?)
+        _ = try await updating.updateExpansion(of: sent.id, in: dm, by: "f2", .set(["status": "paid"]))
+        let deltas = expansions(try await slow.value)
+        #expect(!deltas.contains { $0.set["status"] == "new" }, "the read taken before the write does not restate the old value: \(deltas)")
+        #expect(deltas.allSatisfy { $0.set["status"] == "paid" || !$0.cleared }, "as a whole state it holds the written value: \(deltas)")
+        // The write's own row ends what was kept of it: a change made after it is read as it is.
+        _ = try await updating.updateExpansion(of: sent.id, in: dm, by: "f2", .remove(["status"]))
+        let after = expansions(try await backend.readChanges(of: dm))
+        #expect(after.contains { $0.removed.contains("status") || ($0.cleared && $0.set["status"] == nil) }, "the later removal is read: \(after)")
+    }
 }

@@ -66,11 +66,13 @@ extension WuKongBackend: Recalling, Editing, ExpansionUpdating, Reacting, ReadRe
                                 _ change: ExpansionChange) async throws -> ExpansionDelta {
         var current = try await expansion(of: message, in: conversation)
         try (capabilities.expansionLimits ?? .rongCloud).validate(change, current: current, caller: capabilities.expansionCaller)
+        let over = current.version
         let delta = current.apply(change)
         guard !delta.isEmpty else { return delta }
         let address = try address(conversation, actor: user)
         try await client.updateExtra(WKExtraUpdateRequest(messageID: message.rawValue, channelID: address.id, channelType: address.type,
                                                           extra: current.values), session: try await session(user))
+        await sync.wrote(current.values, over: over, message: message)
         return delta
     }
 

@@ -21,9 +21,10 @@ extension WuKongBackend {
             var cursor = start.cursor
             var read = SyncRead()
             while true {
-                let rows = try await client.extraSync(WKExtraSyncRequest(channelID: address.id, channelType: address.type,
+                let served = try await client.extraSync(WKExtraSyncRequest(channelID: address.id, channelType: address.type,
                                                                          extraVersion: cursor, source: "imbridge", limit: 1000),
                                                       session: session)
+                let rows = await sync.afterOwnWrites(served)
                 let pairs = await sync.absorb(rows, in: conversation)
                 read.events += extrasCodec.events(rows: pairs, conversation: conversation, actor: actor, at: at)
                 cursor = max(cursor, rows.map(\.extraVersion).max() ?? cursor)

@@ -12,6 +12,10 @@ actor WuKongSyncState {
     private var extraCursors: [ConversationRef: Int64] = [:]
     private var extraRows: [ConversationRef: [String: WKMessageExtra]] = [:]
     private var reactionCursors: [ConversationRef: Int64] = [:]
+    /// The `extra` dictionaries this backend wrote (`updateExpansion`), by message id: the whole dictionary
+    /// and the row version it was written over. Kept across `forget`: it says what the business server
+    /// holds, not what was recorded.
+    private var ownWrites: [String: (over: Int64, extra: [String: String])] = [:]
     private var tails: [String: Task<Void, Never>] = [:]
     private(set) var positions: (any CheckpointStorage)?
 
@@ -47,6 +51,33 @@ actor WuKongSyncState {
             reactionCursors[conversation] = nil
         }
         return (stored ?? 0, stored)
+    }
+
+    /// This backend replaced `message`'s dictionary with `extra`, over the row it read at `version`.
+    func wrote(_ extra: [String: String], over version: Int64, message: MessageID) {
+        // Each write's own sync CMD brings a newer row, which ends its entry; the bound only keeps
+        // entries of conversations nothing reads any more from piling up.
+        if ownWrites.count >= 10_000 { ownWrites.removeAll() }
+        ownWrites[message.rawValue] = (version, extra)
+    }
+
+    /// `rows` as they stand after this backend's writes. A row at or below the version a write was made
+    /// over was read before that write landed: taken as it came, after the write, it would restate the
+    /// values the write replaced at a newer version and win over them (Finding 34, docs/reliability.md).
+    /// Its dictionary is the written one instead — the whole dictionary, since a write replaces it. A newer
+    /// row shows the write or what came after it, and ends the entry.
+    func afterOwnWrites(_ rows: [WKMessageExtra]) -> [WKMessageExtra] {
+        guard !ownWrites.isEmpty else { return rows }
+        return rows.map { row in
+            guard let write = ownWrites[row.messageIDStr] else { return row }
+            guard row.extraVersion <= write.over else {
+                ownWrites[row.messageIDStr] = nil
+                return row
+            }
+            var row = row
+            row.extra = write.extra
+            return row
+        }
     }
 
     /// Records rows from a sync; returns each with the row seen before it (nil if none).
