@@ -231,7 +231,7 @@ let package = Package(
         // The fault campaign (docs/reliability.md): seeded schedules of crashes, pauses and target faults
         // against a real `imbridge run` process and the sandboxes; `make chaos`.
         .testTarget(name: "ChaosTests", dependencies: ["IMLab", "IMSandbox", "IMStore", "IMCore", "IMHTTP", "IMTesting", "IMVendors",
-                                                       "IMAdapterKit", "WuKongSandbox", "imbridge", "PostgresTestSupport", "SandboxTestSupport", "BridgeTestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
+                                                       "IMAdapterKit", "WuKongSandbox", "RongCloudSandbox", "NIMSandbox", "imbridge", "PostgresTestSupport", "SandboxTestSupport", "BridgeTestSupport", .product(name: "GRDB", package: "GRDB.swift", condition: server)]),
         // The throwaway PostgreSQL cluster of scripts/test-postgres.sh, for the store and failover tests.
         .target(name: "PostgresTestSupport", path: "Tests/PostgresTestSupport"),
         // Shared by every adapter's sandbox tests: a callback recorder and raw HTTP helpers.

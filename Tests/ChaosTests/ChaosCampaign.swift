@@ -8,9 +8,12 @@ import IMLab
 import IMSandbox
 import IMStore
 import IMVendors
+import NIMSandbox
+import RongCloudSandbox
 import PostgresTestSupport
 import SandboxTestSupport
 import Synchronization
+import WuKongSandbox
 
 /// What one seed's run saw: the schedule as carried out, and every violation of the guarantee.
 struct ChaosOutcome: Sendable {
@@ -134,11 +137,15 @@ enum ChaosCampaign {
             }
 
             // The final state on the target: every message once, in order, as the source left it (the
-            // bursts' texts are read from the source).
+            // bursts' texts are read from the source) — judged once the source has delivered every callback
+            // it still had (a backlog behind a paused instance runs seconds behind): a change whose callback
+            // is still on its way has not reached the bridge, which a production bridge, left running, meets.
+            violations += await callbacksDelivered(lab, source: source.name, timeline: timeline)
             var converged = await poll(convergenceSeconds) { ((try? await problems()) ?? ["unreadable"]).isEmpty }
             timeline.note(converged ? "target holds the source's final state" : "target still differs after \(Int(convergenceSeconds)) s")
             if plan.restartAfterRetention && converged {
                 violations += try await restartPastRetention(plan, bridges: bridges, users: users, log: log, timeline: timeline)
+                violations += await callbacksDelivered(lab, source: source.name, timeline: timeline)
                 converged = await poll(convergenceSeconds) { ((try? await problems()) ?? ["unreadable"]).isEmpty }
                 timeline.note(converged ? "target holds the changes made after the restart" : "target still differs after \(Int(convergenceSeconds)) s")
             }
@@ -212,6 +219,23 @@ enum ChaosCampaign {
         await lab.stop()
         return ChaosOutcome(plan: plan, timeline: timeline.lines, violations: violations, notes: notes, keptLogs: kept,
                             seconds: Date().timeIntervalSince(began))
+    }
+
+    /// Waits (up to 60 s) until the source's sandbox has delivered (or given up on) every callback it has
+    /// — queued, or on its way and being retried; a violation if it has not: callbacks the bridges do not
+    /// take. JMessage is polled and sends none.
+    static func callbacksDelivered(_ lab: BridgeLab, source: BackendID, timeline: Timeline) async -> [String] {
+        guard let vendor = lab.sandboxes[source]?.vendor else { return [] }
+        func idle(within ms: Int64) async -> Bool {
+            if let wk = vendor as? WuKongSandbox { return await wk.notifier?.waitUntilIdle(timeoutMs: ms) ?? true }
+            if let rc = vendor as? RongCloudSandbox { return await rc.waitForDeliveries(timeoutMs: ms) }
+            if let nim = vendor as? NIMSandbox { return await nim.waitForCallbacks(timeoutMs: ms) }
+            return true
+        }
+        if await idle(within: 0) { return [] }
+        let delivered = await idle(within: 60_000)
+        timeline.note(delivered ? "the source's callbacks all delivered" : "the source still had callbacks to deliver after 60 s")
+        return delivered ? [] : ["the source still had callbacks to deliver 60 s after the faults ended"]
     }
 
     /// Sends each group's texts in order, one every `spacingMs` (groups offset from each other), each
