@@ -85,11 +85,14 @@ extension RelayEngine {
             }
             let created = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, media: payload.route.media,
                                                   source: backends[entry.sourceBackend], beforeWrite: mayWrite)
-            // Kept with the copy: the originals of encoded keys (to decode them), and every key where catch-up
-            // compares the target's history with what its copies hold (`ChangeWindowSource`).
-            let kept = backend is any ChangeWindowSource ? initial : encodedKeys
-            if !kept.isEmpty {
-                let records = kept.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value)) }
+            // Kept with the copy: every key it was sent with, as held and as the bridge's own write. The
+            // originals of encoded keys decode them; catch-up compares a `ChangeWindowSource`'s history with
+            // what its copies hold; and the copy's first read back (WuKong's whole-state sync row, read by an
+            // instance that did not send it or after a restart) is the echo of this write, not a change of
+            // the target's made when it was read — which, stamped with the bridge's clock, outranked the
+            // source's next changes whenever the source's clock is behind (Finding 34, docs/reliability.md).
+            if !initial.isEmpty {
+                let records = initial.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value), written: .known($0.value)) }
                 try await store.writing { [target = entry.lane.backend] tx in try tx.putExpansionKeys(records, of: created.id, on: target) }
             }
             return created

@@ -128,6 +128,47 @@ import IMOutbox
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
     }
 
+    /// RongCloud → WuKong (one way), the source's clock ten minutes behind the bridge's: the copy's first read
+    /// back (WuKong's whole-state row, read by an instance that did not send it, stamped with the bridge's
+    /// time) restates the values the copy was sent with. It is the echo of the bridge's
+    /// own write, not a change made on WuKong: the source's next change, a removal stamped by its own clock,
+    /// still reaches the copy (Finding 34, seed 154, docs/reliability.md).
+    @Test func aCopysReadBackOfItsInitialValuesDoesNotOutrankTheSourcesNextChange() async throws {
+        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
+        let h = try RelayHarness(routes: routes)
+        // RongCloud stamps its changes ten minutes behind the bridge's clock.
+        let rc = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: TestClock(startMs: SystemClock().nowMs() - 600_000))
+        let engine = RelayEngine(store: h.store, backends: [h.wk, rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [rc])
+        defer { Task { _ = await engine.stop() } }
+        let order = try await rc.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["n": "42"]))
+        var mapping: MessageMapping?
+        #expect(try await eventually {
+            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
+            return mapping != nil
+        })
+        // The copy's group is the one the route's portal made on WuKong.
+        let (copyID, copyGroup) = try #require(mapping.map { ($0.toMessage, $0.toConversation) })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: copyID, in: copyGroup).values == ["n": "42"])
+
+        // WuKong gives no change time: the read is stamped when the bridge takes it in.
+        let readBack = IMEvent(eventID: "wk-read-back", backend: "wk",
+                               kind: .expansionChanged(messageID: copyID, conversation: copyGroup, by: nil,
+                                                       delta: ExpansionDelta(version: 0, set: ["n": "42"], cleared: true)))
+        _ = try engine.ingest([readBack])
+        #expect(await engine.waitUntilIdle())
+        _ = try await rc.updateExpansion(of: order.id, in: g1, by: "carol", .remove(["n"]))
+        var last: [String: String] = ["n": "42"]
+        let removed = try await eventually(30) {
+            last = try await h.wk.expansion(of: copyID, in: copyGroup).values
+            return last.isEmpty
+        }
+        #expect(removed, "the source's removal reached the copy: it holds \(last)")
+        #expect(try h.store.read { try $0.expansionKeys(of: order.id, on: "rc") }["n"].map { $0.value == nil && $0.origin == "rc" } == true)
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
     @Test func aValueOverTheTargetLimitIsDeadLetteredAtIntake() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
