@@ -56,13 +56,22 @@ extension Verifier {
         return lead
     }
 
-    /// The source messages the entries pending in `lane` act on (a send, a change to its copy, a notice
-    /// about it, a retraction of a second copy).
+    /// The source messages the entries pending in `lane` act on: a send, and a change to a copy, a notice
+    /// about one or a retraction of a second one — of a message whose copy exists or whose send is pending.
+    /// A change to a message the bridge has neither copied nor queued waits for the message to be taken in
+    /// (its callback late, or lost to catch-up), and says nothing about the message itself being relayed:
+    /// counting it in flight left it out of `--repair` while the messages after it were repaired, ahead of
+    /// it in the lane (seed 173, docs/reliability.md).
     static func pendingSources(in lane: LaneKey, _ tx: StoreTransaction) throws -> Set<MessageID> {
-        var pending: Set<MessageID> = []
+        var sent: Set<MessageID> = []
+        var changed: [(source: MessageID, backend: BackendID)] = []
         for entry in try tx.pendingEntries(of: lane, limit: 100_000) {
             guard let payload = try? OutboxPayload.decode(entry.payload), let source = sourceMessage(of: payload.action) else { continue }
-            pending.insert(source)
+            if case .send = payload.action { sent.insert(source) } else { changed.append((source, entry.sourceBackend)) }
+        }
+        var pending = sent
+        for change in changed where !pending.contains(change.source) {
+            if try tx.mapped(change.source, from: change.backend, to: lane.backend) != nil { pending.insert(change.source) }
         }
         return pending
     }

@@ -87,6 +87,27 @@ import Testing
         #expect(missing.fix.count == 1 && again.exitCode == 1)
     }
 
+    /// A change queued for a message the bridge has neither copied nor queued (its expansion came before
+    /// it: the entry waits for the message) does not make the message in flight: with the message after it
+    /// missing too, both are missing and repaired in the source's order — not the later one alone, ahead of
+    /// the earlier in the lane (seed 173, docs/reliability.md).
+    @Test func aChangeWaitingForItsMessageDoesNotPutTheMessageInFlight() async throws {
+        _ = try await relay(["one"])
+        let second = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("two"), expansion: ["n": "2"]))
+        let third = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("three")))
+        let payload = OutboxPayload(action: .expansion(source: second.id, by: "alice", delta: ExpansionDelta(version: 5, set: ["n": "3"])),
+                                    route: h.routes[0], eventTimeMs: 1, sourceConversation: group)
+        _ = try h.store.transaction { tx in
+            try tx.enqueue(lane: LaneKey(backend: "rc", conversation: group), sourceBackend: "wk", sourceEventID: EventID("exp:\(second.id):5"),
+                           kind: "expansion", payload: try payload.encoded(), at: 1)
+        }
+        let report = try await verify()
+        let conversation = try #require(report.conversations.first)
+        #expect(conversation.inFlight == 0, "\(report.table)")
+        let missing = conversation.items.filter { $0.kind == .missing }.map(\.sourceMessage)
+        #expect(missing == [second.id.rawValue, third.id.rawValue], "both are missing, in the source's order: \(report.table)")
+    }
+
     @Test func theWindowLeavesOlderMessagesOut() async throws {
         _ = try await relay(["one"])
         try await Task.sleep(nanoseconds: 20_000_000)
