@@ -101,8 +101,10 @@ enum ChaosFinalState {
     /// `fed`: on a WuKong source, the edited texts each message's extras feed ever served, by source
     /// message id (`GET /_sandbox/extras-served`; nil elsewhere): WuKongIM keeps only a message's latest
     /// edit, so an earlier edit no feed read ever served was overwritten before the bridge could see it.
+    /// `repairedLate`: originals whose missing copy `verify --repair` sent; such a copy lands after newer
+    /// messages (docs/verify.md), so only its count is judged — once — not its place.
     static func check(conversation: String, sourceOrder: [String], entries: [WorkLog.Entry], target: [Record],
-                      traits: TargetTraits, fed: [String: Set<String>]? = nil) -> [String] {
+                      traits: TargetTraits, fed: [String: Set<String>]? = nil, repairedLate: Set<String> = []) -> [String] {
         var problems: [String] = []
         var byVersion: [String: WorkLog.Entry] = [:]
         for entry in entries { for version in entry.versions { byVersion[version] = entry } }
@@ -127,7 +129,17 @@ enum ChaosFinalState {
         // A message recalled before the bridge relayed it may never show on the target (NIM's history, for
         // one, drops it): absent is as recalled as a recalled copy.
         let unseen = Set(entries.filter { $0.ended && copies[$0.original] == nil }.map(\.original))
-        if let problem = ChaosChecker.compare(conversation: conversation, expected: sourceOrder.filter { !unseen.contains($0) }, got: got) {
+        let expected = sourceOrder.filter { !unseen.contains($0) }
+        let placeless = repairedLate.intersection(expected)
+        for original in placeless.sorted() {
+            let count = got.filter { $0 == original }.count
+            if count != 1 {
+                problems.append("conversation \(conversation): \(original), a copy verify --repair sent, shown \(count) times on the target"
+                                + (count == 0 ? " (LOST)" : " (DOUBLED)"))
+            }
+        }
+        if let problem = ChaosChecker.compare(conversation: conversation, expected: expected.filter { !placeless.contains($0) },
+                                              got: got.filter { !placeless.contains($0) }) {
             problems.append(problem)
         }
 

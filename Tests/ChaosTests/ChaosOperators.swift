@@ -24,6 +24,7 @@ extension ChaosCampaign {
             timeline.note("verify --repair --settle \(fault.count) begins")
             let run = try await verify(parties.config, parties.lab, ["--repair", "--repair-timeout", "30", "--settle", "\(fault.count)"])
             timeline.note("verify --repair ended: status \(run.status), \(run.summary)")
+            parties.log.repairedLate.withLock { $0.formUnion(run.repairedLate) }
             // 2: a conversation could not be read (the target refusing, the store full): what an operator meets
             // beside those faults, not a break; anything else is.
             if ![0, 1, 2].contains(run.status) {
@@ -124,10 +125,12 @@ extension ChaosCampaign {
         }
         let traits = ChaosFinalState.TargetTraits.of(plan.target.vendor)
         let fed = plan.source.vendor == "wukong" ? try await editsFed(lab.url(of: plan.source.name)) : nil
+        let repaired = Set(log.repairedLate.withLock { $0 }.compactMap { byID[$0]?.original })
         return plan.allGroups.flatMap { conversation in
             ChaosFinalState.check(conversation: conversation, sourceOrder: sourceOrder[conversation] ?? [],
                                   entries: entries.filter { $0.conversation == conversation },
-                                  target: target.filter { $0.conversation == conversation }, traits: traits, fed: fed)
+                                  target: target.filter { $0.conversation == conversation }, traits: traits, fed: fed,
+                                  repairedLate: repaired)
         }
     }
 
@@ -152,6 +155,8 @@ extension ChaosCampaign {
         var output: String
         var counts: [String: Int]
         var items: [String]
+        /// Source messages whose missing copy this run sent (`--repair`).
+        var repairedLate: Set<String> = []
         var summary: String {
             counts.isEmpty ? "no drift" : "drift " + counts.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", ")
         }
@@ -166,13 +171,18 @@ extension ChaosCampaign {
             for (kind, count) in values { if let count = count.int64Value, count > 0 { counts[kind] = Int(count) } }
         }
         var items: [String] = []
+        var repairedLate: Set<String> = []
         for conversation in report["conversations"]?.arrayValue ?? [] {
             for item in conversation["items"]?.arrayValue ?? [] {
+                if item["kind"]?.stringValue == "missing", item["repair"]?.stringValue?.hasPrefix("repaired: sent as") == true,
+                   let source = item["source_message"]?.stringValue {
+                    repairedLate.insert(source)
+                }
                 items.append("\(conversation["source"]?.stringValue ?? "?"): \(item["kind"]?.stringValue ?? "?") "
                              + "\(item["source_message"]?.stringValue ?? "-") → \(item["target_message"]?.stringValue ?? "-") \(item["detail"]?.stringValue ?? "")")
             }
         }
-        return VerifyRun(status: status, output: output, counts: counts, items: items)
+        return VerifyRun(status: status, output: output, counts: counts, items: items, repairedLate: repairedLate)
     }
 
     /// `imbridge verify --settle 0` once the bridge has stopped, held against what the checker found

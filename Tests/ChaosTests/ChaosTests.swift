@@ -162,6 +162,23 @@ import Testing
                                             target: "nim").isEmpty)
     }
 
+    /// A copy `verify --repair` sent lands after newer messages (docs/verify.md): its place is not judged,
+    /// its count is; any other message out of place still is.
+    @Test func aCopyVerifyRepairedIsJudgedByItsCountNotItsPlace() {
+        let entries = [entry(1), entry(2), entry(3)]
+        let order = ["a-1", "a-2", "a-3"]
+        let rongCloud = ChaosFinalState.TargetTraits.of("rongcloud")
+        func records(_ texts: [String]) -> [Record] { texts.enumerated().map { Record(id: "t\($0.offset)", conversation: "a", text: $0.element) } }
+        func problems(_ texts: [String], repaired: Set<String>) -> [String] {
+            ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: entries, target: records(texts), traits: rongCloud, repairedLate: repaired)
+        }
+        #expect(problems(["a-1", "a-3", "a-2"], repaired: []).first?.contains("ORDER broken") == true)
+        #expect(problems(["a-1", "a-3", "a-2"], repaired: ["a-2"]).isEmpty)
+        #expect(problems(["a-1", "a-3", "a-2", "a-2"], repaired: ["a-2"]).first?.contains("shown 2 times") == true)
+        #expect(problems(["a-1", "a-3"], repaired: ["a-2"]).first?.contains("shown 0 times") == true)
+        #expect(problems(["a-2", "a-3", "a-1"], repaired: ["a-2"]).first?.contains("ORDER broken") == true, "a-1 out of place is still judged")
+    }
+
     typealias Record = ChaosFinalState.Record
 
     func entry(_ n: Int, edits: [String] = [], recalled: Bool = false, expansion: [String: String] = [:], reactions: [String] = []) -> WorkLog.Entry {

@@ -53,6 +53,10 @@ final class WorkLog: Sendable {
     /// Changes carried out, by kind.
     let carried = Mutex<[ChangeKind: Int]>([:])
 
+    /// Source message ids `verify --repair` sent a missing copy of: such a copy lands after newer messages
+    /// (docs/verify.md), so the checker judges its count, not its place.
+    let repairedLate = Mutex<Set<String>>([])
+
     /// Each change with its wall-clock time (epoch ms) and the source's message id: kept with a failing
     /// seed's logs (`journal.txt`), to line them up with the bridge's logs and the store's rows.
     private let lines = Mutex<[String]>([])
