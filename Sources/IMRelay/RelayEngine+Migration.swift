@@ -128,6 +128,13 @@ extension RelayEngine {
             var draft = OutboxDraft()
             var sendIndex: [(first: Int, last: Int)?] = []
             var recallRows: [IMEvent] = []
+            // Messages whose `.send` the lane holds already (the bridge took them in; their copy is not made
+            // yet): the bridge relays them, and their changes with them.
+            var queuedSends: Set<MessageID> = []
+            for entry in try tx.pendingEntries(of: lane, limit: 1_000_000) {
+                guard let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let id, _) = payload.action else { continue }
+                queuedSends.insert(id)
+            }
             for item in kept {
                 let source = item.event.backend
                 // A change read from history (NIM's carrier) converges as the intake's would, unless the
@@ -149,7 +156,10 @@ extension RelayEngine {
                         }
                     }
                 }
-                if try Self.copied(item.message.id, from: source, along: leg, tx) {
+                // Copied already, or queued by the bridge: a migrated copy beside it would be sent after it
+                // as nothing (the id map names the bridge's) and its recall would meet a copy taken back
+                // already — on NIM, whose history drops it, a dead letter (seed 189, docs/reliability.md).
+                if try Self.copied(item.message.id, from: source, along: leg, tx) || queuedSends.contains(item.message.id) {
                     sendIndex.append(nil)
                     continue
                 }

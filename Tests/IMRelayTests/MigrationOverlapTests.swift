@@ -182,6 +182,31 @@ import IMOutbox
         await bridge.stop()
     }
 
+    /// A message the bridge took in and queued, recalled meanwhile (its recall queued too), that a migration
+    /// reads before the bridge's lane has sent it: the migration queues nothing for it — a second recall
+    /// would meet a copy taken back already, on NIM a dead letter (seed 189, docs/reliability.md).
+    @Test func aMessageTheBridgeQueuedIsNotQueuedAgainByAMigration() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock()))
+        let bridge = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let taken = try await source.sendText("taken back")
+        _ = try bridge.ingest([try #require(source.catchUpEvent(for: taken))])
+        try await source.inner.recall(taken.id, in: g, by: "ann")
+        _ = try bridge.ingest([IMEvent(eventID: EventID("recall:\(taken.id)"), backend: "wk",
+                                       kind: .recalled(messageID: taken.id, conversation: g, by: "ann", at: taken.sentAt + 1))])
+        let report = try await Migrator(store: h.store, source: source, target: h.rc, sendsPerSecond: 100_000, routes: h.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], account: false))
+        #expect(report.total.failedTotal == 0 && report.total.skipped["already_copied"] == 1, "\(report.summary)")
+        await bridge.start()
+        #expect(await bridge.waitUntilIdle(timeoutMs: 10_000))
+        let entries = try h.store.read { try $0.entries(ids: Array(1...100)) }
+        #expect(entries.filter { $0.kind == "recall" }.count == 1 && entries.filter { $0.kind == "send" }.count == 1,
+                "\(entries.map { "\($0.id) \($0.kind) \($0.sourceEventID) \($0.state)" })")
+        let copies = try await h.rc.history(HistoryQuery(conversation: g, anchor: .oldest, limit: 10)).messages
+        #expect(copies.count == 1 && copies.first?.isRecalled == true)
+        await bridge.stop()
+    }
+
     /// A message recalled on its source before a migration reads it is copied and then recalled by the
     /// migration; the recall's callback, coming afterwards (the bridge was down when it was made), is a
     /// duplicate: no second recall is queued — on NIM, whose history drops a recalled message, it could not
