@@ -100,18 +100,52 @@ public final class Delivery: Sendable {
     }
 
     /// Every copy of `outgoing` on the target: all the messages carrying its client id where the target
-    /// looks them up, else the one `findEarlierCopy` finds. A late attempt's retraction asks this — the
-    /// copy the id map names and the late one carry the same client id, and a lookup that returns one of
-    /// them may return the recorded one. Fails as `findEarlierCopy` does (`lookupFailed`).
-    public func findCopies(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64) async throws -> [Message] {
+    /// looks them up, else the late copies `searchLateCopies` finds after `recorded`. A late attempt's
+    /// retraction asks this — the copy the id map names and the late one carry the same client id, and a
+    /// lookup that returns one of them may return the recorded one. Fails as `findEarlierCopy` does
+    /// (`lookupFailed`).
+    public func findCopies(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64,
+                           after recorded: MessageID) async throws -> [Message] {
         do {
             if let lookup = target as? any ClientIDLookup, let id = outgoing.clientMessageID {
                 return try await lookup.messages(withClientID: id, in: conversation, readingAs: outgoing.sender)
             }
-            return try await searchEarlierCopy(of: outgoing, in: conversation, since: attemptAt).map { [$0] } ?? []
+            return try await searchLateCopies(of: outgoing, in: conversation, since: attemptAt, after: recorded)
         } catch {
             throw Self.lookupFailed(error)
         }
+    }
+
+    /// On a target with no client-id lookup (RongCloud), the copies of `outgoing` a late attempt left: the
+    /// messages of its sender with its content that the id map names as no copy, stored after `recorded`
+    /// (the copy the lane's takeover made, which the late attempt's request reached the target behind) —
+    /// whatever their time, since the target's clock may be minutes off the bridge's — or, with `recorded`
+    /// not among the newest 200, stored after the attempt began. By the time the retraction runs, the lane
+    /// has recorded later entries' copies after the late one: the earlier-copy search's rule (a candidate
+    /// after the newest recorded copy) does not hold here (seed 186, docs/reliability.md).
+    package func searchLateCopies(of outgoing: OutgoingMessage, in conversation: ConversationRef, since attemptAt: Int64,
+                                  after recorded: MessageID) async throws -> [Message] {
+        guard target.capabilities.support(.history) != .rejected else { return [] }
+        var query = HistoryQuery(conversation: conversation, anchor: .latest, limit: 200)
+        let page: HistoryPage
+        do {
+            page = try await target.history(query)
+        } catch let error as IMError where error.code == .invalidArgument && !error.isRetryable {
+            query.viewer = outgoing.sender
+            page = try await target.history(query)
+        }
+        let targetID = target.id
+        let reachesRecorded = page.messages.contains { $0.id == recorded }
+        var late: [Message] = []
+        for candidate in page.messages.reversed() {
+            if candidate.id == recorded { break }
+            guard candidate.sender == outgoing.sender, candidate.clientMessageID == nil || candidate.clientMessageID == outgoing.clientMessageID,
+                  candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest
+            else { continue }
+            if try await store.reading({ [id = candidate.id] in try $0.isBridgeCreated(id, on: targetID) }) { continue }
+            if reachesRecorded || candidate.sentAt >= attemptAt - 5_000 { late.append(candidate) }
+        }
+        return late
     }
 
     /// Creates `user` on a target that needs users to exist, once: with the profile the bridge last wrote

@@ -140,7 +140,7 @@ extension RelayEngine {
             // A copy the answer did not name is searched for: every message carrying the entry's client id
             // (the recorded copy carries it too), each one but the recorded copy taken back.
             let late = if let copy { [copy] } else {
-                try await delivery.findCopies(of: outgoing, in: conversation, since: attemptAt).filter { !$0.isRecalled }.map(\.id)
+                try await delivery.findCopies(of: outgoing, in: conversation, since: attemptAt, after: recorded).filter { !$0.isRecalled }.map(\.id)
             }
             for late in late where late != recorded {
                 try await delivery.recall(late, in: conversation, by: outgoing.sender)

@@ -89,4 +89,49 @@ import Testing
         #expect(await env.bridge.engine.waitUntilIdle())
         #expect(try await copies().first { $0.id == copyID }?.isRecalled == false, "the recorded copy stays")
     }
+
+    /// RongCloud, which has no client-id lookup, its clock ten minutes behind the bridge's: a late attempt's
+    /// copy, stored after the new holder's copy and followed by later messages the lane relayed before the
+    /// retraction ran, is found and taken back — by its place after the recorded copy, not by its time
+    /// (seed 186, docs/reliability.md). The recorded copy and the later ones stay.
+    @Test func aLateCopyOnRongCloudIsFoundAfterTheRecordedCopyWhateverItsClock() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                                  routes: route("wk:group:lk3", "rc:group:lk3", direction: "forward"))
+        defer { Task { await env.stop() } }
+        try #require(env.lab.sandboxes["rc"]).clock.skew(byMs: -600_000)
+        let wk = try await env.users("wk"), rc = try await env.users("rc")
+        let group = ConversationRef.group("lk3")
+        let sent = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("sent once")))
+        func mapped(_ id: MessageID) throws -> MessageID? { try env.bridge.store.read { try $0.mapped(id, from: "wk", to: "rc") }?.toMessage }
+        #expect(try await eventually(30) { try mapped(sent.id) != nil })
+        let copyID = try #require(try mapped(sent.id))
+        func shown() async throws -> [Message] {
+            try await rc.history(HistoryQuery(conversation: group, anchor: .latest, limit: 100, viewer: "wk_ann")).messages
+        }
+        let copy = try #require(try await shown().first { $0.id == copyID })
+        // What a paused holder's attempt left once it resumed: the same text from the same puppet.
+        let late = try await rc.send(OutgoingMessage(conversation: group, sender: copy.sender, content: .text("sent once")))
+        // Later messages the lane relays before the retraction runs.
+        var later: [MessageID] = []
+        for n in 1...3 { later.append(try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("later \(n)"))).id) }
+        #expect(try await eventually(30) { try later.allSatisfy { try mapped($0) != nil } })
+        // The retraction the old holder queues when no answer named its copy, its attempt in the bridge's clock.
+        let outgoing = OutgoingMessage(conversation: group, sender: copy.sender, content: .text("sent once"))
+        let routeValue = try #require(env.bridge.config.routes.first)
+        let payload = OutboxPayload(action: .retract(source: sent.id, copy: nil, outgoing: outgoing, attemptAt: SystemClock().nowMs() - 2_000),
+                                    route: routeValue, eventTimeMs: 0)
+        let encoded = try payload.encoded()
+        try env.bridge.store.transaction { tx in
+            _ = try tx.enqueue(lane: LaneKey(backend: "rc", conversation: group), sourceBackend: "wk", sourceEventID: EventID("retract:lk3"),
+                               kind: payload.action.kindName, payload: encoded, at: 0)
+        }
+        env.bridge.engine.wake()
+        let takenBack = try await eventually(30) { try await shown().first { $0.id == late.id }?.isRecalled == true }
+        let table = try await shown().map { "\($0.id.rawValue) \($0.currentContent.digest) recalled \($0.isRecalled)" }
+        #expect(takenBack, "the late copy is recalled: \(table)")
+        #expect(await env.bridge.engine.waitUntilIdle())
+        let after = try await shown()
+        #expect(after.first { $0.id == copyID }?.isRecalled == false, "the recorded copy stays")
+        #expect(after.filter { $0.currentContent.digest.hasPrefix("later") }.allSatisfy { !$0.isRecalled })
+    }
 }
