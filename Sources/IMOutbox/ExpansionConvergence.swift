@@ -53,7 +53,11 @@ package struct ExpansionConvergence {
     package func intake(_ delta: ExpansionDelta, of message: MessageID, on backend: BackendID, in conversation: ConversationRef,
                 version: Int64, _ tx: StoreTransaction) throws -> Decision {
         var own = try tx.expansionKeys(of: message, on: backend)
-        let changes = Self.changes(delta, known: own)
+        var changes = Self.changes(delta, known: own)
+        // A whole state (a read of the copy, not a change: WuKong's row after a restart) that restates what
+        // the copy is known to hold says nothing new; taken as a change at the time it was read, it
+        // outranked the source's changes made before that read (Finding 34, seed 198, docs/reliability.md).
+        if delta.cleared { changes = changes.filter { key, value in own[key]?.held != .known(value) } }
         guard !changes.isEmpty else { return Decision() }
         for (key, value) in changes {
             var record = own[key] ?? ExpansionKeyRecord(key: key)
