@@ -17,9 +17,9 @@ extension RongCloudBackend: InboundHandling {
     public func handle(_ request: HTTPRequestData, sink: any EventSink) async -> HTTPResponseData {
         await CallbackExchange(backend: id, answers: RongCloudInbound.answers, fanout: fanout)
             .run(request, sink: sink, batch: { request in
-                let batch = try inbound.batch(from: request)
+                let (batch, mark) = try inbound.batchAndMark(from: request)
                 // A signature taken before with another body is refused (`CallbackMarks`).
-                try await callbackMarks.check(try inbound.mark(request), sink: sink, now: clock.nowMs())
+                try await callbackMarks.check(mark, sink: sink, now: clock.nowMs())
                 return batch
             })
     }

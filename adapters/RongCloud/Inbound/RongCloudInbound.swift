@@ -91,9 +91,23 @@ public struct RongCloudInbound: Sendable {
     /// for one body only (docs/adapters/rongcloud.md, "Callback limits").
     public func mark(_ request: HTTPRequestData) throws -> CallbackMark {
         let (signature, signedAt) = try signed(request)
+        return mark(signature: signature, signedAt: signedAt, body: request.body)
+    }
+
+    func mark(signature: String, signedAt: Int64?, body: [UInt8]) -> CallbackMark {
         let now = clock.nowMs()
         let expiresAt = maxSkewMs.map { max(now, (signedAt ?? now) + $0) } ?? now + Self.unboundedMarkMs
-        return CallbackMarks.mark(backend: backend, signature: signature, body: request.body, expiresAt: expiresAt)
+        return CallbackMarks.mark(backend: backend, signature: signature, body: body, expiresAt: expiresAt)
+    }
+
+    /// `batch(from:)` and `mark(_:)` of one callback with its signature verified once: the same refusals,
+    /// in the same order (docs/performance.md, "2026-11-30": each verification parsed the query again and
+    /// hashed the signature).
+    public func batchAndMark(from request: HTTPRequestData) throws -> (batch: InboundBatch, mark: CallbackMark) {
+        guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
+        let (signature, signedAt) = try signed(request)
+        let batch = try batch(fromBody: request.body)
+        return (batch, mark(signature: signature, signedAt: signedAt, body: request.body))
     }
 
     /// Verifies the signature (and freshness); returns it and its timestamp in ms.
