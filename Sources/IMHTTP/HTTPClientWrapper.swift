@@ -21,7 +21,7 @@ public struct OutboundRequest: Sendable {
     /// A form POST (`application/x-www-form-urlencoded; charset=utf-8`).
     public static func form(_ url: String, _ form: FormBody, headers: [(name: String, value: String)] = []) -> OutboundRequest {
         OutboundRequest(url: url, headers: headers + [("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")],
-                        body: Array(form.encoded.utf8))
+                        body: FormBody.encodeBytes(form.items))
     }
 
     /// A JSON POST.
@@ -68,15 +68,36 @@ public struct HTTPClientWrapper: Sendable {
     /// derived at run time). Most requests carry none (a signature is not a secret).
     static func credentials(of request: OutboundRequest) -> [String] {
         var found: [String] = []
-        for (name, value) in request.headers where value.count >= SecretMask.minimumLength {
-            let lowered = name.lowercased()
-            guard lowered == "authorization" || lowered.contains("token") || lowered.contains("secret") || lowered.contains("password") else {
-                continue
-            }
+        // The name is looked at before the value's length: most headers are not credentials, and a
+        // `String.contains` of Foundation on every header of every request cost 1 % of the relay bench
+        // process (docs/performance.md, "2026-11-30").
+        for (name, value) in request.headers {
+            let (credential, authorization) = credentialName(name)
+            guard credential, value.count >= SecretMask.minimumLength else { continue }
             found.append(value)
-            if lowered == "authorization", let space = value.firstIndex(of: " ") { found.append(String(value[value.index(after: space)...])) }
+            if authorization, let space = value.firstIndex(of: " ") { found.append(String(value[value.index(after: space)...])) }
         }
         return found
+    }
+
+    /// Whether a header named `name` carries a credential (`Authorization`, or a name holding `token`,
+    /// `secret` or `password`, in any case), and whether it is `Authorization`. An ASCII name is read from
+    /// its bytes; any other as text (`credentialNameAsText`), which answers the same for ASCII.
+    static func credentialName(_ name: String) -> (credential: Bool, authorization: Bool) {
+        var name = name
+        let answer: (Bool, Bool)? = name.withUTF8 { utf8 in
+            guard ASCIICase.isASCII(utf8) else { return nil }
+            if utf8.count == 13 && ASCIICase.contains(utf8, "authorization", folding: true) { return (true, true) }
+            return (ASCIICase.contains(utf8, "token", folding: true) || ASCIICase.contains(utf8, "secret", folding: true)
+                || ASCIICase.contains(utf8, "password", folding: true), false)
+        }
+        return answer ?? credentialNameAsText(name)
+    }
+
+    static func credentialNameAsText(_ name: String) -> (credential: Bool, authorization: Bool) {
+        let lowered = name.lowercased()
+        let authorization = lowered == "authorization"
+        return (authorization || lowered.contains("token") || lowered.contains("secret") || lowered.contains("password"), authorization)
     }
 
     /// `response` with `secrets` masked (see `secrets`).
@@ -93,7 +114,8 @@ public struct HTTPClientWrapper: Sendable {
             secrets.occurs(in: header.value) || also.contains { header.value.contains($0) }
         }
         let type = response.header("Content-Type")?.lowercased() ?? ""
-        let isText = type.isEmpty || type.contains("json") || type.hasPrefix("text/") || type.contains("form") || type.contains("xml")
+        func holds(_ word: StaticString) -> Bool { ASCIICase.contains(type, word) ?? type.contains(String(describing: word)) }
+        let isText = type.isEmpty || holds("json") || type.hasPrefix("text/") || holds("form") || holds("xml")
         let inBody = (!(200..<300).contains(response.status) || isText)
             && (secrets.occurs(in: response.body) || alsoBytes.contains { SecretMask.find($0, in: response.body) })
         guard inHeaders || inBody else { return response }

@@ -21,7 +21,7 @@ public struct HTTPRequestData: Sendable {
 
     /// The first header with this name, compared case-insensitively.
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { ASCIICase.equal($0.name, name) ?? ($0.name.caseInsensitiveCompare(name) == .orderedSame) }?.value
     }
 
     /// The first of several alternative header names that is present (`App-Key` / `RC-App-Key`).
@@ -61,7 +61,7 @@ public struct HTTPResponseData: Sendable {
     }
 
     public func header(_ name: String) -> String? {
-        headers.first { $0.name.caseInsensitiveCompare(name) == .orderedSame }?.value
+        headers.first { ASCIICase.equal($0.name, name) ?? ($0.name.caseInsensitiveCompare(name) == .orderedSame) }?.value
     }
 
     public var bodyString: String { String(decoding: body, as: UTF8.self) }

@@ -3,15 +3,18 @@ import Foundation
 
 /// The digests vendors sign with, as lowercase hex.
 public enum Hashing {
-    public static func sha1Hex(_ text: String) -> String { hex(Insecure.SHA1.hash(data: Array(text.utf8))) }
-    public static func sha1Hex(_ bytes: [UInt8]) -> String { hex(Insecure.SHA1.hash(data: bytes)) }
-    public static func md5Hex(_ bytes: [UInt8]) -> String { hex(Insecure.MD5.hash(data: bytes)) }
+    // Digests are written out from their bytes (`withUnsafeBytes`): iterated as a `Sequence`, a digest
+    // gave no size ahead, and the hex buffer grew step by step on every signature and body digest
+    // (docs/performance.md, "2026-11-30").
+    public static func sha1Hex(_ text: String) -> String { Insecure.SHA1.hash(data: Array(text.utf8)).withUnsafeBytes { hex($0) } }
+    public static func sha1Hex(_ bytes: [UInt8]) -> String { Insecure.SHA1.hash(data: bytes).withUnsafeBytes { hex($0) } }
+    public static func md5Hex(_ bytes: [UInt8]) -> String { Insecure.MD5.hash(data: bytes).withUnsafeBytes { hex($0) } }
     public static func md5Hex(_ text: String) -> String { md5Hex(Array(text.utf8)) }
-    public static func sha256Hex(_ bytes: [UInt8]) -> String { hex(SHA256.hash(data: bytes)) }
+    public static func sha256Hex(_ bytes: [UInt8]) -> String { SHA256.hash(data: bytes).withUnsafeBytes { hex($0) } }
 
     public static func hmacSHA256Hex(key: String, _ text: String) -> String {
         let code = HMAC<SHA256>.authenticationCode(for: Array(text.utf8), using: SymmetricKey(data: Array(key.utf8)))
-        return hex(code)
+        return code.withUnsafeBytes { hex($0) }
     }
 
     /// CRC-32 (IEEE 802.3, as Go's `crc32.ChecksumIEEE`): WuKong's person-channel ids, JMessage's
@@ -41,6 +44,18 @@ public enum Hashing {
 
     /// Lowercase hex. (`String(format: "%02x")` per byte cost ≈ 4 % of the bridge's CPU: every
     /// RongCloud request is signed.)
+    static func hex(_ bytes: UnsafeRawBufferPointer) -> String {
+        String(unsafeUninitializedCapacity: bytes.count * 2) { utf8 in
+            var index = 0
+            for byte in bytes {
+                utf8[index] = hexDigits[Int(byte >> 4)]
+                utf8[index + 1] = hexDigits[Int(byte & 0x0F)]
+                index += 2
+            }
+            return index
+        }
+    }
+
     static func hex(_ digest: some Sequence<UInt8>) -> String {
         var utf8: [UInt8] = []
         utf8.reserveCapacity(digest.underestimatedCount * 2)

@@ -7,6 +7,19 @@ import IMHTTP
 import Testing
 
 @Suite struct FormBodyTests {
+    /// The body bytes are the encoded text's: written into one buffer, with the text's escapes, `=` and `&`.
+    @Test func encodedBytesAreTheEncodedText() {
+        let samples: [[(name: String, value: String)]] = [
+            [], [("", "")], [("a", "")], [("content", "{\"a\":\"b c+d&e=f\"}"), ("toGroupId", "g 1"), ("é", "中文~._-")],
+            [("x", "%zz"), ("y", "\u{1F600}\r\n"), ("z", String(repeating: "a&", count: 300))],
+        ]
+        for items in samples {
+            let text = items.map { "\(FormBody.escape($0.name))=\(FormBody.escape($0.value))" }.joined(separator: "&")
+            #expect(FormBody.encodeBytes(items) == Array(text.utf8))
+            #expect(FormBody.encode(items) == text)
+        }
+    }
+
     @Test func parsesRepeatedKeysAndLenientEscapes() {
         let form = FormBody(items: FormBody.parse("toUserId=a&toUserId=b&content=%7B%22x%22%3A1%7D&name=hello+world&bad=100%&flag&&k=%E4%B8%AD"))
         #expect(form.values("toUserId") == ["a", "b"])
@@ -64,6 +77,16 @@ import Testing
     @Test func sha1MatchesTheVendorTestVectors() {
         #expect(Hashing.sha1Hex("Y1W2MeFwwwRxa0" + "14314" + "1408710653000") == "30be0bbca9c9b2e27578701e9fda2358a814c88f")
         #expect(Hashing.sha1Hex("secret" + "95493253" + "1795258879") == "5c772994e494a96a6f14c4427dd7ae820f4ac41e")
+    }
+
+    /// Digests written out from their bytes: the known answers of SHA-256, HMAC-SHA256 and MD5.
+    @Test func digestsAreWrittenOutAsLowercaseHex() {
+        #expect(Hashing.sha256Hex(Array("abc".utf8)) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
+        #expect(Hashing.sha256Hex([]) == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
+        #expect(Hashing.sha1Hex([UInt8]()) == "da39a3ee5e6b4b0d3255bfef95601890afd80709")
+        #expect(Hashing.md5Hex("abc") == "900150983cd24fb0d6963f7d28e17f72")
+        #expect(Hashing.hmacSHA256Hex(key: "key", "The quick brown fox jumps over the lazy dog")
+            == "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8")
     }
 
     @Test func md5AndConstantTimeCompare() {
