@@ -1,7 +1,7 @@
 /// Case-insensitive comparisons read from the bytes when the text is ASCII, as every HTTP header name and
 /// most header values are: nil when it is not, and the caller asks Foundation, whose answer for ASCII is
 /// the same (ASCII letters fold to ASCII letters, nothing else folds) but which costs far more on every
-/// header of every request (docs/performance.md, "2026-11-30"). Plain `while` loops over the bytes: generic
+/// header of every request (docs/performance.md, "Bytes, not text, on every request"). Plain `while` loops over the bytes: generic
 /// algorithms allocate for every byte in a debug build, which `CostGuardTests` counts.
 enum ASCIICase {
     /// Whether `a` and `b` are equal ignoring case; nil unless both are ASCII.

@@ -70,7 +70,7 @@ public struct HTTPClientWrapper: Sendable {
         var found: [String] = []
         // The name is looked at before the value's length: most headers are not credentials, and a
         // `String.contains` of Foundation on every header of every request cost 1 % of the relay bench
-        // process (docs/performance.md, "2026-11-30").
+        // process (docs/performance.md, "Bytes, not text, on every request").
         for (name, value) in request.headers {
             let (credential, authorization) = credentialName(name)
             guard credential, value.count >= SecretMask.minimumLength else { continue }

@@ -132,8 +132,8 @@ public final class HTTPServer: Sendable {
     }
 
     /// `fields[.contentLength]` read as an integer: the field's values joined as `HTTPFields` joins them
-    /// (`, `), found by going through the fields once — the subscript builds the fields' name index first,
-    /// a dictionary made for this one lookup of every request (docs/performance.md, "2026-11-30").
+    /// (`, `), found by going through the fields once — the subscript's lazy sequence and join cost more,
+    /// on every request (docs/performance.md, "Bytes, not text, on every request").
     static func contentLength(_ fields: HTTPFields) -> Int? {
         var joined: String?
         for field in fields where field.name == .contentLength {

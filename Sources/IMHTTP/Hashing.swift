@@ -5,7 +5,7 @@ import Foundation
 public enum Hashing {
     // Digests are written out from their bytes (`withUnsafeBytes`): iterated as a `Sequence`, a digest
     // gave no size ahead, and the hex buffer grew step by step on every signature and body digest
-    // (docs/performance.md, "2026-11-30").
+    // (docs/performance.md, "Bytes, not text, on every request").
     public static func sha1Hex(_ text: String) -> String { Insecure.SHA1.hash(data: Array(text.utf8)).withUnsafeBytes { hex($0) } }
     public static func sha1Hex(_ bytes: [UInt8]) -> String { Insecure.SHA1.hash(data: bytes).withUnsafeBytes { hex($0) } }
     public static func md5Hex(_ bytes: [UInt8]) -> String { Insecure.MD5.hash(data: bytes).withUnsafeBytes { hex($0) } }

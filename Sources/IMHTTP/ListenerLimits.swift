@@ -375,8 +375,9 @@ struct RequestFramer {
     /// What follows a head: its body's length, or `lost` for a chunked (or otherwise framed) body.
     /// An ASCII head (every head a vendor sends) is read from its bytes; any other goes through `bodyOfText`,
     /// which reads it as text — the same answer for ASCII, where the text's line, colon and whitespace
-    /// rules are these bytes' (docs/performance.md, "2026-11-30"). The text reading cost 4 % of the relay
-    /// bench process (Foundation's `trimmingCharacters` on every header of every callback).
+    /// rules are these bytes'. The text reading cost 4 % of the relay bench process (Foundation's
+    /// `trimmingCharacters` on every header of every callback; docs/performance.md, "Bytes, not text, on
+    /// every request").
     static func body(of head: ArraySlice<UInt8>) -> State {
         // Plain `while` loops over the head's buffer: generic algorithms and iterators (`allSatisfy`,
         // `for … in` a slice) allocate for every byte in a debug build, which `CostGuardTests` counts.

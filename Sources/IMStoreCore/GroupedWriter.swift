@@ -46,7 +46,7 @@ package final class GroupedWriter: Sendable {
     private func submit<T: Sendable>(_ makeJob: (Outcome<T>) -> GroupedJob) async throws -> T {
         // Resumed exactly once: `drain` calls each pending's `finish` once, after its batch committed or
         // failed. Unchecked, as the check (an object made and freed per write) was a cost of every store
-        // write on the relay path (docs/performance.md, "2026-11-30").
+        // write on the relay path (docs/performance.md, "Bytes, not text, on every request").
         try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<T, any Error>) in
             let outcome = Outcome<T>()
             let job = makeJob(outcome)

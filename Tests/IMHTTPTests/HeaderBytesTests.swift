@@ -4,12 +4,12 @@ import HTTPTypes
 import Testing
 
 /// Request heads and header names read from their bytes where they are ASCII, with the answers their
-/// text readings give (docs/performance.md, "2026-11-30").
+/// text readings give (docs/performance.md, "Bytes, not text, on every request").
 @Suite struct HeaderBytesTests {
 
     /// The framer reads an ASCII head from its bytes: the same body length (or `lost`) as reading it as
     /// text, whatever the spacing, case, order, repeats and damage of its lines (docs/performance.md,
-    /// "2026-11-30").
+    /// "Bytes, not text, on every request").
     @Test func theFramerReadsAnASCIIHeadAsItsTextReadingDoes() {
         let lines = ["Content-Length: 12", "content-length:7", "CONTENT-LENGTH \t: \t 3 ", "Content-Length: -1", "Content-Length: +5",
                      "Content-Length: x", "Content-Length:", "Transfer-Encoding: chunked", "transfer-encoding :gzip", "Host: a:b",
@@ -32,7 +32,7 @@ import Testing
     }
 
     /// Which request headers are credentials: an ASCII name is read from its bytes, with the answer its
-    /// text reading gives (docs/performance.md, "2026-11-30").
+    /// text reading gives (docs/performance.md, "Bytes, not text, on every request").
     @Test func credentialHeaderNamesReadAsTheirTextReadingDoes() {
         let names = ["Authorization", "authorization", "AUTHORIZATION", "Authorization ", "X-Auth-Token", "token", "TOKEN", "tokeN-x",
                      "X-Secret", "client_secret", "Password", "x-passwordy", "Content-Type", "App-Key", "Signature", "Nonce", "tok",

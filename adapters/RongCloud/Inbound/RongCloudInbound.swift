@@ -101,7 +101,7 @@ public struct RongCloudInbound: Sendable {
     }
 
     /// `batch(from:)` and `mark(_:)` of one callback with its signature verified once: the same refusals,
-    /// in the same order (docs/performance.md, "2026-11-30": each verification parsed the query again and
+    /// in the same order (docs/performance.md, "Bytes, not text, on every request": each verification parsed the query again and
     /// hashed the signature).
     public func batchAndMark(from request: HTTPRequestData) throws -> (batch: InboundBatch, mark: CallbackMark) {
         guard request.method == "POST" else { throw IMError(.malformedPayload, "the routing callback is a POST, not \(request.method)") }
