@@ -19,6 +19,13 @@ package struct OutboxPayload: Codable, Sendable {
     /// time) when intake or a migration queued it: both are kept with the copy's id-map row, for catch-up
     /// to find the message gone from the source's history (`StoreTransaction.relayedMessages`).
     package var sourceSender: UserID?
+    /// Set on the `send` of a copy `imbridge verify --repair` found missing and the id map never named
+    /// (docs/verify.md, "Beside a running bridge"): the executor does not send it when the id map names a
+    /// copy in its conversation by then — the bridge copied the message after verify's check — and notes
+    /// the entry under `skippedFirstCopyPrefix` for the repair's report.
+    package var firstCopyOnly: Bool?
+    /// The checkpoint, followed by the entry's id, that notes a `firstCopyOnly` send the executor skipped.
+    package static let skippedFirstCopyPrefix = "verify/skipped/"
 
     package init(action: RelayAction, route: Route, eventTimeMs: Int64, sourceConversation: ConversationRef? = nil,
                  migration: MigrationMark? = nil) {
@@ -41,6 +48,7 @@ package struct OutboxPayload: Codable, Sendable {
         if let requeues { members["requeues"] = .int(Int64(requeues)) }
         if let migration { members["migration"] = PayloadJSON.write(migration) }
         if let sourceSender { members["sourceSender"] = .string(sourceSender.rawValue) }
+        if let firstCopyOnly { members["firstCopyOnly"] = .bool(firstCopyOnly) }
         guard let data = JSONValue.object(members).finiteJSONData() else {
             throw IMError(.invalidContent, "outbox payload has a number JSON cannot hold (NaN or infinity)")
         }

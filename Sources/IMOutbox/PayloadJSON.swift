@@ -38,6 +38,7 @@ package enum PayloadJSON {
                                     migration: try optional(members["migration"]) { try read(migration: $0) })
         payload.requeues = try optional(members["requeues"]) { Int(try int64($0)) }
         payload.sourceSender = try optional(members["sourceSender"]) { UserID(try string($0)) }
+        payload.firstCopyOnly = try optional(members["firstCopyOnly"]) { try bool($0) }
         return payload
     }
 

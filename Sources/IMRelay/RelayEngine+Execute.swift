@@ -47,6 +47,15 @@ extension RelayEngine {
         let earlierAttemptAt = entry.attempts > 0 ? entry.createdAt : nil
         // A portal's lane names the source group; the target's is the one the conversation map names (`Portals`).
         let conversation = try await self.conversation(of: entry)
+        if payload.firstCopyOnly == true, case .send(_, let source, _) = payload.action,
+           let copy = try await mapping(of: source, entry: entry), copy.toConversation == conversation {
+            // A repair's copy of a message the bridge copied after verify's check (its send queued or made
+            // between the check and this entry) is not sent again; the repair's report reads the note.
+            try await store.writing { [id = entry.id] tx in
+                try tx.setCheckpoint("\(OutboxPayload.skippedFirstCopyPrefix)\(id)", copy.toMessage.rawValue, at: self.clock.nowMs())
+            }
+            return nil
+        }
         if payload.migration != nil {
             // A migration's copy of a message that already has one in this conversation (relayed live before
             // the migration queued it, or by an earlier entry of this lane) is not sent again. A copy the id

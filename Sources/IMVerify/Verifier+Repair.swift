@@ -46,8 +46,10 @@ extension Verifier {
                 }
                 var fix = Fix(conversation: c, item: i, entries: [], guarded: item.guarded)
                 for action in item.fix {
-                    let payload = OutboxPayload(action: action, route: pair.leg.route, eventTimeMs: clock.nowMs(),
+                    var payload = OutboxPayload(action: action, route: pair.leg.route, eventTimeMs: clock.nowMs(),
                                                 sourceConversation: pair.conversation)
+                    // Checked again when it runs: the bridge may copy the message between the guard and then.
+                    if item.guarded != nil, case .send = action { payload.firstCopyOnly = true }
                     fix.entries.append((payload, lane, pair.source, EventID("verify:\(report.startedAtMs):\(item.kind.rawValue):\(item.sourceMessage)")))
                     if case .expansion(_, _, let delta) = action, let copy = item.targetMessage {
                         resets.append((MessageID(copy), pair.leg.target, Array(delta.set.keys) + delta.removed))
@@ -111,6 +113,11 @@ extension Verifier {
         try settle(queued.map { ($0.conversation, $0.item, $0.ids) }, in: &report, timeoutMs: timeoutMs)
     }
 
+    /// The copy a `firstCopyOnly` send found made when it ran (and so did not send); nil when it sent.
+    func skippedSend(_ id: Int64) throws -> String? {
+        try store.read { try $0.checkpoint("\(OutboxPayload.skippedFirstCopyPrefix)\(id)") }
+    }
+
     /// Says what became of each item's entries, and remembers the copies sent late and taken back.
     func settle(_ queued: [(conversation: Int, item: Int, ids: [Int64])], in report: inout VerifyReport, timeoutMs: Int64) throws {
         let all = try store.read { try $0.entries(ids: queued.flatMap(\.ids)) }
@@ -133,6 +140,11 @@ extension Verifier {
             let recallAt = item.fix.firstIndex { if case .recall = $0 { return true } else { return false } }
             let retracts = item.fix.contains { if case .retract = $0 { return true } else { return false } }
             var note = "repaired"
+            if let sendAt, let skipped = try skippedSend(ids[sendAt]) {
+                // The bridge copied it after the guard, in order: nothing late to remember.
+                report.conversations[c].items[i].repair = "not needed: the bridge relayed it meanwhile as \(skipped)"
+                continue
+            }
             if let sendAt {
                 let copy = try store.read { try $0.mapped(MessageID(item.sourceMessage), from: pair.source, to: pair.leg.target) }?.toMessage
                 if let copy {

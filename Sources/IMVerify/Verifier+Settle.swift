@@ -17,7 +17,8 @@ import IMRelay
 ///   event in the ledger, under the event id the bridge's intake records it by (`intakeEvent`), and then
 ///   finds neither its copy in the id map nor a pending `.send` for it: the bridge that takes the message
 ///   in afterwards finds it recorded and relays nothing, and one that took it in first keeps it
-///   (`repairGuardHolds`). The id map's order decides, not timing.
+///   (`repairGuardHolds`). The id map's order decides, not timing. The `.send` checks the id map again
+///   when it runs (`OutboxPayload.firstCopyOnly`): a copy the bridge made after the check is not doubled.
 extension Verifier {
     /// What the store said before the target was read.
     struct Settle: Sendable {

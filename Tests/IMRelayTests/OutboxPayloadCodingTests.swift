@@ -85,6 +85,8 @@ import Testing
                                                                                   kind: "text", senderMigrated: index % 8 == 0 ? true : nil,
                                                                                   outcome: index % 8 == 4 ? "migrate-account:wk->rc:user:alice" : nil) : nil)
             if index % 5 == 1 { payload.requeues = index }
+            if index % 7 == 2 { payload.firstCopyOnly = true }
+            if index % 6 == 3 { payload.sourceSender = UserID("u\(index)") }
             payloads.append(payload)
         }
         return payloads

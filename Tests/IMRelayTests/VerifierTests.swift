@@ -108,6 +108,41 @@ import Testing
         #expect(missing == [second.id.rawValue, third.id.rawValue], "both are missing, in the source's order: \(report.table)")
     }
 
+    /// A missing copy the bridge makes after the repair's guard let its `.send` through (the bridge held the
+    /// lane, so the repair's entry waited behind it) is not sent a second time: the send checks the id map
+    /// again when it runs, and the report says the bridge relayed it (seed 194, docs/reliability.md).
+    @Test func aCopyTheBridgeMakesAfterTheGuardIsNotSentAgainByTheRepair() async throws {
+        let message = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("late")))
+        let verifier = Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+        let found = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        #expect(found.conversations.first?.items.map(\.kind) == [.missing], "\(found.table)")
+        let lane = LaneKey(backend: "rc", conversation: group)
+        let now = SystemClock().nowMs()
+        #expect(try h.store.transaction { try $0.takeLease(lane.leaseName, owner: "bridge-1", ttlMs: 60_000, now: now) != nil })
+        let repair = Task { [verifier] in
+            var report = found
+            try await verifier.repair(&report, retry: RetryPolicy(baseMs: 5, maxMs: 50), timeoutMs: 20_000)
+            return report
+        }
+        // The guard has let the send through once the entry is queued; the bridge then copies the message.
+        let deadline = Date().addingTimeInterval(10)
+        while try h.store.read({ try $0.pendingEntries(of: lane, limit: 10) }).isEmpty, Date() < deadline {
+            try await Task.sleep(nanoseconds: 10_000_000)
+        }
+        #expect(try h.store.read { try $0.pendingEntries(of: lane, limit: 10) }.count == 1, "the repair queued its send")
+        let copy = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("late")))
+        try h.store.transaction { tx in
+            try tx.map(source: ("wk", message.id, group), target: ("rc", copy.id, group), at: SystemClock().nowMs())
+            try tx.releaseLease(lane.leaseName, owner: "bridge-1")
+        }
+        let report = try await repair.value
+        #expect(report.conversations.first?.items.first?.repair == "not needed: the bridge relayed it meanwhile as \(copy.id)", "\(report.table)")
+        let copies = try await h.rcMemory.history(HistoryQuery(conversation: group, limit: 10)).messages
+        #expect(copies.map(\.id) == [copy.id], "one copy, the bridge's: \(copies.map(\.id))")
+        let after = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        #expect(after.exitCode == 0, "\(after.table)")
+    }
+
     @Test func theWindowLeavesOlderMessagesOut() async throws {
         _ = try await relay(["one"])
         try await Task.sleep(nanoseconds: 20_000_000)
