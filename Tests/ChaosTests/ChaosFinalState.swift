@@ -101,10 +101,15 @@ enum ChaosFinalState {
     /// `fed`: on a WuKong source, the edited texts each message's extras feed ever served, by source
     /// message id (`GET /_sandbox/extras-served`; nil elsewhere): WuKongIM keeps only a message's latest
     /// edit, so an earlier edit no feed read ever served was overwritten before the bridge could see it.
+    /// `reactionsFed`: on a WuKong source, the reaction toggles a feed read served, as
+    /// `message|user|emoji|n` for the row's n-th toggle (`GET /_sandbox/reactions-served`; nil elsewhere):
+    /// the business server keeps one row per message, user and emoji, so a toggle toggled again before any
+    /// read served it was never there to relay, and its notice may be absent.
     /// `repairedLate`: originals whose missing copy `verify --repair` sent; such a copy lands after newer
     /// messages (docs/verify.md), so only its count is judged — once — not its place.
     static func check(conversation: String, sourceOrder: [String], entries: [WorkLog.Entry], target: [Record],
-                      traits: TargetTraits, fed: [String: Set<String>]? = nil, repairedLate: Set<String> = []) -> [String] {
+                      traits: TargetTraits, fed: [String: Set<String>]? = nil, reactionsFed: Set<String>? = nil,
+                      repairedLate: Set<String> = []) -> [String] {
         var problems: [String] = []
         var byVersion: [String: WorkLog.Entry] = [:]
         for entry in entries { for version in entry.versions { byVersion[version] = entry } }
@@ -204,7 +209,26 @@ enum ChaosFinalState {
             let expected = entries.flatMap(\.reactionNotices).sorted()
             let notices = Set(expected)
             let shown = shownTexts.filter { notices.contains($0) || isReactionNotice($0) }.sorted()
-            if shown != expected {
+            // Notices of toggles no read served before the row was toggled again: each may be absent.
+            var excusable: [String: Int] = [:]
+            if let reactionsFed {
+                for entry in entries {
+                    var toggles: [String: Int] = [:]
+                    let counts = Dictionary(entry.reactionRows.map { ($0, 1) }, uniquingKeysWith: +)
+                    for (notice, row) in zip(entry.reactionNotices, entry.reactionRows) {
+                        toggles[row, default: 0] += 1
+                        let n = toggles[row]!
+                        if n < counts[row]!, !reactionsFed.contains("\(entry.id.rawValue)|\(row)|\(n)") { excusable[notice, default: 0] += 1 }
+                    }
+                }
+            }
+            var missing = Dictionary(expected.map { ($0, 1) }, uniquingKeysWith: +)
+            var extra = false
+            for notice in shown {
+                if let left = missing[notice], left > 0 { missing[notice] = left - 1 } else { extra = true }
+            }
+            let unexcused = missing.contains { notice, count in count > excusable[notice, default: 0] }
+            if extra || unexcused {
                 problems.append("FINAL STATE \(conversation): reaction notices on the target \(ChaosChecker.sample(shown)) (\(shown.count)), expected \(ChaosChecker.sample(expected)) (\(expected.count))")
             }
         }

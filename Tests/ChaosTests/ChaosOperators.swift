@@ -125,12 +125,13 @@ extension ChaosCampaign {
         }
         let traits = ChaosFinalState.TargetTraits.of(plan.target.vendor)
         let fed = plan.source.vendor == "wukong" ? try await editsFed(lab.url(of: plan.source.name)) : nil
+        let reactionsFed = plan.source.vendor == "wukong" ? try await reactionsFed(lab.url(of: plan.source.name)) : nil
         let repaired = Set(log.repairedLate.withLock { $0 }.compactMap { byID[$0]?.original })
         return plan.allGroups.flatMap { conversation in
             ChaosFinalState.check(conversation: conversation, sourceOrder: sourceOrder[conversation] ?? [],
                                   entries: entries.filter { $0.conversation == conversation },
                                   target: target.filter { $0.conversation == conversation }, traits: traits, fed: fed,
-                                  repairedLate: repaired)
+                                  reactionsFed: reactionsFed, repairedLate: repaired)
         }
     }
 
@@ -145,6 +146,20 @@ extension ChaosCampaign {
             guard let id = row["message_id"]?.stringValue, let text = row["text"]?.stringValue,
                   let limit = row["limit"]?.int64Value, limit < 10_000 else { continue }
             fed[id, default: []].insert(text)
+        }
+        return fed
+    }
+
+    /// The reaction toggles a WuKong source's feed reads served, as `message|user|emoji|n` (the row's n-th
+    /// toggle; `GET /_sandbox/reactions-served`).
+    static func reactionsFed(_ baseURL: String) async throws -> Set<String> {
+        let answer = try await HTTPClientWrapper().send(OutboundRequest(method: "GET", url: baseURL + "/_sandbox/reactions-served"))
+        guard answer.status == 200 else { throw IMError(.unavailable, "GET /_sandbox/reactions-served: \(answer.status)") }
+        var fed: Set<String> = []
+        for row in try JSONValue.parse(Data(answer.body))["served"]?.arrayValue ?? [] {
+            guard let id = row["message_id"]?.stringValue, let uid = row["uid"]?.stringValue, let emoji = row["emoji"]?.stringValue,
+                  let n = row["toggle"]?.int64Value else { continue }
+            fed.insert("\(id)|\(uid)|\(emoji)|\(n)")
         }
         return fed
     }

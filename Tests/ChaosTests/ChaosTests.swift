@@ -187,6 +187,30 @@ import Testing
         return entry
     }
 
+    /// A reaction toggled and toggled back before any feed read served the first toggle (WuKong keeps one
+    /// row per message, user and emoji): the first toggle's notice may be absent — only where no read
+    /// served it, and never the row's last toggle (seeds 138 and 204, docs/reliability.md).
+    @Test func aReactionToggledAgainBeforeAnyReadMayLackItsNotice() throws {
+        var toggled = entry(1, reactions: ["👍 +1", "👍 −1"])
+        toggled.reactionRows = ["bob|👍", "bob|👍"]
+        let order = ["a-1"]
+        let rongCloud = ChaosFinalState.TargetTraits.of("rongcloud")
+        let copy = Record(id: "t1", conversation: "a", text: "a-1")
+        func problems(_ notices: [String], fed: Set<String>?) -> [String] {
+            let target = [copy] + notices.enumerated().map { Record(id: "n\($0.offset)", conversation: "a", text: $0.element) }
+            return ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: [toggled], target: target, traits: rongCloud,
+                                         reactionsFed: fed)
+        }
+        #expect(problems(["👍 +1", "👍 −1"], fed: []).isEmpty)
+        #expect(problems(["👍 −1"], fed: []).isEmpty, "the addition was overwritten before any read")
+        #expect(problems(["👍 −1"], fed: ["m1|bob|👍|2"]).isEmpty)
+        #expect(!problems(["👍 −1"], fed: ["m1|bob|👍|1"]).isEmpty, "a read served the addition: its notice is due")
+        #expect(!problems(["👍 −1"], fed: nil).isEmpty, "no record of reads (not a WuKong source): every notice is due")
+        #expect(!problems(["👍 +1"], fed: []).isEmpty, "the row's last toggle is always due")
+        #expect(!problems(["👍 +1", "👍 +1", "👍 −1"], fed: []).isEmpty, "a notice shown twice")
+        #expect(!problems(["👍 −1", "❤️ +1"], fed: []).isEmpty, "a notice of no toggle")
+    }
+
     /// The final state as a target that cannot edit and keeps expansions (RongCloud) shows it, and each
     /// kind of break named.
     @Test func theFinalStateNamesEachBreak() throws {

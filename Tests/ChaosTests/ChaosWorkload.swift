@@ -18,6 +18,8 @@ final class WorkLog: Sendable {
         var expansion: [String: String] = [:]
         /// The notices the target shows for the reactions where it has none (`👍 +1`, `👍 −1`), in order.
         var reactionNotices: [String] = []
+        /// Each notice's reaction row, `user|emoji` (the business server keeps one row per message, user and emoji).
+        var reactionRows: [String] = []
         /// Users holding each emoji.
         var reactions: [String: Set<String>] = [:]
 
@@ -107,6 +109,7 @@ enum ChaosChanges {
             log.update(conversation, change.target) { entry in
                 if added { entry.reactions[change.emoji, default: []].insert(user.rawValue) } else { entry.reactions[change.emoji]?.remove(user.rawValue) }
                 entry.reactionNotices.append(added ? "\(change.emoji) +1" : "\(change.emoji) −1")
+                entry.reactionRows.append("\(user.rawValue)|\(change.emoji)")
             }
         }
         log.carried.withLock { $0[change.kind, default: 0] += 1 }

@@ -143,6 +143,7 @@ extension WuKongSandbox {
                                        uid: uid, name: uid, emoji: body.emoji, isDeleted: 0, createdAt: WuKongExtrasCodec.formatTime(now)))
             }
             state.reactions[key] = rows
+            reactionsServed.withLock { $0.toggles["\(body.messageID)|\(uid)|\(body.emoji)", default: []].append(seq) }
             command(WuKongInboundMapper.syncReactionCommand, param: nil, from: uid, key: key, persist: false, in: &state)
         }
         return Self.ok()
@@ -154,6 +155,9 @@ extension WuKongSandbox {
         let limit = min(max(body.limit ?? 100, 1), 1000)
         let rows = state.withLock { state in
             (state.reactions[key] ?? []).filter { $0.seq > body.seq }.sorted { $0.seq < $1.seq }.prefix(limit)
+        }
+        if body.seq > 0, !rows.isEmpty {
+            reactionsServed.withLock { record in for row in rows { record.served.insert("\(row.messageID)|\(row.uid)|\(row.emoji)|\(row.seq)") } }
         }
         return Self.bare(Array(rows))
     }

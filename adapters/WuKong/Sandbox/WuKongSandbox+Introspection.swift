@@ -74,6 +74,7 @@ extension WuKongSandbox {
     }
 
     public func handleSandboxExtra(_ request: HTTPRequestData) async -> HTTPResponseData? {
+        if request.method == "GET", request.normalizedPath == "/_sandbox/reactions-served" { return reactionsServedAnswer() }
         guard request.method == "GET", request.normalizedPath == "/_sandbox/extras-served" else { return nil }
         let served = editsServed.withLock { $0 }.sorted { $0.key < $1.key }.flatMap { id, edits in
             edits.map { edit -> JSONValue in
@@ -83,5 +84,27 @@ extension WuKongSandbox {
             }
         }
         return .json(["served": JSONValue.array(served)])
+    }
+}
+
+/// `GET /_sandbox/reactions-served` → `{"served":[{"message_id","uid","emoji","toggle"}…]}`: each reaction
+/// row's version (`toggle`: its 1st, 2nd … toggle) that a reaction read from a cursor past 0 returned.
+/// The business server keeps one row per message, user and emoji and gives it a new `seq` on each toggle
+/// (docs/adapters/wukong.md), so a toggle overwritten before any read was never there to relay; the
+/// campaign's checker tells such a toggle from a lost one with this. Reads from cursor 0 are left out:
+/// the adapter's `toggleReaction` reads the whole state back that way after every toggle it makes.
+extension WuKongSandbox {
+    func reactionsServedAnswer() -> HTTPResponseData {
+        let (toggles, served) = reactionsServed.withLock { ($0.toggles, $0.served) }
+        var rows: [JSONValue] = []
+        for (row, seqs) in toggles.sorted(by: { $0.key < $1.key }) {
+            let parts = row.split(separator: "|", maxSplits: 2).map(String.init)
+            guard parts.count == 3 else { continue }
+            for (index, seq) in seqs.enumerated() where served.contains("\(row)|\(seq)") {
+                rows.append(.object(["message_id": .string(parts[0]), "uid": .string(parts[1]), "emoji": .string(parts[2]),
+                                     "toggle": .int(Int64(index + 1))]))
+            }
+        }
+        return .json(["served": JSONValue.array(rows)])
     }
 }

@@ -66,6 +66,10 @@ public final class WuKongSandbox: SandboxVendor {
     /// Every edited content an extras read served, by message id, with the read's `limit`
     /// (`GET /_sandbox/extras-served`; not part of the saved state).
     let editsServed = Mutex<[Int64: [EditServed]]>([:])
+    /// Every reaction toggle's `seq`, by row (`message|uid|emoji`), in order, and the rows a reaction read
+    /// from a cursor past 0 served, as `message|uid|emoji|seq` (`GET /_sandbox/reactions-served`; not part
+    /// of the saved state).
+    let reactionsServed = Mutex<(toggles: [String: [Int64]], served: Set<String>)>(([:], []))
     private let notifyFeed: AsyncStream<WKMessage>.Continuation
     private let offlineFeed: AsyncStream<WKMessage>.Continuation
     public let notifier: CallbackDeliverer<WKMessage>?
