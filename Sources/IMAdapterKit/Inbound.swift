@@ -19,6 +19,9 @@ import IMHTTP
 ///   sharing the sink's store sees it, and says whether it was seen before; nil: the sink keeps no marks
 ///   (the adapter then keeps them in its own memory, `CallbackMarks`). A throw means it could not be
 ///   kept: the vendor must redeliver.
+/// - `unrecorded` is told about events a callback carried that the adapter answered with a retry before
+///   they reached `accept` (their mark could not be kept): the vendor may give up on them, and a sink that
+///   keeps order (the bridge) reads their conversations back before it takes anything newer there.
 public protocol EventSink: Sendable {
     func accept(_ events: [IMEvent]) async throws
     func accept(_ batch: InboundBatch) async throws
@@ -27,12 +30,14 @@ public protocol EventSink: Sendable {
     /// (with or without messages). The status page counts it like a successful call (docs/status-page.md).
     func heard(from backend: BackendID)
     func remember(_ mark: CallbackMark) async throws -> CallbackMark.Outcome?
+    func unrecorded(_ events: [IMEvent])
 }
 
 extension EventSink {
     public func refused(_ error: IMError, backend: BackendID) {}
     public func heard(from backend: BackendID) {}
     public func remember(_ mark: CallbackMark) async throws -> CallbackMark.Outcome? { nil }
+    public func unrecorded(_ events: [IMEvent]) {}
 
     /// A sink that keeps no positions takes the events alone (the source then keeps its positions in memory).
     public func accept(_ batch: InboundBatch) async throws {

@@ -127,6 +127,13 @@ extension RelayEngine: EventSink {
         }
     }
 
+    /// Events a callback brought that were answered with a retry before the intake saw them (their
+    /// callback's mark could not be recorded: the store down): their conversations are read back before
+    /// anything newer is recorded there, as for events the intake could not record (`CatchUpGate.notRecorded`).
+    public nonisolated func unrecorded(_ events: [IMEvent]) {
+        intake.gate.notRecorded(events)
+    }
+
     /// Counted, and logged (at most one line per backend a second, with how many were held back): the
     /// reason's class and the adapter's message, which never quotes the request body.
     public nonisolated func refused(_ error: IMError, backend: BackendID) {

@@ -184,6 +184,25 @@ final class FailingHistorySource: CatchUpSource {
 }
 
 extension CatchUpRecoveryTests {
+    /// A callback answered with a retry before the intake saw it — its signature's mark could not be
+    /// recorded (RongCloud; the store down) — and given up by the vendor: a newer message arriving live
+    /// afterwards waits until the conversation is read back, as for a message the store refused (seed
+    /// 226, docs/reliability.md).
+    @Test func aCallbackWhoseMarkWasNotRecordedIsNotOvertaken() async throws {
+        let rig = try Rig(gapSignal: .none)
+        try await rig.start()
+        #expect(await eventually { await rig.runner.finishedPasses >= 1 })
+        _ = try await rig.send(["n1"], delivered: true)
+        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+        let refused = try await rig.send(["n2"], delivered: false)
+        rig.engine.unrecorded(refused.compactMap { rig.source.catchUpEvent(for: $0) })
+        _ = try await rig.send(["n3"], delivered: true)
+        let arrived = try await eventually(20) { try await rig.relayed().count >= 3 }
+        let got = try await rig.relayed()
+        #expect(arrived && got == ["n1", "n2", "n3"], "got \(got)")
+        await rig.stop()
+    }
+
     /// A catch-up cut short by a stop (its task cancelled before it read) is a failed read: the live
     /// message held behind a gap is not recorded as if the gap were read, and the position stays. (Found by
     /// the fault campaign: a SIGTERM during the start-up pass recorded what each conversation held and

@@ -122,7 +122,9 @@ struct RongCloudInboundTests {
             var outcome: CallbackMark.Outcome?
             var failing = false
             var marks: [CallbackMark] = []
+            var unrecorded: [IMEvent] = []
             func accept(_ events: [IMEvent]) async throws {}
+            func unrecorded(_ events: [IMEvent]) { unrecorded += events }
             func remember(_ mark: CallbackMark) async throws -> CallbackMark.Outcome? {
                 if failing { throw IMError(.unavailable, "store down") }
                 marks.append(mark)
@@ -136,8 +138,10 @@ struct RongCloudInboundTests {
         sink.outcome = .first
         #expect(await backend.handle(request(query: signedQuery(), headers: [], body: body), sink: sink).status == 200,
                 "the sink's answer wins over this process's memory")
+        #expect(sink.unrecorded.isEmpty, "a refused replay is no lost message")
         sink.failing = true
         #expect(await backend.handle(request(query: signedQuery(), headers: [], body: body), sink: sink).status == 503)
+        #expect(sink.unrecorded.map(\.eventID) == ["msg:BRGM-DEN2-01E4-BN66"], "the sink hears of the message the retry answer may lose")
         let mark = sink.marks[0]
         #expect(mark.backend == "rc" && mark.key == RongCloudSignature.sign(secret: "S", nonce: "0.7940742792184153", timestamp: "1795258879"))
         #expect(mark.expiresAt == 1_795_258_879_000 + 300_000, "remembered until the timestamp leaves the window")

@@ -19,7 +19,13 @@ extension RongCloudBackend: InboundHandling {
             .run(request, sink: sink, batch: { request in
                 let (batch, mark) = try inbound.batchAndMark(from: request)
                 // A signature taken before with another body is refused (`CallbackMarks`).
-                try await callbackMarks.check(mark, sink: sink, now: clock.nowMs())
+                do {
+                    try await callbackMarks.check(mark, sink: sink, now: clock.nowMs())
+                } catch let error as IMError where error.code != .authenticationFailed {
+                    // The mark could not be kept (the store down): RongCloud may give up on this callback.
+                    sink.unrecorded(batch.events)
+                    throw error
+                }
                 return batch
             })
     }
