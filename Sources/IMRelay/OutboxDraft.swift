@@ -109,3 +109,22 @@ extension RelayEngine {
         signals.doorbell.yield()
     }
 }
+
+extension StoreTransaction {
+    /// The entries pending in `lane` with their payloads, in lane order; a payload that does not decode is
+    /// left out (its entry dead-letters when it runs). The one reading of a lane's queue for those who ask
+    /// what the bridge has queued but not carried out: a migration, `verify` and its repair.
+    package func pendingPayloads(in lane: LaneKey) throws -> [(entry: OutboxEntry, payload: OutboxPayload)] {
+        try pendingEntries(of: lane, limit: 1_000_000).compactMap { entry in
+            (try? OutboxPayload.decode(entry.payload)).map { (entry, $0) }
+        }
+    }
+
+    /// The source messages whose `.send` is pending in `lane`, with the backend each came from.
+    package func pendingSends(in lane: LaneKey) throws -> [(source: MessageID, backend: BackendID)] {
+        try pendingPayloads(in: lane).compactMap { pending in
+            guard case .send(_, let source, _) = pending.payload.action else { return nil }
+            return (source, pending.entry.sourceBackend)
+        }
+    }
+}

@@ -130,11 +130,7 @@ extension RelayEngine {
             var recallRows: [IMEvent] = []
             // Messages whose `.send` the lane holds already (the bridge took them in; their copy is not made
             // yet): the bridge relays them, and their changes with them.
-            var queuedSends: Set<MessageID> = []
-            for entry in try tx.pendingEntries(of: lane, limit: 1_000_000) {
-                guard let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let id, _) = payload.action else { continue }
-                queuedSends.insert(id)
-            }
+            let queuedSends = Set(try tx.pendingSends(in: lane).map(\.source))
             for item in kept {
                 let source = item.event.backend
                 // A change read from history (NIM's carrier) converges as the intake's would, unless the

@@ -66,8 +66,8 @@ extension Verifier {
     static func pendingSources(in lane: LaneKey, _ tx: StoreTransaction) throws -> Set<MessageID> {
         var sent: Set<MessageID> = []
         var changed: [(source: MessageID, backend: BackendID)] = []
-        for entry in try tx.pendingEntries(of: lane, limit: 100_000) {
-            guard let payload = try? OutboxPayload.decode(entry.payload), let source = sourceMessage(of: payload.action) else { continue }
+        for (entry, payload) in try tx.pendingPayloads(in: lane) {
+            guard let source = sourceMessage(of: payload.action) else { continue }
             if case .send = payload.action { sent.insert(source) } else { changed.append((source, entry.sourceBackend)) }
         }
         var pending = sent
@@ -109,12 +109,7 @@ extension Verifier {
            mapping.toConversation == guarded.lane.conversation {
             return false
         }
-        for entry in try tx.pendingEntries(of: guarded.lane, limit: 100_000) {
-            guard let payload = try? OutboxPayload.decode(entry.payload), case .send(_, let source, _) = payload.action,
-                  source == guarded.message, entry.sourceBackend == guarded.source else { continue }
-            return false
-        }
-        return true
+        return try !tx.pendingSends(in: guarded.lane).contains { $0.source == guarded.message && $0.backend == guarded.source }
     }
 }
 
