@@ -221,9 +221,15 @@ public actor CatchUpRunner {
                 failure = error
                 break
             }
-            if let held = gate.finish(key, force: reads >= 5) {
+            if var held = gate.finish(key, force: reads >= 5) {
+                // Recorded in arrival order; the conversation holds its live messages until nothing more came.
                 do {
-                    try await recordHeld(held, release: release)
+                    var first = true
+                    while first || !held.isEmpty {
+                        try await recordHeld(held, release: first ? release : nil)
+                        first = false
+                        held = gate.finish(key, force: true) ?? []
+                    }
                 } catch {
                     failure = error
                 }

@@ -287,15 +287,19 @@ public final class CatchUpGate: Sendable {
         }
     }
 
-    /// Ends the catch-up of `key`; returns what was held, to be recorded now. Nil (and the lane stays
-    /// held) when something was held after the last read: the caller reads again.
+    /// Ends the catch-up of `key`: returns what was held, to be recorded now, or nil (and the lane stays
+    /// held) when something was held after the last read and not `force`: the caller reads again. While
+    /// what it returned is being recorded the conversation goes on holding its live messages; the caller
+    /// calls again (with `force`) once they are recorded, for what came meanwhile, until none came — only
+    /// an empty answer lets live messages through. Released with the first answer, a live message
+    /// arriving while the held ones were recorded was recorded before them (seed 192, docs/reliability.md).
     package func finish(_ key: Key, force: Bool) -> [IMEvent]? {
         state.withLock { state in
             guard var lane = state.lanes[key] else { return [] }
             if lane.missed && !force { return nil }
             let held = lane.held
             lane.held = []
-            lane.running = false
+            if held.isEmpty { lane.running = false }
             lane.missed = false
             state.lanes[key] = lane
             return held
