@@ -284,9 +284,11 @@ extension Delivery {
     /// `imbridge.expansion`, `ExpansionChangeSending`; docs/expansions.md). A carrier is a message: sent
     /// with `clientID`, and when an earlier attempt may have got through (`earlierAttemptAt`), looked up by
     /// it first (`ClientIDLookup`) and not sent again if there — a lookup that cannot run fails retryable,
-    /// as a send's does (`lookupFailed`).
+    /// as a send's does (`lookupFailed`). Returns that earlier carrier when it was found (nothing sent):
+    /// what it carries is the earlier attempt's change, which may differ from `delta`.
+    @discardableResult
     public func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID, _ delta: ExpansionDelta,
-                                clientID: ClientMessageID? = nil, earlierAttemptAt: Int64? = nil) async throws {
+                                clientID: ClientMessageID? = nil, earlierAttemptAt: Int64? = nil) async throws -> Message? {
         try await provision(user)
         if target.capabilities.support(.expansion) == .fallback, let carrier = target as? any ExpansionChangeSending {
             if earlierAttemptAt != nil, let clientID, let lookup = target as? any ClientIDLookup {
@@ -296,15 +298,16 @@ extension Delivery {
                 } catch {
                     throw Self.lookupFailed(error)
                 }
-                if earlier != nil { return }
+                if let earlier { return earlier }
             }
             _ = try await carrier.sendExpansionChange(delta, of: message, in: conversation, by: user, clientID: clientID)
-            return
+            return nil
         }
         let updater = try capability((any ExpansionUpdating).self, .expansion)
         for change in delta.asChanges {
             _ = try await updater.updateExpansion(of: message, in: conversation, by: user, change)
         }
+        return nil
     }
 
     /// Brings `user`'s `emoji` on the copy to `added` (a toggle only when it is not so already, so a

@@ -133,9 +133,14 @@ extension RelayEngine {
             guard !write.isEmpty else { return nil }
             // Keys the target refuses travel encoded (a carrier's JSON takes any key as it is).
             let limits = backend.capabilities.support(.expansion).isNative ? backend.capabilities.expansionLimits : nil
-            try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits),
-                                               clientID: ClientMessageID("\(Self.clientIDPrefix)\(entry.id)"), earlierAttemptAt: earlierAttemptAt)
-            try await store.writing { [to = entry.lane.backend] tx in try ExpansionConvergence.wrote(write, copy: copy, on: to, tx) }
+            let earlier = try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits),
+                                                             clientID: ClientMessageID("\(Self.clientIDPrefix)\(entry.id)"),
+                                                             earlierAttemptAt: earlierAttemptAt)
+            // An earlier attempt's carrier got through: the copy holds what that carrier carried, which is not
+            // this plan when a change was taken in since (a whole-state change then names its keys too). Keys
+            // it did not carry stay unheld for the entries of their own changes (seed 138, docs/reliability.md).
+            let applied = earlier.map { Self.carried(by: $0, on: backend) } ?? write
+            try await store.writing { [to = entry.lane.backend] tx in try ExpansionConvergence.wrote(applied, copy: copy, on: to, tx) }
         case .reaction(let source, let by, let emoji, let added):
             try await delivery.setReaction(emoji, added: added, on: try await mapped(source, entry: entry), in: conversation, by: by)
         case .read(let source, let by):
@@ -163,6 +168,15 @@ extension RelayEngine {
     }
 
     /// The id map's row for `source` on the entry's lane's target, if it was relayed there.
+    /// The change an expansion carrier message carries, read as the target's catch-up reads its carriers
+    /// (`CatchUpSource.catchUpEvent`); none when it cannot be read.
+    static func carried(by carrier: Message, on target: any IMBackend) -> ExpansionDelta {
+        guard case .expansionChanged(_, _, _, let delta)? = (target as? any CatchUpSource)?.catchUpEvent(for: carrier)?.kind else {
+            return ExpansionDelta(version: 0)
+        }
+        return delta
+    }
+
     nonisolated func mapping(of source: MessageID, entry: OutboxEntry) async throws -> MessageMapping? {
         try await store.reading { [from = entry.sourceBackend, to = entry.lane.backend] in try $0.mapped(source, from: from, to: to) }
     }

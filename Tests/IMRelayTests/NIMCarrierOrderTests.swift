@@ -53,3 +53,65 @@ import IMOutbox
         await engine.stop()
     }
 }
+
+extension NIMCarrierOrderTests {
+    /// A carrier whose first attempt got through before the bridge could record it (a SIGKILL) is found on
+    /// the retry and not sent again; the retry's plan, made after a newer change was taken in, names that
+    /// change's key too (a whole-state change names every key). Only what the found carrier carried is
+    /// the copy's now: the newer key is written by its own entry (seed 138, docs/reliability.md).
+    @Test func aRetriedCarrierFoundOnTheTargetMarksHeldOnlyWhatItCarried() async throws {
+        let routes = [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "yx:group:*"), direction: .forward)]
+        let h = try RelayHarness(routes: routes)
+        let yx = MemoryBackend(id: "yx", capabilities: .nim, clock: SystemClock())
+        yx.world.seedGroup(GroupProfile(id: "g", owner: "ann", members: ["ann", "bob"]))
+        let group = ConversationRef.group("g")
+        let events = h.wk.events()
+        let order = try await h.wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("order"), expansion: ["n": "1"]))
+        var taken: IMEvent?
+        for await event in events {
+            if case .message = event.kind { taken = event; break }
+        }
+        let first = RelayEngine(store: h.store, backends: [h.wk, yx], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        await first.start()
+        try await first.accept([try #require(taken)])
+        var copyID: MessageID?
+        #expect(try await eventually {
+            copyID = try h.store.read { try $0.mapped(order.id, from: "wk", to: "yx") }?.toMessage
+            return copyID != nil
+        })
+        let copy = try #require(copyID)
+        #expect(await first.waitUntilIdle())
+        await first.stop()
+
+        // A whole-state change whose first attempt carried {a: x} to NIM, then the bridge died before recording it.
+        let lane = LaneKey(backend: "yx", conversation: group)
+        let whole = OutboxPayload(action: .expansion(source: order.id, by: "ann", delta: ExpansionDelta(version: 5, set: ["n": "1", "a": "x"], cleared: true)),
+                                  route: routes[0], eventTimeMs: 5, sourceConversation: group)
+        let id = try h.store.transaction { tx -> Int64 in
+            let id = try tx.enqueue(lane: lane, sourceBackend: "wk", sourceEventID: EventID("exp:\(order.id):5"), kind: "expansion",
+                                    payload: try whole.encoded(), at: SystemClock().nowMs())
+            try tx.claim(id)
+            return id
+        }
+        _ = try await yx.sendExpansionChange(ExpansionDelta(version: 5, set: ["a": "x"]), of: copy, in: group, by: "wk_ann",
+                                             clientID: ClientMessageID("\(RelayEngine.clientIDPrefix)\(id)"))
+        // A newer change, taken in before the retry runs: its entry comes after the retried one.
+        let engine = RelayEngine(store: h.store, backends: [h.wk, yx], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.accept([IMEvent(eventID: EventID("exp:\(order.id):6"), backend: "wk",
+                                         kind: .expansionChanged(messageID: order.id, conversation: group, by: "ann",
+                                                                 delta: ExpansionDelta(version: 6, set: ["note": "v2"])))])
+        await engine.start()
+        func carried() async throws -> [String] {
+            try await yx.history(HistoryQuery(conversation: group, anchor: .latest, limit: 50)).messages.compactMap { message in
+                guard case .custom(let custom) = message.content, custom.typeName == "imbridge.expansion" else { return nil }
+                return custom.payload
+            }
+        }
+        let reached = try await eventually { try await carried().contains { $0.contains("\"note\"") } }
+        let shown = try await carried()
+        #expect(reached, "the newer key reached NIM: \(shown)")
+        #expect(await engine.waitUntilIdle())
+        #expect(try await carried().filter { $0.contains("\"a\"") }.count == 1, "the found carrier is not sent again")
+        await engine.stop()
+    }
+}
