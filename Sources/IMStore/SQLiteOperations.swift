@@ -121,15 +121,27 @@ package struct SQLiteOperations: StoreOperations {
     package func claimHead(of lane: LaneKey, dueBy now: Int64, leaseOwner: String?) throws -> OutboxEntry? {
         if let leaseOwner {
             return try Row.fetchOne(db.cachedStatement(sql: Self.claimFencedSQL), arguments: [lane.description, now, lane.leaseName, leaseOwner, now])
-                .flatMap(Self.entry)
+                .flatMap(Self.claimedEntry)
         }
-        return try Row.fetchOne(db.cachedStatement(sql: Self.claimSQL), arguments: [lane.description, now]).flatMap(Self.entry)
+        return try Row.fetchOne(db.cachedStatement(sql: Self.claimSQL), arguments: [lane.description, now]).flatMap(Self.claimedEntry)
+    }
+
+    /// `entry(_:)` of a row of `claimStatement`'s `RETURNING` list, read by position in that list. GRDB
+    /// finds a column by name by lowercasing it and every column name before it, on every lookup: 77
+    /// lowercased strings per claimed entry, once per relayed message (docs/performance.md, "Columns by
+    /// position, text by bytes").
+    static func claimedEntry(_ row: Row) -> OutboxEntry? {
+        guard let lane = LaneKey(row[1]), let state = OutboxEntry.State(rawValue: row[6]) else { return nil }
+        return OutboxEntry(id: row[0], lane: lane, sourceBackend: BackendID(row[2] as String), sourceEventID: EventID(row[3] as String),
+                           kind: row[4], payload: row[5], state: state, attempts: row[7], nextAttemptAt: row[8], lastError: row[9],
+                           createdAt: row[10])
     }
 
     /// The texts of `claimHead`'s statement, built once (it runs once per relayed message).
     package static let claimSQL = claimStatement(fence: "")
     package static let claimFencedSQL = claimStatement(fence: " AND EXISTS (SELECT 1 FROM leases WHERE name = ? AND owner = ? AND expires_at > ?)")
 
+    /// Its `RETURNING` list is read by position (`claimedEntry`): a column moved here is moved there.
     private static func claimStatement(fence: String) -> String {
         """
         UPDATE outbox SET attempts = attempts + 1
