@@ -32,14 +32,64 @@ public struct FormBody: Sendable {
     public var encoded: String { Self.encode(items) }
 
     public static func parse(_ text: String) -> [(name: String, value: String)] {
-        // Split on the bytes, not on Characters: `&` and `=` are ASCII, so every cut is a character
-        // boundary, and no grapheme breaking runs over the body (it was most of a callback's parse).
-        text.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { pair in
-            if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
-                return (decode(Substring(pair[..<equals])), decode(Substring(pair[pair.index(after: equals)...])))
+        // On the bytes, not on Characters: `&` and `=` are ASCII, so every cut is a character boundary,
+        // and no grapheme breaking runs over the body (it was most of a callback's parse). Plain `while`
+        // loops over the buffer: `split` and `firstIndex` over `String.UTF8View` stepped an index through
+        // every byte of every routed callback, twice over for its query (docs/performance.md, "Columns by
+        // position, text by bytes").
+        var text = text
+        return text.withUTF8 { utf8 in
+            var items: [(name: String, value: String)] = []
+            var start = 0
+            while start < utf8.count {
+                var end = start
+                while end < utf8.count && utf8[end] != UInt8(ascii: "&") { end += 1 }
+                if end > start {
+                    var equals = start
+                    while equals < end && utf8[equals] != UInt8(ascii: "=") { equals += 1 }
+                    if equals < end {
+                        items.append((decode(utf8, from: start, to: equals), decode(utf8, from: equals + 1, to: end)))
+                    } else {
+                        items.append((decode(utf8, from: start, to: end), ""))
+                    }
+                }
+                start = end + 1
             }
-            return (decode(Substring(pair)), "")
+            return items
         }
+    }
+
+    /// The bytes `start..<end` of `utf8` (valid UTF-8, cut at ASCII bytes) decoded leniently: `+` is a space,
+    /// a `%` not followed by two hex digits is kept literally, invalid UTF-8 after unescaping is repaired.
+    static func decode(_ utf8: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> String {
+        var plain = true
+        var index = start
+        while index < end {
+            if utf8[index] == UInt8(ascii: "%") || utf8[index] == UInt8(ascii: "+") { plain = false; break }
+            index += 1
+        }
+        if plain { return String(decoding: UnsafeBufferPointer(rebasing: utf8[start..<end]), as: UTF8.self) }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(end - start)
+        index = start
+        while index < end {
+            let byte = utf8[index]
+            index += 1
+            switch byte {
+            case UInt8(ascii: "+"):
+                bytes.append(UInt8(ascii: " "))
+            case UInt8(ascii: "%"):
+                if index + 2 <= end, let high = hexValue(utf8[index]), let low = hexValue(utf8[index + 1]) {
+                    bytes.append(high << 4 | low)
+                    index += 2
+                } else {
+                    bytes.append(byte)
+                }
+            default:
+                bytes.append(byte)
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     public static func encode(_ items: [(name: String, value: String)]) -> String {
@@ -108,34 +158,6 @@ public struct FormBody: Sendable {
         default:
             false
         }
-    }
-
-    static func decode(_ part: Substring) -> String {
-        let utf8 = part.utf8
-        // Most names and many values have nothing to unescape: one copy, no byte buffer.
-        guard utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return String(part) }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(utf8.count)
-        var index = utf8.startIndex
-        while index < utf8.endIndex {
-            let byte = utf8[index]
-            index = utf8.index(after: index)
-            switch byte {
-            case UInt8(ascii: "+"):
-                bytes.append(UInt8(ascii: " "))
-            case UInt8(ascii: "%"):
-                if let end = utf8.index(index, offsetBy: 2, limitedBy: utf8.endIndex),
-                   let high = hexValue(utf8[index]), let low = hexValue(utf8[utf8.index(after: index)]) {
-                    bytes.append(high << 4 | low)
-                    index = end
-                } else {
-                    bytes.append(byte)
-                }
-            default:
-                bytes.append(byte)
-            }
-        }
-        return String(decoding: bytes, as: UTF8.self)
     }
 
     private static func hexValue(_ byte: UInt8) -> UInt8? {

@@ -37,6 +37,56 @@ import Testing
         #expect(raw.map(\.name) == ["名", "e\u{301}", "", "k"] && raw.map(\.value) == ["值", "x\u{301}", "v", ""])
     }
 
+    /// The parse over the body's bytes gives what the earlier parse over `String.UTF8View` (split, then
+    /// each part unescaped) gave, for random texts of the characters that matter: separators, escapes,
+    /// bad escapes, escapes of invalid UTF-8, non-ASCII and combining marks.
+    @Test func parseMatchesTheUTF8ViewParse() {
+        func reference(_ text: String) -> [(name: String, value: String)] {
+            func decode(_ part: Substring) -> String {
+                let utf8 = part.utf8
+                guard utf8.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return String(part) }
+                var bytes: [UInt8] = []
+                var index = utf8.startIndex
+                func hex(_ byte: UInt8) -> UInt8? {
+                    switch byte {
+                    case 48...57: byte - 48
+                    case 97...102: byte - 87
+                    case 65...70: byte - 55
+                    default: nil
+                    }
+                }
+                while index < utf8.endIndex {
+                    let byte = utf8[index]
+                    index = utf8.index(after: index)
+                    if byte == UInt8(ascii: "+") {
+                        bytes.append(UInt8(ascii: " "))
+                    } else if byte == UInt8(ascii: "%"), let end = utf8.index(index, offsetBy: 2, limitedBy: utf8.endIndex),
+                              let high = hex(utf8[index]), let low = hex(utf8[utf8.index(after: index)]) {
+                        bytes.append(high << 4 | low)
+                        index = end
+                    } else {
+                        bytes.append(byte)
+                    }
+                }
+                return String(decoding: bytes, as: UTF8.self)
+            }
+            return text.utf8.split(separator: UInt8(ascii: "&"), omittingEmptySubsequences: true).map { pair in
+                if let equals = pair.firstIndex(of: UInt8(ascii: "=")) {
+                    return (decode(Substring(pair[..<equals])), decode(Substring(pair[pair.index(after: equals)...])))
+                }
+                return (decode(Substring(pair)), "")
+            }
+        }
+        let pieces = ["&", "&", "=", "=", "%", "+", "a", "Z", "0", "9", "f", "F", "g", "%4", "%41", "%e4%b8%ad", "%FF", "%C3", "%zz",
+                      "中", "e\u{301}", "\u{1F600}", " ", "~"]
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let text = (0..<Int.random(in: 0...24, using: &generator)).map { _ in pieces.randomElement(using: &generator)! }.joined()
+            let parsed = FormBody.parse(text), expected = reference(text)
+            #expect(parsed.map(\.name) == expected.map(\.name) && parsed.map(\.value) == expected.map(\.value), "\(text)")
+        }
+    }
+
     /// The byte-level escape writes what Foundation's percent encoding with the unreserved set wrote.
     @Test func escapeMatchesFoundationsPercentEncoding() {
         let unreserved = CharacterSet(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
