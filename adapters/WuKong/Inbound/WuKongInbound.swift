@@ -94,7 +94,21 @@ public struct WuKongInbound: Sendable {
         let decoder = WuKongJSON.decoder()
         switch event {
         case "msg.notify":
-            // The common case: every message decodes, the batch in one pass.
+            // The common case: every message decodes, the batch in one pass — read from its parse when
+            // every message has the usual shape (`WKMessage(parsed:)`), else by `JSONDecoder`.
+            if case .array(let elements)? = try? JSONValue.parse(Data(request.body)) {
+                var messages: [WKMessage] = []
+                messages.reserveCapacity(elements.count)
+                for element in elements {
+                    guard let message = WKMessage(parsed: element) else { break }
+                    messages.append(message)
+                }
+                if messages.count == elements.count {
+                    return messages.map { message in
+                        Item(raw: nil, message: .success(message), key: "msg:\(message.messageIDStr)")
+                    }
+                }
+            }
             if let messages = try? decoder.decode([WKMessage].self, from: Data(request.body)) {
                 return messages.map { message in
                     Item(raw: nil, message: .success(message), key: "msg:\(message.messageIDStr)")
