@@ -187,6 +187,24 @@ import Testing
         return entry
     }
 
+    /// A message the source recalled is judged by its count, not its place: its recalled copy may land
+    /// after a newer message (seed 44, docs/reliability.md); it must still be recalled, and the others
+    /// keep their order.
+    @Test func aCopyOfAMessageRecalledOnTheSourceIsJudgedByItsCountNotItsPlace() throws {
+        let entries = [entry(1), entry(2, recalled: true), entry(3), entry(4)]
+        let order = ["a-1", "a-2", "a-3", "a-4"]
+        let rongCloud = ChaosFinalState.TargetTraits.of("rongcloud")
+        func problems(_ shown: [(String, Bool)]) -> [String] {
+            let target = shown.enumerated().map { Record(id: "t\($0.offset)", conversation: "a", text: $0.element.0, recalled: $0.element.1) }
+            return ChaosFinalState.check(conversation: "a", sourceOrder: order, entries: entries, target: target, traits: rongCloud)
+        }
+        #expect(problems([("a-1", false), ("a-3", false), ("a-2", true), ("a-4", false)]).isEmpty)
+        #expect(problems([("a-1", false), ("a-3", false), ("a-4", false)]).isEmpty, "recalled before it was relayed: absent")
+        #expect(problems([("a-1", false), ("a-3", false), ("a-2", false), ("a-4", false)]).contains { $0.contains("not recalled") })
+        #expect(problems([("a-1", false), ("a-4", false), ("a-2", true), ("a-3", false)]).first?.contains("ORDER broken") == true,
+                "the others keep their order")
+    }
+
     /// A reaction toggled and toggled back before any feed read served the first toggle (WuKong keeps one
     /// row per message, user and emoji): the first toggle's notice may be absent — only where no read
     /// served it, and never the row's last toggle (seeds 138 and 204, docs/reliability.md).
