@@ -113,15 +113,18 @@ public struct FormBody: Sendable {
     /// `escape(text)`'s bytes appended to `bytes`.
     static func escape(_ text: String, into bytes: inout [UInt8]) {
         var text = text
-        text.withUTF8 { utf8 in
-            for byte in utf8 {
-                if isUnreserved(byte) {
-                    bytes.append(byte)
-                } else {
-                    bytes.append(UInt8(ascii: "%"))
-                    bytes.append(upperHex[Int(byte >> 4)])
-                    bytes.append(upperHex[Int(byte & 0x0F)])
-                }
+        text.withUTF8 { escape($0, into: &bytes) }
+    }
+
+    /// Each byte of `utf8` appended to `bytes`, percent-encoded outside the unreserved set.
+    static func escape(_ utf8: UnsafeBufferPointer<UInt8>, into bytes: inout [UInt8]) {
+        for byte in utf8 {
+            if isUnreserved(byte) {
+                bytes.append(byte)
+            } else {
+                bytes.append(UInt8(ascii: "%"))
+                bytes.append(upperHex[Int(byte >> 4)])
+                bytes.append(upperHex[Int(byte & 0x0F)])
             }
         }
     }
@@ -135,15 +138,7 @@ public struct FormBody: Sendable {
             guard utf8.contains(where: { !isUnreserved($0) }) else { return String(decoding: utf8, as: UTF8.self) }
             var escaped: [UInt8] = []
             escaped.reserveCapacity(utf8.count * 3)
-            for byte in utf8 {
-                if isUnreserved(byte) {
-                    escaped.append(byte)
-                } else {
-                    escaped.append(UInt8(ascii: "%"))
-                    escaped.append(upperHex[Int(byte >> 4)])
-                    escaped.append(upperHex[Int(byte & 0x0F)])
-                }
-            }
+            escape(utf8, into: &escaped)
             return String(decoding: escaped, as: UTF8.self)
         }
     }
