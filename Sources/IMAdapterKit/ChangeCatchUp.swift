@@ -52,6 +52,15 @@ public protocol ChangeFeedSource: CatchUpSource {
     func useStoredPositions(_ positions: (any CheckpointStorage)?) async
     func readChanges(of conversation: ConversationRef) async throws -> InboundBatch
     func forgetPositions() async
+    /// The conversation sequence (`Message.seq`) of each of `messages` the source's history lists, for a
+    /// feed read from its start: a change to a message past the conversation's catch-up position is to a
+    /// message still on its way (its callback late), not to one from before the bridge. Empty (the
+    /// default) when the source numbers no sequence; then such changes are left out.
+    func sequences(of messages: [MessageID], in conversation: ConversationRef) async throws -> [MessageID: Int64]
+}
+
+extension ChangeFeedSource {
+    public func sequences(of messages: [MessageID], in conversation: ConversationRef) async throws -> [MessageID: Int64] { [:] }
 }
 
 /// A source whose history shows messages in their current state (see above). Contract:

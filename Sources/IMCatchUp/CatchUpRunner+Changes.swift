@@ -50,14 +50,16 @@ extension CatchUpRunner {
 
     /// The feed read on from its stored positions, recorded with the positions reached. A feed with no
     /// stored position yet (a conversation first read by this version) is read from its start: of that,
-    /// only changes to messages the bridge relayed are kept, and edits and reactions older than `max_age`
-    /// are left out — their ledger rows may be pruned, and they would be relayed a second time.
+    /// only changes to messages the bridge relayed or will relay are kept (`knownChanges`), and edits and
+    /// reactions older than `max_age` are left out — their ledger rows may be pruned, and they would be
+    /// relayed a second time. Whatever fails after the read (the screening's store read or lookup, the
+    /// recording) makes the source forget the positions it reached, so that the next read covers them again.
     func readFeed(_ key: CatchUpGate.Key, _ feed: any ChangeFeedSource) async throws -> Int {
         let batch = try await feed.readChanges(of: key.conversation)
-        var events = batch.events
-        if batch.positions.contains(where: { $0.from == nil }) { events = try await knownChanges(events, key) }
-        guard !events.isEmpty || !batch.positions.isEmpty else { return 0 }
         do {
+            var events = batch.events
+            if batch.positions.contains(where: { $0.from == nil }) { events = try await knownChanges(events, key, feed) }
+            guard !events.isEmpty || !batch.positions.isEmpty else { return 0 }
             return try await engine.ingestGrouped(events, setAside: [], firstCheckpoints: [], holdKeys: [], positions: batch.positions).accepted
         } catch {
             await feed.forgetPositions()
@@ -66,8 +68,12 @@ extension CatchUpRunner {
     }
 
     /// Of a feed read from its start: the changes to messages the bridge relayed or recorded (their copy
-    /// may still be queued: a target refusing, a lane behind), recent enough.
-    func knownChanges(_ events: [IMEvent], _ key: CatchUpGate.Key) async throws -> [IMEvent] {
+    /// may still be queued: a target refusing, a lane behind), recent enough — and, on a source that
+    /// numbers its messages, the changes to messages past the conversation's catch-up position: a message
+    /// sent and changed while its callback was late (a paused instance, a vendor's queue behind) is not
+    /// recorded yet when the feed serves its change, and a history read that came just before it does not
+    /// list it. Its change waits in its lane for the copy like a live one (docs/reliability.md, seed 204).
+    func knownChanges(_ events: [IMEvent], _ key: CatchUpGate.Key, _ feed: any ChangeFeedSource) async throws -> [IMEvent] {
         let oldest = clock.nowMs() - settings.maxAgeMs
         let legs = routes.legs(from: key.backend, conversation: key.conversation)
         let candidates = events.compactMap { event -> (IMEvent, MessageID)? in
@@ -85,12 +91,19 @@ extension CatchUpRunner {
         let checked = candidates.map { event, id in
             (event, id, source?.catchUpEvent(for: Message(id: id, conversation: key.conversation, sender: "", sentAt: 0, content: .text("")))?.eventID)
         }
-        return try await store.reading { tx in
-            try checked.filter { _, id, recorded in
+        let known = try await store.reading { tx in
+            try checked.map { _, id, recorded in
                 try legs.contains { try tx.mapped(id, from: key.backend, to: $0.target) != nil }
                     || recorded.map { try tx.hasEvent(key.backend, $0) } == true
-            }.map(\.0)
+            }
         }
+        let unknown = zip(checked, known).filter { !$1 }.map { $0.0.1 }
+        var onTheirWay: Set<MessageID> = []
+        if !unknown.isEmpty, source?.gapSignal == .sequence, let caughtUp = try await knownRecord(key)?.seq {
+            let sequences = try await feed.sequences(of: Array(Set(unknown)), in: key.conversation)
+            onTheirWay = Set(unknown.filter { (sequences[$0] ?? 0) > caughtUp })
+        }
+        return zip(checked, known).filter { $1 || onTheirWay.contains($0.1) }.map { $0.0.0 }
     }
 
     // MARK: history windows

@@ -81,7 +81,7 @@ public struct CallbackPolicy: Sendable, Equatable {
 ///   awaits `takeSubmitted`: an `await enqueue` made after the lock is released does not keep that
 ///   order, since two requests can reach this actor either way round (docs/reliability.md, Finding 12).
 /// - `misbehaviour` can make the next batches arrive twice (after a success, or as two concurrent
-///   requests) or swapped with the batch behind them (`CallbackMisbehaviour`, `POST /_sandbox/callbacks`).
+///   requests), swapped with the batch behind them, or late (`CallbackMisbehaviour`, `POST /_sandbox/callbacks`).
 /// - `render` turns a batch into the HTTP request (the vendor's path, body and signature headers).
 public actor CallbackDeliverer<Item: Sendable> {
     public typealias Render = @Sendable ([Item]) -> OutboundRequest
@@ -210,6 +210,16 @@ public actor CallbackDeliverer<Item: Sendable> {
         while !queue.isEmpty, !Task.isCancelled {
             if policy.intervalMs > 0 { try? await Task.sleep(nanoseconds: UInt64(policy.intervalMs) * 1_000_000) }
             let batch = Array(queue.prefix(policy.maxBatch))
+            if misbehaviour.dropping {
+                // Lost, as after the vendor's last attempt.
+                queue.removeFirst(batch.count)
+                stats.dropped += batch.count
+                continue
+            }
+            if misbehaviour.take(.delay) {
+                // The vendor's queue runs behind: this batch and all behind it wait.
+                try? await Task.sleep(nanoseconds: UInt64(misbehaviour.delayMs) * 1_000_000)
+            }
             if misbehaviour.take(.swap) {
                 // Held back: the batch behind it (if one comes in time) goes first.
                 let waitUntil = ContinuousClock.now + .milliseconds(misbehaviour.swapWaitMs)

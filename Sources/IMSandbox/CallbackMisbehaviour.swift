@@ -11,7 +11,13 @@ import Synchronization
 /// - `swap`: a batch is held back and sent after the one queued behind it (if another arrives within
 ///   `swapWaitMs`; else alone). Only a receiver that can put a conversation back in order (WuKongIM's
 ///   `message_seq`) can be sent this: none of the vendors documents a window within which its callbacks
-///   may arrive out of order (docs/reliability.md, "Fault kinds").
+///   may arrive out of order (docs/reliability.md, "Fault kinds");
+/// - `delay`: a batch waits `delay_ms` (default 5,000) before its first attempt, and every batch behind it
+///   with it: a vendor whose callback queue runs behind, as WuKongIM's webhook queue does under load.
+///   Whatever the receiver reads from the vendor's APIs meanwhile is newer than what its callbacks said;
+/// - `drop_ms`: for that long, every batch that comes up is given up on unsent, as after the vendor's last
+///   attempt (WuKongIM drops a `msg.notify` batch after 5 failed attempts and keeps its queue in memory):
+///   callbacks lost while the receiver is up — what an instance paused and then killed leaves behind.
 ///
 /// Each count is consumed one batch at a time; `armed` shows what is left.
 public final class CallbackMisbehaviour: Sendable {
@@ -19,18 +25,27 @@ public final class CallbackMisbehaviour: Sendable {
         public var redeliver = 0
         public var twice = 0
         public var swap = 0
-        public init(redeliver: Int = 0, twice: Int = 0, swap: Int = 0) {
+        public var delay = 0
+        public init(redeliver: Int = 0, twice: Int = 0, swap: Int = 0, delay: Int = 0) {
             self.redeliver = redeliver
             self.twice = twice
             self.swap = swap
+            self.delay = delay
         }
     }
 
-    public enum Kind: Sendable { case redeliver, twice, swap }
+    public enum Kind: Sendable { case redeliver, twice, swap, delay }
 
     /// How long a swapped batch waits for one behind it.
     public let swapWaitMs: Int64
     private let state = Mutex(Armed())
+    /// How long a delayed batch waits (`delay_ms`, the last one armed).
+    private let delayMsState = Mutex<Int64>(5_000)
+    public var delayMs: Int64 { delayMsState.withLock { $0 } }
+    /// Until when batches are dropped (`drop_ms`).
+    private let dropUntil = Mutex<ContinuousClock.Instant?>(nil)
+    /// Whether a batch coming up now is dropped.
+    var dropping: Bool { dropUntil.withLock { $0.map { ContinuousClock.now < $0 } ?? false } }
     /// Batches that met each kind so far.
     private let carried = Mutex(Armed())
 
@@ -38,17 +53,27 @@ public final class CallbackMisbehaviour: Sendable {
         self.swapWaitMs = swapWaitMs
     }
 
-    /// Adds to the counts: `{"redeliver":N,"twice":N,"swap":N}` (each ≥ 0, at least one given).
+    /// Adds to the counts: `{"redeliver":N,"twice":N,"swap":N,"delay":N}` (each ≥ 0, at least one given;
+    /// `delay_ms` ≥ 0 with `delay`), or starts a time of dropping: `{"drop_ms":M}`.
     public func arm(_ body: JSONValue) throws {
         var add = Armed()
         var given = false
-        for (key, path) in [("redeliver", \Armed.redeliver), ("twice", \Armed.twice), ("swap", \Armed.swap)] {
+        if let value = body["drop_ms"] {
+            guard let ms = value.int64Value, ms >= 0 else { throw IMError(.invalidArgument, "drop_ms must be a whole number ≥ 0") }
+            dropUntil.withLock { $0 = ContinuousClock.now + .milliseconds(ms) }
+            given = true
+        }
+        if let value = body["delay_ms"] {
+            guard let ms = value.int64Value, ms >= 0 else { throw IMError(.invalidArgument, "delay_ms must be a whole number ≥ 0") }
+            delayMsState.withLock { $0 = ms }
+        }
+        for (key, path) in [("redeliver", \Armed.redeliver), ("twice", \Armed.twice), ("swap", \Armed.swap), ("delay", \Armed.delay)] {
             guard let value = body[key] else { continue }
             guard let count = value.int64Value, count >= 0 else { throw IMError(.invalidArgument, "\(key) must be a whole number ≥ 0") }
             add[keyPath: path] = Int(count)
             given = true
         }
-        guard given else { throw IMError(.invalidArgument, "expected one of redeliver, twice, swap (batches)") }
+        guard given else { throw IMError(.invalidArgument, "expected one of redeliver, twice, swap, delay (batches) or drop_ms") }
         arm(add)
     }
 
@@ -57,6 +82,7 @@ public final class CallbackMisbehaviour: Sendable {
             $0.redeliver += add.redeliver
             $0.twice += add.twice
             $0.swap += add.swap
+            $0.delay += add.delay
         }
     }
 
@@ -70,6 +96,7 @@ public final class CallbackMisbehaviour: Sendable {
         case .redeliver: \.redeliver
         case .twice: \.twice
         case .swap: \.swap
+        case .delay: \.delay
         }
         let taken = state.withLock { armed -> Bool in
             guard armed[keyPath: path] > 0 else { return false }

@@ -14,8 +14,9 @@ import Synchronization
 ///   `{"latency_ms"}`; `DELETE /_sandbox/faults`
 /// - `GET /_sandbox/clock` → `{"now_ms"}`; `POST /_sandbox/clock` `{"advance_ms":N}` (forward) or
 ///   `{"skew_ms":N}` (either way: a vendor clock skewed against the bridge's, `SandboxClock.skew`)
-/// - `POST /_sandbox/callbacks` `{"redeliver":N,"twice":N,"swap":N}` → arms the next N callback batches to
-///   be delivered again after a success, twice at once, or after the batch behind them
+/// - `POST /_sandbox/callbacks` `{"redeliver":N,"twice":N,"swap":N,"delay":N,"delay_ms":M}` → arms the next
+///   N callback batches to be delivered again after a success, twice at once, after the batch behind them,
+///   or M ms late with all behind them; `{"drop_ms":M}` loses every batch that comes up for M ms
 ///   (`CallbackMisbehaviour`); answers what is armed; 404 where the sandbox sends no callbacks
 /// - `POST /_sandbox/drift` `{"op","id",…}` → plants drift on a stored message (`SandboxDrift`)
 /// - `POST /_sandbox/groups` `{"id","owner","members","name"}` → seeds a group under a chosen id
@@ -179,7 +180,7 @@ public final class SandboxServer: Sendable {
             do {
                 try misbehaviour.arm(try JSONValue.parse(request.body.isEmpty ? Data("{}".utf8) : Data(request.body)))
                 let armed = misbehaviour.armed
-                return .json(["redeliver": armed.redeliver, "twice": armed.twice, "swap": armed.swap])
+                return .json(["redeliver": armed.redeliver, "twice": armed.twice, "swap": armed.swap, "delay": armed.delay])
             } catch {
                 return .json(["error": "\(error)"], status: 400)
             }

@@ -360,6 +360,61 @@ extension CrashTests {
             #expect(await bridge.terminate() == 0)
         }
 
+        /// WuKong → RongCloud: a message sent and recalled while the bridge is up but its callbacks are lost
+        /// (`drop_ms`: what an instance paused and then killed leaves behind), in a conversation whose change
+        /// feed has no stored position yet. The start's catch-up read history just before the message existed
+        /// (its answer held back), then reads the feed from its start, which serves the recall of a message
+        /// the bridge has not recorded. The message is past the conversation's catch-up position, so it is on
+        /// its way: its recall is kept, and follows the copy the next catch-up makes (seed 204,
+        /// docs/reliability.md). Before, only changes to recorded messages were kept, the feed's stored
+        /// position moved past the recall, and the copy was never recalled.
+        @Test func aRecallReadBeforeItsMessageWasRecordedFollowsTheCopy() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("cw8")
+            var bridge = try await rig.bridge(run: 1)
+            let (_, copies) = try await rig.sendRelayed(["first"], into: group, through: wk, bridge: bridge)
+            #expect(await bridge.terminate() == 0)
+
+            let http = HTTPClientWrapper()
+            let base = rig.lab.url(of: "wk")
+            // The start's history read is answered as it stands, 4 s late.
+            let hold = try await http.send(.json(base + "/_sandbox/faults", Data(#"{"hold_ms":4000,"count":1,"path_prefix":"/channel/messagesync"}"#.utf8)))
+            #expect(hold.status == 200)
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let read = try await eventually(30) {
+                let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/traceparents"))
+                return String(decoding: shown.body, as: UTF8.self).contains("/channel/messagesync")
+            }
+            #expect(read, "the start's catch-up read history")
+            let readAt = Date()
+            try await Task.sleep(nanoseconds: 300_000_000)
+            let drop = try await http.send(.json(base + "/_sandbox/callbacks", Data(#"{"drop_ms":2500}"#.utf8)))
+            #expect(drop.status == 200)
+            let late = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("late")))
+            try await #require(wk as? any Recalling).recall(late.id, in: group, by: "ann")
+            let vendor = try #require(rig.lab.sandboxes["wk"]?.vendor)
+            #expect(try await eventually(10) { await CatchUpEndToEndTests.Rig.deliveryState(vendor).dropped >= 2 }, "both callbacks were lost")
+            // After the feed's read: the next message is a jump in the sequence, and catch-up reads `late`.
+            let wait = 6 - Date().timeIntervalSince(readAt)
+            if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
+            let (_, after) = try await rig.sendRelayed(["after"], into: group, through: wk, bridge: bridge)
+
+            func lateCopy() async throws -> JSONValue? {
+                guard let copy = try rig.copy(of: late.id) else { return nil }
+                return try await rig.records("cw8").first { $0["id"]?.stringValue == copy.rawValue }
+            }
+            let recalled = try await eventually(60) { try await lateCopy()?["recalled"] == true }
+            let shown = try await rig.lab.table("rc", title: "RongCloud")
+            #expect(recalled, "the recall read before its message was recorded followed the copy:\n\(shown)\n\(bridge.output.suffix(4000))")
+            let records = try await rig.records("cw8")
+            let kept = [copies["first"], after["after"]].map { id in records.first { $0["id"]?.stringValue == id?.rawValue }?["recalled"] }
+            #expect(kept == [false, false], "the messages left alone stay as they were")
+            #expect(await bridge.terminate() == 0)
+        }
+
         /// NIM → WuKong: a message recalled on NIM while the bridge is down is recalled on WuKong once it is
         /// started again — NIM's history drops a recalled message, and the relayed message it no longer lists
         /// is taken as recalled.

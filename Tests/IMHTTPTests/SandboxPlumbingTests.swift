@@ -261,6 +261,41 @@ final class EchoVendor: SandboxVendor {
         await receiver.stop()
     }
 
+    /// The late and lost callbacks: a delayed batch holds the ones behind it back (none overtakes it), and
+    /// for `drop_ms` every batch that comes up is lost unsent, counted as dropped; after it, batches go again.
+    @Test func armedMisbehaviourDelaysAndDropsBatches() async throws {
+        let seen = Mutex<[(String, ContinuousClock.Instant)]>([])
+        let receiver = HTTPServer { request in
+            seen.withLock { $0.append((request.bodyString, .now)) }
+            return .text("ok")
+        }
+        let port = try await receiver.start()
+        let deliverer = CallbackDeliverer<Int>(retryBaseMs: 5, retryMaxMs: 20) { batch in
+            .json("http://127.0.0.1:\(port)/hook", Data("\(batch)".utf8))
+        }
+        let start = ContinuousClock.now
+        try deliverer.misbehaviour.arm(JSONValue.parse(Data(#"{"delay":1,"delay_ms":400}"#.utf8)))
+        await deliverer.enqueue([1, 2])
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 60_000))
+        let delayed = seen.withLock { $0 }
+        #expect(delayed.map(\.0) == ["[1]", "[2]"], "in order")
+        #expect(delayed.allSatisfy { $0.1 - start >= .milliseconds(400) }, "neither before the delay")
+
+        try deliverer.misbehaviour.arm(JSONValue.parse(Data(#"{"drop_ms":60000}"#.utf8)))
+        await deliverer.enqueue([3, 4])
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 60_000))
+        try deliverer.misbehaviour.arm(JSONValue.parse(Data(#"{"drop_ms":0}"#.utf8)))
+        await deliverer.enqueue(5)
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 60_000))
+        #expect(seen.withLock { $0.map(\.0) } == ["[1]", "[2]", "[5]"], "the batches that came up while dropping were lost")
+        let stats = await deliverer.currentStats
+        #expect(stats.delivered == 3 && stats.dropped == 2 && stats.pending == 0)
+        #expect(deliverer.misbehaviour.applied.delay == 1)
+        #expect(throws: IMError.self) { try deliverer.misbehaviour.arm(JSONValue.parse(Data(#"{"drop_ms":-1}"#.utf8))) }
+        await deliverer.stop()
+        await receiver.stop()
+    }
+
     @Test func anUnreachableReceiverKeepsItemsPending() async throws {
         // Each refused connection is one failed attempt; retried for ever, the item stays pending.
         let deliverer = CallbackDeliverer<Int>(retryBaseMs: 5, retryMaxMs: 10, timeoutSeconds: 1) { _ in

@@ -114,4 +114,15 @@ extension WuKongBackend: ChangeFeedSource {
     public func forgetPositions() async {
         await sync.forget()
     }
+
+    /// One `POST /messages` by message id (docs/adapters/wukong.md, "Changes while the bridge is down").
+    public func sequences(of messages: [MessageID], in conversation: ConversationRef) async throws -> [MessageID: Int64] {
+        let ids = Set(messages.compactMap { Int64($0.rawValue) })
+        guard !ids.isEmpty else { return [:] }
+        let address = try WuKongChannel.lookup(conversation, viewer: reader(of: conversation))
+        let found = try await client.lookup(WKLookupRequest(loginUID: address.loginUID, channelID: address.id, channelType: address.type,
+                                                            messageIDs: ids.sorted()))
+        return Dictionary(found.filter { $0.messageSeq > 0 }.map { (MessageID($0.messageIDStr), Int64($0.messageSeq)) },
+                          uniquingKeysWith: { a, _ in a })
+    }
 }
