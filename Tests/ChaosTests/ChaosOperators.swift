@@ -20,6 +20,11 @@ extension ChaosCampaign {
             guard answer.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/callbacks \(key): \(answer.status)") }
             timeline.note("source: next \(fault.count) callback batches " + ["redeliver": "delivered again after their success",
                                                                               "twice": "sent twice at once", "swap": "held behind the next"][key]!)
+        case .lateCallbacks:
+            let answer = try await parties.http.send(.json(parties.lab.url(of: plan.source.name) + "/_sandbox/callbacks",
+                                                           Data(#"{"delay":\#(fault.count),"delay_ms":\#(fault.durationMs)}"#.utf8)))
+            guard answer.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/callbacks delay: \(answer.status)") }
+            timeline.note("source: next \(fault.count) callback batches each held back \(fault.durationMs) ms")
         case .verifyRepair:
             timeline.note("verify --repair --settle \(fault.count) begins")
             let run = try await verify(parties.config, parties.lab, ["--repair", "--repair-timeout", "30", "--settle", "\(fault.count)"])

@@ -65,6 +65,11 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// again with an attempt behind it. Drawn once in every run whose source edits (WuKong), after all
     /// the other kinds; a party of its own (a rule that waits for its requests, beside the target's faults).
     case editRefused = "edit-refused"
+    /// The source's next 1–3 callback batches each held back 2–10 s, every batch behind them waiting (a
+    /// vendor's callback queue running behind: `delay` in `CallbackMisbehaviour`), so that what the bridge
+    /// reads from the source's APIs meanwhile (history, WuKong's change feed) is newer than its callbacks.
+    /// Drawn after all the other kinds, in half the runs, on every source.
+    case lateCallbacks = "late-callbacks"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
@@ -145,6 +150,7 @@ struct Fault: Sendable, CustomStringConvertible {
         case .editRefused:
             return "\(at) edit-refused: next \(count) target requests carrying an edit"
                 + (pathPrefix.map { " (to \($0))" } ?? bodyContains.map { " (body holding \"\($0)\")" } ?? "") + " answered \(status)"
+        case .lateCallbacks: return "\(at) late-callbacks: the source's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting"
         case .clockSkew, .restartAfterRetention, .newGroups: return "\(at) \(kind.rawValue)"
         }
     }
@@ -340,6 +346,15 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
             fault.count = Int.random(in: 1...3, using: &rng)
             fault.status = [429, 500, 502, 503][Int.random(in: 0..<4, using: &rng)]
             if target.vendor == "wukong" { fault.pathPrefix = "/v1/message/edit" } else { fault.bodyContains = "✎ " }
+            self.faults = (self.faults + [fault]).sorted { $0.atMs < $1.atMs }
+        }
+        // Late callbacks, drawn after everything else from a generator of their own (so a plan without them
+        // is what it was, and theirs does not depend on which other kinds are drawn).
+        var late = SplitMix64(seed: seed ^ 0x1A7E_CA11)
+        if kinds.contains(.lateCallbacks) && Bool.random(using: &late) {
+            var fault = Fault(kind: .lateCallbacks, atMs: Int.random(in: 1500..<max(1501, workloadMs / 2), using: &late))
+            fault.count = Int.random(in: 1...3, using: &late)
+            fault.durationMs = min(Int.random(in: 2000...10_000, using: &late), workloadMs - fault.atMs)
             self.faults = (self.faults + [fault]).sorted { $0.atMs < $1.atMs }
         }
     }

@@ -118,6 +118,8 @@ import Testing
             #expect(refused.allSatisfy { plan.target.vendor == "wukong" ? $0.pathPrefix == "/v1/message/edit" && $0.bodyContains == nil
                                                                        : $0.bodyContains == "✎ " && $0.pathPrefix == nil }, "seed \(seed)")
             #expect(plan.faults.filter { $0.kind != .editRefused }.map(\.description) == without.faults.map(\.description), "seed \(seed)")
+            let withoutLate = ChaosPlan(seed: seed, kinds: FaultKind.defaultSet.subtracting([.lateCallbacks]))
+            #expect(plan.faults.filter { $0.kind != .lateCallbacks }.map(\.description) == withoutLate.faults.map(\.description), "seed \(seed)")
             staged += refused.count
         }
         #expect(staged > 5, "\(staged) of 40 seeds refuse edits")
