@@ -17,11 +17,12 @@ struct RelayHarness {
     let store: BridgeStore
     let routes: [Route]
 
-    init(rcWrapper: ((MemoryBackend) -> any IMBackend)? = nil, routes: [Route]? = nil) throws {
+    /// `storeURL`: another store than the SQLite file at `path` (a PostgreSQL URL).
+    init(rcWrapper: ((MemoryBackend) -> any IMBackend)? = nil, routes: [Route]? = nil, storeURL: String? = nil) throws {
         wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
         rcMemory = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: SystemClock())
         rc = rcWrapper?(rcMemory) ?? rcMemory
-        store = try BridgeStore(path: path)
+        store = try BridgeStore(path: storeURL ?? path)
         self.routes = try routes ?? [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "rc:group:*"))]
     }
 

@@ -4,6 +4,7 @@ import IMCore
 @_spi(Testing) @testable import IMRelay
 import IMStore
 import IMTesting
+import PostgresTestSupport
 import Testing
 @testable import IMOutbox
 @_spi(Testing) @testable import IMVerify
@@ -17,6 +18,22 @@ import Testing
     let group = ConversationRef.group("g")
 
     init() throws { h = try RelayHarness() }
+
+    /// The repair's guard on PostgreSQL, beside a `.send` the bridge queued before it (seed 194).
+    @Test func onPostgresARepairDoesNotSendWhatTheBridgeQueued() async throws {
+        let h = try RelayHarness(storeURL: try TestPostgres.freshURL("verify"))
+        let taken = try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("taken in meanwhile")))
+        let verifier = Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+        var report = try await verifier.run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        #expect(report.conversations.first?.items.map(\.kind) == [.missing], "\(report.table)")
+        let engine = h.engine()
+        let event = IMEvent(eventID: EventID("msg:\(taken.id)"), backend: "wk", kind: .message(taken))
+        #expect(try engine.ingest([event]).queued == 1)
+        let lane = LaneKey(backend: "rc", conversation: group)
+        #expect(try h.store.read { try $0.pendingSends(in: lane).map(\.source) } == [taken.id], "the bridge's `.send` reads back")
+        try await verifier.repair(&report, retry: RetryPolicy(baseMs: 5, maxMs: 50), timeoutMs: 5_000)
+        #expect(report.conversations.first?.items.first?.repair?.hasPrefix("not needed") == true, "\(report.table)")
+    }
 
     /// Sends `text` on WuKong as alice; its copy on RongCloud (as the puppet) when `copy`, mapped when `map`.
     func relay(_ texts: [String], copyOrder: [Int]? = nil, map: Bool = true) async throws -> (sources: [Message], copies: [Message]) {
