@@ -31,14 +31,18 @@ extension ChaosCampaign {
 
     /// Carries out the schedule; returns violations seen while doing so (a restart that never came up).
     static func inject(_ plan: ChaosPlan, _ parties: Parties) async -> [String] {
-        // The bridge's side, the target's and the cluster's run side by side, each party's faults in order.
-        async let bridgeSide = runFaults(plan.faults.filter(\.kind.hitsBridge), parties)
-        async let targetSide = runFaults(plan.faults.filter(\.kind.hitsTarget), parties)
-        async let clusterSide = runFaults(plan.faults.filter(\.kind.hitsCluster), parties)
-        async let sourceSide = runFaults(plan.faults.filter(\.kind.hitsSource), parties)
-        async let operatorSide = runFaults(plan.faults.filter(\.kind.hitsOperator), parties)
-        async let editSide = runFaults(plan.faults.filter(\.kind.hitsEdits), parties)
-        return await bridgeSide + targetSide + clusterSide + sourceSide + operatorSide + editSide
+        // The parties (`FaultKind.party`: the bridge's side, the target's, the cluster's …) run side by side,
+        // each party's faults in order. A scheduled fault of no party is a violation, never a silent no-op.
+        let byParty = Dictionary(grouping: plan.faults) { $0.kind.party ?? "" }
+        if let orphans = byParty[""] {
+            return ["faults scheduled that no party carries out: \(orphans.map(\.kind.rawValue))"]
+        }
+        return await withTaskGroup(of: [String].self) { group in
+            for faults in byParty.values { group.addTask { await runFaults(faults, parties) } }
+            var problems: [String] = []
+            for await found in group { problems += found }
+            return problems
+        }
     }
 
     /// The instance holding the most unexpired lane leases (the first when none is held).

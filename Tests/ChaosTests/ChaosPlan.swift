@@ -81,6 +81,18 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// What an operator runs beside the bridge; drawn after the source's, in slots of their own (they
     /// overlap every other party's faults).
     var hitsOperator: Bool { [.verifyRepair, .migrate].contains(self) }
+    /// Every kind is carried out by exactly one party (`ChaosCampaign.inject`); `late-callbacks` is a party of
+    /// its own.
+    var party: String? {
+        if hitsBridge { return "bridge" }
+        if hitsTarget { return "target" }
+        if hitsCluster { return "cluster" }
+        if hitsSource { return "source" }
+        if hitsOperator { return "operator" }
+        if hitsEdits { return "edits" }
+        if self == .lateCallbacks { return "late" }
+        return nil
+    }
     /// Faults that need the PostgreSQL topology (one or two instances on one server); drawn after the
     /// others, so plans without them stay what they were.
     var hitsCluster: Bool { [.pauseHolder, .postgresDown].contains(self) }

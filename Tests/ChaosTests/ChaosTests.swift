@@ -71,6 +71,18 @@ import Testing
         #expect(plan.faults.allSatisfy { $0.atMs >= 1500 && $0.atMs + $0.durationMs <= plan.workloadMs })
     }
 
+    /// Every fault a plan schedules is carried out by a party (`ChaosCampaign.inject` groups by it): a kind
+    /// added to the plan but to no party was once drawn and never staged (`late-callbacks`, session 32).
+    @Test func everyScheduledFaultHasAParty() {
+        var seen: Set<FaultKind> = []
+        for seed: UInt64 in 1...200 {
+            let plan = ChaosPlan(seed: seed, kinds: Set(FaultKind.allCases))
+            #expect(plan.faults.allSatisfy { $0.kind.party != nil }, "seed \(seed): \(plan.faults.map(\.kind.rawValue))")
+            seen.formUnion(plan.faults.map(\.kind))
+        }
+        #expect(seen.contains(.lateCallbacks) && seen.contains(.editRefused) && seen.contains(.pauseHolder), "\(seen)")
+    }
+
     @Test func environmentSelectsSeedsAndKinds() throws {
         #expect(ChaosSeeds.fromEnvironment([:]) == ChaosSeeds.ci)
         #expect(ChaosSeeds.fromEnvironment(["IMBRIDGE_CHAOS_SEED": "42"]) == [42])
