@@ -146,12 +146,14 @@ extension CatchUpRunner {
         let record = try await storedRecord(key)
         let viewer = record.viewer.map(UserID.init) ?? key.conversation.participants.first
         let legs = routes.legs(from: key.backend, conversation: key.conversation)
-        // Listed before history is read: a message relayed after the read began cannot look deleted.
-        let (relayed, queued) = try await store.reading { tx in
+        // Listed before history is read: a message relayed after the read began cannot look deleted, nor
+        // can an expansion key the store learned after it (`expansionChanges`).
+        let (relayed, queued, keysBeforeRead) = try await store.reading { tx in
             let copied = try tx.relayedMessages(from: key.backend, in: key.conversation, sentSince: since)
             let listed = Set(copied.map(\.id))
             let queued = try Self.queuedMessages(key, legs: legs, sentSince: since, tx).filter { !listed.contains($0.id) }
-            return (copied + queued, Set(queued.map(\.id)))
+            let keys = try Dictionary((copied + queued).map { ($0.id, try tx.expansionKeys(of: $0.id, on: key.backend)) }, uniquingKeysWith: { a, _ in a })
+            return (copied + queued, Set(queued.map(\.id)), keys)
         }
         let messages = try await source.recentMessages(of: key.conversation, sentSince: since, viewer: viewer)
         // A recalled message relayed or queued for its copy (the recall is queued behind the copy).
@@ -169,7 +171,7 @@ extension CatchUpRunner {
                 if let event = source.absenceEvent(of: message.id, in: key.conversation, at: now, by: message.sender) { events.append(event) }
             }
         }
-        events += try await expansionChanges(messages, key, source: source)
+        events += try await expansionChanges(messages, key, source: source, keysBeforeRead: keysBeforeRead)
         guard !events.isEmpty else { return 0 }
         return try await engine.ingestGrouped(events).accepted
     }

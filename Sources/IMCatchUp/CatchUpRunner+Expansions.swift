@@ -19,7 +19,14 @@ extension CatchUpRunner {
     /// the bridge cannot tell them from the message's first values. History does not say who made a
     /// change: it is relayed as the message's sender's (whose puppet wrote the copy, so may write to it —
     /// a NIM carrier must come from a member of the team).
-    func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource) async throws -> [IMEvent] {
+    ///
+    /// A key is taken as removed only when the store held it, as it holds it now, before the read began
+    /// (`keysBeforeRead`, read before history): a key the store learned while history was being read (its
+    /// callback, another instance's read) is newer than that read, whose not showing it says nothing —
+    /// taking it as removed stamped a version past the key's own and outranked the set (seed 300,
+    /// docs/reliability.md).
+    func expansionChanges(_ messages: [Message], _ key: CatchUpGate.Key, source: any ChangeWindowSource,
+                          keysBeforeRead: [MessageID: [String: ExpansionKeyRecord]]) async throws -> [IMEvent] {
         let shown = messages.compactMap { message in message.expansion.map { (message.id, $0, message.sender, message.sentAt) } }
         guard !shown.isEmpty else { return [] }
         let capabilities = source.capabilities
@@ -57,7 +64,7 @@ extension CatchUpRunner {
                     }
                 }
                 for (original, record) in records where !seen.contains(original) {
-                    guard case .known(.some) = record.held else { continue }
+                    guard case .known(.some) = record.held, keysBeforeRead[id]?[original] == record else { continue }
                     removed.append(ExpansionKeyCodec.encode(original, for: limits))
                     // History gives no time for a removal: it came after the state recorded for the key,
                     // after the message was sent and before this read, so just past the latest time the

@@ -4,14 +4,52 @@ import IMBridgeApp
 import IMCore
 import IMStore
 @testable import IMRelay
+import IMTesting
+import IMOutbox
 import Testing
 @testable import IMPositions
+@_spi(Testing) @testable import IMCatchUp
 
 /// The pieces of catch-up that keep positions honest (docs/architecture.md, "Catch-up" and "Catch-up of
 /// changes"): the gate moves a `.sequence` position only along an unbroken run, feed positions are stored
 /// forward only and refuse a read that began past them, `change_window` is bounded by `max_age`. End to
 /// end: Tests/EndToEndTests/ChangesWhileDownTests.swift and RestartPositionsTests.swift.
 @Suite struct ChangeCatchUpTests {
+    /// A re-read of history takes a key as removed only when the store held it before the read began: a
+    /// key the store learned while history was being read (its callback, another instance's read) is newer
+    /// than the read, and a removal stamped past its version outranked the set for good (seed 300). A key
+    /// held before the read that the read does not show is still a removal.
+    @Test func aKeyLearnedWhileHistoryWasReadIsNotTakenAsRemovedByThatRead() async throws {
+        let h = try RelayHarness()
+        let source = WindowHistorySource(MemoryBackend(id: "wk", capabilities: .rongCloud, clock: SystemClock()))
+        let engine = RelayEngine(store: h.store, backends: [source, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        let runner = CatchUpRunner(engine: engine, backends: [source, h.rc], routes: h.routes,
+                                   settings: CatchUpSettings(maxAgeMs: 3_600_000, maxMessagesPerConversation: 100, intervalMs: 600_000))
+        let id = MessageID("m1"), key = CatchUpGate.Key(backend: "wk", conversation: .group("g"))
+        func put(_ name: String, _ value: String, at version: Int64) throws {
+            try h.store.transaction { tx in
+                try tx.putExpansionKeys([ExpansionKeyRecord(key: name, value: value, version: version, origin: "wk", held: .known(value), heldAt: version)],
+                                        of: id, on: "wk")
+            }
+        }
+        try put("note", "v6", at: 101)
+        let before = try h.store.read { ["m1": try $0.expansionKeys(of: id, on: "wk")] as [MessageID: [String: ExpansionKeyRecord]] }
+        try put("st", "v9", at: 205)
+        // The read, made before `st` was set, shows `note` alone.
+        var message = Message(id: id, conversation: .group("g"), sender: "ann", sentAt: 100, content: .text("x"))
+        message.expansion = Expansion(entries: ["note": ExpansionEntry(value: "v6", version: 101)])
+        let stale = try await runner.expansionChanges([message], key, source: source, keysBeforeRead: before)
+        #expect(stale.isEmpty, "a key learned during the read is not removed by it: \(stale.map(\.eventID))")
+
+        let held = try h.store.read { ["m1": try $0.expansionKeys(of: id, on: "wk")] as [MessageID: [String: ExpansionKeyRecord]] }
+        let later = try await runner.expansionChanges([message], key, source: source, keysBeforeRead: held)
+        guard case .expansionChanged(_, _, _, let delta)? = later.first?.kind else {
+            Issue.record("a key held before the read and not shown by it is a removal: \(later)")
+            return
+        }
+        #expect(delta.removed == ["st"] && delta.set.isEmpty && delta.version > 205)
+    }
+
     @Test func aRecordedMessagePastThePositionDoesNotMoveIt() {
         let gate = CatchUpGate()
         gate.watch("wk", signal: .sequence, starting: false)
