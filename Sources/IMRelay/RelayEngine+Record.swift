@@ -44,7 +44,13 @@ extension RelayEngine {
         let limits = capabilities?.support(.expansion).isNative == true ? capabilities?.expansionLimits : nil
         let delta = ExpansionKeyCodec.decode(raw, for: limits, known: Array(try tx.expansionKeys(of: id, on: event.backend).keys))
         event.kind = .expansionChanged(messageID: id, conversation: conversation, by: by, delta: delta)
-        let version = capabilities?.expansionVersionIsChangeTime == true ? delta.version : now
+        let version = if capabilities?.expansionVersionIsChangeTime == true {
+            delta.version
+        } else if capabilities?.expansionVersionIsReadTime == true, delta.version > 0 {
+            min(delta.version, now)
+        } else {
+            now
+        }
         let decision = try ExpansionConvergence(routes: routes).intake(delta, of: id, on: event.backend, in: conversation, version: version, tx)
         for repair in decision.repairs {
             let actor = by ?? repair.leg.targetUser("bridge")

@@ -94,8 +94,12 @@ extension MemoryWorld {
             let delta = expansion.apply(change, at: capabilities.expansionVersionIsChangeTime ? clock.nowMs() : nil)
             guard !delta.isEmpty else { return delta }
             state.update(id) { $0.expansion = expansion }
+            // Under a preset whose versions are read times (WuKong's), stamped when the change is seen, as
+            // the adapter stamps the read that serves it; the event keeps the counter in its id.
+            var seen = delta
+            if capabilities.expansionVersionIsReadTime { seen.version = clock.nowMs() }
             Self.publish("exp:\(id):\(delta.version)",
-                         .expansionChanged(messageID: id, conversation: conversation, by: user, delta: delta), in: &state)
+                         .expansionChanged(messageID: id, conversation: conversation, by: user, delta: seen), in: &state)
             return delta
         }
     }

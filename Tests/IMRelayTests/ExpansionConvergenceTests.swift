@@ -91,6 +91,43 @@ import IMOutbox
     /// WuKong copy is under way (the plan marked it written) when the copy's first read after a restart
     /// comes — WuKong gives that read as the message's whole state, a clear, newer than the change. The
     /// copy never held the key, so its absence is no removal: the write goes out and both sides end equal.
+    /// WuKong → RongCloud: two reads of WuKong's extras, the first served before a key was set and recorded
+    /// after the second (a catch-up's read beside a callback's sync; seed 293). The first, the message's
+    /// whole state after a start, does not hold the key; ordered by when it was recorded it removed the
+    /// key for good. Ordered by when each read was asked for (`expansionVersionIsReadTime`), the newer read
+    /// keeps it.
+    @Test func aReadServedBeforeAnotherButRecordedAfterItDoesNotUndoIt() async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.rc])
+        defer { Task { _ = await engine.stop() } }
+        let order = try await h.wk.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["n": "9"]))
+        _ = try engine.ingest([IMEvent(eventID: EventID("msg:\(order.id)"), backend: "wk", kind: .message(order))])
+        var copy: MessageID?
+        #expect(try await eventually {
+            copy = try h.store.read { try $0.mapped(order.id, from: "wk", to: "rc") }?.toMessage
+            return copy != nil
+        })
+        #expect(await engine.waitUntilIdle())
+        let asked = Int64(Date().timeIntervalSince1970 * 1000)
+        func change(_ id: String, _ delta: ExpansionDelta) -> IMEvent {
+            IMEvent(eventID: EventID(id), backend: "wk", kind: .expansionChanged(messageID: order.id, conversation: g1, by: "shop", delta: delta))
+        }
+        // The newer read (asked for second) is recorded first; the older one, the whole state, after it.
+        _ = try engine.ingest([change("exp:\(order.id):7", ExpansionDelta(version: asked + 20, set: ["pri": "v11"]))])
+        try await Task.sleep(nanoseconds: 50_000_000)
+        _ = try engine.ingest([change("exp:\(order.id):5", ExpansionDelta(version: asked, set: ["n": "9"], cleared: true))])
+        #expect(await engine.waitUntilIdle())
+        let copyID = try #require(copy)
+        var last: [String: String] = [:]
+        let converged = try await eventually(30) {
+            last = try await h.rcMemory.expansion(of: copyID, in: g1).values
+            return last == ["n": "9", "pri": "v11"]
+        }
+        #expect(converged, "the copy holds \(last)")
+        #expect(try h.store.read { try $0.expansionKeys(of: order.id, on: "wk") }["pri"]?.value == "v11")
+    }
+
     @Test func aCopysWholeStateDoesNotRemoveAKeyItsWriteHasNotReached() async throws {
         let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
         let h = try RelayHarness(routes: routes)

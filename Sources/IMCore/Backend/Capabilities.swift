@@ -98,6 +98,12 @@ public struct Capabilities: Hashable, Sendable, Codable {
     /// `msgTimestamp`); the bridge then orders changes by it. Elsewhere (WuKong's `extra_version` is a
     /// per-channel counter) the bridge stamps the change with its own intake time (docs/expansions.md).
     public var expansionVersionIsChangeTime: Bool = false
+    /// True where an inbound expansion change's version is the bridge's clock when the adapter asked the
+    /// vendor for the state it was read from (WuKong: the extras sync that served the row). The bridge
+    /// orders such changes by it (never past its intake time): a read served before another but recorded
+    /// after it — a catch-up's read beside a callback's sync — does not outrank what the later read found
+    /// (seed 293, docs/reliability.md).
+    public var expansionVersionIsReadTime: Bool = false
     /// How a recalled message shows in the vendor's history read by another process (`imbridge verify`
     /// compares recall state only where it is `marked`; docs/verify.md).
     public var recallsInHistory: RecallsInHistory = .marked

@@ -21,12 +21,14 @@ extension WuKongBackend {
             var cursor = start.cursor
             var read = SyncRead()
             while true {
+                // Before the request: the rows are at least as new as this (an expansion change's version).
+                let readAt = clock.nowMs()
                 let served = try await client.extraSync(WKExtraSyncRequest(channelID: address.id, channelType: address.type,
                                                                          extraVersion: cursor, source: "imbridge", limit: 1000),
                                                       session: session)
                 let rows = await sync.afterOwnWrites(served)
                 let pairs = await sync.absorb(rows, in: conversation)
-                read.events += extrasCodec.events(rows: pairs, conversation: conversation, actor: actor, at: at)
+                read.events += extrasCodec.events(rows: pairs, conversation: conversation, actor: actor, at: at, readAt: readAt)
                 cursor = max(cursor, rows.map(\.extraVersion).max() ?? cursor)
                 if rows.count < 1000 { break }
             }

@@ -24,8 +24,10 @@ public struct WuKongExtrasCodec: Sendable {
         self.content = content
     }
 
+    /// `readAt`: the bridge's clock when the rows were asked for, an expansion change's version
+    /// (`Capabilities.expansionVersionIsReadTime`); nil: the row's `extra_version`.
     public func events(rows: [(previous: WKMessageExtra?, current: WKMessageExtra)], conversation: ConversationRef,
-                       actor: UserID?, at: Int64) -> [IMEvent] {
+                       actor: UserID?, at: Int64, readAt: Int64? = nil) -> [IMEvent] {
         var events: [IMEvent] = []
         var readUpTo: (seq: UInt64, id: String)?
         for (previous, row) in rows {
@@ -47,7 +49,7 @@ public struct WuKongExtrasCodec: Sendable {
                 edited.vendorExtras = decoded.vendorExtras
                 events.append(edited)
             }
-            if let delta = Self.delta(from: previous?.extra, to: row.extra, version: row.extraVersion) {
+            if let delta = Self.delta(from: previous?.extra, to: row.extra, version: readAt ?? row.extraVersion) {
                 events.append(event("exp:\(id):\(row.extraVersion)",
                                     .expansionChanged(messageID: id, conversation: conversation, by: actor, delta: delta)))
             }

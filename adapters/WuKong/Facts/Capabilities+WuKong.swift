@@ -14,6 +14,7 @@ extension Capabilities {
     public static let wukong: Capabilities = {
         var capabilities = wukongBase
         capabilities.expansionOnAnyMessage = true
+        capabilities.expansionVersionIsReadTime = true
         capabilities.keepsMuteState = false
         capabilities.groupCreationAssignsID = true
         // `/conversations/clearUnread`; pinning and reminders live in the business server, whose APIs
