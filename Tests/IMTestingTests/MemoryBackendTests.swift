@@ -110,6 +110,20 @@ import Testing
             if deltas.count == 2 { break }
         }
         #expect(deltas.map(\.set) == [["status": "paid", "note": "ok"], ["extra": "1"]])
+
+        // Under the WuKong preset the event's version is the clock's milliseconds when it is published (the
+        // adapter's read time); its id keeps the message's own counter.
+        let wk = backend(.wukong)
+        let wkEvents = wk.events()
+        let wkOrder = try await wk.send(OutgoingMessage(conversation: dm, sender: "a", content: .text("order"), expansion: ["status": "new"]))
+        clock.advance(byMs: 5_000)
+        let counted = try await wk.updateExpansion(of: wkOrder.id, in: dm, by: "b", .set(["status": "paid"]))
+        for await event in wkEvents {
+            guard case .expansionChanged(_, _, _, let published) = event.kind else { continue }
+            #expect(published.version == clock.nowMs() && published.set == ["status": "paid"])
+            #expect(event.eventID.rawValue == "exp:\(wkOrder.id):\(counted.version)" && counted.version < 1_000)
+            break
+        }
     }
 
     @Test func expansionCallerLimitsFollowTheCapabilities() async throws {
