@@ -140,7 +140,8 @@ public final class Delivery: Sendable {
         for candidate in page.messages.reversed() {
             if candidate.id == recorded { break }
             guard candidate.sender == outgoing.sender, candidate.clientMessageID == nil || candidate.clientMessageID == outgoing.clientMessageID,
-                  candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest
+                  candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
+                  Self.quotesTheSame(candidate, outgoing)
             else { continue }
             if try await store.reading({ [id = candidate.id] in try $0.isBridgeCreated(id, on: targetID) }) { continue }
             if reachesRecorded || candidate.sentAt >= attemptAt - 5_000 { late.append(candidate) }
@@ -197,6 +198,16 @@ public final class Delivery: Sendable {
         }
     }
 
+    /// False when both quote a message and not the same one: a notice (`👍 +1`, `✎ …`) of one puppet about
+    /// one message is not the copy of its notice about another, sent a second earlier (a reaction notice
+    /// retried after an attempt of unknown outcome found the other and was never sent; seed 342,
+    /// docs/reliability.md). A candidate without a quote is not told apart by it: the target may not
+    /// carry the quote (RongCloud quotes only texts).
+    static func quotesTheSame(_ candidate: Message, _ outgoing: OutgoingMessage) -> Bool {
+        guard let wanted = outgoing.reply?.messageID, let shown = candidate.reply?.messageID else { return true }
+        return wanted == shown
+    }
+
     /// The failure of an earlier-copy lookup, as the send's failure: always retryable, keeping the
     /// vendor's `Retry-After` and the in-flight time of a timed-out request.
     public static func lookupFailed(_ error: any Error) -> IMError {
@@ -246,8 +257,8 @@ public final class Delivery: Sendable {
                 recordedSeen = true
                 continue
             }
-            guard candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest
-            else { continue }
+            guard candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
+                  Self.quotesTheSame(candidate, outgoing) else { continue }
             // Stored after the attempt began — or at exactly the time the send asked for, on a target
             // that keeps a requested `sentAt` (the relay asks for the source's time, which may be long
             // before the attempt when intake or the lane was slow).
