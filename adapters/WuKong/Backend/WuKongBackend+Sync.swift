@@ -50,10 +50,8 @@ extension WuKongBackend {
             default: return nil
             }
         }
-        let ids = Set(events.compactMap(unknown).compactMap { Int64($0.rawValue) })
-        guard !ids.isEmpty else { return events }
-        let found = try await client.lookup(WKLookupRequest(loginUID: address.loginUID, channelID: address.id, channelType: address.type,
-                                                            messageIDs: ids.sorted()))
+        let found = try await lookUp(events.compactMap(unknown), address)
+        guard !found.isEmpty else { return events }
         let senders = Dictionary(found.filter { !$0.fromUID.isEmpty }.map { ($0.messageIDStr, UserID($0.fromUID)) }, uniquingKeysWith: { a, _ in a })
         return events.map { event in
             guard let id = unknown(event), let sender = senders[id.rawValue] else { return event }
@@ -67,6 +65,15 @@ extension WuKongBackend {
             }
             return event
         }
+    }
+
+    /// `messages` as one `POST /messages` by `message_ids` finds them in the channel at `address` (none
+    /// asked: no request).
+    func lookUp(_ messages: [MessageID], _ address: (loginUID: String, id: String, type: UInt8)) async throws -> [WKMessage] {
+        let ids = Set(messages.compactMap { Int64($0.rawValue) })
+        guard !ids.isEmpty else { return [] }
+        return try await client.lookup(WKLookupRequest(loginUID: address.loginUID, channelID: address.id, channelType: address.type,
+                                                       messageIDs: ids.sorted()))
     }
 
     func syncReactions(_ conversation: ConversationRef) async throws -> SyncRead {
@@ -119,11 +126,7 @@ extension WuKongBackend: ChangeFeedSource {
 
     /// One `POST /messages` by message id (docs/adapters/wukong.md, "Changes while the bridge is down").
     public func sequences(of messages: [MessageID], in conversation: ConversationRef) async throws -> [MessageID: Int64] {
-        let ids = Set(messages.compactMap { Int64($0.rawValue) })
-        guard !ids.isEmpty else { return [:] }
-        let address = try WuKongChannel.lookup(conversation, viewer: reader(of: conversation))
-        let found = try await client.lookup(WKLookupRequest(loginUID: address.loginUID, channelID: address.id, channelType: address.type,
-                                                            messageIDs: ids.sorted()))
+        let found = try await lookUp(messages, try WuKongChannel.lookup(conversation, viewer: reader(of: conversation)))
         return Dictionary(found.filter { $0.messageSeq > 0 }.map { (MessageID($0.messageIDStr), Int64($0.messageSeq)) },
                           uniquingKeysWith: { a, _ in a })
     }
