@@ -91,6 +91,13 @@ extension CrashTests {
             }.joined(separator: "\n")
         }
 
+        /// The last lines each instance logged, whatever their level.
+        static func tails(_ pair: InstancePair) -> String {
+            pair.bridges.enumerated().map { index, bridge in
+                "instance \(index):\n" + bridge.output.components(separatedBy: "\n").suffix(25).joined(separator: "\n")
+            }.joined(separator: "\n")
+        }
+
         /// The instance holding the most lane leases now (nil when none is held).
         static func laneHolder(_ pair: InstancePair, label: String) throws -> Int? {
             let owners = try TestPostgres.query(pair.store, """
@@ -108,10 +115,24 @@ extension CrashTests {
             let stop = StopFlag()
             let sender = try await Self.sending(pair.lab, perSecond: 40, stop: stop)
             var paused = 0, attempts = 0
+            // What the target held at each look that found no holder: a failure tells a stalled bridge from an
+            // unlucky sampling.
+            var idle: [String] = []
+            let began = Date()
             while paused < 10 && attempts < 60 {
                 attempts += 1
-                try await Task.sleep(nanoseconds: 2_000_000_000)
-                guard let holder = try Self.laneHolder(pair, label: label) else { continue }
+                try await Task.sleep(nanoseconds: 1_000_000_000)
+                // Looked for every 100 ms for a second: a lane holds its lease only while it has work.
+                var found: Int?
+                for _ in 0..<10 where found == nil {
+                    found = try Self.laneHolder(pair, label: label)
+                    if found == nil { try await Task.sleep(nanoseconds: 100_000_000) }
+                }
+                guard let holder = found else {
+                    let relayed = (try? await Self.relayed(pair.lab).values.map(\.count).reduce(0, +)) ?? -1
+                    idle.append(String(format: "+%.0fs: %d relayed", Date().timeIntervalSince(began), relayed))
+                    continue
+                }
                 let bridge = pair.bridges[holder]
                 bridge.send(SIGSTOP)
                 try await Task.sleep(nanoseconds: UInt64(Self.leaseMs + 1_500) * 1_000_000)
@@ -120,8 +141,8 @@ extension CrashTests {
             }
             stop.set()
             let sent = try await sender.value
-            #expect(paused == 10, "paused a lane holder \(paused) times")
-            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, Self.warnings(pair))
+            #expect(paused == 10, "paused a lane holder \(paused) times; no holder found at \(idle); leases: \((try? TestPostgres.query(pair.store, "SELECT name || ' ' || owner || ' ' || expires_at FROM leases")) ?? []); logs:\n\(Self.tails(pair))")
+            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, Self.warnings(pair) + "\n" + Self.tails(pair))
             let fenced = pair.bridges.map { $0.output.components(separatedBy: "lane lease lapsed or taken over").count - 1 }
             let late = pair.bridges.map { $0.output.components(separatedBy: "a late attempt reached the target after the lane was taken over").count - 1 }
             let takenBack = pair.bridges.map { $0.output.components(separatedBy: "late copy taken back from the target").count - 1 }
@@ -178,7 +199,7 @@ extension CrashTests {
             // lease_ms + 2 s, and 1 s for the 2 shared cores.
             #expect(slowest <= Double(Self.leaseMs) / 1000 + 3, "the survivor relayed again only after \(slowest) s")
             #expect(probes.count >= 25 && probes.allSatisfy { $0.0 < 1.0 && $0.1 != nil }, "/readyz answers: \(probes)")
-            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, Self.warnings(pair))
+            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, Self.warnings(pair) + "\n" + Self.tails(pair))
             #expect(await pair.bridges[1 - index].terminate() == 0, "the survivor ends cleanly")
             // The instance frozen for 30 s has ended with signal 4 on SIGTERM: the service group's trap when a
             // service does not return after cancellation — the callback listener waiting for a request that
