@@ -73,6 +73,7 @@ extension CatchUpRunner {
     /// sent and changed while its callback was late (a paused instance, a vendor's queue behind) is not
     /// recorded yet when the feed serves its change, and a history read that came just before it does not
     /// list it. Its change waits in its lane for the copy like a live one (docs/reliability.md, seed 204).
+    /// A conversation whose read found it empty counts as caught up to position 0 (seed 325).
     func knownChanges(_ events: [IMEvent], _ key: CatchUpGate.Key, _ feed: any ChangeFeedSource) async throws -> [IMEvent] {
         let oldest = clock.nowMs() - settings.maxAgeMs
         let legs = routes.legs(from: key.backend, conversation: key.conversation)
@@ -99,7 +100,9 @@ extension CatchUpRunner {
         }
         let unknown = zip(checked, known).filter { !$1 }.map { $0.0.1 }
         var onTheirWay: Set<MessageID> = []
-        if !unknown.isEmpty, source?.gapSignal == .sequence, let caughtUp = try await knownRecord(key)?.seq {
+        // A conversation whose history was found empty has position 0: all of its messages came after that read.
+        if !unknown.isEmpty, source?.gapSignal == .sequence,
+           let caughtUp = try await knownRecord(key)?.seq ?? (foundEmpty.contains(key) ? 0 : nil) {
             let sequences = try await feed.sequences(of: Array(Set(unknown)), in: key.conversation)
             onTheirWay = Set(unknown.filter { (sequences[$0] ?? 0) > caughtUp })
         }

@@ -22,6 +22,10 @@ extension CatchUpRunner {
         guard let cursor = record.cursor else {
             try Task.checkCancellation()
             let newest = try await newest(settings.maxMessagesPerConversation, source, key, viewer: viewer)
+            if newest.isEmpty, source.gapSignal == .sequence {
+                foundEmpty.insert(key)
+                gate.caughtUp(key, seq: 0)
+            }
             try await recordPage(newest, key, source, &record, &outcome)
             return outcome
         }

@@ -269,6 +269,10 @@ public actor CatchUpRunner {
 
     /// Conversations whose store hold could not be written, since the last warning about each.
     var holdFailing: Set<CatchUpGate.Key> = []
+    /// Conversations of `.sequence` sources whose read with no checkpoint found no message at all: every
+    /// message in them is newer than that read, so their catch-up position is 0 until one is recorded
+    /// (`knownChanges`).
+    var foundEmpty: Set<CatchUpGate.Key> = []
 
     /// How soon a conversation another instance holds (or whose hold could not be written) is tried again.
     static let holdBusyRetryMs: Int64 = 200

@@ -17,7 +17,9 @@ import Synchronization
 ///   Whatever the receiver reads from the vendor's APIs meanwhile is newer than what its callbacks said;
 /// - `drop_ms`: for that long, every batch that comes up is given up on unsent, as after the vendor's last
 ///   attempt (WuKongIM drops a `msg.notify` batch after 5 failed attempts and keeps its queue in memory):
-///   callbacks lost while the receiver is up — what an instance paused and then killed leaves behind.
+///   callbacks lost while the receiver is up — what an instance paused and then killed leaves behind. A
+///   sandbox whose vendor also pushes once, without retries (WuKongIM's `msg.offline`), loses those pushes
+///   meanwhile too.
 ///
 /// Each count is consumed one batch at a time; `armed` shows what is left.
 public final class CallbackMisbehaviour: Sendable {
@@ -44,8 +46,9 @@ public final class CallbackMisbehaviour: Sendable {
     public var delayMs: Int64 { delayMsState.withLock { $0 } }
     /// Until when batches are dropped (`drop_ms`).
     private let dropUntil = Mutex<ContinuousClock.Instant?>(nil)
-    /// Whether a batch coming up now is dropped.
-    var dropping: Bool { dropUntil.withLock { $0.map { ContinuousClock.now < $0 } ?? false } }
+    /// Whether a batch coming up now is dropped (a sandbox's pushes sent once, outside the deliverer,
+    /// consult it too: WuKongIM's `msg.offline`).
+    public var dropping: Bool { dropUntil.withLock { $0.map { ContinuousClock.now < $0 } ?? false } }
     /// Batches that met each kind so far.
     private let carried = Mutex(Armed())
 

@@ -1,5 +1,6 @@
 import BridgeTestSupport
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMLab
@@ -8,6 +9,7 @@ import IMStore
 import SandboxTestSupport
 import Synchronization
 import Testing
+import WuKongSandbox
 
 /// Changes to old messages made while the bridge is down (docs/architecture.md, "Catch-up of changes"),
 /// with a real `imbridge run` process stopped by SIGTERM and sandboxes that give up on callbacks like their
@@ -23,9 +25,10 @@ extension CrashTests {
             var lab: BridgeLab { bridgeRig.lab }
 
             /// `options`: the source sandbox's `--option` settings (its callback retries).
+            /// `routes`: the bridge's routes (default: every group of `from` to the same-named group of `to`).
             static func start(_ from: (BackendID, String), _ to: (BackendID, String), extra: String = "",
-                              options: [String: String] = [:]) async throws -> Rig {
-                let routes = "  - from: \"\(from.0):group:*\"\n    to: \"\(to.0):group:*\"\n    direction: forward\n    group_ids: same\n"
+                              options: [String: String] = [:], routes: String? = nil) async throws -> Rig {
+                let routes = routes ?? "  - from: \"\(from.0):group:*\"\n    to: \"\(to.0):group:*\"\n    direction: forward\n    group_ids: same\n"
                 let rig = try await BridgeRig.make([BridgeLab.Member(from.0, from.1, options: options), BridgeLab.Member(to.0, to.1)], routes: routes,
                                                    extra: extra.isEmpty ? "catch_up:\n  interval: 10m\n  max_age: 1h\n" : extra)
                 return Rig(bridgeRig: rig, from: from.0, to: to.0)
@@ -412,6 +415,91 @@ extension CrashTests {
             let records = try await rig.records("cw8")
             let kept = [copies["first"], after["after"]].map { id in records.first { $0["id"]?.stringValue == id?.rawValue }?["recalled"] }
             #expect(kept == [false, false], "the messages left alone stay as they were")
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// WuKong → RongCloud: the first message of a conversation the bridge has never read (a route names
+        /// it), sent with an expansion and changed while the start's catch-up reads. The history read finds
+        /// the conversation empty (its answer held back); the message's callback runs late (WuKongIM's queue
+        /// behind) and the `syncMessageExtra` pushes are lost, so the extras feed's first read serves the change
+        /// before the message is recorded. An empty read makes every message newer than it (catch-up position
+        /// 0): the change is kept, waits in its lane, and follows the copy the late callback makes (seed 325,
+        /// docs/reliability.md). Before, with no position to compare with, it was dropped as a change from
+        /// before the bridge, and the copy never got the expansion.
+        @Test func aFirstExpansionInAConversationFoundEmptyFollowsTheCopy() async throws {
+            let routes = "  - from: \"wk:group:cw9\"\n    to: \"rc:group:cw9\"\n    direction: forward\n"
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"), routes: routes)
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("cw9")
+            let http = HTTPClientWrapper()
+            let base = rig.lab.url(of: "wk")
+            // The start's history read of cw9 is answered as it stands (empty), 4 s late.
+            let hold = try await http.send(.json(base + "/_sandbox/faults", Data(#"{"hold_ms":4000,"count":1,"path_prefix":"/channel/messagesync"}"#.utf8)))
+            #expect(hold.status == 200)
+            let bridge = try await rig.bridge(run: 1)
+            defer { bridge.killWithoutWaiting() }
+            let read = try await eventually(30) {
+                let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/traceparents"))
+                return String(decoding: shown.body, as: UTF8.self).contains("/channel/messagesync")
+            }
+            #expect(read, "the start's catch-up read history")
+            // The queue runs 8 s behind from a message in another group on; the pushes sent once are lost for 2 s.
+            let late = try await http.send(.json(base + "/_sandbox/callbacks", Data(#"{"delay":1,"delay_ms":8000}"#.utf8)))
+            #expect(late.status == 200)
+            _ = try await wk.send(OutgoingMessage(conversation: .group("cw8"), sender: "ann", content: .text("elsewhere")))
+            let vendor = try #require(rig.lab.sandboxes["wk"]?.vendor as? WuKongSandbox)
+            #expect(try await eventually(10) { vendor.callbackMisbehaviour?.applied.delay == 1 }, "the queue runs behind")
+            let drop = try await http.send(.json(base + "/_sandbox/callbacks", Data(#"{"drop_ms":2000}"#.utf8)))
+            #expect(drop.status == 200)
+            let first = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("first"), expansion: ["status": "new"]))
+            _ = try await #require(wk as? any ExpansionUpdating).updateExpansion(of: first.id, in: group, by: "bob", .set(["status": "paid"]))
+
+            let expanded = try await eventually(60) {
+                guard let copy = try rig.copy(of: first.id) else { return false }
+                return try await rig.records("cw9").first { $0["id"]?.stringValue == copy.rawValue }?["expansion"]?["status"] == "paid"
+            }
+            let shown = try await rig.lab.table("rc", title: "RongCloud")
+            #expect(expanded, "the change read before its message was recorded followed the copy:\n\(shown)\n\(bridge.output.suffix(4000))")
+            #expect(await CatchUpEndToEndTests.Rig.deliveryState(vendor).dropped == 0, "the messages' callbacks came late, none was lost")
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// WuKong → RongCloud: the first message of a conversation the bridge has never read (a route names it)
+        /// is sent while the start's history read finds the conversation empty, and its callback is lost
+        /// (`drop_ms`). The next message, `seq` 2, then shows a gap after the empty read's position 0, and
+        /// catch-up reads the first back. Before, a conversation with no position took its first live message's,
+        /// and the lost one was never relayed (seed 325's run, docs/reliability.md).
+        @Test func aMessageLostAfterAnEmptyReadIsReadBack() async throws {
+            let routes = "  - from: \"wk:group:cw10\"\n    to: \"rc:group:cw10\"\n    direction: forward\n"
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"), routes: routes)
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("cw10")
+            let http = HTTPClientWrapper()
+            let base = rig.lab.url(of: "wk")
+            let hold = try await http.send(.json(base + "/_sandbox/faults", Data(#"{"hold_ms":3000,"count":1,"path_prefix":"/channel/messagesync"}"#.utf8)))
+            #expect(hold.status == 200)
+            let bridge = try await rig.bridge(run: 1)
+            defer { bridge.killWithoutWaiting() }
+            let read = try await eventually(30) {
+                let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/traceparents"))
+                return String(decoding: shown.body, as: UTF8.self).contains("/channel/messagesync")
+            }
+            #expect(read, "the start's catch-up read history")
+            let readAt = Date()
+            let drop = try await http.send(.json(base + "/_sandbox/callbacks", Data(#"{"drop_ms":2000}"#.utf8)))
+            #expect(drop.status == 200)
+            let first = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("first")))
+            let vendor = try #require(rig.lab.sandboxes["wk"]?.vendor)
+            #expect(try await eventually(10) { await CatchUpEndToEndTests.Rig.deliveryState(vendor).dropped >= 1 }, "the callback was lost")
+            let wait = 5 - Date().timeIntervalSince(readAt)
+            if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000)) }
+            let (_, after) = try await rig.sendRelayed(["after"], into: group, through: wk, bridge: bridge)
+            let both = try await eventually(30) { try rig.copy(of: first.id) != nil }
+            let texts = try await rig.records("cw10").compactMap { $0["text"]?.stringValue }
+            #expect(both && texts == ["first", "after"], "the lost first message was read back, before the next: \(texts)\n\(bridge.output.suffix(3000))")
+            #expect(after["after"] != nil)
             #expect(await bridge.terminate() == 0)
         }
 

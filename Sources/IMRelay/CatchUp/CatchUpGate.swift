@@ -279,11 +279,13 @@ public final class CatchUpGate: Sendable {
         }
     }
 
-    /// Catch-up of `key` read up to `seq` (`.sequence` sources): later live messages compare with it.
+    /// Catch-up of `key` read up to `seq` (`.sequence` sources): later live messages compare with it. A read
+    /// that found the conversation empty passes 0: its first live message then has to be `seq` 1, and one
+    /// further on shows that the ones before it were lost.
     package func caughtUp(_ key: Key, seq: Int64?) {
         guard let seq else { return }
         state.withLock { state in
-            if seq > (state.lanes[key]?.lastSeq ?? 0) { state.lanes[key, default: Lane()].lastSeq = seq }
+            if seq > (state.lanes[key]?.lastSeq ?? -1) { state.lanes[key, default: Lane()].lastSeq = seq }
         }
     }
 

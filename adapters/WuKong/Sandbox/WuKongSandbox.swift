@@ -107,6 +107,8 @@ public final class WuKongSandbox: SandboxVendor {
         Task {
             let client = HTTPClientWrapper(timeoutSeconds: 30)
             for await message in offlineStream {
+                // Sent once: while the notifier drops its batches (`drop_ms`), a push is lost the same way.
+                if notifier.misbehaviour.dropping { continue }
                 let body = (try? WuKongJSON.encode(WuKongSandboxState.render(message))) ?? Data("{}".utf8)
                 _ = try? await client.send(OutboundRequest.json("\(url)?event=msg.offline", body, headers: headers))
             }
@@ -119,7 +121,8 @@ public final class WuKongSandbox: SandboxVendor {
     }
 
     /// The `msg.notify` callbacks' misbehaviour, armed by `POST /_sandbox/callbacks` (`CallbackMisbehaviour`);
-    /// the `msg.offline` pushes are sent once, as WuKongIM sends them, and are not affected.
+    /// the `msg.offline` pushes are sent once, as WuKongIM sends them: only `drop_ms` reaches them (lost
+    /// while it lasts).
     public var callbackMisbehaviour: CallbackMisbehaviour? { notifier?.misbehaviour }
 
     public convenience init(options: SandboxOptions, clock: any IMClock) throws {
