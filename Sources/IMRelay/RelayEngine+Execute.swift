@@ -1,4 +1,5 @@
 import IMCore
+import IMHTTP
 import IMAdapterKit
 import IMStore
 import IMOutbox
@@ -119,11 +120,14 @@ extension RelayEngine {
             _ = try await delivery.send(outgoing, in: conversation, earlierAttemptAt: earlierAttemptAt, beforeWrite: mayWrite)
             return nil
         case .edit(let source, let by, let content):
-            try await delivery.edit(try await mapped(source, entry: entry), in: conversation, by: by, content: content)
+            let copy = try await mapped(source, entry: entry)
+            try await gated(mayWrite) { try await delivery.edit(copy, in: conversation, by: by, content: content) }
         case .recall(let source, let by):
-            try await delivery.recall(try await mapped(source, entry: entry), in: conversation, by: by)
+            let copy = try await mapped(source, entry: entry)
+            try await gated(mayWrite) { try await delivery.recall(copy, in: conversation, by: by) }
         case .delete(let source, let by, let forUser):
-            try await delivery.delete(try await mapped(source, entry: entry), in: conversation, by: by, forUser: forUser)
+            let copy = try await mapped(source, entry: entry)
+            try await gated(mayWrite) { try await delivery.delete(copy, in: conversation, by: by, forUser: forUser) }
         case .expansion(let source, let by, let delta):
             // The converged values at this moment, for the keys the copy does not hold (ExpansionConvergence).
             let copy = try await mapped(source, entry: entry)
@@ -133,18 +137,22 @@ extension RelayEngine {
             guard !write.isEmpty else { return nil }
             // Keys the target refuses travel encoded (a carrier's JSON takes any key as it is).
             let limits = backend.capabilities.support(.expansion).isNative ? backend.capabilities.expansionLimits : nil
-            let earlier = try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits),
-                                                             clientID: ClientMessageID("\(Self.clientIDPrefix)\(entry.id)"),
-                                                             earlierAttemptAt: earlierAttemptAt)
+            let earlier = try await gated(mayWrite) {
+                try await delivery.updateExpansion(of: copy, in: conversation, by: by, ExpansionKeyCodec.encode(write, for: limits),
+                                                   clientID: ClientMessageID("\(Self.clientIDPrefix)\(entry.id)"),
+                                                   earlierAttemptAt: earlierAttemptAt)
+            }
             // An earlier attempt's carrier got through: the copy holds what that carrier carried, which is not
             // this plan when a change was taken in since (a whole-state change then names its keys too). Keys
             // it did not carry stay unheld for the entries of their own changes (seed 138, docs/reliability.md).
             let applied = earlier.map { Self.carried(by: $0, on: backend) } ?? write
             try await store.writing { [to = entry.lane.backend] tx in try ExpansionConvergence.wrote(applied, copy: copy, on: to, tx) }
         case .reaction(let source, let by, let emoji, let added):
-            try await delivery.setReaction(emoji, added: added, on: try await mapped(source, entry: entry), in: conversation, by: by)
+            let copy = try await mapped(source, entry: entry)
+            try await gated(mayWrite) { try await delivery.setReaction(emoji, added: added, on: copy, in: conversation, by: by) }
         case .read(let source, let by):
-            try await delivery.markRead(conversation, by: by, upTo: try await mapped(source, entry: entry))
+            let copy = try await mapped(source, entry: entry)
+            try await gated(mayWrite) { try await delivery.markRead(conversation, by: by, upTo: copy) }
         case .profile, .group, .user, .dissolve:
             break   // `execute`
         case .retract(let source, let copy, let outgoing, let attemptAt):
@@ -175,6 +183,17 @@ extension RelayEngine {
             return ExpansionDelta(version: 0)
         }
         return delta
+    }
+
+    /// A change to a copy, with the lane's lease asked right before each of its requests leaves the process
+    /// (`WriteGate`), as a send's is: the attempt's first check came before its store reads and the target's
+    /// own reads (WuKongIM's whole-dictionary `extra` write reads it first), and a pause after it would land
+    /// a stale write after the lane's new holder wrote a newer one (seed 360, docs/reliability.md). A
+    /// refusal ends the attempt as fenced; what a change's earlier requests did is redone by the new holder
+    /// (edits, expansion values and reaction states are set, not added).
+    nonisolated func gated<T: Sendable>(_ mayWrite: @escaping @Sendable () throws -> Void, _ change: () async throws -> T) async throws -> T {
+        try mayWrite()
+        return try await WriteGate.$check.withValue(WriteGate.Check(mayWrite)) { try await change() }
     }
 
     nonisolated func mapping(of source: MessageID, entry: OutboxEntry) async throws -> MessageMapping? {

@@ -3,6 +3,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMLab
+import IMStore
 import PostgresTestSupport
 import Synchronization
 import Testing
@@ -147,6 +148,59 @@ extension CrashTests {
             let late = pair.bridges.map { $0.output.components(separatedBy: "a late attempt reached the target after the lane was taken over").count - 1 }
             let takenBack = pair.bridges.map { $0.output.components(separatedBy: "late copy taken back from the target").count - 1 }
             print("fenced failover: \(sent.values.reduce(0, +)) messages, 10 pauses of \(Self.leaseMs + 1_500) ms; lanes given up after a pause: \(fenced); late copies: \(late), taken back: \(takenBack)")
+            for bridge in pair.bridges { #expect(await bridge.terminate() == 0) }
+        }
+
+        /// RongCloud → WuKong: the lane holder is paused while it reads the copy's `extra` to write an
+        /// expansion change (WuKongIM's write sets the whole dictionary, so the adapter reads it first; the read
+        /// is answered 2.5 s late). Meanwhile the source changes the value again, and the other instance takes
+        /// the lane over and writes both changes. When the paused one resumes, its write is refused by the
+        /// lease check asked before each request leaves (`WriteGate`), as a send's is, and the copy keeps the
+        /// newest value. Before, only the attempt's start asked, and the resumed instance wrote its stale
+        /// value over the newer one for good (seed 360, docs/reliability.md).
+        @Test func aLaneHolderPausedBeforeAnExpansionWriteWritesNoStaleValue() async throws {
+            let label = "stale"
+            let routes = "  - from: \"rc:group:*\"\n    to: \"wk:group:*\"\n    direction: forward\n    group_ids: same\n"
+            let members = [BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")]
+            let pair = try await InstancePair.start(label, routes: routes, ha: "  lease: \(Self.leaseMs)ms\n", members: members)
+            defer { pair.stop() }
+            #expect(try await pair.healthy())
+            let rc = try await pair.lab.userBackend("rc", registry: ContentRegistry())
+            let group = ConversationRef.group("g1")
+            let message = try await rc.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("m1"), expansion: ["note": "v1"]))
+            func copyNote() async throws -> String? {
+                try await pair.lab.messages("wk").first { $0["text"]?.stringValue == "m1" }?["expansion"]?["note"]?.stringValue
+            }
+            #expect(try await eventually(30) { try await copyNote() == "v1" }, "the copy carries the first value:\n\(Self.tails(pair))")
+            try await Task.sleep(nanoseconds: 1_000_000_000)
+
+            // The adapter's read of the copy's `extra` before its write (`limit` 10000) is answered 2.5 s late.
+            let hold = try await HTTPClientWrapper().send(.json(pair.lab.url(of: "wk") + "/_sandbox/faults",
+                Data(#"{"hold_ms":2500,"count":1,"path_prefix":"/v1/message/extra/sync","body_contains":"10000"}"#.utf8)))
+            #expect(hold.status == 200)
+            let updater = try #require(rc as? any ExpansionUpdating)
+            _ = try await updater.updateExpansion(of: message.id, in: group, by: "ann", .set(["note": "v2"]))
+            // The instance that claims the change holds the lane's lease; it is paused once it is inside the read.
+            let lease = LaneKey(backend: "wk", conversation: group).leaseName
+            var holder: Int?
+            for _ in 0..<100 where holder == nil {
+                let owner = try TestPostgres.query(pair.store, "SELECT owner FROM leases WHERE name = '\(lease)'").first
+                holder = (0..<2).first { owner?.hasPrefix("\(label)\($0)-") == true }
+                if holder == nil { try await Task.sleep(nanoseconds: 50_000_000) }
+            }
+            let paused = try #require(holder, "an instance took the lane for the change")
+            try await Task.sleep(nanoseconds: 500_000_000)
+            pair.bridges[paused].send(SIGSTOP)
+            _ = try await updater.updateExpansion(of: message.id, in: group, by: "ann", .set(["note": "v3"]))
+            let takenOver = try await eventually(20) { try await copyNote() == "v3" }
+            let afterTakeOver = try await copyNote()
+            #expect(takenOver, "the other instance wrote the newest value: \(afterTakeOver ?? "none")\n\(Self.tails(pair))")
+            try await Task.sleep(nanoseconds: UInt64(Self.leaseMs) * 1_000_000)
+            pair.bridges[paused].send(SIGCONT)
+            // Its held read answered, the resumed instance would write now.
+            try await Task.sleep(nanoseconds: 5_000_000_000)
+            let final = try await copyNote()
+            #expect(final == "v3", "the copy keeps the newest value, not the resumed instance's stale one: \(final ?? "none")\n\(Self.tails(pair))")
             for bridge in pair.bridges { #expect(await bridge.terminate() == 0) }
         }
 
