@@ -142,6 +142,11 @@ extension RelayEngine {
                     return (renewed, leader)
                 }
                 leases.held.renewed(renewed, askedAt: asked)
+                let left = catchUpGate.holdsLeft(renewed.compactMap { SharedHolds.key(fromName: $0.name) })
+                if !left.isEmpty {
+                    logs.relay.notice("a conversation's hold in the store outlived its catch-up: caught up again, which gives the hold up",
+                                      metadata: ["conversations": "\(left.map { "\($0.backend)/\($0.conversation)" })"])
+                }
                 leadership.set(leader)
                 lastRenewal = now
             } catch {

@@ -224,6 +224,47 @@ import IMOutbox
         await rig.stop(b)
     }
 
+    /// A hold row of A's that no catch-up of A's is for — as the intake writes it anew when its transaction
+    /// for a message held while A's catch-up finished commits after that catch-up gave the hold up. A's
+    /// lease loop would renew it for as long as A runs: B refused every callback of the conversation and
+    /// found its own catch-up of it busy, and a message whose callback was lost meanwhile was never read
+    /// back (seed 389, docs/reliability.md). A's lease loop sees the hold has no catch-up behind it and
+    /// catches the conversation up, which reads the lost message back and gives the hold up.
+    @Test func aHoldThatOutlivedItsCatchUpIsGivenUp() async throws {
+        let rig = try Rig()
+        let a = try rig.instance("a"), b = try rig.instance("b")
+        try await rig.start(a)
+        try await rig.start(b)
+        try await a.engine.accept([rig.post("n1")])
+        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+
+        // The row as the late intake transaction leaves it: A's, renewed with A's leases.
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        #expect(try a.engine.store.transaction { try $0.takeLease("hold:wk/group:g", owner: a.owner, ttlMs: 1_000, now: now) } != nil)
+        _ = try await rig.post("n2")   // its callback was lost
+        let n3 = try await rig.post("n3")
+        // B refuses n3 while the row is A's; the vendor retries it until A gives the hold up.
+        var refusals = 0, given = false
+        let deadline = Date().addingTimeInterval(20)
+        while !given && Date() < deadline {
+            do {
+                try await b.engine.accept([n3])
+                given = true
+            } catch is IMError {
+                refusals += 1
+                try await Task.sleep(nanoseconds: 300_000_000)
+            }
+        }
+        let holder = try rig.holder(a)
+        #expect(given, "B took n3 in within 20 s (refused \(refusals) times); the hold's owner: \(holder ?? "none")")
+        let arrived = try await eventually { try await rig.relayed().count >= 3 }
+        let got = try await rig.relayed()
+        #expect(arrived && got == ["n1", "n2", "n3"], "the lost n2 is read back, before n3: got \(got)")
+        #expect(try rig.holder(a) == nil, "no hold is left")
+        await rig.stop(a)
+        await rig.stop(b)
+    }
+
     /// A late callback behind the catch-up position, for a message gone from the source's history, is
     /// withheld (recorded, relayed nowhere). Its conversation is not held in the store for it: nothing
     /// would ever give that hold up (no catch-up is to come for a withheld message), the lease loop would

@@ -219,6 +219,31 @@ public final class CatchUpGate: Sendable {
         state.withLock { $0.elsewhere.formUnion(keys) }
     }
 
+    /// Of the conversations whose holds in the store (`SharedHolds`) this instance just renewed, those it
+    /// neither holds live messages of nor is to catch up: each is marked held and asked for (reason
+    /// `hold_left`), so a catch-up reads it and gives the hold up at its end (or reads again if another
+    /// instance marked it). Such a hold has outlived the catch-up it was for: the intake holds the store
+    /// row for a message the gate held while a catch-up finished, and when that transaction commits after
+    /// the catch-up's release, it writes the row anew. Nothing else would give it up: the lease loop
+    /// renewed it for as long as the instance ran, every other instance refused the conversation's
+    /// callbacks and found its own catch-up of it busy, and a message whose callback the vendor had given
+    /// up on was never read back (docs/reliability.md, seed 389). A release still under way when the
+    /// lease loop looks costs one more read of the conversation.
+    package func holdsLeft(_ keys: [Key]) -> [Key] {
+        state.withLock { state in
+            var left: [Key] = []
+            for key in keys where state.signals[key.backend] != nil && !state.starting.contains(key.backend) {
+                var lane = state.lanes[key] ?? Lane()
+                guard !lane.running, lane.held.isEmpty, state.requested[key] == nil else { continue }
+                lane.running = true
+                state.lanes[key] = lane
+                state.requested[key] = "hold_left"
+                left.append(key)
+            }
+            return left
+        }
+    }
+
     /// The conversations refused because held elsewhere (and forgets them).
     package func takeElsewhere() -> Set<Key> {
         state.withLock { state in
