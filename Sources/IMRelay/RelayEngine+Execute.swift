@@ -124,7 +124,13 @@ extension RelayEngine {
             try await gated(mayWrite) { try await delivery.edit(copy, in: conversation, by: by, content: content) }
         case .recall(let source, let by):
             let copy = try await mapped(source, entry: entry)
-            try await gated(mayWrite) { try await delivery.recall(copy, in: conversation, by: by) }
+            do {
+                try await gated(mayWrite) { try await delivery.recall(copy, in: conversation, by: by) }
+            } catch let error as IMError where error.code == .notFound {
+                guard try await copyGone(source, entry: entry, backend: backend) else { throw error }
+                logs.delivery.info("the copy to recall is gone from the target's history within its recall window: counted as recalled",
+                                   metadata: laneMetadata(entry).merging(["target_message": "\(copy.rawValue)"]) { _, new in new })
+            }
         case .delete(let source, let by, let forUser):
             let copy = try await mapped(source, entry: entry)
             try await gated(mayWrite) { try await delivery.delete(copy, in: conversation, by: by, forUser: forUser) }
@@ -173,6 +179,19 @@ extension RelayEngine {
             }
         }
         return nil
+    }
+
+    /// Whether a copy whose recall the target answered `not_found` is one the bridge made within the
+    /// target's recall window: the target would still find it there (NIM's adapter searches its history
+    /// back over the window and a minute more, docs/adapters/nim.md, "Recall"), so it is no longer listed —
+    /// recalled already, which NIM's history does not show. That is an earlier attempt of this recall
+    /// that got through before its outcome was recorded (a SIGKILL, seed 57 in docs/reliability.md), or a
+    /// recall by another path. Counted as done: the copy is not shown, which is what the recall is for. A
+    /// copy older than the window, or on a target with no window, stays a dead letter.
+    nonisolated func copyGone(_ source: MessageID, entry: OutboxEntry, backend: any IMBackend) async throws -> Bool {
+        guard let window = backend.capabilities.recallWindowMs, let mapping = try await mapping(of: source, entry: entry),
+              mapping.bridgeCreated, let made = mapping.createdAt else { return false }
+        return clock.nowMs() - made <= window
     }
 
     /// The id map's row for `source` on the entry's lane's target, if it was relayed there.

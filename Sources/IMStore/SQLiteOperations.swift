@@ -306,7 +306,7 @@ package struct SQLiteOperations: StoreOperations {
         guard let conversation = try? ConversationRef(parsing: row["to_conversation"]) else { return nil }
         return MessageMapping(fromBackend: BackendID(row["from_backend"] as String), fromMessage: MessageID(row["from_message"] as String),
                               toBackend: BackendID(row["to_backend"] as String), toMessage: MessageID(row["to_message"] as String),
-                              toConversation: conversation, bridgeCreated: row["bridge_created"])
+                              toConversation: conversation, bridgeCreated: row["bridge_created"], createdAt: row["created_at"])
     }
 
     // MARK: checkpoints

@@ -111,8 +111,13 @@ public struct MessageMapping: Sendable, Hashable {
     public var toMessage: MessageID
     public var toConversation: ConversationRef
     public var bridgeCreated: Bool
+    /// When the row was written (the bridge's clock, ms): for a copy the bridge made, right after the
+    /// target accepted it.
+    public var createdAt: Int64?
 
-    package init(fromBackend: BackendID, fromMessage: MessageID, toBackend: BackendID, toMessage: MessageID, toConversation: ConversationRef, bridgeCreated: Bool) {
+    package init(fromBackend: BackendID, fromMessage: MessageID, toBackend: BackendID, toMessage: MessageID, toConversation: ConversationRef,
+                 bridgeCreated: Bool, createdAt: Int64? = nil) {
+        self.createdAt = createdAt
         self.fromBackend = fromBackend
         self.fromMessage = fromMessage
         self.toBackend = toBackend

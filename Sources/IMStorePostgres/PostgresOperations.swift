@@ -128,13 +128,13 @@ package struct PostgresOperations: StoreOperations {
 
     package func mapped(_ message: MessageID, from: BackendID, to: BackendID) throws -> MessageMapping? {
         guard let row = try rows("""
-            SELECT from_backend, from_message, to_backend, to_message, to_conversation, bridge_created FROM id_map
+            SELECT from_backend, from_message, to_backend, to_message, to_conversation, bridge_created, created_at FROM id_map
             WHERE from_backend = $1 AND from_message = $2 AND to_backend = $3
             """, [.text(from.rawValue), .text(message.rawValue), .text(to.rawValue)]).first else { return nil }
-        let (fromBackend, fromMessage, toBackend, toMessage, conversation, created) = try row.decode((String, String, String, String, String, Bool).self)
+        let (fromBackend, fromMessage, toBackend, toMessage, conversation, created, at) = try row.decode((String, String, String, String, String, Bool, Int64).self)
         guard let toConversation = try? ConversationRef(parsing: conversation) else { return nil }
         return MessageMapping(fromBackend: BackendID(fromBackend), fromMessage: MessageID(fromMessage), toBackend: BackendID(toBackend),
-                              toMessage: MessageID(toMessage), toConversation: toConversation, bridgeCreated: created)
+                              toMessage: MessageID(toMessage), toConversation: toConversation, bridgeCreated: created, createdAt: at)
     }
 
     package func isBridgeCreated(_ message: MessageID, on backend: BackendID) throws -> Bool {

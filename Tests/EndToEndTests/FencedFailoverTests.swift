@@ -68,7 +68,8 @@ extension CrashTests {
         }
 
         /// Every message of every group on the target once, in the order it was sent.
-        static func expectExactlyOnceInOrder(_ lab: BridgeLab, sent: [String: Int], _ context: @autoclosure () -> String) async throws {
+        static func expectExactlyOnceInOrder(_ lab: BridgeLab, sent: [String: Int], store: String? = nil,
+                                             _ context: @autoclosure () -> String) async throws {
             let total = sent.values.reduce(0, +)
             let settled = await eventually(240) { (try? await relayed(lab).values.map(\.count).reduce(0, +)) ?? 0 >= total }
             // A late copy is taken back by its lane once the entry it doubles is recorded: give it a moment.
@@ -81,8 +82,30 @@ extension CrashTests {
                 let expected = (1...(sent[id] ?? 0)).map { "\(id)-\($0)" }
                 let doubled = Dictionary(grouping: got, by: { $0 }).filter { $0.value.count > 1 }.keys.sorted()
                 let copies = doubled.isEmpty ? "" : try await lab.messages("rc").filter { doubled.prefix(3).contains($0["text"]?.stringValue ?? "") }.map { "\($0)" }.joined(separator: "\n")
-                #expect(got == expected, "group \(id): \(got.count) copies of \(expected.count), doubled \(doubled.prefix(10)) \(copies), missing \(Set(expected).subtracting(got).sorted().prefix(10)), in order: \(got == got.sorted { Int($0.split(separator: "-")[1])! < Int($1.split(separator: "-")[1])! })")
+                // What the store kept of the first doubled text, and what each instance last logged.
+                let trail = got == expected ? "" : (doubled.first.flatMap { text in store.map { storeTrail($0, text: text) } } ?? "") + "\n" + context()
+                #expect(got == expected, "group \(id): \(got.count) copies of \(expected.count), doubled \(doubled.prefix(10)) \(copies), missing \(Set(expected).subtracting(got).sorted().prefix(10)), in order: \(got == got.sorted { Int($0.split(separator: "-")[1])! < Int($1.split(separator: "-")[1])! })\n\(trail)")
             }
+        }
+
+        /// The outbox entries whose payload carries `text`, their attempts, and the id map's rows of their
+        /// source messages: which entry sent a double, and which instance, when.
+        static func storeTrail(_ store: String, text: String) -> String {
+            let entries = (try? TestPostgres.query(store, """
+                SELECT id || ' ' || lane || ' ' || kind || ' ' || source_event_id || ' ' || state || ' attempts=' || attempts
+                    || ' created=' || created_at || ' finished=' || coalesce(finished_at::text, '-')
+                FROM outbox WHERE convert_from(payload, 'UTF8') LIKE '%\(text)"%' ORDER BY id
+                """)) ?? []
+            let ids = entries.compactMap { $0.split(separator: " ").first }.joined(separator: ",")
+            let attempts = ids.isEmpty ? [] : (try? TestPostgres.query(store, """
+                SELECT outbox_id || ' #' || attempt || ' at=' || at || ' ' || outcome || ' ' || instance || ' ' || left(error, 160)
+                FROM attempts WHERE outbox_id IN (\(ids)) ORDER BY at
+                """)) ?? []
+            let mapped = (try? TestPostgres.query(store, """
+                SELECT from_message || ' -> ' || to_message || ' at=' || created_at FROM id_map
+                WHERE from_message IN (SELECT substr(source_event_id, 5) FROM outbox WHERE convert_from(payload, 'UTF8') LIKE '%\(text)"%')
+                """)) ?? []
+            return "store trail of \(text):\n  entries: \(entries)\n  attempts: \(attempts)\n  id map: \(mapped)"
         }
 
         /// The last warnings and errors each instance logged.
@@ -143,7 +166,7 @@ extension CrashTests {
             stop.set()
             let sent = try await sender.value
             #expect(paused == 10, "paused a lane holder \(paused) times; no holder found at \(idle); leases: \((try? TestPostgres.query(pair.store, "SELECT name || ' ' || owner || ' ' || expires_at FROM leases")) ?? []); logs:\n\(Self.tails(pair))")
-            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, Self.warnings(pair) + "\n" + Self.tails(pair))
+            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, store: pair.store, Self.warnings(pair) + "\n" + Self.tails(pair))
             let fenced = pair.bridges.map { $0.output.components(separatedBy: "lane lease lapsed or taken over").count - 1 }
             let late = pair.bridges.map { $0.output.components(separatedBy: "a late attempt reached the target after the lane was taken over").count - 1 }
             let takenBack = pair.bridges.map { $0.output.components(separatedBy: "late copy taken back from the target").count - 1 }
@@ -253,7 +276,7 @@ extension CrashTests {
             // lease_ms + 2 s, and 1 s for the 2 shared cores.
             #expect(slowest <= Double(Self.leaseMs) / 1000 + 3, "the survivor relayed again only after \(slowest) s")
             #expect(probes.count >= 25 && probes.allSatisfy { $0.0 < 1.0 && $0.1 != nil }, "/readyz answers: \(probes)")
-            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, Self.warnings(pair) + "\n" + Self.tails(pair))
+            try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, store: pair.store, Self.warnings(pair) + "\n" + Self.tails(pair))
             #expect(await pair.bridges[1 - index].terminate() == 0, "the survivor ends cleanly")
             // The instance frozen for 30 s has ended with signal 4 on SIGTERM: the service group's trap when a
             // service does not return after cancellation — the callback listener waiting for a request that
