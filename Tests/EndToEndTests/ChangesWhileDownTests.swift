@@ -36,6 +36,23 @@ extension CrashTests {
 
             func bridge(run: Int) async throws -> BridgeProcess { try await bridgeRig.start(log: "bridge-\(run).log") }
 
+            /// Starts the bridge with the start's history read (WuKong's `/channel/messagesync`) answered as it
+            /// stands when asked but `holdMs` late, and waits until that read has reached the sandbox.
+            func bridgeWithHeldHistoryRead(run: Int, holdMs: Int) async throws -> BridgeProcess {
+                let http = HTTPClientWrapper()
+                let base = lab.url(of: from)
+                let rule = #"{"hold_ms":\#(holdMs),"count":1,"path_prefix":"/channel/messagesync"}"#
+                let hold = try await http.send(.json(base + "/_sandbox/faults", Data(rule.utf8)))
+                #expect(hold.status == 200)
+                let bridge = try await bridge(run: run)
+                let read = try await eventually(30) {
+                    let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/traceparents"))
+                    return String(decoding: shown.body, as: UTF8.self).contains("/channel/messagesync")
+                }
+                #expect(read, "the start's catch-up read history")
+                return bridge
+            }
+
             /// While the bridge is down its port answers 503 (as in `CatchUpEndToEndTests`).
             func standIn() async throws -> HTTPServer { try await CatchUpEndToEndTests.Rig.standIn(port: bridgeRig.port) }
 
@@ -383,15 +400,8 @@ extension CrashTests {
             let http = HTTPClientWrapper()
             let base = rig.lab.url(of: "wk")
             // The start's history read is answered as it stands, 4 s late.
-            let hold = try await http.send(.json(base + "/_sandbox/faults", Data(#"{"hold_ms":4000,"count":1,"path_prefix":"/channel/messagesync"}"#.utf8)))
-            #expect(hold.status == 200)
-            bridge = try await rig.bridge(run: 2)
+            bridge = try await rig.bridgeWithHeldHistoryRead(run: 2, holdMs: 4000)
             defer { bridge.killWithoutWaiting() }
-            let read = try await eventually(30) {
-                let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/traceparents"))
-                return String(decoding: shown.body, as: UTF8.self).contains("/channel/messagesync")
-            }
-            #expect(read, "the start's catch-up read history")
             let readAt = Date()
             try await Task.sleep(nanoseconds: 300_000_000)
             let drop = try await http.send(.json(base + "/_sandbox/callbacks", Data(#"{"drop_ms":2500}"#.utf8)))
@@ -435,15 +445,8 @@ extension CrashTests {
             let http = HTTPClientWrapper()
             let base = rig.lab.url(of: "wk")
             // The start's history read of cw9 is answered as it stands (empty), 4 s late.
-            let hold = try await http.send(.json(base + "/_sandbox/faults", Data(#"{"hold_ms":4000,"count":1,"path_prefix":"/channel/messagesync"}"#.utf8)))
-            #expect(hold.status == 200)
-            let bridge = try await rig.bridge(run: 1)
+            let bridge = try await rig.bridgeWithHeldHistoryRead(run: 1, holdMs: 4000)
             defer { bridge.killWithoutWaiting() }
-            let read = try await eventually(30) {
-                let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/traceparents"))
-                return String(decoding: shown.body, as: UTF8.self).contains("/channel/messagesync")
-            }
-            #expect(read, "the start's catch-up read history")
             // The queue runs 8 s behind from a message in another group on; the pushes sent once are lost for 2 s.
             let late = try await http.send(.json(base + "/_sandbox/callbacks", Data(#"{"delay":1,"delay_ms":8000}"#.utf8)))
             #expect(late.status == 200)
@@ -478,15 +481,8 @@ extension CrashTests {
             let group = ConversationRef.group("cw10")
             let http = HTTPClientWrapper()
             let base = rig.lab.url(of: "wk")
-            let hold = try await http.send(.json(base + "/_sandbox/faults", Data(#"{"hold_ms":3000,"count":1,"path_prefix":"/channel/messagesync"}"#.utf8)))
-            #expect(hold.status == 200)
-            let bridge = try await rig.bridge(run: 1)
+            let bridge = try await rig.bridgeWithHeldHistoryRead(run: 1, holdMs: 3000)
             defer { bridge.killWithoutWaiting() }
-            let read = try await eventually(30) {
-                let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/traceparents"))
-                return String(decoding: shown.body, as: UTF8.self).contains("/channel/messagesync")
-            }
-            #expect(read, "the start's catch-up read history")
             let readAt = Date()
             let drop = try await http.send(.json(base + "/_sandbox/callbacks", Data(#"{"drop_ms":2000}"#.utf8)))
             #expect(drop.status == 200)
