@@ -72,8 +72,11 @@ extension CrashTests {
                                              _ context: @autoclosure () -> String) async throws {
             let total = sent.values.reduce(0, +)
             let settled = await eventually(240) { (try? await relayed(lab).values.map(\.count).reduce(0, +)) ?? 0 >= total }
-            // A late copy is taken back by its lane once the entry it doubles is recorded: give it a moment.
-            _ = await eventually(20) { (try? await relayed(lab).values.map(\.count).reduce(0, +)) ?? 0 == total }
+            // A late copy is taken back by its lane once the entry it doubles is recorded: give it a moment
+            // (an instance resumed after 30 s reconnects to the store first). How long it took is printed.
+            let settling = Date()
+            let exact = await eventually(45) { (try? await relayed(lab).values.map(\.count).reduce(0, +)) ?? 0 == total }
+            print("\(total) messages; the target held exactly that many \(exact ? "after" : "never, in") \(String(format: "%.1f", Date().timeIntervalSince(settling))) s")
             try await Task.sleep(nanoseconds: 1_000_000_000)
             let texts = try await relayed(lab)
             #expect(settled, "\(texts.values.map(\.count).reduce(0, +)) of \(total) relayed; \(context())")
