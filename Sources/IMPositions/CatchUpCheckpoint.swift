@@ -82,13 +82,7 @@ package enum CatchUpCheckpoint {
         "\(prefix)\(key.backend.rawValue)/\(key.conversation)"
     }
 
-    package static func key(fromName name: String) -> CatchUpKey? {
-        guard name.hasPrefix(prefix) else { return nil }
-        let rest = name.dropFirst(prefix.count)
-        guard let slash = rest.firstIndex(of: "/"),
-              let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
-        return CatchUpKey(backend: BackendID(String(rest[..<slash])), conversation: conversation)
-    }
+    package static func key(fromName name: String) -> CatchUpKey? { CatchUpKey(named: name, after: prefix) }
 }
 
 /// A conversation of a source backend, as catch-up keeps its position (`CatchUpGate.Key`).
@@ -98,5 +92,15 @@ public struct CatchUpKey: Hashable, Sendable {
     public init(backend: BackendID, conversation: ConversationRef) {
         self.backend = backend
         self.conversation = conversation
+    }
+
+    /// The key a store name `<prefix><backend>/<conversation>` stands for (a checkpoint's, a hold's);
+    /// nil when the name has another prefix or no conversation.
+    package init?(named name: String, after prefix: String) {
+        guard name.hasPrefix(prefix) else { return nil }
+        let rest = name.dropFirst(prefix.count)
+        guard let slash = rest.firstIndex(of: "/"),
+              let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
+        self.init(backend: BackendID(String(rest[..<slash])), conversation: conversation)
     }
 }

@@ -1,4 +1,4 @@
-import IMCore
+import IMPositions
 import IMStore
 
 /// Catch-up holds shared by the instances of one PostgreSQL store (docs/high-availability.md, "Held
@@ -25,13 +25,7 @@ package struct SharedHolds: Sendable {
     package static func name(_ key: CatchUpGate.Key) -> String { "\(prefix)\(key.backend.rawValue)/\(key.conversation)" }
 
     /// The conversation a hold's lease name stands for (nil: not a hold).
-    package static func key(fromName name: String) -> CatchUpGate.Key? {
-        guard name.hasPrefix(prefix) else { return nil }
-        let rest = name.dropFirst(prefix.count)
-        guard let slash = rest.firstIndex(of: "/"),
-              let conversation = try? ConversationRef(parsing: String(rest[rest.index(after: slash)...])) else { return nil }
-        return CatchUpGate.Key(backend: BackendID(String(rest[..<slash])), conversation: conversation)
-    }
+    package static func key(fromName name: String) -> CatchUpGate.Key? { CatchUpGate.Key(named: name, after: prefix) }
 
     /// How long a read that found no other instance's hold row answers for the echo-only callbacks that
     /// follow it (`RelayEngine.noHoldElsewhere`): a hold taken meanwhile is met by an echo at most this
