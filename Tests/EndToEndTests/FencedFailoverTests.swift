@@ -260,13 +260,16 @@ extension CrashTests {
             let http = HTTPClientWrapper(timeoutSeconds: 2)
             var probes: [(Double, Int?)] = []
             var resumed: [String: Double] = [:]
+            // Per group, the last look that still found it where it was at the freeze: it moved again between
+            // that look and the next (the looks are a second or more apart on a loaded machine).
+            var stillAt: [String: Double] = [:]
             while Date().timeIntervalSince(frozenAt) < 30 {
                 let asked = Date()
                 let status = (try? await http.send(OutboundRequest(method: "GET", url: "http://127.0.0.1:\(survivor)/readyz")))?.status
                 probes.append((Date().timeIntervalSince(asked), status))
                 let now = try await Self.relayed(pair.lab).mapValues(\.count)
-                for id in Self.groups where resumed[id] == nil && (now[id] ?? 0) > (atFreeze[id] ?? 0) {
-                    resumed[id] = Date().timeIntervalSince(frozenAt)
+                for id in Self.groups where resumed[id] == nil {
+                    if (now[id] ?? 0) > (atFreeze[id] ?? 0) { resumed[id] = Date().timeIntervalSince(frozenAt) } else { stillAt[id] = Date().timeIntervalSince(frozenAt) }
                 }
                 try await Task.sleep(nanoseconds: UInt64(max(0, 1 - Date().timeIntervalSince(asked)) * 1_000_000_000))
             }
@@ -276,8 +279,11 @@ extension CrashTests {
             let slowest = resumed.values.max() ?? .infinity
             print("frozen instance: every group relayed again within \(String(format: "%.1f", slowest)) s (\(resumed)); /readyz answered in at most \(String(format: "%.2f", probes.map(\.0).max() ?? 0)) s, statuses \(Set(probes.map { $0.1 ?? 0 }))")
             #expect(resumed.count == Self.groups.count, "groups that moved again during the freeze: \(resumed)")
-            // lease_ms + 2 s, and 1 s for the 2 shared cores.
-            #expect(slowest <= Double(Self.leaseMs) / 1000 + 3, "the survivor relayed again only after \(slowest) s")
+            // Moving again within lease_ms + 2 s: judged by the last look that found a group still stopped, so
+            // that the time between looks (a second, more under load) does not count against the survivor.
+            let lastStopped = stillAt.values.max() ?? 0
+            #expect(lastStopped <= Double(Self.leaseMs) / 1000 + 2,
+                    "a group was still stopped \(lastStopped) s into the freeze (moved again by \(slowest) s): \(stillAt)")
             #expect(probes.count >= 25 && probes.allSatisfy { $0.0 < 1.0 && $0.1 != nil }, "/readyz answers: \(probes)")
             try await Self.expectExactlyOnceInOrder(pair.lab, sent: sent, store: pair.store, Self.warnings(pair) + "\n" + Self.tails(pair))
             #expect(await pair.bridges[1 - index].terminate() == 0, "the survivor ends cleanly")
