@@ -49,6 +49,17 @@ import IMOutbox
             #expect(await eventually { await instance.runner.finishedPasses >= 1 })
         }
 
+        /// Instances a and b started, and n1 relayed through `first` of them (it meets g first: a
+        /// conversation's first callback writes its checkpoint).
+        func pair(firstMessageThrough first: String = "a") async throws -> (a: Instance, b: Instance) {
+            let a = try instance("a"), b = try instance("b")
+            try await start(a)
+            try await start(b)
+            try await (first == "a" ? a : b).engine.accept([post("n1")])
+            #expect(try await eventually { try await relayed() == ["n1"] })
+            return (a, b)
+        }
+
         func stop(_ instance: Instance) async {
             await instance.runner.stop()
             await instance.engine.stop()
@@ -118,12 +129,8 @@ import IMOutbox
     /// for any live callback, so that a hold left by a dead instance is found and taken over.
     @Test func anEchoOnlyCallbackStillMeetsAnotherInstancesHold() async throws {
         let rig = try Rig()
-        let a = try rig.instance("a"), b = try rig.instance("b")
-        try await rig.start(a)
-        try await rig.start(b)
-        // B meets g with a message of its own first (a conversation's first callback writes its checkpoint).
-        try await b.engine.accept([rig.post("n1")])
-        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+        // B meets g with a message of its own first.
+        let (a, b) = try await rig.pair(firstMessageThrough: "b")
         func echo(_ id: String) -> IMEvent {
             // `rc_bob` is the puppet the route writes RongCloud's bob as on WuKong: the bridge sent it.
             IMEvent(eventID: EventID("msg:\(id)"), backend: "wk", kind: .message(Message(
@@ -201,11 +208,7 @@ import IMOutbox
     /// arrives, before the newer one B refused.
     @Test func aHoldLeftByAnInstanceThatDiedIsTakenOver() async throws {
         let rig = try Rig()
-        let a = try rig.instance("a"), b = try rig.instance("b")
-        try await rig.start(a)
-        try await rig.start(b)
-        try await a.engine.accept([rig.post("n1")])
-        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+        let (a, b) = try await rig.pair()
 
         #expect(try await rig.holdStuck(a, after: "n2"))
         try await a.engine.accept([rig.post("n3")])   // held in A's memory and answered
@@ -232,11 +235,7 @@ import IMOutbox
     /// catches the conversation up, which reads the lost message back and gives the hold up.
     @Test func aHoldThatOutlivedItsCatchUpIsGivenUp() async throws {
         let rig = try Rig()
-        let a = try rig.instance("a"), b = try rig.instance("b")
-        try await rig.start(a)
-        try await rig.start(b)
-        try await a.engine.accept([rig.post("n1")])
-        #expect(try await eventually { try await rig.relayed() == ["n1"] })
+        let (a, b) = try await rig.pair()
 
         // The row as the late intake transaction leaves it: A's, renewed with A's leases.
         let now = Int64(Date().timeIntervalSince1970 * 1000)
