@@ -97,6 +97,49 @@ import Testing
         #expect(Self.seqs(gate.admit([Self.message(8)])) == [8], "after the catch-up, live messages are admitted again")
     }
 
+    /// The catch-up read up to 40 and let the conversation go; its hold's release was still being written
+    /// when messages 54 and 55 came (41…53 had gone to a paused instance, or their callbacks were lost).
+    /// The gate held them for the gap, and the catch-up's last call must not hand them back to be recorded
+    /// ahead of 41…53: they wait for the catch-up the gap asked for (seed 21, docs/reliability.md).
+    @Test func messagesPastAGapThatCameAfterTheReadWaitForTheNextRead() {
+        let gate = CatchUpGate()
+        gate.watch("wk", signal: .sequence, starting: false)
+        let key = CatchUpGate.Key(backend: "wk", conversation: .group("g1"))
+        gate.begin(key)
+        _ = gate.takeMissed(key)
+        gate.caughtUp(key, seq: 40)
+        #expect(gate.finish(key, force: false) == [], "nothing held: the conversation is let go")
+        #expect(Self.seqs(gate.admit([Self.message(55), Self.message(54)])) == [], "a gap after 40: held")
+        #expect(gate.takeRequested() == [key: "gap"])
+        #expect(gate.finish(key, force: true) == [], "54 and 55 are not recorded before 41…53")
+        #expect(gate.takeRequested() == [key: "gap"], "the gap is still to be read")
+        #expect(Self.seqs(gate.admit([Self.message(56)])) == [], "56 waits behind them")
+        // The catch-up the gap asked for reads 41…56.
+        gate.begin(key)
+        _ = gate.takeMissed(key)
+        gate.caughtUp(key, seq: 56)
+        #expect(gate.finish(key, force: false).map(Self.seqs) == [54, 55, 56], "handed back in order once the read covered them")
+    }
+
+    /// After the last read, what was held meanwhile is recorded up to a gap; what lies past it waits for
+    /// a read. What was held before the last read began is the read's answer, gap or not.
+    @Test func aForcedFinishStopsAtAGapOnlyForWhatCameAfterTheRead() {
+        let gate = CatchUpGate()
+        gate.watch("wk", signal: .sequence, starting: false)
+        let key = CatchUpGate.Key(backend: "wk", conversation: .group("g1"))
+        gate.begin(key)
+        _ = gate.admit([Self.message(9)])
+        _ = gate.takeMissed(key)
+        gate.caughtUp(key, seq: 5)
+        #expect(gate.finish(key, force: true).map(Self.seqs) == [9], "held before the read began, which found nothing up to 9")
+        gate.recorded([Self.message(9)])
+        _ = gate.admit([Self.message(8), Self.message(6), Self.message(12)])
+        #expect(gate.finish(key, force: true).map(Self.seqs) == [6], "6 follows 5; 8 comes after a gap (7)")
+        gate.recorded([Self.message(6)])
+        #expect(gate.finish(key, force: true) == [], "7 is still missing")
+        #expect(gate.takeRequested() == [key: "gap"])
+    }
+
     @Test func startingHoldsEverythingOfTheSourceUntilItsConversationsAreListed() {
         let gate = CatchUpGate()
         gate.watch("wk", signal: .none, starting: true)

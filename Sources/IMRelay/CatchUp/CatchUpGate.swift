@@ -320,17 +320,43 @@ public final class CatchUpGate: Sendable {
     /// calls again (with `force`) once they are recorded, for what came meanwhile, until none came — only
     /// an empty answer lets live messages through. Released with the first answer, a live message
     /// arriving while the held ones were recorded was recorded before them (seed 192, docs/reliability.md).
+    ///
+    /// On a `.sequence` source a `force`d answer stops at a gap when something was held after the last read
+    /// began: the messages before the gap were sent after that read too, so no read has shown whether they
+    /// exist. What lies past the gap stays held and a catch-up is asked for (`gap`), as for a live message
+    /// that shows a gap. Without this, messages another instance or a lost callback missed were recorded
+    /// after newer ones held here (seed 21, docs/reliability.md). A gap in what was held *before* the last
+    /// read began is the read's answer (history has nothing between): those are handed back whole.
     package func finish(_ key: Key, force: Bool) -> [IMEvent]? {
         state.withLock { state in
             guard var lane = state.lanes[key] else { return [] }
             if lane.missed && !force { return nil }
-            let held = lane.held
-            lane.held = []
-            if held.isEmpty { lane.running = false }
-            lane.missed = false
+            var held = lane.held
+            var rest: [IMEvent] = []
+            if lane.missed, state.signals[key.backend] == .sequence, let last = lane.lastSeq {
+                (held, rest) = Self.upToGap(held, after: last)
+            }
+            lane.held = rest
+            if held.isEmpty && rest.isEmpty { lane.running = false }
+            lane.missed = !rest.isEmpty
+            if !rest.isEmpty { state.requested[key] = "gap" }
             state.lanes[key] = lane
             return held
         }
+    }
+
+    /// `held` in `seq` order up to the first gap after `last`, and the rest (messages without a `seq` go
+    /// with the first part).
+    static func upToGap(_ held: [IMEvent], after last: Int64) -> (held: [IMEvent], rest: [IMEvent]) {
+        func seq(_ event: IMEvent) -> Int64? { if case .message(let message) = event.kind { message.seq } else { nil } }
+        let ordered = held.enumerated().sorted { (seq($0.element) ?? .min, $0.offset) < (seq($1.element) ?? .min, $1.offset) }.map(\.element)
+        var next = last + 1
+        for (index, event) in ordered.enumerated() {
+            guard let seq = seq(event) else { continue }
+            if seq > next { return (Array(ordered[..<index]), Array(ordered[index...])) }
+            next = max(next, seq + 1)
+        }
+        return (ordered, [])
     }
 
     /// The start-up catch-up of `backend` has listed its conversations: from now on only conversations
