@@ -180,7 +180,7 @@ public final class Delivery: Sendable {
     }
 
     /// The copy an earlier attempt left on the target without an id-map row, if any: looked up by client
-    /// id where the target can; else the newest message among the target's last 50 that carries our client
+    /// id where the target can; else the newest message among the target's last `earlierCopyWindow` (500) that carries our client
     /// id, or (target without client ids) has the same sender, kind and digest, was stored after the attempt
     /// started (5 s skew allowed; or carries exactly the `sentAt` the send asked for) and is no other
     /// message's copy.
@@ -221,6 +221,15 @@ public final class Delivery: Sendable {
                        retryAfterMs: cause?.retryAfterMs, details: details)
     }
 
+    /// How many of the target's newest messages the earlier-copy search reads where the target has no
+    /// client-id lookup. A copy behind more messages than this (a busy conversation, a long wait before
+    /// the retry) is not found, and the message is sent again. RongCloud's adapter reads a conversation
+    /// forward from its start for a `latest` page anyway (`RongCloudBackend.history`), so a larger window
+    /// costs it no request; WuKong serves up to 10,000 in one `/channel/messagesync` call
+    /// (docs/adapters/wukong.md). It was 50, and native traffic of a busy group pushed copies out of it
+    /// (docs/limits.md).
+    package static let earlierCopyWindow = 500
+
     /// `details` key of a send that failed because its earlier-copy lookup did (the lookup's error code).
     public static let lookupFailedKey = "earlier_copy_lookup_failed"
 
@@ -229,7 +238,7 @@ public final class Delivery: Sendable {
             return try await lookup.message(withClientID: id, in: conversation, readingAs: outgoing.sender)
         }
         guard target.capabilities.support(.history) != .rejected else { return nil }
-        let query = HistoryQuery(conversation: conversation, anchor: .latest, limit: 50)
+        let query = HistoryQuery(conversation: conversation, anchor: .latest, limit: Self.earlierCopyWindow)
         let page: HistoryPage
         do {
             page = try await target.history(query)
@@ -253,12 +262,16 @@ public final class Delivery: Sendable {
                 continue
             }
             guard candidate.sender == outgoing.sender else { continue }
+            let alike = candidate.currentContent.kind == outgoing.content.kind && candidate.currentContent.digest == outgoing.content.digest
+                && Self.quotesTheSame(candidate, outgoing)
+            // Once a recorded copy was met, only a candidate like the outgoing message can still matter: the
+            // store is not asked about the others.
+            if recordedSeen && !alike { continue }
             if try await store.reading({ [id = candidate.id] in try $0.isBridgeCreated(id, on: targetID) }) {
                 recordedSeen = true
                 continue
             }
-            guard candidate.currentContent.kind == outgoing.content.kind, candidate.currentContent.digest == outgoing.content.digest,
-                  Self.quotesTheSame(candidate, outgoing) else { continue }
+            guard alike else { continue }
             // Stored after the attempt began — or at exactly the time the send asked for, on a target
             // that keeps a requested `sentAt` (the relay asks for the source's time, which may be long
             // before the attempt when intake or the lane was slow).

@@ -134,4 +134,29 @@ import Testing
         #expect(after.first { $0.id == copyID }?.isRecalled == false, "the recorded copy stays")
         #expect(after.filter { $0.currentContent.digest.hasPrefix("later") }.allSatisfy { !$0.isRecalled })
     }
+
+    /// RongCloud, which has no client-id lookup: an attempt's copy followed by more native messages than the
+    /// search once read (the 50 newest) is still found, and a retry does not send the message again. The
+    /// bridge relayed one message into the group first, so the puppet and the group exist as the lane
+    /// leaves them.
+    @Test func anEarlierCopyBehindAHundredNewerMessagesIsFound() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                                  routes: route("wk:group:lk4", "rc:group:lk4", direction: "forward"))
+        defer { Task { await env.stop() } }
+        let wk = try await env.users("wk"), rc = try await env.users("rc")
+        let group = ConversationRef.group("lk4")
+        let first = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("relayed first")))
+        #expect(try await eventually(30) { try env.bridge.store.read { try $0.mapped(first.id, from: "wk", to: "rc") } != nil })
+        let puppet = try #require(try await rc.history(HistoryQuery(conversation: group, anchor: .latest, limit: 10, viewer: "wk_ann"))
+            .messages.last).sender
+        let attemptAt = SystemClock().nowMs()
+        let outgoing = OutgoingMessage(conversation: group, sender: puppet, content: .text("the attempt's copy"))
+        let copy = try await rc.send(outgoing)
+        for n in 1...120 {
+            _ = try await rc.send(OutgoingMessage(conversation: group, sender: n % 2 == 0 ? puppet : "rc_carol", content: .text("native \(n)")))
+        }
+        let delivery = Delivery(target: rc, store: env.bridge.store, retry: RetryPolicy(baseMs: 10, maxMs: 100, jitter: 0))
+        let found = try await delivery.findEarlierCopy(of: outgoing, in: group, since: attemptAt)
+        #expect(found?.id == copy.id, "found \(String(describing: found?.id)), the copy is \(copy.id)")
+    }
 }
