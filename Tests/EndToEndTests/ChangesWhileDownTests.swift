@@ -1,5 +1,6 @@
 import BridgeTestSupport
 import Foundation
+import GRDB
 import IMAdapterKit
 import IMCore
 import IMHTTP
@@ -279,6 +280,92 @@ extension CrashTests {
             #expect(arrived, "the changes made while down reached RongCloud:\n\(shown)\n\(bridge.output.suffix(4000))")
             let (first, last) = (try await copyRecord("first"), try await copyRecord("last"))
             #expect(first?["recalled"] == false && last?["recalled"] == false, "the messages left alone stay as they were")
+            #expect(await bridge.terminate() == 0)
+        }
+
+        /// An edit the change feed served while the store refused to record it, overwritten on the source by a
+        /// second edit before the store came back: both edits' notices reach RongCloud (seed 546,
+        /// docs/reliability.md). WuKong's extras row keeps only a message's current text, so a read after
+        /// the outage cannot serve the first edit again; the bridge has to keep what it read.
+        @Test func anEditReadWhileTheStoreRefusedIsNotLostToTheNextEdit() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("cw9")
+            let bridge = try await rig.bridge(run: 1)
+            defer { bridge.killWithoutWaiting() }
+            let (sent, _) = try await rig.sendRelayed(["to-edit"], into: group, through: wk, bridge: bridge)
+            var configuration = Configuration()
+            configuration.busyMode = .timeout(10)
+            let database = try DatabaseQueue(path: rig.bridgeRig.sqlitePath, configuration: configuration)
+            try await database.write { db in
+                try db.execute(sql: "CREATE TRIGGER full_disk BEFORE INSERT ON ledger BEGIN SELECT RAISE(ABORT, 'database or disk is full'); END")
+            }
+            let editing = try #require(wk as? any Editing)
+            try await editing.edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("first edit"))
+            // The feed read that served the first edit, refused by the store.
+            let http = HTTPClientWrapper()
+            let served = try await eventually(30) {
+                let shown = try await http.send(OutboundRequest(method: "GET", url: rig.lab.url(of: "wk") + "/_sandbox/extras-served"))
+                return String(decoding: shown.body, as: UTF8.self).contains("first edit")
+            }
+            #expect(served, "a feed read served the first edit")
+            try await Task.sleep(nanoseconds: 500_000_000)
+            try await editing.edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("second edit"))
+            try await Task.sleep(nanoseconds: 1_000_000_000)
+            try await database.write { try $0.execute(sql: "DROP TRIGGER full_disk") }
+            try database.close()
+            func notices() async throws -> [String] {
+                try await rig.records("cw9").compactMap { $0["text"]?.stringValue }.filter { $0.hasPrefix("✎") }
+            }
+            let both = try await eventually(60) { try await notices().count >= 2 }
+            let shown = try await notices()
+            #expect(both && shown.contains { $0.contains("first edit") } && shown.contains { $0.contains("second edit") },
+                    "both edits' notices reached RongCloud: \(shown)\n\(bridge.output.suffix(3000))")
+        }
+
+        /// The same loss by another path: the start's change catch-up reads the extras feed (the edit made
+        /// while the bridge was down) and then fails on the reactions feed, so nothing of the read is recorded.
+        /// A second edit overwrites the row before anything reads it again: both edits' notices still reach
+        /// RongCloud, the first one first.
+        @Test func anEditReadByACatchUpThatFailedAfterwardsIsNotLostToTheNextEdit() async throws {
+            let rig = try await Rig.start(("wk", "wukong"), ("rc", "rongcloud"))
+            defer { Task { await rig.bridgeRig.stop() } }
+            let wk = try await rig.lab.userBackend("wk", registry: ContentRegistry())
+            let group = ConversationRef.group("cw10")
+            var bridge = try await rig.bridge(run: 1)
+            let (sent, _) = try await rig.sendRelayed(["to-edit"], into: group, through: wk, bridge: bridge)
+            #expect(await bridge.terminate() == 0)
+            let standIn = try await rig.standIn()
+            let editing = try #require(wk as? any Editing)
+            try await editing.edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("edit while down"))
+            await standIn.stop()
+            // Every reactions read fails until the rule is cleared: the catch-up's read of the conversation's
+            // changes fails after its extras read.
+            let http = HTTPClientWrapper()
+            let base = rig.lab.url(of: "wk")
+            let rule = #"{"status":500,"count":1000,"path_prefix":"/v1/reaction/sync"}"#
+            #expect(try await http.send(.json(base + "/_sandbox/faults", Data(rule.utf8))).status == 200)
+            bridge = try await rig.bridge(run: 2)
+            defer { bridge.killWithoutWaiting() }
+            let served = try await eventually(30) {
+                let shown = try await http.send(OutboundRequest(method: "GET", url: base + "/_sandbox/extras-served"))
+                return String(decoding: shown.body, as: UTF8.self).contains("edit while down")
+            }
+            #expect(served, "the start's catch-up read the edit made while down")
+            // The live edit's sync (no reactions read) records the second edit; the first must come with it.
+            try await editing.edit(sent["to-edit"]!.id, in: group, by: "ann", content: .text("edit after start"))
+            func notices() async throws -> [String] {
+                try await rig.records("cw10").compactMap { $0["text"]?.stringValue }.filter { $0.hasPrefix("✎") }
+            }
+            let second = try await eventually(60) { try await notices().contains { $0.contains("edit after start") } }
+            #expect(second, "the second edit was relayed:\n\(bridge.output.suffix(3000))")
+            _ = try await http.send(OutboundRequest(method: "DELETE", url: base + "/_sandbox/faults"))
+            let shown = try await notices()
+            let first = shown.firstIndex { $0.contains("edit while down") }
+            let last = shown.firstIndex { $0.contains("edit after start") }
+            #expect(first != nil && last != nil && first! < last!,
+                    "both edits' notices reached RongCloud, in order: \(shown)\n\(bridge.output.suffix(3000))")
             #expect(await bridge.terminate() == 0)
         }
 

@@ -33,6 +33,12 @@ extension WuKongBackend {
                 if rows.count < 1000 { break }
             }
             if actor == nil { read.events = try await bySenders(read.events, address) }
+            // Edits an earlier read gave and the store did not record go first: the row shows only the
+            // newest text now.
+            let kept = await sync.takeUnrecordedEdits(of: conversation)
+            let readIDs = Set(read.events.map(\.eventID))
+            read.events = kept.filter { !readIDs.contains($0.eventID) } + read.events
+            await sync.read(edits: read.events.filter { if case .edited = $0.kind { true } else { false } }, of: conversation)
             read.position = await position(WuKongSyncState.extrasFeed, conversation, from: start.from, to: cursor)
             return read
         }

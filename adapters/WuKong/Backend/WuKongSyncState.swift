@@ -45,6 +45,9 @@ actor WuKongSyncState {
         let stored = try await positions.checkpoint(named: name).flatMap { Int64($0) }
         if let memory, memory == stored { return (memory, memory) }
         if feed == Self.extrasFeed {
+            // The last read was not recorded as read (a batch refused, or a read after it failed before
+            // recording) — or another instance recorded further; the ledger drops edits recorded twice.
+            keepEdits(of: conversation)
             extraCursors[conversation] = nil
             extraRows[conversation] = nil
         } else {
@@ -108,6 +111,32 @@ actor WuKongSyncState {
         extraCursors = [:]
         extraRows = [:]
         reactionCursors = [:]
+        for conversation in Array(readEdits.keys) { keepEdits(of: conversation) }
+    }
+
+    /// The last read's edits of `conversation`, taken as not recorded: they go ahead of its next read.
+    private func keepEdits(of conversation: ConversationRef) {
+        guard let edits = readEdits.removeValue(forKey: conversation) else { return }
+        let known = Set((unrecordedEdits[conversation] ?? []).map(\.eventID))
+        unrecordedEdits[conversation, default: []] += edits.filter { !known.contains($0.eventID) }
+    }
+
+    /// The edits the last extras read of each conversation gave. Kept because the business server keeps a
+    /// message's current text only: an edit read but not recorded (the store refused the batch) and then
+    /// overwritten by the next edit cannot be read again (seed 546, docs/reliability.md).
+    private var readEdits: [ConversationRef: [IMEvent]] = [:]
+    /// Edits of reads that were not recorded (`forget`, or `start` finding the memory off the store),
+    /// handed to the conversation's next extras read.
+    private var unrecordedEdits: [ConversationRef: [IMEvent]] = [:]
+
+    /// The edits a read not yet known to be recorded gave; the ledger drops those recorded already.
+    func read(edits: [IMEvent], of conversation: ConversationRef) {
+        readEdits[conversation] = edits
+    }
+
+    /// The edits of `conversation`'s reads that were not recorded, to go ahead of the next read's events.
+    func takeUnrecordedEdits(of conversation: ConversationRef) -> [IMEvent] {
+        unrecordedEdits.removeValue(forKey: conversation) ?? []
     }
 
     /// Runs `operation` after every earlier operation with the same key has finished.
