@@ -159,4 +159,36 @@ import Testing
         let found = try await delivery.findEarlierCopy(of: outgoing, in: group, since: attemptAt)
         #expect(found?.id == copy.id, "found \(String(describing: found?.id)), the copy is \(copy.id)")
     }
+
+    /// WuKong → RongCloud: one puppet's `😂 +1` about two messages. The second notice's first request is
+    /// answered 504 and not carried out, so its retry looks for an earlier copy. RongCloud quotes only texts,
+    /// so the first notice has the same sender, text and (absent) quote — but it carries its own client id
+    /// in its content JSON, and the retry sends the second notice (seed 588, docs/reliability.md; before,
+    /// the first was taken for it and the second was lost).
+    @Test func aReactionNoticeOnRongCloudIsNotTakenForTheSameLineAboutAnotherMessage() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud")],
+                                                  routes: route("wk:group:lk5", "rc:group:lk5", direction: "forward"))
+        defer { Task { await env.stop() } }
+        let wk = try await env.users("wk")
+        let group = ConversationRef.group("lk5")
+        let one = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("one")))
+        let two = try await wk.send(OutgoingMessage(conversation: group, sender: "ann", content: .text("two")))
+        func notices() async throws -> [JSONValue] {
+            try await env.records("rc", "lk5").filter { $0["text"]?.stringValue == "😂 +1" }
+        }
+        #expect(try await eventually(30) { try await env.records("rc", "lk5").count == 2 })
+        let reacting = try #require(wk as? any Reacting)
+        _ = try await reacting.toggleReaction("😂", on: one.id, in: group, by: "bob")
+        #expect(try await eventually(30) { try await notices().count == 1 })
+        let rule = #"{"status":504,"count":1,"path_prefix":"/message/group/publish.json","body_contains":"😂"}"#
+        #expect(try await HTTPClientWrapper().send(.json(env.lab.url(of: "rc") + "/_sandbox/faults", Data(rule.utf8))).status == 200)
+        _ = try await reacting.toggleReaction("😂", on: two.id, in: group, by: "bob")
+        #expect(await eventually(30) { env.bridge.engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1 },
+                "the 504 was retried")
+        #expect(await env.bridge.engine.waitUntilIdle())
+        let shown = try await notices()
+        let all = try await env.records("rc", "lk5")
+        #expect(shown.count == 2, "both notices reached RongCloud: \(all)")
+        #expect(Set(shown.compactMap { $0["raw"]?["content"]?.stringValue }).count == 2, "each with its own client id")
+    }
 }

@@ -31,6 +31,15 @@ public struct RongCloudCodec: Sendable {
     public static let sensitiveTypeKey = "rongcloud.sensitiveType"
     public static let busChannelKey = "rongcloud.busChannel"
     public static let groupUserIdsKey = "rongcloud.groupUserIds"
+    /// The content JSON key a notice's `clientMessageID` rides in (docs/adapters/rongcloud.md, "Client ids").
+    public static let clientIDKey = "imbridge_cid"
+
+    /// The client id a notice's content JSON carries (`clientIDKey`); nil for any other content.
+    static func clientID(of content: MessageContent, json: String) -> ClientMessageID? {
+        guard case .notice = content, json.contains(clientIDKey),
+              let id = (try? JSONValue.parse(json))?.objectValue?[clientIDKey]?.stringValue else { return nil }
+        return ClientMessageID(id)
+    }
 
     // MARK: conversations
 
@@ -86,7 +95,7 @@ public struct RongCloudCodec: Sendable {
                 $0.version == 0 ? ExpansionEntry(value: $0.value, version: routed.msgTimestamp) : $0
             })
         }
-        return Message(id: MessageID(routed.msgUID),
+        return Message(id: MessageID(routed.msgUID), clientMessageID: Self.clientID(of: decoded.content, json: routed.content),
                        conversation: Self.conversation(channelType: routed.channelType, from: routed.fromUserId, to: routed.toUserId),
                        sender: UserID(routed.fromUserId), sentAt: routed.msgTimestamp, content: decoded.content,
                        mentions: decoded.mentions, reply: decoded.reply, options: options, expansion: expansion, vendorExtras: vendorExtras)
@@ -102,7 +111,8 @@ public struct RongCloudCodec: Sendable {
         if row.expansion == true {
             expansion = try RongCloudExpansionCodec.expansion(fromHistoryText: row.extraContent)
         }
-        return Message(id: MessageID(row.messageUID), conversation: conversation, sender: UserID(row.fromUserId),
+        return Message(id: MessageID(row.messageUID), clientMessageID: Self.clientID(of: decoded.content, json: row.content),
+                       conversation: conversation, sender: UserID(row.fromUserId),
                        sentAt: row.msgTime, content: decoded.content, mentions: decoded.mentions, reply: decoded.reply,
                        expansion: expansion, vendorExtras: vendorExtras)
     }
@@ -120,9 +130,15 @@ public struct RongCloudCodec: Sendable {
         let target = try Self.target(of: outgoing.conversation, for: outgoing.sender)
         var wire = try content.encode(outgoing.content, mentions: outgoing.mentions, reply: outgoing.reply,
                                       vendorExtras: outgoing.vendorExtras)
-        // A migrated copy's origin rides in the content JSON (clients ignore keys they do not know).
-        if let origin = outgoing.vendorExtras[OutgoingMessage.originKey], var object = (try? JSONValue.parse(wire.content))?.objectValue {
-            object[OutgoingMessage.originKey] = origin
+        // A migrated copy's origin rides in the content JSON (clients ignore keys they do not know), and so
+        // does a notice's client id: RongCloud keeps none a history read returns, and a notice is in no id
+        // map, so a retry's earlier-copy search could not tell one puppet's `😂 +1` about one message from
+        // the same line about another (RongCloud quotes only texts; seed 588, docs/reliability.md).
+        let origin = outgoing.vendorExtras[OutgoingMessage.originKey]
+        let noticeID: ClientMessageID? = if case .notice = outgoing.content { outgoing.clientMessageID } else { nil }
+        if origin != nil || noticeID != nil, var object = (try? JSONValue.parse(wire.content))?.objectValue {
+            if let origin { object[OutgoingMessage.originKey] = origin }
+            if let noticeID { object[Self.clientIDKey] = .string(noticeID.rawValue) }
             wire.content = JSONValue.object(object).jsonString()
         }
         let isGroup = target.type == .group
