@@ -116,6 +116,18 @@ public final class Delivery: Sendable {
         }
     }
 
+    /// The expansion carriers sent with `clientID` (one `expansion` entry's), oldest first, read as `sender`;
+    /// none on a target without a client-id lookup. Fails as `findEarlierCopy` does (`lookupFailed`).
+    public func findCarriers(withClientID clientID: ClientMessageID, in conversation: ConversationRef,
+                             sender: UserID) async throws -> [Message] {
+        guard let lookup = target as? any ClientIDLookup else { return [] }
+        do {
+            return try await lookup.messages(withClientID: clientID, in: conversation, readingAs: sender)
+        } catch {
+            throw Self.lookupFailed(error)
+        }
+    }
+
     /// On a target with no client-id lookup (RongCloud), the copies of `outgoing` a late attempt left: the
     /// messages of its sender with its content that the id map names as no copy, stored after `recorded`
     /// (the copy the lane's takeover made, which the late attempt's request reached the target behind) —

@@ -92,6 +92,11 @@ package enum PayloadJSON {
             if let copy { fields["copy"] = .string(copy.rawValue) }
             fields["outgoing"] = try write(outgoing)
             fields["attemptAt"] = .int(attemptAt)
+        case .retractCarrier(let source, let by, let clientID, let attemptAt):
+            fields["source"] = .string(source.rawValue)
+            fields["by"] = .string(by.rawValue)
+            fields["clientID"] = .string(clientID.rawValue)
+            fields["attemptAt"] = .int(attemptAt)
         case .dissolve(let source, let keep, let notice):
             fields["source"] = .string(source.rawValue)
             fields["keep"] = .bool(keep)
@@ -137,6 +142,9 @@ package enum PayloadJSON {
             return .retract(source: MessageID(try string(fields["source"])),
                             copy: try optional(fields["copy"]) { MessageID(try string($0)) },
                             outgoing: try read(outgoing: fields["outgoing"]), attemptAt: try int64(fields["attemptAt"]))
+        case "retractCarrier":
+            return .retractCarrier(source: MessageID(try string(fields["source"])), by: UserID(try string(fields["by"])),
+                                   clientID: ClientMessageID(try string(fields["clientID"])), attemptAt: try int64(fields["attemptAt"]))
         case "dissolve":
             return .dissolve(source: GroupID(try string(fields["source"])), keep: try bool(fields["keep"]),
                              notice: try read(outgoing: fields["notice"]))

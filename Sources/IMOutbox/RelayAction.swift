@@ -36,6 +36,11 @@ public enum RelayAction: Sendable, Hashable, Codable {
     /// (the other instance found it instead of sending its own). Queued by the instance whose late attempt
     /// the fence caught (docs/high-availability.md, "Fenced deliveries").
     case retract(source: MessageID, copy: MessageID?, outgoing: OutgoingMessage, attemptAt: Int64)
+    /// Take back an expansion carrier (a target keeping no expansions, NIM) this bridge left on the target
+    /// after another instance had taken the lane over and sent its own: of the carriers of `source`'s copy
+    /// with `clientID` (the `expansion` entry's), sent by `by`, the oldest stays and the others are recalled
+    /// (docs/high-availability.md, "Fenced deliveries").
+    case retractCarrier(source: MessageID, by: UserID, clientID: ClientMessageID, attemptAt: Int64)
     /// The source group `source` was dissolved (by `by`, where the vendor says): dissolve the target group
     /// (`GroupDissolving`), or — `keep`, the route's `on_dissolve: keep`, or a target that cannot dissolve
     /// groups — leave it and send `notice` into it. Queued in the group's lane, after its earlier events
@@ -56,6 +61,7 @@ public enum RelayAction: Sendable, Hashable, Codable {
         case .group: "group"
         case .user: "user"
         case .retract: "retract"
+        case .retractCarrier: "retractCarrier"
         case .dissolve: "dissolve"
         }
     }

@@ -164,14 +164,25 @@ extension RelayEngine {
     /// A pause can fall between the last lease check and the request leaving the process; then the other
     /// instance, finding no copy yet, sent its own, and this one is a late double. The lane (whoever holds
     /// it) takes it back once the entry is recorded, unless the id map names it (the other instance found it).
+    /// An expansion change's late attempt leaves a second carrier where the target keeps no expansions (NIM):
+    /// a message of its own, which would restate the change after the lane's later ones.
     nonisolated func queueRetraction(of created: Message?, entry: OutboxEntry, payload: OutboxPayload, attemptAt: Int64) async {
-        guard case .send(var outgoing, let source, _) = payload.action else { return }
-        outgoing.clientMessageID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+        let clientID = ClientMessageID("\(Self.clientIDPrefix)\(entry.id)")
+        let action: RelayAction
+        switch payload.action {
+        case .send(var outgoing, let source, _):
+            outgoing.clientMessageID = clientID
+            action = .retract(source: source, copy: created?.id, outgoing: outgoing, attemptAt: attemptAt)
+        case .expansion(let source, let by, _) where backends[entry.lane.backend]?.capabilities.support(.expansion) == .fallback:
+            action = .retractCarrier(source: source, by: by, clientID: clientID, attemptAt: attemptAt)
+        default:
+            return
+        }
         logs.delivery.notice("a late attempt reached the target after the lane was taken over: its copy is taken back if it is a double",
                               metadata: laneMetadata(entry).merging(["target_message": "\(created?.id.rawValue ?? "unknown")"]) { _, new in new })
         metrics.increment("imbridge_late_copies_total", ["target": entry.lane.backend.rawValue])
         var taking = payload
-        taking.action = .retract(source: source, copy: created?.id, outgoing: outgoing, attemptAt: attemptAt)
+        taking.action = action
         taking.requeues = nil
         let retraction = taking
         let now = clock.nowMs()

@@ -48,23 +48,28 @@ extension RelayEngine {
         let earlierAttemptAt = entry.attempts > 0 ? entry.createdAt : nil
         // A portal's lane names the source group; the target's is the one the conversation map names (`Portals`).
         let conversation = try await self.conversation(of: entry)
-        if payload.firstCopyOnly == true, case .send(_, let source, _) = payload.action,
+        // A copy of a message that already has one in this conversation is not sent again (a copy the id map
+        // names in another conversation of this target, a second route's, is not this one's):
+        // - a repair's, of a message the bridge copied after verify's check (its send queued or made between
+        //   the check and this entry); the repair's report reads the note;
+        // - a migration's, of a message relayed live before it queued it (or by an earlier entry of this lane);
+        // - a live one queued a second time: a callback redelivered after retention pruned the event's ledger
+        //   row, which the id map (never pruned) still names (seed 587, docs/reliability.md). Only an event at
+        //   least half the retention old can be one (`mayBeRequeued`), so the live path's read is rare.
+        if case .send(_, let source, _) = payload.action,
+           payload.firstCopyOnly == true || payload.migration != nil || mayBeRequeued(payload),
            let copy = try await mapping(of: source, entry: entry), copy.toConversation == conversation {
-            // A repair's copy of a message the bridge copied after verify's check (its send queued or made
-            // between the check and this entry) is not sent again; the repair's report reads the note.
-            try await store.writing { [id = entry.id] tx in
-                try tx.setCheckpoint("\(OutboxPayload.skippedFirstCopyPrefix)\(id)", copy.toMessage.rawValue, at: self.clock.nowMs())
+            if payload.firstCopyOnly == true {
+                try await store.writing { [id = entry.id] tx in
+                    try tx.setCheckpoint("\(OutboxPayload.skippedFirstCopyPrefix)\(id)", copy.toMessage.rawValue, at: self.clock.nowMs())
+                }
+            } else if payload.migration == nil {
+                logs.delivery.notice("a message already copied into this conversation was queued again (its ledger row pruned): not sent twice",
+                                     metadata: laneMetadata(entry).merging(["source_message": "\(source.rawValue)"]) { _, new in new })
             }
             return nil
         }
         if payload.migration != nil {
-            // A migration's copy of a message that already has one in this conversation (relayed live before
-            // the migration queued it, or by an earlier entry of this lane) is not sent again. A copy the id
-            // map names in another conversation of this target (a second route's) is not this one's.
-            if case .send(_, let source, _) = payload.action,
-               try await mapping(of: source, entry: entry)?.toConversation == conversation {
-                return nil
-            }
             // A migration's follow-up (the recall) runs after its copy in the same lane: when the copy is not
             // there, the copy failed, and waiting for it is pointless (a rerun retries both, in order).
             if case .recall(let source, _) = payload.action,
@@ -161,6 +166,20 @@ extension RelayEngine {
             try await gated(mayWrite) { try await delivery.markRead(conversation, by: by, upTo: copy) }
         case .profile, .group, .user, .dissolve:
             break   // `execute`
+        case .retractCarrier(let source, let by, let clientID, _):
+            // Queued behind the `expansion` entry, which the lane's new holder recorded first: its carrier, or
+            // the late one its lookup found, is the oldest with the client id and stays; the others go. A
+            // later carrier restates the change after the lane's later changes, and on a target that keeps no
+            // expansions the newest carrier of a key is its value (docs/expansions.md).
+            _ = try await mapped(source, entry: entry)
+            let carriers = try await delivery.findCarriers(withClientID: clientID, in: conversation, sender: by).filter { !$0.isRecalled }
+            for late in carriers.dropFirst() {
+                try await delivery.recall(late.id, in: conversation, by: by)
+                metrics.increment("imbridge_late_copies_retracted_total", ["target": entry.lane.backend.rawValue])
+                logs.delivery.warning("late expansion carrier taken back from the target", metadata: laneMetadata(entry).merging([
+                    "target_message": "\(late.id.rawValue)", "source_message": "\(source.rawValue)",
+                ]) { _, new in new })
+            }
         case .retract(let source, let copy, let outgoing, let attemptAt):
             // Waits (requeued) until the entry that took the lane over has recorded its copy; every entry
             // before this one is recorded then, so an unmapped copy found by the search is a late one.
@@ -179,6 +198,16 @@ extension RelayEngine {
             }
         }
         return nil
+    }
+
+    /// Whether a live event's send may be its second: its ledger row, written when the event was first taken
+    /// in, may have been pruned (`retentionMs` after that). The event's time is the source's; a row pruned
+    /// before a redelivery was written at least `retentionMs` before it, so the event is at least that old
+    /// less the source clock's lead on the bridge's — half the retention leaves room for any lead short of
+    /// that (minutes against the default 7 days).
+    nonisolated func mayBeRequeued(_ payload: OutboxPayload) -> Bool {
+        guard let retentionMs else { return false }
+        return clock.nowMs() - payload.eventTimeMs >= retentionMs / 2
     }
 
     /// Whether a copy whose recall the target answered `not_found` is one the bridge made within the

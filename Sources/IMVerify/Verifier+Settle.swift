@@ -80,7 +80,8 @@ extension Verifier {
     static func sourceMessage(of action: RelayAction) -> MessageID? {
         switch action {
         case .send(_, let source, _), .edit(let source, _, _), .recall(let source, _), .delete(let source, _, _),
-             .expansion(let source, _, _), .reaction(let source, _, _, _), .retract(let source, _, _, _):
+             .expansion(let source, _, _), .reaction(let source, _, _, _), .retract(let source, _, _, _),
+             .retractCarrier(let source, _, _, _):
             source
         case .notice(_, let reply): reply
         case .read, .profile, .group, .user, .dissolve: nil

@@ -14,8 +14,8 @@ import Testing
 /// signature with other bodies is refused 401 — on one bridge, and across two instances sharing one
 /// PostgreSQL store.
 @Suite(.serialized) struct CallbackReplayTests {
-    static func body(from sender: String, uid: String, text: String) -> [UInt8] {
-        let now = Int64(Date().timeIntervalSince1970 * 1000)
+    static func body(from sender: String, uid: String, text: String, agoMs: Int64 = 0) -> [UInt8] {
+        let now = Int64(Date().timeIntervalSince1970 * 1000) - agoMs
         return Array(RCRoutedMessage(fromUserId: sender, toUserId: "replay", objectName: "RC:TxtMsg", content: #"{"content":"\#(text)"}"#,
                                      channelType: "GROUP", msgTimestamp: now, msgUID: uid, source: "Android").form.encoded.utf8)
     }
@@ -82,5 +82,29 @@ import Testing
         try await Task.sleep(nanoseconds: 1_000_000_000)
         let records = try await rig.lab.messages("wk").filter { $0["conversation_id"]?.stringValue == "replay" }
         #expect(records.count == 1 && records.first?["text"]?.stringValue == "real", "\(records)")
+    }
+
+    /// A genuine callback redelivered after retention pruned its ledger row (a vendor's retries running late
+    /// behind an outage, with a short `retention`): the id map, which is never pruned, still names the copy,
+    /// and the lane does not send a second one (seed 587 in docs/reliability.md). Signed afresh each time, as
+    /// a vendor signs each attempt. The message is four days old, past half the default retention of 7
+    /// days, as a message whose ledger row was pruned is.
+    @Test func aRedeliveryAfterItsLedgerRowWasPrunedIsNotRelayedAgain() async throws {
+        let env = try await InProcessBridge.start([BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("wk", "wukong")],
+                                                  routes: route("rc:group:*", "wk:group:*", direction: "forward"))
+        defer { Task { await env.stop() } }
+        let genuine = Self.body(from: "alice", uid: "LATE-0001", text: "once", agoMs: 4 * 24 * 3_600_000)
+        #expect(try await Self.post(env.listener.baseURL, query: Self.signedQuery(), body: genuine).status == 200)
+        #expect(await eventually { (try? await env.records("wk", "replay").count) == 1 })
+        #expect(await env.bridge.engine.waitUntilIdle())
+        // Retention passed: the prune takes the ledger row and the done entry; the id map stays.
+        let pruned = try env.bridge.store.transaction { try $0.prune(before: .max, limit: 100) }
+        let ledgerLeft = try env.bridge.store.read { try $0.ledgerCount() }
+        #expect(pruned.ledger == 1 && ledgerLeft == 0)
+        #expect(try await Self.post(env.listener.baseURL, query: Self.signedQuery(), body: genuine).status == 200)
+        #expect(await eventually { (try? env.bridge.store.read { try $0.ledgerCount() }) == 1 }, "the redelivery was recorded as new")
+        #expect(await env.bridge.engine.waitUntilIdle())
+        let records = try await env.records("wk", "replay")
+        #expect(records.map { $0["text"]?.stringValue } == ["once"], "one copy: \(records)")
     }
 }

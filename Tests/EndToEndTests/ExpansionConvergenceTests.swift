@@ -194,4 +194,63 @@ import IMOutbox
                                            clientID: ClientMessageID("imb-lost-2"), earlierAttemptAt: attemptAt)
         #expect(try await carried().count == 2)
     }
+
+    /// A late carrier — an `expansion` entry's attempt that reached NIM after another instance had taken the
+    /// lane over and carried the change — is taken back by the retraction the fenced holder queues: of the
+    /// carriers with the entry's client id the oldest stays, and the late one, which came after the lane's
+    /// next change and would restate the older value over it, is recalled (docs/high-availability.md,
+    /// "Fenced deliveries"; seed 531 in docs/reliability.md).
+    @Test func aLateCarrierIsTakenBackAndTheFirstStays() async throws {
+        let tid = "1300000303"
+        let env = try await InProcessBridge.start([BridgeLab.Member("wk", "wukong"), BridgeLab.Member("yx", "nim")],
+                                                  routes: route("wk:group:late", "yx:group:\(tid)", direction: "forward"))
+        defer { Task { await env.stop() } }
+        try await env.lab.seedGroup("yx", tid, owner: "carol", members: ["wk_shop", "wk_buyer"])
+        let team = ConversationRef.group(GroupID(tid))
+        let wk = try #require(try await env.users("wk") as? any ExpansionUpdating)
+        // Another process's NIM client, as the paused instance's was: it sends under a client id it has not seen.
+        let yx = try #require(try await env.users("yx") as? any ExpansionChangeSending)
+        let group = ConversationRef.group("late")
+        let order = try await wk.send(OutgoingMessage(conversation: group, sender: "shop", content: .text("order A1003"),
+                                                      expansion: ["status": "new"]))
+        var copyID: MessageID?
+        #expect(try await eventually {
+            copyID = try env.bridge.store.read { try $0.mapped(order.id, from: "wk", to: "yx") }?.toMessage
+            return copyID != nil
+        })
+        let copy = try #require(copyID)
+        func carriers() async throws -> [(message: Message, delta: ExpansionDelta)] {
+            try await yx.history(HistoryQuery(conversation: team, anchor: .latest, limit: 100)).messages
+                .compactMap { message in NIMExpansionCarrier.change(in: message).flatMap { $0.target == copy ? (message, $0.delta) : nil } }
+        }
+        _ = try await wk.updateExpansion(of: order.id, in: group, by: "buyer", .set(["status": "paid"]))
+        #expect(try await eventually { try await carriers().contains { $0.delta.set == ["status": "paid"] } })
+        let first = try #require(try await carriers().first { $0.delta.set == ["status": "paid"] })
+        let clientID = try #require(first.message.clientMessageID)
+        _ = try await wk.updateExpansion(of: order.id, in: group, by: "buyer", .set(["status": "shipped"]))
+        #expect(try await eventually { try await carriers().contains { $0.delta.set == ["status": "shipped"] } })
+        #expect(await env.bridge.engine.waitUntilIdle())
+
+        // The late attempt of the first change: the same carrier under the same client id, after the second.
+        let late = try await yx.sendExpansionChange(first.delta, of: copy, in: team, by: first.message.sender, clientID: clientID)
+        #expect(try await carriers().last?.message.id == late.id, "the late carrier is NIM's newest: a reader takes status paid")
+        let entryID = try #require(Int64(clientID.rawValue.dropFirst(RelayEngine.clientIDPrefix.count)))
+        let lane = try #require(try env.bridge.store.read { try $0.entries(ids: [entryID]) }.first?.lane)
+        let payload = OutboxPayload(action: .retractCarrier(source: order.id, by: first.message.sender, clientID: clientID, attemptAt: 0),
+                                    route: try #require(env.bridge.config.routes.first), eventTimeMs: 0)
+        let encoded = try payload.encoded()
+        try env.bridge.store.transaction { tx in
+            _ = try tx.enqueue(lane: lane, sourceBackend: "wk", sourceEventID: EventID("retract:late"), kind: payload.action.kindName,
+                               payload: encoded, at: 0)
+        }
+        env.bridge.engine.wake()
+        let takenBack = try await eventually(30) { try await !carriers().contains { $0.message.id == late.id } }
+        let shown = try await carriers().map { "\($0.message.id.rawValue) \($0.delta.set)" }
+        #expect(takenBack, "the late carrier is recalled: \(shown)")
+        #expect(await env.bridge.engine.waitUntilIdle())
+        let left = try await carriers()
+        #expect(left.contains { $0.message.id == first.message.id } && left.last?.delta.set == ["status": "shipped"],
+                "the first carrier and the later change's stay, the newest says shipped: \(shown)")
+        #expect(env.bridge.engine.metrics.value("imbridge_late_copies_retracted_total", ["target": "yx"]) == 1)
+    }
 }

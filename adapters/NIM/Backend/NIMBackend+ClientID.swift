@@ -11,4 +11,13 @@ extension NIMBackend {
         let page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 100, viewer: viewer))
         return page.messages.last { $0.clientMessageID == id }
     }
+
+    /// Every message sent with `id` among the newest 100, oldest first: NIM keeps two sends with one client id
+    /// as two messages (the id is only an `ext` field), as two instances' attempts of one entry leave them.
+    /// Always read from history, not from what this process sent.
+    public func messages(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> [Message] {
+        let viewer: UserID? = conversation.kind == .group ? viewer ?? teamQueryAccid.map { UserID($0) } : nil
+        let page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 100, viewer: viewer))
+        return page.messages.filter { $0.clientMessageID == id }
+    }
 }
