@@ -3,18 +3,17 @@ import IMCore
 extension NIMBackend {
     /// Looks for a message sent with `id` (carried in `ext`, see `NIMExtension`) among the newest 100
     /// of the conversation (NIM v1 has no lookup by client id; a bridge asks right after a crash, so the
-    /// message, if it got through, is recent). Messages this process sent are found without a call. A team
-    /// is read as `viewer` (the copy's sender, a member since it wrote there), else `teamQueryAccid`.
+    /// message, if it got through, is recent): the newest of `messages(withClientID:)`. Messages this
+    /// process sent are found without a call.
     public func message(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> Message? {
         if let known = state.withLock({ state in state.clientIDs[id].flatMap { state.recent[$0] } }) { return known }
-        let viewer: UserID? = conversation.kind == .group ? viewer ?? teamQueryAccid.map { UserID($0) } : nil
-        let page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 100, viewer: viewer))
-        return page.messages.last { $0.clientMessageID == id }
+        return try await messages(withClientID: id, in: conversation, readingAs: viewer).last
     }
 
     /// Every message sent with `id` among the newest 100, oldest first: NIM keeps two sends with one client id
     /// as two messages (the id is only an `ext` field), as two instances' attempts of one entry leave them.
-    /// Always read from history, not from what this process sent.
+    /// Always read from history, not from what this process sent. A team is read as `viewer` (the copy's
+    /// sender, a member since it wrote there), else `teamQueryAccid`.
     public func messages(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> [Message] {
         let viewer: UserID? = conversation.kind == .group ? viewer ?? teamQueryAccid.map { UserID($0) } : nil
         let page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 100, viewer: viewer))
