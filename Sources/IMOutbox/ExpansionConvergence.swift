@@ -85,7 +85,7 @@ package struct ExpansionConvergence {
                 var mine = own[key]!, other = theirs[key] ?? ExpansionKeyRecord(key: key)
                 mine.adopt(other)
                 other.adopt(mine)
-                if mine.isDecided, other.held != .known(mine.value) { stale.insert(key) }
+                if other.needsWrite { stale.insert(key) }
                 own[key] = mine
                 theirs[key] = other
             }
@@ -93,7 +93,7 @@ package struct ExpansionConvergence {
             decision.keys[leg.target] = stale
         }
         try tx.putExpansionKeys(changes.keys.compactMap { own[$0] }, of: message, on: backend)
-        let lost = changes.keys.filter { own[$0].map { $0.isDecided && $0.held != .known($0.value) } ?? false }.sorted()
+        let lost = changes.keys.filter { own[$0]?.needsWrite ?? false }.sorted()
         if !lost.isEmpty {
             for copy in counterparts {
                 let back = copy.toBackend

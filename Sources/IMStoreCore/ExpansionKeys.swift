@@ -36,6 +36,17 @@ public struct ExpansionKeyRecord: Sendable, Hashable {
     /// Whether a converged state is known at all.
     public var isDecided: Bool { !origin.isEmpty }
 
+    /// Whether this copy needs a write to end up holding its converged value: it is not known to hold it,
+    /// or the bridge's last write to it carried another value and has not come back yet. Such a write may
+    /// still be on its way (planned before a newer change was taken in, sent after), and once through it
+    /// leaves the copy holding the older value (seed 599, docs/reliability.md).
+    public var needsWrite: Bool {
+        guard isDecided else { return false }
+        if held != .known(value) { return true }
+        if case .known(let other) = written, other != value { return true }
+        return false
+    }
+
     /// Whether (version, origin) beats this record's converged state: the higher version wins, equal
     /// versions are ordered by backend id so every instance and every order of arrival agrees.
     public func isBeaten(by version: Int64, origin: String) -> Bool {

@@ -212,6 +212,52 @@ import IMOutbox
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
     }
 
+    /// A change delivered late (older than one taken in after it) wins at first over values the message
+    /// was sent with, which the bridge keeps without a version; its write to the copy is planned and on
+    /// its way when the newer change comes in. The copy still shows the newer change's value, but the write
+    /// under way is about to overwrite it: the newer change must queue a write of its own (seed 599: two
+    /// RongCloud callbacks made while the bridge was down, delivered after the catch-up had relayed the
+    /// message, left the NIM copy at the older value).
+    @Test func aNewerChangeTakenInWhileAnOlderOnesWriteIsUnderWayStillReachesTheCopy() async throws {
+        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
+        let h = try RelayHarness(routes: routes)
+        let holding = HoldingExpansions(h.wk)
+        let engine = RelayEngine(store: h.store, backends: [holding, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [h.rc])
+        defer { Task { _ = await engine.stop() } }
+        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["pri": "v45"]))
+        var mapping: MessageMapping?
+        #expect(try await eventually {
+            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
+            return mapping != nil
+        })
+        let (copyID, copyGroup) = try #require(mapping.map { ($0.toMessage, $0.toConversation) })
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: copyID, in: copyGroup).values == ["pri": "v45"])
+
+        holding.held.withLock { $0 = true }
+        holding.entered.withLock { $0 = 0 }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func change(_ id: String, _ value: String, at version: Int64) -> IMEvent {
+            IMEvent(eventID: EventID(id), backend: "rc",
+                    kind: .expansionChanged(messageID: order.id, conversation: g1, by: "carol", delta: ExpansionDelta(version: version, set: ["pri": value])))
+        }
+        _ = try engine.ingest([change("exp:older", "v44", at: now - 200)])
+        #expect(await eventually(30) { holding.entered.withLock { $0 } >= 1 }, "the older change's write is under way")
+        _ = try engine.ingest([change("exp:newer", "v45", at: now - 100)])
+        holding.held.withLock { $0 = false }
+        #expect(await engine.waitUntilIdle())
+        var last: [String: String] = [:]
+        let converged = try await eventually(30) {
+            last = try await h.wk.expansion(of: copyID, in: copyGroup).values
+            return last == ["pri": "v45"]
+        }
+        #expect(converged, "the copy holds \(last)")
+        #expect(holding.entered.withLock { $0 } == 2, "the older value was written, then the newer one")
+        #expect(try h.store.read { try $0.expansionKeys(of: order.id, on: "rc") }["pri"]?.value == "v45")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
     @Test func aValueOverTheTargetLimitIsDeadLetteredAtIntake() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
@@ -305,6 +351,23 @@ final class StallingExpansions: MemoryWrapping, ExpansionUpdating {
             refused.withLock { $0 += 1 }
             throw IMError(.unavailable, "try again", isRetryable: true)
         }
+        return try await inner.updateExpansion(of: message, in: conversation, by: user, change)
+    }
+    func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
+        try await inner.expansion(of: message, in: conversation)
+    }
+}
+
+/// A WuKong-rules backend whose expansion writes wait while `held` says so: a write planned and on its way.
+final class HoldingExpansions: MemoryWrapping, ExpansionUpdating {
+    let inner: MemoryBackend
+    let held = Mutex(false)
+    let entered = Mutex(0)
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
+                         _ change: ExpansionChange) async throws -> ExpansionDelta {
+        entered.withLock { $0 += 1 }
+        while held.withLock({ $0 }) { try await Task.sleep(nanoseconds: 5_000_000) }
         return try await inner.updateExpansion(of: message, in: conversation, by: user, change)
     }
     func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
