@@ -58,6 +58,11 @@ package struct ExpansionConvergence {
         // the copy is known to hold says nothing new; taken as a change at the time it was read, it
         // outranked the source's changes made before that read (Finding 34, seed 198, docs/reliability.md).
         if delta.cleared { changes = changes.filter { key, value in own[key]?.held != .known(value) } }
+        // A whole state read before the copy was last seen holding a key says nothing about that key: the
+        // read may predate the bridge's write of it (asked on one instance, recorded after another took in
+        // the write's echo). Taken as a change it removed the key, or restated an older value, at a version
+        // past the converged one (seed 597, docs/reliability.md). A clear made later than that is not older.
+        if delta.cleared { changes = changes.filter { key, _ in (own[key]?.heldAt ?? .min) <= version } }
         guard !changes.isEmpty else { return Decision() }
         for (key, value) in changes {
             var record = own[key] ?? ExpansionKeyRecord(key: key)
@@ -160,8 +165,11 @@ package struct ExpansionConvergence {
     }
 
     /// After the write went through: the copy holds what was written, unless an event about the key came
-    /// in meanwhile (it cleared the written mark and said itself what the copy holds).
-    package static func wrote(_ write: ExpansionDelta, copy: MessageID, on target: BackendID, _ tx: StoreTransaction) throws {
+    /// in meanwhile (it cleared the written mark and said itself what the copy holds). `at`: when it was
+    /// seen through, in the clock the target's changes are versioned in, where that is the bridge's (a
+    /// vendor that gives no change time): a whole state of the copy read before then is not taken to say
+    /// the key is gone.
+    package static func wrote(_ write: ExpansionDelta, copy: MessageID, on target: BackendID, at: Int64?, _ tx: StoreTransaction) throws {
         var theirs = try tx.expansionKeys(of: copy, on: target)
         var changed: [ExpansionKeyRecord] = []
         var values: [String: String?] = [:]
@@ -170,6 +178,7 @@ package struct ExpansionConvergence {
         for (key, value) in values {
             guard var record = theirs[key], record.written == .known(value) else { continue }
             record.held = .known(value)
+            if let at { record.heldAt = max(record.heldAt, at) }
             theirs[key] = record
             changed.append(record)
         }

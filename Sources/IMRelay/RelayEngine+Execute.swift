@@ -157,7 +157,11 @@ extension RelayEngine {
             // this plan when a change was taken in since (a whole-state change then names its keys too). Keys
             // it did not carry stay unheld for the entries of their own changes (seed 138, docs/reliability.md).
             let applied = earlier.map { Self.carried(by: $0, on: backend) } ?? write
-            try await store.writing { [to = entry.lane.backend] tx in try ExpansionConvergence.wrote(applied, copy: copy, on: to, tx) }
+            // Versions in the bridge's clock (not the vendor's change times): the write is known held from now.
+            let seenAt = backend.capabilities.expansionVersionIsChangeTime ? nil : clock.nowMs()
+            try await store.writing { [to = entry.lane.backend] tx in
+                try ExpansionConvergence.wrote(applied, copy: copy, on: to, at: seenAt, tx)
+            }
         case .reaction(let source, let by, let emoji, let added):
             let copy = try await mapped(source, entry: entry)
             try await gated(mayWrite) { try await delivery.setReaction(emoji, added: added, on: copy, in: conversation, by: by) }

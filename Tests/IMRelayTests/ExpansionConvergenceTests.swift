@@ -258,6 +258,57 @@ import IMOutbox
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
     }
 
+    /// RongCloud → WuKong: a whole state of the WuKong copy read after the source's change but before the
+    /// bridge's write of it reached the copy, and recorded after the write (one instance asked for it,
+    /// another wrote; seed 597). The read does not show the change, and it is newer than the change, but
+    /// older than what the copy is known to hold: it neither removes the new key nor restates the older
+    /// value — whether the write's echo was taken in first (the seed) or not.
+    @Test(arguments: [true, false])
+    func aWholeStateReadBeforeTheBridgesWriteDoesNotUndoIt(echoFirst: Bool) async throws {
+        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
+        let h = try RelayHarness(routes: routes)
+        let holding = HoldingExpansions(h.wk)
+        let engine = RelayEngine(store: h.store, backends: [holding, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [h.rc])
+        defer { Task { _ = await engine.stop() } }
+        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["n": "83", "pri": "v88"]))
+        var mapping: MessageMapping?
+        #expect(try await eventually {
+            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
+            return mapping != nil
+        })
+        let (copyID, copyGroup) = try #require(mapping.map { ($0.toMessage, $0.toConversation) })
+        #expect(await engine.waitUntilIdle())
+        holding.held.withLock { $0 = true }
+        holding.entered.withLock { $0 = 0 }
+        _ = try await h.rcMemory.updateExpansion(of: order.id, in: g1, by: "carol", .set(["pri": "v89", "st": "new"]))
+        #expect(await eventually(30) { holding.entered.withLock { $0 } >= 1 }, "the change's write is under way")
+        // The copy's whole state is asked for now: after the change, before its write reaches the copy.
+        try await Task.sleep(nanoseconds: 20_000_000)
+        let asked = Int64(Date().timeIntervalSince1970 * 1000)
+        try await Task.sleep(nanoseconds: 20_000_000)
+        holding.held.withLock { $0 = false }
+        #expect(try await eventually { try await h.wk.expansion(of: copyID, in: copyGroup).values == ["n": "83", "pri": "v89", "st": "new"] })
+        #expect(await engine.waitUntilIdle())
+        func copyEvent(_ id: String, _ delta: ExpansionDelta) -> IMEvent {
+            IMEvent(eventID: EventID(id), backend: "wk", kind: .expansionChanged(messageID: copyID, conversation: copyGroup, by: nil, delta: delta))
+        }
+        if echoFirst {
+            let echoAt = Int64(Date().timeIntervalSince1970 * 1000)
+            _ = try engine.ingest([copyEvent("wk-echo", ExpansionDelta(version: echoAt, set: ["pri": "v89", "st": "new"]))])
+            #expect(await engine.waitUntilIdle())
+        }
+        _ = try engine.ingest([copyEvent("wk-stale-read", ExpansionDelta(version: asked, set: ["n": "83", "pri": "v88"], cleared: true))])
+        #expect(await engine.waitUntilIdle())
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: copyID, in: copyGroup).values == ["n": "83", "pri": "v89", "st": "new"])
+        #expect(try await h.rcMemory.expansion(of: order.id, in: g1).values == ["n": "83", "pri": "v89", "st": "new"])
+        let records = try h.store.read { try $0.expansionKeys(of: order.id, on: "rc") }
+        #expect(records["pri"]?.value == "v89" && records["st"]?.value == "new", "\(records)")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
     @Test func aValueOverTheTargetLimitIsDeadLetteredAtIntake() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
