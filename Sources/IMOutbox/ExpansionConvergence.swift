@@ -57,12 +57,13 @@ package struct ExpansionConvergence {
         // A whole state (a read of the copy, not a change: WuKong's row after a restart) that restates what
         // the copy is known to hold says nothing new; taken as a change at the time it was read, it
         // outranked the source's changes made before that read (Finding 34, seed 198, docs/reliability.md).
-        if delta.cleared { changes = changes.filter { key, value in own[key]?.held != .known(value) } }
-        // A whole state read before the copy was last seen holding a key says nothing about that key: the
+        // Nor does one read before the copy was last seen holding a key say anything about that key: the
         // read may predate the bridge's write of it (asked on one instance, recorded after another took in
         // the write's echo). Taken as a change it removed the key, or restated an older value, at a version
         // past the converged one (seed 597, docs/reliability.md). A clear made later than that is not older.
-        if delta.cleared { changes = changes.filter { key, _ in (own[key]?.heldAt ?? .min) <= version } }
+        if delta.cleared {
+            changes = changes.filter { key, value in own[key]?.held != .known(value) && (own[key]?.heldAt ?? .min) <= version }
+        }
         guard !changes.isEmpty else { return Decision() }
         for (key, value) in changes {
             var record = own[key] ?? ExpansionKeyRecord(key: key)

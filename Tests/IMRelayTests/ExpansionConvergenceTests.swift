@@ -36,6 +36,26 @@ import IMOutbox
         return ok ? last : nil
     }
 
+    /// RongCloud → WuKong one way, the WuKong side behind `wrap`: an order sent on RongCloud with `expansion`,
+    /// relayed to its copy, the lanes idle. The caller stops the engine.
+    func oneWayOrder<W: IMBackend>(expansion: [String: String], wrap: (MemoryBackend) -> W) async throws
+        -> (h: RelayHarness, wk: W, engine: RelayEngine, order: Message, copy: MessageMapping) {
+        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
+        let h = try RelayHarness(routes: routes)
+        let wk = wrap(h.wk)
+        let engine = RelayEngine(store: h.store, backends: [wk, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [h.rc])
+        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: expansion))
+        var mapping: MessageMapping?
+        #expect(try await eventually {
+            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
+            return mapping != nil
+        })
+        let copy = try #require(mapping)
+        #expect(await engine.waitUntilIdle())
+        return (h, wk, engine, order, copy)
+    }
+
     @Test func concurrentChangesOnBothSidesConverge() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
@@ -129,20 +149,9 @@ import IMOutbox
     }
 
     @Test func aCopysWholeStateDoesNotRemoveAKeyItsWriteHasNotReached() async throws {
-        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
-        let h = try RelayHarness(routes: routes)
-        let stalling = StallingExpansions(h.wk)
-        let engine = RelayEngine(store: h.store, backends: [stalling, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        try await engine.start(feeding: [h.rc])
+        let (h, stalling, engine, order, mapping) = try await oneWayOrder(expansion: ["n": "42"], wrap: StallingExpansions.init)
         defer { Task { _ = await engine.stop() } }
-        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["n": "42"]))
-        var copy: MessageID?
-        #expect(try await eventually {
-            copy = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }?.toMessage
-            return copy != nil
-        })
-        let copyID = try #require(copy)
-        #expect(await engine.waitUntilIdle())
+        let copyID = mapping.toMessage
         #expect(try await h.wk.expansion(of: copyID, in: g1).values == ["n": "42"])
 
         stalling.stalled.withLock { $0 = true }
@@ -219,20 +228,9 @@ import IMOutbox
     /// RongCloud callbacks made while the bridge was down, delivered after the catch-up had relayed the
     /// message, left the NIM copy at the older value).
     @Test func aNewerChangeTakenInWhileAnOlderOnesWriteIsUnderWayStillReachesTheCopy() async throws {
-        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
-        let h = try RelayHarness(routes: routes)
-        let holding = HoldingExpansions(h.wk)
-        let engine = RelayEngine(store: h.store, backends: [holding, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        try await engine.start(feeding: [h.rc])
+        let (h, holding, engine, order, mapping) = try await oneWayOrder(expansion: ["pri": "v45"], wrap: HoldingExpansions.init)
         defer { Task { _ = await engine.stop() } }
-        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["pri": "v45"]))
-        var mapping: MessageMapping?
-        #expect(try await eventually {
-            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
-            return mapping != nil
-        })
-        let (copyID, copyGroup) = try #require(mapping.map { ($0.toMessage, $0.toConversation) })
-        #expect(await engine.waitUntilIdle())
+        let (copyID, copyGroup) = (mapping.toMessage, mapping.toConversation)
         #expect(try await h.wk.expansion(of: copyID, in: copyGroup).values == ["pri": "v45"])
 
         holding.held.withLock { $0 = true }
@@ -265,20 +263,9 @@ import IMOutbox
     /// value — whether the write's echo was taken in first (the seed) or not.
     @Test(arguments: [true, false])
     func aWholeStateReadBeforeTheBridgesWriteDoesNotUndoIt(echoFirst: Bool) async throws {
-        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
-        let h = try RelayHarness(routes: routes)
-        let holding = HoldingExpansions(h.wk)
-        let engine = RelayEngine(store: h.store, backends: [holding, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        try await engine.start(feeding: [h.rc])
+        let (h, holding, engine, order, mapping) = try await oneWayOrder(expansion: ["n": "83", "pri": "v88"], wrap: HoldingExpansions.init)
         defer { Task { _ = await engine.stop() } }
-        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: ["n": "83", "pri": "v88"]))
-        var mapping: MessageMapping?
-        #expect(try await eventually {
-            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
-            return mapping != nil
-        })
-        let (copyID, copyGroup) = try #require(mapping.map { ($0.toMessage, $0.toConversation) })
-        #expect(await engine.waitUntilIdle())
+        let (copyID, copyGroup) = (mapping.toMessage, mapping.toConversation)
         holding.held.withLock { $0 = true }
         holding.entered.withLock { $0 = 0 }
         _ = try await h.rcMemory.updateExpansion(of: order.id, in: g1, by: "carol", .set(["pri": "v89", "st": "new"]))
