@@ -73,7 +73,10 @@ import Testing
         let settled = await eventually(60) {
             guard let report = try? await status() else { return false }
             let byName = Dictionary(uniqueKeysWithValues: report.backends.map { ($0.name, $0) })
-            return byName["yx"]?.state == "degraded" && byName["wk"]?.state == "ok" && report.deadLetters.inboundTotal == 1
+            // A pooled connection the stopped sandbox closed gives `connection_reset` first; later tries are refused.
+            // Waiting for the refusal keeps the class the page shows the same as the one read here.
+            return byName["yx"]?.state == "degraded" && byName["yx"]?.lastErrorClass == "connection_refused"
+                && byName["wk"]?.state == "ok" && report.deadLetters.inboundTotal == 1
                 && report.lanes.top.contains { $0.lane == "yx/group:ops" && $0.depth == 2 }
         }
         let report = try await status()
