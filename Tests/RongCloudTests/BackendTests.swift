@@ -59,6 +59,64 @@ import RongCloudSandbox
         }
     }
 
+    /// RongCloud's history API gives a window newest first (`startTime` the newer bound) and the sandbox
+    /// refuses a window written the other way round, so every anchor must be read in that direction:
+    /// bursts of more than a page with quiet hours between them, read through every anchor, come back whole
+    /// and in order — and a read after the newest message costs one call.
+    @Test func everyAnchorReadsTheVendorsNewestFirstWindows() async throws {
+        try await RongCloudConformanceTests.withRig { rig in
+            let chat = ConversationRef.group("g-windows")
+            var ids: [MessageID] = []
+            for (burst, gapMs) in [(150, 3_600_000), (5, 6 * 3_600_000), (120, 0)] {
+                for n in 0..<burst {
+                    ids.append(try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("m\(ids.count)"))).id)
+                    if n % 40 == 39 { rig.sandbox.clock.advance(byMs: 1) }
+                }
+                rig.sandbox.clock.advance(byMs: Int64(gapMs))
+            }
+            func page(_ anchor: HistoryAnchor, _ limit: Int) async throws -> HistoryPage {
+                try await rig.backend.history(HistoryQuery(conversation: chat, anchor: anchor, limit: limit))
+            }
+            func historyCalls() -> Int { rig.sandbox.traceContexts.all.filter { $0.path == RCPaths.groupHistory }.count }
+
+            // Forward through the whole conversation, 40 at a time.
+            var read: [MessageID] = []
+            var current = try await page(.oldest, 40)
+            #expect(!current.hasOlder)
+            read += current.messages.map(\.id)
+            while current.hasNewer {
+                current = try await page(.after(try #require(current.newerCursor)), 40)
+                read += current.messages.map(\.id)
+            }
+            let firstDifference = zip(read, ids).enumerated().first { $0.element.0 != $0.element.1 }?.offset
+            #expect(read.count == ids.count && firstDifference == nil, "forward: \(read.count) of \(ids.count) read")
+            // Across the quiet hours, from inside a burst.
+            let across = try await page(.after(HistoryReader.cursor(try await Self.stored(rig, chat, ids[148]))), 10)
+            #expect(across.messages.map(\.id) == Array(ids[149..<159]) && across.hasNewer)
+            // Nothing after the newest: one call.
+            let before = historyCalls()
+            let none = try await page(.after(try #require(current.newerCursor)), 40)
+            #expect(none.messages.isEmpty && !none.hasNewer && historyCalls() - before == 1, "\(historyCalls() - before) calls")
+
+            let latest = try await page(.latest, 30)
+            #expect(latest.messages.map(\.id) == Array(ids[245..<275]) && latest.hasOlder && !latest.hasNewer)
+            let back = try await page(.before(try #require(latest.olderCursor)), 100)
+            #expect(back.messages.map(\.id) == Array(ids[145..<245]) && back.hasOlder)
+            let first = try await page(.before(HistoryReader.cursor(try await Self.stored(rig, chat, ids[3]))), 10)
+            #expect(first.messages.map(\.id) == Array(ids[0..<3]) && !first.hasOlder)
+            let around = try await page(.around(HistoryReader.cursor(try await Self.stored(rig, chat, ids[155]))), 5)
+            #expect(around.messages.map(\.id) == Array(ids[153..<158]) && around.hasOlder && around.hasNewer)
+            let everything = try await page(.latest, 500)
+            #expect(everything.messages.count == ids.count && everything.messages.map(\.id) == ids && !everything.hasOlder)
+        }
+    }
+
+    /// A message as history shows it (its cursor carries RongCloud's `msgTime`).
+    static func stored(_ rig: Rig, _ chat: ConversationRef, _ id: MessageID) async throws -> Message {
+        let all = try await rig.backend.history(HistoryQuery(conversation: chat, anchor: .latest, limit: 1_000))
+        return try #require(all.messages.first { $0.id == id })
+    }
+
     @Test func expansionClearDeletesEveryKeyInChunksAndAnnouncesEachChunk() async throws {
         try await RongCloudConformanceTests.withRig { rig in
             let chat = ConversationRef.group("g1")

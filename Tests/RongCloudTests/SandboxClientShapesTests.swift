@@ -99,10 +99,11 @@ import SandboxTestSupport
             let at = #"{"userId":"u1","targetId":"u2","startTime":\#(times[1]),"endTime":\#(end),"pageSize":10,"includeStart":true}"#
             #expect(try await h.call("POST", RCPaths.privateHistory, .json(at)).json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue }
                     == [uids[1], uids[0]])
-            // Tolerance: a window written oldest → newest is read forward.
+            // A window written oldest → newest is refused (the strict reading: endTime must be earlier).
             let forward = #"{"userId":"u1","targetId":"u2","startTime":\#(end),"endTime":\#(start),"pageSize":10,"includeStart":true}"#
-            #expect(try await h.call("POST", RCPaths.privateHistory, .json(forward)).json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue }
-                    == uids)
+            let refused = try await h.call("POST", RCPaths.privateHistory, .json(forward))
+            #expect(refused.json["code"] == 1002 && refused.json["data"] == nil, "\(refused.json)")
+            #expect(refused.json["errorMessage"]?.stringValue?.contains("must be earlier than startTime") == true, "\(refused.json)")
         }
     }
 

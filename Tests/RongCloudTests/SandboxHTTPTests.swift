@@ -126,7 +126,7 @@ import SandboxTestSupport
             let content = try JSONValue.parse(command["content"] ?? "")
             #expect(content["messageUId"]?.stringValue == uid && content["conversationType"] == 1 && content["isDelete"] == 0)
 
-            let history = try await h.call("POST", RCPaths.privateHistory, .json(#"{"userId":"u2","targetId":"u1","startTime":"0","endTime":"99999999999999","pageSize":"10","includeStart":"true"}"#))
+            let history = try await h.call("POST", RCPaths.privateHistory, .json(#"{"userId":"u2","targetId":"u1","startTime":"99999999999999","endTime":"0","pageSize":"10","includeStart":"true"}"#))
             let rows = try #require(history.json["data"]?.arrayValue)
             #expect(rows.count == 1 && rows[0]["messageUID"]?.stringValue == uid && rows[0]["objectName"] == "RC:RcNtf")
             #expect(try await h.rig.get("/_sandbox/messages").json["messages"]?.arrayValue?.first?["recalled"] == true)
@@ -141,13 +141,13 @@ import SandboxTestSupport
                 uids.append(try #require(sent.json["messageUIDs"]?.arrayValue?.first?["messageUID"]?.stringValue))
             }
             _ = try await h.call("POST", RCPaths.groupPublish, .formText("fromUserId=u1&toGroupId=g1&objectName=RC:CmdMsg&content=\(Self.e(#"{"name":"x"}"#))"))
-            let first = try await h.call("POST", RCPaths.groupHistory, .json(#"{"userId":"u1","targetId":"g1","startTime":0,"endTime":99999999999999,"pageSize":2,"includeStart":true}"#))
+            let first = try await h.call("POST", RCPaths.groupHistory, .json(#"{"userId":"u1","targetId":"g1","startTime":99999999999999,"endTime":0,"pageSize":2,"includeStart":true}"#))
             let rows = try #require(first.json["data"]?.arrayValue)
-            #expect(rows.compactMap { $0["messageUID"]?.stringValue } == Array(uids[0...1]))
+            #expect(rows.compactMap { $0["messageUID"]?.stringValue } == [uids[2], uids[1]], "newest first; the command is not stored")
             let lastTime = try #require(rows.last?["msgTime"]?.int64Value)
-            let next = try await h.call("POST", RCPaths.groupHistory, .json(#"{"userId":"u1","targetId":"g1","startTime":\#(lastTime),"endTime":99999999999999,"pageSize":2,"includeStart":false}"#))
-            #expect(next.json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue } == [uids[2]], "the command is not stored")
-            let bad = try await h.call("POST", RCPaths.groupHistory, .json(#"{"userId":"u1","targetId":"g1","startTime":0,"endTime":1,"pageSize":101}"#))
+            let next = try await h.call("POST", RCPaths.groupHistory, .json(#"{"userId":"u1","targetId":"g1","startTime":\#(lastTime),"endTime":0,"pageSize":2,"includeStart":false}"#))
+            #expect(next.json["data"]?.arrayValue?.compactMap { $0["messageUID"]?.stringValue } == [uids[0]])
+            let bad = try await h.call("POST", RCPaths.groupHistory, .json(#"{"userId":"u1","targetId":"g1","startTime":1,"endTime":0,"pageSize":101}"#))
             #expect(bad.json["code"] == 1002)
         }
     }

@@ -6,13 +6,14 @@ extension RongCloudBackend {
 
     /// Pages one conversation through `/v3/message/{private,group}/query.json`.
     ///
-    /// That API reads a time window oldest-first (`startTime`, `endTime`, `includeStart`, ≤ 100 rows),
-    /// so `oldest` and `after` read forward from their start and cost one call per 100 rows; `latest`,
-    /// `before` and `around` read the conversation forward up to their anchor (one call per 100 rows of
-    /// history before it) — which is why history is `partial`. Cursors are `msgTime:msgUID`, so rows
-    /// sharing a millisecond are told apart. A row shown as `RC:RcNtf` is a recalled message
-    /// (`recall` set from its `operatorId`/`recallTime`); a row whose content no longer decodes is kept
-    /// as `.unsupported` rather than failing the page.
+    /// That API reads a time window newest first, from `startTime` (the newer bound) back to `endTime`
+    /// (the older one), ≤ 100 rows a call (docs/adapters/rongcloud.md §4 #14). `latest`, `before` and
+    /// `around` page back from now until they hold their anchor and `limit + 1` rows older than it. `oldest`
+    /// and `after` need the oldest rows of a window: `HistoryReader.read(after:upTo:)` narrows the window
+    /// until one call returns all of it, then widens it again — one call when fewer than 100 rows follow the
+    /// cursor. Cursors are `msgTime:msgUID`, so rows sharing a millisecond are told apart. A row shown as
+    /// `RC:RcNtf` is a recalled message (`recall` set from its `operatorId`/`recallTime`); a row whose
+    /// content no longer decodes is kept as `.unsupported` rather than failing the page.
     public func history(_ query: HistoryQuery) async throws -> HistoryPage {
         guard query.limit > 0 else { throw IMError(.invalidArgument, "history limit must be positive, got \(query.limit)") }
         let reader = try HistoryReader(backend: self, query: query)
@@ -25,7 +26,11 @@ extension RongCloudBackend {
             let rows = try await reader.read(after: try HistoryReader.position(cursor), upTo: limit + 1)
             return Self.page(Array(rows.prefix(limit)), hasOlder: true, hasNewer: rows.count > limit)
         case .latest, .before, .around:
-            let all = try await reader.read(after: nil, upTo: .max)
+            var anchor: (time: Int64, uid: String)?
+            if case .before(let cursor) = query.anchor { anchor = try HistoryReader.position(cursor) }
+            if case .around(let cursor) = query.anchor { anchor = try HistoryReader.position(cursor) }
+            let (rows, complete) = try await reader.readBack(untilFound: anchor?.uid, thenOlder: limit + 1)
+            let all = rows.map(reader.message(from:))
             var end = all.count
             var center = all.count
             if case .before(let cursor) = query.anchor { end = try Self.index(of: cursor, in: all) }
@@ -38,7 +43,7 @@ extension RongCloudBackend {
             } else {
                 range = max(0, end - limit)..<end
             }
-            return Self.page(Array(all[range]), hasOlder: range.lowerBound > 0, hasNewer: range.upperBound < all.count)
+            return Self.page(Array(all[range]), hasOlder: range.lowerBound > 0 || !complete, hasNewer: range.upperBound < all.count)
         }
     }
 
@@ -57,7 +62,7 @@ extension RongCloudBackend {
     }
 }
 
-/// Reads one conversation forward through the time-window API.
+/// Reads one conversation through the time-window API, which gives a window's rows newest first.
 struct HistoryReader {
     let backend: RongCloudBackend
     let conversation: ConversationRef
@@ -98,20 +103,46 @@ struct HistoryReader {
         return (time, String(parts[1]))
     }
 
+    /// The newest rows at or before `newer` back to `older` (both included), newest first: one call. A call
+    /// returning `pageSize` rows may have left older rows of the window out.
+    func window(newer: Int64, older: Int64) async throws -> [RCHistoryMessage] {
+        // `endTime` one below the wanted bound, and rows below it dropped here: whether the vendor counts
+        // a row exactly at `endTime` in the window is not documented.
+        let query = RCHistoryQuery(userId: viewer.rawValue, targetId: target, startTime: newer, endTime: max(0, older - 1),
+                                   pageSize: Self.pageSize, includeStart: true)
+        return try await backend.client.postJSON(path, query, as: RCHistoryResponse.self).data.filter { $0.msgTime >= older }
+    }
+
+    /// The latest time a row can carry: the sandbox's or the vendor's clock may run ahead of ours.
+    var horizon: Int64 { backend.clock.nowMs() + 86_400_000 }
+
     /// Up to `limit` messages strictly after `position` (from the start when nil), oldest first.
+    ///
+    /// The API gives a window's newest rows, so the oldest ones are found by narrowing: a window whose call
+    /// comes back full is halved (its older half first) until one call holds all of it; its rows are taken,
+    /// and the next window starts after it, twice as wide. When fewer than `pageSize` rows follow the
+    /// cursor, the first call, up to the horizon, holds them all.
     func read(after position: (time: Int64, uid: String)?, upTo limit: Int) async throws -> [Message] {
-        let end = backend.clock.nowMs() + 86_400_000
-        var start = position?.time ?? 0
-        var seen: Set<String> = []
+        let horizon = self.horizon
+        var low = position?.time ?? 0
+        if limit == .max {
+            // Everything after the cursor: paging back from the horizon costs one call per 100 rows.
+            let rows = try await readBack(downTo: low, untilFound: nil, thenOlder: .max).rows
+            return rows.filter { row in position.map { (row.msgTime, row.messageUID) > ($0.time, $0.uid) } ?? true }.map(message(from:))
+        }
+        var high = horizon
         var passedCursor = position == nil
+        var seen: Set<String> = []
         var result: [Message] = []
-        while result.count < limit {
-            let query = RCHistoryQuery(userId: viewer.rawValue, targetId: target, startTime: start, endTime: end,
-                                         pageSize: Self.pageSize, includeStart: true)
-            let rows = try await backend.client.postJSON(path, query, as: RCHistoryResponse.self).data
-            var advanced = false
-            for row in rows where seen.insert(row.messageUID).inserted {
-                advanced = true
+        while result.count < limit, low <= horizon {
+            let rows = try await window(newer: high, older: low)
+            if rows.count >= Self.pageSize, high > low {
+                high = low + (high - low) / 2
+                continue
+            }
+            // All of [low, high] (more than a page only when over 100 rows share one millisecond: the
+            // newest 100 of them are what the API gives).
+            for row in rows.reversed() where seen.insert(row.messageUID).inserted {
                 if !passedCursor, let position {
                     if (row.msgTime, row.messageUID) <= (position.time, position.uid) { continue }
                     passedCursor = true
@@ -119,10 +150,37 @@ struct HistoryReader {
                 result.append(message(from: row))
                 if result.count == limit { break }
             }
-            guard rows.count == Self.pageSize, advanced, let last = rows.last else { break }
-            start = last.msgTime
+            let width = high - low
+            low = high + 1
+            high = min(horizon, low + max(1, width) * 2)
         }
         return result
+    }
+
+    /// The conversation from the horizon back, returned oldest first: until the row `uid` is held with
+    /// `older` rows below it — with `uid` nil, until `older` rows are held; with `uid` never found, every
+    /// row. Rows older than `low` are not read. `complete` says the oldest row at or after `low` is among them.
+    func readBack(downTo low: Int64 = 0, untilFound uid: String?, thenOlder older: Int) async throws -> (rows: [RCHistoryMessage], complete: Bool) {
+        var newer = horizon
+        var seen: Set<String> = []
+        var rows: [RCHistoryMessage] = []
+        var found: Int?
+        while true {
+            let page = try await window(newer: newer, older: low)
+            var advanced = false
+            for row in page where seen.insert(row.messageUID).inserted {
+                advanced = true
+                rows.append(row)
+                if found == nil, let uid, row.messageUID == uid { found = rows.count - 1 }
+            }
+            if page.count < Self.pageSize { return (rows.reversed(), true) }
+            let below = found.map { rows.count - 1 - $0 } ?? (uid == nil ? rows.count : 0)
+            if below >= older { return (rows.reversed(), false) }
+            guard let oldest = page.last?.msgTime else { return (rows.reversed(), true) }
+            // The next call starts at the oldest millisecond returned, again, so its other rows are not
+            // skipped; when a whole page is that one millisecond, the next starts below it.
+            newer = advanced ? oldest : oldest - 1
+        }
     }
 
     func message(from row: RCHistoryMessage) -> Message {

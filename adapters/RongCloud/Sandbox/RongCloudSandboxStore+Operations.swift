@@ -115,16 +115,19 @@ extension RongCloudSandboxStore {
     /// The vendor's direction (docs/adapters/rongcloud.md §4 #14): `startTime` is the newer bound and
     /// `endTime` the older one; rows run from `startTime` back towards `endTime`, newest first, and
     /// `includeStart` says whether a message exactly at `startTime` is included (paging: the next
-    /// `startTime` is the oldest `msgTime` returned). Tolerance: with `startTime < endTime` the window is
-    /// read forward instead — `startTime ≤ msgTime ≤ endTime` (`>` when `includeStart` is false), oldest
-    /// first. A recalled message shows as the `RC:RcNtf` clients display; one recalled with `isDelete=1`
+    /// `startTime` is the oldest `msgTime` returned). A window written the other way round
+    /// (`startTime < endTime`) is refused with 1002: the vendor's own tool text says `endTime` must be
+    /// earlier, and what the vendor answers otherwise is not confirmed, so the sandbox takes the strict
+    /// reading. A recalled message shows as the `RC:RcNtf` clients display; one recalled with `isDelete=1`
     /// is gone.
     public func history(_ query: RCHistoryQuery, group: Bool) throws(RongCloudSandboxError) -> RCHistoryResponse {
         guard (1...RCHistoryQuery.maxPageSize).contains(query.pageSize) else {
             throw .parameter("pageSize must be 1…\(RCHistoryQuery.maxPageSize)")
         }
-        let backwards = query.startTime > query.endTime
-        let (older, newer) = backwards ? (query.endTime, query.startTime) : (query.startTime, query.endTime)
+        guard query.startTime >= query.endTime else {
+            throw .parameter("endTime (\(query.endTime)) must be earlier than startTime (\(query.startTime)): rows run from startTime back")
+        }
+        let (older, newer) = (query.endTime, query.startTime)
         let rows = state.withLock { state in
             let matching = state.messages.filter { message in
                 guard message.persisted, !message.recallDeleted else { return false }
@@ -134,7 +137,9 @@ extension RongCloudSandboxStore {
                 return message.conversationType == .private && message.involves(query.userId) && message.involves(query.targetId)
                     && (query.userId != query.targetId || message.fromUserId == message.targetId)
             }
-            return (backwards ? Array(matching.reversed()) : matching).prefix(query.pageSize).map(Self.historyRow)
+            // Newest first by the server's time (stable: rows of one millisecond newest-stored first).
+            return matching.enumerated().sorted { ($0.element.msgTime, $0.offset) > ($1.element.msgTime, $1.offset) }
+                .prefix(query.pageSize).map { Self.historyRow($0.element) }
         }
         return RCHistoryResponse(data: Array(rows))
     }
