@@ -51,9 +51,9 @@ extension Delivery {
 
     /// How many of the target's newest messages the earlier-copy search reads where the target has no
     /// client-id lookup. A copy behind more messages than this (a busy conversation, a long wait before
-    /// the retry) is not found, and the message is sent again. RongCloud's adapter reads a conversation
-    /// forward from its start for a `latest` page anyway (`RongCloudBackend.history`), so a larger window
-    /// costs it no request; WuKong serves up to 10,000 in one `/channel/messagesync` call
+    /// the retry) is not found, and the message is sent again. RongCloud's adapter pages back from now,
+    /// 100 rows a call (`RongCloudBackend.history`), so this costs it five calls, on a retry only; WuKong
+    /// serves up to 10,000 in one `/channel/messagesync` call
     /// (docs/adapters/wukong.md). It was 50, and native traffic of a busy group pushed copies out of it
     /// (docs/limits.md).
     package static let earlierCopyWindow = 500

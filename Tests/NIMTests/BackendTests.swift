@@ -134,9 +134,13 @@ extension NIMBackendTests {
             try await wired.seedTeam1001()
             let sent = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("x"),
                                                                     clientMessageID: "bridge-77"))
+            // A busy team: more messages after it than one history call (100) returns.
+            for n in 0..<150 {
+                _ = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("later \(n)")))
+            }
             let fresh = NIMBackend(settings: { var settings = wired.backend.settings; settings.teamQueryAccid = "alice"; return settings }(), clock: wired.sandbox.clock)
             let found = try await fresh.message(withClientID: "bridge-77", in: .group("1001"))
-            #expect(found?.id == sent.id)
+            #expect(found?.id == sent.id, "found behind 150 later messages")
             #expect(try await fresh.message(withClientID: "bridge-78", in: .group("1001")) == nil)
         }
     }

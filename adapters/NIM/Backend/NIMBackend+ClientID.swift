@@ -1,7 +1,7 @@
 import IMCore
 
 extension NIMBackend {
-    /// Looks for a message sent with `id` (carried in `ext`, see `NIMExtension`) among the newest 100
+    /// Looks for a message sent with `id` (carried in `ext`, see `NIMExtension`) among the newest `clientIDWindow`
     /// of the conversation (NIM v1 has no lookup by client id; a bridge asks right after a crash, so the
     /// message, if it got through, is recent): the newest of `messages(withClientID:)`. Messages this
     /// process sent are found without a call.
@@ -10,13 +10,18 @@ extension NIMBackend {
         return try await messages(withClientID: id, in: conversation, readingAs: viewer).last
     }
 
-    /// Every message sent with `id` among the newest 100, oldest first: NIM keeps two sends with one client id
+    /// How many of the conversation's newest messages a lookup reads (five history calls): the window the
+    /// earlier-copy search of targets without client ids reads too. A copy behind more messages than this
+    /// is not found (docs/limits.md).
+    public static let clientIDWindow = 500
+
+    /// Every message sent with `id` among the newest `clientIDWindow`, oldest first: NIM keeps two sends with one client id
     /// as two messages (the id is only an `ext` field), as two instances' attempts of one entry leave them.
     /// Always read from history, not from what this process sent. A team is read as `viewer` (the copy's
     /// sender, a member since it wrote there), else `teamQueryAccid`.
     public func messages(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> [Message] {
         let viewer: UserID? = conversation.kind == .group ? viewer ?? teamQueryAccid.map { UserID($0) } : nil
-        let page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: 100, viewer: viewer))
+        let page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: Self.clientIDWindow, viewer: viewer))
         return page.messages.filter { $0.clientMessageID == id }
     }
 }
