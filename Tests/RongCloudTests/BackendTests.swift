@@ -67,9 +67,11 @@ import RongCloudSandbox
         try await RongCloudConformanceTests.withRig { rig in
             let chat = ConversationRef.group("g-windows")
             var ids: [MessageID] = []
+            var sent: [Message] = []
             for (burst, gapMs) in [(150, 3_600_000), (5, 6 * 3_600_000), (120, 0)] {
                 for n in 0..<burst {
-                    ids.append(try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("m\(ids.count)"))).id)
+                    sent.append(try await rig.backend.send(OutgoingMessage(conversation: chat, sender: "alice", content: .text("m\(ids.count)"))))
+                    ids.append(sent.last!.id)
                     if n % 40 == 39 { rig.sandbox.clock.advance(byMs: 1) }
                 }
                 rig.sandbox.clock.advance(byMs: Int64(gapMs))
@@ -102,6 +104,18 @@ import RongCloudSandbox
             #expect(latest.messages.map(\.id) == Array(ids[245..<275]) && latest.hasOlder && !latest.hasNewer)
             let back = try await page(.before(try #require(latest.olderCursor)), 100)
             #expect(back.messages.map(\.id) == Array(ids[145..<245]) && back.hasOlder)
+            // Before a cursor from history: read back from just above its time, one call here.
+            let cursor100 = HistoryReader.cursor(try await Self.stored(rig, chat, ids[100]))
+            let callsBefore = historyCalls()
+            let behind100 = try await page(.before(cursor100), 10)
+            #expect(behind100.messages.map(\.id) == Array(ids[90..<100]) && behind100.hasOlder && behind100.hasNewer)
+            #expect(historyCalls() - callsBefore == 1, "\(historyCalls() - callsBefore) calls")
+            // Before the cursors `send` returned (this process's clock): the first burst's match RongCloud's
+            // time; the last burst's are 7 hours behind it (the sandbox's clock was moved on), found by msgUID.
+            let behindSent = try await page(.before(try rig.backend.cursor(for: sent[140])), 5)
+            #expect(behindSent.messages.map(\.id) == Array(ids[135..<140]))
+            let behindLate = try await page(.before(try rig.backend.cursor(for: sent[200])), 5)
+            #expect(behindLate.messages.map(\.id) == Array(ids[195..<200]))
             let first = try await page(.before(HistoryReader.cursor(try await Self.stored(rig, chat, ids[3]))), 10)
             #expect(first.messages.map(\.id) == Array(ids[0..<3]) && !first.hasOlder)
             let around = try await page(.around(HistoryReader.cursor(try await Self.stored(rig, chat, ids[155]))), 5)

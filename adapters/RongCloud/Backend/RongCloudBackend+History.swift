@@ -29,7 +29,17 @@ extension RongCloudBackend {
             var anchor: (time: Int64, uid: String)?
             if case .before(let cursor) = query.anchor { anchor = try HistoryReader.position(cursor) }
             if case .around(let cursor) = query.anchor { anchor = try HistoryReader.position(cursor) }
-            let (rows, complete) = try await reader.readBack(untilFound: anchor?.uid, thenOlder: limit + 1)
+            var (rows, complete) = ([RCHistoryMessage](), false)
+            if case .before = query.anchor, let anchor {
+                // From just above the cursor's time: a history cursor carries RongCloud's msgTime, a sent
+                // message's carries this process's clock, which may be behind RongCloud's by up to the margin.
+                (rows, complete) = try await reader.readBack(from: anchor.time + HistoryReader.cursorMarginMs,
+                                                             untilFound: anchor.uid, thenOlder: limit + 1)
+                if !rows.contains(where: { $0.messageUID == anchor.uid }) { (rows, complete) = ([], false) }
+            }
+            if rows.isEmpty {
+                (rows, complete) = try await reader.readBack(untilFound: anchor?.uid, thenOlder: limit + 1)
+            }
             let all = rows.map(reader.message(from:))
             var end = all.count
             var center = all.count
@@ -157,11 +167,15 @@ struct HistoryReader {
         return result
     }
 
-    /// The conversation from the horizon back, returned oldest first: until the row `uid` is held with
+    /// How far above a `before` cursor's time its read starts (10 minutes, `history`).
+    static let cursorMarginMs: Int64 = 600_000
+
+    /// The conversation from `start` (the horizon when nil) back, returned oldest first: until the row `uid` is held with
     /// `older` rows below it — with `uid` nil, until `older` rows are held; with `uid` never found, every
     /// row. Rows older than `low` are not read. `complete` says the oldest row at or after `low` is among them.
-    func readBack(downTo low: Int64 = 0, untilFound uid: String?, thenOlder older: Int) async throws -> (rows: [RCHistoryMessage], complete: Bool) {
-        var newer = horizon
+    func readBack(from start: Int64? = nil, downTo low: Int64 = 0, untilFound uid: String?,
+                  thenOlder older: Int) async throws -> (rows: [RCHistoryMessage], complete: Bool) {
+        var newer = start ?? horizon
         var seen: Set<String> = []
         var rows: [RCHistoryMessage] = []
         var found: Int?
