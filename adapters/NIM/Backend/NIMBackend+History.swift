@@ -1,4 +1,5 @@
 import IMCore
+import Synchronization
 
 extension NIMBackend {
     /// NIM positions history by send time and msgid: `"<ms>:<msgid>"`.
@@ -10,8 +11,10 @@ extension NIMBackend {
     }
 
     /// Pages one direct or group conversation (see `NIMHistoryPager`). A team is queried as
-    /// `query.viewer`, else `teamQueryAccid`. Messages this process saw recalled are shown in place as
-    /// tombstones (`recall` set), since NIM drops them from history.
+    /// `query.viewer`, else `teamQueryAccid` (or the owner a refusal found earlier); when NIM answers that
+    /// this accid was never in the team (804), as the team's owner (`/team/query.action`), remembered for
+    /// the team. Messages this process saw recalled are shown in place as tombstones (`recall` set), since
+    /// NIM drops them from history.
     public func history(_ query: HistoryQuery) async throws -> HistoryPage {
         guard (1...1000).contains(query.limit) else {
             throw IMError(.invalidArgument, "history limit must be 1…1000, got \(query.limit)")
@@ -22,7 +25,8 @@ extension NIMBackend {
             let users = query.conversation.participants
             window = (.person, users[0].rawValue, users[1].rawValue)
         case .group:
-            guard let member = query.viewer?.rawValue ?? teamQueryAccid else {
+            let remembered = state.withLock { $0.teamReaders[query.conversation.id] }
+            guard let member = query.viewer?.rawValue ?? remembered ?? teamQueryAccid else {
                 throw IMError(.invalidArgument, "NIM team history needs a member accid: set the query's viewer or teamQueryAccid")
             }
             window = (.team, member, query.conversation.id)
@@ -30,10 +34,23 @@ extension NIMBackend {
             throw IMError(.unsupported, "NIM history covers direct and group conversations, not \(query.conversation.kind)")
         }
         let client = self.client
-        let pager = NIMHistoryPager(fetch: { begin, end, limit, ascending, exclude in
-            try await client.queryHistory(NIMHistoryWindow(conversation: window.type, first: window.first, second: window.second,
-                                                           beginTime: begin, endTime: end, limit: limit, ascending: ascending,
-                                                           excludeMsgid: exclude))
+        let reader = Mutex((accid: window.first, ownerTried: false))
+        let pager = NIMHistoryPager(fetch: { [self] begin, end, limit, ascending, exclude in
+            while true {
+                let accid = reader.withLock { $0.accid }
+                do {
+                    return try await client.queryHistory(NIMHistoryWindow(conversation: window.type, first: accid, second: window.second,
+                                                                          beginTime: begin, endTime: end, limit: limit, ascending: ascending,
+                                                                          excludeMsgid: exclude))
+                } catch let error as IMError where window.type == .team && error.vendorCode == String(NIMErrors.notInTeam.code)
+                    && !reader.withLock({ $0.ownerTried }) {
+                    reader.withLock { $0.ownerTried = true }
+                    guard let owner = try await group(GroupID(window.second))?.owner?.rawValue,
+                          owner.lowercased() != accid.lowercased() else { throw error }
+                    reader.withLock { $0.accid = owner }
+                    state.withLock { $0.teamReaders[window.second] = owner }
+                }
+            }
         }, horizon: clock.nowMs() + 86_400_000)
         let page = try await pager.page(query.anchor, limit: query.limit)
         var messages = try page.entries.map { try codec.message(from: $0, in: query.conversation) }

@@ -45,6 +45,8 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
         var clientIDs: [ClientMessageID: MessageID] = [:]
         /// Messages this process saw recalled: NIM drops them from history; `history` shows them as tombstones.
         var tombstones: [MessageID: Message] = [:]
+        /// Per team: the accid its history was last read as after NIM refused the first choice (804): its owner.
+        var teamReaders: [String: String] = [:]
     }
 
     static let recentCapacity = 10_000

@@ -4,7 +4,8 @@ import NIM
 
 extension NIMSandbox {
     /// `/history/querySessionMsg.action` (`from`, `to`: both directions) and `/history/queryTeamMsg.action`
-    /// (`tid`, `accid`). Rules: `begintime` < `endtime`, both bounds inclusive (UNCONFIRMED,
+    /// (`tid`, `accid`: 803 for a team that does not exist, 804 for an `accid` not in it — with
+    /// `checkTeamValid=false`, one never in it). Rules: `begintime` < `endtime`, both bounds inclusive (UNCONFIRMED,
     /// docs/adapters/nim.md); `limit` 1…100; `reverse` 1 ascending / 2 descending (default); order is by send time, then
     /// msgid; `excludeMsgid` is the anchor already seen: it is dropped, and when it lies on the bound
     /// the walk comes from (`endtime` descending, `begintime` ascending) so is everything at that time
@@ -31,6 +32,19 @@ extension NIMSandbox {
             types = Set(parsed.compactMap { $0 })
         }
         let exclude = form.int("excludeMsgid")
+        if team {
+            // The team must exist (803) and `accid` be in it (804) — or, with `checkTeamValid=false`, have
+            // been in it once (docs/adapters/nim.md).
+            let anyTime = form["checkTeamValid"]?.lowercased() == "false"
+            let refusal: HTTPResponseData? = state.withLock { state in
+                guard let tid = Int64(second), let stored = state.teams[tid] else { return Self.fail(NIMErrors.noSuchTeam, "team not exist") }
+                guard stored.contains(first) || (anyTime && stored.formerMembers.contains(first)) else {
+                    return Self.fail(NIMErrors.notInTeam, anyTime ? "\(first) was never in the team" : "\(first) is not in the team")
+                }
+                return nil
+            }
+            if let refusal { return refusal }
+        }
         let matches: [NIMStoredMessage] = state.withLock { state in
             // The anchor: when it sits on the bound the walk comes from, everything at that time on the
             // already-seen side of it is skipped too (a cursor, so equal timestamps page without repeats).

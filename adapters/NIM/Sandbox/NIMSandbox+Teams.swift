@@ -11,6 +11,9 @@ struct NIMStoredTeam: Sendable {
     var tname: String
     var owner: String
     var members: [String]
+    /// Accids that were members and are not now (kicked, or left out of a seeded member list): team
+    /// history with `checkTeamValid=false` still reads as them.
+    var formerMembers: Set<String> = []
     var icon: String?
     var announcement: String?
     var intro: String?
@@ -84,6 +87,8 @@ extension NIMSandbox {
                 tid: tid, tname: seed.name ?? seed.id, owner: owner, members: [], joinmode: 0, beinvitemode: 0, invitemode: 0,
                 uptinfomode: 0, upcustommode: 0, maxusers: Self.teamMaxUsers, createtime: now, updatetime: now)
             if state.teams[tid] == nil { state.teamOrder.append(tid) }
+            team.formerMembers.formUnion(team.members.filter { !members.contains($0) && $0 != owner })
+            if team.owner != owner, !team.owner.isEmpty, !members.contains(team.owner) { team.formerMembers.insert(team.owner) }
             team.owner = owner
             team.members = members
             if let name = seed.name { team.tname = name }
@@ -277,6 +282,7 @@ extension NIMSandbox {
             guard !leaving.contains(team.owner) else { return Self.fail(NIMErrors.noTeamPermission, "the owner cannot be kicked") }
             guard leaving.allSatisfy(team.members.contains) else { return Self.fail(NIMErrors.notInTeam, "not in team") }
             team.members.removeAll { leaving.contains($0) }
+            team.formerMembers.formUnion(leaving)
             team.updatetime = clock.nowMs()
             state.teams[tid] = team
             return Self.ok()

@@ -32,6 +32,10 @@ public struct NIMHistoryWindow: Hashable, Sendable {
         fields += [("begintime", String(beginTime)), ("endtime", String(endTime)), ("limit", String(limit)),
                    ("reverse", ascending ? "1" : "2")]
         if let excludeMsgid { fields.append(("excludeMsgid", String(excludeMsgid))) }
+        // A team read as a member who has since left (a puppet the bridge kicked, the sender of an old
+        // message): `checkTeamValid=false` asks NIM only that the team exists and `accid` was ever a member
+        // (docs/adapters/nim.md), where the default refuses anyone not in the team now.
+        if conversation == .team { fields.append(("checkTeamValid", "false")) }
         return fields
     }
 }
