@@ -146,6 +146,60 @@ extension NIMBackendTests {
     }
 }
 
+extension NIMBackendTests {
+    /// Team history is read as a member: a `team_query_accid` that was never in the team is refused (804)
+    /// and the read goes on as the team's owner; a member who has left still reads (`checkTeamValid=false`).
+    @Test func teamHistoryReadsAsTheOwnerWhenTheConfiguredAccidWasNeverInTheTeam() async throws {
+        try await WiredBackend.with { wired in
+            try await wired.seedTeam1001()
+            let sent = try await wired.backend.send(OutgoingMessage(conversation: .group("1001"), sender: "alice", content: .text("x")))
+            let stranger = NIMBackend(settings: { var settings = wired.backend.settings; settings.teamQueryAccid = "nobody"; return settings }(),
+                                      clock: wired.sandbox.clock)
+            let page = try await stranger.history(HistoryQuery(conversation: .group("1001"), limit: 10))
+            #expect(page.messages.map(\.id) == [sent.id])
+            let team = try #require(try await wired.backend.group("1001"))
+            #expect(stranger.state.withLock { $0.teamReaders["1001"] } == team.owner?.rawValue, "the owner, remembered")
+            let former = try #require(team.members.first { $0 != team.owner })
+            try await wired.backend.removeMembers([former], from: "1001")
+            let fresh = NIMBackend(settings: wired.backend.settings, clock: wired.sandbox.clock)
+            let asFormer = try await fresh.history(HistoryQuery(conversation: .group("1001"), limit: 10, viewer: former))
+            #expect(asFormer.messages.map(\.id) == [sent.id], "read as \(former), who has left")
+            #expect(fresh.state.withLock { $0.teamReaders["1001"] } == nil, "as \(former) itself, not as the owner")
+        }
+    }
+}
+
+extension NIMBackendTests {
+    /// NIM's field limits (docs/adapters/nim.md, "Message field limits"), which the sandbox enforces: a reply
+    /// quoting a long text goes with its digest shortened and the quoted id kept; a long push text is cut;
+    /// an app `ext` that leaves no room is refused before any call.
+    @Test func extAndPushTextStayWithinNIMsLimits() async throws {
+        try await WiredBackend.with { wired in
+            let chat = ConversationRef.direct("alice", "bob")
+            let long = String(repeating: "长文", count: 1500)
+            let quoted = try await wired.backend.send(OutgoingMessage(conversation: chat, sender: "bob", content: .text("q")))
+            let reply = try await wired.backend.send(OutgoingMessage(
+                conversation: chat, sender: "alice", content: .text("answer"), clientMessageID: "c-1",
+                reply: ReplyRef(messageID: quoted.id, sender: "bob", digest: long), options: MessageOptions(pushText: String(repeating: "推", count: 800))))
+            let ext = try #require(reply.vendorExtras[NIMMessageCodec.extKey]?.stringValue)
+            #expect(ext.utf16.count <= 1024 && ext.utf16.count > 900, "\(ext.utf16.count)")
+            let read = try #require(try await wired.backend.history(HistoryQuery(conversation: chat, limit: 10)).messages.first { $0.id == reply.id })
+            #expect(read.reply?.messageID == quoted.id && read.reply?.sender == "bob" && read.clientMessageID == "c-1")
+            #expect(read.reply.map { long.hasPrefix($0.digest.dropLast()) && $0.digest.hasSuffix("…") } == true)
+
+            var tooMuch = OutgoingMessage(conversation: chat, sender: "alice", content: .text("x"))
+            tooMuch.vendorExtras[NIMMessageCodec.extKey] = .string(JSONValue.object(["app": .string(String(repeating: "a", count: 1100))]).jsonString())
+            do {
+                _ = try await wired.backend.send(tooMuch)
+                Issue.record("an ext over 1024 characters was sent")
+            } catch let error as IMError {
+                #expect(error.code == .limitExceeded && error.details["limit"] == "ext_length", "\(error)")
+            }
+            #expect(try await wired.rig.messages().count == 2, "nothing sent for the refused one")
+        }
+    }
+}
+
 /// NIM envelope codes → IMError.
 extension NIMBackendTests {
     @Test(arguments: [

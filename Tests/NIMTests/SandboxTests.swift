@@ -26,6 +26,21 @@ import Testing
         }
     }
 
+    /// The sandbox refuses what NIM refuses: `ext` over 1024 characters or not JSON, `pushcontent` over 500.
+    @Test func theSandboxRefusesOverLongFields() async throws {
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
+            for accid in ["alice", "bob"] { _ = try await sandbox.call("POST", "/user/create.action", .form([("accid", accid)])) }
+            func send(_ extra: [(String, String)]) async throws -> JSONValue {
+                try await sandbox.call("POST", "/msg/sendMsg.action", .form([("from", "alice"), ("ope", "0"), ("to", "bob"), ("type", "0"),
+                                                                              ("body", #"{"msg":"x"}"#)] + extra)).json
+            }
+            #expect(try await send([("ext", #"{"a":""# + String(repeating: "b", count: 1020) + #""}"#)])["code"] == 414)
+            #expect(try await send([("ext", "not json")])["code"] == 414)
+            #expect(try await send([("pushcontent", String(repeating: "p", count: 501))])["code"] == 414)
+            #expect(try await send([("ext", #"{"a":1}"#), ("pushcontent", String(repeating: "p", count: 500))])["code"] == 200)
+        }
+    }
+
     @Test func accountsAndSendEnvelopes() async throws {
         try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
             try await sandbox.createUsers("Alice", "bob")
@@ -122,9 +137,20 @@ import Testing
             #expect(try await query([("begintime", "5"), ("endtime", "5"), ("limit", "1")])["code"] == 414)
             #expect(try await query([("begintime", "0"), ("endtime", "5"), ("limit", "101")])["code"] == 414)
             #expect(try await query([("begintime", "0"), ("endtime", "5"), ("limit", "1"), ("reverse", "3")])["code"] == 414)
-            let team = try await sandbox.call("POST", "/history/queryTeamMsg.action", .form([("tid", "1"), ("accid", "alice"), ("begintime", "0"),
-                                                                               ("endtime", "9"), ("limit", "10")])).json
-            #expect(team == ["code": 200, "size": 0, "msgs": []])
+            // Team history: the team must exist (803) and `accid` be in it (804); with checkTeamValid=false,
+            // have been in it once.
+            func teamQuery(_ tid: String, _ accid: String, _ extra: [(String, String)] = []) async throws -> JSONValue {
+                try await sandbox.call("POST", "/history/queryTeamMsg.action", .form([("tid", tid), ("accid", accid), ("begintime", "0"),
+                                                                                      ("endtime", "9"), ("limit", "10")] + extra)).json
+            }
+            #expect(try await teamQuery("1", "alice")["code"] == 803)
+            try await sandbox.seedGroup("1002", owner: "carol", members: ["alice", "bob"])
+            #expect(try await teamQuery("1002", "alice") == ["code": 200, "size": 0, "msgs": []])
+            #expect(try await sandbox.call("POST", "/team/kick.action", .form([("tid", "1002"), ("owner", "carol"), ("member", "alice")])).json["code"] == 200)
+            #expect(try await teamQuery("1002", "alice")["code"] == 804, "a member who left, by default")
+            #expect(try await teamQuery("1002", "alice", [("checkTeamValid", "false")])["code"] == 200, "a member who left, checkTeamValid=false")
+            #expect(try await teamQuery("1002", "zed", [("checkTeamValid", "false")])["code"] == 804, "never a member")
+            #expect(try await teamQuery("1002", "carol")["code"] == 200, "the owner")
         }
     }
 

@@ -55,7 +55,33 @@ struct NIMExtension: Hashable, Sendable {
     /// The `ext` to send: `appExt` (the app's ext, if any) with our object set; `appExt` itself when it
     /// already says exactly this (so an unchanged message re-encodes to the same bytes); nil when both
     /// are empty.
+    ///
+    /// NIM takes at most `limit` characters of `ext` (docs/adapters/nim.md, "Message field limits"): over it, the quoted
+    /// message's digest (a preview; the quoted id stays) is shortened until the whole fits; when it still
+    /// does not (a long app `ext`, a long mention list), `limit_exceeded` — nothing is cut that a reader needs.
     func merged(into appExt: String?) throws -> String? {
+        let whole = try mergedWhole(into: appExt)
+        guard let whole, whole.utf16.count > Self.limit else { return whole }
+        if var reply, !reply.digest.isEmpty {
+            var shorter = self
+            var digest = Array(reply.digest)
+            while !digest.isEmpty {
+                let over = (try shorter.mergedWhole(into: appExt)?.utf16.count ?? 0) - Self.limit
+                if over <= 0 { break }
+                digest.removeLast(min(digest.count, max(1, over / 2)))
+                reply.digest = digest.isEmpty ? "" : String(digest) + "…"
+                shorter.reply = reply
+            }
+            if let fitted = try shorter.mergedWhole(into: appExt), fitted.utf16.count <= Self.limit { return fitted }
+        }
+        throw IMError(.limitExceeded, "the NIM ext is \(whole.utf16.count) characters; NIM allows \(Self.limit) (the app's ext or the mention list is too long)",
+                      details: ["limit": "ext_length"])
+    }
+
+    /// NIM's `ext` limit, in UTF-16 units (as the vendor's Java SDK counts a string).
+    static let limit = 1024
+
+    private func mergedWhole(into appExt: String?) throws -> String? {
         if NIMExtension(ext: appExt) == self, appExt != nil || isEmpty { return appExt }
         var object: [String: JSONValue] = [:]
         if let appExt {

@@ -108,14 +108,23 @@ public struct NIMMessageCodec: Sendable {
         let ours = NIMExtension(clientMessageID: outgoing.clientMessageID, reply: outgoing.reply, mentions: outgoing.mentions)
         var form = NIMSendMessageForm(from: outgoing.sender.rawValue, ope: target.type.ope, to: target.id,
                                       type: encoded.type, body: encoded.body, option: option,
-                                      pushcontent: outgoing.options.pushText,
+                                      pushcontent: outgoing.options.pushText.map { Self.cut($0, to: 500) },
                                       ext: try ours.merged(into: Self.withOrigin(outgoing)))
         if target.type == .team, !outgoing.mentions.isEmpty {
             if outgoing.mentions.all { form.forcepushall = true }
             if !outgoing.mentions.users.isEmpty { form.forcepushlist = outgoing.mentions.users.map(\.rawValue) }
         }
-        if encoded.type != 0 && encoded.type != 10 { form.msgDesc = String(outgoing.content.digest.prefix(500)) }
+        if encoded.type != 0 && encoded.type != 10 { form.msgDesc = Self.cut(outgoing.content.digest, to: 500) }
         return form
+    }
+
+    /// `text` cut to at most `limit` UTF-16 units (NIM counts characters as its Java SDK does): the push
+    /// text and the description are previews, so they are shortened rather than refused.
+    static func cut(_ text: String, to limit: Int) -> String {
+        guard text.utf16.count > limit else { return text }
+        var characters = Array(text)
+        while !characters.isEmpty, String(characters).utf16.count > limit - 1 { characters.removeLast() }
+        return String(characters) + "…"
     }
 
     /// The app's `ext` with a migrated copy's origin (`OutgoingMessage.originKey`) added, when there is one.

@@ -78,7 +78,7 @@ extension NIMSandbox {
 
     static func lengthRefusal(_ form: NIMForm, _ limits: [(String, Int)]) -> HTTPResponseData? {
         for (field, max) in limits {
-            if let value = form[field], value.count > max { return fail(NIMErrors.parameter, "\(field) is longer than \(max)") }
+            if let value = form[field], value.utf16.count > max { return fail(NIMErrors.parameter, "\(field) is longer than \(max)") }
         }
         return nil
     }

@@ -8,6 +8,10 @@ import NIM
 extension NIMSandbox {
     static let accidCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789_@.-")
     static let sendableTypes: Set<Int> = [0, 1, 2, 3, 4, 6, 10, 100]
+    /// `ext`'s limit in characters (docs/adapters/nim.md, "Message field limits").
+    static let extLimit = 1024
+    /// Other text fields of a message and their limits in characters (docs/adapters/nim.md, "Message field limits").
+    static let messageFieldLimits = [("pushcontent", 500), ("payload", 2048), ("msgDesc", 500)]
 
     func createUser(_ form: NIMForm) -> HTTPResponseData {
         guard let raw = form["accid"], !raw.isEmpty, raw.count <= 32 else { return Self.fail(NIMErrors.parameter, "accid is required, ≤32 chars") }
@@ -36,8 +40,14 @@ extension NIMSandbox {
     /// Validates `type` and `body`. `body` is read leniently (`NIMLenientJSON`: NetEase's own tooling sends
     /// `str(dict)`, docs/adapters/nim.md); strict JSON is stored byte for byte, a lenient one as the JSON it
     /// means (what history, copies and `/_sandbox/messages` then show).
-    func checkMessage(type: Int64?, body: String?) -> CheckedBody {
+    /// `ext`, when given, is at most 1024 characters (UTF-16 units, as the vendor's Java SDK counts) of JSON
+    /// (docs/adapters/nim.md, "Message field limits").
+    func checkMessage(type: Int64?, body: String?, ext: String? = nil) -> CheckedBody {
         guard let type, Self.sendableTypes.contains(Int(type)) else { return .refused(Self.fail(NIMErrors.parameter, "type is not a sendable message type")) }
+        if let ext, !ext.isEmpty {
+            guard ext.utf16.count <= Self.extLimit else { return .refused(Self.fail(NIMErrors.parameter, "ext is longer than \(Self.extLimit)")) }
+            guard NIMLenientJSON.parse(ext) != nil else { return .refused(Self.fail(NIMErrors.parameter, "ext is not JSON")) }
+        }
         guard let body, !body.isEmpty else { return .refused(Self.fail(NIMErrors.parameter, "body is required")) }
         guard body.count <= 5000 else { return .refused(Self.fail(NIMErrors.parameter, "body is longer than 5000")) }
         guard let parsed = NIMLenientJSON.parse(body), parsed.objectValue != nil else {
@@ -74,10 +84,11 @@ extension NIMSandbox {
         guard let from = form["from"]?.lowercased(), let to = form["to"], !to.isEmpty else { return Self.fail(NIMErrors.parameter, "from and to are required") }
         guard let ope = form.int("ope"), ope == 0 || ope == 1 else { return Self.fail(NIMErrors.parameter, "ope must be 0 or 1") }
         let body: String
-        switch checkMessage(type: form.int("type"), body: form["body"]) {
+        switch checkMessage(type: form.int("type"), body: form["body"], ext: form["ext"]) {
         case .refused(let refusal): return refusal
         case .body(let checked): body = checked
         }
+        if let refusal = Self.lengthRefusal(form, Self.messageFieldLimits) { return refusal }
         let option = Self.option(form)
         let result: Result<NIMStoredMessage, NIMSandboxRefusal> = state.withLock { state in
             guard state.users[from] != nil else { return .failure(NIMSandboxRefusal(NIMErrors.parameter, "from accid not registered")) }
@@ -102,10 +113,11 @@ extension NIMSandbox {
             return Self.fail(NIMErrors.parameter, "toAccids must be a JSON array of 1…500 accids")
         }
         let body: String
-        switch checkMessage(type: form.int("type"), body: form["body"]) {
+        switch checkMessage(type: form.int("type"), body: form["body"], ext: form["ext"]) {
         case .refused(let refusal): return refusal
         case .body(let checked): body = checked
         }
+        if let refusal = Self.lengthRefusal(form, Self.messageFieldLimits) { return refusal }
         let option = Self.option(form)
         let returnIDs = Lenient.bool(form["returnMsgid"]) ?? false
         if returnIDs, list.count > 100 { return Self.fail(NIMErrors.parameter, "returnMsgid allows at most 100 recipients") }
