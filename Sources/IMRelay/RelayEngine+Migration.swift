@@ -140,6 +140,10 @@ extension RelayEngine {
                     _ = try takeInExpansionChange(&change, at: now, tx, to: &draft)
                 }
                 if recordsByEvent[item.event.eventID] == .new {
+                    // What the message holds as the migration read it, as the intake keeps it: a key changed
+                    // afterwards while the bridge is down then shows as a change in the change window, not
+                    // as a first value taken silently (seed 720, docs/reliability.md).
+                    if case .message(let message) = item.event.kind { try keepSentExpansion(message, on: source, tx) }
                     for other in routes.legs(from: source, conversation: item.message.conversation)
                     where other.target != leg.target || other.targetConversation != leg.targetConversation {
                         guard backends[other.target] != nil, try !Self.copied(item.message.id, from: source, along: other, tx) else { continue }

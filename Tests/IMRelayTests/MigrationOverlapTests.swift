@@ -160,6 +160,22 @@ import IMOutbox
         #expect(carriers.count == 1, "the initial values carried once: \(carriers.count) \(entries.map { "\($0.id) \($0.lane) \($0.kind) \($0.sourceEventID) \($0.state)" }) \(report.summary)")
     }
 
+    /// A message a migration copied from a source whose changes catch-up finds by re-reading history
+    /// (`ChangeWindowSource`): what it held when read is kept as the intake keeps what a message was sent
+    /// with, so a key added while the bridge is down is a change the window relays — with nothing kept, the
+    /// window took every key it showed as a first value and relayed none (seed 720, docs/reliability.md).
+    @Test func theValuesAMigrationReadAreKeptSoAKeyAddedLaterIsAChange() async throws {
+        let harness = try RelayHarness()
+        let source = WindowHistorySource(harness.wk)
+        let sent = try await harness.wk.send(OutgoingMessage(conversation: g, sender: "u1", content: .text("order"), expansion: ["n": "5"]))
+        let report = try await Migrator(store: harness.store, source: source, target: harness.rc, sendsPerSecond: 100_000, routes: harness.routes)
+            .run(MigrationPlan(source: "wk", target: "rc", conversations: [(g, g)], account: false))
+        #expect(report.total.failedTotal == 0 && report.total.sentTotal == 1, "\(report.summary)")
+        let kept = try harness.store.read { try $0.expansionKeys(of: sent.id, on: "wk") }
+        #expect(kept["n"]?.held == .known("5"), "\(kept)")
+        #expect(kept.count == 1)
+    }
+
     /// The same recalled message, whose copy the bridge had made already: the migration queues nothing for
     /// it, so the recall stays the callback's to carry — recorded by the migration, it would be a duplicate
     /// and the copy would never be recalled.
