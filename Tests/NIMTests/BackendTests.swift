@@ -142,6 +142,8 @@ extension NIMBackendTests {
             let found = try await fresh.message(withClientID: "bridge-77", in: .group("1001"))
             #expect(found?.id == sent.id, "found behind 150 later messages")
             #expect(try await fresh.message(withClientID: "bridge-78", in: .group("1001")) == nil)
+            // A team that does not exist holds no copy (NIM answers its history 803): nothing, not a failure.
+            #expect(try await fresh.message(withClientID: "bridge-77", in: .group("1999")) == nil)
         }
     }
 }

@@ -18,10 +18,17 @@ extension NIMBackend {
     /// Every message sent with `id` among the newest `clientIDWindow`, oldest first: NIM keeps two sends with one client id
     /// as two messages (the id is only an `ext` field), as two instances' attempts of one entry leave them.
     /// Always read from history, not from what this process sent. A team is read as `viewer` (the copy's
-    /// sender, a member since it wrote there), else `teamQueryAccid`.
+    /// sender, a member since it wrote there), else `teamQueryAccid`. A team that does not exist (803) holds
+    /// no copy: none, so the send itself goes ahead and meets NIM's refusal — a failing lookup would be
+    /// tried again for ever.
     public func messages(withClientID id: ClientMessageID, in conversation: ConversationRef, readingAs viewer: UserID?) async throws -> [Message] {
         let viewer: UserID? = conversation.kind == .group ? viewer ?? teamQueryAccid.map { UserID($0) } : nil
-        let page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: Self.clientIDWindow, viewer: viewer))
+        let page: HistoryPage
+        do {
+            page = try await history(HistoryQuery(conversation: conversation, anchor: .latest, limit: Self.clientIDWindow, viewer: viewer))
+        } catch let error as IMError where conversation.kind == .group && error.vendorCode == String(NIMErrors.noSuchTeam.code) {
+            return []
+        }
         return page.messages.filter { $0.clientMessageID == id }
     }
 }
