@@ -175,6 +175,16 @@ import Testing
                 && (json["backends"]?["rc"]?["oldest_pending_age_ms"]?.int64Value ?? -1) >= 0
         }
         #expect(degraded, "\(body)")
+        // Later tries keep the class: a retry first looks for an earlier attempt's copy, and that lookup must
+        // not fail on its own (a team NIM does not have holds no copy) and turn the class into another.
+        let firstFailure = try JSONValue.parse(Data(body.utf8))["backends"]?["yx"]?["last_failure_ms"]?.int64Value ?? .max
+        var later = ""
+        let triedAgain = try await eventually(30) {
+            later = try await http.send(OutboundRequest(method: "GET", url: env.listener.baseURL + "/healthz")).bodyString
+            return (try JSONValue.parse(Data(later.utf8))["backends"]?["yx"]?["last_failure_ms"]?.int64Value ?? .min) > firstFailure
+        }
+        let laterClass = try JSONValue.parse(Data(later.utf8))["backends"]?["yx"]?["last_error_class"]?.stringValue
+        #expect(triedAgain && laterClass == "http_5xx", "\(later)")
         let json = try JSONValue.parse(Data(body.utf8))
         #expect(json["status"] == "degraded" && json["backends"]?["rc"]?["state"] == "degraded")
         #expect(json["backends"]?["wk"]?["oldest_pending_age_ms"] == nil, "no pending entry for wk")
