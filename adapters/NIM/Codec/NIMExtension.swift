@@ -63,23 +63,25 @@ struct NIMExtension: Hashable, Sendable {
         let whole = try mergedWhole(into: appExt)
         guard let whole, whole.utf16.count > Self.limit else { return whole }
         if var reply, !reply.digest.isEmpty {
+            // Cut the digest by what is over (escaping may cost more, so again until it fits).
+            let original = reply.digest
             var shorter = self
-            var digest = Array(reply.digest)
-            while !digest.isEmpty {
-                let over = (try shorter.mergedWhole(into: appExt)?.utf16.count ?? 0) - Self.limit
-                if over <= 0 { break }
-                digest.removeLast(min(digest.count, max(1, over / 2)))
-                reply.digest = digest.isEmpty ? "" : String(digest) + "…"
+            var room = original.utf16.count
+            while let fitted = try shorter.mergedWhole(into: appExt) {
+                let over = fitted.utf16.count - Self.limit
+                if over <= 0 { return fitted }
+                room -= over
+                guard room > 1 else { break }
+                reply.digest = NIMMessageCodec.cut(original, to: room)
                 shorter.reply = reply
             }
-            if let fitted = try shorter.mergedWhole(into: appExt), fitted.utf16.count <= Self.limit { return fitted }
         }
         throw IMError(.limitExceeded, "the NIM ext is \(whole.utf16.count) characters; NIM allows \(Self.limit) (the app's ext or the mention list is too long)",
                       details: ["limit": "ext_length"])
     }
 
     /// NIM's `ext` limit, in UTF-16 units (as the vendor's Java SDK counts a string).
-    static let limit = 1024
+    static let limit = NIMMessageCodec.fieldLimits.ext
 
     private func mergedWhole(into appExt: String?) throws -> String? {
         if NIMExtension(ext: appExt) == self, appExt != nil || isEmpty { return appExt }

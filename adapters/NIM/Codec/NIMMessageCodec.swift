@@ -108,13 +108,13 @@ public struct NIMMessageCodec: Sendable {
         let ours = NIMExtension(clientMessageID: outgoing.clientMessageID, reply: outgoing.reply, mentions: outgoing.mentions)
         var form = NIMSendMessageForm(from: outgoing.sender.rawValue, ope: target.type.ope, to: target.id,
                                       type: encoded.type, body: encoded.body, option: option,
-                                      pushcontent: outgoing.options.pushText.map { Self.cut($0, to: 500) },
+                                      pushcontent: outgoing.options.pushText.map { Self.cut($0, to: Self.fieldLimits.pushcontent) },
                                       ext: try ours.merged(into: Self.withOrigin(outgoing)))
         if target.type == .team, !outgoing.mentions.isEmpty {
             if outgoing.mentions.all { form.forcepushall = true }
             if !outgoing.mentions.users.isEmpty { form.forcepushlist = outgoing.mentions.users.map(\.rawValue) }
         }
-        if encoded.type != 0 && encoded.type != 10 { form.msgDesc = Self.cut(outgoing.content.digest, to: 500) }
+        if encoded.type != 0 && encoded.type != 10 { form.msgDesc = Self.cut(outgoing.content.digest, to: Self.fieldLimits.msgDesc) }
         return form
     }
 
@@ -122,10 +122,19 @@ public struct NIMMessageCodec: Sendable {
     /// text and the description are previews, so they are shortened rather than refused.
     static func cut(_ text: String, to limit: Int) -> String {
         guard text.utf16.count > limit else { return text }
-        var characters = Array(text)
-        while !characters.isEmpty, String(characters).utf16.count > limit - 1 { characters.removeLast() }
-        return String(characters) + "…"
+        var kept = 0
+        var end = text.startIndex
+        for character in text {
+            kept += character.utf16.count
+            if kept > limit - 1 { break }
+            end = text.index(after: end)
+        }
+        return String(text[..<end]) + "…"
     }
+
+    /// NIM's limits on the text fields of a message, in UTF-16 units (docs/adapters/nim.md, "Message field
+    /// limits"): the backend keeps within them, the sandbox refuses past them.
+    public static let fieldLimits = (ext: 1024, pushcontent: 500, msgDesc: 500, payload: 2048)
 
     /// The app's `ext` with a migrated copy's origin (`OutgoingMessage.originKey`) added, when there is one.
     static func withOrigin(_ outgoing: OutgoingMessage) throws -> String? {

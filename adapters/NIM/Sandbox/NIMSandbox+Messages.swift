@@ -8,10 +8,9 @@ import NIM
 extension NIMSandbox {
     static let accidCharacters = Set("abcdefghijklmnopqrstuvwxyz0123456789_@.-")
     static let sendableTypes: Set<Int> = [0, 1, 2, 3, 4, 6, 10, 100]
-    /// `ext`'s limit in characters (docs/adapters/nim.md, "Message field limits").
-    static let extLimit = 1024
-    /// Other text fields of a message and their limits in characters (docs/adapters/nim.md, "Message field limits").
-    static let messageFieldLimits = [("pushcontent", 500), ("payload", 2048), ("msgDesc", 500)]
+    /// The text fields of a message and their limits (docs/adapters/nim.md, "Message field limits").
+    static let messageFieldLimits = [("ext", NIMMessageCodec.fieldLimits.ext), ("pushcontent", NIMMessageCodec.fieldLimits.pushcontent),
+                                     ("payload", NIMMessageCodec.fieldLimits.payload), ("msgDesc", NIMMessageCodec.fieldLimits.msgDesc)]
 
     func createUser(_ form: NIMForm) -> HTTPResponseData {
         guard let raw = form["accid"], !raw.isEmpty, raw.count <= 32 else { return Self.fail(NIMErrors.parameter, "accid is required, ≤32 chars") }
@@ -40,14 +39,10 @@ extension NIMSandbox {
     /// Validates `type` and `body`. `body` is read leniently (`NIMLenientJSON`: NetEase's own tooling sends
     /// `str(dict)`, docs/adapters/nim.md); strict JSON is stored byte for byte, a lenient one as the JSON it
     /// means (what history, copies and `/_sandbox/messages` then show).
-    /// `ext`, when given, is at most 1024 characters (UTF-16 units, as the vendor's Java SDK counts) of JSON
-    /// (docs/adapters/nim.md, "Message field limits").
+    /// `ext`, when given, is JSON (its length is one of `messageFieldLimits`).
     func checkMessage(type: Int64?, body: String?, ext: String? = nil) -> CheckedBody {
         guard let type, Self.sendableTypes.contains(Int(type)) else { return .refused(Self.fail(NIMErrors.parameter, "type is not a sendable message type")) }
-        if let ext, !ext.isEmpty {
-            guard ext.utf16.count <= Self.extLimit else { return .refused(Self.fail(NIMErrors.parameter, "ext is longer than \(Self.extLimit)")) }
-            guard NIMLenientJSON.parse(ext) != nil else { return .refused(Self.fail(NIMErrors.parameter, "ext is not JSON")) }
-        }
+        if let ext, !ext.isEmpty, NIMLenientJSON.parse(ext) == nil { return .refused(Self.fail(NIMErrors.parameter, "ext is not JSON")) }
         guard let body, !body.isEmpty else { return .refused(Self.fail(NIMErrors.parameter, "body is required")) }
         guard body.count <= 5000 else { return .refused(Self.fail(NIMErrors.parameter, "body is longer than 5000")) }
         guard let parsed = NIMLenientJSON.parse(body), parsed.objectValue != nil else {
