@@ -10,6 +10,10 @@ public struct AdapterContext: Sendable {
     public var mapping: VendorTable
     /// Durable named positions (the bridge store's checkpoints), for adapters that poll.
     public var checkpoints: any CheckpointStorage
+    /// Durable notes an adapter keeps about what it did on its vendor (the bridge store's checkpoints
+    /// table too, under the adapter's own names), read and written by any instance — unlike
+    /// `checkpoints`, never waiting to lead: JMessage's uploads of media given as URLs.
+    public var notes: any CheckpointStorage
     public var clock: any IMClock
     /// True for `imbridge check`: build and validate, contact no vendor.
     public var validateOnly: Bool
@@ -26,9 +30,10 @@ public struct AdapterContext: Sendable {
     public var secrets: SecretMask
 
     public init(registry: ContentRegistry = ContentRegistry(), mapping: VendorTable,
-                checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
-                validateOnly: Bool = false, ledgerRetentionMs: Int64? = nil, receivesCallbacks: Bool = true,
-                secrets: SecretMask = SecretMask()) {
+                checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), notes: any CheckpointStorage = InMemoryCheckpointStorage(),
+                clock: any IMClock = SystemClock(), validateOnly: Bool = false, ledgerRetentionMs: Int64? = nil,
+                receivesCallbacks: Bool = true, secrets: SecretMask = SecretMask()) {
+        self.notes = notes
         self.receivesCallbacks = receivesCallbacks
         self.secrets = secrets
         self.registry = registry

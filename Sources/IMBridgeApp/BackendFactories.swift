@@ -57,7 +57,8 @@ public enum BackendFactories {
         problems.redact(with: redactor)
         try problems.throwIfAny()
         let adapterContext = AdapterContext(registry: context.registry, mapping: context.mappings.table(vendor.name),
-                                            checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership), validateOnly: context.validateOnly,
+                                            checkpoints: StoreCheckpoints(store: context.store, leadership: context.leadership),
+                                            notes: StoreCheckpoints(store: context.store), validateOnly: context.validateOnly,
                                             ledgerRetentionMs: context.ledgerRetentionMs, receivesCallbacks: context.receivesCallbacks,
                                             secrets: context.secrets)
         do {

@@ -1,6 +1,7 @@
 import Foundation
 import IMAdapterKit
 import IMCore
+import IMHTTP
 import IMLab
 import IMMapping
 import IMVendors
@@ -8,7 +9,9 @@ import Testing
 
 /// The WuKongIM custom-message guide's WuKong app types through the real bridge and sandboxes: a WuKong user sends 102, 103 and
 /// 104 as the seed's SDK writes them; RongCloud, NIM and JMessage store their own native location, card
-/// and image; read back from each target's history, every copy writes the original WuKong payload again.
+/// and image; read back from each target's history, every copy writes the original WuKong payload again —
+/// but JMessage's image, which holds JMessage's own upload of the picture (a `media_id` for the URL: JMessage
+/// takes no URLs, docs/adapters/jmessage.md, "Media ids"), so the picture is served here and compared.
 @Suite struct SeedTypesEndToEndTests {
     static let payloads: [[String: JSONValue]] = [
         ["type": 102, "latitude": 39.908722, "longitude": 116.397499, "address": "北京市东城区东长安街", "title": "天安门"],
@@ -19,6 +22,13 @@ import Testing
     ]
 
     @Test func relayedCopiesComeBackAsTheSeedTypes() async throws {
+        let picture = Array("a picture".utf8)
+        let host = HTTPServer { _ in HTTPResponseData(status: 200, headers: [("Content-Type", "image/jpeg")], body: picture) }
+        try await host.start()
+        defer { Task { await host.stop() } }
+        let payloads = Self.payloads.map { payload in
+            payload["url"] == nil ? payload : payload.merging(["url": .string(host.baseURL + "/i/p.jpg")]) { _, new in new }
+        }
         let env = try await InProcessBridge.start(
             [BridgeLab.Member("wk", "wukong"), BridgeLab.Member("rc", "rongcloud"), BridgeLab.Member("yx", "nim"),
              BridgeLab.Member("jm", "jmessage")],
@@ -35,7 +45,7 @@ import Testing
         for user in ["wk_alice", "wk_bobby"] { try await jmUsers.ensureUser(UserProfile(id: UserID(user))) }
         let group = ConversationRef.group("seedg"), chat = ConversationRef.direct("alice", "bobby")
         for conversation in [group, chat] {
-            for payload in Self.payloads {
+            for payload in payloads {
                 var body = payload
                 let type = body.removeValue(forKey: "type")!.int64Value!
                 let coded = try codec.decode(WireContent(type: String(type), body: body))
@@ -54,7 +64,18 @@ import Testing
                 let wire = try codec.encode(CodedContent(message.content, vendorExtras: message.vendorExtras))
                 var written = wire.body
                 written["type"] = .int(Int64(wire.type)!)
-                #expect(Self.payloads.contains(written), "\(target) → WuKong wrote \(JSONValue.object(written).jsonString())")
+                if target == "jm", let attachment = message.content.attachments.first, message.content.kind == .image {
+                    let transfer = try #require(backend as? any MediaTransferring)
+                    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("seed-\(UUID().uuidString)").path
+                    try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                    let downloaded = try await transfer.download(attachment, into: directory)
+                    #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(downloaded.localPath))) == Data(picture),
+                            "JMessage's upload holds the picture")
+                    written["url"] = payloads.compactMap { $0["url"] }.first
+                    #expect(written["original_size"] == .int(Int64(picture.count)), "the size is the upload's: \(String(describing: written["original_size"]))")
+                    written["original_size"] = payloads.compactMap { $0["original_size"] }.first
+                }
+                #expect(payloads.contains(written), "\(target) → WuKong wrote \(JSONValue.object(written).jsonString())")
             }
         }
     }

@@ -64,6 +64,49 @@ final class Running: Sendable {
         await running.stopAll()
     }
 
+    /// JMessage takes media only as its own uploads: a URL (a route's `media: link`) is fetched and
+    /// uploaded before the send, once per URL; a host answering 404 fails the send for good, one that
+    /// is down fails it retryable (docs/adapters/jmessage.md, "Media ids").
+    @Test func mediaGivenAsURLsAreUploadedOnceBeforeTheSend() async throws {
+        let running = Running()
+        let media = try await MediaHost.start()
+        let (sandbox, backend, _) = try await running.make(pollIntervalMs: nil)
+        let url = media.url("/photos/tea.png")
+        for _ in 0..<2 {
+            let sent = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice",
+                                                              content: .image(ImageContent(.remote(url, mimeType: "image/png")))))
+            let stored = try #require(try await backend.history(HistoryQuery(conversation: .direct("alice", "bobby"))).messages.first { $0.id == sent.id })
+            let attachment = try #require(stored.content.attachments.first)
+            #expect(attachment.remoteURL?.hasPrefix("qiniu/image/j/") == true, "\(attachment)")
+            #expect(attachment.checksum == String(Hashing.crc32(MediaHost.bytes("/photos/tea.png"))))
+            let directory = FileManager.default.temporaryDirectory.appendingPathComponent("jm-\(UUID().uuidString)").path
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let downloaded = try await backend.download(attachment, into: directory)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: try #require(downloaded.localPath))) == Data(MediaHost.bytes("/photos/tea.png")))
+        }
+        #expect(media.requests == ["/photos/tea.png"], "fetched once for two sends: \(media.requests)")
+
+        let before = await sandbox.rig.server.vendor.messages().count
+        do {
+            _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice",
+                                                       content: .file(FileContent(.remote(media.url("/missing/a.pdf")), name: "a.pdf"))))
+            Issue.record("a file the host does not have was sent")
+        } catch let error as IMError {
+            #expect(error.code == .notFound && !error.isRetryable, "\(error)")
+        }
+        let downURL = media.url("/down.png")
+        await media.stop()
+        do {
+            _ = try await backend.send(OutgoingMessage(conversation: .direct("alice", "bobby"), sender: "alice",
+                                                       content: .image(ImageContent(.remote(downURL)))))
+            Issue.record("an image whose host is down was sent")
+        } catch let error as IMError {
+            #expect(error.isRetryable, "a media host that is down is tried again: \(error)")
+        }
+        #expect(await sandbox.rig.server.vendor.messages().count == before, "nothing was sent without its media")
+        await running.stopAll()
+    }
+
     @Test func provisioningIsIdempotentAndErrorsMap() async throws {
         let running = Running()
         let (sandbox, backend, _) = try await running.make(pollIntervalMs: nil)

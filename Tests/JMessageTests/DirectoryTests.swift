@@ -1,4 +1,5 @@
 import Foundation
+import IMAdapterKit
 import IMCore
 import IMHTTP
 import IMSandbox
@@ -27,6 +28,13 @@ import Testing
         await sandbox.stop()
     }
 
+    /// A media_id of the sandbox's own upload (`POST /v1/resource?type=image`, raw).
+    static func uploadedImage(_ sandbox: JMessageSandboxHelper) async throws -> String {
+        let form = Multipart.encode(fieldName: "image", fileName: "a.png", contentType: "image/png", data: Array("png".utf8))
+        let response = try await sandbox.call("POST", "/v1/resource?type=image", .bytes(form.body, contentType: form.contentType))
+        return try #require(try sandbox.json(response)["media_id"]?.stringValue)
+    }
+
     static func expectError(_ code: IMError.Code, _ body: () async throws -> Void, sourceLocation: SourceLocation = #_sourceLocation) async {
         do {
             try await body()
@@ -39,15 +47,20 @@ import Testing
     }
 
     @Test func usersAreSavedReadBackAndUpdated() async throws {
-        try await Self.with { _, jm in
-            try await jm.saveUser(UserProfile(id: "alice", name: "Alice", avatar: "qiniu/image/a1",
+        let media = try await MediaHost.start()
+        defer { Task { await media.stop() } }
+        let avatar = media.url("/a1.png")
+        try await Self.with { sandbox, jm in
+            try await jm.saveUser(UserProfile(id: "alice", name: "Alice", avatar: avatar,
                                               extra: ["birthday": "1990-01-24", "gender": 2, "signature": "hi", "extras": ["vip": true],
                                                       "sign": "a NIM field"]))
             try await jm.saveUser(UserProfile(id: "bobby"))
             let read = try await jm.users(["alice", "ghost", "bobby", "dave#OTHERAPP"])
             #expect(read.map(\.id) == ["alice", "bobby"], "unknown ids (and other apps' users) are left out, the order asked is kept")
             let alice = try #require(read.first)
-            #expect(alice.name == "Alice" && alice.avatar == "qiniu/image/a1")
+            #expect(alice.name == "Alice" && alice.avatar == avatar, "an avatar uploaded from a URL reads as that URL")
+            let stored = try sandbox.json(try await sandbox.call("GET", "/v1/users/alice"))["avatar"]?.stringValue
+            #expect(stored?.hasPrefix("qiniu/image/") == true, "JMessage holds a media_id of its own upload: \(stored ?? "none")")
             #expect(alice.extra["birthday"] == "1990-01-24 00:00:00" && alice.extra["gender"]?.int64Value == 2)
             #expect(alice.extra["signature"] == "hi" && alice.extra["extras"] == ["vip": true])
             #expect(alice.extra["sign"] == nil, "a key JMessage has no field for is not sent")
@@ -63,26 +76,64 @@ import Testing
             #expect(updated.extra["birthday"] == "1990-01-24 00:00:00", "a birthday read back is written back as its date")
             try await jm.saveUser(UserProfile(id: "alice", extra: ["address": "Wonderland"]))
             let kept = try #require(try await jm.users(["alice"]).first)
-            #expect(kept.name == "Alice Liddell" && kept.avatar == "qiniu/image/a1" && kept.extra["address"] == "Wonderland",
+            #expect(kept.name == "Alice Liddell" && kept.avatar == avatar && kept.extra["address"] == "Wonderland",
                     "fields not given are kept")
 
             try await jm.ensureUser(UserProfile(id: "alice", name: "Someone Else"))
             #expect(try await jm.users(["alice"]).first?.name == "Alice Liddell", "ensureUser leaves an existing user alone")
+            #expect(media.requests == ["/a1.png"], "the URL was fetched once: \(media.requests)")
             await Self.expectError(.invalidArgument) { try await jm.saveUser(UserProfile(id: "alice", extra: ["extras": "not an object"])) }
             await Self.expectError(.invalidArgument) { try await jm.saveUser(UserProfile(id: "alice", extra: ["gender": 7])) }
             await Self.expectError(.invalidArgument) { try await jm.saveUser(UserProfile(id: "dave#OTHERAPP")) }
         }
     }
 
+    /// The uploads of URLs are noted in the store the backend is given (`notes`): a backend started
+    /// afterwards on the same notes reads the avatar as its URL and uploads nothing again.
+    @Test func anAvatarUploadedFromAURLReadsAsItAfterARestart() async throws {
+        let media = try await MediaHost.start()
+        defer { Task { await media.stop() } }
+        let avatar = media.url("/kept.png")
+        let notes = InMemoryCheckpointStorage()
+        let sandbox = try await JMessageSandboxHelper.start()
+        defer { Task { await sandbox.stop() } }
+        let first = JMessageBackend(id: "jm", settings: sandbox.backendSettings, notes: notes, clock: sandbox.clock)
+        try await first.start(pollIntervalMs: nil)
+        try await first.saveUser(UserProfile(id: "alice", name: "Alice", avatar: avatar))
+        let gid = try await first.createGroup(GroupProfile(id: "g", name: "G", avatar: avatar, owner: "alice"))
+        await first.stop()
+        #expect(media.requests == ["/kept.png"])
+
+        let restarted = JMessageBackend(id: "jm", settings: sandbox.backendSettings, notes: notes, clock: sandbox.clock)
+        try await restarted.start(pollIntervalMs: nil)
+        #expect(try await restarted.users(["alice"]).first?.avatar == avatar)
+        #expect(try await restarted.group(gid)?.avatar == avatar)
+        try await restarted.saveUser(UserProfile(id: "bobby", avatar: avatar))
+        #expect(media.requests == ["/kept.png"], "the noted upload is used again: \(media.requests)")
+        let held = try sandbox.json(try await sandbox.call("GET", "/v1/users/bobby"))["avatar"]?.stringValue
+        let aliceHeld = try sandbox.json(try await sandbox.call("GET", "/v1/users/alice"))["avatar"]?.stringValue
+        #expect(held != nil && held == aliceHeld, "one media_id for one URL")
+
+        let forgetful = JMessageBackend(id: "jm", settings: sandbox.backendSettings, clock: sandbox.clock)
+        try await forgetful.start(pollIntervalMs: nil)
+        let read = try #require(try await forgetful.users(["alice"]).first?.avatar)
+        #expect(read.hasPrefix(sandbox.baseURL + "/_sandbox/media/"), "without the notes, the media_id reads as its download URL: \(read)")
+        await restarted.stop()
+        await forgetful.stop()
+    }
+
     @Test func groupsAreCreatedReadAndUpdatedWithoutRemovingMembers() async throws {
+        let media = try await MediaHost.start()
+        defer { Task { await media.stop() } }
+        let avatar = media.url("/g1.png")
         try await Self.with { _, jm in
             for user in ["alice", "bobby", "carol", "david"] { try await jm.saveUser(UserProfile(id: UserID(user), name: user.capitalized)) }
-            let gid = try await jm.createGroup(GroupProfile(id: "ignored", name: "Book club", avatar: "qiniu/image/g1", owner: "alice",
+            let gid = try await jm.createGroup(GroupProfile(id: "ignored", name: "Book club", avatar: avatar, owner: "alice",
                                                             members: ["alice", "bobby", "carol"], announcement: "not carried",
                                                             extra: ["desc": "we read"]))
             #expect(Int64(gid.rawValue) != nil, "JMessage assigns a numeric gid")
             let group = try #require(try await jm.group(gid))
-            #expect(group.id == gid && group.name == "Book club" && group.avatar == "qiniu/image/g1")
+            #expect(group.id == gid && group.name == "Book club" && group.avatar == avatar)
             #expect(group.owner == "alice" && group.members == ["alice", "bobby", "carol"])
             #expect(group.announcement == nil && group.extra["desc"] == "we read" && group.extra["MaxMemberCount"]?.int64Value == 500)
 
@@ -92,7 +143,7 @@ import Testing
             change.extra["desc"] = "we still read"
             try await jm.updateGroup(change)
             let updated = try #require(try await jm.group(gid))
-            #expect(updated.name == "Book club (2024)" && updated.extra["desc"] == "we still read" && updated.avatar == "qiniu/image/g1")
+            #expect(updated.name == "Book club (2024)" && updated.extra["desc"] == "we still read" && updated.avatar == avatar)
             #expect(updated.members == ["alice", "bobby", "carol", "david"], "missing members are added, none removed")
 
             let second = try await jm.createGroup(GroupProfile(id: "g2", owner: "david", members: ["bobby"]))
@@ -191,10 +242,16 @@ import Testing
             let listing = try sandbox.json(try await sandbox.call("GET", "/v1/users/?start=1&count=1"))
             #expect(listing["total"] == 3 && listing["start"] == 1 && listing["count"] == 1 && listing["users"]?.arrayValue?.count == 1)
 
-            let created = try await sandbox.call("POST", "/v1/groups/", .json(#"{"owner_username":"alice","name":"g","members_username":["bobby"],"avatar":"m1","flag":2}"#))
+            let foreign = try await sandbox.call("POST", "/v1/groups/", .json(#"{"owner_username":"alice","name":"g","avatar":"https://cdn.example/g.png"}"#))
+            #expect(sandbox.errorCode(foreign) == 899003, "an avatar is a media_id of this app's uploads, not a URL")
+            #expect(sandbox.errorCode(try await sandbox.call("PUT", "/v1/users/alice", .json(#"{"avatar":"qiniu/image/j/NEVERUPLOADED"}"#))) == 899003)
+            let m1 = try await Self.uploadedImage(sandbox)
+            let created = try await sandbox.call("POST", "/v1/groups/", .json(#"{"owner_username":"alice","name":"g","members_username":["bobby"],"avatar":"\#(m1)","flag":2}"#))
             let gid = try #require(try sandbox.json(created)["gid"]?.int64Value)
             let group = try sandbox.json(try await sandbox.call("GET", "/v1/groups/\(gid)"))
-            #expect(group["name"] == "g" && group["avatar"] == "m1" && group["MaxMemberCount"] == 500 && group["appkey"] != nil)
+            #expect(group["name"] == "g" && group["avatar"] == .string(m1) && group["MaxMemberCount"] == 500 && group["appkey"] != nil)
+            #expect(sandbox.errorCode(try await sandbox.call("PUT", "/v1/groups/\(gid)", .json(#"{"avatar":"m2"}"#))) == 899003)
+            #expect(try await sandbox.call("PUT", "/v1/groups/\(gid)", .json(#"{"avatar":""}"#)).status == 204, "an empty avatar clears it")
             #expect(try await sandbox.call("PUT", "/v1/groups/\(gid)", .json(#"{"owner_username":"bobby"}"#)).status == 400)
             #expect(try await sandbox.call("PUT", "/v1/groups/\(gid)", .json(#"{"desc":"d"}"#)).status == 204)
             let missing = try await sandbox.call("GET", "/v1/groups/424242")
@@ -216,18 +273,23 @@ import Testing
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("jm-directory-\(UUID().uuidString).json").path
         defer { try? FileManager.default.removeItem(atPath: path) }
         var gid: GroupID?
-        try await Self.with(statePath: path) { _, jm in
+        var m1 = ""
+        try await Self.with(statePath: path) { sandbox, jm in
             try await jm.saveUser(UserProfile(id: "alice", name: "Alice", extra: ["signature": "kept"]))
             try await jm.saveUser(UserProfile(id: "bobby"))
-            gid = try await jm.createGroup(GroupProfile(id: "g", name: "Kept", avatar: "m1", owner: "alice", members: ["bobby"],
+            m1 = try await Self.uploadedImage(sandbox)
+            gid = try await jm.createGroup(GroupProfile(id: "g", name: "Kept", avatar: m1, owner: "alice", members: ["bobby"],
                                                         extra: ["desc": "d"]))
         }
-        try await Self.with(statePath: path) { _, jm in
+        try await Self.with(statePath: path) { sandbox, jm in
             let alice = try #require(try await jm.users(["alice"]).first)
             #expect(alice.name == "Alice" && alice.extra["signature"] == "kept")
             let keptID = try #require(gid)
             let group = try #require(try await jm.group(keptID))
-            #expect(group.name == "Kept" && group.avatar == "m1" && group.members == ["alice", "bobby"] && group.extra["desc"] == "d")
+            #expect(group.name == "Kept" && group.members == ["alice", "bobby"] && group.extra["desc"] == "d")
+            // A media_id this process did not upload reads as its download URL (the upload survived the restart).
+            let url = try #require(group.avatar)
+            #expect(url.hasPrefix(sandbox.baseURL + "/_sandbox/media/"), "\(url)")
             let next = try await jm.createGroup(GroupProfile(id: "g2", owner: "alice"))
             #expect(next != gid, "gids keep increasing across restarts")
         }

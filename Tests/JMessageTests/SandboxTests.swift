@@ -141,6 +141,18 @@ import Testing
         #expect(sandbox.errorCode(try await sandbox.call("GET", "/v1/resource?mediaId=qiniu%2Fimage%2Fnope")) == 899003)
         let badType = try await sandbox.call("POST", "/v1/resource?type=video", .bytes(body, contentType: "multipart/form-data; boundary=\(boundary)"))
         #expect(badType.status == 400 && sandbox.errorCode(badType) == 899003)
+
+        // A message's media_id must be one of this app's uploads (docs/adapters/jmessage.md, "Media ids").
+        try await sandbox.seedUsers()
+        func image(_ id: String) -> SandboxRequestBody {
+            .json(#"{"version":1,"target_type":"single","target_id":"alice","from_type":"admin","from_id":"bridge_admin","msg_type":"image","msg_body":{"media_id":"\#(id)","media_crc32":1,"width":43,"height":57,"format":"png","fsize":124}}"#)
+        }
+        let foreign = try await sandbox.call("POST", "/v1/messages", image("https://cdn.example/p.png"))
+        #expect(foreign.status == 400 && sandbox.errorCode(foreign) == 899003, "a URL is not a media_id")
+        #expect(sandbox.errorCode(try await sandbox.call("POST", "/v1/messages", image("qiniu/image/j/NEVERUPLOADED"))) == 899003)
+        #expect(try await sandbox.call("POST", "/v1/messages", image(mediaID)).status == 201)
+        let video = try await sandbox.call("POST", "/v1/messages", .json(#"{"version":1,"target_type":"single","target_id":"alice","from_type":"admin","from_id":"bridge_admin","msg_type":"video","msg_body":{"video":{"media_id":"\#(mediaID)","media_crc32":1,"fsize":1,"fname":"v"},"thumb":{"media_id":"https://cdn.example/t.png"}}}"#))
+        #expect(sandbox.errorCode(video) == 899003, "a video's cover is a media_id too")
     }
 
     @Test func aStateFileSurvivesARestart() async throws {

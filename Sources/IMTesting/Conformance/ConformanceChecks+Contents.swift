@@ -1,24 +1,49 @@
+import Foundation
 import IMCore
 
 extension ConformanceChecks {
-    /// One sample per content kind; each is sent and read back when the backend carries the kind.
-    static let samples: [(ContentKind, MessageContent)] = [
-        (.image, .image(ImageContent(MediaAttachment(remoteURL: "https://media.example.test/p/1.jpg", mimeType: "image/jpeg",
-                                                size: 2048, width: 640, height: 480, transferState: .needsDownload)))),
-        (.gif, .gif(GIFContent(MediaAttachment(remoteURL: "https://media.example.test/p/2.gif", size: 4096, width: 120, height: 90,
-                                          transferState: .needsDownload)))),
-        (.voice, .voice(VoiceContent(MediaAttachment(remoteURL: "https://media.example.test/v/3.aac", size: 1000, durationMs: 3000,
-                                                transferState: .needsDownload)))),
-        (.video, .video(VideoContent(MediaAttachment(remoteURL: "https://media.example.test/v/4.mp4", size: 90_000, width: 320,
-                                                height: 240, durationMs: 5000, transferState: .needsDownload)))),
-        (.file, .file(FileContent(MediaAttachment(remoteURL: "https://media.example.test/f/5.pdf", size: 1024, fileName: "report.pdf",
-                                             transferState: .needsDownload), name: "report.pdf"))),
-        (.location, .location(LocationContent(latitude: 31.2304, longitude: 121.4737, title: "人民广场", address: "上海市黄浦区"))),
-        (.card, .card(CardContent(userID: "card_user", name: "小明", avatar: "https://media.example.test/a/6.png"))),
-    ]
+    /// One sample per content kind, its media under `base` (`ConformanceSubject.mediaBaseURL`); each is
+    /// sent and read back when the backend carries the kind.
+    static func samples(_ base: String) -> [(ContentKind, MessageContent)] {
+        [
+            (.image, .image(ImageContent(MediaAttachment(remoteURL: base + "p/1.jpg", mimeType: "image/jpeg",
+                                                    size: 2048, width: 640, height: 480, transferState: .needsDownload)))),
+            (.gif, .gif(GIFContent(MediaAttachment(remoteURL: base + "p/2.gif", size: 4096, width: 120, height: 90,
+                                              transferState: .needsDownload)))),
+            (.voice, .voice(VoiceContent(MediaAttachment(remoteURL: base + "v/3.aac", size: 1000, durationMs: 3000,
+                                                    transferState: .needsDownload)))),
+            (.video, .video(VideoContent(MediaAttachment(remoteURL: base + "v/4.mp4", size: 90_000, width: 320,
+                                                    height: 240, durationMs: 5000, transferState: .needsDownload)))),
+            (.file, .file(FileContent(MediaAttachment(remoteURL: base + "f/5.pdf", size: 1024, fileName: "report.pdf",
+                                                 transferState: .needsDownload), name: "report.pdf"))),
+            (.location, .location(LocationContent(latitude: 31.2304, longitude: 121.4737, title: "人民广场", address: "上海市黄浦区"))),
+            (.card, .card(CardContent(userID: "card_user", name: "小明", avatar: base + "a/6.png"))),
+        ]
+    }
 
-    static let contents: [ConformanceCheck] = samples.map { kind, content in
+    /// A sample's media as stored: the URL it was sent with, or — on a backend that keeps media only as its
+    /// own uploads (JMessage's `media_id`s) — a reference that downloads to the bytes the URL served
+    /// (`ConformanceMedia.bytes`).
+    static func expectSameMedia(_ ctx: ConformanceContext, sent: MessageContent, stored: MessageContent) async throws {
+        guard let sentURL = sent.attachments.first?.remoteURL else { return }
+        let storedURL = stored.attachments.first?.remoteURL
+        if storedURL == sentURL { return }
+        guard let transfer = ctx.backend as? any MediaTransferring, let attachment = stored.attachments.first, storedURL != nil else {
+            throw ConformanceFailure(description: "attachment URL \(storedURL ?? "none") ≠ \(sentURL)")
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-conformance-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let downloaded = try await transfer.download(attachment, into: directory)
+        let bytes = try downloaded.localPath.map { Array(try Data(contentsOf: URL(fileURLWithPath: $0))) } ?? []
+        let path = String(sentURL.dropFirst(ctx.subject.mediaBaseURL.count))
+        try ctx.expect(bytes == ConformanceMedia.bytes(path),
+                       "the stored attachment \(storedURL!) downloads to \(bytes.count) bytes that are not what \(sentURL) served")
+    }
+
+    static let contents: [ConformanceCheck] = samples("").map { kind, _ in
         ConformanceCheck(name: "content.\(kind.rawValue)") { ctx in
+            let content = samples(ctx.subject.mediaBaseURL).first { $0.0 == kind }!.1
             guard ctx.capabilities.contentKinds.contains(kind) else {
                 try await ctx.expectError(.unsupported, "sending \(kind.rawValue) to a backend without it") {
                     _ = try await ctx.send(content)
@@ -29,9 +54,7 @@ extension ConformanceChecks {
             let stored = try await ctx.stored(sent.id)
             try ctx.expect(stored.content.kind == kind, "\(kind.rawValue) came back as \(stored.content.kind.rawValue): \(stored.content)")
             try ctx.expect(stored.content.digest == content.digest, "digest \(stored.content.digest) ≠ \(content.digest)")
-            let urls = stored.content.attachments.compactMap(\.remoteURL)
-            try ctx.expect(urls.prefix(1) == content.attachments.compactMap(\.remoteURL).prefix(1),
-                           "attachment URL \(urls) ≠ \(content.attachments.compactMap(\.remoteURL))")
+            try await expectSameMedia(ctx, sent: content, stored: stored.content)
         }
     } + [
         ConformanceCheck(name: "content.custom.registered") { ctx in
@@ -65,4 +88,11 @@ extension ConformanceChecks {
                            "unknown custom came back as \(custom.typeName) \(custom.payload)")
         },
     ]
+}
+
+/// The bytes the content checks' media URLs stand for: what a media host for
+/// `ConformanceSubject.mediaBaseURL` serves at each path (`p/1.jpg` …), so that a backend that uploads
+/// media itself can be checked by what its upload downloads to.
+public enum ConformanceMedia {
+    public static func bytes(_ path: String) -> [UInt8] { Array("imbridge conformance sample \(path)\n".utf8) }
 }

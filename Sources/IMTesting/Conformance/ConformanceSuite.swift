@@ -23,6 +23,10 @@ public struct ConformanceSubject: Sendable {
     /// The backend's events report group joins and removals (`membersChanged`): a memory world with
     /// `reportsMembershipChanges`. The membership checks then wait for them.
     public var reportsMembershipChanges = false
+    /// Where the content checks' media live (ending in `/`): a host that serves `ConformanceMedia.bytes(path)`
+    /// at each path, for a backend that fetches media to upload them (JMessage); the default names a host
+    /// that does not exist, which a backend that keeps URLs never asks.
+    public var mediaBaseURL = "https://media.example.test/"
 
     public init(backend: any IMBackend, users: [UserID], group: GroupID? = nil,
                 advanceClock: (@Sendable (Int64) async throws -> Void)? = nil, registry: ContentRegistry? = nil,

@@ -27,7 +27,7 @@ public enum JMessageAdapter {
         errors: JMessageErrors.table,
         make: { settings, context in
             let backend = JMessageBackend(id: settings.backend, settings: try JMessageSettings(settings, freshnessLimitMs: context.freshnessLimitMs),
-                                          registry: context.registry, checkpoints: context.checkpoints, clock: context.clock,
+                                          registry: context.registry, checkpoints: context.checkpoints, notes: context.notes, clock: context.clock,
                                           mapping: context.mapping, secrets: context.secrets)
             // The admin is registered when the backend is built (migration sends without intake).
             if !context.validateOnly { try await backend.start(pollIntervalMs: nil) }

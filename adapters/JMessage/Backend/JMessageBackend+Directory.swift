@@ -3,7 +3,8 @@ import IMCore
 
 /// Users and groups through JMessage REST v1 (docs/adapters/jmessage.md, "Users and groups").
 ///
-/// - Users: `name` ⇄ `nickname`, `avatar` ⇄ `avatar` (JMessage documents a `media_id` there);
+/// - Users: `name` ⇄ `nickname`, `avatar` ⇄ `avatar` (a `media_id` there: a URL is uploaded first and
+///   a `media_id` reads as a URL, `JMessageBackend+Hosting.swift`);
 ///   `birthday`, `gender`, `signature`, `region`, `address` and `extras` (a JSON object) are kept in
 ///   `extra` under those names and written back from there; other `extra` keys have no JMessage field and
 ///   are not sent. A `birthday` read back as `yyyy-MM-dd HH:mm:ss` is written as its `yyyy-MM-dd` part.
@@ -30,13 +31,17 @@ extension JMessageBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
         for id in ids {
             let (username, appKey) = codec.identity.vendorUser(id)
             guard appKey == nil, let json = try await client.user(username) else { continue }
-            found.append(Self.userProfile(id, json))
+            var profile = Self.userProfile(id, json)
+            profile.avatar = try await readableAvatar(profile.avatar)
+            found.append(profile)
         }
         return found
     }
 
     public func saveUser(_ profile: UserProfile) async throws {
         let username = try ownUsername(profile.id)
+        var profile = profile
+        profile.avatar = try await hostedAvatar(profile.avatar)
         let fields = try Self.userFields(profile)
         var registration = fields
         registration["username"] = .string(username)
@@ -111,7 +116,8 @@ extension JMessageBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
         let people = members.compactMap { $0["username"]?.stringValue }.filter { $0 != admin || $0 == owner }
         var extra: [String: JSONValue] = [:]
         for key in Self.groupExtraFields { if let value = json[key], value != .null { extra[key] = value } }
-        return GroupProfile(id: id, name: json["name"]?.stringValue, avatar: json["avatar"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 },
+        let avatar = try await readableAvatar(json["avatar"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 })
+        return GroupProfile(id: id, name: json["name"]?.stringValue, avatar: avatar,
                             owner: owner.map { UserID($0) }, members: people.map { UserID($0) },
                             announcement: nil, extra: extra)
     }
@@ -128,7 +134,7 @@ extension JMessageBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
             "owner_username": .string(ownerName), "name": .string(profile.name.flatMap { $0.isEmpty ? nil : $0 } ?? profile.id.rawValue),
             "members_username": .array(members.map(JSONValue.string)),
         ]
-        if let avatar = profile.avatar { body["avatar"] = .string(avatar) }
+        if let avatar = try await hostedAvatar(profile.avatar) { body["avatar"] = .string(avatar) }
         if let desc = profile.extra["desc"], desc != .null { body["desc"] = desc }
         if let flag = profile.extra["flag"]?.int64Value { body["flag"] = .int(flag) }
         return GroupID(try await client.createGroup(body))
@@ -138,7 +144,7 @@ extension JMessageBackend: UserDirectory, GroupMemberRemoving, GroupDissolving {
         guard let current = try await group(profile.id) else { throw IMError(.notFound, "JMessage group \(profile.id) does not exist") }
         var fields: [String: JSONValue] = [:]
         if let name = profile.name, !name.isEmpty { fields["name"] = .string(name) }
-        if let avatar = profile.avatar { fields["avatar"] = .string(avatar) }
+        if let avatar = try await hostedAvatar(profile.avatar) { fields["avatar"] = .string(avatar) }
         if let desc = profile.extra["desc"], desc != .null { fields["desc"] = desc }
         if !fields.isEmpty { try await client.updateGroup(gid: profile.id.rawValue, fields: fields) }
         var seen = Set(current.members.map(\.rawValue) + [client.settings.admin])

@@ -27,6 +27,8 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
     public let inbound: JMessageInbound
     public let poller: JMessagePoller
     let clock: any IMClock
+    /// What this backend keeps about its uploads of URLs (`JMessageBackend+Hosting.swift`).
+    let notes: any CheckpointStorage
     /// Backs `events()`; `exchange` publishes accepted callbacks on it.
     let fanout = EventFanout()
     let exchange: CallbackExchange
@@ -49,16 +51,22 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
         var recalled: [MessageID: RecallState] = [:]
         var sent: [MessageID: Sent] = [:]
         var sentOrder = RecentSet<MessageID>(capacity: 10_000)
+        /// URLs uploaded as media (`withUploadedMedia`, `hostedAvatar`): the upload, and back.
+        var hosted: [String: JMUploadResult] = [:]
+        var hostedSources: [String: String] = [:]
+        var hostedIDs: [String: String] = [:]
+        var hostedOrder = RecentSet<String>(capacity: JMessageBackend.hostedCapacity)
     }
 
     /// A backend on `settings`: its poll interval is `startIntake`'s and its poll overlap the poller's
     /// (over `pollerSettings.overlapMs`).
     public init(id: BackendID, settings: JMessageSettings, registry: ContentRegistry = ContentRegistry(),
-                checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), clock: any IMClock = SystemClock(),
-                pollerSettings: JMessagePoller.Settings = .init(), capabilities: Capabilities = .jMessage,
+                checkpoints: any CheckpointStorage = InMemoryCheckpointStorage(), notes: any CheckpointStorage = InMemoryCheckpointStorage(),
+                clock: any IMClock = SystemClock(), pollerSettings: JMessagePoller.Settings = .init(), capabilities: Capabilities = .jMessage,
                 puppetPassword: String? = nil, mapping: VendorTable = MappingSet.shipped.table("jmessage"),
                 secrets: SecretMask = SecretMask()) {
         self.id = id
+        self.notes = notes
         self.capabilities = capabilities.carrying(mapping)
         self.clock = clock
         self.client = JMessageClient(settings: settings, secrets: secrets)
@@ -119,7 +127,9 @@ public final class JMessageBackend: IMBackend, Recalling, MediaTransferring, Use
 
     public func send(_ message: OutgoingMessage) async throws -> Message {
         try capabilities.check(message.content)
-        let request = try codec.encode(message)
+        var outgoing = message
+        outgoing.content = try await withUploadedMedia(message.content)
+        let request = try codec.encode(outgoing)
         let result = try await client.send(request)
         let id = MessageID(String(result.msgID))
         remember(id, Sent(sender: message.sender, vendorSender: request.fromID, conversation: message.conversation))

@@ -40,6 +40,14 @@ extension JMessageSandboxStore {
         return nil
     }
 
+    /// The refusal of an `avatar` that is not a `media_id` this app's upload gave (JMessage documents the
+    /// field as one; what it answers for anything else is unconfirmed, so the strict reading: 899003,
+    /// docs/adapters/jmessage.md, "Media ids"). An empty string clears the avatar.
+    func avatarRefusal(_ value: JSONValue?) -> JMErrorEnvelope.Body? {
+        guard let id = value?.stringValue, !id.isEmpty, media[id] == nil else { return nil }
+        return .init(code: JMessageErrors.invalidParameter.code, message: "avatar: \(id) is not a media_id of this app's uploads")
+    }
+
     /// Applies the profile fields present in `item` (validated by `profileRefusal`).
     static func applyProfile(_ item: JSONValue, to user: inout User) {
         func text(_ key: String) -> String?? { item[key].map { $0 == .null ? nil : $0.stringValue } }
@@ -59,7 +67,7 @@ extension JMessageSandboxStore {
         guard let body = try? JSONValue.parse(Data(request.body)), case .object = body else {
             return JMessageSandbox.error(JMessageErrors.invalidParameter, "body is not a JSON object")
         }
-        if let refusal = Self.profileRefusal(body) { return JMessageSandbox.error(refusal) }
+        if let refusal = Self.profileRefusal(body) ?? avatarRefusal(body["avatar"]) { return JMessageSandbox.error(refusal) }
         Self.applyProfile(body, to: &user)
         user.mtime = clock.nowMs()
         users[username] = user
@@ -122,6 +130,7 @@ extension JMessageSandboxStore {
         if let refusal = Self.groupRefusal(name: fields["name"]?.stringValue, desc: fields["desc"]?.stringValue, flag: nil) {
             return refusal
         }
+        if let refusal = avatarRefusal(fields["avatar"]) { return JMessageSandbox.error(refusal) }
         if let name = fields["name"]?.stringValue { group.name = name }
         if let desc = fields["desc"]?.stringValue { group.desc = desc }
         if let avatar = fields["avatar"]?.stringValue { group.avatar = avatar }

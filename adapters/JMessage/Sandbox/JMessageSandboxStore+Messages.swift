@@ -19,6 +19,17 @@ extension JMessageSandboxStore {
         "custom": [],
     ]
 
+    /// The `media_id`s a message body names: image, voice and file bodies' own, a video's file and cover.
+    /// Each must come from this app's `POST /v1/resource` (JMessage documents media bodies as the upload's
+    /// answer; what it answers for another id is unconfirmed, so the strict reading: 899003).
+    static func mediaIDs(_ msgType: String, _ fields: [String: JSONValue]) -> [String] {
+        switch msgType {
+        case "image", "voice", "file": return [fields["media_id"]?.stringValue ?? ""]
+        case "video": return [fields["video"]?["media_id"], fields["thumb"]?["media_id"]].compactMap { $0?.stringValue }
+        default: return []
+        }
+    }
+
     func send(_ request: HTTPRequestData) async -> HTTPResponseData {
         guard let body = try? JSONValue.parse(Data(request.body)), body.objectValue != nil else {
             return JMessageSandbox.error(JMessageErrors.invalidParameter, "body is not a JSON object")
@@ -35,6 +46,9 @@ extension JMessageSandboxStore {
         guard missing.isEmpty else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "msg_body lacks \(missing.joined(separator: ", "))") }
         if msgType == "text", fields["text"]?.stringValue == nil { return JMessageSandbox.error(JMessageErrors.invalidParameter, "text must be a string") }
         if let extras = fields["extras"], extras.objectValue == nil { return JMessageSandbox.error(JMessageErrors.invalidParameter, "extras must be an object") }
+        if let unknown = Self.mediaIDs(msgType, fields).first(where: { media[$0] == nil }) {
+            return JMessageSandbox.error(JMessageErrors.invalidParameter, "media_id \(unknown) is not one of this app's uploads")
+        }
         let size = msgBody.jsonData().count
         guard size <= 4096 else { return JMessageSandbox.error(JMessageErrors.invalidParameter, "msg_body is \(size) bytes, more than 4096") }
         guard let sender = users[fromID] else { return JMessageSandbox.error(JMessageErrors.userNotFound, "from_id \(fromID) not exist") }

@@ -142,7 +142,7 @@ public actor JMessageSandboxStore {
               let password = item["password"]?.stringValue, (4...128).contains(password.utf8.count) else {
             return .init(code: JMessageErrors.invalidParameter.code, message: "username or password invalid")
         }
-        if let refusal = Self.profileRefusal(item) { return refusal }
+        if let refusal = Self.profileRefusal(item) ?? avatarRefusal(item["avatar"]) { return refusal }
         guard users[username] == nil else { return .init(code: JMessageErrors.userExists.code, message: "user exist") }
         var user = User(username: username, nickname: nil, isAdmin: admin, ctime: clock.nowMs())
         Self.applyProfile(item, to: &user)
@@ -195,6 +195,7 @@ public actor JMessageSandboxStore {
         }
         let members = body.membersUsername ?? []
         if let refusal = Self.groupRefusal(name: body.name, desc: body.desc, flag: body.flag) { return refusal }
+        if let refusal = avatarRefusal(body.avatar.map(JSONValue.string)) { return JMessageSandbox.error(refusal) }
         guard users[body.ownerUsername] != nil, members.allSatisfy({ users[$0] != nil }) else {
             return JMessageSandbox.error(JMessageErrors.userNotFound, "user not exist")
         }
