@@ -72,6 +72,42 @@ import WuKongSandbox
         #expect(served.allSatisfy { $0["message_id"]?.stringValue == sent.id.rawValue })
         #expect(rows == ["v2@1000", "v2@10000"], "served: \(served)")
     }
+    /// An instance whose memory of a feed fell behind the store (another instance recorded further) reads
+    /// from the stored position and hands its last read's edits on once more (the ledger drops them as
+    /// recorded). A read from there that finds no newer row must leave the memory standing at the stored
+    /// position: left empty, every later read took it for an unrecorded one and handed the same edit on
+    /// again, every catch-up interval — until the edit's ledger row was pruned and it was relayed a second
+    /// time (seed 808, docs/reliability.md).
+    @Test func aReadThatFindsNothingNewStandsWhereTheStoreDoes() async throws {
+        let rig = try await WuKongRig.start()
+        defer { Task { await rig.stop() } }
+        let storage = InMemoryCheckpointStorage()
+        func backend() async -> WuKongBackend {
+            let instance = WuKongBackend(id: "wk", settings: .at(rig.sandbox.baseURL, managerToken: "mgr", webhookSecret: "hook-secret"))
+            await instance.useStoredPositions(storage)
+            return instance
+        }
+        func readAndRecord(_ instance: WuKongBackend, _ conversation: ConversationRef) async throws -> InboundBatch {
+            let batch = try await instance.readChanges(of: conversation)
+            for position in batch.positions { try await storage.setCheckpoint(named: position.checkpointName, to: String(position.to)) }
+            return batch
+        }
+        let dm = ConversationRef.direct("f1", "f2")
+        let sent = try await rig.backend.send(OutgoingMessage(conversation: dm, sender: "f1", content: .text("hello")))
+        try await rig.backend.edit(sent.id, in: dm, by: "f1", content: .text("v1"))
+        let first = await backend(), second = await backend()
+        #expect(Self.edits(try await readAndRecord(first, dm)) == [.text("v1")])
+        // The other instance records a newer row: the first one's memory is behind the store now.
+        try await rig.backend.edit(sent.id, in: dm, by: "f1", content: .text("v2"))
+        #expect(Self.edits(try await readAndRecord(second, dm)) == [.text("v2")])
+        let behind = try await readAndRecord(first, dm)
+        #expect(Self.edits(behind) == [.text("v1")], "the last read's edit is handed on once, from the stored position: \(behind.events.map(\.eventID))")
+        for read in 1...3 {
+            let quiet = try await readAndRecord(first, dm)
+            #expect(quiet.events.isEmpty, "read \(read) after it hands nothing on again: \(quiet.events.map(\.eventID))")
+        }
+    }
+
     /// Two instances on one store (docs/high-availability.md): one read a message's first values, the other
     /// read and recorded a key added to them, then the key was removed. The first instance's memory of the
     /// message is the values before the addition — the same as after the removal — so compared with it the

@@ -39,6 +39,7 @@ extension WuKongBackend {
             let readIDs = Set(read.events.map(\.eventID))
             read.events = kept.filter { !readIDs.contains($0.eventID) } + read.events
             await sync.read(edits: read.events.filter { if case .edited = $0.kind { true } else { false } }, of: conversation)
+            await sync.reachedExtras(cursor, in: conversation)
             read.position = await position(WuKongSyncState.extrasFeed, conversation, from: start.from, to: cursor)
             return read
         }

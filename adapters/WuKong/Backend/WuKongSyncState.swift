@@ -101,6 +101,14 @@ actor WuKongSyncState {
         extraRows[conversation, default: [:]][message.rawValue] = row
     }
 
+    /// An extras read of `conversation` reached `cursor`: the memory stands there, rows or none. A read
+    /// from the stored position that found no newer row left no cursor, and the next `start` took that
+    /// for a read not recorded and handed the same edits on again, at every read (seed 808,
+    /// docs/reliability.md).
+    func reachedExtras(_ cursor: Int64, in conversation: ConversationRef) {
+        extraCursors[conversation] = max(extraCursors[conversation] ?? cursor, cursor)
+    }
+
     func advanceReactions(_ conversation: ConversationRef, to seq: Int64) {
         reactionCursors[conversation] = max(reactionCursors[conversation] ?? 0, seq)
     }
