@@ -82,6 +82,12 @@ import Testing
             try await jm.ensureUser(UserProfile(id: "alice", name: "Someone Else"))
             #expect(try await jm.users(["alice"]).first?.name == "Alice Liddell", "ensureUser leaves an existing user alone")
             #expect(media.requests == ["/a1.png"], "the URL was fetched once: \(media.requests)")
+            // A picture its host does not have: the profile is written without it, the avatar kept.
+            try await jm.saveUser(UserProfile(id: "alice", name: "Alice L.", avatar: media.url("/missing/new.png")))
+            let unchanged = try #require(try await jm.users(["alice"]).first)
+            #expect(unchanged.name == "Alice L." && unchanged.avatar == avatar, "\(unchanged)")
+            try await jm.saveUser(UserProfile(id: "carol", name: "Carol", avatar: "https://host.invalid/c.png"))
+            #expect(try await jm.users(["carol"]).first.map { $0.name == "Carol" && $0.avatar == nil } == true, "a host that cannot be reached")
             await Self.expectError(.invalidArgument) { try await jm.saveUser(UserProfile(id: "alice", extra: ["extras": "not an object"])) }
             await Self.expectError(.invalidArgument) { try await jm.saveUser(UserProfile(id: "alice", extra: ["gender": 7])) }
             await Self.expectError(.invalidArgument) { try await jm.saveUser(UserProfile(id: "dave#OTHERAPP")) }

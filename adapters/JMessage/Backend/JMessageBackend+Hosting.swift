@@ -51,9 +51,17 @@ extension JMessageBackend {
 
     /// The avatar to write: a URL uploaded as an image and given as its `media_id`; anything else (a
     /// `media_id` already, empty to clear, nil to leave) as it is.
+    ///
+    /// A picture that cannot be fetched (its host refuses, is down or unknown, or it is over 8 MB) leaves
+    /// the avatar as JMessage has it: the profile is written without it, and the next comparison with the
+    /// source tries again. A missing picture is no reason to hold a user or a group back.
     func hostedAvatar(_ avatar: String?) async throws -> String? {
         guard let avatar, Self.isURL(avatar) else { return avatar }
-        return try await hosted(avatar, type: "image", fileName: nil, mimeType: nil).mediaID
+        do {
+            return try await hosted(avatar, type: "image", fileName: nil, mimeType: nil).mediaID
+        } catch let error as IMError where error.details["media"] == "fetch" || error.details["limit"] == "upload_size" {
+            return nil
+        }
     }
 
     /// The avatar as read: the URL a `media_id` this process uploaded stood for, else the `media_id`'s
