@@ -180,7 +180,9 @@ final class EchoVendor: SandboxVendor {
         #expect(policy.maxAttempts == 3 && policy.retryMs == 10 && policy.retryMaxMs == 40)
         let deliverer = CallbackDeliverer<Int>(policy: policy) { batch in .json("http://127.0.0.1:\(port)/hook", Data("\(batch)".utf8)) }
         await deliverer.enqueue([1, 2])
-        #expect(await deliverer.waitUntilIdle(timeoutMs: 5000))
+        // A deadline for a condition, not a timing claim: four requests spaced 10–40 ms apart, given the
+        // time a busy machine needs (this failed at 5 s with the whole suite at once beside a build).
+        #expect(await deliverer.waitUntilIdle(timeoutMs: 30_000))
         #expect(attempts.withLock { $0 } == ["[1]", "[1]", "[1]", "[2]"], "3 attempts in total, then the next item")
         let stats = await deliverer.currentStats
         #expect(stats.dropped == 1 && stats.delivered == 1 && stats.failures == 3 && stats.pending == 0)

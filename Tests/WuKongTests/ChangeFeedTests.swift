@@ -168,7 +168,9 @@ import WuKongSandbox
         let sent = try await backend.send(OutgoingMessage(conversation: dm, sender: "f1", content: .text("order"), expansion: ["status": "new"]))
         // As after a restart: no memory of the message's row, so the next read gives its whole state.
         await backend.forgetPositions()
-        sandbox.faults.add(FaultInjector.Rule(status: 0, count: 1, pathPrefix: "/v1/message/extra/sync", holdMs: 1_500))
+        // The read's answer is held while the write lands: 6 s, so that the write lands inside the hold on a
+        // busy machine too (at 1.5 s the answer once came first, and rightly showed the value before the write).
+        sandbox.faults.add(FaultInjector.Rule(status: 0, count: 1, pathPrefix: "/v1/message/extra/sync", holdMs: 6_000))
         let slow = Task { try await backend.readChanges(of: dm) }
         var waited = 0
         while !sandbox.faults.pendingRules.isEmpty && waited < 1_000 {
