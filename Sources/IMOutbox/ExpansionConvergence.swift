@@ -6,8 +6,9 @@ import IMStore
 /// value or removal, version, origin backend — and what the copy holds and was last written by the bridge.
 ///
 /// - **Intake** (`intake`, in the ingest transaction): each key an event changes is observed as the
-///   copy's held value. Unless it is the echo of the bridge's own write (the value the bridge last wrote
-///   there), it is a change with the event's version: the source's change time where the vendor gives one
+///   copy's held value. Unless it is the echo of one of the bridge's own writes (a value the bridge wrote
+///   there and has not seen come back: its newest write, or an earlier one whose echo comes late), it is
+///   a change with the event's version: the source's change time where the vendor gives one
 ///   (`Capabilities.expansionVersionIsChangeTime`), else the bridge's intake time. It wins when its
 ///   (version, origin backend) is higher than the converged state's; removals are versioned the same way,
 ///   so a late update does not bring a removed key back. The converged state is shared with every mapped
@@ -67,15 +68,18 @@ package struct ExpansionConvergence {
         guard !changes.isEmpty else { return Decision() }
         for (key, value) in changes {
             var record = own[key] ?? ExpansionKeyRecord(key: key)
-            let echo = record.written == .known(value)
-            if version >= record.heldAt {   // an older event (delivered late) does not say what the copy holds now
+            // A mark stays until its echo comes (an event of another value may be one the vendor applied
+            // before the bridge's write, delivered first).
+            let echo = record.takeEcho(of: value)
+            // An older event (delivered late) does not say what the copy holds now; nor does the echo of a
+            // write the bridge has made again since with another value (the copy holds, or will, the newer).
+            if echo != .earlier, version >= record.heldAt {
                 record.held = .known(value)
                 record.heldAt = version
             }
-            // The mark stays until its echo comes (an event of another value may be one the vendor applied
-            // before the bridge's write, delivered first).
-            if echo { record.written = .unknown }
-            if !echo, record.isBeaten(by: version, origin: backend.rawValue) {
+            // An echo is no change, whatever its version: the vendor's time of the bridge's write is later
+            // than the change it relayed, and would outrank the source's changes made since (seed 946).
+            if echo == .none, record.isBeaten(by: version, origin: backend.rawValue) {
                 (record.value, record.version, record.origin) = (value, version, backend.rawValue)
             }
             own[key] = record
@@ -139,7 +143,7 @@ package struct ExpansionConvergence {
                     theirs[key] = target
                     continue
                 }
-                target.written = .known(want)
+                target.markWritten(want)
                 theirs[key] = target
                 touched.append(key)
                 var source = mine[key] ?? ExpansionKeyRecord(key: key)
@@ -152,7 +156,7 @@ package struct ExpansionConvergence {
                 // beside the live relay's for one message): nothing to write. On NIM a second write is a
                 // second carrier message.
                 if target.held == .known(want) { continue }
-                target.written = .known(want)
+                target.markWritten(want)
                 theirs[key] = target
                 touched.append(key)
             }

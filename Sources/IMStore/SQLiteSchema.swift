@@ -176,6 +176,11 @@ package enum SQLiteSchema {
                 ALTER TABLE ledger ADD COLUMN instance TEXT;
                 """)
         }
+        // The bridge's earlier writes of an expansion key still awaiting their echoes (`ExpansionKeyRecord.earlierWrites`,
+        // docs/expansions.md, "Convergence"): a JSON array, NULL when there are none.
+        migrator.registerMigration("v12-expansion-earlier-writes") { db in
+            try db.execute(sql: "ALTER TABLE expansion_keys ADD COLUMN written_earlier TEXT")
+        }
         return migrator
     }
 }

@@ -26,11 +26,46 @@ public struct ExpansionKeyRecord: Sendable, Hashable {
     public var heldAt: Int64
     /// What the bridge wrote to this copy and has not yet seen come back (its echo).
     public var written: Slot
+    /// Values of the bridge's earlier writes to this copy (before `written`, oldest first; nil: a removal)
+    /// whose echoes have not come back either. A vendor can deliver a write's echo after the bridge planned
+    /// the next write of the key; taken for a change made on the copy, that echo carried the vendor's time
+    /// of the bridge's write, later than the source's change it relayed, and the older value won (seed 946,
+    /// docs/reliability.md). Kept to `earlierWritesLimit`, the oldest dropped first.
+    public var earlierWrites: [String?]
+
+    /// How many earlier writes are kept awaiting their echoes.
+    public static let earlierWritesLimit = 8
 
     public init(key: String, value: String? = nil, version: Int64 = .min, origin: String = "", held: Slot = .unknown,
-                heldAt: Int64 = .min, written: Slot = .unknown) {
+                heldAt: Int64 = .min, written: Slot = .unknown, earlierWrites: [String?] = []) {
         (self.key, self.value, self.version, self.origin) = (key, value, version, origin)
-        (self.held, self.heldAt, self.written) = (held, heldAt, written)
+        (self.held, self.heldAt, self.written, self.earlierWrites) = (held, heldAt, written, earlierWrites)
+    }
+
+    /// Marks `value` as the bridge's newest write to this copy; a write still awaiting its echo becomes an
+    /// earlier one.
+    public mutating func markWritten(_ value: String?) {
+        if case .known(let previous) = written, previous != value {
+            earlierWrites.append(previous)
+            if earlierWrites.count > Self.earlierWritesLimit { earlierWrites.removeFirst(earlierWrites.count - Self.earlierWritesLimit) }
+        }
+        written = .known(value)
+    }
+
+    /// What an event showing this copy holding `value` is: the echo of the bridge's newest write, of an
+    /// earlier one, or neither (a change made on the copy). An echo's mark is taken off.
+    public enum Echo: Equatable { case newest, earlier, none }
+
+    public mutating func takeEcho(of value: String?) -> Echo {
+        if written == .known(value) {
+            written = .unknown
+            return .newest
+        }
+        if let index = earlierWrites.firstIndex(where: { $0 == value }) {
+            earlierWrites.remove(at: index)
+            return .earlier
+        }
+        return .none
     }
 
     /// Whether a converged state is known at all.
@@ -83,5 +118,18 @@ extension ExpansionKeyRecord.Slot {
     }
 
     package init(_ value: String?, known: Bool) { self = known ? .known(value) : .unknown }
+}
+
+/// The earlier writes as one column: a JSON array (null for a removal), NULL when there are none.
+extension ExpansionKeyRecord {
+    package var earlierWritesColumn: String? {
+        guard !earlierWrites.isEmpty, let data = try? JSONEncoder().encode(earlierWrites) else { return nil }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    package static func earlierWrites(column: String?) -> [String?] {
+        guard let column, let values = try? JSONDecoder().decode([String?].self, from: Data(column.utf8)) else { return [] }
+        return values
+    }
 }
 

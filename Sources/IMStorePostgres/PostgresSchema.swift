@@ -145,6 +145,9 @@ package enum PostgresSchema {
             "ALTER TABLE ledger ADD COLUMN listener TEXT",
             "ALTER TABLE ledger ADD COLUMN instance TEXT",
         ]),
+        ("v12-expansion-earlier-writes", [
+            "ALTER TABLE expansion_keys ADD COLUMN written_earlier TEXT",
+        ]),
     ]
 
     /// An arbitrary constant: the advisory lock key that serializes migrations.

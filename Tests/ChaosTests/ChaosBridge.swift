@@ -30,7 +30,7 @@ final class ChaosBridge: @unchecked Sendable {
             // The bridges log at debug unless `IMBRIDGE_CHAOS_LOG_LEVEL` says otherwise: a failing seed's
             // kept logs then follow every event and lane outcome (docs/operations.md, "Logs") on its first
             // run, as most failures are races that a replay does not repeat.
-            let level = ["--log-level", ProcessInfo.processInfo.environment["IMBRIDGE_CHAOS_LOG_LEVEL"] ?? "debug"]
+            let level = ["--log-level", Self.logLevel]
             let process = try rig.launch(instance, log: log(run: runs), arguments: level)
             self.process = process
             if await process.waitUntilUp(seconds: deadline.timeIntervalSinceNow) { return }
@@ -40,6 +40,13 @@ final class ChaosBridge: @unchecked Sendable {
         }
         throw IMError(.unavailable, "bridge run \(runs) did not come up within \(seconds) s (see \(logPaths.last ?? ""))")
     }
+
+    /// The level the bridges log at (`IMBRIDGE_CHAOS_LOG_LEVEL`, default debug).
+    static var logLevel: String { ProcessInfo.processInfo.environment["IMBRIDGE_CHAOS_LOG_LEVEL"] ?? "debug" }
+
+    /// The configuration's `log:` section: `migrate` and `verify` beside the bridges log at their level too
+    /// (their output is kept in the lab directory).
+    static var logYAML: String { "log:\n  level: \(logLevel)\n" }
 
     func kill() async {
         await process?.kill()

@@ -76,7 +76,7 @@ enum ChaosCampaign {
         let rig = try await BridgeRig.make([BridgeLab.Member(source.name, source.vendor),
                                             BridgeLab.Member(target.name, target.vendor, settings: ["timeout": "2s"], port: targetPort)],
                                            routes: routes, store: cluster.map { "\"\($0.url)?schema=chaos\"" },
-                                           extra: retention + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: \(maxAge)\n" + cap, instances: plan.instances,
+                                           extra: retention + ChaosBridge.logYAML + "catch_up:\n  interval: \(catchUpInterval)\n  max_age: \(maxAge)\n" + cap, instances: plan.instances,
                                            instanceYAML: { plan.postgres ? "ha:\n  instance: chaos\($0)\n  lease: \(ChaosPlan.leaseMs)ms\n" : "" })
         let lab = rig.lab
         try await seedGroups(plan, lab)

@@ -98,7 +98,7 @@ extension ChaosCampaign {
                     try await post(target, #"{"latency_ms":0}"#, http)
                     timeline.note("target latency off")
                 case .flood, .clockSkew, .restartAfterRetention, .newGroups: break
-                case .redeliver, .twice, .reorder, .verifyRepair, .migrate, .changesWhileDown, .lateCallbacks:
+                case .redeliver, .twice, .reorder, .verifyRepair, .migrate, .changesWhileDown, .lateCallbacks, .lateEchoes:
                     problems += try await runConversationFault(fault, parties)
                 case .pauseHolder:
                     // The burst makes the lanes busy; the pause falls 300 ms into it.

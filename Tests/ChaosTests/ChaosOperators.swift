@@ -20,11 +20,12 @@ extension ChaosCampaign {
             guard answer.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/callbacks \(key): \(answer.status)") }
             timeline.note("source: next \(fault.count) callback batches " + ["redeliver": "delivered again after their success",
                                                                               "twice": "sent twice at once", "swap": "held behind the next"][key]!)
-        case .lateCallbacks:
-            let answer = try await parties.http.send(.json(parties.lab.url(of: plan.source.name) + "/_sandbox/callbacks",
+        case .lateCallbacks, .lateEchoes:
+            let side = fault.kind == .lateEchoes ? plan.target : plan.source
+            let answer = try await parties.http.send(.json(parties.lab.url(of: side.name) + "/_sandbox/callbacks",
                                                            Data(#"{"delay":\#(fault.count),"delay_ms":\#(fault.durationMs)}"#.utf8)))
             guard answer.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/callbacks delay: \(answer.status)") }
-            timeline.note("source: next \(fault.count) callback batches each held back \(fault.durationMs) ms")
+            timeline.note("\(fault.kind == .lateEchoes ? "target" : "source"): next \(fault.count) callback batches each held back \(fault.durationMs) ms")
         case .verifyRepair:
             timeline.note("verify --repair --settle \(fault.count) begins")
             let run = try await verify(parties.config, parties.lab, ["--repair", "--repair-timeout", "30", "--settle", "\(fault.count)"])
@@ -51,7 +52,10 @@ extension ChaosCampaign {
                 let (status, output) = try await IMBridgeCLI.run(["migrate", "--config", parties.config, "--from", plan.source.name.rawValue,
                                                                  "--to", plan.target.name.rawValue, "--history-only",
                                                                  "--user-prefix", "\(plan.source.name)_"] + groups, timeoutSeconds: 300)
-                let last = output.split(separator: "\n").suffix(2).joined(separator: " | ")
+                // Kept beside the bridges' logs (a failing seed's lab directory), at their level.
+                try? output.write(toFile: "\(parties.lab.directory)/migrate-\(fault.atMs)-\(attempt).log", atomically: true, encoding: .utf8)
+                let last = output.split(separator: "\n").filter { !$0.contains(" debug ") && !$0.contains(" trace ") }.suffix(2)
+                    .joined(separator: " | ")
                 timeline.note("migrate ended: status \(status): \(last.prefix(240))")
                 if status == 0 { break }
                 let overlapped = wasDown || parties.storeDown.raised != raised || parties.storeDown.withLock { $0 }
@@ -185,6 +189,7 @@ extension ChaosCampaign {
     static func verify(_ config: String, _ lab: BridgeLab, _ arguments: [String]) async throws -> VerifyRun {
         let path = "\(lab.directory)/verify-\(UUID().uuidString).json"
         let (status, output) = try await IMBridgeCLI.run(["verify", "--config", config, "--report", path] + arguments, timeoutSeconds: 300)
+        try? output.write(toFile: String(path.dropLast(5)) + ".log", atomically: true, encoding: .utf8)
         let report = (try? JSONValue.parse(Data(contentsOf: URL(fileURLWithPath: path)))) ?? .null
         var counts: [String: Int] = [:]
         if case .object(let values)? = report["counts"] {

@@ -70,6 +70,11 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// reads from the source's APIs meanwhile (history, WuKong's change feed) is newer than its callbacks.
     /// Drawn after all the other kinds, in half the runs, on every source.
     case lateCallbacks = "late-callbacks"
+    /// The target's next 1–3 callback batches each held back 0.2–3 s, every batch behind them waiting: the
+    /// echoes of the bridge's own writes come after its next writes of the same keys (seed 946: an echo
+    /// taken for a change of the copy outranked the source's later change). Drawn after all the other
+    /// kinds from a generator of its own, in half the runs.
+    case lateEchoes = "late-echoes"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
 
@@ -91,6 +96,7 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
         if hitsOperator { return "operator" }
         if hitsEdits { return "edits" }
         if self == .lateCallbacks { return "late" }
+        if self == .lateEchoes { return "echoes" }
         return nil
     }
     /// Faults that need the PostgreSQL topology (one or two instances on one server); drawn after the
@@ -163,6 +169,7 @@ struct Fault: Sendable, CustomStringConvertible {
             return "\(at) edit-refused: next \(count) target requests carrying an edit"
                 + (pathPrefix.map { " (to \($0))" } ?? bodyContains.map { " (body holding \"\($0)\")" } ?? "") + " answered \(status)"
         case .lateCallbacks: return "\(at) late-callbacks: the source's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting"
+        case .lateEchoes: return "\(at) late-echoes: the target's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting"
         case .clockSkew, .restartAfterRetention, .newGroups: return "\(at) \(kind.rawValue)"
         }
     }
@@ -367,6 +374,14 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
             var fault = Fault(kind: .lateCallbacks, atMs: Int.random(in: 1500..<max(1501, workloadMs / 2), using: &late))
             fault.count = Int.random(in: 1...3, using: &late)
             fault.durationMs = min(Int.random(in: 2000...10_000, using: &late), workloadMs - fault.atMs)
+            self.faults = (self.faults + [fault]).sorted { $0.atMs < $1.atMs }
+        }
+        // Late echoes, the same way (a generator of their own, drawn last).
+        var echoes = SplitMix64(seed: seed ^ 0xEC40_1A7E)
+        if kinds.contains(.lateEchoes) && Bool.random(using: &echoes) {
+            var fault = Fault(kind: .lateEchoes, atMs: Int.random(in: 1500..<max(1501, workloadMs / 2), using: &echoes))
+            fault.count = Int.random(in: 1...3, using: &echoes)
+            fault.durationMs = min(Int.random(in: 200...3000, using: &echoes), workloadMs - fault.atMs)
             self.faults = (self.faults + [fault]).sorted { $0.atMs < $1.atMs }
         }
     }

@@ -80,7 +80,7 @@ import Testing
             #expect(plan.faults.allSatisfy { $0.kind.party != nil }, "seed \(seed): \(plan.faults.map(\.kind.rawValue))")
             seen.formUnion(plan.faults.map(\.kind))
         }
-        #expect(seen.contains(.lateCallbacks) && seen.contains(.editRefused) && seen.contains(.pauseHolder), "\(seen)")
+        #expect(seen.contains(.lateCallbacks) && seen.contains(.lateEchoes) && seen.contains(.editRefused) && seen.contains(.pauseHolder), "\(seen)")
     }
 
     @Test func environmentSelectsSeedsAndKinds() throws {
@@ -132,6 +132,8 @@ import Testing
             #expect(plan.faults.filter { $0.kind != .editRefused }.map(\.description) == without.faults.map(\.description), "seed \(seed)")
             let withoutLate = ChaosPlan(seed: seed, kinds: FaultKind.defaultSet.subtracting([.lateCallbacks]))
             #expect(plan.faults.filter { $0.kind != .lateCallbacks }.map(\.description) == withoutLate.faults.map(\.description), "seed \(seed)")
+            let withoutEchoes = ChaosPlan(seed: seed, kinds: FaultKind.defaultSet.subtracting([.lateEchoes]))
+            #expect(plan.faults.filter { $0.kind != .lateEchoes }.map(\.description) == withoutEchoes.faults.map(\.description), "seed \(seed)")
             staged += refused.count
         }
         #expect(staged > 5, "\(staged) of 40 seeds refuse edits")

@@ -296,6 +296,47 @@ import IMOutbox
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
     }
 
+    /// WuKong → RongCloud (both ways), the copy's callbacks late: the source changes a key twice, and the
+    /// echo of the bridge's first write reaches it only after the second write was planned and made. The
+    /// echo carries RongCloud's time of that write — later than the source's second change — and is the
+    /// bridge's own value: no change of the copy. Taken for one, it won, was written back over the source,
+    /// and the copy was left to hold it at the next write (seed 946: the echoes of three quick changes
+    /// each came after the next write, and the copy ended at the second value).
+    @Test(arguments: [false, true])
+    func anEchoArrivingAfterTheNextWriteIsNoChange(echoesInOrder: Bool) async throws {
+        let h = try RelayHarness()
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk])   // the copy's events only as this test hands them in
+        defer { Task { _ = await engine.stop() } }
+        let ids = try await order(h)
+        #expect(await engine.waitUntilIdle())
+        for value in ["v2", "v3"] {
+            _ = try await h.wk.updateExpansion(of: ids.wk, in: g1, by: "buyer", .set(["status": value]))
+            #expect(try await eventually(30) { try await h.rcMemory.expansion(of: ids.rc, in: g1).values == ["status": value] })
+            #expect(await engine.waitUntilIdle())
+        }
+        // The copy's echoes of the two writes, stamped as RongCloud stamps them: after the source's changes.
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        func echo(_ value: String, at version: Int64) -> IMEvent {
+            IMEvent(eventID: EventID("rc-echo-\(value)"), backend: "rc",
+                    kind: .expansionChanged(messageID: ids.rc, conversation: g1, by: "wk_buyer", delta: ExpansionDelta(version: version, set: ["status": value])))
+        }
+        let echoes = [echo("v2", at: now + 1_000), echo("v3", at: now + 2_000)]
+        for event in echoesInOrder ? echoes : echoes.reversed() {
+            _ = try engine.ingest([event])
+            #expect(await engine.waitUntilIdle())
+        }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: ids.wk, in: g1).values == ["status": "v3"], "the source keeps its last change")
+        #expect(try await h.rcMemory.expansion(of: ids.rc, in: g1).values == ["status": "v3"], "the copy holds the source's last change")
+        let records = (try h.store.read { try $0.expansionKeys(of: ids.wk, on: "wk") }["status"],
+                       try h.store.read { try $0.expansionKeys(of: ids.rc, on: "rc") }["status"])
+        #expect(records.0?.value == "v3" && records.0?.origin == "wk", "\(String(describing: records.0))")
+        #expect(records.1?.value == "v3" && records.1?.written == .unknown && records.1?.earlierWrites.contains("v2") == false, "\(String(describing: records.1))")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
     @Test func aValueOverTheTargetLimitIsDeadLetteredAtIntake() async throws {
         let h = try RelayHarness()
         let engine = h.engine()

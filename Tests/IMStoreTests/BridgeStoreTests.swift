@@ -15,7 +15,7 @@ import Testing
         let reopened = try BridgeStore(path: path)
         #expect(try !reopened.transaction { try $0.recordEvent("wk", "msg:1", kind: "message", at: 3) })
         #expect(try reopened.read { try $0.ledgerCount() } == 2)
-        #expect(try reopened.schemaVersion() == 11)
+        #expect(try reopened.schemaVersion() == 12)
     }
 
     /// `finish` is `map` + `complete` + fenced `claimHead` + `releaseLease` at once (one statement on
