@@ -26,6 +26,10 @@ extension ChaosCampaign {
                                                            Data(#"{"delay":\#(fault.count),"delay_ms":\#(fault.durationMs)}"#.utf8)))
             guard answer.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/callbacks delay: \(answer.status)") }
             timeline.note("\(fault.kind == .lateEchoes ? "target" : "source"): next \(fault.count) callback batches each held back \(fault.durationMs) ms")
+            if fault.kind == .lateEchoes {
+                let made = try await ChaosChanges.burst(plan: plan, users: parties.users, log: parties.log)
+                timeline.note("\(made) changes of one key of text 1, back to back in each group, on the source")
+            }
         case .verifyRepair:
             timeline.note("verify --repair --settle \(fault.count) begins")
             let run = try await verify(parties.config, parties.lab, ["--repair", "--repair-timeout", "30", "--settle", "\(fault.count)"])

@@ -70,10 +70,11 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// reads from the source's APIs meanwhile (history, WuKong's change feed) is newer than its callbacks.
     /// Drawn after all the other kinds, in half the runs, on every source.
     case lateCallbacks = "late-callbacks"
-    /// The target's next 1–3 callback batches each held back 0.2–3 s, every batch behind them waiting: the
-    /// echoes of the bridge's own writes come after its next writes of the same keys (seed 946: an echo
-    /// taken for a change of the copy outranked the source's later change). Drawn after all the other
-    /// kinds from a generator of its own, in half the runs.
+    /// The target's next 1–3 callback batches each held back 0.2–3 s, every batch behind them waiting, and
+    /// meanwhile one key of text 1 of each group changed three times back to back on the source: the echoes
+    /// of the bridge's own writes come after its next writes of the same key (seed 946: an echo taken for a
+    /// change of the copy outranked the source's later change). Drawn after all the other kinds from a
+    /// generator of its own, in half the runs.
     case lateEchoes = "late-echoes"
 
     static func < (a: FaultKind, b: FaultKind) -> Bool { a.rawValue < b.rawValue }
@@ -169,7 +170,7 @@ struct Fault: Sendable, CustomStringConvertible {
             return "\(at) edit-refused: next \(count) target requests carrying an edit"
                 + (pathPrefix.map { " (to \($0))" } ?? bodyContains.map { " (body holding \"\($0)\")" } ?? "") + " answered \(status)"
         case .lateCallbacks: return "\(at) late-callbacks: the source's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting"
-        case .lateEchoes: return "\(at) late-echoes: the target's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting"
+        case .lateEchoes: return "\(at) late-echoes: the target's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting; text 1's key `burst` changed 3 times back to back"
         case .clockSkew, .restartAfterRetention, .newGroups: return "\(at) \(kind.rawValue)"
         }
     }

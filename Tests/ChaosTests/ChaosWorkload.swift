@@ -157,6 +157,19 @@ enum ChaosChanges {
         return made
     }
 
+    /// `late-echoes`: one key of text 1 changed three times back to back in each group, so that the bridge
+    /// writes it again before the echo of its last write comes back.
+    static func burst(plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws -> Int {
+        var made = 0
+        for conversation in plan.conversations {
+            for n in 1...3 {
+                try await make(Change(kind: .expand, target: 1, after: 0, key: "burst", value: "b\(n)"), in: conversation, plan: plan, users: users, log: log)
+                made += 1
+            }
+        }
+        return made
+    }
+
     /// The change per group after a restart past retention: an edit on WuKong (whose extras feed would
     /// bring the earlier edits again), an expansion change elsewhere, to text 1.
     static func afterRetention(plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws {
