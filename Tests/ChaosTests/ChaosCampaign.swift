@@ -182,6 +182,7 @@ enum ChaosCampaign {
                 }
             }
             for letter in inboundDead { violations.append("inbound dead letter \(letter.id) (\(letter.backend) \(letter.key)): \(letter.reason)") }
+            violations += try Self.convergedStateProblems(store, source: source.name, target: target.name, entries: log.entries)
             if pending > 0 { notes.append("\(pending) outbox entries still pending at the end") }
         } catch {
             violations.append("the run could not be carried out: \(error)")
@@ -191,7 +192,8 @@ enum ChaosCampaign {
 
         violations += secretViolations(lab, logs: bridges.flatMap(\.logPaths))
         var kept: String?
-        if !violations.isEmpty {
+        // `IMBRIDGE_CHAOS_KEEP=1`: a passing seed's lab directory is kept too (to see how a fault played out).
+        if !violations.isEmpty || ProcessInfo.processInfo.environment["IMBRIDGE_CHAOS_KEEP"] == "1" {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("imbridge-chaos-seed-\(plan.seed)-\(Int(Date().timeIntervalSince1970))").path
             try? FileManager.default.copyItem(atPath: lab.directory, toPath: directory)
             let carried = ["chaos \(plan)", "carried out:"] + timeline.lines.map { "  \($0)" } + ["violations:"] + violations.map { "  \($0)" }

@@ -3,6 +3,7 @@ import Foundation
 import IMCore
 import IMHTTP
 import IMLab
+import IMStore
 
 /// The fault kinds of the conversation workload (docs/reliability.md, "Fault kinds"): the source's
 /// callbacks misbehaving, `imbridge verify --repair` and `imbridge migrate` beside the relaying bridge,
@@ -22,13 +23,22 @@ extension ChaosCampaign {
                                                                               "twice": "sent twice at once", "swap": "held behind the next"][key]!)
         case .lateCallbacks, .lateEchoes:
             let side = fault.kind == .lateEchoes ? plan.target : plan.source
-            let answer = try await parties.http.send(.json(parties.lab.url(of: side.name) + "/_sandbox/callbacks",
-                                                           Data(#"{"delay":\#(fault.count),"delay_ms":\#(fault.durationMs)}"#.utf8)))
+            let request = OutboundRequest.json(parties.lab.url(of: side.name) + "/_sandbox/callbacks",
+                                               Data(#"{"delay":\#(fault.count),"delay_ms":\#(fault.durationMs)}"#.utf8))
+            // The target may be refusing connections (`refused`, its whole port): the lab's call waits for it.
+            var attempt = 0
+            var reply = try? await parties.http.send(request)
+            while reply == nil, attempt < 100 {
+                attempt += 1
+                try await Task.sleep(nanoseconds: 100_000_000)
+                reply = try? await parties.http.send(request)
+            }
+            let answer = try reply.orThrow("POST /_sandbox/callbacks delay: the \(side.name) sandbox did not answer for 10 s")
             guard answer.status == 200 else { throw IMError(.unavailable, "POST /_sandbox/callbacks delay: \(answer.status)") }
             timeline.note("\(fault.kind == .lateEchoes ? "target" : "source"): next \(fault.count) callback batches each held back \(fault.durationMs) ms")
             if fault.kind == .lateEchoes {
-                let made = try await ChaosChanges.burst(plan: plan, users: parties.users, log: parties.log)
-                timeline.note("\(made) changes of one key of text 1, back to back in each group, on the source")
+                let made = try await ChaosChanges.burst(plan: plan, spacingMs: fault.latencyMs, users: parties.users, log: parties.log)
+                timeline.note("\(made) changes of one key of text 1, \(fault.latencyMs) ms apart in each group, on the source")
             }
         case .verifyRepair:
             timeline.note("verify --repair --settle \(fault.count) begins")
@@ -146,6 +156,28 @@ extension ChaosCampaign {
                                   target: target.filter { $0.conversation == conversation }, traits: traits, fed: fed,
                                   reactionsFed: reactionsFed, repairedLate: repaired)
         }
+    }
+
+    /// The store's converged expansion state against the source's final one (a third look, beside the
+    /// target's state and `verify`): the workload changes keys on the source only, so every key the store
+    /// holds a decided state for on a source message or its copy is the source's last value (nil: removed). A wrong
+    /// converged state the target does not show yet is written there by the next write of the key — a
+    /// migration's or a repair's (seed 946: an echo taken for a change of the copy).
+    static func convergedStateProblems(_ store: BridgeStore, source: BackendID, target: BackendID, entries: [WorkLog.Entry]) throws -> [String] {
+        var problems: [String] = []
+        for entry in entries where !entry.ended {
+            let (mine, copy) = try store.read { tx in
+                let copy = try tx.mapped(entry.id, from: source, to: target)
+                return (try tx.expansionKeys(of: entry.id, on: source), try copy.map { try tx.expansionKeys(of: $0.toMessage, on: target) } ?? [:])
+            }
+            for (side, records) in [("source's", mine), ("copy's", copy)] {
+                for (key, record) in records.sorted(by: { $0.key < $1.key }) where record.isDecided && record.value != entry.expansion[key] {
+                    problems.append("CONVERGED STATE \(entry.conversation) \(entry.original): the store's record of the \(side) \(key) is "
+                                    + "\(record.value ?? "(removed)") from \(record.origin) at \(record.version); the source holds \(entry.expansion[key] ?? "(removed)")")
+                }
+            }
+        }
+        return problems
     }
 
     /// The edited texts a WuKong source's extras feed served, by message id: reads of fewer than 10,000

@@ -71,7 +71,7 @@ enum FaultKind: String, CaseIterable, Sendable, Comparable {
     /// Drawn after all the other kinds, in half the runs, on every source.
     case lateCallbacks = "late-callbacks"
     /// The target's next 1–3 callback batches each held back 0.2–3 s, every batch behind them waiting, and
-    /// meanwhile one key of text 1 of each group changed three times back to back on the source: the echoes
+    /// meanwhile one key of text 1 of each group changed three times 10–120 ms apart on the source: the echoes
     /// of the bridge's own writes come after its next writes of the same key (seed 946: an echo taken for a
     /// change of the copy outranked the source's later change). Drawn after all the other kinds from a
     /// generator of its own, in half the runs.
@@ -170,7 +170,7 @@ struct Fault: Sendable, CustomStringConvertible {
             return "\(at) edit-refused: next \(count) target requests carrying an edit"
                 + (pathPrefix.map { " (to \($0))" } ?? bodyContains.map { " (body holding \"\($0)\")" } ?? "") + " answered \(status)"
         case .lateCallbacks: return "\(at) late-callbacks: the source's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting"
-        case .lateEchoes: return "\(at) late-echoes: the target's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting; text 1's key `burst` changed 3 times back to back"
+        case .lateEchoes: return "\(at) late-echoes: the target's next \(count) callback batches each held back \(durationMs) ms, all behind them waiting; text 1's key `burst` changed 3 times, \(latencyMs) ms apart"
         case .clockSkew, .restartAfterRetention, .newGroups: return "\(at) \(kind.rawValue)"
         }
     }
@@ -383,6 +383,10 @@ struct ChaosPlan: Sendable, CustomStringConvertible {
             var fault = Fault(kind: .lateEchoes, atMs: Int.random(in: 1500..<max(1501, workloadMs / 2), using: &echoes))
             fault.count = Int.random(in: 1...3, using: &echoes)
             fault.durationMs = min(Int.random(in: 200...3000, using: &echoes), workloadMs - fault.atMs)
+            // The burst's spacing: longer than the bridge takes from a callback to its write, shorter than
+            // that plus the source's callback delay, so each write goes out before the next change is taken
+            // in and after it was made (seed 946's changes were 80 ms apart).
+            fault.latencyMs = Int.random(in: 10...120, using: &echoes)
             self.faults = (self.faults + [fault]).sorted { $0.atMs < $1.atMs }
         }
     }

@@ -157,17 +157,22 @@ enum ChaosChanges {
         return made
     }
 
-    /// `late-echoes`: one key of text 1 changed three times back to back in each group, so that the bridge
-    /// writes it again before the echo of its last write comes back.
-    static func burst(plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws -> Int {
-        var made = 0
-        for conversation in plan.conversations {
-            for n in 1...3 {
-                try await make(Change(kind: .expand, target: 1, after: 0, key: "burst", value: "b\(n)"), in: conversation, plan: plan, users: users, log: log)
-                made += 1
+    /// `late-echoes`: one key of text 1 changed three times `spacingMs` apart in each group (the groups at
+    /// once), so that the bridge writes it again before the echo of its last write comes back.
+    static func burst(plan: ChaosPlan, spacingMs: Int, users: any IMBackend, log: WorkLog) async throws -> Int {
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for conversation in plan.conversations {
+                group.addTask {
+                    for n in 1...3 {
+                        if n > 1 { try await Task.sleep(nanoseconds: UInt64(spacingMs) * 1_000_000) }
+                        try await make(Change(kind: .expand, target: 1, after: 0, key: "burst", value: "b\(n)"), in: conversation, plan: plan,
+                                       users: users, log: log)
+                    }
+                    return 3
+                }
             }
+            return try await group.reduce(0, +)
         }
-        return made
     }
 
     /// The change per group after a restart past retention: an edit on WuKong (whose extras feed would
