@@ -34,6 +34,8 @@ build:
 # TEST_WIDTH: test cases run at once (Swift Testing's SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH; without
 # it every test starts at once, and on two cores the first minute starves tests that wait for their bridge
 # with a deadline). Four per core: the tests spend much of their time waiting on sockets and child processes.
+# The run's output is also kept in .build/make-test.log; on a failure scripts/test-failures.sh prints what
+# failed once more at the end, where a CI that keeps only the last lines of the output shows it.
 TEST_WIDTH ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 2) * 4 )))
 test: deps
 	@pgdir=$$(mktemp -d /tmp/imbridge-pg.XXXXXX); \
@@ -41,10 +43,14 @@ test: deps
 		echo "make test: FAILED: cannot start the PostgreSQL test cluster (see above)" >&2; rm -rf "$$pgdir"; exit 1; \
 	fi; \
 	trap 'scripts/test-postgres.sh stop "$$pgdir"; rm -rf "$$pgdir"' EXIT; \
-	$(SWIFT) build -c release --product imbridge && \
-	IMBRIDGE_RELEASE_BINARY="$$($(SWIFT) build -c release --show-bin-path)/imbridge" \
-	SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) \
-	IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test --traits OTLP && $(MAKE) --no-print-directory test-example
+	$(SWIFT) build -c release --product imbridge || exit 1; \
+	mkdir -p .build; log=.build/make-test.log; \
+	{ IMBRIDGE_RELEASE_BINARY="$$($(SWIFT) build -c release --show-bin-path)/imbridge" \
+	  SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) \
+	  IMBRIDGE_TEST_POSTGRES="$$pgdir" IMBRIDGE_REQUIRE_BROWSER=1 $(SWIFT) test --traits OTLP; echo $$? > $$log.status; } 2>&1 | tee $$log; \
+	status=$$(cat $$log.status 2>/dev/null || echo 1); \
+	if [ "$$status" -ne 0 ]; then scripts/test-failures.sh $$log; exit $$status; fi; \
+	$(MAKE) --no-print-directory test-example
 
 # The example app (examples/OrderApp): depends on this checkout by path with `traits: []`, so it builds
 # IMCore + IMTesting only and resolves no remote package (works offline on a fresh clone).
