@@ -114,17 +114,30 @@ public struct RouteLeg: Sendable, Hashable {
     /// source's id, or — on a target that gives groups ids of its own — the one the conversation map
     /// names (`PortalMap`).
     public var targetIsWildcard: Bool
+    /// On a route both ways: who the bridge's identities on this leg's source are — the other leg's user
+    /// mode, whose puppets there stand for users of this leg's target (`targetUser` maps them back).
+    public var sourceIdentities: UserMode?
 
-    package init(route: Route, target: BackendID, targetConversation: ConversationRef, users: UserMode, targetIsWildcard: Bool = false) {
+    package init(route: Route, target: BackendID, targetConversation: ConversationRef, users: UserMode, targetIsWildcard: Bool = false,
+                 sourceIdentities: UserMode? = nil) {
         (self.route, self.target, self.targetConversation, self.users) = (route, target, targetConversation, users)
         self.targetIsWildcard = targetIsWildcard
+        self.sourceIdentities = sourceIdentities
     }
 
-    /// The target-side user for a source user.
+    /// The target-side user for a source user. A puppet of the other leg (`rc_carol` on WuKong, standing
+    /// for RongCloud's `carol`) maps back to the user it stands for, not to a puppet of a puppet
+    /// (`wk_rc_carol`): an expansion change the source attributes to the bridge's own puppet is written
+    /// back as that user (docs/expansions.md, "Convergence"), and a name that gained a prefix on every
+    /// round trip would pass the vendor's id limit. Users of the other leg's relay account stay as they are.
     public func targetUser(_ user: UserID) -> UserID {
         switch users {
-        case .puppet(let prefix): UserID(prefix + user.rawValue)
-        case .relay(let account, _): account
+        case .puppet(let prefix):
+            if case .puppet(let back)? = sourceIdentities, !back.isEmpty, user.rawValue.count > back.count, user.rawValue.hasPrefix(back) {
+                return UserID(String(user.rawValue.dropFirst(back.count)))
+            }
+            return UserID(prefix + user.rawValue)
+        case .relay(let account, _): return account
         }
     }
 

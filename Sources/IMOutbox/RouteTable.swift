@@ -19,12 +19,12 @@ public struct RouteTable: Sendable {
         for route in routes {
             if let target = Self.match(route.from, route.to, backend, conversation, users: route.usersOnTarget) {
                 add(RouteLeg(route: route, target: route.to.backend, targetConversation: target, users: route.usersOnTarget,
-                             targetIsWildcard: route.to.id == nil))
+                             targetIsWildcard: route.to.id == nil, sourceIdentities: route.direction == .both ? route.usersOnSource : nil))
             }
             if route.direction == .both,
                let target = Self.match(route.to, route.from, backend, conversation, users: route.usersOnSource) {
                 add(RouteLeg(route: route, target: route.from.backend, targetConversation: target, users: route.usersOnSource,
-                             targetIsWildcard: route.from.id == nil))
+                             targetIsWildcard: route.from.id == nil, sourceIdentities: route.usersOnTarget))
             }
         }
         return legs

@@ -317,6 +317,21 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         let pairs = table.overlaps().map { "\($0.first)-\($0.second)" }
         #expect(pairs == ["0-1", "1-3"], "g2 → other reaches another conversation; direct is another kind")
     }
+
+    /// A puppet of the other leg maps back to the user it stands for, on both legs of a route both ways;
+    /// a one-way route (no puppets of the target's users on its source), a bare prefix and ordinary users
+    /// get the leg's prefix.
+    @Test func aPuppetOfTheOtherSideMapsBackToItsUser() throws {
+        let both = RouteTable(try Self.routes([("wk:group:*", "rc:group:*", .both)]))
+        let toRC = try #require(both.legs(from: "wk", conversation: .group("g1")).first)
+        let toWK = try #require(both.legs(from: "rc", conversation: .group("g1")).first)
+        #expect(toRC.targetUser("rc_carol") == "carol" && toRC.targetUser("alice") == "wk_alice" && toRC.targetUser("wk_bob") == "wk_wk_bob")
+        #expect(toWK.targetUser("wk_alice") == "alice" && toWK.targetUser("carol") == "rc_carol")
+        #expect(toRC.targetUser("rc_") == "wk_rc_", "a bare prefix names no user")
+        let forward = RouteTable(try Self.routes([("wk:group:*", "rc:group:*", .forward)]))
+        let oneWay = try #require(forward.legs(from: "wk", conversation: .group("g1")).first)
+        #expect(oneWay.targetUser("rc_carol") == "wk_rc_carol")
+    }
 }
 
 @Suite struct RetryBudgetTests {

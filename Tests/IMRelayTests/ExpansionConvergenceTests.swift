@@ -337,6 +337,33 @@ import IMOutbox
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
     }
 
+    /// On a route both ways, a change the source attributes to the bridge's own puppet (WuKong's sync names
+    /// the CMD's sender, and that CMD may be the bridge's own write) is written to the copy as the user the
+    /// puppet stands for, not as a puppet of the puppet, a name that would gain a prefix on each round trip
+    /// until the vendor refuses it.
+    @Test func aChangeAttributedToAPuppetIsWrittenAsItsUser() async throws {
+        let h = try RelayHarness(routes: [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "rc:group:*"),
+                                                direction: .both)])
+        let engine = h.engine()
+        try await engine.start(feeding: [h.wk, h.rc])
+        defer { Task { _ = await engine.stop() } }
+        let ids = try await order(h)
+        #expect(await engine.waitUntilIdle())
+        let onRC = h.rcMemory.events()
+        let writer = Task { () -> UserID? in
+            for await event in onRC {
+                if case .expansionChanged(let id, _, let by?, let delta) = event.kind, id == ids.rc, delta.set["status"] == "paid" { return by }
+            }
+            return nil
+        }
+        _ = try await h.wk.updateExpansion(of: ids.wk, in: g1, by: "rc_carol", .set(["status": "paid"]))
+        #expect(try await eventually(30) { try await h.rcMemory.expansion(of: ids.rc, in: g1).values == ["status": "paid"] })
+        #expect(await writer.value == "carol")
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: ids.wk, in: g1).values == ["status": "paid"])
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
     @Test func aValueOverTheTargetLimitIsDeadLetteredAtIntake() async throws {
         let h = try RelayHarness()
         let engine = h.engine()
