@@ -9,7 +9,7 @@ echo "==== make test: what failed (from $log) ===="
 # the next test event (◇ ✔ ✘ ↳ or a log line) are its message. Suites' summaries repeat the count.
 awk '
   /^✘ Test / && !/^✘ Test run / { print; inissue = 1; next }
-  /^(◇|✔|✘|↳|􀟈|[0-9]{4}-[0-9]{2}-[0-9]{2}T)/ { inissue = 0 }
+  /^(◇|✔|✘|↳|[0-9]{4}-[0-9]{2}-[0-9]{2}T)/ { inissue = 0 }
   inissue && NF { print "    " $0 }
 ' "$log" | head -200
 # A build error or a crash leaves no ✘ line: its last lines say what happened.

@@ -133,7 +133,7 @@ public struct RouteLeg: Sendable, Hashable {
     public func targetUser(_ user: UserID) -> UserID {
         switch users {
         case .puppet(let prefix):
-            if case .puppet(let back)? = sourceIdentities, !back.isEmpty, user.rawValue.count > back.count, user.rawValue.hasPrefix(back) {
+            if case .puppet(let back)? = sourceIdentities, RouteTable.owns(.puppet(prefix: back), user), user.rawValue != back {
                 return UserID(String(user.rawValue.dropFirst(back.count)))
             }
             return UserID(prefix + user.rawValue)
