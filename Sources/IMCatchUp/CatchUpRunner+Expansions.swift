@@ -39,6 +39,7 @@ extension CatchUpRunner {
         }
         return try await store.groupedTransaction { tx in
             var events: [IMEvent] = []
+            try tx.lockExpansionKeys(of: shown.map { ($0.0, backend) })
             for (id, expansion, sender, sentAt) in shown {
                 let records = try tx.expansionKeys(of: id, on: backend)
                 var set: [String: String] = [:], removed: [String] = [], version = Int64.min

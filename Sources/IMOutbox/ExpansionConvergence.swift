@@ -51,8 +51,24 @@ package struct ExpansionConvergence {
         return changes
     }
 
+    /// The copies of `message` that a change of it converges with (one per route leg out of its
+    /// conversation), with their records and its own locked (`StoreTransaction.lockExpansionKeys`) for the
+    /// rest of the transaction. Call it before reading any of them; `intake` takes what it found.
+    package func lockCopies(of message: MessageID, on backend: BackendID, in conversation: ConversationRef,
+                            _ tx: StoreTransaction) throws -> [(leg: RouteLeg, copy: MessageMapping)] {
+        var copies: [(leg: RouteLeg, copy: MessageMapping)] = []
+        for leg in routes.legs(from: backend, conversation: conversation) {
+            guard let copy = try tx.mapped(message, from: backend, to: leg.target) else { continue }
+            copies.append((leg, copy))
+        }
+        try tx.lockExpansionKeys(of: [(message, backend)] + copies.map { ($0.copy.toMessage, $0.copy.toBackend) })
+        return copies
+    }
+
+    /// `copies`: what `lockCopies` found, in the same transaction (nil: found and locked here).
     package func intake(_ delta: ExpansionDelta, of message: MessageID, on backend: BackendID, in conversation: ConversationRef,
-                version: Int64, _ tx: StoreTransaction) throws -> Decision {
+                version: Int64, copies: [(leg: RouteLeg, copy: MessageMapping)]? = nil, _ tx: StoreTransaction) throws -> Decision {
+        let copies = try copies ?? lockCopies(of: message, on: backend, in: conversation, tx)
         var own = try tx.expansionKeys(of: message, on: backend)
         var changes = Self.changes(delta, known: own)
         // A whole state (a read of the copy, not a change: WuKong's row after a restart) that restates what
@@ -86,8 +102,7 @@ package struct ExpansionConvergence {
         }
         var decision = Decision()
         var counterparts: [MessageMapping] = []
-        for leg in routes.legs(from: backend, conversation: conversation) {
-            guard let copy = try tx.mapped(message, from: backend, to: leg.target) else { continue }
+        for (leg, copy) in copies {
             counterparts.append(copy)
             var theirs = try tx.expansionKeys(of: copy.toMessage, on: copy.toBackend)
             var stale: Set<String> = []
@@ -124,6 +139,7 @@ package struct ExpansionConvergence {
     /// of (a change queued before convergence was kept) is written as queued.
     package static func plan(_ delta: ExpansionDelta, source: MessageID, on sourceBackend: BackendID, copy: MessageID, on target: BackendID,
                      _ tx: StoreTransaction) throws -> ExpansionDelta {
+        try tx.lockExpansionKeys(of: [(source, sourceBackend), (copy, target)])
         var mine = try tx.expansionKeys(of: source, on: sourceBackend)
         var theirs = try tx.expansionKeys(of: copy, on: target)
         var keys = Set(delta.set.keys).union(delta.removed)
@@ -175,6 +191,7 @@ package struct ExpansionConvergence {
     /// vendor that gives no change time): a whole state of the copy read before then is not taken to say
     /// the key is gone.
     package static func wrote(_ write: ExpansionDelta, copy: MessageID, on target: BackendID, at: Int64?, _ tx: StoreTransaction) throws {
+        try tx.lockExpansionKeys(of: [(copy, target)])
         var theirs = try tx.expansionKeys(of: copy, on: target)
         var changed: [ExpansionKeyRecord] = []
         var values: [String: String?] = [:]

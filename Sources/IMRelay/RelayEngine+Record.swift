@@ -42,6 +42,8 @@ extension RelayEngine {
         guard case .expansionChanged(let id, let conversation, let by, let raw) = event.kind else { return nil }
         let capabilities = backends[event.backend]?.capabilities
         let limits = capabilities?.support(.expansion).isNative == true ? capabilities?.expansionLimits : nil
+        let convergence = ExpansionConvergence(routes: routes)
+        let copies = try convergence.lockCopies(of: id, on: event.backend, in: conversation, tx)
         let delta = ExpansionKeyCodec.decode(raw, for: limits, known: Array(try tx.expansionKeys(of: id, on: event.backend).keys))
         event.kind = .expansionChanged(messageID: id, conversation: conversation, by: by, delta: delta)
         let version = if capabilities?.expansionVersionIsChangeTime == true {
@@ -51,7 +53,7 @@ extension RelayEngine {
         } else {
             now
         }
-        let decision = try ExpansionConvergence(routes: routes).intake(delta, of: id, on: event.backend, in: conversation, version: version, tx)
+        let decision = try convergence.intake(delta, of: id, on: event.backend, in: conversation, version: version, copies: copies, tx)
         for repair in decision.repairs {
             let actor = by ?? repair.leg.targetUser("bridge")
             let names = ExpansionDelta(version: delta.version, removed: repair.keys)
@@ -260,6 +262,7 @@ extension RelayEngine {
     /// shows as a change, not as a first value (docs/architecture.md, "Catch-up of changes").
     nonisolated func keepSentExpansion(_ message: Message, on backend: BackendID, _ tx: StoreTransaction) throws {
         guard let entries = message.expansion?.entries, !entries.isEmpty, backends[backend] is any ChangeWindowSource else { return }
+        try tx.lockExpansionKeys(of: [(message.id, backend)])
         let known = try tx.expansionKeys(of: message.id, on: backend)
         try tx.putExpansionKeys(entries.filter { known[$0.key] == nil }.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value.value)) },
                                 of: message.id, on: backend)

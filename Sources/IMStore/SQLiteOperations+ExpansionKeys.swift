@@ -5,6 +5,9 @@ import IMStoreCore
 
 /// The expansion key records (`ExpansionKeyRecord`) in SQLite.
 extension SQLiteOperations {
+    /// Nothing to do: one process writes a SQLite store, one transaction at a time.
+    package func lockExpansionKeys(of messages: [(MessageID, BackendID)]) throws {}
+
     package func expansionKeys(of message: MessageID, on backend: BackendID) throws -> [String: ExpansionKeyRecord] {
         var records: [String: ExpansionKeyRecord] = [:]
         for row in try Row.fetchAll(db.cachedStatement(sql: "SELECT * FROM expansion_keys WHERE backend = ? AND message = ?"),

@@ -96,6 +96,16 @@ public struct ExpansionKeyRecord: Sendable, Hashable {
 }
 
 extension StoreTransaction {
+    /// Locks these messages' records until the transaction ends, for a read-change-write of them that
+    /// another instance may make at the same time (PostgreSQL; SQLite writes one transaction at a time).
+    /// Call it before the first read of any of them. Locks taken by one call are taken in a fixed order;
+    /// two calls in one transaction can meet another transaction's in the other order, which the server
+    /// ends as a deadlock, failing one of them (its caller tries again, as after any store failure).
+    public func lockExpansionKeys(of messages: [(MessageID, BackendID)]) throws {
+        guard !messages.isEmpty else { return }
+        try ops.lockExpansionKeys(of: messages)
+    }
+
     /// Every key the bridge keeps for `message` on `backend`, by key.
     public func expansionKeys(of message: MessageID, on backend: BackendID) throws -> [String: ExpansionKeyRecord] {
         try ops.expansionKeys(of: message, on: backend)

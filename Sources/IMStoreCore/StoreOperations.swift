@@ -60,6 +60,7 @@ package protocol StoreOperations {
     func finish(_ id: Int64, lane: LaneKey, at now: Int64, mapping: StoreTransaction.Mapping?, claimNext: Bool,
                 fence: LeaseFence) throws -> OutboxEntry?
     func recordEvents(_ events: [StoreTransaction.InboundEvent], at now: Int64, origin: EventOrigin?) throws -> [StoreTransaction.EventRecord]
+    func lockExpansionKeys(of messages: [(MessageID, BackendID)]) throws
     func expansionKeys(of message: MessageID, on backend: BackendID) throws -> [String: ExpansionKeyRecord]
     func putExpansionKeys(_ records: [ExpansionKeyRecord], of message: MessageID, on backend: BackendID) throws
     func enqueueAll(_ entries: [StoreTransaction.NewEntry], at now: Int64) throws -> [Int64]

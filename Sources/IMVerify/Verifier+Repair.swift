@@ -62,6 +62,7 @@ extension Verifier {
         let now = clock.nowMs()
         let (draft, kept, ids) = try await store.groupedTransaction { [fixes, resets] tx in
             // What verify read: the copy does not hold these keys as the store believed.
+            try tx.lockExpansionKeys(of: resets.map { ($0.copy, $0.target) })
             for reset in resets {
                 let known = try tx.expansionKeys(of: reset.copy, on: reset.target)
                 let records = reset.keys.map { key -> ExpansionKeyRecord in
