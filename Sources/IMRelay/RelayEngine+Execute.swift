@@ -106,9 +106,19 @@ extension RelayEngine {
             // instance that did not send it or after a restart) is the echo of this write, not a change of
             // the target's made when it was read — which, stamped with the bridge's clock, outranked the
             // source's next changes whenever the source's clock is behind (Finding 34, docs/reliability.md).
+            // Merged into what the copy's rows hold already: its own first event can be taken in (by another
+            // instance) before this write, and what that decided stays.
             if !initial.isEmpty {
-                let records = initial.map { ExpansionKeyRecord(key: $0.key, held: .known($0.value), written: .known($0.value)) }
-                try await store.writing { [target = entry.lane.backend] tx in try tx.putExpansionKeys(records, of: created.id, on: target) }
+                try await store.writing { [target = entry.lane.backend] tx in
+                    try tx.lockExpansionKeys(of: [(created.id, target)])
+                    let known = try tx.expansionKeys(of: created.id, on: target)
+                    let records = initial.map { key, value in
+                        var record = known[key] ?? ExpansionKeyRecord(key: key)
+                        (record.held, record.written) = (.known(value), .known(value))
+                        return record
+                    }
+                    try tx.putExpansionKeys(records, of: created.id, on: target)
+                }
             }
             return created
         case .notice(var outgoing, let replyTo):

@@ -6,13 +6,17 @@ import PostgresNIO
 /// The expansion key records (`ExpansionKeyRecord`) in PostgreSQL.
 extension PostgresOperations {
     /// Takes a transaction-scoped advisory lock per message, in one order for every caller (sorted by
-    /// key), each in its own statement before the rows are read: a statement's snapshot is taken when it
-    /// starts, so a read in the locking statement could miss what the lock waited for. Without it, two
+    /// key, taken row by row as `unnest` gives them), in a statement of its own before the rows are read:
+    /// a statement's snapshot is taken when it starts, so a read in the locking statement could miss what
+    /// the lock waited for. Without it, two
     /// instances' transactions read a copy's records, both changed them, and the later write undid the
     /// other's (a write mark lost, the same carrier sent twice: seed 50, docs/reliability.md).
     package func lockExpansionKeys(of messages: [(MessageID, BackendID)]) throws {
-        for key in Set(messages.map { Self.expansionLockKey($0.0, on: $0.1) }).sorted() {
-            try session.query("SELECT pg_advisory_xact_lock($1)", [.int(key)])
+        let keys = Set(messages.map { Self.expansionLockKey($0.0, on: $0.1) }).sorted()
+        if keys.count == 1 {
+            try session.query("SELECT pg_advisory_xact_lock($1)", [.int(keys[0])])
+        } else {
+            try session.query("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", [.ints(keys)])
         }
     }
 
