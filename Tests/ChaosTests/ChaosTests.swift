@@ -1,5 +1,6 @@
 import Foundation
 import IMCore
+import Synchronization
 import Testing
 
 /// The fault campaign (docs/reliability.md): per seed, a topology of two vendors' sandboxes and one
@@ -50,6 +51,36 @@ import Testing
         #expect(reordered.contains("ORDER broken: \"a-3\" arrived where \"a-2\" was due") && !reordered.contains("DOUBLED"), "\(reordered)")
         let short = try #require(ChaosChecker.compare(conversation: "a", expected: sent, got: []))
         #expect(short.contains("position 1: expected \"a-1\", got nothing"), "\(short)")
+    }
+
+    /// The workload changes one message at a time (two writers of one WuKong message's expansion lose one
+    /// write at the vendor); different messages change at once.
+    @Test func oneChangeOfAMessageAtATime() async {
+        actor Overlap {
+            var inside: [String: Int] = [:], most: [String: Int] = [:], mostInAll = 0
+            func enter(_ key: String) {
+                inside[key, default: 0] += 1
+                most[key] = max(most[key] ?? 0, inside[key]!)
+                mostInAll = max(mostInAll, inside.values.reduce(0, +))
+            }
+            func leave(_ key: String) { inside[key, default: 0] -= 1 }
+        }
+        let turns = MessageTurns(), overlap = Overlap()
+        await withTaskGroup(of: Void.self) { group in
+            for n in 0..<12 {
+                let key = n % 2 == 0 ? "c1#1" : "c1#2"
+                group.addTask {
+                    await turns.begin(key)
+                    await overlap.enter(key)
+                    try? await Task.sleep(nanoseconds: 20_000_000)
+                    await overlap.leave(key)
+                    await turns.end(key)
+                }
+            }
+        }
+        let (most, mostInAll) = (await overlap.most, await overlap.mostInAll)
+        #expect(most == ["c1#1": 1, "c1#2": 1], "\(most)")
+        #expect(mostInAll == 2, "two messages change at once")
     }
 
     @Test func secretsAreFoundInLogLines() {

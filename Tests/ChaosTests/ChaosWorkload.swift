@@ -67,6 +67,38 @@ final class WorkLog: Sendable {
         lines.withLock { $0.append("\(now) \(line)") }
     }
     var journalText: String { lines.withLock { $0.joined(separator: "\n") } }
+
+    /// One change of a message at a time (`ChaosChanges.make`). Two of the workload's writers can change
+    /// one message at once (a burst of one key of text 1 while the changes-while-down fault changes old
+    /// messages). An app's expansion change on WuKong reads the whole `extra` dictionary and writes it back
+    /// (docs/adapters/wukong.md), so the later write put back a key the other had just removed. The source
+    /// then held something else than this log's account, which the checker holds the target to, and the
+    /// bridge's faithful copy of the source was reported as wrong (seed 82, docs/reliability.md).
+    let turns = MessageTurns()
+}
+
+/// Turns per key: `begin` waits until no one holds the key, `end` hands it to the next waiter.
+actor MessageTurns {
+    private var busy: Set<String> = []
+    private var waiting: [String: [CheckedContinuation<Void, Never>]] = [:]
+
+    func begin(_ key: String) async {
+        guard busy.contains(key) else {
+            busy.insert(key)
+            return
+        }
+        await withCheckedContinuation { waiting[key, default: []].append($0) }   // handed over by `end`
+    }
+
+    func end(_ key: String) {
+        guard var queue = waiting[key], !queue.isEmpty else {
+            busy.remove(key)
+            return
+        }
+        let next = queue.removeFirst()
+        waiting[key] = queue.isEmpty ? nil : queue
+        next.resume()
+    }
 }
 
 /// The workload's changes, carried out through the source's users' backend (`IMBackend` and its opt-in
@@ -74,6 +106,18 @@ final class WorkLog: Sendable {
 enum ChaosChanges {
     /// Makes `change` to text `change.target` of `conversation` and records it in `log`.
     static func make(_ change: Change, in conversation: String, plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws {
+        let turn = WorkLog.key(conversation, change.target)
+        await log.turns.begin(turn)
+        do {
+            try await apply(change, in: conversation, plan: plan, users: users, log: log)
+        } catch {
+            await log.turns.end(turn)
+            throw error
+        }
+        await log.turns.end(turn)
+    }
+
+    private static func apply(_ change: Change, in conversation: String, plan: ChaosPlan, users: any IMBackend, log: WorkLog) async throws {
         guard let entry = log.entry(conversation, change.target), !entry.ended else { return }
         log.journal("\(change.kind) of \(entry.original) (\(entry.id)) begins")
         defer { log.journal("\(change.kind) of \(entry.original) (\(entry.id)) ended") }
