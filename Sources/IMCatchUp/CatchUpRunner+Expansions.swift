@@ -91,11 +91,6 @@ extension CatchUpRunner {
 
     /// A stable 64-bit FNV-1a of `text`, in hex (an event id part that names what a change sets).
     static func fnv1a(_ text: String) -> String {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return String(hash, radix: 16)
+        String(StableHash.fnv1a64(text), radix: 16)
     }
 }

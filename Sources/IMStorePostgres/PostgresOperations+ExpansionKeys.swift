@@ -8,27 +8,18 @@ extension PostgresOperations {
     /// Takes a transaction-scoped advisory lock per message, in one order for every caller (sorted by
     /// key, taken row by row as `unnest` gives them), in a statement of its own before the rows are read:
     /// a statement's snapshot is taken when it starts, so a read in the locking statement could miss what
-    /// the lock waited for. Without it, two
-    /// instances' transactions read a copy's records, both changed them, and the later write undid the
-    /// other's (a write mark lost, the same carrier sent twice: seed 50, docs/reliability.md).
+    /// the lock waited for. Without it, two instances' transactions read a copy's records, both changed
+    /// them, and the later write undid the other's (a write mark lost, the same carrier sent twice: seed
+    /// 50, docs/reliability.md).
     package func lockExpansionKeys(of messages: [(MessageID, BackendID)]) throws {
         let keys = Set(messages.map { Self.expansionLockKey($0.0, on: $0.1) }).sorted()
-        if keys.count == 1 {
-            try session.query("SELECT pg_advisory_xact_lock($1)", [.int(keys[0])])
-        } else {
-            try session.query("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", [.ints(keys)])
-        }
+        try session.query("SELECT pg_advisory_xact_lock(k) FROM unnest($1::bigint[]) AS k", [.ints(keys)])
     }
 
     /// The advisory lock key of one message's records: FNV-1a (64 bits) of the backend and message id
     /// (a collision only makes two messages' writers wait for each other).
     package static func expansionLockKey(_ message: MessageID, on backend: BackendID) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "expansion_keys\u{0}\(backend.rawValue)\u{0}\(message.rawValue)".utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return Int64(bitPattern: hash)
+        Int64(bitPattern: StableHash.fnv1a64("expansion_keys\u{0}\(backend.rawValue)\u{0}\(message.rawValue)"))
     }
 
     package func expansionKeys(of message: MessageID, on backend: BackendID) throws -> [String: ExpansionKeyRecord] {

@@ -15,12 +15,7 @@ public struct RongCloudCodec: Sendable {
     /// UTF-8 bytes with the sign bit cleared (stable across processes and releases, unlike `hashValue`).
     public static func msgRandom(for id: ClientMessageID) -> Int64 {
         if let number = Int64(id.rawValue) { return number }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.rawValue.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return Int64(bitPattern: hash & 0x7fff_ffff_ffff_ffff)
+        return Int64(bitPattern: StableHash.fnv1a64(id.rawValue) & 0x7fff_ffff_ffff_ffff)
     }
 
     public let content: RongCloudContentCodec
