@@ -81,32 +81,36 @@ extension Delivery {
         // Newest first. A copy the bridge recorded (the id map names it) is an earlier entry's of this
         // conversation's lane, which sends one entry at a time: whatever this entry's earlier attempt left
         // lies after the newest such copy in the target's order, so a candidate there is taken whatever its
-        // time — the target's clock may be minutes off the bridge's (Finding 37, docs/reliability.md).
-        var recordedSeen = false
-        var afterRecorded: Message?
-        for candidate in page.messages.reversed() {
-            if let id = candidate.clientMessageID, let ours = outgoing.clientMessageID {
-                if id == ours { return candidate }
-                continue
+        // time — the target's clock may be minutes off the bridge's (Finding 37, docs/reliability.md). That
+        // copy may be any sender's: until it is met, every candidate is looked up, not only the outgoing
+        // sender's (Finding 53, docs/reliability.md). One read transaction for all the lookups.
+        let newestFirst = Array(page.messages.reversed())
+        return try await store.reading { tx in
+            var recordedSeen = false
+            var afterRecorded: Message?
+            for candidate in newestFirst {
+                if let id = candidate.clientMessageID, let ours = outgoing.clientMessageID {
+                    if id == ours { return candidate }
+                    continue
+                }
+                let alike = candidate.sender == outgoing.sender && candidate.currentContent.kind == outgoing.content.kind
+                    && candidate.currentContent.digest == outgoing.content.digest && Self.quotesTheSame(candidate, outgoing)
+                // Once a recorded copy was met, only a candidate like the outgoing message can still matter:
+                // the store is not asked about the others.
+                if recordedSeen && !alike { continue }
+                if try tx.isBridgeCreated(candidate.id, on: targetID) {
+                    recordedSeen = true
+                    continue
+                }
+                guard alike else { continue }
+                // Stored after the attempt began — or at exactly the time the send asked for, on a target
+                // that keeps a requested `sentAt` (the relay asks for the source's time, which may be long
+                // before the attempt when intake or the lane was slow).
+                let stampedAsAsked = outgoing.sentAt.map { $0 == candidate.sentAt } ?? false
+                if candidate.sentAt >= attemptAt - 5_000 || stampedAsAsked { return candidate }
+                if !recordedSeen, afterRecorded == nil { afterRecorded = candidate }
             }
-            guard candidate.sender == outgoing.sender else { continue }
-            let alike = candidate.currentContent.kind == outgoing.content.kind && candidate.currentContent.digest == outgoing.content.digest
-                && Self.quotesTheSame(candidate, outgoing)
-            // Once a recorded copy was met, only a candidate like the outgoing message can still matter: the
-            // store is not asked about the others.
-            if recordedSeen && !alike { continue }
-            if try await store.reading({ [id = candidate.id] in try $0.isBridgeCreated(id, on: targetID) }) {
-                recordedSeen = true
-                continue
-            }
-            guard alike else { continue }
-            // Stored after the attempt began — or at exactly the time the send asked for, on a target
-            // that keeps a requested `sentAt` (the relay asks for the source's time, which may be long
-            // before the attempt when intake or the lane was slow).
-            let stampedAsAsked = outgoing.sentAt.map { $0 == candidate.sentAt } ?? false
-            if candidate.sentAt >= attemptAt - 5_000 || stampedAsAsked { return candidate }
-            if !recordedSeen, afterRecorded == nil { afterRecorded = candidate }
+            return recordedSeen ? afterRecorded : nil
         }
-        return recordedSeen ? afterRecorded : nil
     }
 }

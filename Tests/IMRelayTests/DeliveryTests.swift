@@ -184,6 +184,32 @@ func historyWithoutClientIDs(_ inner: MemoryBackend, _ query: HistoryQuery) asyn
         await engine.stop()
     }
 
+    /// As above, but the lane's last recorded copy is another sender's: the search anchors on the newest
+    /// recorded copy whoever sent it. (It looked for the anchor among the retried sender's messages only,
+    /// found none, fell back to the time rule, and a five-minute-old-looking copy was sent again.)
+    @Test func aCopyBehindAnotherSendersRecordedCopyIsFound() async throws {
+        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 300_000 } }
+        let h = try RelayHarness()
+        let skewed = AcceptThenTimeoutBackend(MemoryBackend(id: "rc", capabilities: .rongCloud, clock: Behind()), timeouts: 0,
+                                              stampsOwnTime: true)
+        let engine = RelayEngine(store: h.store, backends: [h.wk, skewed], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        try await engine.start(feeding: [h.wk])
+        func shown() async throws -> [MessageContent] {
+            try await skewed.inner.history(HistoryQuery(conversation: .group("g"), anchor: .latest, limit: 100)).messages.map(\.content)
+        }
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "bob", content: .text("zero")))
+        #expect(try await eventually(30) { try await shown().count == 1 })
+        #expect(await engine.waitUntilIdle())
+        skewed.timeoutsLeft.withLock { $0 = 2 }
+        _ = try await h.wk.send(OutgoingMessage(conversation: .group("g"), sender: "alice", content: .text("one")))
+        #expect(try await eventually(30) { try await shown().count >= 2 })
+        #expect(await engine.waitUntilIdle())
+        #expect(engine.metrics.value("imbridge_retries_total", ["target": "rc"]) >= 1, "the unknown outcome was retried")
+        let got = try await shown()
+        #expect(got == [.text("zero"), .text("one")], "\(got)")
+        await engine.stop()
+    }
+
     /// The relay asks the target for the source message's time; a target that keeps it stores the copy
     /// with that time, which can lie long before the attempt (here a minute: a slow intake, a backlog).
     /// The lookup still takes that copy as the earlier attempt's. (It used to ask for a copy stored after
