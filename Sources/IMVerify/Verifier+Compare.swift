@@ -142,11 +142,16 @@ extension Verifier {
                 unpaired.append((item, mapped))
             }
         }
+        // How far the target stamps its copies behind the source's clock, as the copies the id map names show
+        // (the smallest copy-minus-source time, if below zero): a target clock minutes behind would otherwise
+        // put a copy "before" its source message, and the time guards below would miss it (Finding 53,
+        // docs/reliability.md).
+        let behindMs = min(0, copies.lazy.map { $0.copy.sentAt - $0.expected.message.sentAt }.min() ?? 0)
         for (item, mapped) in unpaired {
             if let found = targetMessages.first(where: { candidate in
                 !claimed.contains(candidate.id) && candidate.sender == item.outgoing.sender
                     && candidate.currentContent.kind == item.outgoing.content.kind && item.digests.contains(candidate.currentContent.digest)
-                    && candidate.sentAt >= item.message.sentAt - Self.skewMs && !bridgeCopies.contains(candidate.id)
+                    && candidate.sentAt >= item.message.sentAt + behindMs - Self.skewMs && !bridgeCopies.contains(candidate.id)
             }) {
                 claimed.insert(found.id)
                 copies.append((item, found))
@@ -185,12 +190,12 @@ extension Verifier {
             guard let original = copies.last(where: { pair in
                 pair.copy.sender == candidate.sender && pair.copy.currentContent.kind == candidate.currentContent.kind
                     && pair.copy.currentContent.digest == candidate.currentContent.digest
-                    && candidate.sentAt >= pair.expected.message.sentAt - Self.skewMs
+                    && candidate.sentAt >= pair.expected.message.sentAt + behindMs - Self.skewMs
                     && (position[pair.copy.id] ?? 0) < (position[candidate.id] ?? 0)
             }) ?? copies.first(where: { pair in
                 pair.copy.sender == candidate.sender && pair.copy.currentContent.kind == candidate.currentContent.kind
                     && pair.copy.currentContent.digest == candidate.currentContent.digest
-                    && candidate.sentAt >= pair.expected.message.sentAt - Self.skewMs
+                    && candidate.sentAt >= pair.expected.message.sentAt + behindMs - Self.skewMs
             }) else { continue }
             // A second copy of a message the bridge is still at work on (a retry, a retraction queued) is its business.
             guard !pending.contains(original.expected.message.id) else { continue }

@@ -17,10 +17,12 @@ struct RelayHarness {
     let store: BridgeStore
     let routes: [Route]
 
-    /// `storeURL`: another store than the SQLite file at `path` (a PostgreSQL URL).
-    init(rcWrapper: ((MemoryBackend) -> any IMBackend)? = nil, routes: [Route]? = nil, storeURL: String? = nil) throws {
+    /// `storeURL`: another store than the SQLite file at `path` (a PostgreSQL URL). `rcClock`: the clock
+    /// RongCloud stamps its messages with.
+    init(rcWrapper: ((MemoryBackend) -> any IMBackend)? = nil, routes: [Route]? = nil, storeURL: String? = nil,
+         rcClock: any IMClock = SystemClock()) throws {
         wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: SystemClock())
-        rcMemory = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: SystemClock())
+        rcMemory = MemoryBackend(id: "rc", capabilities: .rongCloud, clock: rcClock)
         rc = rcWrapper?(rcMemory) ?? rcMemory
         store = try BridgeStore(path: storeURL ?? path)
         self.routes = try routes ?? [Route(from: try RouteEndpoint(parsing: "wk:group:*"), to: try RouteEndpoint(parsing: "rc:group:*"))]

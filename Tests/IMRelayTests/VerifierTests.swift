@@ -36,7 +36,9 @@ import Testing
     }
 
     /// Sends `text` on WuKong as alice; its copy on RongCloud (as the puppet) when `copy`, mapped when `map`.
-    func relay(_ texts: [String], copyOrder: [Int]? = nil, map: Bool = true) async throws -> (sources: [Message], copies: [Message]) {
+    func relay(_ texts: [String], copyOrder: [Int]? = nil, map: Bool = true, harness: RelayHarness? = nil) async throws
+        -> (sources: [Message], copies: [Message]) {
+        let h = harness ?? self.h
         var sources: [Message] = []
         for text in texts { sources.append(try await h.wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text(text)))) }
         var copies = [Message?](repeating: nil, count: texts.count)
@@ -102,6 +104,24 @@ import Testing
         let missing = try #require(again.conversations.first?.items.first)
         #expect(missing.kind == .missing && missing.sourceMessage == fourth.id.rawValue && missing.targetMessage == nil)
         #expect(missing.fix.count == 1 && again.exitCode == 1)
+    }
+
+    /// A target whose clock is ten minutes behind the source's stamps every copy ten minutes "before" its
+    /// source message. A second copy is still doubled: the time guard moves by the offset the mapped copies
+    /// show (Finding 53, docs/reliability.md). It used to ask for a copy stored after the source message
+    /// (less 5 s) and saw none.
+    @Test func aDoubleOnATargetWhoseClockIsBehindIsDoubled() async throws {
+        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 600_000 } }
+        let h = try RelayHarness(rcClock: Behind())
+        let (sources, copies) = try await relay(["one", "two"], harness: h)
+        let double = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("two")))
+        #expect(double.sentAt < sources[1].sentAt - 60_000, "the target stamps its own, earlier time")
+        let report = try await Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+            .run(VerifyScope(conversation: ("wk", group), settleMs: 0))
+        let items = report.conversations.flatMap(\.items)
+        #expect(items.map(\.kind) == [.doubled], "\(report.table)")
+        #expect(items.first?.sourceMessage == sources[1].id.rawValue && items.first?.targetMessage == double.id.rawValue, "\(report.table)")
+        #expect(copies.count == 2)
     }
 
     /// A change queued for a message the bridge has neither copied nor queued (its expansion came before
