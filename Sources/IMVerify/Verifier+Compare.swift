@@ -49,8 +49,14 @@ extension Verifier {
                 return result
             }
             let senders = sourceMessages.lazy.map(\.sender).first { !routes.isBridgeIdentity($0, on: pair.source) }
+            // A window's target read moves back by the lag its mapped copies show (`read`'s `copies`).
+            let sent = sourceMessages.map { ($0.id, $0.sentAt) }
+            let copies = scope.sinceMs == nil ? [:] : try await store.reading { [from = pair.source, to = pair.leg.target] tx in
+                Dictionary(try sent.compactMap { id, at in try tx.mapped(id, from: from, to: to).map { ($0.toMessage, at) } },
+                           uniquingKeysWith: { first, _ in first })
+            }
             targetMessages = try await read(target, pair.leg.targetConversation, since: scope.sinceMs.map { $0 - Self.skewMs },
-                                            viewer: senders.map(pair.leg.targetUser))
+                                            viewer: senders.map(pair.leg.targetUser), copies: copies)
         } catch {
             result.error = "\(error)"
             return result

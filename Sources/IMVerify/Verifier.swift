@@ -79,6 +79,8 @@ public final class Verifier: Sendable {
     static let pageSize = 100
     /// Skew allowed between a source message's time and its copy's.
     static let skewMs: Int64 = 5_000
+    /// The most a windowed read of a target moves back for a target clock behind the source's: a day.
+    static let lookbackMs: Int64 = 86_400_000
 
     public init(store: BridgeStore, backends: [any IMBackend], routes: [Route], customFallbacks: CustomTypeFallbacks? = nil,
                 clock: any IMClock = SystemClock()) {
@@ -182,8 +184,14 @@ public final class Verifier: Sendable {
     /// The messages of `conversation` sent at or after `since` (all with nil), oldest first: pages of 100
     /// from the newest back, read as `reader` (as catch-up reads a source). A read the backend refuses for
     /// want of a member to read as is made again as `viewer`.
+    ///
+    /// `copies`: the copies the id map names of the source messages read, each with its source message's
+    /// time. A target whose clock is behind the source's stamps them before their originals, so a window's
+    /// copies can lie before `since`: the read goes back further by the largest such gap the copies read
+    /// so far show (at most `lookbackMs`), as the comparison's time tests do (Finding 54,
+    /// docs/reliability.md).
     func read(_ backend: any IMBackend, _ conversation: ConversationRef, since: Int64?, reader initial: UserID? = nil,
-              viewer: UserID?) async throws -> [Message] {
+              viewer: UserID?, copies: [MessageID: Int64] = [:]) async throws -> [Message] {
         var reader: UserID? = initial
         func page(_ anchor: HistoryAnchor) async throws -> HistoryPage {
             var query = HistoryQuery(conversation: conversation, anchor: anchor, limit: Self.pageSize, viewer: reader)
@@ -199,17 +207,26 @@ public final class Verifier: Sendable {
         }
         var current = try await page(.latest)
         var collected = current.messages
+        var lag: Int64 = 0
+        func behind(_ messages: [Message]) {
+            for message in messages {
+                if let original = copies[message.id] { lag = max(-Self.lookbackMs, min(lag, message.sentAt - original)) }
+            }
+        }
+        behind(current.messages)
         var pages = 1
         while current.hasOlder, let older = current.olderCursor, let first = current.messages.first,
-              since.map({ first.sentAt >= $0 }) ?? true, pages < 100_000 {
+              since.map({ first.sentAt >= $0 + lag }) ?? true, pages < 100_000 {
             current = try await page(.before(older))
             guard !current.messages.isEmpty else { break }
             collected = current.messages + collected
+            behind(current.messages)
             pages += 1
         }
+        let floor = since.map { $0 + lag }
         var seen: Set<MessageID> = []
         return collected.filter { message in
-            guard since.map({ message.sentAt >= $0 }) ?? true else { return false }
+            guard floor.map({ message.sentAt >= $0 }) ?? true else { return false }
             return seen.insert(message.id).inserted
         }
     }

@@ -124,6 +124,23 @@ import Testing
         #expect(copies.count == 2)
     }
 
+    /// The same target, verified over a window (`--since`): the copies lie ten minutes before the window
+    /// by the target's stamps. They are read all the same (the read moves back by the lag the copies it
+    /// meets show), so nothing is called missing — a repair would send every message again — and the
+    /// double is still found (Finding 54, docs/reliability.md).
+    @Test func aWindowOnATargetWhoseClockIsBehindReadsTheCopies() async throws {
+        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 600_000 } }
+        let h = try RelayHarness(rcClock: Behind())
+        let (sources, _) = try await relay(["one", "two", "three"], harness: h)
+        let double = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("two")))
+        let report = try await Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
+            .run(VerifyScope(conversation: ("wk", group), sinceMs: sources[0].sentAt - 1_000, settleMs: 0))
+        let items = report.conversations.flatMap(\.items)
+        #expect(items.map(\.kind) == [.doubled], "\(report.table)")
+        #expect(items.first?.targetMessage == double.id.rawValue, "\(report.table)")
+        #expect(report.conversations.first?.targetMessages == 4, "\(report.table)")
+    }
+
     /// A change queued for a message the bridge has neither copied nor queued (its expansion came before
     /// it: the entry waits for the message) does not make the message in flight: with the message after it
     /// missing too, both are missing and repaired in the source's order — not the later one alone, ahead of
