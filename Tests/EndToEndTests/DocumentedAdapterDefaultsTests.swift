@@ -88,6 +88,7 @@ import WuKong
         found["nim.team_query_accid"] = (.text, optional(nim.teamQueryAccid))
         found["nim.recall_window"] = (.duration, DocumentedDefaultsTests.milliseconds(nim.recallWindow.map { milliseconds($0) }
                                                                                           ?? NIMBackend.defaultCapabilities.recallWindowMs))
+        found["nim.recall_ignore_time"] = (.flag, .flag(nim.recallIgnoreTime))
         found["nim.create_users"] = (.flag, .flag(nim.createUsers))
         found["nim.custom_type_key"] = (.text, .text(nim.customFormat.typeKey))
         found["nim.custom_data_key"] = (.text, .text(nim.customFormat.dataKey))

@@ -74,6 +74,32 @@ import Testing
         }
     }
 
+    /// A recall relayed later than the console's window (an outage, the target's frequency control holding
+    /// the lane) still reaches its copy: the adapter recalls with `ignoreTime=1`, NIM's 30 days. With
+    /// `recall_ignore_time: false` the console's window holds and NIM answers 508 (docs/adapters/nim.md,
+    /// "Recall").
+    @Test func aRecallLaterThanTheConsolesWindowReachesItsCopy() async throws {
+        try await WiredBackend.with { wired in
+            let conversation = ConversationRef.direct("alice", "bob")
+            let late = try await wired.backend.send(OutgoingMessage(conversation: conversation, sender: "alice", content: .text("recall me late")))
+            var console = wired.backend.settings
+            console.recallIgnoreTime = false
+            let strict = NIMBackend(settings: console, clock: wired.sandbox.clock)
+            let kept = try await strict.send(OutgoingMessage(conversation: conversation, sender: "alice", content: .text("past the window")))
+            wired.sandbox.clock.skew(byMs: 10 * 60_000)
+            try await wired.backend.recall(late.id, in: conversation, by: "alice")
+            do {
+                try await strict.recall(kept.id, in: conversation, by: "alice")
+                Issue.record("a recall past the console's window without ignoreTime was accepted")
+            } catch let error as IMError {
+                #expect(error.code == .recallWindowExpired && error.vendorCode == "508", "\(error)")
+            }
+            let records = try await wired.rig.messages()
+            #expect(records.first { $0.id == late.id.rawValue }?.recalled == true)
+            #expect(records.first { $0.id == kept.id.rawValue }?.recalled != true)
+        }
+    }
+
     /// NIM stamps messages with its own clock: with it minutes behind the bridge's, a copy older than the
     /// newest page is still within NIM's recall window, and the search for it must page back to it
     /// (docs/adapters/nim.md, "Recall").

@@ -12,11 +12,11 @@ import Testing
     }
 
     @Test func settingsBuildTheBackendAndNameBadKeys() async throws {
-        let backend = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window_ms": "600000",
+        let backend = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window_ms": "600000", "recall_ignore_time": "false",
                                            "custom_aliases": "1=order_card, 2=photo_card", "team_query_accid": "bot"])
         #expect(backend.id == "yx" && backend.capabilities.recallWindowMs == 600_000 && backend.teamQueryAccid == "bot")
         #expect(backend.codec.content.customFormat.aliases == ["1": "order_card", "2": "photo_card"])
-        let renamed = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window": "10m", "timeout": "3s"])
+        let renamed = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window": "10m", "timeout": "3s", "recall_ignore_time": "false"])
         #expect(renamed.capabilities.recallWindowMs == 600_000 && renamed.settings.timeout == .seconds(3))
         #expect(backend.client.settings.baseURL == "https://api-cn.yunxinapi.com/nimserver")
         for (settings, key) in [(["app_key": "k"], "app_secret"),
@@ -25,6 +25,7 @@ import Testing
                                 (["app_key": "k", "app_secret": "s", "recall_window": "8d"], "recall_window"),
                                 (["app_key": "k", "app_secret": "s", "recall_window": "600000"], "recall_window"),
                                 (["app_key": "k", "app_secret": "s", "create_users": "maybe"], "create_users"),
+                                (["app_key": "k", "app_secret": "s", "recall_ignore_time": "sometimes"], "recall_ignore_time"),
                                 (["app_key": "k", "app_secret": "s", "custom_aliases": "1"], "custom_aliases")] {
             do {
                 _ = try await Self.make(settings)
@@ -46,7 +47,13 @@ import Testing
     @Test func defaultsApplyWhenSettingsAreLeftOut() async throws {
         let backend = try await Self.make(["app_key": "k", "app_secret": "s"])
         #expect(backend.createUsersOnDemand && backend.teamQueryAccid == nil)
-        #expect(backend.capabilities.recallWindowMs == NIMBackend.defaultCapabilities.recallWindowMs)
+        // Recalls go with `ignoreTime=1` unless told otherwise: NIM's 30 days, not the console's 2 minutes,
+        // whatever `recall_window` says (it counts only with `recall_ignore_time: false`).
+        #expect(backend.settings.recallIgnoreTime && backend.capabilities.recallWindowMs == NIMBackend.recallSearchHorizonMs)
+        let windowed = try await Self.make(["app_key": "k", "app_secret": "s", "recall_window": "10m"])
+        #expect(windowed.capabilities.recallWindowMs == NIMBackend.recallSearchHorizonMs)
+        let console = try await Self.make(["app_key": "k", "app_secret": "s", "recall_ignore_time": "false"])
+        #expect(console.capabilities.recallWindowMs == NIMBackend.defaultCapabilities.recallWindowMs)
         #expect(backend.settings.timeout == .seconds(15) && backend.settings == NIMSettings(appKey: "k", appSecret: "s"))
         #expect(backend.codec.content.customFormat == NIMCustomFormat())
         #expect(backend.inbound.maxSkewMs == nil)

@@ -11,7 +11,8 @@ import IMMapping
 /// | `api_url` | `https://api-cn.yunxinapi.com/nimserver` | v1 base URL (the sandbox: `http://127.0.0.1:PORT`) |
 /// | `app_key`, `app_secret` | required | signing credentials (also verify the message copies) |
 /// | `team_query_accid` | none | member accid team history is read as when no viewer is given |
-/// | `recall_window` | 2m | the console's recall window, if raised (≤ 7d) |
+/// | `recall_window` | 2m | the console's recall window, if raised (≤ 7d); used only without `recall_ignore_time` |
+/// | `recall_ignore_time` | true | recall with `ignoreTime=1`: any message up to 30 days old |
 /// | `create_users` | true | create puppet accounts on first use |
 /// | `custom_type_key`, `custom_data_key`, `custom_untyped_name` | `type`, `data`, `nim_custom` | the type-100 envelope (`NIMCustomFormat`) |
 /// | `custom_aliases` | none | numeric app types → content type names, a mapping (`1: order_card`) |
@@ -31,6 +32,7 @@ public enum NIMAdapter {
         SettingSpec("team_query_accid", help: "member accid team history is read as"),
         SettingSpec("recall_window", .duration(DurationRange(minimum: .milliseconds(1), maximum: maxRecallWindow)),
                     legacy: .init("recall_window_ms", .milliseconds), help: "the console's recall window, if raised (at most 7d)"),
+        SettingSpec("recall_ignore_time", .flag, help: "recall with ignoreTime=1 (messages up to 30 days old, whatever the console's window)"),
         SettingSpec("create_users", .flag, help: "create puppet accounts on first use"),
         SettingSpec("custom_type_key", help: "type-100 envelope: the type field"),
         SettingSpec("custom_data_key", help: "type-100 envelope: the data field"),

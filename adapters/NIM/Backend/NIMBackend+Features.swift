@@ -9,7 +9,8 @@ extension NIMBackend {
     /// Recalls a message through `/msg/recall.action` (type 7 p2p / 8 team). NIM needs the message's send
     /// time: it comes from the messages this process sent or received, else from a history search over
     /// the recall window. Only the sender may recall (`permission_denied`); NIM enforces the window
-    /// (`recall_window_expired`); a second recall is `already_recalled`.
+    /// (`recall_window_expired`): 30 days with `ignoreTime=1` (`NIMSettings.recallIgnoreTime`, the
+    /// default), else the console's; a second recall is `already_recalled`.
     public func recall(_ message: MessageID, in conversation: ConversationRef, by user: UserID) async throws {
         try capabilities.require(.recall)
         let original = try await locate(message, in: conversation)
@@ -19,7 +20,7 @@ extension NIMBackend {
         guard let msgid = Int64(message.rawValue) else { throw IMError(.invalidArgument, "NIM message ids are numbers; '\(message)' is not") }
         let target = try NIMMessageCodec.target(of: conversation, sender: original.sender)
         try await client.recall(NIMRecallForm(deleteMsgid: msgid, timetag: original.sentAt, type: target.type.recallType,
-                                              from: original.sender.rawValue, to: target.id))
+                                              from: original.sender.rawValue, to: target.id, ignoreTime: settings.recallIgnoreTime))
         state.withLock { state in
             var tombstone = original
             tombstone.recall = RecallState(by: user, at: clock.nowMs())

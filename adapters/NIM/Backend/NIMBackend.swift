@@ -55,14 +55,19 @@ public final class NIMBackend: IMBackend, Recalling, MediaTransferring, UserProv
     /// configured (NIM's longest window, `ignoreTime`, is 30 days).
     public static let recallSearchHorizonMs: Int64 = 30 * 86_400_000
 
-    /// A backend on `settings`: its recall window (when set) narrows `defaultCapabilities`.
+    /// A backend on `settings`: its recall window is 30 days with `recallIgnoreTime` (NIM's limit for a
+    /// recall with `ignoreTime=1`), else the console's when set, else `defaultCapabilities`'s 2 minutes.
     public init(id: BackendID = "nim", settings: NIMSettings, registry: ContentRegistry = ContentRegistry(),
                 clock: any IMClock = SystemClock(), mapping: VendorTable = MappingSet.shipped.table("nim"),
                 secrets: SecretMask = SecretMask()) {
         self.id = id
         self.settings = settings
         var capabilities = NIMBackend.defaultCapabilities
-        if let window = settings.recallWindow { capabilities.recallWindowMs = window.wholeMilliseconds }
+        if settings.recallIgnoreTime {
+            capabilities.recallWindowMs = Self.recallSearchHorizonMs
+        } else if let window = settings.recallWindow {
+            capabilities.recallWindowMs = window.wholeMilliseconds
+        }
         self.capabilities = capabilities.carrying(mapping)
         self.client = NIMClient(settings: settings, clock: clock, secrets: secrets)
         self.codec = NIMMessageCodec(registry: registry, customFormat: settings.customFormat, mapping: mapping)

@@ -17,6 +17,11 @@ public struct NIMSettings: Decodable, Sendable, Equatable {
     public var teamQueryAccid: String?
     /// The console's recall window, if raised (at most `NIMAdapter.maxRecallWindow`); nil: the `.nim` preset's.
     public var recallWindow: Duration?
+    /// Recall with `ignoreTime=1`: NIM then recalls any message up to 30 days old, whatever the console's
+    /// window. On by default: a recall the bridge relays was allowed by its source, and one delayed past
+    /// the console's window (an outage, a target's rate limit) must still reach the copy
+    /// (docs/adapters/nim.md, "Recall").
+    public var recallIgnoreTime = true
     /// Create puppet accounts on first use.
     public var createUsers = true
     /// The type-100 envelope (`custom_type_key`, `custom_data_key`, `custom_untyped_name`, `custom_aliases`).
@@ -32,7 +37,8 @@ public struct NIMSettings: Decodable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case apiURL = "api_url", appKey = "app_key", appSecret = "app_secret", teamQueryAccid = "team_query_accid"
-        case recallWindow = "recall_window", createUsers = "create_users", customTypeKey = "custom_type_key"
+        case recallWindow = "recall_window", recallIgnoreTime = "recall_ignore_time", createUsers = "create_users"
+        case customTypeKey = "custom_type_key"
         case customDataKey = "custom_data_key", customUntypedName = "custom_untyped_name", customAliases = "custom_aliases"
         case callbackMaxSkew = "callback_max_skew", timeout
     }
@@ -51,6 +57,7 @@ public struct NIMSettings: Decodable, Sendable, Equatable {
         try settings.read(&apiURL, .apiURL)
         try settings.read(&teamQueryAccid, .teamQueryAccid)
         try settings.read(&recallWindow, .recallWindow)
+        try settings.read(&recallIgnoreTime, .recallIgnoreTime)
         try settings.read(&createUsers, .createUsers)
         try settings.read(&customFormat.typeKey, .customTypeKey)
         try settings.read(&customFormat.dataKey, .customDataKey)
