@@ -85,4 +85,45 @@ import Testing
         }
         #expect(found.isEmpty, "comments citing what the repository does not contain:\n\(found.joined(separator: "\n"))")
     }
+
+    /// Every relative link in the README and the documents leads somewhere: a file or folder of the
+    /// repository, and for `#anchor` a heading of that document (as GitHub spells heading anchors:
+    /// lower case, punctuation dropped, spaces as dashes). Links inside code blocks are not links.
+    @Test func everyRelativeLinkInTheDocumentsLeadsToAFileAndHeading() throws {
+        let documents = try Self.sources(["docs", "examples"], extensions: ["md"]) + [("README.md", try String(contentsOf: Self.root.appendingPathComponent("README.md"), encoding: .utf8))]
+        func anchors(_ text: String) -> Set<String> {
+            var found = Set<String>(), inCode = false
+            for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasPrefix("```") { inCode.toggle(); continue }
+                guard !inCode, line.hasPrefix("#") else { continue }
+                let title = line.drop { $0 == "#" }.trimmingCharacters(in: .whitespaces).lowercased()
+                found.insert(String(title.unicodeScalars.filter { CharacterSet.alphanumerics.contains($0) || $0 == "-" || $0 == " " || $0 == "_" }
+                    .map(Character.init)).replacingOccurrences(of: " ", with: "-"))
+            }
+            return found
+        }
+        var checked = 0, broken: [String] = []
+        for (path, text) in documents {
+            var inCode = false
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                if line.hasPrefix("```") { inCode.toggle(); continue }
+                if inCode { continue }
+                for match in try Self.matches("\\]\\(([^)\\s]+)\\)", in: String(line)) where match[1].range(of: "^[a-z]+:", options: .regularExpression) == nil {
+                    let parts = match[1].split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+                    let here = Self.root.appendingPathComponent(path)
+                    let target = parts[0].isEmpty ? here : here.deletingLastPathComponent().appendingPathComponent(parts[0]).standardizedFileURL
+                    checked += 1
+                    guard FileManager.default.fileExists(atPath: target.path) else {
+                        broken.append("\(path):\(number + 1): \(match[1]) (no such file)")
+                        continue
+                    }
+                    if parts.count == 2, target.pathExtension == "md", !anchors(try String(contentsOf: target, encoding: .utf8)).contains(parts[1].lowercased()) {
+                        broken.append("\(path):\(number + 1): \(match[1]) (no such heading)")
+                    }
+                }
+            }
+        }
+        #expect(checked > 40, "the documents' links were found: \(checked)")
+        #expect(broken.isEmpty, "links that lead nowhere:\n\(broken.joined(separator: "\n"))")
+    }
 }

@@ -7,6 +7,12 @@ import IMTesting
 import Synchronization
 import IMOutbox
 
+/// Real time less `ms`: a backend's clock behind the bridge's.
+struct ClockBehind: IMClock {
+    let ms: Int64
+    func nowMs() -> Int64 { SystemClock().nowMs() - ms }
+}
+
 /// Two in-memory backends (WuKong and RongCloud rules) joined by a group route, over a real SQLite store.
 struct RelayHarness {
     let path = FileManager.default.temporaryDirectory.appendingPathComponent("relay-\(UUID().uuidString).sqlite").path

@@ -111,8 +111,7 @@ import Testing
     /// show (Finding 53, docs/reliability.md). It used to ask for a copy stored after the source message
     /// (less 5 s) and saw none.
     @Test func aDoubleOnATargetWhoseClockIsBehindIsDoubled() async throws {
-        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 600_000 } }
-        let h = try RelayHarness(rcClock: Behind())
+        let h = try RelayHarness(rcClock: ClockBehind(ms: 600_000))
         let (sources, copies) = try await relay(["one", "two"], harness: h)
         let double = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("two")))
         #expect(double.sentAt < sources[1].sentAt - 60_000, "the target stamps its own, earlier time")
@@ -129,8 +128,7 @@ import Testing
     /// meets show), so nothing is called missing — a repair would send every message again — and the
     /// double is still found (Finding 54, docs/reliability.md).
     @Test func aWindowOnATargetWhoseClockIsBehindReadsTheCopies() async throws {
-        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 600_000 } }
-        let h = try RelayHarness(rcClock: Behind())
+        let h = try RelayHarness(rcClock: ClockBehind(ms: 600_000))
         let (sources, _) = try await relay(["one", "two", "three"], harness: h)
         let double = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("two")))
         let report = try await Verifier(store: h.store, backends: [h.wk, h.rc], routes: h.routes)
@@ -309,8 +307,7 @@ import Testing
     /// last copies show (`sourceClockLead`): the message is settling, not missing (and not repaired beside
     /// the bridge that may still be taking it in).
     @Test func theSettleHorizonFollowsASourceClockBehindTheBridges() async throws {
-        struct Behind: IMClock { func nowMs() -> Int64 { SystemClock().nowMs() - 120_000 } }
-        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: Behind())
+        let wk = MemoryBackend(id: "wk", capabilities: .wukong, clock: ClockBehind(ms: 120_000))
         let relayed = try await wk.send(OutgoingMessage(conversation: group, sender: "alice", content: .text("one")))
         let copy = try await h.rcMemory.send(OutgoingMessage(conversation: group, sender: "wk_alice", content: .text("one")))
         try h.store.transaction { tx in
