@@ -131,6 +131,15 @@ final class EchoVendor: SandboxVendor {
         await server.stop()
     }
 
+    /// A port handed out is not handed out again before its taker binds it: a test that asks for two (a
+    /// bridge's and a sandbox's) never gets one twice. Twenty from forty ports would repeat one almost
+    /// surely if they were drawn independently.
+    @Test func noPortIsHandedOutTwice() async throws {
+        var ports: [Int] = []
+        for _ in 0..<20 { ports.append(try await LoopbackPorts.unused(in: 25_900..<25_940)) }
+        #expect(Set(ports).count == ports.count, "handed out twice: \(ports.sorted())")
+    }
+
     @Test func transportFailuresAreRetryableErrors() async throws {
         let port = try await LoopbackPorts.unused(in: LoopbackPorts.dead)
         do {
