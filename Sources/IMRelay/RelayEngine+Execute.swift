@@ -107,13 +107,22 @@ extension RelayEngine {
             // the target's made when it was read — which, stamped with the bridge's clock, outranked the
             // source's next changes whenever the source's clock is behind (Finding 34, docs/reliability.md).
             // Merged into what the copy's rows hold already: its own first event can be taken in (by another
-            // instance) before this write, and what that decided stays.
+            // instance, or by this one's extras sync) before this write, and what that decided about other
+            // keys, or other values, stays. A decision the copy's own event made for the very value it was
+            // sent with is this write's echo, taken in before it could be known as one: no change made on
+            // the target. Kept, its version (the bridge's or the target's clock) outranked the source's next
+            // changes whenever the source's clock is behind, and a key the source removed stayed on the copy
+            // (Finding 56, seed 289, docs/reliability.md). The copy's id is in no id-map row before this
+            // entry is recorded, so nothing has carried that decision to the source's rows yet.
             if !initial.isEmpty {
                 try await store.writing { [target = entry.lane.backend] tx in
                     try tx.lockExpansionKeys(of: [(created.id, target)])
                     let known = try tx.expansionKeys(of: created.id, on: target)
                     let records = initial.map { key, value in
                         var record = known[key] ?? ExpansionKeyRecord(key: key)
+                        if record.origin == target.rawValue, record.value == value {
+                            (record.value, record.version, record.origin) = (nil, .min, "")
+                        }
                         (record.held, record.written) = (.known(value), .known(value))
                         return record
                     }

@@ -221,6 +221,50 @@ import IMOutbox
         #expect(try h.store.read { try $0.count(state: .dead) } == 0)
     }
 
+    /// RongCloud → WuKong, RongCloud's clock five minutes behind the bridge's. The copy's first extras read,
+    /// showing the expansion the bridge sent it with, is taken in before the send returns (a sync racing
+    /// the send, on this instance or another; seed 289). It is the echo of the bridge's write, no change
+    /// made on WuKong: versioned by the bridge's clock it outranked the source's later removal of the key,
+    /// stamped by RongCloud's clock, and the copy kept the key. Read as a change (`cleared` false) or as the
+    /// message's whole state (`cleared` true, WuKong's first read after a start).
+    @Test(arguments: [false, true])
+    func theCopysEchoTakenInBeforeTheSendReturnsIsNoChange(cleared: Bool) async throws {
+        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
+        let h = try RelayHarness(routes: routes, rcClock: ClockBehind(ms: 300_000))
+        let wk = EchoBeforeTheSendReturns(h.wk)
+        let engine = RelayEngine(store: h.store, backends: [wk, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        defer { Task { _ = await engine.stop() } }
+        wk.sent.withLock {
+            $0 = { copy in
+                let read = ExpansionDelta(version: SystemClock().nowMs(), set: copy.expansion?.values ?? [:], cleared: cleared)
+                _ = try engine.ingest([IMEvent(eventID: EventID("exp:\(copy.id):1"), backend: "wk",
+                                              kind: .expansionChanged(messageID: copy.id, conversation: copy.conversation, by: "wk_shop", delta: read))])
+            }
+        }
+        try await engine.start(feeding: [h.rc])
+        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"),
+                                                             expansion: ["down": "d0", "n": "1"]))
+        var mapping: MessageMapping?
+        #expect(try await eventually {
+            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
+            return mapping != nil
+        })
+        let copy = try #require(mapping)
+        #expect(await engine.waitUntilIdle())
+        #expect(try await h.wk.expansion(of: copy.toMessage, in: copy.toConversation).values == ["down": "d0", "n": "1"])
+
+        _ = try await h.rcMemory.updateExpansion(of: order.id, in: g1, by: "shop", .remove(["n"]))
+        var last: [String: String] = [:]
+        let removed = try await eventually(30) {
+            last = try await h.wk.expansion(of: copy.toMessage, in: copy.toConversation).values
+            return last == ["down": "d0"]
+        }
+        #expect(removed, "the copy holds \(last)")
+        let record = try h.store.read { try $0.expansionKeys(of: order.id, on: "rc") }["n"]
+        #expect(record?.isDecided == true && record?.value == nil && record?.origin == "rc", "\(String(describing: record))")
+        #expect(try h.store.read { try $0.count(state: .dead) } == 0)
+    }
+
     /// A change delivered late (older than one taken in after it) wins at first over values the message
     /// was sent with, which the bridge keeps without a version; its write to the copy is planned and on
     /// its way when the newer change comes in. The copy still shows the newer change's value, but the write
@@ -441,6 +485,26 @@ import IMOutbox
         #expect(ExpansionKeyCodec.decode(short, for: limits, known: []) == fits)
         let over = ExpansionKeyCodec.encode(fits + "c", for: limits)
         #expect(over.hasPrefix("==") && over.count == limits.maxKeyLength)
+    }
+}
+
+/// A WuKong-rules backend that, before a send returns, hands the new copy to `sent` (a test takes the
+/// copy's first extras read in there, as a sync racing the send would).
+final class EchoBeforeTheSendReturns: MemoryWrapping, ExpansionUpdating {
+    let inner: MemoryBackend
+    let sent = Mutex<(@Sendable (Message) throws -> Void)?>(nil)
+    init(_ inner: MemoryBackend) { self.inner = inner }
+    func send(_ message: OutgoingMessage) async throws -> Message {
+        let created = try await inner.send(message)
+        try sent.withLock { $0 }?(created)
+        return created
+    }
+    func updateExpansion(of message: MessageID, in conversation: ConversationRef, by user: UserID,
+                         _ change: ExpansionChange) async throws -> ExpansionDelta {
+        try await inner.updateExpansion(of: message, in: conversation, by: user, change)
+    }
+    func expansion(of message: MessageID, in conversation: ConversationRef) async throws -> Expansion {
+        try await inner.expansion(of: message, in: conversation)
     }
 }
 
