@@ -204,6 +204,8 @@ public final class RongCloudSandboxStore: Sendable {
         guard targets.count <= limit else {
             throw RongCloudSandboxError(RongCloudErrors.quantityExceeded, "\(field) may name at most \(limit)")
         }
+        try Self.checkIdLength(form.fromUserId, "fromUserId")
+        for target in targets { try Self.checkIdLength(target, field) }
         guard !form.objectName.isEmpty, form.objectName.count <= RCObjectName.maxLength else {
             throw .parameter("objectName is required and at most \(RCObjectName.maxLength) characters")
         }
@@ -243,6 +245,17 @@ public final class RongCloudSandboxStore: Sendable {
 
     /// `/message/system/publish.json`: at most 100 `toUserId` (docs/adapters/rongcloud.md §6).
     static let maxSystemRecipients = 100
+
+    /// User and group ids are at most 64 bytes (docs/adapters/rongcloud.md, "Publish refusals").
+    static let maxIdBytes = RCUserLimits.maxIdBytes
+
+    /// 1002 for an id over `maxIdBytes`, as `/user/getToken.json` refuses a long `userId`. Only the length:
+    /// the publish endpoints keep no character-set rule.
+    static func checkIdLength(_ id: String, _ field: String) throws(RongCloudSandboxError) {
+        guard id.utf8.count <= maxIdBytes else {
+            throw .parameter("\(field) must be at most \(maxIdBytes) bytes; \(id.prefix(16))… has \(id.utf8.count)")
+        }
+    }
 
     /// Repeated values with each one split at commas (`["u2,u3", "u4"]` → `["u2", "u3", "u4"]`); an empty
     /// piece (`u2,,u3`, a trailing comma) stays empty so that it is refused.
