@@ -8,7 +8,7 @@ import Testing
 import SandboxTestSupport
 
 /// What the sandbox refuses because RongCloud refuses it (docs/adapters/rongcloud.md, "Publish refusals"),
-/// with hand-built requests: ids over 64 bytes.
+/// with hand-built requests: ids over 64 bytes, a long name or portrait at registration.
 @Suite(.serialized) struct RongCloudSandboxRefusalTests {
     static func e(_ text: String) -> String { FormBody.escape(text) }
     static let text = e(#"{"content":"x"}"#)
@@ -39,6 +39,27 @@ import SandboxTestSupport
             #expect(try await publish(RCPaths.privatePublish, "fromUserId=\(Self.id64)&toUserId=\(Self.id64)")["code"] == 200)
             #expect(try await publish(RCPaths.groupPublish, "fromUserId=\(Self.id64)&toGroupId=\(Self.id64)")["code"] == 200)
             #expect(try await publish(RCSandboxPaths.systemPublish, "fromUserId=\(Self.id64)&toUserId=\(Self.id64)")["code"] == 200)
+        }
+    }
+
+    @Test func getTokenRefusesALongNameOrPortraitAsRefreshDoes() async throws {
+        try await RongCloudSandboxHelper.with { h in
+            let name65 = Self.e(String(repeating: "名", count: 65))
+            let portrait1025 = Self.e("https://x/" + String(repeating: "p", count: 1015))
+            let longName = try await h.call("POST", RCPaths.getToken, .formText("userId=u1&name=\(name65)"))
+            #expect(longName.status == 400 && longName.json["code"] == 1002)
+            let longPortrait = try await h.call("POST", RCPaths.getToken, .formText("userId=u1&name=A&portraitUri=\(portrait1025)"))
+            #expect(longPortrait.status == 400 && longPortrait.json["code"] == 1002)
+            #expect(try await h.rig.get("/_sandbox/users").json["users"]?.arrayValue?.isEmpty == true, "neither registered")
+            // 64 characters (192 bytes) and 1024 bytes are taken; refresh answers the same refusals the same way.
+            let name64 = String(repeating: "名", count: 64), portrait1024 = "https://x/" + String(repeating: "p", count: 1014)
+            let ok = try await h.call("POST", RCPaths.getToken, .formText("userId=u1&name=\(Self.e(name64))&portraitUri=\(Self.e(portrait1024))"))
+            #expect(ok.json["code"] == 200)
+            #expect(try await h.rig.get("/_sandbox/users").json["users"] == [["userId": "u1", "name": .string(name64), "portraitUri": .string(portrait1024)]])
+            let refreshName = try await h.call("POST", RCPaths.userRefresh, .formText("userId=u1&name=\(name65)"))
+            let refreshPortrait = try await h.call("POST", RCPaths.userRefresh, .formText("userId=u1&portraitUri=\(portrait1025)"))
+            #expect(refreshName.json == longName.json && refreshName.status == longName.status)
+            #expect(refreshPortrait.json == longPortrait.json && refreshPortrait.status == longPortrait.status)
         }
     }
 }

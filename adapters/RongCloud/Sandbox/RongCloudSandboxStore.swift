@@ -169,6 +169,7 @@ public final class RongCloudSandboxStore: Sendable {
             throw .parameter("userId must be at most 64 characters of A-Z a-z 0-9 + = - _")
         }
         guard let name, !name.isEmpty else { throw .parameter("name is required") }
+        try Self.checkProfile(name: name, portrait: portraitUri)
         let token = try mutate { (state: inout State) throws(RongCloudSandboxError) -> String in
             let created = state.users[userId]?.createdAt ?? clock.nowMs()
             state.users[userId] = User(name: name, portrait: portraitUri, createdAt: created)
