@@ -8,7 +8,8 @@ import Testing
 import SandboxTestSupport
 
 /// What the sandbox refuses because RongCloud refuses it (docs/adapters/rongcloud.md, "Publish refusals"),
-/// with hand-built requests: ids over 64 bytes, a long name or portrait at registration.
+/// with hand-built requests: ids over 64 bytes, a long name or portrait at registration, a directed group
+/// message beyond one group or with the options it does not support.
 @Suite(.serialized) struct RongCloudSandboxRefusalTests {
     static func e(_ text: String) -> String { FormBody.escape(text) }
     static let text = e(#"{"content":"x"}"#)
@@ -29,6 +30,7 @@ import SandboxTestSupport
                                    (RCPaths.privatePublish, "fromUserId=u1&toUserId=u2,\(long)"),
                                    (RCPaths.groupPublish, "fromUserId=u1&toGroupId=g1&toGroupId=\(long)"),
                                    (RCPaths.groupPublish, "fromUserId=\(long)&toGroupId=g1"),
+                                   (RCPaths.groupPublish, "fromUserId=u1&toGroupId=g1&toUserId=\(long)"),
                                    (RCSandboxPaths.systemPublish, "fromUserId=u1&toUserId=\(long)")] {
                 let answer = try await publish(path, fields)
                 #expect(answer["code"] == 1002, "\(path) \(fields): \(answer)")
@@ -60,6 +62,28 @@ import SandboxTestSupport
             let refreshPortrait = try await h.call("POST", RCPaths.userRefresh, .formText("userId=u1&portraitUri=\(portrait1025)"))
             #expect(refreshName.json == longName.json && refreshName.status == longName.status)
             #expect(refreshPortrait.json == longPortrait.json && refreshPortrait.status == longPortrait.status)
+        }
+    }
+
+    @Test func aDirectedGroupMessageTakesOneGroupAndNoneOfTheOptionsItDoesNotSupport() async throws {
+        try await RongCloudSandboxHelper.with { h in
+            func publish(_ fields: String) async throws -> JSONValue {
+                try await h.call("POST", RCPaths.groupPublish, .formText("fromUserId=u1&\(fields)&objectName=RC:TxtMsg&content=\(Self.text)")).json
+            }
+            #expect(try await publish("toGroupId=g1&toGroupId=g2&toUserId=u2")["code"] == 1002, "two groups")
+            #expect(try await publish("toGroupId=g1,g2&toUserId=u2")["code"] == 1002, "two groups, comma-joined")
+            for option in ["expansion=true", "expansion=true&extraContent=\(Self.e(#"{"k":"v"}"#))", "extraContent=\(Self.e(#"{"k":"v"}"#))",
+                           "disablePush=true", "pushExt=\(Self.e(#"{"title":"t"}"#))"] {
+                let answer = try await publish("toGroupId=g1&toUserId=u2&\(option)")
+                #expect(answer["code"] == 1002 && answer["errorMessage"]?.stringValue?.contains("directed") == true, "\(option): \(answer)")
+            }
+            #expect(try await h.rig.messages().isEmpty)
+            // One group, default values of the options: taken, and kept out of history as the vendor does.
+            let directed = try await publish("toGroupId=g1&toUserId=u2&toUserId=u3&disablePush=false&expansion=false")
+            #expect(directed["code"] == 200 && directed["messageUIDs"]?.arrayValue?.first?["groupId"] == "g1")
+            // The same options without toUserId are an ordinary group message.
+            #expect(try await publish("toGroupId=g1&toGroupId=g2&expansion=true&disablePush=true&pushExt=\(Self.e("{}"))")["code"] == 200)
+            #expect(h.vendor.store.messages.map(\.persisted) == [false, true, true])
         }
     }
 }
