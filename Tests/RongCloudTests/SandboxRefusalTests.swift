@@ -9,7 +9,7 @@ import SandboxTestSupport
 
 /// What the sandbox refuses because RongCloud refuses it (docs/adapters/rongcloud.md, "Publish refusals"),
 /// with hand-built requests: ids over 64 bytes, a long name or portrait at registration, a directed group
-/// message beyond one group or with the options it does not support.
+/// message beyond one group or with the options it does not support, and a custom `RC:` type.
 @Suite(.serialized) struct RongCloudSandboxRefusalTests {
     static func e(_ text: String) -> String { FormBody.escape(text) }
     static let text = e(#"{"content":"x"}"#)
@@ -84,6 +84,24 @@ import SandboxTestSupport
             // The same options without toUserId are an ordinary group message.
             #expect(try await publish("toGroupId=g1&toGroupId=g2&expansion=true&disablePush=true&pushExt=\(Self.e("{}"))")["code"] == 200)
             #expect(h.vendor.store.messages.map(\.persisted) == [false, true, true])
+        }
+    }
+
+    @Test func aCustomObjectNameMustNotStartWithRC() async throws {
+        try await RongCloudSandboxHelper.with { h in
+            func publish(_ objectName: String, _ content: String = Self.text) async throws -> JSONValue {
+                try await h.call("POST", RCPaths.privatePublish,
+                                 .formText("fromUserId=u1&toUserId=u2&objectName=\(Self.e(objectName))&content=\(content)")).json
+            }
+            for name in ["RC:Fake", "RC:OrderMsg", "RC:txtmsg"] {
+                let answer = try await publish(name)
+                #expect(answer["code"] == 1002 && answer["errorMessage"]?.stringValue?.contains("must not start with RC:") == true, "\(name): \(answer)")
+            }
+            // RongCloud's own types (the content ones, notifications, signalling, the RC:VC… call family,
+            // IMKit's card) and custom names outside RC: are taken.
+            for name in ["RC:TxtMsg", "RC:CombineMsg", "RC:GrpNtf", "RC:CmdMsg", "RC:VCInvite", "RC:CardMsg", "App:OrderMsg", "rc:Lower"] {
+                #expect(try await publish(name)["code"] == 200, "\(name)")
+            }
         }
     }
 }

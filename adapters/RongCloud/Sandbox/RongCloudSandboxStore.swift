@@ -214,6 +214,9 @@ public final class RongCloudSandboxStore: Sendable {
         guard !form.objectName.isEmpty, form.objectName.count <= RCObjectName.maxLength else {
             throw .parameter("objectName is required and at most \(RCObjectName.maxLength) characters")
         }
+        if RCObjectName.isBuiltIn(form.objectName), !RCObjectName.isVendorType(form.objectName) {
+            throw .parameter("objectName \(form.objectName) is not a RongCloud type; a custom objectName must not start with RC:")
+        }
         guard form.content.utf8.count <= RCPublishForm.maxContentBytes else {
             throw RongCloudSandboxError(RongCloudErrors.lengthExceeded, "content exceeds 128 KB")
         }
