@@ -162,12 +162,18 @@ extension NIMSandbox {
         return Self.ok()
     }
 
+    /// The text fields of `/msg/recall.action` and their limits (docs/adapters/nim.md, "Sandbox refusals"):
+    /// the recall note `msg`, the copy's `attach`, the push `payload` (`pushcontent` NIM cuts past 500 rather
+    /// than refuses).
+    static let recallFieldLimits = [("msg", 128), ("attach", 5000), ("payload", 2048)]
+
     func recall(_ form: NIMForm) async -> HTTPResponseData {
         guard let msgid = form.int("deleteMsgid"), let timetag = form.int("timetag"), let type = form.int("type"),
               let from = form["from"]?.lowercased(), let to = form["to"] else {
             return Self.fail(NIMErrors.parameter, "deleteMsgid, timetag, type, from and to are required")
         }
         guard type == 7 || type == 8 else { return Self.fail(NIMErrors.parameter, "type must be 7 or 8") }
+        if let refusal = Self.lengthRefusal(form, Self.recallFieldLimits) { return refusal }
         var ignoreTime = false
         if let flag = form["ignoreTime"] {
             guard flag == "1" else { return Self.fail(NIMErrors.parameter, "ignoreTime may only be 1") }
@@ -190,6 +196,11 @@ extension NIMSandbox {
                     return .failure(NIMSandboxRefusal(NIMErrors.noSuchTeam, "team not exist"))
                 }
                 guard team.contains(from) else { return .failure(NIMSandboxRefusal(NIMErrors.notAllowed, "not allow!")) }
+            }
+            // NIM refuses to recall a message sent to oneself (docs/adapters/nim.md, "Sandbox refusals"); its
+            // code is not documented: the sandbox answers 414, as for its other parameter refusals.
+            if message.ope == 0, message.from == message.to.lowercased() {
+                return .failure(NIMSandboxRefusal(NIMErrors.parameter, "cannot recall a message sent to oneself"))
             }
             if message.recalled { return .failure(NIMSandboxRefusal(NIMErrors.duplicate, "msg already recalled")) }
             guard now - message.sendtime <= window else { return .failure(NIMSandboxRefusal(NIMErrors.recallTimeout, "msg recall timeout")) }

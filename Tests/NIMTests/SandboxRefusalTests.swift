@@ -1,0 +1,35 @@
+import Foundation
+import IMCore
+import IMHTTP
+import IMSandbox
+import NIM
+import NIMSandbox
+import SandboxTestSupport
+import Testing
+
+/// What the sandbox refuses because NIM refuses it (docs/adapters/nim.md, "Sandbox refusals"), with
+/// hand-built requests.
+@Suite(.serialized) struct NIMSandboxRefusalTests {
+    static func text(_ n: Int) -> String { String(repeating: "x", count: n) }
+
+    @Test func recallRefusesAMessageSentToOneselfAndOverLongFields() async throws {
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
+            try await sandbox.createUsers("alice", "bob")
+            func recall(_ sent: JSONValue, to: String = "bob", _ extra: [(String, String)] = []) async throws -> JSONValue {
+                try await sandbox.call("POST", "/msg/recall.action", .form([
+                    ("deleteMsgid", sent["data"]!["msgid"]!.stringValue!), ("timetag", sent["data"]!["timetag"]!.stringValue!),
+                    ("type", "7"), ("from", "alice"), ("to", to)] + extra)).json
+            }
+            let toSelf = try await sandbox.sendText("note to self", from: "alice", to: "alice")
+            #expect(toSelf["code"] == 200)
+            #expect(try await recall(toSelf, to: "alice")["code"] == 414, "sender and receiver are one account")
+            let sent = try await sandbox.sendText("one", from: "alice", to: "bob")
+            for (field, length) in [("msg", 129), ("attach", 5001), ("payload", 2049)] {
+                let answer = try await recall(sent, [(field, Self.text(length))])
+                #expect(answer["code"] == 414 && answer["desc"] == .string("\(field) is longer than \(length - 1)"), "\(field): \(answer)")
+            }
+            #expect(try await recall(sent, [("msg", Self.text(128)), ("attach", Self.text(5000)), ("payload", Self.text(2048))]) == ["code": 200])
+            #expect(try await sandbox.rig.messages().map(\.recalled) == [false, true])
+        }
+    }
+}
