@@ -32,4 +32,25 @@ import Testing
             #expect(try await sandbox.rig.messages().map(\.recalled) == [false, true])
         }
     }
+
+    @Test func sendAttachMsgNeedsARegisteredReceiverAndKeepsThePushLimits() async throws {
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
+            try await sandbox.createUsers("alice", "bob")
+            func attach(to: String = "bob", msgtype: String = "0", _ extra: [(String, String)] = []) async throws -> JSONValue {
+                try await sandbox.call("POST", "/msg/sendAttachMsg.action", .form([("from", "alice"), ("msgtype", msgtype), ("to", to),
+                                                                                   ("attach", #"{"name":"typing","data":{}}"#)] + extra)).json
+            }
+            let ghost = try await attach(to: "ghost")
+            #expect(ghost == ["code": 414, "desc": "to accid not registered"])
+            #expect(try await attach(to: "BOB")["code"] == 200, "accids are case-insensitive")
+            for (field, value) in [("pushcontent", Self.text(501)), ("payload", Self.text(2049)), ("sound", Self.text(31)), ("save", "3"), ("save", "0")] {
+                #expect(try await attach([(field, value)])["code"] == 414, "\(field)=\(value.prefix(8))")
+            }
+            #expect(try await attach([("pushcontent", Self.text(500)), ("payload", Self.text(2048)), ("sound", Self.text(30)), ("save", "2")]) == ["code": 200])
+            #expect(try await attach([("save", "1")]) == ["code": 200])
+            // A team notification still goes to a team the sender is in.
+            try await sandbox.seedGroup("1001", owner: "alice", members: ["bob"])
+            #expect(try await attach(to: "1001", msgtype: "1") == ["code": 200])
+        }
+    }
 }

@@ -139,15 +139,31 @@ extension NIMSandbox {
         return Self.ok(payload)
     }
 
-    /// Custom system notification: delivered (copied), never stored.
+    /// The push fields of a custom system notification (`sendAttachMsg`, `sendBatchAttachMsg`) and their
+    /// limits (docs/adapters/nim.md, "Sandbox refusals").
+    static let attachPushLimits = [("pushcontent", 500), ("payload", 2048), ("sound", 30)]
+
+    /// The refusal of an out-of-limit push field, or of a `save` other than 1 (online only) or 2 (stored
+    /// offline), of a custom system notification; nil when they pass.
+    static func attachFieldRefusal(_ form: NIMForm) -> HTTPResponseData? {
+        if let refusal = lengthRefusal(form, attachPushLimits) { return refusal }
+        if let save = form["save"], !save.isEmpty, save != "1", save != "2" { return fail(NIMErrors.parameter, "save must be 1 or 2") }
+        return nil
+    }
+
+    /// Custom system notification: delivered (copied), never stored. A p2p one (`msgtype=0`) goes to a
+    /// registered accid, as sendMsg's `to`; a team one to a team the sender is in (docs/adapters/nim.md,
+    /// "Sandbox refusals").
     func sendAttach(_ form: NIMForm) async -> HTTPResponseData {
         guard let from = form["from"]?.lowercased(), let to = form["to"], let attach = form["attach"], !attach.isEmpty else {
             return Self.fail(NIMErrors.parameter, "from, to and attach are required")
         }
         guard let type = form.int("msgtype"), type == 0 || type == 1 else { return Self.fail(NIMErrors.parameter, "msgtype must be 0 or 1") }
         guard attach.count <= 4096 else { return Self.fail(NIMErrors.parameter, "attach is longer than 4096") }
+        if let refusal = Self.attachFieldRefusal(form) { return refusal }
         let refusal: NIMSandboxRefusal? = state.withLock { state in
             guard state.users[from] != nil else { return NIMSandboxRefusal(NIMErrors.parameter, "from accid not registered") }
+            if type == 0, state.users[to.lowercased()] == nil { return NIMSandboxRefusal(NIMErrors.parameter, "to accid not registered") }
             return type == 1 ? Self.teamRefusal(from: from, tid: to, in: state) : nil
         }
         if let refusal { return Self.fail(refusal.entry, refusal.desc) }
