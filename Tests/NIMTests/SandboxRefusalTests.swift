@@ -53,4 +53,23 @@ import Testing
             #expect(try await attach(to: "1001", msgtype: "1") == ["code": 200])
         }
     }
+
+    @Test func teamAddAttachAndAccountTokenAndPropsHaveTheirLimits() async throws {
+        try await NIMSandboxHelper.with(.init(callbacks: .none)) { sandbox in
+            func create(_ accid: String, _ extra: [(String, String)]) async throws -> JSONValue {
+                try await sandbox.call("POST", "/user/create.action", .form([("accid", accid)] + extra)).json
+            }
+            #expect(try await create("a1", [("token", Self.text(129))]) == ["code": 414, "desc": "token is longer than 128"])
+            #expect(try await create("a1", [("props", Self.text(1025))]) == ["code": 414, "desc": "props is longer than 1024"])
+            #expect(try await create("a1", [("token", Self.text(128)), ("props", Self.text(1024))])["code"] == 200)
+            try await sandbox.createUsers("owner", "m1", "m2")
+            try await sandbox.seedGroup("1002", owner: "owner", members: [])
+            func add(_ member: String, attach: String) async throws -> JSONValue {
+                try await sandbox.call("POST", "/team/add.action", .form([("tid", "1002"), ("owner", "owner"), ("members", #"["\#(member)"]"#),
+                                                                          ("magree", "0"), ("msg", "join"), ("attach", attach)])).json
+            }
+            #expect(try await add("m1", attach: Self.text(513)) == ["code": 414, "desc": "attach is longer than 512"])
+            #expect(try await add("m2", attach: Self.text(512)) == ["code": 200])
+        }
+    }
 }
