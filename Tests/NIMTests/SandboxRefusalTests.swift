@@ -8,7 +8,7 @@ import SandboxTestSupport
 import Testing
 
 /// What the sandbox refuses because NIM refuses it (docs/adapters/nim.md, "Sandbox refusals"), with
-/// hand-built requests.
+/// hand-built requests, and which callback answers count as delivered ("Callback delivery and catch-up").
 @Suite(.serialized) struct NIMSandboxRefusalTests {
     static func text(_ n: Int) -> String { String(repeating: "x", count: n) }
 
@@ -70,6 +70,33 @@ import Testing
             }
             #expect(try await add("m1", attach: Self.text(513)) == ["code": 414, "desc": "attach is longer than 512"])
             #expect(try await add("m2", attach: Self.text(512)) == ["code": 200])
+        }
+    }
+
+    /// NIM counts a copy delivered on exactly HTTP 200, and on 500 (its Data Sync overview); a 204 is a
+    /// failure, so the same copy comes again. Copies leave in order, so a later copy arriving second shows
+    /// that the one before it was not sent again.
+    @Test func onlyA200OrA500AnswerEndsACopysRedelivery() async throws {
+        try await NIMSandboxHelper.with { sandbox in
+            try await sandbox.createUsers("alice", "bob")
+            let recorder = try #require(sandbox.callbacks)
+            recorder.failNext(1, status: 204)
+            _ = try await sandbox.sendText("204 is not 200", from: "alice", to: "bob")
+            let twice = await recorder.waitFor(2)
+            try #require(twice.count == 2, "a 204 is not a delivery: the copy comes again")
+            let first = try JSONValue.parse(Data(twice[0].body)), again = try JSONValue.parse(Data(twice[1].body))
+            #expect(first["body"] == "204 is not 200" && again == first, "the same copy again")
+
+            recorder.failNext(1, status: 500)
+            _ = try await sandbox.sendText("500 counts as delivered", from: "alice", to: "bob")
+            _ = try await sandbox.sendText("next", from: "alice", to: "bob")
+            let all = await recorder.waitFor(4)
+            try #require(all.count >= 4)
+            let bodies = try all.map { try JSONValue.parse(Data($0.body))["body"] }
+            #expect(bodies == ["204 is not 200", "204 is not 200", "500 counts as delivered", "next"])
+            #expect(await sandbox.vendor.waitForCallbacks())
+            let stats = await sandbox.vendor.deliveryStats()
+            #expect(stats?.delivered == 3 && stats?.dropped == 0)
         }
     }
 }
