@@ -16,8 +16,7 @@ extension NIMSandbox {
         }
         guard let attach = form["attach"], !attach.isEmpty else { return Self.fail(NIMErrors.parameter, "attach is required") }
         guard attach.count <= 4096 else { return Self.fail(NIMErrors.parameter, "attach is longer than 4096") }
-        if let refusal = Self.lengthRefusal(form, [("pushcontent", 500), ("payload", 2048), ("sound", 30)]) { return refusal }
-        if let save = form["save"], !save.isEmpty, save != "1", save != "2" { return Self.fail(NIMErrors.parameter, "save must be 1 or 2") }
+        if let refusal = Self.attachFieldRefusal(form) { return refusal }
         let outcome: (sent: [String], unregistered: [String])? = state.withLock { state in
             guard state.users[from] != nil else { return nil }
             var sent: [String] = [], unregistered: [String] = []

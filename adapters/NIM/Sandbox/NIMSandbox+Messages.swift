@@ -17,6 +17,9 @@ extension NIMSandbox {
         let accid = raw.lowercased()
         guard accid.allSatisfy(Self.accidCharacters.contains) else { return Self.fail(NIMErrors.parameter, "accid has illegal characters") }
         if let refusal = Self.profileRefusal(form) { return refusal }
+        for (field, max) in Self.accountLimits {
+            if let value = form[field], value.count > max { return Self.fail(NIMErrors.parameter, "\(field) is longer than \(max)") }
+        }
         let token = form["token"] ?? NIMSignature.sha1Hex(accid + appSecret).prefix(32).description
         return state.withLock { state in
             if state.users[accid] != nil { return Self.fail(NIMErrors.parameter, "already register") }
@@ -139,15 +142,31 @@ extension NIMSandbox {
         return Self.ok(payload)
     }
 
-    /// Custom system notification: delivered (copied), never stored.
+    /// The push fields of a custom system notification (`sendAttachMsg`, `sendBatchAttachMsg`) and their
+    /// limits (docs/adapters/nim.md, "Sandbox refusals").
+    static let attachPushLimits = [("pushcontent", 500), ("payload", 2048), ("sound", 30)]
+
+    /// The refusal of an out-of-limit push field, or of a `save` other than 1 (online only) or 2 (stored
+    /// offline), of a custom system notification; nil when they pass.
+    static func attachFieldRefusal(_ form: NIMForm) -> HTTPResponseData? {
+        if let refusal = lengthRefusal(form, attachPushLimits) { return refusal }
+        if let save = form["save"], !save.isEmpty, save != "1", save != "2" { return fail(NIMErrors.parameter, "save must be 1 or 2") }
+        return nil
+    }
+
+    /// Custom system notification: delivered (copied), never stored. A p2p one (`msgtype=0`) goes to a
+    /// registered accid, as sendMsg's `to`; a team one to a team the sender is in (docs/adapters/nim.md,
+    /// "Sandbox refusals").
     func sendAttach(_ form: NIMForm) async -> HTTPResponseData {
         guard let from = form["from"]?.lowercased(), let to = form["to"], let attach = form["attach"], !attach.isEmpty else {
             return Self.fail(NIMErrors.parameter, "from, to and attach are required")
         }
         guard let type = form.int("msgtype"), type == 0 || type == 1 else { return Self.fail(NIMErrors.parameter, "msgtype must be 0 or 1") }
         guard attach.count <= 4096 else { return Self.fail(NIMErrors.parameter, "attach is longer than 4096") }
+        if let refusal = Self.attachFieldRefusal(form) { return refusal }
         let refusal: NIMSandboxRefusal? = state.withLock { state in
             guard state.users[from] != nil else { return NIMSandboxRefusal(NIMErrors.parameter, "from accid not registered") }
+            if type == 0, state.users[to.lowercased()] == nil { return NIMSandboxRefusal(NIMErrors.parameter, "to accid not registered") }
             return type == 1 ? Self.teamRefusal(from: from, tid: to, in: state) : nil
         }
         if let refusal { return Self.fail(refusal.entry, refusal.desc) }
@@ -162,12 +181,18 @@ extension NIMSandbox {
         return Self.ok()
     }
 
+    /// The text fields of `/msg/recall.action` and their limits (docs/adapters/nim.md, "Sandbox refusals"):
+    /// the recall note `msg`, the copy's `attach`, the push `payload` (`pushcontent` NIM cuts past 500 rather
+    /// than refuses).
+    static let recallFieldLimits = [("msg", 128), ("attach", 5000), ("payload", 2048)]
+
     func recall(_ form: NIMForm) async -> HTTPResponseData {
         guard let msgid = form.int("deleteMsgid"), let timetag = form.int("timetag"), let type = form.int("type"),
               let from = form["from"]?.lowercased(), let to = form["to"] else {
             return Self.fail(NIMErrors.parameter, "deleteMsgid, timetag, type, from and to are required")
         }
         guard type == 7 || type == 8 else { return Self.fail(NIMErrors.parameter, "type must be 7 or 8") }
+        if let refusal = Self.lengthRefusal(form, Self.recallFieldLimits) { return refusal }
         var ignoreTime = false
         if let flag = form["ignoreTime"] {
             guard flag == "1" else { return Self.fail(NIMErrors.parameter, "ignoreTime may only be 1") }
@@ -190,6 +215,11 @@ extension NIMSandbox {
                     return .failure(NIMSandboxRefusal(NIMErrors.noSuchTeam, "team not exist"))
                 }
                 guard team.contains(from) else { return .failure(NIMSandboxRefusal(NIMErrors.notAllowed, "not allow!")) }
+            }
+            // NIM refuses to recall a message sent to oneself (docs/adapters/nim.md, "Sandbox refusals"); its
+            // code is not documented: the sandbox answers 414, as for its other parameter refusals.
+            if message.ope == 0, message.from == message.to.lowercased() {
+                return .failure(NIMSandboxRefusal(NIMErrors.parameter, "cannot recall a message sent to oneself"))
             }
             if message.recalled { return .failure(NIMSandboxRefusal(NIMErrors.duplicate, "msg already recalled")) }
             guard now - message.sendtime <= window else { return .failure(NIMSandboxRefusal(NIMErrors.recallTimeout, "msg recall timeout")) }

@@ -102,6 +102,9 @@ extension NIMSandbox {
     static let teamTextLimits: [(field: String, max: Int)] = [
         ("tname", 64), ("announcement", 1024), ("intro", 512), ("custom", 1024), ("icon", 1024),
     ]
+    /// `/team/add.action`'s `attach` (an extension of the invitation): at most 512 characters
+    /// (docs/adapters/nim.md, "Sandbox refusals").
+    static let teamAddAttachLimit = 512
     /// Mode fields and the values each allows.
     static let teamModes: [(field: String, allowed: ClosedRange<Int64>)] = [
         ("joinmode", 0...2), ("beinvitemode", 0...1), ("invitemode", 0...1), ("uptinfomode", 0...1), ("upcustommode", 0...1),
@@ -193,6 +196,9 @@ extension NIMSandbox {
         guard requested.count <= 200 else { return Self.fail(NIMErrors.parameter, "members allows at most 200 per call") }
         guard let msg = form["msg"], msg.count <= 150 else { return Self.fail(NIMErrors.parameter, "msg is required, ≤150 chars") }
         guard let magree = form["magree"], ["0", "1"].contains(magree) else { return Self.fail(NIMErrors.parameter, "magree must be 0 or 1") }
+        if let attach = form["attach"], attach.count > Self.teamAddAttachLimit {
+            return Self.fail(NIMErrors.parameter, "attach is longer than \(Self.teamAddAttachLimit)")
+        }
         return state.withLock { state in
             guard var team = state.teams[tid] else { return Self.fail(NIMErrors.noSuchTeam, "team not exist") }
             guard team.owner == owner else { return Self.fail(NIMErrors.noTeamPermission, "no permission") }

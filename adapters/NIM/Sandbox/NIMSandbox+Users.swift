@@ -9,6 +9,10 @@ extension NIMSandbox {
         ("name", 64), ("icon", 1024), ("sign", 256), ("email", 64), ("birth", 16), ("mobile", 32), ("ex", 1024),
     ]
 
+    /// The fields only `/user/create.action` takes, with their documented limits (docs/adapters/nim.md,
+    /// "Sandbox refusals"): the login `token` and the deprecated `props`. Over a limit is 414.
+    static let accountLimits: [(field: String, max: Int)] = [("token", 128), ("props", 1024)]
+
     /// The refusal for an out-of-limit profile field, or nil.
     static func profileRefusal(_ form: NIMForm) -> HTTPResponseData? {
         for (field, max) in profileLimits {

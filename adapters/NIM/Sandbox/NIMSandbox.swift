@@ -19,7 +19,8 @@ import Synchronization
 /// `/team/create.action` are kept (tid assigned here) or seeded under a chosen tid (`POST /_sandbox/groups`),
 /// and a team message needs a team that exists (803) and a sender in it (804). Recall: by the original sender within `recallWindowMs` (default 2 min,
 /// `ignoreTime=1` → 30 days); a recalled message leaves history. Message copies (eventType 1, 7/8,
-/// custom notifications) go to the callback URL in order, signed with MD5 + CheckSum, retried until 2xx.
+/// custom notifications) go to the callback URL in order, signed with MD5 + CheckSum, retried (`vendorPolicy`)
+/// until answered 200 (or 500: `deliveredStatuses`).
 public final class NIMSandbox: SandboxVendor {
     public let appKey: String
     public let appSecret: String
@@ -34,8 +35,14 @@ public final class NIMSandbox: SandboxVendor {
 
     /// The message copy's default delivery: NetEase does not publish how often it retries a copy that
     /// was not answered 200 (docs/adapters/nim.md, "Callback delivery and catch-up"), so the sandbox gives up like the
-    /// other vendors, after 3 attempts in total 1 s apart. `--option callback_attempts=0` retries until 2xx.
+    /// other vendors, after 3 attempts in total 1 s apart. `--option callback_attempts=0` retries until the
+    /// copy is delivered (`deliveredStatuses`).
     public static let vendorPolicy = CallbackPolicy(maxAttempts: 3, retryMs: 1000)
+
+    /// The answers NIM counts as a delivered copy: exactly HTTP 200, and (as its Data Sync overview says)
+    /// 500; any other status, 2xx included, is a failure and the copy is sent again
+    /// (docs/adapters/nim.md, "Callback delivery and catch-up").
+    public static let deliveredStatuses: Set<Int> = [200, 500]
 
     public init(appKey: String, appSecret: String, callbackURL: String?, clock: SandboxClock,
                 recallWindowMs: Int64 = 120_000, rateLimits: [RateLimit]? = nil, callbackPolicy: CallbackPolicy = NIMSandbox.vendorPolicy) {
@@ -45,7 +52,8 @@ public final class NIMSandbox: SandboxVendor {
         self.clock = clock
         self.recallWindowMs = recallWindowMs
         if let callbackURL {
-            self.deliverer = CallbackDeliverer<NIMCopyEvent>(policy: callbackPolicy) { [appKey, appSecret, clock] batch in
+            self.deliverer = CallbackDeliverer<NIMCopyEvent>(policy: callbackPolicy,
+                                                             isSuccess: { NIMSandbox.deliveredStatuses.contains($0) }) { [appKey, appSecret, clock] batch in
                 let body = batch[0].jsonData
                 let headers = NIMSignature.callbackHeaders(appKey: appKey, appSecret: appSecret, body: body, curTimeMs: clock.nowMs())
                 return OutboundRequest(url: callbackURL,

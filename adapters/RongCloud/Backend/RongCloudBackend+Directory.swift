@@ -24,16 +24,24 @@ extension RongCloudBackend: UserDirectory, GroupMemberRemoving, GroupDissolving 
         return profiles
     }
 
+    /// Registers an unknown user (`ensureUser`) or refreshes a known one with `/user/refresh.json`, both with
+    /// the profile as RongCloud takes it (`RongCloudCodec.fitted`: a name cut to 64 characters, a portrait over
+    /// 1024 bytes left out, so the stored one stays). A refresh that would change nothing is not sent: a cut
+    /// name always differs from its source's, and would otherwise be written again every profile round.
     public func saveUser(_ profile: UserProfile) async throws {
-        guard try await user(profile.id) != nil else {
+        try RongCloudCodec.checkId(profile.id.rawValue, "userId")
+        guard let existing = try await user(profile.id) else {
             try await ensureUser(profile)
             return
         }
-        guard profile.name != nil || profile.avatar != nil else { return }
+        let fitted = RongCloudCodec.fitted(profile)
+        let name = fitted.name.flatMap { $0 == existing.name ? nil : $0 }
+        let avatar = fitted.avatar.flatMap { $0 == existing.avatar ? nil : $0 }
+        guard name != nil || avatar != nil else { return }
         var form = FormBody()
         form.append("userId", profile.id.rawValue)
-        form.append("name", profile.name)
-        form.append("portraitUri", profile.avatar)
+        form.append("name", name)
+        form.append("portraitUri", avatar)
         try await client.post(RCPaths.userRefresh, form: form)
     }
 

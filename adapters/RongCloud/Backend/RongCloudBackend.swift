@@ -111,11 +111,15 @@ public final class RongCloudBackend: IMBackend, Recalling, ExpansionUpdating, Us
 
     // MARK: UserProvisioning
 
+    /// `/user/getToken.json` with the profile as RongCloud takes it (`RongCloudCodec.fitted`): a name over 64
+    /// characters cut to 64, a portrait over 1024 bytes left out; an id over 64 bytes is refused before any call.
     public func ensureUser(_ profile: UserProfile) async throws {
+        try RongCloudCodec.checkId(profile.id.rawValue, "userId")
+        let fitted = RongCloudCodec.fitted(profile)
         var form = FormBody()
         form.append("userId", profile.id.rawValue)
-        form.append("name", profile.name ?? profile.id.rawValue)
-        form.append("portraitUri", profile.avatar)
+        form.append("name", fitted.name ?? profile.id.rawValue)
+        form.append("portraitUri", fitted.avatar)
         _ = try await client.post(RCPaths.getToken, form: form, as: RCTokenResponse.self)
     }
 }

@@ -53,19 +53,44 @@ public struct RongCloudCodec: Sendable {
     /// `conversationType` (1 private, 3 group) and `targetId` of a conversation as `user` addresses it:
     /// the peer for a direct conversation, the group id for a group. The only kinds this backend
     /// publishes, recalls and extends in; others are `unsupported`.
+    /// Ids over 64 bytes are refused here, before any call (`checkId`).
     public static func target(of conversation: ConversationRef, for user: UserID) throws -> (type: RCConversationType, targetId: String) {
         switch conversation.kind {
         case .direct:
             guard let peer = conversation.peer(of: user) else {
                 throw IMError(.invalidArgument, "\(user) is not a user of \(conversation)")
             }
+            try checkId(user.rawValue, "fromUserId")
+            try checkId(peer.rawValue, "toUserId")
             return (.private, peer.rawValue)
         case .group:
+            try checkId(user.rawValue, "fromUserId")
+            try checkId(conversation.id, "toGroupId")
             return (.group, conversation.id)
         default:
             throw IMError(.unsupported, "RongCloud's Server API calls here cover direct and group conversations, not \(conversation.kind)",
                           details: ["conversation": conversation.description])
         }
+    }
+
+    /// RongCloud takes user and group ids of at most 64 bytes (docs/adapters/rongcloud.md, "Publish
+    /// refusals"): a longer one — a puppet's prefix plus a long source id — is `invalid_argument`, not
+    /// retryable, as the server's own refusal (1002) would be, but with a message that says why.
+    public static func checkId(_ id: String, _ field: String) throws {
+        let bytes = id.utf8.count
+        guard bytes > RCUserLimits.maxIdBytes else { return }
+        throw IMError(.invalidArgument, "RongCloud ids are at most \(RCUserLimits.maxIdBytes) bytes; \(field) '\(id)' has \(bytes)",
+                      isRetryable: false, details: ["limit": "id_length", "field": field])
+    }
+
+    /// `profile` as `/user/getToken.json` and `/user/refresh.json` take it (docs/adapters/rongcloud.md,
+    /// "Profiles in live relay"): a name over 64 characters cut to its first 64 (characters, not bytes), a
+    /// portrait over 1024 bytes left out (nil), since a cut URL would point elsewhere.
+    public static func fitted(_ profile: UserProfile) -> UserProfile {
+        var fitted = profile
+        fitted.name = profile.name.map { String($0.prefix(RCUserLimits.maxNameLength)) }
+        if let avatar = profile.avatar, avatar.utf8.count > RCUserLimits.maxPortraitBytes { fitted.avatar = nil }
+        return fitted
     }
 
     // MARK: inbound

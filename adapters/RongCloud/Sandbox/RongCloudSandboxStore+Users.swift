@@ -17,9 +17,18 @@ public struct RCHistoryLogResponse: Codable, Hashable, Sendable {
 }
 
 extension RongCloudSandboxStore {
-    /// `user/refresh.json`: `name` ≤ 64 characters, `portraitUri` ≤ 1024 bytes (docs/adapters/rongcloud.md §6).
-    static let maxNameLength = 64
-    static let maxPortraitBytes = 1024
+    /// `/user/getToken.json` and `/user/refresh.json`: `name` ≤ 64 characters, `portraitUri` ≤ 1024 bytes
+    /// (docs/adapters/rongcloud.md §6).
+    static let maxNameLength = RCUserLimits.maxNameLength
+    static let maxPortraitBytes = RCUserLimits.maxPortraitBytes
+
+    /// 1002 for a `name` over 64 characters or a `portraitUri` over 1024 bytes (nil: not given).
+    static func checkProfile(name: String?, portrait: String?) throws(RongCloudSandboxError) {
+        if let name, name.count > maxNameLength { throw .parameter("name must be at most \(maxNameLength) characters") }
+        if let portrait, portrait.utf8.count > maxPortraitBytes {
+            throw .parameter("portraitUri must be at most \(maxPortraitBytes) bytes")
+        }
+    }
 
     /// `/user/info.json`: the registered user's name, portrait ("" when none) and registration time.
     /// An unknown user is 1002 `user not found` (the vendor's answer is UNCONFIRMED; docs/adapters/rongcloud.md §6).
@@ -36,10 +45,7 @@ extension RongCloudSandboxStore {
         let userId = try Self.required(form, "userId")
         let name = form["name"].flatMap { $0.isEmpty ? nil : $0 }
         let portrait = form["portraitUri"].flatMap { $0.isEmpty ? nil : $0 }
-        if let name, name.count > Self.maxNameLength { throw .parameter("name must be at most \(Self.maxNameLength) characters") }
-        if let portrait, portrait.utf8.count > Self.maxPortraitBytes {
-            throw .parameter("portraitUri must be at most \(Self.maxPortraitBytes) bytes")
-        }
+        try Self.checkProfile(name: name, portrait: portrait)
         try mutate { (state: inout State) throws(RongCloudSandboxError) in
             guard var user = state.users[userId] else { throw .parameter("user not found: \(userId)") }
             if let name { user.name = name }

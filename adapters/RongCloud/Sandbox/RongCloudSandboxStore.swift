@@ -169,6 +169,7 @@ public final class RongCloudSandboxStore: Sendable {
             throw .parameter("userId must be at most 64 characters of A-Z a-z 0-9 + = - _")
         }
         guard let name, !name.isEmpty else { throw .parameter("name is required") }
+        try Self.checkProfile(name: name, portrait: portraitUri)
         let token = try mutate { (state: inout State) throws(RongCloudSandboxError) -> String in
             let created = state.users[userId]?.createdAt ?? clock.nowMs()
             state.users[userId] = User(name: name, portrait: portraitUri, createdAt: created)
@@ -204,8 +205,17 @@ public final class RongCloudSandboxStore: Sendable {
         guard targets.count <= limit else {
             throw RongCloudSandboxError(RongCloudErrors.quantityExceeded, "\(field) may name at most \(limit)")
         }
+        // A directed group message names users of one group (docs/adapters/rongcloud.md, "Publish refusals").
+        let directed = group ? Self.splitRecipients(form.toUserIds) : []
+        try Self.checkIdLength(form.fromUserId, "fromUserId")
+        for target in targets { try Self.checkIdLength(target, field) }
+        for user in directed { try Self.checkIdLength(user, "toUserId") }
+        if group, !form.toUserIds.isEmpty { try Self.checkDirected(form, users: directed, groups: targets) }
         guard !form.objectName.isEmpty, form.objectName.count <= RCObjectName.maxLength else {
             throw .parameter("objectName is required and at most \(RCObjectName.maxLength) characters")
+        }
+        if RCObjectName.isBuiltIn(form.objectName), !RCObjectName.isVendorType(form.objectName) {
+            throw .parameter("objectName \(form.objectName) is not a RongCloud type; a custom objectName must not start with RC:")
         }
         guard form.content.utf8.count <= RCPublishForm.maxContentBytes else {
             throw RongCloudSandboxError(RongCloudErrors.lengthExceeded, "content exceeds 128 KB")
@@ -214,7 +224,8 @@ public final class RongCloudSandboxStore: Sendable {
             throw .parameter("content of \(form.objectName) must be a JSON object")
         }
         let expansion = type == .system ? nil : try initialExpansion(form)
-        let persisted = (form.isPersisted ?? true) && !Self.transient(form.objectName)
+        // The vendor keeps a directed group message out of cloud history.
+        let persisted = (form.isPersisted ?? true) && !Self.transient(form.objectName) && directed.isEmpty
         return try mutate { (state: inout State) throws(RongCloudSandboxError) in
             // Read under the lock: a time read before it let a message stored later (a higher msgUID
             // counter, later in history) carry an earlier msgTime than one stored before it.
@@ -243,6 +254,31 @@ public final class RongCloudSandboxStore: Sendable {
 
     /// `/message/system/publish.json`: at most 100 `toUserId` (docs/adapters/rongcloud.md §6).
     static let maxSystemRecipients = 100
+
+    /// User and group ids are at most 64 bytes (docs/adapters/rongcloud.md, "Publish refusals").
+    static let maxIdBytes = RCUserLimits.maxIdBytes
+
+    /// 1002 for an id over `maxIdBytes`, as `/user/getToken.json` refuses a long `userId`. Only the length:
+    /// the publish endpoints keep no character-set rule.
+    static func checkIdLength(_ id: String, _ field: String) throws(RongCloudSandboxError) {
+        guard id.utf8.count <= maxIdBytes else {
+            throw .parameter("\(field) must be at most \(maxIdBytes) bytes; \(id.prefix(16))… has \(id.utf8.count)")
+        }
+    }
+
+    /// A group publish with `toUserId` is a directed message: one `toGroupId` only, and none of `expansion`,
+    /// `extraContent`, `disablePush`, `pushExt` (docs/adapters/rongcloud.md, "Publish refusals"). A field is
+    /// refused when it asks for its feature (`expansion=true`, `disablePush=true`, a non-empty text);
+    /// its default value (`false`, empty) is taken.
+    static func checkDirected(_ form: RCPublishForm, users: [String], groups: [String]) throws(RongCloudSandboxError) {
+        guard users.allSatisfy({ !$0.isEmpty }) else { throw .parameter("toUserId must not be empty") }
+        guard groups.count == 1 else { throw .parameter("a directed message (toUserId) takes exactly one toGroupId; got \(groups.count)") }
+        let unsupported = [("expansion", form.expansion == true), ("extraContent", !(form.extraContent ?? "").isEmpty),
+                           ("disablePush", form.disablePush == true), ("pushExt", !(form.pushExt ?? "").isEmpty)]
+        if let field = unsupported.first(where: \.1)?.0 {
+            throw .parameter("a directed message (toUserId) does not support \(field)")
+        }
+    }
 
     /// Repeated values with each one split at commas (`["u2,u3", "u4"]` → `["u2", "u3", "u4"]`); an empty
     /// piece (`u2,,u3`, a trailing comma) stays empty so that it is refused.

@@ -24,6 +24,15 @@ public enum RCGroupLimits {
     public static let defaultPageSize = 50
 }
 
+/// Limits of users and ids (docs/adapters/rongcloud.md, "Profiles in live relay" and "Publish refusals"):
+/// user and group ids ≤ 64 bytes; `/user/getToken.json` and `/user/refresh.json` take a `name` of at most 64
+/// characters and a `portraitUri` of at most 1024 bytes.
+public enum RCUserLimits {
+    public static let maxIdBytes = 64
+    public static let maxNameLength = 64
+    public static let maxPortraitBytes = 1024
+}
+
 /// `/user/info.json`: `{"code":200,"userName","userPortrait","createTime":"2016-05-24 10:38:19"}`.
 public struct RCUserInfoResponse: Codable, Hashable, Sendable {
     public var code = 200

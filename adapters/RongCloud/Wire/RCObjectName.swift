@@ -28,6 +28,19 @@ public enum RCObjectName {
 
     /// Whether `name` is in the vendor's reserved namespace.
     public static func isBuiltIn(_ name: String) -> Bool { name.hasPrefix("RC:") }
+
+    /// RongCloud's own types, as its message-type tables list them (docs/adapters/rongcloud.md, "Publish
+    /// refusals"): content, notification, signalling and status types, IMKit's contact card, and the
+    /// `RC:VC…` call signalling family. A custom type must not start with `RC:`.
+    public static let vendorTypes: Set<String> = [
+        text, image, gif, hqVoice, voice, sight, file, location, "RC:ImgTextMsg", reference, "RC:CombineMsg",
+        infoNotification, groupNotification, "RC:ContactNtf", "RC:ProfileNtf", "RC:CmdNtf", command, "RC:TypSts",
+        "RC:ReadNtf", recallCommand, recallNotification, expansionSignal, "RC:chrmKVNotiMsg", "RC:SRSMsg",
+        "RC:RRReqMsg", "RC:RRRspMsg", card,
+    ]
+
+    /// Whether `name` is one of RongCloud's own types (`vendorTypes`, or the `RC:VC…` call signalling).
+    public static func isVendorType(_ name: String) -> Bool { vendorTypes.contains(name) || name.hasPrefix("RC:VC") }
 }
 
 /// RongCloud `conversationType` numbers (recall, expansion and history calls).
