@@ -37,13 +37,16 @@ import IMOutbox
     }
 
     /// RongCloud → WuKong one way, the WuKong side behind `wrap`: an order sent on RongCloud with `expansion`,
-    /// relayed to its copy, the lanes idle. The caller stops the engine.
-    func oneWayOrder<W: IMBackend>(expansion: [String: String], wrap: (MemoryBackend) -> W) async throws
+    /// relayed to its copy, the lanes idle. RongCloud stamps with `rcClock`; `ready` sees the wrapped side and
+    /// the engine before it starts. The caller stops the engine.
+    func oneWayOrder<W: IMBackend>(expansion: [String: String], rcClock: any IMClock = SystemClock(), wrap: (MemoryBackend) -> W,
+                                   ready: (W, RelayEngine) -> Void = { _, _ in }) async throws
         -> (h: RelayHarness, wk: W, engine: RelayEngine, order: Message, copy: MessageMapping) {
         let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
-        let h = try RelayHarness(routes: routes)
+        let h = try RelayHarness(routes: routes, rcClock: rcClock)
         let wk = wrap(h.wk)
         let engine = RelayEngine(store: h.store, backends: [wk, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
+        ready(wk, engine)
         try await engine.start(feeding: [h.rc])
         let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"), expansion: expansion))
         var mapping: MessageMapping?
@@ -229,28 +232,17 @@ import IMOutbox
     /// message's whole state (`cleared` true, WuKong's first read after a start).
     @Test(arguments: [false, true])
     func theCopysEchoTakenInBeforeTheSendReturnsIsNoChange(cleared: Bool) async throws {
-        let routes = [Route(from: try RouteEndpoint(parsing: "rc:group:*"), to: try RouteEndpoint(parsing: "wk:group:*"))]
-        let h = try RelayHarness(routes: routes, rcClock: ClockBehind(ms: 300_000))
-        let wk = EchoBeforeTheSendReturns(h.wk)
-        let engine = RelayEngine(store: h.store, backends: [wk, h.rc], routes: h.routes, retry: RetryPolicy(baseMs: 5, maxMs: 50))
-        defer { Task { _ = await engine.stop() } }
-        wk.sent.withLock {
-            $0 = { copy in
-                let read = ExpansionDelta(version: SystemClock().nowMs(), set: copy.expansion?.values ?? [:], cleared: cleared)
-                _ = try engine.ingest([IMEvent(eventID: EventID("exp:\(copy.id):1"), backend: "wk",
-                                              kind: .expansionChanged(messageID: copy.id, conversation: copy.conversation, by: "wk_shop", delta: read))])
+        let (h, _, engine, order, copy) = try await oneWayOrder(expansion: ["down": "d0", "n": "1"], rcClock: ClockBehind(ms: 300_000),
+                                                                wrap: EchoBeforeTheSendReturns.init) { wk, engine in
+            wk.sent.withLock {
+                $0 = { copy in
+                    let read = ExpansionDelta(version: SystemClock().nowMs(), set: copy.expansion?.values ?? [:], cleared: cleared)
+                    _ = try engine.ingest([IMEvent(eventID: EventID("exp:\(copy.id):1"), backend: "wk",
+                                                  kind: .expansionChanged(messageID: copy.id, conversation: copy.conversation, by: "wk_shop", delta: read))])
+                }
             }
         }
-        try await engine.start(feeding: [h.rc])
-        let order = try await h.rcMemory.send(OutgoingMessage(conversation: g1, sender: "shop", content: .text("order"),
-                                                             expansion: ["down": "d0", "n": "1"]))
-        var mapping: MessageMapping?
-        #expect(try await eventually {
-            mapping = try h.store.read { try $0.mapped(order.id, from: "rc", to: "wk") }
-            return mapping != nil
-        })
-        let copy = try #require(mapping)
-        #expect(await engine.waitUntilIdle())
+        defer { Task { _ = await engine.stop() } }
         #expect(try await h.wk.expansion(of: copy.toMessage, in: copy.toConversation).values == ["down": "d0", "n": "1"])
 
         _ = try await h.rcMemory.updateExpansion(of: order.id, in: g1, by: "shop", .remove(["n"]))

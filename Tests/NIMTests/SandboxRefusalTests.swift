@@ -61,6 +61,8 @@ import Testing
             }
             #expect(try await create("a1", [("token", Self.text(129))]) == ["code": 414, "desc": "token is longer than 128"])
             #expect(try await create("a1", [("props", Self.text(1025))]) == ["code": 414, "desc": "props is longer than 1024"])
+            // Counted in UTF-16 units, as the sandbox's other limits: 65 emoji are 130 units.
+            #expect(try await create("a2", [("token", String(repeating: "😀", count: 65))]) == ["code": 414, "desc": "token is longer than 128"])
             #expect(try await create("a1", [("token", Self.text(128)), ("props", Self.text(1024))])["code"] == 200)
             try await sandbox.createUsers("owner", "m1", "m2")
             try await sandbox.seedGroup("1002", owner: "owner", members: [])
@@ -69,6 +71,7 @@ import Testing
                                                                           ("magree", "0"), ("msg", "join"), ("attach", attach)])).json
             }
             #expect(try await add("m1", attach: Self.text(513)) == ["code": 414, "desc": "attach is longer than 512"])
+            #expect(try await add("m1", attach: String(repeating: "😀", count: 257)) == ["code": 414, "desc": "attach is longer than 512"])
             #expect(try await add("m2", attach: Self.text(512)) == ["code": 200])
         }
     }

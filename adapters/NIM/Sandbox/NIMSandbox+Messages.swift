@@ -17,9 +17,7 @@ extension NIMSandbox {
         let accid = raw.lowercased()
         guard accid.allSatisfy(Self.accidCharacters.contains) else { return Self.fail(NIMErrors.parameter, "accid has illegal characters") }
         if let refusal = Self.profileRefusal(form) { return refusal }
-        for (field, max) in Self.accountLimits {
-            if let value = form[field], value.count > max { return Self.fail(NIMErrors.parameter, "\(field) is longer than \(max)") }
-        }
+        if let refusal = Self.lengthRefusal(form, Self.accountLimits) { return refusal }
         let token = form["token"] ?? NIMSignature.sha1Hex(accid + appSecret).prefix(32).description
         return state.withLock { state in
             if state.users[accid] != nil { return Self.fail(NIMErrors.parameter, "already register") }

@@ -196,9 +196,7 @@ extension NIMSandbox {
         guard requested.count <= 200 else { return Self.fail(NIMErrors.parameter, "members allows at most 200 per call") }
         guard let msg = form["msg"], msg.count <= 150 else { return Self.fail(NIMErrors.parameter, "msg is required, ≤150 chars") }
         guard let magree = form["magree"], ["0", "1"].contains(magree) else { return Self.fail(NIMErrors.parameter, "magree must be 0 or 1") }
-        if let attach = form["attach"], attach.count > Self.teamAddAttachLimit {
-            return Self.fail(NIMErrors.parameter, "attach is longer than \(Self.teamAddAttachLimit)")
-        }
+        if let refusal = Self.lengthRefusal(form, [("attach", Self.teamAddAttachLimit)]) { return refusal }
         return state.withLock { state in
             guard var team = state.teams[tid] else { return Self.fail(NIMErrors.noSuchTeam, "team not exist") }
             guard team.owner == owner else { return Self.fail(NIMErrors.noTeamPermission, "no permission") }
